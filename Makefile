@@ -1,0 +1,104 @@
+# GPT-2 trainer with a compile-time Q/K/V scheme.
+#
+#   make train                     build the standard scheme, prepare data, train d12 (needs a GPU)
+#   make test                      every CPU test, a compile check of every CUDA source, GPU tests if any
+#   make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]
+#   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
+#   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
+#
+# Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
+
+SCHEMES := standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
+QKV ?= standard
+PRECISION ?= BF16
+
+ifeq ($(filter $(QKV),$(SCHEMES)),)
+$(error QKV=$(QKV) is not a scheme; expected one of: $(SCHEMES))
+endif
+ifeq ($(filter $(PRECISION),BF16 FP32),)
+$(error PRECISION=$(PRECISION) is not supported; expected BF16 or FP32)
+endif
+
+# -DQKV_SCHEME=QKV_<ID>: the enum constant of attention_variants.cuh
+QKV_DEFINE = -DQKV_SCHEME=QKV_$(shell echo $(1) | tr a-z A-Z)
+# binary suffix: none for standard BF16, _<scheme> otherwise, _fp32 for FP32 builds
+SCHEME_SUFFIX = $(if $(filter standard,$(1)),,_$(1))
+PRECISION_SUFFIX = $(if $(filter FP32,$(1)),_fp32,)
+SUFFIX := $(call SCHEME_SUFFIX,$(QKV))$(call PRECISION_SUFFIX,$(PRECISION))
+
+BUILD := build
+CXX ?= g++
+CXXFLAGS := -O2 -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-function
+OPENMP := -fopenmp
+
+# ---------------------------------------------------------------------------------------------
+# CUDA (owner: CUDA trainer). sm_80 and sm_90, plus the local GPU's own architecture if there is one.
+NVCC ?= /usr/local/cuda/bin/nvcc
+CUDA_HOME ?= /usr/local/cuda
+LOCAL_SM := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
+CUDA_ARCHS := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+              $(if $(filter-out 80 90,$(LOCAL_SM)),-gencode arch=compute_$(LOCAL_SM),code=sm_$(LOCAL_SM),)
+NVCC_FLAGS := -O3 -std=c++17 --use_fast_math -lineinfo $(CUDA_ARCHS) -Xcompiler -Wall
+NVCC_LDFLAGS := -L$(CUDA_HOME)/lib64 -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
+PRECISION_DEFINE = $(if $(filter FP32,$(1)),-DENABLE_FP32,-DENABLE_BF16)
+
+.PHONY: train_gpt2cu test_gpt2cu
+train_gpt2cu: train_gpt2cu$(SUFFIX)
+test_gpt2cu: test_gpt2cu$(SUFFIX)
+
+train_gpt2cu$(SUFFIX): train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h
+	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
+
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/test/debug_state.h
+	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
+
+# ---------------------------------------------------------------------------------------------
+# CPU reference trainer (owner: CPU trainer): one binary per scheme, like the CUDA trainer.
+.PHONY: cpu
+cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV)
+
+$(BUILD)/train_gpt2_cpu_%: dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dataloader.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(BUILD)/test_gpt2_cpu_%: dev/cpu/test_gpt2_cpu.cpp dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/test/debug_state.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer (owner: tokenizer)
+$(BUILD)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+$(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+# ---------------------------------------------------------------------------------------------
+# Data (owner: data)
+dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dataloader.h
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+$(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+# ---------------------------------------------------------------------------------------------
+# Tools and the test runner (owner: lead)
+.PHONY: params test train clean
+$(BUILD)/params: dev/tools/params.cpp attention_variants.cuh | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+
+params: $(BUILD)/params
+	@./$(BUILD)/params
+
+test:
+	@bash dev/test/run_all.sh
+
+train:
+	@bash dev/train/train.sh $(QKV)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+clean:
+	rm -rf $(BUILD) train_gpt2cu* test_gpt2cu* dev/data/encode_text

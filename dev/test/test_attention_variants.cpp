@@ -1,0 +1,190 @@
+/*
+Unit tests of attention_variants.cuh: the layouts, the constraint check and its messages, the
+checkpoint header round trip and the refusals. The numbers of VARIANTS.md are checked by
+test_params.sh against `make params`; this file checks the structure behind them.
+Built with the default QKV_SCHEME (standard), which the scheme-mismatch test relies on.
+*/
+#include <stdlib.h>
+#include <string>
+#include "../../attention_variants.cuh"
+
+static int failed = 0;
+
+// `detail` is read here, after every argument was evaluated, so a message written by the
+// checked call itself is the one printed
+static void check(bool ok, const std::string& what, const char* detail = "") {
+    printf("%s header %s%s%s\n", ok ? "PASS" : "FAIL", what.c_str(), detail[0] ? ": " : "", detail);
+    failed += ok ? 0 : 1;
+}
+
+static GPT2Config tiny(int scheme, int Hkv) {
+    GPT2Config c = gpt2_config_default(2, 4, 64, 64, 500, 512);
+    c.scheme = scheme;
+    c.num_kv_heads = Hkv;
+    return c;
+}
+
+static bool contains(const char* s, const char* sub) { return strstr(s, sub) != NULL; }
+
+// Every column of the fused projection is read by exactly one stored tensor, roles stay in range,
+// and the roles that the scheme says are one tensor share an offset (and no others do).
+static void test_layouts() {
+    // expected sharing per scheme: q=k, k=v, q from x, k from x, v from x, q residual
+    struct { int qk, kv, qx, kx, vx, qres; } expect[QKV_NUM_SCHEMES] = {
+        {0, 0, 0, 0, 0, 0}, // standard
+        {0, 0, 1, 0, 0, 0}, // q_identity
+        {0, 0, 0, 1, 0, 0}, // k_identity
+        {0, 0, 0, 0, 1, 0}, // v_identity
+        {0, 1, 0, 0, 0, 0}, // kv_shared
+        {1, 0, 0, 0, 0, 0}, // qk_shared
+        {1, 1, 0, 0, 0, 0}, // qkv_shared
+        {0, 0, 0, 0, 0, 1}, // q_residual
+    };
+    for (int s = 0; s < QKV_NUM_SCHEMES; s++) {
+        int kv_options[3] = {4, 2, 1};
+        for (int o = 0; o < 3; o++) {
+            GPT2Config c = tiny(s, kv_options[o]);
+            char msg[512];
+            if (!gpt2_config_check(&c, msg, sizeof(msg))) { continue; } // refusals are tested below
+            QKVLayout L = qkv_layout(&c);
+            const int C = c.channels, KV = qkv_kv_channels(&c);
+            std::string name = std::string(qkv_scheme_name(s)) + " Hkv=" + std::to_string(kv_options[o]);
+            bool ok = L.q.channels == C && L.k.channels == KV && L.v.channels == KV;
+            int coverage[1024] = {0};
+            const QKVRole* roles[3] = {&L.q, &L.k, &L.v};
+            for (int r = 0; r < 3; r++) {
+                if (roles[r]->source == QKV_SRC_INPUT || roles[r]->source == QKV_SRC_RESIDUAL_QUERY) {
+                    ok = ok && roles[r]->channels == C;
+                    continue;
+                }
+                bool counted_already = false;
+                for (int p = 0; p < r; p++) { counted_already = counted_already || qkv_roles_share(*roles[p], *roles[r]); }
+                ok = ok && roles[r]->offset >= 0 && roles[r]->offset + roles[r]->channels <= L.width;
+                for (int col = roles[r]->offset; !counted_already && col < roles[r]->offset + roles[r]->channels && col < 1024; col++) {
+                    coverage[col]++;
+                }
+            }
+            for (int col = 0; col < L.width; col++) { ok = ok && coverage[col] == 1; }
+            ok = ok && qkv_roles_share(L.q, L.k) == expect[s].qk && qkv_roles_share(L.k, L.v) == expect[s].kv;
+            ok = ok && (L.q.source == QKV_SRC_INPUT) == expect[s].qx && (L.k.source == QKV_SRC_INPUT) == expect[s].kx;
+            ok = ok && (L.v.source == QKV_SRC_INPUT) == expect[s].vx;
+            ok = ok && (L.q.source == QKV_SRC_RESIDUAL_QUERY) == expect[s].qres;
+            std::string where = "width=" + std::to_string(L.width) + " q@" + std::to_string(L.q.offset) +
+                                " k@" + std::to_string(L.k.offset) + " v@" + std::to_string(L.v.offset);
+            check(ok, "layout " + name, where.c_str());
+        }
+    }
+}
+
+static void test_constraints() {
+    char msg[512];
+    // allowed: GQA/MQA where the scheme lets k and v have their own heads
+    int gqa_ok[4] = {QKV_STANDARD, QKV_Q_IDENTITY, QKV_KV_SHARED, QKV_Q_RESIDUAL};
+    for (int i = 0; i < 4; i++) {
+        for (int Hkv = 1; Hkv <= 2; Hkv++) {
+            GPT2Config c = tiny(gqa_ok[i], Hkv);
+            check(gpt2_config_check(&c, msg, sizeof(msg)) == 1,
+                  std::string("allows ") + qkv_scheme_name(gqa_ok[i]) + " with n_kv_head=" + std::to_string(Hkv), msg);
+        }
+    }
+    // forbidden by VARIANTS.md: Hkv < H where k or v is tied to the query heads
+    int need_mha[4] = {QKV_K_IDENTITY, QKV_V_IDENTITY, QKV_QK_SHARED, QKV_QKV_SHARED};
+    for (int i = 0; i < 4; i++) {
+        for (int Hkv = 1; Hkv <= 2; Hkv++) {
+            GPT2Config c = tiny(need_mha[i], Hkv);
+            int ok = gpt2_config_check(&c, msg, sizeof(msg));
+            check(!ok && contains(msg, qkv_scheme_name(need_mha[i])) && contains(msg, "n_kv_head"),
+                  std::string("refuses ") + qkv_scheme_name(need_mha[i]) + " with n_kv_head=" + std::to_string(Hkv), msg);
+        }
+    }
+    GPT2Config odd = tiny(QKV_Q_RESIDUAL, 3);
+    odd.channels = 63; odd.num_heads = 3; odd.mlp_hidden = 252;
+    check(!gpt2_config_check(&odd, msg, sizeof(msg)) && contains(msg, "q_residual") && contains(msg, "n_embd=63"),
+          "refuses q_residual with odd n_embd", msg);
+    odd.scheme = QKV_STANDARD;
+    check(gpt2_config_check(&odd, msg, sizeof(msg)) == 1, "allows standard with odd n_embd", msg);
+    GPT2Config bad = tiny(QKV_STANDARD, 3);
+    check(!gpt2_config_check(&bad, msg, sizeof(msg)) && contains(msg, "n_kv_head=3"), "refuses n_kv_head not dividing n_head", msg);
+    bad = tiny(QKV_KV_SHARED, 4);
+    bad.num_heads = 5;
+    check(!gpt2_config_check(&bad, msg, sizeof(msg)) && contains(msg, "n_embd=64"), "refuses n_embd not divisible by n_head", msg);
+    bad = tiny(QKV_NUM_SCHEMES, 4);
+    check(!gpt2_config_check(&bad, msg, sizeof(msg)) && contains(msg, "unknown scheme"), "refuses an unknown scheme id", msg);
+    bad = tiny(QKV_STANDARD, 4);
+    bad.attn_scale = -1.0f;
+    check(!gpt2_config_check(&bad, msg, sizeof(msg)) && contains(msg, "scale"), "refuses a negative attention scale", msg);
+}
+
+static void test_scales_and_names() {
+    bool ok = true;
+    for (int s = 0; s < QKV_NUM_SCHEMES; s++) {
+        ok = ok && qkv_scheme_from_name(qkv_scheme_name(s)) == s;
+        float expected = 1.0f / sqrtf(16.0f) * ((s == QKV_Q_IDENTITY || s == QKV_Q_RESIDUAL) ? 0.5f : 1.0f);
+        GPT2Config c = tiny(s, 4);
+        ok = ok && gpt2_attn_scale(&c) == expected;
+        c.attn_scale = 0.3f;
+        ok = ok && gpt2_attn_scale(&c) == 0.3f;
+    }
+    ok = ok && qkv_scheme_from_name("nope") == -1;
+    check(ok, "names round-trip; default scale 1/sqrt(hd), 1/(2 sqrt(hd)) for q_identity and q_residual; override wins");
+}
+
+static void test_header_round_trip() {
+    char msg[512];
+    for (int s = 0; s < QKV_NUM_SCHEMES; s++) {
+        GPT2Config c = tiny(s, (s == QKV_STANDARD || s == QKV_KV_SHARED) ? 2 : 4);
+        c.mlp_hidden = 224; c.use_bias = s % 2; c.tied_head = (s / 2) % 2; c.attn_scale = 0.125f;
+        int header[256];
+        gpt2_config_to_header(&c, s % 2, header);
+        GPT2Config back;
+        int ok = gpt2_config_from_header(header, "x.bin", &back, msg, sizeof(msg));
+        ok = ok && memcmp(&c, &back, sizeof(c)) == 0 && header[1] == (s % 2 ? 7 : 6);
+        check(ok, std::string("checkpoint header round trip ") + qkv_scheme_name(s), msg);
+    }
+    // llm.c v3: the shape llm.c knows, standard scheme
+    int header[256] = {0};
+    header[0] = 20240326; header[1] = 3; header[2] = 1024; header[3] = 50257; header[4] = 12;
+    header[5] = 12; header[6] = 768; header[7] = 50304;
+    GPT2Config c;
+    int ok = gpt2_config_from_header(header, "gpt2_124M.bin", &c, msg, sizeof(msg));
+    check(ok && c.scheme == QKV_STANDARD && c.num_kv_heads == 12 && c.mlp_hidden == 3072 && c.use_bias && c.tied_head &&
+          gpt2_num_parameters(&c) == 124475904, "llm.c v3 header reads as GPT-2 124M (124,475,904 parameters)",
+          std::to_string(gpt2_num_parameters(&c)).c_str());
+    header[0] = 1234;
+    ok = gpt2_config_from_header(header, "weird.bin", &c, msg, sizeof(msg));
+    check(!ok && contains(msg, "weird.bin") && contains(msg, "magic"), "bad magic refused naming the file", msg);
+    header[0] = 20240326; header[1] = 4;
+    ok = gpt2_config_from_header(header, "weird.bin", &c, msg, sizeof(msg));
+    check(!ok && contains(msg, "weird.bin") && contains(msg, "version 4"), "unknown version refused naming the file", msg);
+}
+
+static void test_scheme_mismatch() {
+    char msg[512];
+    GPT2Config c = tiny(QKV_Q_IDENTITY, 4);
+    int ok = qkv_check_scheme_matches_build(&c, "q.bin", msg, sizeof(msg));
+    check(kQKVScheme == QKV_STANDARD && !ok && contains(msg, "q.bin") && contains(msg, "q_identity") && contains(msg, "standard"),
+          "checkpoint of another scheme refused naming both", msg);
+    c.scheme = QKV_STANDARD;
+    check(qkv_check_scheme_matches_build(&c, "s.bin", msg, sizeof(msg)) == 1, "checkpoint of the build's scheme accepted");
+}
+
+// seed 004: at 32,000 tokens the 300M standard cache is 2.62 GB, kv_shared 1.31 GB
+static void test_kv_cache_paper_figures() {
+    GPT2Config c = gpt2_config_default(20, 16, 1024, 2048, 50257, 50304);
+    double standard_gb = 32000.0 * qkv_kv_cache_bytes_per_token(&c) / 1e9;
+    c.scheme = QKV_KV_SHARED;
+    double shared_gb = 32000.0 * qkv_kv_cache_bytes_per_token(&c) / 1e9;
+    char detail[128];
+    snprintf(detail, sizeof(detail), "standard %.2f GB, kv_shared %.2f GB", standard_gb, shared_gb);
+    check(fabs(standard_gb - 2.62) < 0.005 && fabs(shared_gb - 1.31) < 0.005, "KV cache at 32k tokens as seed 004 reports", detail);
+}
+
+int main() {
+    test_layouts();
+    test_constraints();
+    test_scales_and_names();
+    test_header_round_trip();
+    test_scheme_mismatch();
+    test_kv_cache_paper_figures();
+    return failed == 0 ? 0 : 1;
+}
