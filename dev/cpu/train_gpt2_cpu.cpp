@@ -1,0 +1,1211 @@
+/*
+train_gpt2_cpu.cpp: a float32 CPU reference trainer for GPT-2 with a compile-time Q/K/V scheme.
+
+This is the file to read to learn how each scheme works, in the spirit of llm.c's train_gpt2.c:
+every layer is a plain forward function and a plain backward function, one allocation holds the
+parameters, one the activations. Nothing here is specific to a scheme: attention_variants.cuh
+says where q, k and v come from (qkv_layout), which tensors exist (fill_param_sizes) and the
+attention scale (gpt2_attn_scale); this file only knows the three kinds of source:
+
+  - QKV_SRC_PROJECTION: a column range of the fused projection output y = x qkvw^T (+ qkvb).
+    Two roles with the same offset (k = v, q = k, q = k = v) are literally the same memory, and
+    in the backward pass both roles add their gradient into that one gradient buffer.
+  - QKV_SRC_INPUT: x itself (the LN1 output); the role's gradient is added into dx, on top of
+    what flows back through the fused projection.
+  - QKV_SRC_RESIDUAL_QUERY (q_residual): q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))).
+
+Attention reads q, k, v in place through (pointer, row stride) views, so it never copies or
+rearranges them. GQA: query head h reads kv head h / (H / Hkv).
+
+Reductions (dot products, norms, sums over the batch) accumulate in double: the test compares
+against a float64 reference at 1e-5 relative error, and float accumulators over hundreds of
+terms with cancellation get too close to that for comfort. Values are stored as float32.
+
+Build (one binary per scheme):  make build/train_gpt2_cpu_<scheme>   (see the Makefile)
+The test (dev/cpu/test_gpt2_cpu.cpp) #defines TESTING and #includes this file; the training
+main() and the data loader are compiled only without TESTING.
+*/
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+// OpenMP is optional: without -fopenmp the pragmas are ignored (g++ -Wall says so once per pragma)
+
+#include "../../attention_variants.cuh"
+
+// ----------------------------------------------------------------------------
+// error-checking helpers: report file and line, exit(1) (never a crash)
+
+static void* malloc_check(size_t size, const char* file, int line) {
+    void* p = malloc(size > 0 ? size : 1);
+    if (p == NULL) {
+        fprintf(stderr, "error: malloc of %zu bytes failed at %s:%d (HINT: smaller -b/-t or model)\n", size, file, line);
+        exit(1);
+    }
+    return p;
+}
+#define mallocCheck(size) malloc_check(size, __FILE__, __LINE__)
+
+static void* calloc_check(size_t n, size_t size, const char* file, int line) {
+    void* p = calloc(n > 0 ? n : 1, size > 0 ? size : 1);
+    if (p == NULL) {
+        fprintf(stderr, "error: calloc of %zu x %zu bytes failed at %s:%d\n", n, size, file, line);
+        exit(1);
+    }
+    return p;
+}
+#define callocCheck(n, size) calloc_check(n, size, __FILE__, __LINE__)
+
+// ----------------------------------------------------------------------------
+// all the individual layers' forward and backward passes
+// N = B * T rows, C channels; every backward ADDS (+=) into its gradient outputs, so gradients
+// from several consumers of one tensor sum up (the caller zeroes them once per step)
+
+void encoder_forward(float* out, const int* inp, const float* wte, const float* wpe, int B, int T, int C) {
+    // out is (B,T,C): token embedding plus position embedding
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            float* out_bt = out + ((size_t)b * T + t) * C;
+            const float* wte_ix = wte + (size_t)inp[b * T + t] * C;
+            const float* wpe_t = wpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) { out_bt[i] = wte_ix[i] + wpe_t[i]; }
+        }
+    }
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const int* inp, int B, int T, int C) {
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float* dout_bt = dout + ((size_t)b * T + t) * C;
+            float* dwte_ix = dwte + (size_t)inp[b * T + t] * C;
+            float* dwpe_t = dwpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) {
+                dwte_ix[i] += dout_bt[i];
+                dwpe_t[i] += dout_bt[i];
+            }
+        }
+    }
+}
+
+// LayerNorm over the last dimension, eps 1e-5; bias may be NULL (bias-free models, LN_q)
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C) {
+    // inp, out are (N,C); mean, rstd are (N) and cached for the backward pass
+    const double eps = 1e-5;
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float* x = inp + (size_t)n * C;
+        double m = 0.0;
+        for (int i = 0; i < C; i++) { m += x[i]; }
+        m /= C;
+        double v = 0.0;
+        for (int i = 0; i < C; i++) { double d = x[i] - m; v += d * d; }
+        v /= C;
+        double s = 1.0 / sqrt(v + eps);
+        float* o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++) {
+            double norm = (x[i] - m) * s;
+            o[i] = (float)(norm * weight[i] + (bias != NULL ? bias[i] : 0.0f));
+        }
+        mean[n] = (float)m;
+        rstd[n] = (float)s;
+    }
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+    // dweight and dbias sum over all N rows: accumulate them in double, add once at the end
+    double* dw = (double*)callocCheck((size_t)C, sizeof(double));
+    double* db = (double*)callocCheck((size_t)C, sizeof(double));
+    for (int n = 0; n < N; n++) {
+        const float* x = inp + (size_t)n * C;
+        const float* d = dout + (size_t)n * C;
+        float* dx = dinp + (size_t)n * C;
+        const double m = mean[n], s = rstd[n];
+        // dx = s * (dnorm - mean(dnorm) - norm * mean(dnorm * norm)), dnorm = w * dout
+        double dnorm_mean = 0.0, dnorm_norm_mean = 0.0;
+        for (int i = 0; i < C; i++) {
+            double norm = (x[i] - m) * s;
+            double dnorm = (double)weight[i] * d[i];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        for (int i = 0; i < C; i++) {
+            double norm = (x[i] - m) * s;
+            double dnorm = (double)weight[i] * d[i];
+            dw[i] += norm * d[i];
+            db[i] += d[i];
+            dx[i] += (float)(s * (dnorm - dnorm_mean - norm * dnorm_norm_mean));
+        }
+    }
+    for (int i = 0; i < C; i++) {
+        dweight[i] += (float)dw[i];
+        if (dbias != NULL) { dbias[i] += (float)db[i]; }
+    }
+    free(dw);
+    free(db);
+}
+
+// RMSNorm with a gain (q_residual's RMSNorm_q): out = x / sqrt(mean(x^2) + 1e-5) * weight
+void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C) {
+    const double eps = 1e-5;
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float* x = inp + (size_t)n * C;
+        double ms = 0.0;
+        for (int i = 0; i < C; i++) { ms += (double)x[i] * x[i]; }
+        double s = 1.0 / sqrt(ms / C + eps);
+        float* o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++) { o[i] = (float)(x[i] * s * weight[i]); }
+        rstd[n] = (float)s;
+    }
+}
+
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int N, int C) {
+    double* dw = (double*)callocCheck((size_t)C, sizeof(double));
+    for (int n = 0; n < N; n++) {
+        const float* x = inp + (size_t)n * C;
+        const float* d = dout + (size_t)n * C;
+        float* dx = dinp + (size_t)n * C;
+        const double s = rstd[n];
+        // with xhat = x * s: dx = s * (dxhat - xhat * mean(dxhat * xhat)), dxhat = w * dout
+        double dot = 0.0;
+        for (int i = 0; i < C; i++) { dot += (double)weight[i] * d[i] * (x[i] * s); }
+        dot /= C;
+        for (int i = 0; i < C; i++) {
+            double xhat = x[i] * s;
+            dw[i] += xhat * d[i];
+            dx[i] += (float)(s * ((double)weight[i] * d[i] - xhat * dot));
+        }
+    }
+    for (int i = 0; i < C; i++) { dweight[i] += (float)dw[i]; }
+    free(dw);
+}
+
+// out = inp weight^T + bias; inp (N,C), weight (OC,C), bias (OC) or NULL, out (N,OC)
+void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float* x = inp + (size_t)n * C;
+        float* o = out + (size_t)n * OC;
+        for (int j = 0; j < OC; j++) {
+            const float* w = weight + (size_t)j * C;
+            double acc = bias != NULL ? bias[j] : 0.0;
+            for (int i = 0; i < C; i++) { acc += (double)x[i] * w[i]; }
+            o[j] = (float)acc;
+        }
+    }
+}
+
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC) {
+    #pragma omp parallel
+    {
+        double* acc = (double*)mallocCheck((size_t)C * sizeof(double));
+        // dinp (N,C) += dout (N,OC) weight (OC,C)
+        #pragma omp for
+        for (int n = 0; n < N; n++) {
+            const float* d = dout + (size_t)n * OC;
+            for (int i = 0; i < C; i++) { acc[i] = 0.0; }
+            for (int j = 0; j < OC; j++) {
+                const float* w = weight + (size_t)j * C;
+                const double dj = d[j];
+                for (int i = 0; i < C; i++) { acc[i] += dj * w[i]; }
+            }
+            float* dx = dinp + (size_t)n * C;
+            for (int i = 0; i < C; i++) { dx[i] += (float)acc[i]; }
+        }
+        // dweight (OC,C) += dout^T (OC,N) inp (N,C); dbias (OC) += sum over rows of dout
+        #pragma omp for
+        for (int j = 0; j < OC; j++) {
+            for (int i = 0; i < C; i++) { acc[i] = 0.0; }
+            double db = 0.0;
+            for (int n = 0; n < N; n++) {
+                const double dj = dout[(size_t)n * OC + j];
+                const float* x = inp + (size_t)n * C;
+                db += dj;
+                for (int i = 0; i < C; i++) { acc[i] += dj * x[i]; }
+            }
+            float* dw = dweight + (size_t)j * C;
+            for (int i = 0; i < C; i++) { dw[i] += (float)acc[i]; }
+            if (dbias != NULL) { dbias[j] += (float)db; }
+        }
+        free(acc);
+    }
+}
+
+// GELU, tanh approximation (GPT-2's)
+#define GELU_SCALING_FACTOR 0.7978845608028654 // sqrt(2 / pi)
+
+void gelu_forward(float* out, const float* inp, size_t n) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        double x = inp[i];
+        out[i] = (float)(0.5 * x * (1.0 + tanh(GELU_SCALING_FACTOR * (x + 0.044715 * x * x * x))));
+    }
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        double x = inp[i];
+        double u = GELU_SCALING_FACTOR * (x + 0.044715 * x * x * x);
+        double th = tanh(u);
+        double sech2 = 1.0 - th * th;
+        double local = 0.5 * (1.0 + th) + 0.5 * x * sech2 * GELU_SCALING_FACTOR * (1.0 + 3.0 * 0.044715 * x * x);
+        dinp[i] += (float)(local * dout[i]);
+    }
+}
+
+void residual_forward(float* out, const float* inp1, const float* inp2, size_t n) {
+    for (size_t i = 0; i < n; i++) { out[i] = inp1[i] + inp2[i]; }
+}
+
+void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        dinp1[i] += dout[i];
+        dinp2[i] += dout[i];
+    }
+}
+
+// A (B*T, channels) matrix stored with a row stride: how attention sees q, k and v. A column range
+// of the fused projection output has stride = width; x itself or the residual query stride = C.
+typedef struct {
+    float* ptr;
+    size_t stride;
+} RowView;
+
+// Where a role of the layout lives, for one layer. Called with the activations to read q/k/v and
+// with the activation gradients to find where their gradients go: a role taken from x sends its
+// gradient into dx, a shared role sends it into the same buffer as its partner.
+static RowView qkv_role_view(QKVRole role, float* proj, int width, float* x, float* residual_query, int C) {
+    RowView v;
+    switch (role.source) {
+        case QKV_SRC_INPUT: v.ptr = x; v.stride = (size_t)C; break;
+        case QKV_SRC_RESIDUAL_QUERY: v.ptr = residual_query; v.stride = (size_t)C; break;
+        case QKV_SRC_PROJECTION:
+        default: v.ptr = proj + role.offset; v.stride = (size_t)width; break;
+    }
+    return v;
+}
+
+// Causal multi-head attention with GQA, reading q, k, v in place.
+// q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous; att (B,H,T,T) probabilities
+void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
+                       int B, int T, int C, int H, int Hkv, float scale) {
+    const int hd = C / H;
+    const int group = H / Hkv; // query heads per kv head
+    #pragma omp parallel
+    {
+        double* w = (double*)mallocCheck((size_t)T * sizeof(double));
+        double* acc = (double*)mallocCheck((size_t)hd * sizeof(double));
+        #pragma omp for collapse(3)
+        for (int b = 0; b < B; b++) {
+            for (int t = 0; t < T; t++) {
+                for (int h = 0; h < H; h++) {
+                    const int kvh = h / group;
+                    const float* q_t = q.ptr + ((size_t)b * T + t) * q.stride + (size_t)h * hd;
+                    float* att_bth = att + (((size_t)b * H + h) * T + t) * T;
+                    // scores against keys 0..t, and the max for a stable softmax
+                    double maxval = -INFINITY;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        const float* k_t2 = k.ptr + ((size_t)b * T + t2) * k.stride + (size_t)kvh * hd;
+                        double dot = 0.0;
+                        for (int i = 0; i < hd; i++) { dot += (double)q_t[i] * k_t2[i]; }
+                        w[t2] = dot * scale;
+                        if (w[t2] > maxval) { maxval = w[t2]; }
+                    }
+                    double sum = 0.0;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        w[t2] = exp(w[t2] - maxval);
+                        sum += w[t2];
+                    }
+                    for (int t2 = 0; t2 < T; t2++) {
+                        att_bth[t2] = t2 <= t ? (float)(w[t2] / sum) : 0.0f; // causal: 0 above the diagonal
+                    }
+                    // out = att v, with the unrounded probabilities
+                    for (int i = 0; i < hd; i++) { acc[i] = 0.0; }
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        const float* v_t2 = v.ptr + ((size_t)b * T + t2) * v.stride + (size_t)kvh * hd;
+                        const double p = w[t2] / sum;
+                        for (int i = 0; i < hd; i++) { acc[i] += p * v_t2[i]; }
+                    }
+                    float* out_bth = out + ((size_t)b * T + t) * C + (size_t)h * hd;
+                    for (int i = 0; i < hd; i++) { out_bth[i] = (float)acc[i]; }
+                }
+            }
+        }
+        free(w);
+        free(acc);
+    }
+}
+
+// Adds the gradients of q, k, v into the views dq, dk, dv. The views may alias one another
+// (shared roles) or dx (identity roles): every write is a +=, so aliased roles sum.
+// A kv head's gradient sums over the H/Hkv query heads that read it. Work is split over
+// (b, kv head): each writes only its own slice of dq, dk and dv, so threads never collide,
+// even when the views alias (aliasing needs Hkv == H or k == v, both within one slice).
+void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
+                        RowView q, RowView k, RowView v, const float* att,
+                        int B, int T, int C, int H, int Hkv, float scale) {
+    const int hd = C / H;
+    const int group = H / Hkv;
+    #pragma omp parallel
+    {
+        double* datt = (double*)mallocCheck((size_t)T * sizeof(double));
+        double* dq_acc = (double*)mallocCheck((size_t)hd * sizeof(double));
+        double* dk_acc = (double*)mallocCheck((size_t)T * hd * sizeof(double));
+        double* dv_acc = (double*)mallocCheck((size_t)T * hd * sizeof(double));
+        #pragma omp for collapse(2)
+        for (int b = 0; b < B; b++) {
+            for (int kvh = 0; kvh < Hkv; kvh++) {
+                for (size_t i = 0; i < (size_t)T * hd; i++) { dk_acc[i] = 0.0; dv_acc[i] = 0.0; }
+                for (int h = kvh * group; h < (kvh + 1) * group; h++) {
+                    for (int t = 0; t < T; t++) {
+                        const float* q_t = q.ptr + ((size_t)b * T + t) * q.stride + (size_t)h * hd;
+                        const float* att_bth = att + (((size_t)b * H + h) * T + t) * T;
+                        const float* dout_bth = dout + ((size_t)b * T + t) * C + (size_t)h * hd;
+                        // out = att v: datt = dout . v, dv += att * dout
+                        double datt_dot_att = 0.0;
+                        for (int t2 = 0; t2 <= t; t2++) {
+                            const float* v_t2 = v.ptr + ((size_t)b * T + t2) * v.stride + (size_t)kvh * hd;
+                            double d = 0.0;
+                            for (int i = 0; i < hd; i++) {
+                                d += (double)dout_bth[i] * v_t2[i];
+                                dv_acc[(size_t)t2 * hd + i] += (double)att_bth[t2] * dout_bth[i];
+                            }
+                            datt[t2] = d;
+                            datt_dot_att += d * att_bth[t2];
+                        }
+                        // softmax backward: dscore = att * (datt - sum(att * datt)), then the scale
+                        for (int i = 0; i < hd; i++) { dq_acc[i] = 0.0; }
+                        for (int t2 = 0; t2 <= t; t2++) {
+                            const float* k_t2 = k.ptr + ((size_t)b * T + t2) * k.stride + (size_t)kvh * hd;
+                            const double dpre = (double)att_bth[t2] * (datt[t2] - datt_dot_att) * scale;
+                            for (int i = 0; i < hd; i++) {
+                                dq_acc[i] += dpre * k_t2[i];
+                                dk_acc[(size_t)t2 * hd + i] += dpre * q_t[i];
+                            }
+                        }
+                        float* dq_t = dq.ptr + ((size_t)b * T + t) * dq.stride + (size_t)h * hd;
+                        for (int i = 0; i < hd; i++) { dq_t[i] += (float)dq_acc[i]; }
+                    }
+                }
+                for (int t2 = 0; t2 < T; t2++) {
+                    float* dk_t2 = dk.ptr + ((size_t)b * T + t2) * dk.stride + (size_t)kvh * hd;
+                    float* dv_t2 = dv.ptr + ((size_t)b * T + t2) * dv.stride + (size_t)kvh * hd;
+                    for (int i = 0; i < hd; i++) {
+                        dk_t2[i] += (float)dk_acc[(size_t)t2 * hd + i];
+                        dv_t2[i] += (float)dv_acc[(size_t)t2 * hd + i];
+                    }
+                }
+            }
+        }
+        free(datt);
+        free(dq_acc);
+        free(dk_acc);
+        free(dv_acc);
+    }
+}
+
+// Softmax over the first V of Vp logits (the padded columns get probability 0)
+void softmax_forward(float* probs, const float* logits, int N, int V, int Vp) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float* l = logits + (size_t)n * Vp;
+        float* p = probs + (size_t)n * Vp;
+        double maxval = -INFINITY;
+        for (int i = 0; i < V; i++) { if (l[i] > maxval) { maxval = l[i]; } }
+        double sum = 0.0;
+        for (int i = 0; i < V; i++) { sum += exp(l[i] - maxval); }
+        for (int i = 0; i < V; i++) { p[i] = (float)(exp(l[i] - maxval) / sum); }
+        for (int i = V; i < Vp; i++) { p[i] = 0.0f; }
+    }
+}
+
+// losses (N) = -log probs[target]; computed from the logits (log-sum-exp) rather than from the
+// rounded probability, which would lose relative precision on small probabilities
+void crossentropy_forward(float* losses, const float* logits, const int* targets, int N, int V, int Vp) {
+    for (int n = 0; n < N; n++) {
+        const float* l = logits + (size_t)n * Vp;
+        double maxval = -INFINITY;
+        for (int i = 0; i < V; i++) { if (l[i] > maxval) { maxval = l[i]; } }
+        double sum = 0.0;
+        for (int i = 0; i < V; i++) { sum += exp(l[i] - maxval); }
+        losses[n] = (float)(log(sum) + maxval - l[targets[n]]);
+    }
+}
+
+// dlogits = (probs - onehot(target)) * dloss, padded columns get no gradient
+void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const float* probs,
+                                   const int* targets, int N, int V, int Vp) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        float* dl = dlogits + (size_t)n * Vp;
+        const float* p = probs + (size_t)n * Vp;
+        const double d = dlosses[n];
+        for (int i = 0; i < V; i++) {
+            double indicator = i == targets[n] ? 1.0 : 0.0;
+            dl[i] += (float)(((double)p[i] - indicator) * d);
+        }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// GPT-2 model definition
+
+// the parameter tensors, in the file order of param_tensor_names (attention_variants.cuh);
+// a tensor the config does not have is NULL
+typedef struct {
+    float* wte;       // (Vp, C)
+    float* wpe;       // (maxT, C)
+    float* ln1w;      // (L, C)
+    float* ln1b;      // (L, C)
+    float* qkvw;      // (L, width, C)
+    float* qkvb;      // (L, width)
+    float* attprojw;  // (L, C, C)
+    float* attprojb;  // (L, C)
+    float* ln2w;      // (L, C)
+    float* ln2b;      // (L, C)
+    float* fcw;       // (L, M, C)
+    float* fcb;       // (L, M)
+    float* fcprojw;   // (L, C, M)
+    float* fcprojb;   // (L, C)
+    float* lnfw;      // (C)
+    float* lnfb;      // (C)
+    float* lm_head;   // (Vp, C), untied head only
+    float* qres_rmsw; // (L, C)
+    float* qres_w1;   // (L, C/2, C)
+    float* qres_w2;   // (L, C, C/2)
+    float* qres_lnw;  // (L, C)
+} ParameterTensors;
+
+static void point_parameters(ParameterTensors* p, float* memory, const size_t sizes[NUM_PARAMETER_TENSORS]) {
+    float** ptrs[NUM_PARAMETER_TENSORS] = {
+        &p->wte, &p->wpe, &p->ln1w, &p->ln1b, &p->qkvw, &p->qkvb, &p->attprojw, &p->attprojb,
+        &p->ln2w, &p->ln2b, &p->fcw, &p->fcb, &p->fcprojw, &p->fcprojb, &p->lnfw, &p->lnfb,
+        &p->lm_head, &p->qres_rmsw, &p->qres_w1, &p->qres_w2, &p->qres_lnw,
+    };
+    float* it = memory;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        *ptrs[i] = sizes[i] > 0 ? it : NULL;
+        it += sizes[i];
+    }
+}
+
+
+#define NUM_ACTIVATION_TENSORS 31
+typedef struct {
+    float* encoded;    // (B, T, C)
+    float* ln1;        // (L, B, T, C)    x, the attention input
+    float* ln1_mean;   // (L, B, T)
+    float* ln1_rstd;   // (L, B, T)
+    float* qkv;        // (L, B, T, width) the fused projection output
+    float* qres_r;     // (L, B, T, C)    q_residual only: r = RMSNorm_q(x)
+    float* qres_rrstd; // (L, B, T)
+    float* qres_h;     // (L, B, T, C/2)  W1 r
+    float* qres_hg;    // (L, B, T, C/2)  gelu(W1 r)
+    float* qres_u;     // (L, B, T, C)    W2 gelu(W1 r)
+    float* qres_mean;  // (L, B, T)
+    float* qres_rstd;  // (L, B, T)
+    float* qres_f;     // (L, B, T, C)    f = LN_q(u)
+    float* qres_q;     // (L, B, T, C)    q = x + f
+    float* att;        // (L, B, H, T, T) probabilities after the causal softmax
+    float* atty;       // (L, B, T, C)
+    float* attproj;    // (L, B, T, C)
+    float* residual2;  // (L, B, T, C)
+    float* ln2;        // (L, B, T, C)
+    float* ln2_mean;   // (L, B, T)
+    float* ln2_rstd;   // (L, B, T)
+    float* fch;        // (L, B, T, M)
+    float* fch_gelu;   // (L, B, T, M)
+    float* fcproj;     // (L, B, T, C)
+    float* residual3;  // (L, B, T, C)
+    float* lnf;        // (B, T, C)
+    float* lnf_mean;   // (B, T)
+    float* lnf_rstd;   // (B, T)
+    float* logits;     // (B, T, Vp)
+    float* probs;      // (B, T, Vp)
+    float* losses;     // (B, T)
+} ActivationTensors;
+
+// Sizes of the activations for a (B, T) batch. The q_residual tensors exist only when q comes
+// from that branch. `for_grads`: the gradient buffers skip the (B, H, T, T) attention matrix,
+// because attention_backward forms each row's softmax gradient on the fly.
+static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GPT2Config* c,
+                                  const QKVLayout* layout, size_t B, size_t T, int for_grads) {
+    const size_t L = c->num_layers, C = c->channels, H = c->num_heads, M = c->mlp_hidden;
+    const size_t Vp = c->padded_vocab_size, W = layout->width;
+    const size_t qres = layout->q.source == QKV_SRC_RESIDUAL_QUERY ? 1 : 0;
+    const size_t BT = B * T;
+    size_t s[NUM_ACTIVATION_TENSORS] = {
+        BT * C,                                        // encoded
+        L * BT * C, L * BT, L * BT,                    // ln1, ln1_mean, ln1_rstd
+        L * BT * W,                                    // qkv
+        qres * L * BT * C, qres * L * BT,              // qres_r, qres_rrstd
+        qres * L * BT * (C / 2), qres * L * BT * (C / 2), // qres_h, qres_hg
+        qres * L * BT * C, qres * L * BT, qres * L * BT, // qres_u, qres_mean, qres_rstd
+        qres * L * BT * C, qres * L * BT * C,          // qres_f, qres_q
+        for_grads ? 0 : L * B * H * T * T,             // att
+        L * BT * C, L * BT * C, L * BT * C,            // atty, attproj, residual2
+        L * BT * C, L * BT, L * BT,                    // ln2, ln2_mean, ln2_rstd
+        L * BT * M, L * BT * M,                        // fch, fch_gelu
+        L * BT * C, L * BT * C,                        // fcproj, residual3
+        BT * C, BT, BT,                                // lnf, lnf_mean, lnf_rstd
+        BT * Vp, BT * Vp, BT,                          // logits, probs, losses
+    };
+    memcpy(sizes, s, sizeof(s));
+}
+
+static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS]) {
+    float** ptrs[NUM_ACTIVATION_TENSORS] = {
+        &acts->encoded, &acts->ln1, &acts->ln1_mean, &acts->ln1_rstd, &acts->qkv,
+        &acts->qres_r, &acts->qres_rrstd, &acts->qres_h, &acts->qres_hg, &acts->qres_u,
+        &acts->qres_mean, &acts->qres_rstd, &acts->qres_f, &acts->qres_q,
+        &acts->att, &acts->atty, &acts->attproj, &acts->residual2,
+        &acts->ln2, &acts->ln2_mean, &acts->ln2_rstd, &acts->fch, &acts->fch_gelu, &acts->fcproj, &acts->residual3,
+        &acts->lnf, &acts->lnf_mean, &acts->lnf_rstd, &acts->logits, &acts->probs, &acts->losses,
+    };
+    size_t total = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
+    float* memory = (float*)mallocCheck(total * sizeof(float));
+    float* it = memory;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
+        *ptrs[i] = sizes[i] > 0 ? it : NULL;
+        it += sizes[i];
+    }
+    return memory;
+}
+
+typedef struct {
+    GPT2Config config;
+    QKVLayout layout;    // where q, k, v come from
+    float attn_scale;    // gpt2_attn_scale(&config)
+    // the weights (parameters) of the model, and their sizes
+    ParameterTensors params;
+    size_t param_sizes[NUM_PARAMETER_TENSORS];
+    float* params_memory;
+    size_t num_parameters;
+    // gradients of the weights
+    ParameterTensors grads;
+    float* grads_memory;
+    // buffers for the AdamW optimizer
+    float* m_memory;
+    float* v_memory;
+    // the activations of the model, and their sizes
+    ActivationTensors acts;
+    size_t act_sizes[NUM_ACTIVATION_TENSORS];
+    float* acts_memory;
+    // gradients of the activations
+    ActivationTensors grads_acts;
+    float* grads_acts_memory;
+    // other run state configuration
+    int batch_size; // the batch size (B) of current forward pass
+    int seq_len;    // the sequence length (T) of current forward pass
+    int* inputs;    // the input tokens for the current forward pass
+    int* targets;   // the target tokens for the current forward pass
+    float mean_loss; // after a forward pass with targets, the mean loss; -1 without targets
+} GPT2;
+
+static void gpt2_init_empty(GPT2* model) {
+    memset(model, 0, sizeof(*model));
+    model->mean_loss = -1.0f;
+}
+
+// Reads a checkpoint (versions 3/5/6/7 of dev/FORMATS.md; bf16 is widened to fp32). Returns 1,
+// or 0 with a one-line message in msg naming the file and what was expected. Order of checks:
+// header, shape allowed for the scheme, scheme of this build, file size, then the data.
+int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t msg_size) {
+    gpt2_init_empty(model);
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(msg, msg_size, "%s: cannot open model file (HINT: check the path; dev/reference/make_fixtures.py "
+                 "writes test checkpoints, llm.c's gpt2_124M.bin also loads)", path);
+        return 0;
+    }
+    int header[256];
+    if (fread(header, sizeof(int), 256, f) != 256) {
+        snprintf(msg, msg_size, "%s: truncated model file: shorter than its 1024-byte header", path);
+        fclose(f);
+        return 0;
+    }
+    GPT2Config c;
+    if (!gpt2_config_from_header(header, path, &c, msg, msg_size)) { fclose(f); return 0; }
+    char why[512];
+    if (!gpt2_config_check(&c, why, sizeof(why))) {
+        snprintf(msg, msg_size, "%s: %s", path, why);
+        fclose(f);
+        return 0;
+    }
+    if (!qkv_check_scheme_matches_build(&c, path, msg, msg_size)) { fclose(f); return 0; }
+
+    // the size check: computed in double first so that an absurd header cannot overflow size_t
+    int ndims[NUM_PARAMETER_TENSORS];
+    size_t dims[NUM_PARAMETER_TENSORS][3];
+    fill_param_shapes(&c, ndims, dims);
+    double nparams_d = 0.0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        double n = ndims[i] > 0 ? 1.0 : 0.0;
+        for (int d = 0; d < ndims[i]; d++) { n *= (double)dims[i][d]; }
+        nparams_d += n;
+    }
+    const int elem = checkpoint_version_is_bf16(header[1]) ? 2 : 4;
+    fseek(f, 0, SEEK_END);
+    const long long file_size = (long long)ftell(f);
+    char shape[256];
+    gpt2_config_describe(&c, shape, sizeof(shape));
+    if (nparams_d * elem > 1e13) {
+        snprintf(msg, msg_size, "%s: implausible shape in header (%s: %.3g parameters)", path, shape, nparams_d);
+        fclose(f);
+        return 0;
+    }
+    const size_t nparams = fill_param_sizes(&c, model->param_sizes);
+    const long long expected = 1024 + (long long)nparams * elem;
+    if (file_size != expected) {
+        snprintf(msg, msg_size, "%s: file size %lld bytes, expected %lld = 1024-byte header + %zu parameters x %d bytes "
+                 "(version %d, scheme %s, %s) (HINT: truncated or corrupt file?)", path, file_size, expected,
+                 nparams, elem, header[1], qkv_scheme_name(c.scheme), shape);
+        fclose(f);
+        return 0;
+    }
+    fseek(f, 1024, SEEK_SET);
+
+    model->config = c;
+    model->layout = qkv_layout(&c);
+    model->attn_scale = gpt2_attn_scale(&c);
+    model->num_parameters = nparams;
+    model->params_memory = (float*)mallocCheck(nparams * sizeof(float));
+    size_t got;
+    if (elem == 4) {
+        got = fread(model->params_memory, sizeof(float), nparams, f);
+    } else {
+        // bf16 is the top half of an fp32: widen exactly
+        uint16_t* tmp = (uint16_t*)mallocCheck(nparams * sizeof(uint16_t));
+        got = fread(tmp, sizeof(uint16_t), nparams, f);
+        for (size_t i = 0; i < got; i++) {
+            uint32_t bits = (uint32_t)tmp[i] << 16;
+            memcpy(&model->params_memory[i], &bits, sizeof(float));
+        }
+        free(tmp);
+    }
+    fclose(f);
+    if (got != nparams) {
+        snprintf(msg, msg_size, "%s: read %zu of %zu parameters", path, got, nparams);
+        free(model->params_memory);
+        model->params_memory = NULL;
+        return 0;
+    }
+    point_parameters(&model->params, model->params_memory, model->param_sizes);
+    return 1;
+}
+
+// LM head weight: wte when tied, else lm_head
+static const float* gpt2_lm_head_weight(const GPT2* model) {
+    return model->config.tied_head ? model->params.wte : model->params.lm_head;
+}
+
+// q_residual's query branch for one layer: q = x + LN_q(W2 gelu(W1 RMSNorm_q(x)))
+// a: this layer's activations (pointers already offset to layer l)
+typedef struct {
+    float *r, *rrstd, *h, *hg, *u, *mean, *rstd, *f, *q;
+} QResLayer;
+
+static QResLayer qres_layer(const ActivationTensors* a, size_t l, size_t BT, size_t C) {
+    QResLayer q;
+    q.r = a->qres_r + l * BT * C;
+    q.rrstd = a->qres_rrstd + l * BT;
+    q.h = a->qres_h + l * BT * (C / 2);
+    q.hg = a->qres_hg != NULL ? a->qres_hg + l * BT * (C / 2) : NULL;
+    q.u = a->qres_u + l * BT * C;
+    q.mean = a->qres_mean != NULL ? a->qres_mean + l * BT : NULL;
+    q.rstd = a->qres_rstd != NULL ? a->qres_rstd + l * BT : NULL;
+    q.f = a->qres_f + l * BT * C;
+    q.q = a->qres_q + l * BT * C;
+    return q;
+}
+
+void qres_forward(QResLayer a, const float* x, const float* rmsw, const float* w1, const float* w2,
+                  const float* lnw, int N, int C) {
+    rmsnorm_forward(a.r, a.rrstd, x, rmsw, N, C);          // (N, C)
+    matmul_forward(a.h, a.r, w1, NULL, N, C, C / 2);      // (N, C/2)
+    gelu_forward(a.hg, a.h, (size_t)N * (C / 2));
+    matmul_forward(a.u, a.hg, w2, NULL, N, C / 2, C);     // (N, C)
+    layernorm_forward(a.f, a.mean, a.rstd, a.u, lnw, NULL, N, C); // LN_q: gain only
+    residual_forward(a.q, x, a.f, (size_t)N * C);
+}
+
+// d: gradient buffers of the branch (d.q holds dL/dq on entry); adds into dx and the weight grads
+void qres_backward(QResLayer d, QResLayer a, float* dx, float* drmsw, float* dw1, float* dw2, float* dlnw,
+                   const float* x, const float* rmsw, const float* w1, const float* w2, const float* lnw,
+                   int N, int C) {
+    residual_backward(dx, d.f, d.q, (size_t)N * C);
+    layernorm_backward(d.u, dlnw, NULL, d.f, a.u, lnw, a.mean, a.rstd, N, C);
+    matmul_backward(d.hg, dw2, NULL, d.u, a.hg, w2, N, C / 2, C);
+    gelu_backward(d.h, a.h, d.hg, (size_t)N * (C / 2));
+    matmul_backward(d.r, dw1, NULL, d.h, a.r, w1, N, C, C / 2);
+    rmsnorm_backward(dx, drmsw, d.r, x, rmsw, a.rrstd, N, C);
+}
+
+// the q, k, v views of layer l in `a` (activations or their gradients)
+static void gpt2_qkv_views(const GPT2* model, const ActivationTensors* a, int l, size_t BT,
+                           RowView* q, RowView* k, RowView* v) {
+    const int C = model->config.channels, W = model->layout.width;
+    float* proj = a->qkv + (size_t)l * BT * W;
+    float* x = a->ln1 + (size_t)l * BT * C;
+    float* xq = a->qres_q != NULL ? a->qres_q + (size_t)l * BT * C : NULL;
+    *q = qkv_role_view(model->layout.q, proj, W, x, xq, C);
+    *k = qkv_role_view(model->layout.k, proj, W, x, xq, C);
+    *v = qkv_role_view(model->layout.v, proj, W, x, xq, C);
+}
+
+// Forward pass on inputs (B, T); with targets (may be NULL) also the loss. Returns 1, or 0 with a
+// message (tokens out of range, T too long).
+int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int T, char* msg, size_t msg_size) {
+    const GPT2Config* c = &model->config;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
+    const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
+    const int W = model->layout.width;
+    if (model->params_memory == NULL) {
+        snprintf(msg, msg_size, "model was not initialized from a checkpoint");
+        return 0;
+    }
+    if (B < 1 || T < 1 || T > c->max_seq_len) {
+        snprintf(msg, msg_size, "batch B=%d T=%d: need B >= 1 and 1 <= T <= max_seq_len=%d", B, T, c->max_seq_len);
+        return 0;
+    }
+    for (int i = 0; i < B * T; i++) {
+        if (inputs[i] < 0 || inputs[i] >= V || (targets != NULL && (targets[i] < 0 || targets[i] >= V))) {
+            snprintf(msg, msg_size, "token out of range at position %d (input %d, target %d), expected 0..%d "
+                     "(HINT: was the data tokenized for this model's vocab?)", i, inputs[i],
+                     targets != NULL ? targets[i] : 0, V - 1);
+            return 0;
+        }
+    }
+    // lazily allocate the activations for this (B, T); a larger batch later is an error, as in llm.c
+    if (model->acts_memory == NULL) {
+        model->batch_size = B;
+        model->seq_len = T;
+        fill_activation_sizes(model->act_sizes, c, &model->layout, B, T, 0);
+        model->acts_memory = malloc_and_point_activations(&model->acts, model->act_sizes);
+        model->inputs = (int*)mallocCheck((size_t)B * T * sizeof(int));
+        model->targets = (int*)mallocCheck((size_t)B * T * sizeof(int));
+    } else if (B != model->batch_size || T != model->seq_len) {
+        snprintf(msg, msg_size, "batch shape changed: B=%d T=%d, the model was set up for B=%d T=%d",
+                 B, T, model->batch_size, model->seq_len);
+        return 0;
+    }
+    memcpy(model->inputs, inputs, (size_t)B * T * sizeof(int));
+    if (targets != NULL) { memcpy(model->targets, targets, (size_t)B * T * sizeof(int)); }
+
+    ParameterTensors p = model->params;
+    ActivationTensors a = model->acts;
+    const size_t BT = (size_t)B * T;
+    const int qres = model->layout.q.source == QKV_SRC_RESIDUAL_QUERY;
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C); // (B, T, C)
+    for (int l = 0; l < L; l++) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
+        // this layer's weights
+        const float* l_ln1w = p.ln1w + (size_t)l * C;
+        const float* l_ln1b = p.ln1b != NULL ? p.ln1b + (size_t)l * C : NULL;
+        const float* l_qkvw = p.qkvw + (size_t)l * W * C;
+        const float* l_qkvb = p.qkvb != NULL ? p.qkvb + (size_t)l * W : NULL;
+        const float* l_attprojw = p.attprojw + (size_t)l * C * C;
+        const float* l_attprojb = p.attprojb != NULL ? p.attprojb + (size_t)l * C : NULL;
+        const float* l_ln2w = p.ln2w + (size_t)l * C;
+        const float* l_ln2b = p.ln2b != NULL ? p.ln2b + (size_t)l * C : NULL;
+        const float* l_fcw = p.fcw + (size_t)l * M * C;
+        const float* l_fcb = p.fcb != NULL ? p.fcb + (size_t)l * M : NULL;
+        const float* l_fcprojw = p.fcprojw + (size_t)l * C * M;
+        const float* l_fcprojb = p.fcprojb != NULL ? p.fcprojb + (size_t)l * C : NULL;
+        // this layer's activations
+        float* l_ln1 = a.ln1 + (size_t)l * BT * C;
+        float* l_qkv = a.qkv + (size_t)l * BT * W;
+        float* l_att = a.att + (size_t)l * B * H * T * T;
+        float* l_atty = a.atty + (size_t)l * BT * C;
+        float* l_attproj = a.attproj + (size_t)l * BT * C;
+        float* l_residual2 = a.residual2 + (size_t)l * BT * C;
+        float* l_ln2 = a.ln2 + (size_t)l * BT * C;
+        float* l_fch = a.fch + (size_t)l * BT * M;
+        float* l_fch_gelu = a.fch_gelu + (size_t)l * BT * M;
+        float* l_fcproj = a.fcproj + (size_t)l * BT * C;
+        float* l_residual3 = a.residual3 + (size_t)l * BT * C;
+
+        layernorm_forward(l_ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual, l_ln1w, l_ln1b, (int)BT, C);
+        matmul_forward(l_qkv, l_ln1, l_qkvw, l_qkvb, (int)BT, C, W); // (B, T, width)
+        if (qres) {
+            qres_forward(qres_layer(&a, l, BT, C), l_ln1, p.qres_rmsw + (size_t)l * C,
+                         p.qres_w1 + (size_t)l * (C / 2) * C, p.qres_w2 + (size_t)l * C * (C / 2),
+                         p.qres_lnw + (size_t)l * C, (int)BT, C);
+        }
+        RowView q, k, v;
+        gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
+        attention_forward(l_atty, l_att, q, k, v, B, T, C, H, Hkv, model->attn_scale);
+        matmul_forward(l_attproj, l_atty, l_attprojw, l_attprojb, (int)BT, C, C);
+        residual_forward(l_residual2, residual, l_attproj, BT * C);
+        layernorm_forward(l_ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, l_residual2, l_ln2w, l_ln2b, (int)BT, C);
+        matmul_forward(l_fch, l_ln2, l_fcw, l_fcb, (int)BT, C, M); // (B, T, M)
+        gelu_forward(l_fch_gelu, l_fch, BT * M);
+        matmul_forward(l_fcproj, l_fch_gelu, l_fcprojw, l_fcprojb, (int)BT, M, C);
+        residual_forward(l_residual3, l_residual2, l_fcproj, BT * C);
+    }
+    const float* residual = a.residual3 + (size_t)(L - 1) * BT * C;
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p.lnfw, p.lnfb, (int)BT, C);
+    matmul_forward(a.logits, a.lnf, gpt2_lm_head_weight(model), NULL, (int)BT, C, Vp); // (B, T, Vp)
+    softmax_forward(a.probs, a.logits, (int)BT, V, Vp);
+
+    if (targets != NULL) {
+        crossentropy_forward(a.losses, a.logits, targets, (int)BT, V, Vp);
+        double mean = 0.0;
+        for (size_t i = 0; i < BT; i++) { mean += a.losses[i]; }
+        model->mean_loss = (float)(mean / (double)BT);
+    } else {
+        model->mean_loss = -1.0f;
+    }
+    return 1;
+}
+
+void gpt2_zero_grad(GPT2* model) {
+    if (model->grads_memory != NULL) { memset(model->grads_memory, 0, model->num_parameters * sizeof(float)); }
+    if (model->grads_acts_memory != NULL) {
+        size_t total = 0;
+        size_t sizes[NUM_ACTIVATION_TENSORS];
+        fill_activation_sizes(sizes, &model->config, &model->layout, model->batch_size, model->seq_len, 1);
+        for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
+        memset(model->grads_acts_memory, 0, total * sizeof(float));
+    }
+}
+
+// Backward pass of the last forward (which must have had targets): gradients into model->grads
+// (+=, call gpt2_zero_grad first). Returns 1, or 0 with a message.
+int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
+    if (model->mean_loss == -1.0f) {
+        snprintf(msg, msg_size, "backward called without a forward pass with targets");
+        return 0;
+    }
+    if (model->grads_memory == NULL) {
+        model->grads_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
+        point_parameters(&model->grads, model->grads_memory, model->param_sizes);
+        size_t sizes[NUM_ACTIVATION_TENSORS];
+        fill_activation_sizes(sizes, &model->config, &model->layout, model->batch_size, model->seq_len, 1);
+        model->grads_acts_memory = malloc_and_point_activations(&model->grads_acts, sizes);
+        gpt2_zero_grad(model);
+    }
+    const GPT2Config* c = &model->config;
+    const int B = model->batch_size, T = model->seq_len;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
+    const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
+    const int W = model->layout.width;
+    const size_t BT = (size_t)B * T;
+    const int qres = model->layout.q.source == QKV_SRC_RESIDUAL_QUERY;
+    ParameterTensors p = model->params;
+    ParameterTensors g = model->grads;
+    ActivationTensors a = model->acts;
+    ActivationTensors ga = model->grads_acts;
+
+    // the loss is the mean over B*T positions
+    const float dloss_mean = 1.0f / (float)BT;
+    for (size_t i = 0; i < BT; i++) { ga.losses[i] = dloss_mean; }
+    crossentropy_softmax_backward(ga.logits, ga.losses, a.probs, model->targets, (int)BT, V, Vp);
+    float* dlm_head = c->tied_head ? g.wte : g.lm_head;
+    matmul_backward(ga.lnf, dlm_head, NULL, ga.logits, a.lnf, gpt2_lm_head_weight(model), (int)BT, C, Vp);
+    const float* residual = a.residual3 + (size_t)(L - 1) * BT * C;
+    float* dresidual = ga.residual3 + (size_t)(L - 1) * BT * C;
+    layernorm_backward(dresidual, g.lnfw, g.lnfb, ga.lnf, residual, p.lnfw, a.lnf_mean, a.lnf_rstd, (int)BT, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
+        dresidual = l == 0 ? ga.encoded : ga.residual3 + (size_t)(l - 1) * BT * C;
+        // this layer's weights and their gradients
+        const float* l_ln1w = p.ln1w + (size_t)l * C;
+        const float* l_qkvw = p.qkvw + (size_t)l * W * C;
+        const float* l_attprojw = p.attprojw + (size_t)l * C * C;
+        const float* l_ln2w = p.ln2w + (size_t)l * C;
+        const float* l_fcw = p.fcw + (size_t)l * M * C;
+        const float* l_fcprojw = p.fcprojw + (size_t)l * C * M;
+        float* dl_ln1w = g.ln1w + (size_t)l * C;
+        float* dl_ln1b = g.ln1b != NULL ? g.ln1b + (size_t)l * C : NULL;
+        float* dl_qkvw = g.qkvw + (size_t)l * W * C;
+        float* dl_qkvb = g.qkvb != NULL ? g.qkvb + (size_t)l * W : NULL;
+        float* dl_attprojw = g.attprojw + (size_t)l * C * C;
+        float* dl_attprojb = g.attprojb != NULL ? g.attprojb + (size_t)l * C : NULL;
+        float* dl_ln2w = g.ln2w + (size_t)l * C;
+        float* dl_ln2b = g.ln2b != NULL ? g.ln2b + (size_t)l * C : NULL;
+        float* dl_fcw = g.fcw + (size_t)l * M * C;
+        float* dl_fcb = g.fcb != NULL ? g.fcb + (size_t)l * M : NULL;
+        float* dl_fcprojw = g.fcprojw + (size_t)l * C * M;
+        float* dl_fcprojb = g.fcprojb != NULL ? g.fcprojb + (size_t)l * C : NULL;
+        // this layer's activations and their gradients
+        const float* l_ln1 = a.ln1 + (size_t)l * BT * C;
+        const float* l_att = a.att + (size_t)l * B * H * T * T;
+        const float* l_atty = a.atty + (size_t)l * BT * C;
+        const float* l_residual2 = a.residual2 + (size_t)l * BT * C;
+        const float* l_ln2 = a.ln2 + (size_t)l * BT * C;
+        const float* l_fch = a.fch + (size_t)l * BT * M;
+        const float* l_fch_gelu = a.fch_gelu + (size_t)l * BT * M;
+        float* dl_ln1 = ga.ln1 + (size_t)l * BT * C;
+        float* dl_qkv = ga.qkv + (size_t)l * BT * W;
+        float* dl_atty = ga.atty + (size_t)l * BT * C;
+        float* dl_attproj = ga.attproj + (size_t)l * BT * C;
+        float* dl_residual2 = ga.residual2 + (size_t)l * BT * C;
+        float* dl_ln2 = ga.ln2 + (size_t)l * BT * C;
+        float* dl_fch = ga.fch + (size_t)l * BT * M;
+        float* dl_fch_gelu = ga.fch_gelu + (size_t)l * BT * M;
+        float* dl_fcproj = ga.fcproj + (size_t)l * BT * C;
+        float* dl_residual3 = ga.residual3 + (size_t)l * BT * C;
+
+        // MLP
+        residual_backward(dl_residual2, dl_fcproj, dl_residual3, BT * C);
+        matmul_backward(dl_fch_gelu, dl_fcprojw, dl_fcprojb, dl_fcproj, l_fch_gelu, l_fcprojw, (int)BT, M, C);
+        gelu_backward(dl_fch, l_fch, dl_fch_gelu, BT * M);
+        matmul_backward(dl_ln2, dl_fcw, dl_fcb, dl_fch, l_ln2, l_fcw, (int)BT, C, M);
+        layernorm_backward(dl_residual2, dl_ln2w, dl_ln2b, dl_ln2, l_residual2, l_ln2w,
+                           a.ln2_mean + l * BT, a.ln2_rstd + l * BT, (int)BT, C);
+        // attention
+        residual_backward(dresidual, dl_attproj, dl_residual2, BT * C);
+        matmul_backward(dl_atty, dl_attprojw, dl_attprojb, dl_attproj, l_atty, l_attprojw, (int)BT, C, C);
+        // q, k, v gradients land where the roles live: the fused projection output (shared roles
+        // in one place), dx for roles taken from x, the residual query for q_residual
+        RowView q, k, v, dq, dk, dv;
+        gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
+        gpt2_qkv_views(model, &ga, l, BT, &dq, &dk, &dv);
+        attention_backward(dq, dk, dv, dl_atty, q, k, v, l_att, B, T, C, H, Hkv, model->attn_scale);
+        if (qres) {
+            qres_backward(qres_layer(&ga, l, BT, C), qres_layer(&a, l, BT, C), dl_ln1,
+                          g.qres_rmsw + (size_t)l * C, g.qres_w1 + (size_t)l * (C / 2) * C,
+                          g.qres_w2 + (size_t)l * C * (C / 2), g.qres_lnw + (size_t)l * C,
+                          l_ln1, p.qres_rmsw + (size_t)l * C, p.qres_w1 + (size_t)l * (C / 2) * C,
+                          p.qres_w2 + (size_t)l * C * (C / 2), p.qres_lnw + (size_t)l * C, (int)BT, C);
+        }
+        matmul_backward(dl_ln1, dl_qkvw, dl_qkvb, dl_qkv, l_ln1, l_qkvw, (int)BT, C, W);
+        layernorm_backward(dresidual, dl_ln1w, dl_ln1b, dl_ln1, residual, l_ln1w,
+                           a.ln1_mean + l * BT, a.ln1_rstd + l * BT, (int)BT, C);
+    }
+    encoder_backward(g.wte, g.wpe, ga.encoded, model->inputs, B, T, C);
+    return 1;
+}
+
+// global L2 norm of all parameter gradients
+double gpt2_grad_norm(const GPT2* model) {
+    double sum = 0.0;
+    for (size_t i = 0; i < model->num_parameters; i++) {
+        double g = model->grads_memory[i];
+        sum += g * g;
+    }
+    return sqrt(sum);
+}
+
+// One AdamW step (dev/FORMATS.md): clip by the global gradient norm, decay only the tensors of
+// param_tensor_decayed. t is the step number, from 1. Returns the norm before clipping.
+double gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps,
+                   float weight_decay, float grad_clip, int t) {
+    if (model->m_memory == NULL) {
+        model->m_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
+        model->v_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
+    }
+    const double norm = gpt2_grad_norm(model);
+    const double scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0;
+    const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    size_t base = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const double wd = param_tensor_decayed[i] ? weight_decay : 0.0;
+        #pragma omp parallel for
+        for (size_t j = base; j < base + model->param_sizes[i]; j++) {
+            const double g = model->grads_memory[j] * scale;
+            const double m = beta1 * (double)model->m_memory[j] + (1.0 - beta1) * g;
+            const double v = beta2 * (double)model->v_memory[j] + (1.0 - beta2) * g * g;
+            model->m_memory[j] = (float)m;
+            model->v_memory[j] = (float)v;
+            const double mhat = m / bc1, vhat = v / bc2;
+            const double p = model->params_memory[j];
+            model->params_memory[j] = (float)(p - learning_rate * (mhat / (sqrt(vhat) + eps) + wd * p));
+        }
+        base += model->param_sizes[i];
+    }
+    return norm;
+}
+
+void gpt2_free(GPT2* model) {
+    free(model->params_memory);
+    free(model->grads_memory);
+    free(model->m_memory);
+    free(model->v_memory);
+    free(model->acts_memory);
+    free(model->grads_acts_memory);
+    free(model->inputs);
+    free(model->targets);
+    gpt2_init_empty(model);
+}
+
+// ----------------------------------------------------------------------------
+// main training loop: llm.c shards through dataloader.h
+#ifndef TESTING
+#include "../../dataloader.h"
+
+static void error_usage(void) {
+    fprintf(stderr, "Usage:   ./train_gpt2_cpu_<scheme> [options]\n");
+    fprintf(stderr, "Options:\n");
+    fprintf(stderr, "  -e <string> model checkpoint to start from (default = gpt2_124M.bin)\n");
+    fprintf(stderr, "  -i <string> train data filename pattern (default = dev/data/austen/austen_train_*.bin)\n");
+    fprintf(stderr, "  -j <string> val data filename pattern (default = dev/data/austen/austen_val_*.bin)\n");
+    fprintf(stderr, "  -o <string> log file: lines 's:<step> trl:<loss>' and 's:<step> tel:<loss>' (default = none)\n");
+    fprintf(stderr, "  -b <int>    batch size B (default = 4)\n");
+    fprintf(stderr, "  -t <int>    sequence length T (default = 64)\n");
+    fprintf(stderr, "  -x <int>    number of training steps (default = 40)\n");
+    fprintf(stderr, "  -l <float>  learning rate (default = 3e-4)\n");
+    fprintf(stderr, "  -w <float>  weight decay (default = 0.0)\n");
+    fprintf(stderr, "  -g <float>  gradient clip by global norm, 0 = off (default = 1.0)\n");
+    fprintf(stderr, "  -v <int>    val loss every how many steps (default = 20)\n");
+    fprintf(stderr, "  -m <int>    val batches per evaluation (default = 5)\n");
+    fprintf(stderr, "  -s <int>    data shuffle seed, 0 = no shuffling (default = 0)\n");
+    fprintf(stderr, "  -h          this help\n");
+    fprintf(stderr, "This binary is built for scheme %s (make build/train_gpt2_cpu_<scheme>).\n", qkv_scheme_name(kQKVScheme));
+}
+
+static int parse_int(const char* flag, const char* value, int minimum) {
+    char* end = NULL;
+    long v = strtol(value, &end, 10);
+    if (end == value || *end != '\0' || v < minimum || v > 1000000000L) {
+        fprintf(stderr, "error: %s expects an integer >= %d, got '%s'\n", flag, minimum, value);
+        exit(1);
+    }
+    return (int)v;
+}
+
+static float parse_float(const char* flag, const char* value) {
+    char* end = NULL;
+    float v = strtof(value, &end);
+    if (end == value || *end != '\0' || !(v >= 0.0f) || isinf(v)) {
+        fprintf(stderr, "error: %s expects a finite number >= 0, got '%s'\n", flag, value);
+        exit(1);
+    }
+    return v;
+}
+
+// the log is written to <path>.tmp and renamed to <path> when training ends
+static void log_close(FILE* f, const char* path, const char* tmp) {
+    if (f == NULL) { return; }
+    fclose(f);
+    if (rename(tmp, path) != 0) { fprintf(stderr, "error: cannot rename %s to %s\n", tmp, path); exit(1); }
+}
+
+int main(int argc, char** argv) {
+    const char* model_path = "gpt2_124M.bin";
+    const char* train_pattern = "dev/data/austen/austen_train_*.bin";
+    const char* val_pattern = "dev/data/austen/austen_val_*.bin";
+    const char* log_path = NULL;
+    int B = 4, T = 64, steps = 40, val_every = 20, val_max_steps = 5;
+    unsigned long long seed = 0;
+    float lr = 3e-4f, weight_decay = 0.0f, grad_clip = 1.0f;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { error_usage(); return 0; }
+        if (argv[i][0] != '-' || strlen(argv[i]) != 2 || i + 1 >= argc) {
+            fprintf(stderr, "error: bad argument '%s' (flags are -x <value>)\n", argv[i]);
+            error_usage();
+            return 1;
+        }
+        const char* val = argv[i + 1];
+        switch (argv[i][1]) {
+            case 'e': model_path = val; break;
+            case 'i': train_pattern = val; break;
+            case 'j': val_pattern = val; break;
+            case 'o': log_path = val; break;
+            case 'b': B = parse_int("-b", val, 1); break;
+            case 't': T = parse_int("-t", val, 1); break;
+            case 'x': steps = parse_int("-x", val, 0); break;
+            case 'l': lr = parse_float("-l", val); break;
+            case 'w': weight_decay = parse_float("-w", val); break;
+            case 'g': grad_clip = parse_float("-g", val); break;
+            case 'v': val_every = parse_int("-v", val, 1); break;
+            case 'm': val_max_steps = parse_int("-m", val, 0); break;
+            case 's': seed = (unsigned long long)parse_int("-s", val, 0); break;
+            default:
+                fprintf(stderr, "error: unknown flag '%s'\n", argv[i]);
+                error_usage();
+                return 1;
+        }
+    }
+
+    char msg[1024];
+    GPT2 model;
+    if (!gpt2_build_from_checkpoint(&model, model_path, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    char shape[256];
+    gpt2_config_describe(&model.config, shape, sizeof(shape));
+    printf("[GPT-2 CPU] scheme %s: %s\n", qkv_scheme_name(model.config.scheme), shape);
+    printf("num_parameters: %zu, attention scale %g, fused qkv width %d\n", model.num_parameters,
+           (double)model.attn_scale, model.layout.width);
+    if (T > model.config.max_seq_len) {
+        fprintf(stderr, "error: -t %d exceeds the model's max_seq_len %d\n", T, model.config.max_seq_len);
+        return 1;
+    }
+
+    DataLoader train_loader, val_loader;
+    if (!dataloader_init(&train_loader, train_pattern, (size_t)B, (size_t)T, seed != 0, seed, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    if (!dataloader_init(&val_loader, val_pattern, (size_t)B, (size_t)T, 0, 0, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    printf("train dataset num_tokens: %zu, val dataset num_tokens: %zu\n", train_loader.num_tokens, val_loader.num_tokens);
+
+    char log_tmp[4096];
+    FILE* logf = NULL;
+    if (log_path != NULL) {
+        snprintf(log_tmp, sizeof(log_tmp), "%s.tmp", log_path);
+        logf = fopen(log_tmp, "w");
+        if (logf == NULL) { fprintf(stderr, "error: cannot open log file %s for writing\n", log_tmp); return 1; }
+    }
+
+    for (int step = 0; step <= steps; step++) {
+        const int last_step = step == steps;
+        if (val_max_steps > 0 && (step % val_every == 0 || last_step)) {
+            dataloader_reset(&val_loader);
+            double val_loss = 0.0;
+            for (int i = 0; i < val_max_steps; i++) {
+                dataloader_next_batch(&val_loader);
+                if (!gpt2_forward(&model, val_loader.inputs, val_loader.targets, B, T, msg, sizeof(msg))) {
+                    fprintf(stderr, "error: %s: %s\n", val_pattern, msg);
+                    return 1;
+                }
+                val_loss += model.mean_loss;
+            }
+            val_loss /= val_max_steps;
+            printf("val loss %f\n", val_loss);
+            if (logf != NULL) { fprintf(logf, "s:%d tel:%f\n", step, val_loss); fflush(logf); }
+        }
+        if (last_step) { break; }
+
+        struct timespec start, end;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        dataloader_next_batch(&train_loader);
+        if (!gpt2_forward(&model, train_loader.inputs, train_loader.targets, B, T, msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s: %s\n", train_pattern, msg);
+            return 1;
+        }
+        gpt2_zero_grad(&model);
+        if (!gpt2_backward(&model, msg, sizeof(msg))) { fprintf(stderr, "error: %s\n", msg); return 1; }
+        double norm = gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, weight_decay, grad_clip, step + 1);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        double ms = (end.tv_sec - start.tv_sec) * 1e3 + (end.tv_nsec - start.tv_nsec) / 1e6;
+        printf("step %4d/%d: train loss %f norm %.4f (%.1f ms)\n", step + 1, steps, model.mean_loss, norm, ms);
+        if (logf != NULL) { fprintf(logf, "s:%d trl:%f\n", step, model.mean_loss); fflush(logf); }
+    }
+    log_close(logf, log_path, log_tmp);
+    dataloader_free(&train_loader);
+    dataloader_free(&val_loader);
+    gpt2_free(&model);
+    return 0;
+}
+#endif

@@ -1,0 +1,311 @@
+/*
+encode_text: text files -> llm.c token shards (the format read by dataloader.h).
+
+  dev/data/encode_text -o dev/data/austen/austen --val-fraction 0.05 novel1.txt novel2.txt ...
+  dev/data/encode_text --print-ids file.txt
+
+Each input file holds one or more documents separated by the text "<|endoftext|>". In the shards,
+every document is preceded by the <|endoftext|> token (50256), as llm.c's data scripts do, so the
+model sees a document boundary before each document. Shards are PREFIX_train_NNNNNN.bin and
+PREFIX_val_NNNNNN.bin, each at most --shard-size tokens (a document may continue in the next shard).
+The validation split is either the last fraction of every document (cut at a line boundary, else
+a sentence end or a space, so every document is represented in both splits) or the documents of --val-file.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "../../tokenizer.h"
+#include "../../dataloader.h"
+
+static const char* kDefaultEncoder = "dev/data/gpt2/encoder.json";
+static const char* kDefaultVocab = "dev/data/gpt2/vocab.bpe";
+
+static void usage(FILE* f) {
+    fprintf(f,
+        "usage: dev/data/encode_text [options] FILE...\n"
+        "Turns text files into llm.c token shards (GPT-2 BPE, uint16 tokens, dataloader.h's format).\n"
+        "Each FILE (\"-\" is standard input) holds documents separated by the text <|endoftext|>;\n"
+        "in the shards every document starts with the <|endoftext|> token.\n"
+        "\n"
+        "  -o PREFIX            write PREFIX_train_000000.bin, ... and PREFIX_val_000000.bin, ...\n"
+        "  --val-fraction F     the last fraction F (0 <= F < 1) of every document, cut at a line\n"
+        "                       boundary (else a sentence end or a space), goes to the validation\n"
+        "                       split (default 0: no validation shards)\n"
+        "  --val-file FILE      the documents of FILE are the validation split (repeatable);\n"
+        "                       excludes --val-fraction\n"
+        "  --shard-size N       tokens per shard (default 100000000)\n"
+        "  --print-ids          print the token ids of each FILE as space-separated integers, one line\n"
+        "                       per file (the text <|endoftext|> is the token 50256; nothing is added)\n"
+        "  --encoder PATH       GPT-2 encoder.json (default %s)\n"
+        "  --vocab PATH         GPT-2 vocab.bpe (default %s)\n"
+        "  --tokenizer PATH     load llm.c's gpt2_tokenizer.bin instead of encoder.json + vocab.bpe\n"
+        "  --write-decoder PATH write llm.c's gpt2_tokenizer.bin (for the trainers' sampling) and exit\n"
+        "  -q                   no summary lines\n"
+        "  -h, --help           this help\n",
+        kDefaultEncoder, kDefaultVocab);
+}
+
+// one-line error and exit: names the file or flag and what was expected
+#define DIE(...) do { fprintf(stderr, "encode_text: "); fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+
+static std::string read_input(const char* path) {
+    FILE* f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL) { DIE("cannot read '%s': %s (expected a text file)", path, strerror(errno)); }
+    if (f != stdin) {
+        struct stat st;
+        if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) { DIE("'%s' is a directory (expected a text file)", path); }
+    }
+    std::string s;
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) { s.append(buf, n); }
+    if (ferror(f)) { DIE("error reading '%s': %s", path, strerror(errno)); }
+    if (f != stdin) { fclose(f); }
+    return s;
+}
+
+static std::vector<std::string> split_documents(const std::string& text) {
+    std::vector<std::string> docs;
+    const std::string sep = TOKENIZER_EOT_TEXT;
+    size_t start = 0;
+    while (true) {
+        size_t pos = text.find(sep, start);
+        std::string doc = text.substr(start, pos == std::string::npos ? std::string::npos : pos - start);
+        // the newlines around a separator belong to neither document
+        size_t b = doc.find_first_not_of(" \t\r\n");
+        size_t e = doc.find_last_not_of(" \t\r\n");
+        if (b != std::string::npos) { docs.push_back(doc.substr(b, e - b + 1)); }
+        if (pos == std::string::npos) { break; }
+        start = pos + sep.size();
+    }
+    return docs;
+}
+
+// writes PREFIX_<split>_NNNNNN.bin shards of at most shard_size tokens
+struct ShardWriter {
+    std::string prefix, split;
+    size_t shard_size;
+    std::vector<uint16_t> buf;
+    int shards = 0;
+    size_t tokens = 0;
+
+    ShardWriter(const std::string& p, const std::string& s, size_t n) : prefix(p), split(s), shard_size(n) {}
+    std::string name(int i) const {
+        char num[16];
+        snprintf(num, sizeof(num), "%06d", i);
+        return prefix + "_" + split + "_" + num + ".bin";
+    }
+    void add(const std::vector<int>& ids) {
+        for (int id : ids) {
+            if (id < 0 || id > 65535) { DIE("token id %d does not fit the uint16 shard format (expected a vocabulary of at most 65536 tokens)", id); }
+            buf.push_back((uint16_t)id);
+            if (buf.size() == shard_size) { flush(); }
+        }
+    }
+    void flush() {
+        if (buf.empty()) { return; }
+        std::string path = name(shards);
+        std::string tmp = path + ".tmp";
+        FILE* f = fopen(tmp.c_str(), "wb");
+        if (f == NULL) { DIE("cannot write '%s': %s (expected a writable directory for -o)", tmp.c_str(), strerror(errno)); }
+        int32_t header[DATALOADER_HEADER_INTS];
+        memset(header, 0, sizeof(header));
+        header[0] = DATALOADER_MAGIC;
+        header[1] = DATALOADER_VERSION;
+        header[2] = (int32_t)buf.size();
+        bool ok = fwrite(header, sizeof(int32_t), DATALOADER_HEADER_INTS, f) == DATALOADER_HEADER_INTS &&
+                  fwrite(buf.data(), sizeof(uint16_t), buf.size(), f) == buf.size();
+        if (fclose(f) != 0 || !ok || rename(tmp.c_str(), path.c_str()) != 0) {
+            remove(tmp.c_str());
+            DIE("failed writing '%s' (disk full?)", path.c_str());
+        }
+        tokens += buf.size();
+        shards++;
+        buf.clear();
+    }
+    // shards left over from an earlier, larger run would be picked up by a glob: remove them
+    void finish() {
+        flush();
+        for (int i = shards;; i++) {
+            struct stat st;
+            if (stat(name(i).c_str(), &st) != 0) { break; }
+            remove(name(i).c_str());
+        }
+    }
+};
+
+static void make_parent_dir(const std::string& prefix) {
+    size_t slash = prefix.rfind('/');
+    if (slash == std::string::npos || slash == 0) { return; }
+    std::string dir = prefix.substr(0, slash);
+    for (size_t i = 1; i <= dir.size(); i++) {
+        if (i == dir.size() || dir[i] == '/') {
+            std::string part = dir.substr(0, i);
+            if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+                DIE("cannot create the directory '%s' for -o %s: %s", part.c_str(), prefix.c_str(), strerror(errno));
+            }
+        }
+    }
+}
+
+static double parse_fraction(const char* flag, const char* s) {
+    char* end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= 0.0 && v < 1.0)) {
+        DIE("%s expects a number in [0, 1), got '%s'", flag, s);
+    }
+    return v;
+}
+
+// the default vocabulary next to the binary (dev/data/gpt2/), so encode_text runs from any directory
+static std::string default_path(const char* rel_to_repo, const char* name) {
+    struct stat st;
+    if (stat(rel_to_repo, &st) == 0) { return rel_to_repo; }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) { return rel_to_repo; }
+    exe[n] = '\0';
+    std::string dir(exe);
+    dir = dir.substr(0, dir.rfind('/'));
+    std::string p = dir + "/gpt2/" + name;
+    return stat(p.c_str(), &st) == 0 ? p : std::string(rel_to_repo);
+}
+
+int main(int argc, char** argv) {
+    const char* prefix = NULL;
+    const char* encoder_path = kDefaultEncoder;
+    const char* vocab_path = kDefaultVocab;
+    const char* tokenizer_bin = NULL;
+    const char* write_decoder = NULL;
+    double val_fraction = 0.0;
+    bool have_val_fraction = false;
+    std::vector<const char*> val_files, inputs;
+    size_t shard_size = 100000000;
+    bool print_ids = false, quiet = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char* a = argv[i];
+        auto value = [&](const char* flag) -> const char* {
+            if (i + 1 >= argc) { DIE("%s expects a value (HINT: encode_text -h)", flag); }
+            return argv[++i];
+        };
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); return 0; }
+        else if (strcmp(a, "-o") == 0) { prefix = value(a); }
+        else if (strcmp(a, "--val-fraction") == 0) { val_fraction = parse_fraction(a, value(a)); have_val_fraction = true; }
+        else if (strcmp(a, "--val-file") == 0) { val_files.push_back(value(a)); }
+        else if (strcmp(a, "--shard-size") == 0) {
+            const char* v = value(a);
+            char* end = NULL;
+            long long n = strtoll(v, &end, 10);
+            if (end == v || *end != '\0' || n < 1 || n > 2147483647LL) {
+                DIE("--shard-size expects a token count in 1..2147483647, got '%s'", v);
+            }
+            shard_size = (size_t)n;
+        }
+        else if (strcmp(a, "--print-ids") == 0) { print_ids = true; }
+        else if (strcmp(a, "--encoder") == 0) { encoder_path = value(a); }
+        else if (strcmp(a, "--vocab") == 0) { vocab_path = value(a); }
+        else if (strcmp(a, "--tokenizer") == 0) { tokenizer_bin = value(a); }
+        else if (strcmp(a, "--write-decoder") == 0) { write_decoder = value(a); }
+        else if (strcmp(a, "-q") == 0) { quiet = true; }
+        else if (a[0] == '-' && a[1] != '\0') { DIE("unknown flag '%s' (HINT: encode_text -h)", a); }
+        else { inputs.push_back(a); }
+    }
+    if (have_val_fraction && !val_files.empty()) { DIE("--val-fraction and --val-file exclude each other (expected one way to choose the validation split)"); }
+    if (!write_decoder && inputs.empty()) { DIE("no input files (expected text files after the flags; HINT: encode_text -h)"); }
+    if (!write_decoder && !print_ids && prefix == NULL) { DIE("-o PREFIX is required to write shards (or --print-ids to print ids; HINT: encode_text -h)"); }
+    if (print_ids && (prefix != NULL || !val_files.empty() || have_val_fraction)) {
+        DIE("--print-ids prints ids and writes no shards (expected no -o, --val-fraction or --val-file with it)");
+    }
+
+    std::string enc_default = default_path(kDefaultEncoder, "encoder.json");
+    std::string vocab_default = default_path(kDefaultVocab, "vocab.bpe");
+    if (encoder_path == kDefaultEncoder) { encoder_path = enc_default.c_str(); }
+    if (vocab_path == kDefaultVocab) { vocab_path = vocab_default.c_str(); }
+    GPT2Encoder enc;
+    std::string err;
+    bool loaded = tokenizer_bin ? enc.load_llmc(tokenizer_bin, &err) : enc.load_openai(encoder_path, vocab_path, &err);
+    if (!loaded) { DIE("%s%s", err.c_str(), err.find("HINT") == std::string::npos ? " (HINT: bash dev/data/fetch_gpt2_vocab.sh)" : ""); }
+
+    if (write_decoder) {
+        if (!enc.write_llmc(write_decoder, &err)) { DIE("%s", err.c_str()); }
+        if (!quiet) { printf("encode_text: wrote %s (%zu tokens, eot %d)\n", write_decoder, enc.vocab_size(), enc.eot_token()); }
+        return 0;
+    }
+
+    if (print_ids) {
+        std::vector<int> ids;
+        std::string line;
+        for (const char* path : inputs) {
+            std::string text = read_input(path);
+            ids.clear();
+            enc.encode(text.data(), text.size(), &ids);
+            line.clear();
+            for (size_t i = 0; i < ids.size(); i++) {
+                if (i) { line.push_back(' '); }
+                line += std::to_string(ids[i]);
+            }
+            line.push_back('\n');
+            fwrite(line.data(), 1, line.size(), stdout);
+        }
+        return 0;
+    }
+
+    make_parent_dir(prefix);
+    ShardWriter train(prefix, "train", shard_size), val(prefix, "val", shard_size);
+    const bool want_val = val_fraction > 0.0 || !val_files.empty();
+    const int eot = enc.eot_token();
+    size_t n_docs = 0, n_bytes = 0;
+    clock_t t0 = clock();
+    std::vector<int> ids;
+    auto encode_doc = [&](const char* s, size_t len, ShardWriter* w) {
+        ids.clear();
+        ids.push_back(eot);
+        enc.encode_ordinary(s, len, &ids);
+        w->add(ids);
+        n_bytes += len;
+    };
+    for (const char* path : inputs) {
+        std::string text = read_input(path);
+        for (const std::string& doc : split_documents(text)) {
+            n_docs++;
+            if (val_fraction <= 0.0) { encode_doc(doc.data(), doc.size(), &train); continue; }
+            // cut at the first line break after (1 - F) of the document, so no line is split;
+            // texts with very long lines (one paragraph per line) fall back to a sentence end
+            // or a space
+            size_t cut = (size_t)((1.0 - val_fraction) * (double)doc.size());
+            size_t at = doc.find('\n', cut);
+            if (at == std::string::npos) { at = doc.find(". ", cut); if (at != std::string::npos) { at += 1; } }
+            if (at == std::string::npos) { at = doc.find(' ', cut); }
+            cut = at == std::string::npos ? doc.size() : at;
+            size_t vstart = doc.find_first_not_of(" \t\r\n", cut);
+            encode_doc(doc.data(), cut, &train);
+            if (vstart != std::string::npos) { encode_doc(doc.data() + vstart, doc.size() - vstart, &val); }
+        }
+    }
+    for (const char* path : val_files) {
+        std::string text = read_input(path);
+        for (const std::string& doc : split_documents(text)) { encode_doc(doc.data(), doc.size(), &val); }
+    }
+    train.finish();
+    if (want_val) { val.finish(); }
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (train.tokens == 0) { DIE("the inputs hold no text (expected non-empty documents in %s ...)", inputs[0]); }
+    if (want_val && val.tokens == 0) { DIE("the validation split is empty (expected some text: a larger --val-fraction or a non-empty --val-file)"); }
+    if (!quiet) {
+        printf("encode_text: %zu documents, %zu bytes in %.1f s (%.1f MB/s)\n", n_docs, n_bytes, secs,
+               secs > 0 ? n_bytes / secs / 1e6 : 0.0);
+        printf("encode_text: train %zu tokens in %d shard(s) %s_train_*.bin\n", train.tokens, train.shards, prefix);
+        if (want_val) { printf("encode_text: val %zu tokens in %d shard(s) %s_val_*.bin\n", val.tokens, val.shards, prefix); }
+    }
+    return 0;
+}

@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# test_cpu.sh: the CPU reference trainer against the float64 reference fixtures, and its refusals.
+#
+#   bash dev/test/test_cpu.sh            (from anywhere; runs in the repository root)
+#
+# (a) every fixture of dev/fixtures/manifest.tsv with the test binary of its scheme
+# (b) cross-scheme refusal: a binary given another scheme's checkpoint names both schemes
+# (c) forbidden shapes of dev/fixtures/forbidden.tsv: a crafted v6 header is refused by the
+#     shape check (naming the scheme and n_kv_head / n_embd), before any size check
+# (d) corrupt inputs: truncated/oversized/bad-magic/bad-version checkpoints, truncated debug
+#     file, missing files: one line naming the file, exit code 1..127 (no signal)
+# (e) the llm.c v3 checkpoint fixture matches the reference; bf16 v5/v7 checkpoints load exactly;
+#     1 and 2 OpenMP threads give identical results
+# (f) the training binary: 12 steps on a synthetic llm.c shard, val loss goes down, log written
+# Prints one PASS/FAIL/SKIP line per check, exits non-zero on any FAIL.
+set -u
+cd "$(dirname "$0")/../.."
+
+SCHEMES="standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"
+PY=/usr/bin/python3
+FIX=dev/fixtures
+MANIFEST=$FIX/manifest.tsv
+FORBIDDEN=$FIX/forbidden.tsv
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} # the machine is shared; the fixtures are tiny
+
+npass=0
+nfail=0
+pass() { echo "PASS $*"; npass=$((npass + 1)); }
+fail() { echo "FAIL $*"; nfail=$((nfail + 1)); }
+skip() { echo "SKIP $*"; }
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_cpu.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# ---------------------------------------------------------------------------------------------
+# build: 8 test binaries and 8 training binaries
+targets=""
+for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/train_gpt2_cpu_$s"; done
+if make -j2 $targets > "$TMP/build.log" 2>&1; then
+    pass "cpu build (16 binaries: test_gpt2_cpu_<scheme>, train_gpt2_cpu_<scheme>)"
+else
+    # the test binaries do not need dataloader.h: try them alone before giving up
+    tail -n 20 "$TMP/build.log"
+    fail "cpu build of all 16 binaries (see above)"
+    targets=""
+    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s"; done
+    make -j2 $targets > "$TMP/build_test.log" 2>&1 || { tail -n 20 "$TMP/build_test.log"; fail "cpu build of the test binaries"; echo "$npass passed, $nfail failed"; exit 1; }
+fi
+
+if [ ! -f "$MANIFEST" ]; then
+    fail "cpu fixtures: $MANIFEST not found (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
+    echo "$npass passed, $nfail failed"
+    exit 1
+fi
+
+# runs a command, captures stdout+stderr into $TMP/out, sets $rc
+run_capture() { "$@" > "$TMP/out" 2>&1; rc=$?; }
+
+# ---------------------------------------------------------------------------------------------
+# (a) every fixture
+declare -A fixture_ok
+while IFS=$'\t' read -r name scheme model debug; do
+    [ -z "$name" ] && continue
+    case "$name" in \#*) continue ;; esac
+    bin=build/test_gpt2_cpu_$scheme
+    if [ ! -x "$bin" ]; then fail "cpu $name (no binary $bin for scheme '$scheme')"; continue; fi
+    run_capture "$bin" "$name" "$model" "$debug"
+    sed -n '/^  /p' "$TMP/out" # the per-tensor info lines
+    result=$(grep -E "^(PASS|FAIL) cpu $name " "$TMP/out")
+    if [ "$rc" -eq 0 ] && [ -n "$result" ] && [[ "$result" == PASS* ]]; then
+        pass "${result#PASS }"
+        fixture_ok[$name]=1
+    elif [ -n "$result" ]; then
+        fail "${result#FAIL }"
+    else
+        fail "cpu $name (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"
+    fi
+done < "$MANIFEST"
+
+# path of the model of the first fixture of a scheme in the manifest
+model_of() { awk -F'\t' -v s="$1" '$2 == s { print $3; exit }' "$MANIFEST"; }
+debug_of() { awk -F'\t' -v s="$1" '$2 == s { print $4; exit }' "$MANIFEST"; }
+
+# checks a refusal in $TMP/out / $rc: non-zero, not a signal, one line, contains every pattern given
+refused() {
+    local what=$1; shift
+    local lines
+    lines=$(wc -l < "$TMP/out")
+    if [ "$rc" -eq 0 ]; then fail "$what (exit code 0, expected a refusal)"; return; fi
+    if [ "$rc" -ge 128 ]; then fail "$what (exit code $rc: killed by a signal: $(head -c 200 "$TMP/out"))"; return; fi
+    if [ "$lines" -ne 1 ]; then fail "$what (expected a one-line error, got $lines lines: $(head -c 300 "$TMP/out" | tr '\n' '|'))"; return; fi
+    for p in "$@"; do
+        if ! grep -qF -- "$p" "$TMP/out"; then fail "$what (message does not mention '$p': $(cat "$TMP/out"))"; return; fi
+    done
+    pass "$what (exit $rc: $(cat "$TMP/out"))"
+}
+
+# ---------------------------------------------------------------------------------------------
+# (b) cross-scheme refusal: binary scheme <- checkpoint scheme
+for pair in standard:q_identity q_identity:standard kv_shared:qkv_shared qk_shared:kv_shared \
+            q_residual:standard k_identity:v_identity standard:q_residual; do
+    bs=${pair%%:*}; cs=${pair##*:}
+    m=$(model_of "$cs"); d=$(debug_of "$cs")
+    if [ -z "$m" ]; then skip "cpu refuse $cs checkpoint in $bs binary (no $cs fixture)"; continue; fi
+    run_capture "build/test_gpt2_cpu_$bs" cross "$m" "$d"
+    refused "cpu refuse $cs checkpoint in $bs binary" "$m" "scheme $cs" "scheme $bs"
+    # the training binary loads the model the same way, before any data
+    run_capture "build/train_gpt2_cpu_$bs" -e "$m" -i "$TMP/none_*.bin" -j "$TMP/none_*.bin" -x 1
+    refused "cpu train refuse $cs checkpoint in $bs binary" "$m" "scheme $cs" "scheme $bs"
+done
+
+# ---------------------------------------------------------------------------------------------
+# (c) forbidden shapes: a header-only v6 file. The shape check comes first, so the refusal is about
+# the shape (naming the scheme and the field), not about the file being shorter than the shape needs.
+# writes a v6 checkpoint header: path scheme_id L C H Hkv M bias [nparams_to_zero_fill]
+write_header() {
+    "$PY" - "$@" <<'EOF'
+import struct, sys
+path, scheme, L, C, H, Hkv, M, bias = sys.argv[1], *map(int, sys.argv[2:9])
+h = [0] * 256
+h[0], h[1] = 20240326, 6
+h[2], h[3], h[4], h[5], h[6], h[7] = 64, 500, L, H, C, 512
+h[8], h[9], h[10], h[11], h[12] = scheme, Hkv, M, bias, 1
+with open(path + ".tmp", "wb") as f:
+    f.write(struct.pack("<256i", *h))
+import os
+os.replace(path + ".tmp", path)
+EOF
+}
+scheme_id() { local i=0; for s in $SCHEMES; do [ "$s" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo -1; }
+if [ -f "$FORBIDDEN" ]; then
+    n=0
+    while IFS=$'\t' read -r scheme L C H Hkv M bias; do
+        [ -z "$scheme" ] && continue
+        case "$scheme" in \#*) continue ;; esac
+        n=$((n + 1))
+        f="$TMP/forbidden_${n}_$scheme.bin"
+        write_header "$f" "$(scheme_id "$scheme")" "$L" "$C" "$H" "$Hkv" "$M" "$bias"
+        run_capture "build/test_gpt2_cpu_$scheme" forbidden "$f" "$(debug_of "$scheme")"
+        what="cpu refuse forbidden shape $scheme L=$L C=$C H=$H Hkv=$Hkv M=$M bias=$bias"
+        if grep -q "file size" "$TMP/out"; then
+            fail "$what (refused by the size check, expected the shape check first: $(cat "$TMP/out"))"
+            continue
+        fi
+        # the field the constraint is about: n_embd when it does not split into heads or halves, else n_kv_head
+        field=n_kv_head
+        if [ $((C % H)) -ne 0 ] || { [ "$scheme" = q_residual ] && [ $((C % 2)) -ne 0 ]; }; then field=n_embd; fi
+        refused "$what" "$f" "$scheme" "$field"
+    done < "$FORBIDDEN"
+else
+    skip "cpu forbidden shapes ($FORBIDDEN not found)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (d) corrupt inputs
+m=$(model_of standard); d=$(debug_of standard)
+size=$(stat -c %s "$m")
+head -c $((size - 100)) "$m" > "$TMP/truncated.bin"
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/truncated.bin" "$d"
+refused "cpu refuse truncated checkpoint" "$TMP/truncated.bin" "file size"
+head -c 1000 "$m" > "$TMP/header_truncated.bin"
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/header_truncated.bin" "$d"
+refused "cpu refuse checkpoint shorter than its header" "$TMP/header_truncated.bin" "header"
+{ cat "$m"; head -c 8 /dev/zero; } > "$TMP/oversized.bin"
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/oversized.bin" "$d"
+refused "cpu refuse oversized checkpoint" "$TMP/oversized.bin" "file size"
+cp "$m" "$TMP/badmagic.bin"; printf '\x01\x02\x03\x04' | dd of="$TMP/badmagic.bin" bs=1 seek=0 conv=notrunc status=none
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/badmagic.bin" "$d"
+refused "cpu refuse checkpoint with bad magic" "$TMP/badmagic.bin" "magic"
+cp "$m" "$TMP/badversion.bin"; printf '\x04\x00\x00\x00' | dd of="$TMP/badversion.bin" bs=1 seek=4 conv=notrunc status=none
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/badversion.bin" "$d"
+refused "cpu refuse checkpoint with unsupported version 4" "$TMP/badversion.bin" "version"
+dsize=$(stat -c %s "$d")
+head -c $((dsize / 2)) "$d" > "$TMP/debug_truncated.bin"
+run_capture build/test_gpt2_cpu_standard corrupt "$m" "$TMP/debug_truncated.bin"
+refused "cpu refuse truncated debug file" "$TMP/debug_truncated.bin" "truncated"
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/missing_model.bin" "$d"
+refused "cpu refuse missing model file" "$TMP/missing_model.bin"
+run_capture build/test_gpt2_cpu_standard corrupt "$m" "$TMP/missing_debug.bin"
+refused "cpu refuse missing debug file" "$TMP/missing_debug.bin"
+run_capture build/train_gpt2_cpu_standard -e "$TMP/missing_model.bin"
+refused "cpu train refuse missing model file" "$TMP/missing_model.bin"
+
+# ---------------------------------------------------------------------------------------------
+# (e) llm.c's version 3 checkpoint (the same weights as standard_tiny, llm.c's header)
+v3=$(awk -F'\t' '$1 == "standard_tiny_v3" { print $3 }' "$MANIFEST")
+if [ -z "$v3" ]; then
+    fail "cpu llm.c v3 checkpoint (no standard_tiny_v3 fixture in $MANIFEST)"
+else
+    version=$(od -An -t d4 -j 4 -N 4 "$v3" | tr -d ' ')
+    if [ "$version" != 3 ]; then
+        fail "cpu llm.c v3 checkpoint ($v3 has version $version, expected 3)"
+    elif [ -n "${fixture_ok[standard_tiny_v3]:-}" ]; then
+        pass "cpu llm.c v3 checkpoint ($v3, version 3, matches the reference: see standard_tiny_v3 above)"
+    else
+        fail "cpu llm.c v3 checkpoint ($v3 did not match the reference, see standard_tiny_v3 above)"
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (e2) bf16 checkpoints (version 7 ours, version 5 llm.c) are widened exactly to fp32: the same
+# bf16-rounded weights as a v6 fp32 file must give bit-identical results (the per-tensor lines match)
+m=$(model_of standard); d=$(debug_of standard)
+if "$PY" - "$m" "$TMP" <<'EOF'
+import os, sys, numpy as np
+src, out = sys.argv[1], sys.argv[2]
+raw = np.fromfile(src, dtype=np.uint8)
+header = raw[:1024].view(np.int32).copy()
+w = raw[1024:].view(np.float32)
+# round to nearest even bf16
+bits = w.view(np.uint32).astype(np.uint64)
+bf = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+widened = (bf.astype(np.uint32) << 16).view(np.float32)
+def write(path, version, payload):
+    h = header.copy()
+    h[1] = version
+    if version == 5:
+        h[8:] = 0  # llm.c's header has nothing past padded_vocab_size
+    with open(path + ".tmp", "wb") as f:
+        f.write(h.tobytes())
+        f.write(payload.tobytes())
+    os.replace(path + ".tmp", path)
+write(out + "/bf16_as_v6.bin", 6, widened)
+write(out + "/bf16_v7.bin", 7, bf)
+write(out + "/bf16_v5.bin", 5, bf)
+EOF
+then
+    build/test_gpt2_cpu_standard bf16 "$TMP/bf16_as_v6.bin" "$d" > "$TMP/bf16_v6.out" 2>&1
+    ok=1
+    for v in v7 v5; do
+        build/test_gpt2_cpu_standard bf16 "$TMP/bf16_$v.bin" "$d" > "$TMP/bf16_$v.out" 2>&1
+        if ! grep -q "^  loss rel_err" "$TMP/bf16_$v.out" || ! cmp -s "$TMP/bf16_v6.out" "$TMP/bf16_$v.out"; then
+            fail "cpu bf16 checkpoint version ${v#v} (results differ from the same weights in fp32: $(head -n 1 "$TMP/bf16_$v.out"))"
+            ok=0
+        fi
+    done
+    [ $ok = 1 ] && pass "cpu bf16 checkpoints, versions 7 and 5 (bit-identical to the same bf16-rounded weights as v6 fp32; $(grep "^  loss rel_err" "$TMP/bf16_v7.out" | sed 's/^  //') vs the fp32 reference)"
+else
+    fail "cpu bf16 checkpoints (could not write the bf16 test files with $PY and numpy)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (e3) threads: the same results with 1 and 2 OpenMP threads, on fixtures where roles alias
+for f in qk_shared_tiny kv_shared_mqa q_identity_mqa; do
+    line=$(awk -F'\t' -v n="$f" '$1 == n' "$MANIFEST")
+    [ -z "$line" ] && { skip "cpu threads $f (not in the manifest)"; continue; }
+    IFS=$'\t' read -r name scheme model debug <<< "$line"
+    OMP_NUM_THREADS=1 "build/test_gpt2_cpu_$scheme" "$name" "$model" "$debug" > "$TMP/t1.out" 2>&1
+    OMP_NUM_THREADS=2 "build/test_gpt2_cpu_$scheme" "$name" "$model" "$debug" > "$TMP/t2.out" 2>&1
+    if cmp -s "$TMP/t1.out" "$TMP/t2.out"; then
+        pass "cpu threads $f (1 and 2 OpenMP threads give identical results)"
+    else
+        fail "cpu threads $f (1 and 2 OpenMP threads differ)"
+    fi
+done
+
+# ---------------------------------------------------------------------------------------------
+# (f) the training binary: 12 steps on a synthetic shard (tokens < the tiny fixtures' vocab of 500),
+# the training loss must go down and the log must be written
+"$PY" - "$TMP" <<'EOF'
+import struct, sys, random
+rng = random.Random(1234)
+for split, n in (("train", 6000), ("val", 3000)):
+    # a short repeating cycle with a little noise: a tiny model learns it within a few steps
+    toks = [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)]
+    h = [0] * 256
+    h[0], h[1], h[2] = 20240520, 1, n
+    with open(f"{sys.argv[1]}/synth_{split}_000.bin", "wb") as f:
+        f.write(struct.pack("<256i", *h))
+        f.write(struct.pack(f"<{n}H", *toks))
+EOF
+for s in standard q_residual; do
+    m=$(model_of "$s")
+    [ -z "$m" ] && { skip "cpu train $s (no fixture)"; continue; }
+    run_capture "build/train_gpt2_cpu_$s" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" \
+        -b 4 -t 32 -x 12 -l 3e-3 -v 6 -m 2 -o "$TMP/train_$s.log"
+    first=$(grep -m1 "^val loss" "$TMP/out" | awk '{ print $3 }')
+    last=$(grep "^val loss" "$TMP/out" | tail -n 1 | awk '{ print $3 }')
+    if [ "$rc" -ne 0 ]; then
+        fail "cpu train $s (exit code $rc: $(tail -n 1 "$TMP/out"))"
+    elif [ ! -f "$TMP/train_$s.log" ] || [ "$(grep -c "tel:" "$TMP/train_$s.log")" -ne 3 ] || [ "$(grep -c "trl:" "$TMP/train_$s.log")" -ne 12 ]; then
+        fail "cpu train $s (log file $TMP/train_$s.log missing or without 3 tel: and 12 trl: lines)"
+    elif "$PY" -c "import sys; sys.exit(0 if float('$last') < float('$first') - 1.0 else 1)"; then
+        pass "cpu train $s (12 steps on a synthetic shard: val loss $first -> $last, log written)"
+    else
+        fail "cpu train $s (val loss did not go down by 1.0: $first -> $last)"
+    fi
+done
+
+echo "cpu: $npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]

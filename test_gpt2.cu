@@ -1,0 +1,423 @@
+/*
+test_gpt2.cu: checks train_gpt2.cu (included below) against the reference's debug states.
+
+For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's scheme:
+  load the fixture checkpoint, run the forward pass on the recorded batch and compare every
+  record of the debug state (activations, logits, loss, every parameter gradient), then run the
+  recorded AdamW steps and compare the step losses and gradient norms. Each tensor's relative
+  error ||out - ref|| / ||ref|| is printed; a fixture passes when every one is at or under the
+  precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2). A record this test does
+  not know is a failure (the reference added something the trainers must follow).
+Then the resume check: a training run with checkpoints, resumed from the middle, must give
+bit-identical losses to the uninterrupted run.
+
+Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
+"FAIL ..." line per fixture and one for the resume check; "SKIP ..." when there is no GPU or no
+fixture of this scheme. Exit status 1 on any FAIL.
+
+  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv]
+*/
+#define TESTING
+#include "train_gpt2.cu"
+#include "dev/test/debug_state.h"
+
+#include <string>
+
+#if PRECISION_IS_BF16
+static const double TOLERANCE = 2e-2;
+#else
+static const double TOLERANCE = 1e-4;
+#endif
+static const char* const LABEL = "cuda-" PRECISION_NAME;
+
+// a device tensor of floatX values, as host floats
+static std::vector<float> fetch_x(const floatX* d, size_t n) {
+    std::vector<float> out(n);
+    std::vector<unsigned char> raw(n * sizeof(floatX) + 1);
+    cudaCheck(cudaMemcpy(raw.data(), d, n * sizeof(floatX), cudaMemcpyDeviceToHost));
+    host_x_to_floats(out.data(), raw.data(), n);
+    return out;
+}
+static std::vector<float> fetch_f(const float* d, size_t n) {
+    std::vector<float> out(n);
+    cudaCheck(cudaMemcpy(out.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return out;
+}
+
+// (B, NH, T, hd) -> (B, T, NH*hd), the layout of the reference's q/k/v records
+static std::vector<float> heads_to_rows(const std::vector<float>& src, int B, int NH, int T, int hd) {
+    std::vector<float> out(src.size());
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < hd; d++) {
+                    out[(((size_t)b * T + t) * NH + h) * hd + d] = src[(((size_t)b * NH + h) * T + t) * hd + d];
+                }
+    return out;
+}
+
+// this implementation's tensor for an activation record name ("encoded", "L1.att", "lnf", ...);
+// returns 0 for a name that is not an activation of this model
+static int fetch_activation(GPT2* model, const char* name, std::vector<float>* out) {
+    const GPT2Config* c = &model->config;
+    const int B = model->B, T = model->T, C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads;
+    const int hd = qkv_head_dim(c), M = c->mlp_hidden;
+    const size_t BT = (size_t)B * T;
+    Activations* a = &model->acts;
+    if (strcmp(name, "encoded") == 0) { *out = fetch_x(a->encoded, BT * C); return 1; }
+    if (strcmp(name, "lnf") == 0) { *out = fetch_x(a->lnf, BT * C); return 1; }
+    int l = -1, consumed = 0;
+    if (sscanf(name, "L%d.%n", &l, &consumed) != 1 || consumed == 0 || l < 0 || l >= c->num_layers) { return 0; }
+    const char* what = name + consumed;
+    const size_t lC = (size_t)l * BT * C;
+    const int qres = c->scheme == QKV_Q_RESIDUAL;
+    if (strcmp(what, "ln1") == 0) { *out = fetch_x(a->ln1 + lC, BT * C); return 1; }
+    if (strcmp(what, "qres_f") == 0 && qres) { *out = fetch_x(a->qres_f + lC, BT * C); return 1; }
+    if (strcmp(what, "q") == 0 || strcmp(what, "k") == 0 || strcmp(what, "v") == 0) {
+        const int r = what[0] == 'q' ? 0 : (what[0] == 'k' ? 1 : 2);
+        const int o = model->owner[r];
+        const int nh = o == 0 ? H : Hkv;
+        const size_t n = BT * (size_t)nh * hd;
+        *out = heads_to_rows(fetch_x(a->perm[o] + (size_t)l * n, n), B, nh, T, hd);
+        return 1;
+    }
+    if (strcmp(what, "att") == 0) {
+        const size_t n = (size_t)B * H * T * T;
+        *out = fetch_x(a->att + (size_t)l * n, n);
+        return 1;
+    }
+    if (strcmp(what, "atty") == 0) { *out = fetch_x(a->atty + lC, BT * C); return 1; }
+    if (strcmp(what, "residual2") == 0) { *out = fetch_x(a->residual2 + lC, BT * C); return 1; }
+    if (strcmp(what, "ln2") == 0) { *out = fetch_x(a->ln2 + lC, BT * C); return 1; }
+    if (strcmp(what, "fch") == 0) { *out = fetch_x(a->fch + (size_t)l * BT * M, BT * M); return 1; }
+    if (strcmp(what, "fch_gelu") == 0 && !model->recompute) { *out = fetch_x(a->fch_gelu + (size_t)l * BT * M, BT * M); return 1; }
+    if (strcmp(what, "residual3") == 0) { *out = fetch_x(a->residual3 + lC, BT * C); return 1; }
+    return 0;
+}
+
+typedef struct {
+    double worst;
+    std::string worst_name;
+    int failed;
+    std::string why; // first hard failure (unknown record, shape mismatch)
+} Verdict;
+
+static void note(Verdict* v, const char* fixture, const char* name, double err) {
+    printf("  %s %s rel_err=%.3e\n", fixture, name, err);
+    if (v->worst_name.empty() || !(err <= v->worst)) { // a NaN becomes the worst and stays there
+        v->worst = err;
+        v->worst_name = name;
+    }
+    if (!(err <= TOLERANCE)) { v->failed = 1; }
+}
+
+static void hard_fail(Verdict* v, const char* fixture, const std::string& why) {
+    printf("  %s %s\n", fixture, why.c_str());
+    v->failed = 1;
+    if (v->why.empty()) { v->why = why; }
+}
+
+static int run_fixture(const char* fixture, const char* model_path, const char* debug_path) {
+    char msg[16384];
+    DebugState ds;
+    if (!debug_state_load(debug_path, &ds, msg, sizeof(msg))) {
+        printf("FAIL %s %s: %s\n", LABEL, fixture, msg);
+        return 0;
+    }
+    GPT2Config config;
+    int version = 0;
+    if (!checkpoint_inspect(model_path, -1.0f, &config, &version, msg, sizeof(msg))) {
+        printf("FAIL %s %s: %s\n", LABEL, fixture, msg);
+        debug_state_free(&ds);
+        return 0;
+    }
+    if (ds.T > config.max_seq_len) {
+        printf("FAIL %s %s: debug state T=%d exceeds the model's max_seq_len %d\n", LABEL, fixture, ds.T, config.max_seq_len);
+        debug_state_free(&ds);
+        return 0;
+    }
+    const int B = ds.B, T = ds.T;
+    const size_t BT = (size_t)B * T;
+    const DebugTensor* rin = debug_state_find(&ds, "inputs");
+    const DebugTensor* rtg = debug_state_find(&ds, "targets");
+    const DebugTensor* radam = debug_state_find(&ds, "adamw");
+    if (rin == NULL || rtg == NULL || rin->i == NULL || rtg->i == NULL || rin->numel != BT || rtg->numel != BT) {
+        printf("FAIL %s %s: %s has no int32 (B, T) inputs/targets records\n", LABEL, fixture, debug_path);
+        debug_state_free(&ds);
+        return 0;
+    }
+    GPT2 model;
+    gpt2_build(&model, &config, B, T, 1, 0);
+    gpt2_load_params(&model, model_path, version);
+    Verdict v;
+    v.worst = 0.0;
+    v.failed = 0;
+
+    // logits: a forward pass without targets keeps them; the pass with targets replaces them by dlogits
+    gpt2_forward(&model, rin->i, NULL, 0.0f);
+    const int V = config.vocab_size, Vp = config.padded_vocab_size;
+    std::vector<float> logits = fetch_x(model.acts.output, BT * Vp);
+    gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)BT);
+    const float loss = model.mean_loss;
+    gpt2_zero_grad(&model);
+    gpt2_backward(&model);
+    cudaCheck(cudaDeviceSynchronize());
+
+    for (int n = 0; n < ds.num_tensors; n++) {
+        const DebugTensor* r = &ds.tensors[n];
+        const char* name = r->name;
+        if (strcmp(name, "inputs") == 0 || strcmp(name, "targets") == 0 || strcmp(name, "adamw") == 0) { continue; }
+        if (strcmp(name, "step_losses") == 0 || strcmp(name, "step_grad_norms") == 0) { continue; } // after the steps
+        if (r->f == NULL) { hard_fail(&v, fixture, std::string("record ") + name + " is not a float tensor"); continue; }
+        if (strcmp(name, "logits") == 0) {
+            if (r->numel != BT * (size_t)V) { hard_fail(&v, fixture, "logits record has the wrong size"); continue; }
+            note(&v, fixture, name, rel_error_strided(logits.data(), (size_t)Vp, r->f, BT, (size_t)V));
+            continue;
+        }
+        if (strcmp(name, "loss") == 0) {
+            note(&v, fixture, name, rel_error(&loss, r->f, 1));
+            continue;
+        }
+        if (strncmp(name, "grad.", 5) == 0) {
+            int idx = -1;
+            for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+                if (strcmp(name + 5, param_tensor_names[i]) == 0) { idx = i; }
+            }
+            if (idx < 0 || model.param_sizes[idx] == 0) {
+                hard_fail(&v, fixture, std::string("unknown record ") + name + " (no such parameter in this model)");
+                continue;
+            }
+            if (r->numel != model.param_sizes[idx]) {
+                hard_fail(&v, fixture, std::string("record ") + name + " has the wrong size");
+                continue;
+            }
+            std::vector<float> g = fetch_f(model.grads[idx], model.param_sizes[idx]);
+            note(&v, fixture, name, rel_error(g.data(), r->f, r->numel));
+            continue;
+        }
+        std::vector<float> mine;
+        if (!fetch_activation(&model, name, &mine)) {
+            hard_fail(&v, fixture, std::string("unknown record ") + name + " (HINT: the reference records something "
+                      "test_gpt2.cu does not know; teach fetch_activation)");
+            continue;
+        }
+        if (mine.size() != r->numel) {
+            hard_fail(&v, fixture, std::string("record ") + name + " has the wrong size");
+            continue;
+        }
+        note(&v, fixture, name, rel_error(mine.data(), r->f, r->numel));
+    }
+
+    // the recorded AdamW steps on the same batch (the first one reuses the gradients above)
+    const DebugTensor* rsl = debug_state_find(&ds, "step_losses");
+    const DebugTensor* rsn = debug_state_find(&ds, "step_grad_norms");
+    if (ds.num_steps > 0) {
+        if (radam == NULL || radam->f == NULL || radam->numel != 6 || rsl == NULL || rsn == NULL || rsl->f == NULL ||
+            rsn->f == NULL || (int)rsl->numel != ds.num_steps || (int)rsn->numel != ds.num_steps) {
+            hard_fail(&v, fixture, "the adamw / step_losses / step_grad_norms records are missing or malformed");
+        } else {
+            const float lr = (float)radam->f[0], b1 = (float)radam->f[1], b2 = (float)radam->f[2];
+            const float eps = (float)radam->f[3], wd = (float)radam->f[4], clip = (float)radam->f[5];
+            std::vector<float> losses((size_t)ds.num_steps), norms((size_t)ds.num_steps);
+            for (int s = 0; s < ds.num_steps; s++) {
+                if (s > 0) {
+                    gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)BT);
+                    gpt2_zero_grad(&model);
+                    gpt2_backward(&model);
+                }
+                losses[(size_t)s] = model.mean_loss;
+                norms[(size_t)s] = gpt2_update(&model, lr, b1, b2, eps, wd, clip, s + 1);
+            }
+            cudaCheck(cudaDeviceSynchronize());
+            note(&v, fixture, "step_losses", rel_error(losses.data(), rsl->f, rsl->numel));
+            note(&v, fixture, "step_grad_norms", rel_error(norms.data(), rsn->f, rsn->numel));
+            printf("  %s step losses: %.6f -> %.6f (reference %.6f -> %.6f)\n", fixture, losses[0],
+                   losses[(size_t)ds.num_steps - 1], rsl->f[0], rsl->f[ds.num_steps - 1]);
+        }
+    }
+    if (v.failed) {
+        if (!v.why.empty()) {
+            printf("FAIL %s %s (%s; worst %s rel_err=%.3e, tolerance %.0e)\n", LABEL, fixture, v.why.c_str(),
+                   v.worst_name.c_str(), v.worst, TOLERANCE);
+        } else {
+            printf("FAIL %s %s (worst %s rel_err=%.3e > tolerance %.0e)\n", LABEL, fixture, v.worst_name.c_str(), v.worst,
+                   TOLERANCE);
+        }
+    } else {
+        printf("PASS %s %s (worst %s rel_err=%.3e <= %.0e; loss %.6f; %d steps)\n", LABEL, fixture,
+               v.worst_name.c_str(), v.worst, TOLERANCE, (double)loss, ds.num_steps);
+    }
+    gpt2_free(&model);
+    debug_state_free(&ds);
+    return !v.failed;
+}
+
+// ----------------------------------------------------------------------------
+// resume: 10 steps uninterrupted vs. 5 steps, checkpoint, and a resumed process-equivalent run
+
+static int write_token_shard(const char* path, int num_tokens, int vocab, unsigned long long seed) {
+    FILE* f = fopen(path, "wb");
+    if (f == NULL) { return 0; }
+    int header[256];
+    memset(header, 0, sizeof(header));
+    header[0] = 20240520;
+    header[1] = 1;
+    header[2] = num_tokens;
+    fwrite(header, sizeof(int), 256, f);
+    unsigned long long s = seed | 1;
+    for (int i = 0; i < num_tokens; i++) {
+        const uint16_t tok = (uint16_t)(random_u32(&s) % (unsigned)vocab);
+        fwrite(&tok, sizeof(uint16_t), 1, f);
+    }
+    return fclose(f) == 0;
+}
+
+static void resume_args(TrainArgs* a, const char* model_path, const char* shard, const char* out_dir, float* record) {
+    train_args_defaults(a);
+    a->model_arg = model_path;
+    a->train_pattern = shard;
+    a->output_dir = out_dir;
+    a->B = 4;
+    a->T = 32;
+    a->max_steps = 10;
+    a->lr = 1e-3f;
+    a->warmup = 2;
+    a->final_frac = 0.1f;
+    a->weight_decay = 0.1f;
+    a->val_every = 0;
+    a->sample_every = 0;
+    a->total_batch = 2 * 4 * 32; // two accumulation steps: the data position moves twice per step
+    a->loss_record = record;
+    a->loss_record_size = 10;
+}
+
+static int run_resume_check(const char* model_path) {
+    char msg[16384];
+    const char* scheme = qkv_scheme_name(kQKVScheme);
+    char dir[512], shard[640], dir_a[640], dir_b[640];
+    snprintf(dir, sizeof(dir), "build/test_cuda_resume_%s_%s", scheme, PRECISION_NAME);
+    snprintf(shard, sizeof(shard), "%s/tokens_train_000.bin", dir);
+    snprintf(dir_a, sizeof(dir_a), "%s/uninterrupted", dir);
+    snprintf(dir_b, sizeof(dir_b), "%s/resumed", dir);
+    if (!make_dir("build") || !make_dir(dir) || !make_dir(dir_a) || !make_dir(dir_b)) {
+        printf("FAIL %s resume_%s: cannot create %s\n", LABEL, scheme, dir);
+        return 0;
+    }
+    GPT2Config config;
+    int version = 0;
+    if (!checkpoint_inspect(model_path, -1.0f, &config, &version, msg, sizeof(msg))) {
+        printf("FAIL %s resume_%s: %s\n", LABEL, scheme, msg);
+        return 0;
+    }
+    if (!write_token_shard(shard, 4 * 32 * 40 + 1, config.vocab_size, 7)) {
+        printf("FAIL %s resume_%s: cannot write %s\n", LABEL, scheme, shard);
+        return 0;
+    }
+    float la[10], lb[10], lc[10];
+    for (int i = 0; i < 10; i++) { la[i] = lb[i] = lc[i] = NAN; }
+    // A: 10 steps, no checkpoints
+    TrainArgs a;
+    resume_args(&a, model_path, shard, dir_a, la);
+    if (!train_args_resolve(&a, msg, sizeof(msg)) || train_run(&a) != 0) {
+        printf("FAIL %s resume_%s: the uninterrupted run failed: %s\n", LABEL, scheme, msg);
+        return 0;
+    }
+    // B: the same run writing checkpoints at steps 5 and 10; then the step-10 pair is removed and
+    // C resumes from step 5
+    TrainArgs b;
+    resume_args(&b, model_path, shard, dir_b, lb);
+    b.checkpoint_every = 5;
+    if (!train_args_resolve(&b, msg, sizeof(msg)) || train_run(&b) != 0) {
+        printf("FAIL %s resume_%s: the checkpointing run failed: %s\n", LABEL, scheme, msg);
+        return 0;
+    }
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/model_%08d.bin", dir_b, 10);
+    remove(path);
+    snprintf(path, sizeof(path), "%s/state_%08d.bin", dir_b, 10);
+    remove(path);
+    TrainArgs c;
+    resume_args(&c, "d12", shard, dir_b, lc); // -e is ignored when a checkpoint is found
+    c.resume = 1;
+    c.checkpoint_every = 5;
+    if (!train_args_resolve(&c, msg, sizeof(msg))) {
+        printf("FAIL %s resume_%s: %s\n", LABEL, scheme, msg);
+        return 0;
+    }
+    if (!c.resuming || c.state.step != 5) {
+        printf("FAIL %s resume_%s: expected to resume from step 5 in %s\n", LABEL, scheme, dir_b);
+        return 0;
+    }
+    if (train_run(&c) != 0) {
+        printf("FAIL %s resume_%s: the resumed run failed\n", LABEL, scheme);
+        return 0;
+    }
+    int same_ab = memcmp(la, lb, sizeof(la)) == 0;
+    int same_ac = memcmp(la + 5, lc + 5, 5 * sizeof(float)) == 0;
+    for (int i = 0; i < 10; i++) {
+        printf("  resume_%s step %d loss uninterrupted %.9g checkpointing %.9g resumed %.9g\n", scheme, i + 1, la[i], lb[i],
+               i >= 5 ? lc[i] : NAN);
+    }
+    if (same_ab && same_ac && isfinite(la[9])) {
+        printf("PASS %s resume_%s (steps 6-10 after resuming at step 5 are bit-identical to the uninterrupted run; "
+               "final loss %.6f)\n", LABEL, scheme, la[9]);
+        return 1;
+    }
+    printf("FAIL %s resume_%s (%s)\n", LABEL, scheme,
+           !same_ab ? "a run writing checkpoints differs from one that does not"
+                    : (!same_ac ? "the resumed losses differ from the uninterrupted run" : "non-finite loss"));
+    return 0;
+}
+
+int main(int argc, char** argv) {
+    char msg[16384];
+    const char* manifest = argc > 1 ? argv[1] : "dev/fixtures/manifest.tsv";
+    const char* scheme = qkv_scheme_name(kQKVScheme);
+    if (!cuda_device_check(msg, sizeof(msg))) {
+        printf("SKIP %s %s: %s\n", LABEL, scheme, msg);
+        return 0;
+    }
+    FILE* f = fopen(manifest, "r");
+    if (f == NULL) {
+        printf("FAIL %s %s: cannot open %s (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)\n",
+               LABEL, scheme, manifest);
+        return 1;
+    }
+    cuda_setup();
+    int passed = 0, failed = 0, ran = 0;
+    std::string first_model;
+    char line[8192];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0' || line[0] == '#') { continue; }
+        char* fields[4] = {NULL, NULL, NULL, NULL};
+        char* p = line;
+        int nf = 0;
+        while (nf < 4) {
+            fields[nf++] = p;
+            char* tab = strchr(p, '\t');
+            if (tab == NULL) { break; }
+            *tab = '\0';
+            p = tab + 1;
+        }
+        if (nf != 4) {
+            printf("FAIL %s manifest: malformed line in %s (expected name, scheme, model, debug separated by tabs)\n",
+                   LABEL, manifest);
+            failed++;
+            continue;
+        }
+        if (strcmp(fields[1], scheme) != 0) { continue; }
+        ran++;
+        if (first_model.empty()) { first_model = fields[2]; }
+        if (run_fixture(fields[0], fields[2], fields[3])) { passed++; } else { failed++; }
+        fflush(stdout);
+    }
+    fclose(f);
+    if (ran == 0) {
+        printf("SKIP %s %s: no fixture of scheme %s in %s\n", LABEL, scheme, scheme, manifest);
+    } else {
+        if (run_resume_check(first_model.c_str())) { passed++; } else { failed++; }
+    }
+    printf("%s %s: %d passed, %d failed\n", LABEL, scheme, passed, failed);
+    return failed > 0 ? 1 : 0;
+}

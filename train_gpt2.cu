@@ -1,0 +1,2376 @@
+/*
+train_gpt2.cu: GPT-2 training in one CUDA file, with the Q/K/V projection scheme chosen at
+compile time (attention_variants.cuh, -DQKV_SCHEME=QKV_<ID>) and GQA/MQA as a runtime shape.
+
+Every sublayer has an explicit forward and backward kernel (or cuBLASLt call); the math is the
+one of dev/FORMATS.md and the reference dev/reference/train_gpt2.py. test_gpt2.cu includes this
+file (with TESTING defined, which drops main) and checks it against the reference's dumps.
+
+Precision:
+  -DENABLE_BF16 (default): bf16 parameters and activations, fp32 master weights for AdamW,
+                           fp32 parameter gradients, fp32 accumulation everywhere.
+  -DENABLE_FP32:           fp32 everything; cuBLASLt with CUBLAS_COMPUTE_32F (no TF32), so the
+                           result can be compared to the float64 reference at 1e-4.
+
+Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu -h for the flags.
+*/
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "attention_variants.cuh"
+#include "dataloader.h"
+#include "tokenizer.h"
+
+// ----------------------------------------------------------------------------
+// precision
+
+#if defined(ENABLE_FP32) && defined(ENABLE_BF16)
+#error "define one of ENABLE_FP32 and ENABLE_BF16"
+#endif
+
+#if defined(ENABLE_FP32)
+typedef float floatX;
+#define PRECISION_NAME "fp32"
+#define PRECISION_IS_BF16 0
+static const cudaDataType CUBLAS_X_TYPE = CUDA_R_32F;
+__device__ __forceinline__ float x2f(floatX v) { return v; }
+__device__ __forceinline__ floatX f2x(float v) { return v; }
+#else
+typedef __nv_bfloat16 floatX;
+#define PRECISION_NAME "bf16"
+#define PRECISION_IS_BF16 1
+static const cudaDataType CUBLAS_X_TYPE = CUDA_R_16BF;
+__device__ __forceinline__ float x2f(floatX v) { return __bfloat162float(v); }
+__device__ __forceinline__ floatX f2x(float v) { return __float2bfloat16(v); } // round to nearest even
+#endif
+
+// host-side bfloat16 <-> float, round to nearest even like the reference's to_bf16_bits
+static inline uint16_t host_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0) { return (uint16_t)((u >> 16) | 0x40); } // keep NaN a NaN
+    u = u + 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float host_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+// n floats -> n floatX values at dst (host memory laid out as the device's floatX)
+static void host_floats_to_x(void* dst, const float* src, size_t n) {
+#if PRECISION_IS_BF16
+    uint16_t* d = (uint16_t*)dst;
+    for (size_t i = 0; i < n; i++) { d[i] = host_f32_to_bf16(src[i]); }
+#else
+    memcpy(dst, src, n * sizeof(float));
+#endif
+}
+static void host_x_to_floats(float* dst, const void* src, size_t n) {
+#if PRECISION_IS_BF16
+    const uint16_t* s = (const uint16_t*)src;
+    for (size_t i = 0; i < n; i++) { dst[i] = host_bf16_to_f32(s[i]); }
+#else
+    memcpy(dst, src, n * sizeof(float));
+#endif
+}
+
+// ----------------------------------------------------------------------------
+// error checking: one line naming the call site, then exit
+
+static void cuda_check(cudaError_t err, const char* file, int line) {
+    if (err != cudaSuccess) {
+        fprintf(stderr, "error: CUDA error at %s:%d: %s\n", file, line, cudaGetErrorString(err));
+        exit(EXIT_FAILURE);
+    }
+}
+#define cudaCheck(err) (cuda_check((err), __FILE__, __LINE__))
+
+static void cublas_check(cublasStatus_t status, const char* file, int line) {
+    if (status != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "error: cuBLASLt error %d at %s:%d\n", (int)status, file, line);
+        exit(EXIT_FAILURE);
+    }
+}
+#define cublasCheck(status) (cublas_check((status), __FILE__, __LINE__))
+
+// a kernel launch is checked right away so that a bad configuration names its call site
+#define launchCheck() cudaCheck(cudaGetLastError())
+
+static void* host_malloc(size_t bytes, const char* what) {
+    void* p = malloc(bytes > 0 ? bytes : 1);
+    if (p == NULL) {
+        fprintf(stderr, "error: out of host memory allocating %zu bytes for %s\n", bytes, what);
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+static void* device_malloc(size_t bytes, const char* what) {
+    void* p = NULL;
+    cudaError_t err = cudaMalloc(&p, bytes > 0 ? bytes : 1);
+    if (err != cudaSuccess) {
+        size_t free_b = 0, total_b = 0;
+        cudaGetLastError(); // clear the sticky-free allocation error
+        cudaMemGetInfo(&free_b, &total_b);
+        fprintf(stderr, "error: out of GPU memory allocating %.1f MiB for %s (%.1f MiB free of %.1f MiB; "
+                "HINT: lower -b or use -r 1)\n", bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0);
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+// grid size for an elementwise kernel with a grid-stride loop
+static unsigned int grid_for(size_t n, int block) {
+    size_t g = (n + (size_t)block - 1) / (size_t)block;
+    if (g < 1) { g = 1; }
+    if (g > 65536u * 8u) { g = 65536u * 8u; }
+    return (unsigned int)g;
+}
+
+// ----------------------------------------------------------------------------
+// reductions (fixed order: every kernel here is deterministic, no atomics)
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int off = 16; off > 0; off >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off)); }
+    return v;
+}
+// sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
+__device__ float block_sum(float v, float* shared32) {
+    __syncthreads(); // shared32 may still be read by a previous call
+    v = warp_sum(v);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) { shared32[warp] = v; }
+    __syncthreads();
+    float t = lane < nwarps ? shared32[lane] : 0.0f;
+    return warp_sum(t);
+}
+__device__ float block_max(float v, float* shared32) {
+    __syncthreads();
+    v = warp_max(v);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) { shared32[warp] = v; }
+    __syncthreads();
+    float t = lane < nwarps ? shared32[lane] : -INFINITY;
+    return warp_max(t);
+}
+
+// ----------------------------------------------------------------------------
+// kernels: encoder
+
+// out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]
+__global__ void encoder_forward_kernel(floatX* out, const int* inp, const floatX* wte, const floatX* wpe,
+                                       int B, int T, int C) {
+    const size_t n = (size_t)B * T * C;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int c = (int)(i % C);
+        const size_t bt = i / C;
+        const int t = (int)(bt % T);
+        const int tok = inp[bt];
+        out[i] = f2x(x2f(wte[(size_t)tok * C + c]) + x2f(wpe[(size_t)t * C + c]));
+    }
+}
+
+// dwpe[t,c] += sum_b dout[b,t,c]
+__global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int B, int T, int C) {
+    const size_t n = (size_t)T * C;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float s = 0.0f;
+        for (int b = 0; b < B; b++) { s += x2f(dout[(size_t)b * n + i]); }
+        dwpe[i] += s;
+    }
+}
+
+// dwte[tok,c] += sum of dout[p,c] over the positions p holding tok. The host groups positions
+// by token (bucket u: token bucket_tok[u], positions bucket_pos[bucket_start[u] .. bucket_start[u+1]))
+// so that each row of dwte is written by one thread per channel, in a fixed order: no atomics.
+__global__ void encoder_backward_wte_kernel(float* dwte, const floatX* dout, const int* bucket_tok,
+                                            const int* bucket_start, const int* bucket_pos, int C) {
+    const int u = blockIdx.x;
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) { return; }
+    float s = 0.0f;
+    for (int p = bucket_start[u]; p < bucket_start[u + 1]; p++) { s += x2f(dout[(size_t)bucket_pos[p] * C + c]); }
+    dwte[(size_t)bucket_tok[u] * C + c] += s;
+}
+
+// ----------------------------------------------------------------------------
+// kernels: LayerNorm (with or without bias) and RMSNorm, one warp per row
+
+__global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp,
+                                         const floatX* weight, const floatX* bias, int N, int C) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= N) { return; }
+    const floatX* x = inp + (size_t)row * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) { s += x2f(x[c]); }
+    const float m = warp_sum(s) / C;
+    float v = 0.0f;
+    for (int c = lane; c < C; c += 32) { const float d = x2f(x[c]) - m; v += d * d; }
+    const float r = 1.0f / sqrtf(warp_sum(v) / C + 1e-5f); // biased variance, like GPT-2
+    floatX* o = out + (size_t)row * C;
+    for (int c = lane; c < C; c += 32) {
+        float y = (x2f(x[c]) - m) * r * x2f(weight[c]);
+        if (bias != NULL) { y += x2f(bias[c]); }
+        o[c] = f2x(y);
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+// q_residual's RMSNorm_q: out = x / sqrt(mean(x^2) + eps) * weight
+__global__ void rmsnorm_forward_kernel(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= N) { return; }
+    const floatX* x = inp + (size_t)row * C;
+    float s = 0.0f;
+    for (int c = lane; c < C; c += 32) { const float xv = x2f(x[c]); s += xv * xv; }
+    const float r = 1.0f / sqrtf(warp_sum(s) / C + 1e-5f);
+    floatX* o = out + (size_t)row * C;
+    for (int c = lane; c < C; c += 32) { o[c] = f2x(x2f(x[c]) * r * x2f(weight[c])); }
+    if (lane == 0) { rstd[row] = r; }
+}
+
+// Input gradient of LayerNorm (mean != NULL) or RMSNorm (mean == NULL), one warp per row:
+//   n = (x - mean) * rstd (RMSNorm: x * rstd),  dn = dout * w,
+//   LayerNorm: dx = rstd * (dn - mean(dn) - n * mean(dn * n));  RMSNorm: dx = rstd * (dn - n * mean(dn * n)).
+// accumulate: dinp += dx (the residual stream gathers gradients), else dinp = dx.
+__global__ void norm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
+                                     const float* mean, const float* rstd, int N, int C, int accumulate) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= N) { return; }
+    const size_t base = (size_t)row * C;
+    const float m = mean != NULL ? mean[row] : 0.0f;
+    const float r = rstd[row];
+    float sum_dn = 0.0f, sum_dn_n = 0.0f;
+    for (int c = lane; c < C; c += 32) {
+        const float n = (x2f(inp[base + c]) - m) * r;
+        const float dn = x2f(dout[base + c]) * x2f(weight[c]);
+        sum_dn += dn;
+        sum_dn_n += dn * n;
+    }
+    const float mean_dn = mean != NULL ? warp_sum(sum_dn) / C : 0.0f;
+    const float mean_dn_n = warp_sum(sum_dn_n) / C;
+    for (int c = lane; c < C; c += 32) {
+        const float n = (x2f(inp[base + c]) - m) * r;
+        const float dn = x2f(dout[base + c]) * x2f(weight[c]);
+        float dx = r * (dn - mean_dn - n * mean_dn_n);
+        if (accumulate) { dx += x2f(dinp[base + c]); }
+        dinp[base + c] = f2x(dx);
+    }
+}
+
+// Column sums over N rows, in two deterministic passes (partial sums of row chunks, then their sum):
+//   plane 0: sum over rows of dout * n  with n the normalized input (when inp != NULL), the norm gain gradient
+//   plane 1: sum over rows of dout                                                  , a bias gradient
+// partial is (num_chunks, 2, C). Block (32, 8): 32 consecutive columns, 8 row lanes.
+#define COLSUM_MAX_CHUNKS 64
+__global__ void column_sums_partial_kernel(float* partial, const floatX* dout, const floatX* inp, const float* mean,
+                                           const float* rstd, int N, int C, int rows_per_chunk) {
+    __shared__ float s_n[8][33];
+    __shared__ float s_b[8][33];
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const int chunk = blockIdx.y;
+    const int row_end = min(N, (chunk + 1) * rows_per_chunk);
+    float acc_n = 0.0f, acc_b = 0.0f;
+    if (c < C) {
+        for (int row = chunk * rows_per_chunk + threadIdx.y; row < row_end; row += blockDim.y) {
+            const float d = x2f(dout[(size_t)row * C + c]);
+            if (inp != NULL) {
+                const float m = mean != NULL ? mean[row] : 0.0f;
+                acc_n += d * (x2f(inp[(size_t)row * C + c]) - m) * rstd[row];
+            }
+            acc_b += d;
+        }
+    }
+    s_n[threadIdx.y][threadIdx.x] = acc_n;
+    s_b[threadIdx.y][threadIdx.x] = acc_b;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < C) {
+        float tn = 0.0f, tb = 0.0f;
+        for (int y = 0; y < (int)blockDim.y; y++) { tn += s_n[y][threadIdx.x]; tb += s_b[y][threadIdx.x]; }
+        partial[((size_t)chunk * 2 + 0) * C + c] = tn;
+        partial[((size_t)chunk * 2 + 1) * C + c] = tb;
+    }
+}
+
+// dgain[c] += sum_chunks plane 0, dbias[c] += sum_chunks plane 1 (either may be NULL)
+__global__ void column_sums_finalize_kernel(float* dgain, float* dbias, const float* partial, int num_chunks, int C) {
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) { return; }
+    float tn = 0.0f, tb = 0.0f;
+    for (int k = 0; k < num_chunks; k++) {
+        tn += partial[((size_t)k * 2 + 0) * C + c];
+        tb += partial[((size_t)k * 2 + 1) * C + c];
+    }
+    if (dgain != NULL) { dgain[c] += tn; }
+    if (dbias != NULL) { dbias[c] += tb; }
+}
+
+// ----------------------------------------------------------------------------
+// kernels: elementwise
+
+#define GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
+
+__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float x = x2f(inp[i]);
+        const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+        out[i] = f2x(0.5f * x * (1.0f + tanhf(u)));
+    }
+}
+
+// dinp = gelu'(inp) * dout; dinp may be dout
+__global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float x = x2f(inp[i]);
+        const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+        const float th = tanhf(u);
+        const float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        const float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+        dinp[i] = f2x(grad * x2f(dout[i]));
+    }
+}
+
+// out = a + b (the residual connections; also dx += dq for q_residual's direct path); out may be a or b
+__global__ void add_kernel(floatX* out, const floatX* a, const floatX* b, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        out[i] = f2x(x2f(a[i]) + x2f(b[i]));
+    }
+}
+
+// ----------------------------------------------------------------------------
+// kernels: attention data movement and softmax
+
+// dst (B, NH, T, hd) <- the NH*hd columns starting at src_offset of src rows (B, T, src_stride)
+__global__ void permute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
+                                     int src_stride, int src_offset) {
+    const size_t n = (size_t)B * NH * T * hd;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int d = (int)(i % hd);
+        const int t = (int)((i / hd) % T);
+        const int h = (int)((i / ((size_t)hd * T)) % NH);
+        const size_t b = i / ((size_t)hd * T * NH);
+        dst[i] = src[(b * T + t) * (size_t)src_stride + src_offset + (size_t)h * hd + d];
+    }
+}
+
+// dst rows (B, T, dst_stride), columns [dst_offset, dst_offset + NH*hd)  <-  src (B, NH, T, hd);
+// accumulate: added to what dst holds, else written
+__global__ void unpermute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
+                                       int dst_stride, int dst_offset, int accumulate) {
+    const int width = NH * hd;
+    const size_t n = (size_t)B * T * width;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const int c = (int)(i % width);
+        const size_t bt = i / width;
+        const size_t b = bt / T;
+        const int t = (int)(bt % T);
+        const int h = c / hd, d = c % hd;
+        float v = x2f(src[((b * NH + h) * T + t) * (size_t)hd + d]);
+        const size_t o = bt * (size_t)dst_stride + dst_offset + c;
+        if (accumulate) { v += x2f(dst[o]); }
+        dst[o] = f2x(v);
+    }
+}
+
+// In place over rows of T scores (already scaled): causal softmax. Row r is query position
+// t = r % T (rows are (B, H, T) flattened); keys s > t get probability exactly 0. One warp per row.
+__global__ void softmax_causal_forward_kernel(floatX* att, int rows, int T) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= rows) { return; }
+    const int t = row % T;
+    floatX* a = att + (size_t)row * T;
+    float m = -INFINITY;
+    for (int s = lane; s <= t; s += 32) { m = fmaxf(m, x2f(a[s])); }
+    m = warp_max(m);
+    float sum = 0.0f;
+    for (int s = lane; s <= t; s += 32) { sum += expf(x2f(a[s]) - m); }
+    const float inv = 1.0f / warp_sum(sum);
+    for (int s = lane; s < T; s += 32) { a[s] = f2x(s <= t ? expf(x2f(a[s]) - m) * inv : 0.0f); }
+}
+
+// In place: datt (gradient of the probabilities) -> gradient of the raw scores q.k, times scale:
+//   dS[s] = scale * P[s] * (dP[s] - sum_s' P[s'] dP[s']) for s <= t, 0 above the diagonal.
+__global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, int rows, int T, float scale) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= rows) { return; }
+    const int t = row % T;
+    floatX* d = datt + (size_t)row * T;
+    const floatX* p = att + (size_t)row * T;
+    float dot = 0.0f;
+    for (int s = lane; s <= t; s += 32) { dot += x2f(p[s]) * x2f(d[s]); }
+    dot = warp_sum(dot);
+    for (int s = lane; s < T; s += 32) {
+        d[s] = f2x(s <= t ? scale * x2f(p[s]) * (x2f(d[s]) - dot) : 0.0f);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// kernels: classifier, optimizer, norms, init
+
+// One block per row of logits (N rows of Vp; the first V are real). Computes the row's loss
+// -log softmax(logits)[target] and, when write_dlogits, overwrites the row IN PLACE with
+// dlogits = (softmax - onehot(target)) * dloss (padded columns 0). No probability tensor is stored.
+__global__ void fused_classifier_kernel(floatX* logits, float* losses, const int* targets, int N, int V, int Vp,
+                                        float dloss, int write_dlogits) {
+    __shared__ float shared32[32];
+    __shared__ float s_target_logit;
+    const int row = blockIdx.x;
+    if (row >= N) { return; }
+    floatX* x = logits + (size_t)row * Vp;
+    const int target = targets[row];
+    // every read of the row happens before the first write (the block reductions synchronize)
+    if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
+    float m = -INFINITY;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) { m = fmaxf(m, x2f(x[v])); }
+    m = block_max(m, shared32);
+    float s = 0.0f;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) { s += expf(x2f(x[v]) - m); }
+    s = block_sum(s, shared32); // synchronizes: s_target_logit is visible below
+    const float lse = m + logf(s);
+    if (threadIdx.x == 0) { losses[row] = lse - s_target_logit; }
+    if (!write_dlogits) { return; }
+    for (int v = threadIdx.x; v < Vp; v += blockDim.x) {
+        float d = 0.0f;
+        if (v < V) { d = (expf(x2f(x[v]) - lse) - (v == target ? 1.0f : 0.0f)) * dloss; }
+        x[v] = f2x(d);
+    }
+}
+
+// AdamW on n parameters (FORMATS.md): g = grad * grad_scale, m, v moments, bias corrections
+// bc1 = 1 - b1^t, bc2 = 1 - b2^t, p -= lr * (m^ / (sqrt(v^) + eps) + wd * p).
+// With master weights (fp32) p is read from and written to master, then rounded into params.
+__global__ void adamw_kernel(floatX* params, float* master, const float* grads, float* m_mem, float* v_mem, size_t n,
+                             float lr, float beta1, float beta2, float bc1, float bc2, float eps, float wd,
+                             float grad_scale) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float g = grads[i] * grad_scale;
+        const float m = beta1 * m_mem[i] + (1.0f - beta1) * g;
+        const float v = beta2 * v_mem[i] + (1.0f - beta2) * g * g;
+        m_mem[i] = m;
+        v_mem[i] = v;
+        const float m_hat = m / bc1;
+        const float v_hat = v / bc2;
+        float p = master != NULL ? master[i] : x2f(params[i]);
+        p -= lr * (m_hat / (sqrtf(v_hat) + eps) + wd * p);
+        if (master != NULL) { master[i] = p; }
+        params[i] = f2x(p);
+    }
+}
+
+// sum of squares, per block (fixed grid, fixed order); the host-side launcher sums the blocks
+#define NORM_BLOCKS 512
+#define NORM_THREADS 512
+__global__ void sum_squares_partial_kernel(float* partial, const float* x, size_t n) {
+    __shared__ float shared32[32];
+    float s = 0.0f;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        s += x[i] * x[i];
+    }
+    s = block_sum(s, shared32);
+    if (threadIdx.x == 0) { partial[blockIdx.x] = s; }
+}
+
+__global__ void sum_partials_kernel(float* out, const float* partial, int n) {
+    __shared__ float shared32[32];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { s += partial[i]; }
+    s = block_sum(s, shared32);
+    if (threadIdx.x == 0) { out[0] = s; }
+}
+
+// counter-based normal numbers: the same init for a seed on every GPU and launch shape
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+__global__ void init_normal_kernel(floatX* params, float* master, size_t n, float std, unsigned long long seed,
+                                   unsigned long long stream) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const unsigned long long h1 = mix64(seed * 0x9E3779B97F4A7C15ULL + stream * 0xD1B54A32D192ED03ULL + 2 * i + 1);
+        const unsigned long long h2 = mix64(h1 ^ 0xABC98388FB8FAC03ULL);
+        const float u1 = ((float)(h1 >> 40) + 0.5f) / 16777216.0f; // in (0, 1)
+        const float u2 = (float)(h2 >> 40) / 16777216.0f;
+        const float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+        const float p = std * z;
+        params[i] = f2x(p);
+        if (master != NULL) { master[i] = p; }
+    }
+}
+
+__global__ void fill_kernel(floatX* params, float* master, size_t n, float value) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        params[i] = f2x(value);
+        if (master != NULL) { master[i] = value; }
+    }
+}
+
+// params = round(master): used after loading master weights from a training state
+__global__ void copy_master_to_params_kernel(floatX* params, const float* master, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        params[i] = f2x(master[i]);
+    }
+}
+
+__global__ void params_to_master_kernel(float* master, const floatX* params, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        master[i] = x2f(params[i]);
+    }
+}
+// ----------------------------------------------------------------------------
+// cuBLASLt: every matmul of the model goes through matmul_lt
+
+static cublasLtHandle_t g_cublaslt = NULL;
+static void* g_cublaslt_workspace = NULL;
+static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
+
+// largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
+// cuBLASLt's heuristic assumes 256-byte alignment unless told, and tensors here start anywhere
+// (a q column range of the fused projection, a layer's slice of a stacked parameter)
+static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
+    uint32_t a = 256;
+    const uintptr_t addr = (uintptr_t)p;
+    while (a > 1 && ((addr % a) != 0 || (batch > 1 && (stride_bytes % (long long)a) != 0))) { a >>= 1; }
+    return a;
+}
+
+// Column-major, as cuBLAS sees it: D (m x n, ldd) = alpha * op(A) op(B) + beta * D [+ bias (m)],
+// op(A) m x k (A stored k x m when transA), op(B) k x n (B stored n x k when transB).
+// A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
+// parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
+// Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
+static void matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
+                      int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
+                      float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
+    const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
+    cublasLtMatmulDesc_t op;
+    cublasCheck(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    const cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (bias != NULL) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        const cudaDataType bias_type = CUBLAS_X_TYPE;
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    }
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_X_TYPE, transA ? k : m, transA ? m : k, lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_X_TYPE, transB ? n : k, transB ? k : n, ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, ldd));
+    if (batch > 1) {
+        const int32_t bc = batch;
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+        const int64_t s_a = sA, s_b = sB, s_d = sD;
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_a, sizeof(s_a)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_b, sizeof(s_b)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_d, sizeof(s_d)));
+    }
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = CUBLASLT_WORKSPACE_SIZE;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    // split-k partial sums only in the fp32 compute type: never rounded to bf16 between parts
+    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
+    const uint32_t al_a = lt_alignment(A, sA * (long long)sizeof(floatX), batch);
+    const uint32_t al_b = lt_alignment(Bm, sB * (long long)sizeof(floatX), batch);
+    const uint32_t al_d = lt_alignment(D, sD * (long long)d_size, batch);
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasCheck(cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found));
+    if (found == 0) {
+        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
+                "batch=%d bias=%d (alignments %u/%u/%u)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
+                bias != NULL, al_a, al_b, al_d);
+        exit(EXIT_FAILURE);
+    }
+    cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &heuristic.algo,
+                               g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    cublasCheck(cublasLtMatrixLayoutDestroy(la));
+    cublasCheck(cublasLtMatrixLayoutDestroy(lb));
+    cublasCheck(cublasLtMatrixLayoutDestroy(ld));
+    cublasCheck(cublasLtMatmulDescDestroy(op));
+}
+
+// ----------------------------------------------------------------------------
+// layers: forward and backward launchers (row-major shapes in the comments)
+
+// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue
+static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
+    matmul_lt(out, CUBLAS_X_TYPE, weight, inp, bias, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+}
+
+static float* g_colsum_partial = NULL; // (COLSUM_MAX_CHUNKS, 2, max columns), set up with the model
+static int g_colsum_max_cols = 0;
+
+// the gradients of a norm's gain and bias, or of a bias alone (inp == NULL): column sums over N rows
+static void column_sums(float* dgain, float* dbias, const floatX* dout, const floatX* inp, const float* mean,
+                        const float* rstd, int N, int C) {
+    if (dgain == NULL && dbias == NULL) { return; }
+    if (C > g_colsum_max_cols) {
+        fprintf(stderr, "error: internal: column sum over %d columns, scratch holds %d\n", C, g_colsum_max_cols);
+        exit(EXIT_FAILURE);
+    }
+    int chunks = N < COLSUM_MAX_CHUNKS ? N : COLSUM_MAX_CHUNKS;
+    const int rows_per_chunk = (N + chunks - 1) / chunks;
+    chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
+    dim3 grid((C + 31) / 32, chunks), block(32, 8);
+    column_sums_partial_kernel<<<grid, block>>>(g_colsum_partial, dout, inp, mean, rstd, N, C, rows_per_chunk);
+    launchCheck();
+    column_sums_finalize_kernel<<<(C + 255) / 256, 256>>>(dgain, dbias, g_colsum_partial, chunks, C);
+    launchCheck();
+}
+
+// dinp (N, C) = dout (N, OC) @ weight (OC, C), added to dinp's contents when dinp_beta = 1;
+// dweight (OC, C) += dout^T @ inp (fp32); dbias (OC) += column sums of dout (when not NULL)
+static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                            const floatX* weight, int N, int C, int OC, float dinp_beta) {
+    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, dinp_beta, 1, 0, 0, 0);
+    matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
+    if (dbias != NULL) { column_sums(NULL, dbias, dout, NULL, NULL, NULL, N, OC); }
+}
+
+static void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                              const floatX* bias, int N, int C) {
+    layernorm_forward_kernel<<<(N + 7) / 8, 256>>>(out, mean, rstd, inp, weight, bias, N, C);
+    launchCheck();
+}
+
+// dinp (+)= LayerNorm input gradient; dweight, dbias += (dbias may be NULL: no bias)
+static void layernorm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                               const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
+    norm_backward_kernel<<<(N + 7) / 8, 256>>>(dinp, dout, inp, weight, mean, rstd, N, C, accumulate);
+    launchCheck();
+    column_sums(dweight, dbias, dout, inp, mean, rstd, N, C);
+}
+
+static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
+    rmsnorm_forward_kernel<<<(N + 7) / 8, 256>>>(out, rstd, inp, weight, N, C);
+    launchCheck();
+}
+
+static void rmsnorm_backward(floatX* dinp, float* dweight, const floatX* dout, const floatX* inp, const floatX* weight,
+                             const float* rstd, int N, int C, int accumulate) {
+    norm_backward_kernel<<<(N + 7) / 8, 256>>>(dinp, dout, inp, weight, NULL, rstd, N, C, accumulate);
+    launchCheck();
+    column_sums(dweight, NULL, dout, inp, NULL, rstd, N, C);
+}
+
+static void gelu_forward(floatX* out, const floatX* inp, size_t n) {
+    gelu_forward_kernel<<<grid_for(n, 256), 256>>>(out, inp, n);
+    launchCheck();
+}
+
+static void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
+    gelu_backward_kernel<<<grid_for(n, 256), 256>>>(dinp, inp, dout, n);
+    launchCheck();
+}
+
+static void add_forward(floatX* out, const floatX* a, const floatX* b, size_t n) {
+    add_kernel<<<grid_for(n, 256), 256>>>(out, a, b, n);
+    launchCheck();
+}
+
+// ----------------------------------------------------------------------------
+// attention of the build's scheme (attention_variants.cuh), GQA-aware.
+//
+// Formulation: q is gathered to (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once
+// (a role that shares another's storage just points at it). With g = H / Hkv, query head h = kvh*g + j
+// reads kv head kvh, so q viewed as (B, Hkv, g*T, hd) puts the g query heads of a group one after the
+// other: strided-batched matmuls over B*Hkv batches then compute, without copying k or v,
+//   scores (B, Hkv, g*T, T) = scale * q k^T     -- which is also (B, H, T, T): row r has t = r % T
+//   att = causal softmax (in place),  y (B, Hkv, g*T, hd) = att v,  atty = y back to (B, T, C).
+// The performance work will replace this with a fused kernel behind the same two functions.
+
+typedef struct {
+    int B, T, C, H, Hkv, hd;
+    float scale;
+    QKVLayout layout;
+    int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
+} AttnShape;
+
+static void attn_owners(const QKVLayout* L, int owner[3]) {
+    owner[0] = 0;
+    owner[1] = qkv_roles_share(L->k, L->q) ? 0 : 1;
+    owner[2] = qkv_roles_share(L->v, L->q) ? 0 : (qkv_roles_share(L->v, L->k) ? 1 : 2);
+}
+
+static QKVRole attn_role(const AttnShape* s, int r) {
+    return r == 0 ? s->layout.q : (r == 1 ? s->layout.k : s->layout.v);
+}
+
+// the forward pass of one layer's attention.
+//   atty (B, T, C) out;  perm[3]: the (B, H or Hkv, T, hd) buffers of q, k, v (perm[r] unused when
+//   owner[r] != r);  att (B, H, T, T) out;  x = LN1 output (B, T, C);  qkv (B, T, width) projection;
+//   qres (B, T, C) q_residual's query or NULL;  yperm (B, H, T, hd) scratch
+static void attention_forward(floatX* atty, floatX* const perm[3], floatX* att, const floatX* x, const floatX* qkv,
+                              const floatX* qres, floatX* yperm, const AttnShape* s) {
+    const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
+    const int nheads[3] = {H, Hkv, Hkv};
+    const floatX* role_ptr[3];
+    for (int r = 0; r < 3; r++) {
+        if (s->owner[r] != r) { role_ptr[r] = perm[s->owner[r]]; continue; }
+        const QKVRole role = attn_role(s, r);
+        const floatX* src = role.source == QKV_SRC_PROJECTION ? qkv : (role.source == QKV_SRC_INPUT ? x : qres);
+        const int stride = role.source == QKV_SRC_PROJECTION ? s->layout.width : C;
+        const size_t n = (size_t)B * nheads[r] * T * hd;
+        permute_heads_kernel<<<grid_for(n, 256), 256>>>(perm[r], src, B, T, nheads[r], hd, stride, role.offset);
+        launchCheck();
+        role_ptr[r] = perm[r];
+    }
+    const floatX* q = role_ptr[0];
+    const floatX* k = role_ptr[1];
+    const floatX* v = role_ptr[2];
+    const int g = H / Hkv, gT = g * T, batches = B * Hkv;
+    const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
+    // scores: per batch (gT, T) = scale * q (gT, hd) @ k^T
+    matmul_lt(att, CUBLAS_X_TYPE, k, q, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f, batches, s_kv, s_q, s_att);
+    const int rows = B * H * T;
+    softmax_causal_forward_kernel<<<(rows + 7) / 8, 256>>>(att, rows, T);
+    launchCheck();
+    // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
+    matmul_lt(yperm, CUBLAS_X_TYPE, v, att, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
+    const size_t n = (size_t)B * T * C;
+    unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(atty, yperm, B, T, H, hd, C, 0, 0);
+    launchCheck();
+}
+
+// The backward pass of one layer's attention, from datty (B, T, C). Gradients of the roles are
+// formed in the (B, heads, T, hd) buffers dperm[3]; roles sharing storage share a gradient buffer
+// and the later matmuls add into it (beta = 1), so a shared tensor gets the sum over its roles and a
+// kv head the sum over the g query heads that read it (the matmuls' inner dimension runs over g*T).
+// Then each stored tensor's gradient goes where its values came from:
+//   projection columns -> dqkv (B, T, width) (every column is written exactly once),
+//   x itself           -> dx (B, T, C): written by the first such role, added by the next,
+//   q_residual's query -> dqres (B, T, C).
+// Returns 1 when dx was written (the caller then adds the projection's input gradient into it).
+// datt (B, H, T, T) and dyperm (B, H, T, hd) are scratch.
+static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, floatX* const dperm[3], floatX* datt,
+                              floatX* dyperm, const floatX* datty, floatX* const perm[3], const floatX* att,
+                              const AttnShape* s) {
+    const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
+    const int nheads[3] = {H, Hkv, Hkv};
+    const floatX* q = perm[s->owner[0]];
+    const floatX* k = perm[s->owner[1]];
+    const floatX* v = perm[s->owner[2]];
+    floatX* dq = dperm[s->owner[0]];
+    floatX* dk = dperm[s->owner[1]];
+    floatX* dv = dperm[s->owner[2]];
+    int written[3] = {0, 0, 0}; // by stored tensor
+    const int g = H / Hkv, gT = g * T, batches = B * Hkv;
+    const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
+    // dy in the head layout of y
+    permute_heads_kernel<<<grid_for((size_t)B * T * C, 256), 256>>>(dyperm, datty, B, T, H, hd, C, 0);
+    launchCheck();
+    // datt (gT, T) = dy (gT, hd) @ v^T
+    matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, NULL, T, gT, hd, 1, 0, hd, hd, T, 1.0f, 0.0f, batches, s_kv, s_q, s_att);
+    // dv (T, hd) = att^T (T, gT) @ dy (gT, hd)
+    matmul_lt(dv, CUBLAS_X_TYPE, dyperm, att, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
+              written[s->owner[2]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
+    written[s->owner[2]] = 1;
+    // datt -> dscores (times the scale, so that dq and dk below are plain matmuls)
+    const int rows = B * H * T;
+    softmax_causal_backward_kernel<<<(rows + 7) / 8, 256>>>(datt, att, rows, T, s->scale);
+    launchCheck();
+    // dq (gT, hd) = dscores (gT, T) @ k (T, hd)
+    matmul_lt(dq, CUBLAS_X_TYPE, k, datt, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f,
+              written[s->owner[0]] ? 1.0f : 0.0f, batches, s_kv, s_att, s_q);
+    written[s->owner[0]] = 1;
+    // dk (T, hd) = dscores^T (T, gT) @ q (gT, hd)
+    matmul_lt(dk, CUBLAS_X_TYPE, q, datt, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
+              written[s->owner[1]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
+    written[s->owner[1]] = 1;
+    int wrote_dx = 0;
+    for (int r = 0; r < 3; r++) {
+        if (s->owner[r] != r) { continue; }
+        const QKVRole role = attn_role(s, r);
+        const size_t n = (size_t)B * T * nheads[r] * hd;
+        if (role.source == QKV_SRC_PROJECTION) {
+            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqkv, dperm[r], B, T, nheads[r], hd, s->layout.width, role.offset, 0);
+        } else if (role.source == QKV_SRC_INPUT) {
+            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dx, dperm[r], B, T, nheads[r], hd, C, 0, wrote_dx);
+            wrote_dx = 1;
+        } else {
+            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqres, dperm[r], B, T, nheads[r], hd, C, 0, 0);
+        }
+        launchCheck();
+    }
+    return wrote_dx;
+}
+// ----------------------------------------------------------------------------
+// the model
+
+// parameter tensors start on 256-byte boundaries on the device (fast, aligned cuBLASLt access);
+// in files they are contiguous in param_tensor_names order (dev/FORMATS.md)
+#define PARAM_ALIGN_ELEMS 128
+
+typedef struct {
+    floatX* encoded;                 // (B, T, C)
+    floatX* ln1;                     // (L, B, T, C)
+    float* ln1_mean; float* ln1_rstd; // (L, B, T)
+    floatX* qkv;                     // (L, B, T, width)
+    floatX* qres_r;                  // (L, B, T, C)    q_residual: RMSNorm_q(x)
+    float* qres_rrms;                // (L, B, T)
+    floatX* qres_h;                  // (L, B, T, C/2)  W1 r
+    floatX* qres_hg;                 // (L, B, T, C/2)  gelu(W1 r)
+    floatX* qres_u;                  // (L, B, T, C)    W2 gelu(W1 r)
+    floatX* qres_f;                  // (L, B, T, C)    f = LN_q(u)
+    float* qres_mean; float* qres_rstd; // (L, B, T)
+    floatX* qres_q;                  // (L, B, T, C)    q = x + f
+    floatX* perm[3];                 // q (L, B, H, T, hd), k and v (L, B, Hkv, T, hd); NULL when shared
+    floatX* att;                     // (L, B, H, T, T)
+    floatX* atty;                    // (L, B, T, C)
+    floatX* residual2;               // (L, B, T, C)
+    floatX* ln2;                     // (L, B, T, C)
+    float* ln2_mean; float* ln2_rstd; // (L, B, T)
+    floatX* fch;                     // (L, B, T, M)
+    floatX* fch_gelu;                // (L, B, T, M), or one (B, T, M) with recompute
+    floatX* residual3;               // (L, B, T, C)
+    floatX* lnf;                     // (B, T, C)
+    float* lnf_mean; float* lnf_rstd; // (B, T)
+    floatX* output;                  // (B, T, Vp) logits, overwritten by dlogits in training
+    float* losses;                   // (B, T)
+    floatX* proj_out;                // (B, T, C) scratch: attention / MLP projection before the residual add
+    floatX* yperm;                   // (B, H, T, hd) scratch
+} Activations;
+
+typedef struct {
+    floatX* dresidual;   // (B, T, C) gradient of the residual stream
+    floatX* dbuf_c;      // (B, T, C) dlnf, dln2, datty
+    floatX* dbuf_m;      // (B, T, M) dfch
+    floatX* dln1;        // (B, T, C)
+    floatX* dqkv;        // (B, T, width)
+    floatX* dperm[3];    // like perm, one layer
+    floatX* dyperm;      // (B, H, T, hd)
+    floatX* datt;        // (B, H, T, T)
+    floatX* dqres;       // (B, T, C)   q_residual
+    floatX* du;          // (B, T, C)
+    floatX* dhg;         // (B, T, C/2)
+    floatX* dr;          // (B, T, C)
+} GradActivations;
+
+typedef struct {
+    GPT2Config config;
+    QKVLayout layout;
+    int owner[3];
+    size_t param_sizes[NUM_PARAMETER_TENSORS];   // elements, 0 for absent tensors
+    size_t param_offsets[NUM_PARAMETER_TENSORS]; // element offset on the device
+    size_t num_parameters;                       // real elements (the file's count)
+    size_t num_parameters_padded;                // device elements, alignment gaps included (kept zero)
+    floatX* params_memory;
+    floatX* params[NUM_PARAMETER_TENSORS];       // NULL for absent tensors
+    float* grads_memory;
+    float* grads[NUM_PARAMETER_TENSORS];
+    float* master_memory;                        // fp32 master weights (BF16 builds with -w 1), else NULL
+    float* m_memory;
+    float* v_memory;
+    int use_master_weights;
+    int recompute;                               // 1: fch_gelu recomputed in the backward pass
+    int B, T;                                    // allocated batch shape
+    void* acts_memory;
+    size_t acts_bytes;
+    Activations acts;
+    void* grad_acts_memory;
+    size_t grad_acts_bytes;
+    GradActivations grad_acts;
+    int* inputs_d; int* targets_d;               // (B, T)
+    int* bucket_tok_d; int* bucket_start_d; int* bucket_pos_d; // encoder backward buckets
+    int num_buckets;
+    float* losses_h;                             // (B, T) host copy
+    float* norm_partial_d;                       // (NORM_BLOCKS + 1)
+    float mean_loss;                             // of the last forward with targets, else -1
+    int targets_present;
+} GPT2;
+
+static size_t round_up_size(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+static void gpt2_layout_params(GPT2* model) {
+    model->layout = qkv_layout(&model->config);
+    attn_owners(&model->layout, model->owner);
+    model->num_parameters = fill_param_sizes(&model->config, model->param_sizes);
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        model->param_offsets[i] = off;
+        off += round_up_size(model->param_sizes[i], PARAM_ALIGN_ELEMS);
+    }
+    model->num_parameters_padded = off;
+}
+
+// layer l's slice of a stacked (L, ...) tensor, NULL for an absent one
+template <typename S>
+static inline S* lslice(S* base, int l, size_t per_layer) { return base != NULL ? base + (size_t)l * per_layer : NULL; }
+
+// Sets up everything on the device for a (checked) config: parameters (zero), gradients, AdamW
+// moments, master weights, activations for (B, T). Parameters are filled by gpt2_init_random or
+// gpt2_load_params afterwards.
+static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int use_master_weights, int recompute) {
+    memset(model, 0, sizeof(*model));
+    model->config = *config;
+    model->B = B;
+    model->T = T;
+    model->use_master_weights = PRECISION_IS_BF16 ? use_master_weights : 0;
+    model->recompute = recompute;
+    model->mean_loss = -1.0f;
+    gpt2_layout_params(model);
+    const size_t np = model->num_parameters_padded;
+    model->params_memory = (floatX*)device_malloc(np * sizeof(floatX), "parameters");
+    model->grads_memory = (float*)device_malloc(np * sizeof(float), "parameter gradients");
+    model->m_memory = (float*)device_malloc(np * sizeof(float), "AdamW m");
+    model->v_memory = (float*)device_malloc(np * sizeof(float), "AdamW v");
+    cudaCheck(cudaMemset(model->params_memory, 0, np * sizeof(floatX)));
+    cudaCheck(cudaMemset(model->grads_memory, 0, np * sizeof(float)));
+    cudaCheck(cudaMemset(model->m_memory, 0, np * sizeof(float)));
+    cudaCheck(cudaMemset(model->v_memory, 0, np * sizeof(float)));
+    if (model->use_master_weights) {
+        model->master_memory = (float*)device_malloc(np * sizeof(float), "fp32 master weights");
+        cudaCheck(cudaMemset(model->master_memory, 0, np * sizeof(float)));
+    }
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const int present = model->param_sizes[i] > 0;
+        model->params[i] = present ? model->params_memory + model->param_offsets[i] : NULL;
+        model->grads[i] = present ? model->grads_memory + model->param_offsets[i] : NULL;
+    }
+
+    // activations: one allocation, every tensor 256-byte aligned
+    const GPT2Config* c = &model->config;
+    const size_t L = c->num_layers, C = c->channels, H = c->num_heads, M = c->mlp_hidden;
+    const size_t Vp = c->padded_vocab_size, W = model->layout.width, KV = qkv_kv_channels(c);
+    const size_t BT = (size_t)B * T;
+    const int qres = c->scheme == QKV_Q_RESIDUAL;
+    const size_t kv_size[3] = {C, KV, KV};
+    Activations* a = &model->acts;
+    struct Entry { void** ptr; size_t count; size_t elem; };
+    std::vector<Entry> e;
+    const size_t X = sizeof(floatX), F = sizeof(float);
+    e.push_back({(void**)&a->encoded, BT * C, X});
+    e.push_back({(void**)&a->ln1, L * BT * C, X});
+    e.push_back({(void**)&a->ln1_mean, L * BT, F});
+    e.push_back({(void**)&a->ln1_rstd, L * BT, F});
+    e.push_back({(void**)&a->qkv, L * BT * W, X});
+    if (qres) {
+        e.push_back({(void**)&a->qres_r, L * BT * C, X});
+        e.push_back({(void**)&a->qres_rrms, L * BT, F});
+        e.push_back({(void**)&a->qres_h, L * BT * (C / 2), X});
+        e.push_back({(void**)&a->qres_hg, L * BT * (C / 2), X});
+        e.push_back({(void**)&a->qres_u, L * BT * C, X});
+        e.push_back({(void**)&a->qres_f, L * BT * C, X});
+        e.push_back({(void**)&a->qres_mean, L * BT, F});
+        e.push_back({(void**)&a->qres_rstd, L * BT, F});
+        e.push_back({(void**)&a->qres_q, L * BT * C, X});
+    }
+    for (int r = 0; r < 3; r++) {
+        if (model->owner[r] == r) { e.push_back({(void**)&a->perm[r], L * BT * kv_size[r], X}); }
+    }
+    e.push_back({(void**)&a->att, L * B * H * (size_t)T * T, X});
+    e.push_back({(void**)&a->atty, L * BT * C, X});
+    e.push_back({(void**)&a->residual2, L * BT * C, X});
+    e.push_back({(void**)&a->ln2, L * BT * C, X});
+    e.push_back({(void**)&a->ln2_mean, L * BT, F});
+    e.push_back({(void**)&a->ln2_rstd, L * BT, F});
+    e.push_back({(void**)&a->fch, L * BT * M, X});
+    e.push_back({(void**)&a->fch_gelu, (recompute ? 1 : L) * BT * M, X});
+    e.push_back({(void**)&a->residual3, L * BT * C, X});
+    e.push_back({(void**)&a->lnf, BT * C, X});
+    e.push_back({(void**)&a->lnf_mean, BT, F});
+    e.push_back({(void**)&a->lnf_rstd, BT, F});
+    e.push_back({(void**)&a->output, BT * Vp, X});
+    e.push_back({(void**)&a->losses, BT, F});
+    e.push_back({(void**)&a->proj_out, BT * C, X});
+    e.push_back({(void**)&a->yperm, BT * C, X});
+    size_t total = 0;
+    for (size_t i = 0; i < e.size(); i++) { total += round_up_size(e[i].count * e[i].elem, 256); }
+    model->acts_bytes = total;
+    model->acts_memory = device_malloc(total, "activations");
+    char* base = (char*)model->acts_memory;
+    for (size_t i = 0; i < e.size(); i++) {
+        *e[i].ptr = base;
+        base += round_up_size(e[i].count * e[i].elem, 256);
+    }
+
+    model->inputs_d = (int*)device_malloc(BT * sizeof(int), "inputs");
+    model->targets_d = (int*)device_malloc(BT * sizeof(int), "targets");
+    model->bucket_tok_d = (int*)device_malloc(BT * sizeof(int), "encoder buckets");
+    model->bucket_start_d = (int*)device_malloc((BT + 1) * sizeof(int), "encoder buckets");
+    model->bucket_pos_d = (int*)device_malloc(BT * sizeof(int), "encoder buckets");
+    model->losses_h = (float*)host_malloc(BT * sizeof(float), "losses");
+    model->norm_partial_d = (float*)device_malloc((NORM_BLOCKS + 1) * sizeof(float), "gradient norm");
+
+    // column-sum scratch, sized for the widest bias / norm (C, M or the fused projection)
+    int max_cols = (int)C;
+    if ((int)M > max_cols) { max_cols = (int)M; }
+    if ((int)W > max_cols) { max_cols = (int)W; }
+    if (max_cols > g_colsum_max_cols) {
+        if (g_colsum_partial != NULL) { cudaCheck(cudaFree(g_colsum_partial)); }
+        g_colsum_partial = (float*)device_malloc((size_t)COLSUM_MAX_CHUNKS * 2 * max_cols * sizeof(float), "column sums");
+        g_colsum_max_cols = max_cols;
+    }
+}
+
+static void gpt2_build_grad_acts(GPT2* model) {
+    if (model->grad_acts_memory != NULL) { return; }
+    const GPT2Config* c = &model->config;
+    const size_t C = c->channels, H = c->num_heads, M = c->mlp_hidden, W = model->layout.width, KV = qkv_kv_channels(c);
+    const size_t B = model->B, T = model->T, BT = B * T;
+    const int qres = c->scheme == QKV_Q_RESIDUAL;
+    const size_t kv_size[3] = {C, KV, KV};
+    GradActivations* g = &model->grad_acts;
+    struct Entry { floatX** ptr; size_t count; };
+    std::vector<Entry> e;
+    e.push_back({&g->dresidual, BT * C});
+    e.push_back({&g->dbuf_c, BT * C});
+    e.push_back({&g->dbuf_m, BT * M});
+    e.push_back({&g->dln1, BT * C});
+    e.push_back({&g->dqkv, BT * W});
+    for (int r = 0; r < 3; r++) {
+        if (model->owner[r] == r) { e.push_back({&g->dperm[r], BT * kv_size[r]}); }
+    }
+    e.push_back({&g->dyperm, BT * C});
+    e.push_back({&g->datt, B * H * T * T});
+    if (qres) {
+        e.push_back({&g->dqres, BT * C});
+        e.push_back({&g->du, BT * C});
+        e.push_back({&g->dhg, BT * (C / 2)});
+        e.push_back({&g->dr, BT * C});
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < e.size(); i++) { total += round_up_size(e[i].count * sizeof(floatX), 256); }
+    model->grad_acts_bytes = total;
+    model->grad_acts_memory = device_malloc(total, "activation gradients");
+    char* base = (char*)model->grad_acts_memory;
+    for (size_t i = 0; i < e.size(); i++) {
+        *e[i].ptr = (floatX*)base;
+        base += round_up_size(e[i].count * sizeof(floatX), 256);
+    }
+}
+
+static void gpt2_free(GPT2* model) {
+    cudaCheck(cudaFree(model->params_memory));
+    cudaCheck(cudaFree(model->grads_memory));
+    cudaCheck(cudaFree(model->m_memory));
+    cudaCheck(cudaFree(model->v_memory));
+    if (model->master_memory != NULL) { cudaCheck(cudaFree(model->master_memory)); }
+    cudaCheck(cudaFree(model->acts_memory));
+    if (model->grad_acts_memory != NULL) { cudaCheck(cudaFree(model->grad_acts_memory)); }
+    cudaCheck(cudaFree(model->inputs_d));
+    cudaCheck(cudaFree(model->targets_d));
+    cudaCheck(cudaFree(model->bucket_tok_d));
+    cudaCheck(cudaFree(model->bucket_start_d));
+    cudaCheck(cudaFree(model->bucket_pos_d));
+    cudaCheck(cudaFree(model->norm_partial_d));
+    free(model->losses_h);
+    memset(model, 0, sizeof(*model));
+}
+
+// GPT-2 init (the reference's init_weights): N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
+// biases 0, norm gains 1, q_residual's W1/W2 N(0, 0.02); padded vocab rows stay 0.
+static void gpt2_init_random(GPT2* model, unsigned long long seed) {
+    const GPT2Config* c = &model->config;
+    const float std_res = 0.02f / sqrtf(2.0f * c->num_layers);
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        size_t n = model->param_sizes[i];
+        if (n == 0) { continue; }
+        floatX* p = model->params[i];
+        float* mw = model->master_memory != NULL ? model->master_memory + model->param_offsets[i] : NULL;
+        const int is_gain = i == PARAM_LN1W || i == PARAM_LN2W || i == PARAM_LNFW || i == PARAM_QRES_RMSW || i == PARAM_QRES_LNW;
+        const int is_bias = i == PARAM_LN1B || i == PARAM_QKVB || i == PARAM_ATTPROJB || i == PARAM_LN2B ||
+                            i == PARAM_FCB || i == PARAM_FCPROJB || i == PARAM_LNFB;
+        if (is_gain) {
+            fill_kernel<<<grid_for(n, 256), 256>>>(p, mw, n, 1.0f);
+        } else if (is_bias) {
+            fill_kernel<<<grid_for(n, 256), 256>>>(p, mw, n, 0.0f);
+        } else {
+            if (i == PARAM_WTE || i == PARAM_LM_HEAD) { n = (size_t)c->vocab_size * c->channels; }
+            const float std = param_tensor_residual_scaled[i] ? std_res : 0.02f;
+            init_normal_kernel<<<grid_for(n, 256), 256>>>(p, mw, n, std, seed, (unsigned long long)i);
+        }
+        launchCheck();
+    }
+    cudaCheck(cudaDeviceSynchronize());
+}
+
+// ----------------------------------------------------------------------------
+// checkpoint files (dev/FORMATS.md): host-only inspection, so that every refusal happens before
+// the GPU is touched
+
+static long long file_size_of(FILE* f) {
+    if (fseeko(f, 0, SEEK_END) != 0) { return -1; }
+    const long long size = (long long)ftello(f);
+    if (fseeko(f, 0, SEEK_SET) != 0) { return -1; }
+    return size;
+}
+
+// Reads and checks a model file's header: magic, version, the config (with an optional attention
+// scale override, < 0 = none), gpt2_config_check, this build's scheme and the file size.
+// Returns 1, or 0 with a one-line message naming the file.
+static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2Config* config, int* version,
+                              char* msg, size_t msg_size) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d6|d12|d24|d36|d48 or a .bin checkpoint)",
+                 path, strerror(errno));
+        return 0;
+    }
+    const long long size = file_size_of(f);
+    int header[256];
+    if (size < 1024 || fread(header, sizeof(int), 256, f) != 256) {
+        snprintf(msg, msg_size, "%s: truncated model file: %lld bytes, shorter than its 1024-byte header", path, size);
+        fclose(f);
+        return 0;
+    }
+    fclose(f);
+    if (!gpt2_config_from_header(header, path, config, msg, msg_size)) { return 0; }
+    *version = header[1];
+    if (attn_scale_override >= 0.0f) { config->attn_scale = attn_scale_override; }
+    // the scheme first: a file of another scheme is refused as such, whatever its shape
+    if (!qkv_check_scheme_matches_build(config, path, msg, msg_size)) { return 0; }
+    char why[512];
+    if (!gpt2_config_check(config, why, sizeof(why))) {
+        snprintf(msg, msg_size, "%s: %s", path, why);
+        return 0;
+    }
+    const long long expected = 1024 + (long long)gpt2_num_parameters(config) * (checkpoint_version_is_bf16(*version) ? 2 : 4);
+    if (size != expected) {
+        char desc[256];
+        gpt2_config_describe(config, desc, sizeof(desc));
+        snprintf(msg, msg_size, "%s: %s model file: %lld bytes, but its header (%s, scheme %s) needs %lld bytes",
+                 path, size < expected ? "truncated" : "oversized", size, desc, qkv_scheme_name(config->scheme), expected);
+        return 0;
+    }
+    return 1;
+}
+
+// Loads the parameters of an inspected file into a built model (and its master weights, from the
+// file's own values: fp32 files give exact fp32 masters).
+static void gpt2_load_params(GPT2* model, const char* path, int version) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL || fseeko(f, 1024, SEEK_SET) != 0) {
+        fprintf(stderr, "error: %s: cannot reopen model file\n", path);
+        exit(EXIT_FAILURE);
+    }
+    const int file_bf16 = checkpoint_version_is_bf16(version);
+    size_t max_n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
+    void* raw = host_malloc(max_n * (file_bf16 ? 2 : 4), "checkpoint read buffer");
+    float* vals = (float*)host_malloc(max_n * sizeof(float), "checkpoint read buffer");
+    void* xs = host_malloc(max_n * sizeof(floatX), "checkpoint read buffer");
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const size_t n = model->param_sizes[i];
+        if (n == 0) { continue; }
+        if (fread(raw, file_bf16 ? 2 : 4, n, f) != n) {
+            fprintf(stderr, "error: %s: truncated model file while reading tensor %s\n", path, param_tensor_names[i]);
+            exit(EXIT_FAILURE);
+        }
+        if (file_bf16) {
+            for (size_t j = 0; j < n; j++) { vals[j] = host_bf16_to_f32(((const uint16_t*)raw)[j]); }
+        } else {
+            memcpy(vals, raw, n * sizeof(float));
+        }
+        host_floats_to_x(xs, vals, n);
+        cudaCheck(cudaMemcpy(model->params[i], xs, n * sizeof(floatX), cudaMemcpyHostToDevice));
+        if (model->master_memory != NULL) {
+            cudaCheck(cudaMemcpy(model->master_memory + model->param_offsets[i], vals, n * sizeof(float), cudaMemcpyHostToDevice));
+        }
+    }
+    fclose(f);
+    free(raw);
+    free(vals);
+    free(xs);
+}
+
+// temp name + rename, so that a crash never leaves a half-written file under the real name
+static FILE* open_tmp_for(const char* path, char* tmp, size_t tmp_size) { // tmp_size > strlen(path) + 4
+    snprintf(tmp, tmp_size, "%s.tmp", path);
+    FILE* f = fopen(tmp, "wb");
+    if (f == NULL) {
+        fprintf(stderr, "error: %s: cannot write (%s)\n", tmp, strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+    return f;
+}
+static void close_and_rename(FILE* f, const char* tmp, const char* path) {
+    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) {
+        fprintf(stderr, "error: %s: write failed (%s) (HINT: disk full?)\n", tmp, strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+    if (rename(tmp, path) != 0) {
+        fprintf(stderr, "error: cannot rename %s to %s (%s)\n", tmp, path, strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+}
+static void fwrite_or_die(const void* p, size_t size, size_t n, FILE* f, const char* path) {
+    if (fwrite(p, size, n, f) != n) {
+        fprintf(stderr, "error: %s: write failed (%s) (HINT: disk full?)\n", path, strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+}
+
+// model file: version 7 (bf16) from BF16 builds, version 6 (fp32) from FP32 builds
+static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path < 4096 bytes
+    char tmp[4200];
+    FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
+    int header[256];
+    gpt2_config_to_header(&model->config, PRECISION_IS_BF16, header);
+    fwrite_or_die(header, sizeof(int), 256, f, tmp);
+    size_t max_n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
+    void* xs = host_malloc(max_n * sizeof(floatX), "checkpoint write buffer");
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const size_t n = model->param_sizes[i];
+        if (n == 0) { continue; }
+        cudaCheck(cudaMemcpy(xs, model->params[i], n * sizeof(floatX), cudaMemcpyDeviceToHost));
+        fwrite_or_die(xs, sizeof(floatX), n, f, tmp);
+    }
+    free(xs);
+    close_and_rename(f, tmp, path);
+}
+
+// Training state (this trainer's own file, next to the model file of the same step):
+//   header 256 int32: [0] magic 20240330, [1] version 1, [2] step, [3] scheme, [4] 1 if fp32 master
+//   weights follow, [5] B, [6] T, [7] grad accumulation steps, [8..9] num_parameters (lo, hi),
+//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build
+//   then the train DataLoaderState (64 bytes), then AdamW m, v (fp32, file order, num_parameters
+//   each), then the master weights (fp32) when [4] is 1.
+#define STATE_MAGIC 20240330
+#define STATE_VERSION 1
+
+typedef struct {
+    int step, B, T, grad_accum_steps, has_master;
+    unsigned long long rng_state;
+    DataLoaderState loader;
+} TrainState;
+
+static void fwrite_tensors_f32(const GPT2* model, const float* base, FILE* f, const char* path, float* scratch) {
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const size_t n = model->param_sizes[i];
+        if (n == 0) { continue; }
+        cudaCheck(cudaMemcpy(scratch, base + model->param_offsets[i], n * sizeof(float), cudaMemcpyDeviceToHost));
+        fwrite_or_die(scratch, sizeof(float), n, f, path);
+    }
+}
+
+static void gpt2_write_state(const GPT2* model, const TrainState* st, const char* path) {
+    char tmp[4200];
+    FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
+    int header[256];
+    memset(header, 0, sizeof(header));
+    header[0] = STATE_MAGIC;
+    header[1] = STATE_VERSION;
+    header[2] = st->step;
+    header[3] = model->config.scheme;
+    header[4] = model->master_memory != NULL;
+    header[5] = st->B;
+    header[6] = st->T;
+    header[7] = st->grad_accum_steps;
+    header[8] = (int)(uint32_t)(model->num_parameters & 0xFFFFFFFFu);
+    header[9] = (int)(uint32_t)(model->num_parameters >> 32);
+    header[10] = (int)(uint32_t)(st->rng_state & 0xFFFFFFFFu);
+    header[11] = (int)(uint32_t)(st->rng_state >> 32);
+    header[12] = PRECISION_IS_BF16;
+    fwrite_or_die(header, sizeof(int), 256, f, tmp);
+    fwrite_or_die(&st->loader, sizeof(DataLoaderState), 1, f, tmp);
+    size_t max_n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
+    float* scratch = (float*)host_malloc(max_n * sizeof(float), "state write buffer");
+    fwrite_tensors_f32(model, model->m_memory, f, tmp, scratch);
+    fwrite_tensors_f32(model, model->v_memory, f, tmp, scratch);
+    if (model->master_memory != NULL) { fwrite_tensors_f32(model, model->master_memory, f, tmp, scratch); }
+    free(scratch);
+    close_and_rename(f, tmp, path);
+}
+
+// Reads a state file's header (host only). Returns 1, or 0 with a one-line message.
+static int state_inspect(const char* path, const GPT2Config* config, TrainState* st, char* msg, size_t msg_size) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(msg, msg_size, "%s: cannot open training state (%s)", path, strerror(errno));
+        return 0;
+    }
+    const long long size = file_size_of(f);
+    int header[256];
+    if (fread(header, sizeof(int), 256, f) != 256 || fread(&st->loader, sizeof(DataLoaderState), 1, f) != 1) {
+        snprintf(msg, msg_size, "%s: truncated training state: shorter than its header", path);
+        fclose(f);
+        return 0;
+    }
+    fclose(f);
+    if (header[0] != STATE_MAGIC || header[1] != STATE_VERSION) {
+        snprintf(msg, msg_size, "%s: bad training state header (magic %d version %d), expected magic %d version %d",
+                 path, header[0], header[1], STATE_MAGIC, STATE_VERSION);
+        return 0;
+    }
+    if (header[3] != config->scheme) {
+        snprintf(msg, msg_size, "%s: training state of scheme %s, but the model is scheme %s", path,
+                 qkv_scheme_name(header[3]), qkv_scheme_name(config->scheme));
+        return 0;
+    }
+    const size_t np = (size_t)(uint32_t)header[8] | ((size_t)(uint32_t)header[9] << 32);
+    if (np != gpt2_num_parameters(config)) {
+        snprintf(msg, msg_size, "%s: training state for %zu parameters, but the model has %zu", path, np,
+                 gpt2_num_parameters(config));
+        return 0;
+    }
+    st->step = header[2];
+    st->has_master = header[4];
+    st->B = header[5];
+    st->T = header[6];
+    st->grad_accum_steps = header[7];
+    st->rng_state = (unsigned long long)(uint32_t)header[10] | ((unsigned long long)(uint32_t)header[11] << 32);
+    const long long expected = 1024 + (long long)sizeof(DataLoaderState) + (long long)np * 4 * (2 + (st->has_master ? 1 : 0));
+    if (size != expected) {
+        snprintf(msg, msg_size, "%s: training state is %lld bytes, expected %lld", path, size, expected);
+        return 0;
+    }
+    return 1;
+}
+
+static void fread_tensors_f32(GPT2* model, float* base, FILE* f, const char* path, float* scratch) {
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const size_t n = model->param_sizes[i];
+        if (n == 0) { continue; }
+        if (fread(scratch, sizeof(float), n, f) != n) {
+            fprintf(stderr, "error: %s: truncated training state\n", path);
+            exit(EXIT_FAILURE);
+        }
+        if (base != NULL) {
+            cudaCheck(cudaMemcpy(base + model->param_offsets[i], scratch, n * sizeof(float), cudaMemcpyHostToDevice));
+        }
+    }
+}
+
+// Loads AdamW moments and master weights of an inspected state into a model whose parameters
+// were loaded from the model file of the same step. With master weights in the file, params are
+// re-rounded from them (identical to the saved bf16 params, which were rounded from them).
+static void gpt2_load_state(GPT2* model, const char* path, const TrainState* st) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL || fseeko(f, 1024 + (off_t)sizeof(DataLoaderState), SEEK_SET) != 0) {
+        fprintf(stderr, "error: %s: cannot reopen training state\n", path);
+        exit(EXIT_FAILURE);
+    }
+    size_t max_n = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
+    float* scratch = (float*)host_malloc(max_n * sizeof(float), "state read buffer");
+    fread_tensors_f32(model, model->m_memory, f, path, scratch);
+    fread_tensors_f32(model, model->v_memory, f, path, scratch);
+    if (st->has_master) {
+        fread_tensors_f32(model, model->master_memory, f, path, scratch); // skipped (read, not stored) without masters
+        if (model->master_memory != NULL) {
+            copy_master_to_params_kernel<<<grid_for(model->num_parameters_padded, 256), 256>>>(
+                model->params_memory, model->master_memory, model->num_parameters_padded);
+            launchCheck();
+        }
+    } else if (model->master_memory != NULL) {
+        params_to_master_kernel<<<grid_for(model->num_parameters_padded, 256), 256>>>(
+            model->master_memory, model->params_memory, model->num_parameters_padded);
+        launchCheck();
+    }
+    fclose(f);
+    free(scratch);
+    cudaCheck(cudaDeviceSynchronize());
+}
+
+// ----------------------------------------------------------------------------
+// forward, backward, update
+
+static AttnShape gpt2_attn_shape(const GPT2* model) {
+    const GPT2Config* c = &model->config;
+    AttnShape s;
+    s.B = model->B;
+    s.T = model->T;
+    s.C = c->channels;
+    s.H = c->num_heads;
+    s.Hkv = c->num_kv_heads;
+    s.hd = qkv_head_dim(c);
+    s.scale = gpt2_attn_scale(c);
+    s.layout = model->layout;
+    for (int r = 0; r < 3; r++) { s.owner[r] = model->owner[r]; }
+    return s;
+}
+
+// Groups the positions of the batch by token for the deterministic wte gradient.
+static void prepare_encoder_buckets(GPT2* model, const int* inputs) {
+    const int BT = model->B * model->T;
+    std::vector<std::pair<int, int>> tp((size_t)BT);
+    for (int i = 0; i < BT; i++) { tp[(size_t)i] = std::make_pair(inputs[i], i); }
+    std::sort(tp.begin(), tp.end());
+    std::vector<int> tok, start, pos((size_t)BT);
+    for (int i = 0; i < BT; i++) {
+        if (i == 0 || tp[(size_t)i].first != tp[(size_t)i - 1].first) {
+            tok.push_back(tp[(size_t)i].first);
+            start.push_back(i);
+        }
+        pos[(size_t)i] = tp[(size_t)i].second;
+    }
+    start.push_back(BT);
+    model->num_buckets = (int)tok.size();
+    cudaCheck(cudaMemcpy(model->bucket_tok_d, tok.data(), tok.size() * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_start_d, start.data(), start.size() * sizeof(int), cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(model->bucket_pos_d, pos.data(), pos.size() * sizeof(int), cudaMemcpyHostToDevice));
+}
+
+static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
+    for (size_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= V) {
+            fprintf(stderr, "error: %s token %d at position %zu is outside the model's vocabulary [0, %d) "
+                    "(HINT: data tokenized for another vocabulary?)\n", what, tokens[i], i, V);
+            exit(EXIT_FAILURE);
+        }
+    }
+}
+
+// The forward pass over (B, T) host tokens. With targets: per-position losses, model->mean_loss,
+// and (dloss > 0) the logits replaced in place by dlogits = dloss * (softmax - onehot), ready for
+// gpt2_backward; dloss = 1 / (B * T * grad_accum_steps) makes the accumulated gradient the mean's.
+// Without targets the logits stay in acts.output (sampling, the test).
+static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, float dloss) {
+    const GPT2Config* c = &model->config;
+    const int B = model->B, T = model->T, C = c->channels, L = c->num_layers, M = c->mlp_hidden;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, W = model->layout.width;
+    const int N = B * T;
+    const size_t BT = (size_t)N;
+    const int qres = c->scheme == QKV_Q_RESIDUAL;
+    check_tokens(inputs, BT, V, "input");
+    cudaCheck(cudaMemcpy(model->inputs_d, inputs, BT * sizeof(int), cudaMemcpyHostToDevice));
+    prepare_encoder_buckets(model, inputs);
+    if (targets != NULL) {
+        check_tokens(targets, BT, V, "target");
+        cudaCheck(cudaMemcpy(model->targets_d, targets, BT * sizeof(int), cudaMemcpyHostToDevice));
+    }
+    model->targets_present = targets != NULL && dloss > 0.0f; // dlogits are in acts.output
+    Activations* a = &model->acts;
+    floatX* const* p = model->params;
+    const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
+    const size_t kv_size[3] = {(size_t)C, (size_t)qkv_kv_channels(c), (size_t)qkv_kv_channels(c)};
+    const AttnShape shape = gpt2_attn_shape(model);
+
+    encoder_forward_kernel<<<grid_for(BT * C, 256), 256>>>(a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
+    launchCheck();
+    for (int l = 0; l < L; l++) {
+        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
+        floatX* ln1 = a->ln1 + (size_t)l * BT * C;
+        float* ln1_mean = a->ln1_mean + (size_t)l * BT;
+        float* ln1_rstd = a->ln1_rstd + (size_t)l * BT;
+        floatX* qkv = a->qkv + (size_t)l * BT * W;
+        floatX* atty = a->atty + (size_t)l * BT * C;
+        floatX* residual2 = a->residual2 + (size_t)l * BT * C;
+        floatX* ln2 = a->ln2 + (size_t)l * BT * C;
+        float* ln2_mean = a->ln2_mean + (size_t)l * BT;
+        float* ln2_rstd = a->ln2_rstd + (size_t)l * BT;
+        floatX* fch = a->fch + (size_t)l * BT * M;
+        floatX* fch_gelu = a->fch_gelu + (model->recompute ? 0 : (size_t)l * BT * M);
+        floatX* residual3 = a->residual3 + (size_t)l * BT * C;
+        floatX* att = a->att + (size_t)l * B * c->num_heads * (size_t)T * T;
+        floatX* perm[3];
+        for (int r = 0; r < 3; r++) { perm[r] = lslice(a->perm[r], l, BT * kv_size[r]); }
+
+        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, lslice(p[PARAM_LN1W], l, C), lslice(p[PARAM_LN1B], l, C), N, C);
+        matmul_forward(qkv, ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), N, C, W);
+        floatX* qres_q = NULL;
+        if (qres) {
+            floatX* r = a->qres_r + (size_t)l * BT * C;
+            float* rrms = a->qres_rrms + (size_t)l * BT;
+            floatX* h = a->qres_h + (size_t)l * BT * Ch;
+            floatX* hg = a->qres_hg + (size_t)l * BT * Ch;
+            floatX* u = a->qres_u + (size_t)l * BT * C;
+            floatX* f = a->qres_f + (size_t)l * BT * C;
+            qres_q = a->qres_q + (size_t)l * BT * C;
+            rmsnorm_forward(r, rrms, ln1, lslice(p[PARAM_QRES_RMSW], l, C), N, C);
+            matmul_forward(h, r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, N, C, C / 2);
+            gelu_forward(hg, h, BT * Ch);
+            matmul_forward(u, hg, lslice(p[PARAM_QRES_W2], l, C * Ch), NULL, N, C / 2, C);
+            layernorm_forward(f, a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, u,
+                              lslice(p[PARAM_QRES_LNW], l, C), NULL, N, C);
+            add_forward(qres_q, ln1, f, BT * C);
+        }
+        attention_forward(atty, perm, att, ln1, qkv, qres_q, a->yperm, &shape);
+        matmul_forward(a->proj_out, atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), N, C, C);
+        add_forward(residual2, residual, a->proj_out, BT * C);
+        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, lslice(p[PARAM_LN2W], l, C), lslice(p[PARAM_LN2B], l, C), N, C);
+        matmul_forward(fch, ln2, lslice(p[PARAM_FCW], l, MC), lslice(p[PARAM_FCB], l, M), N, C, M);
+        gelu_forward(fch_gelu, fch, BT * M);
+        matmul_forward(a->proj_out, fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), lslice(p[PARAM_FCPROJB], l, C), N, M, C);
+        add_forward(residual3, residual2, a->proj_out, BT * C);
+    }
+    const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, last, p[PARAM_LNFW], p[PARAM_LNFB], N, C);
+    const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
+    matmul_forward(a->output, a->lnf, head, NULL, N, C, Vp);
+    if (targets != NULL) {
+        fused_classifier_kernel<<<N, 512>>>(a->output, a->losses, model->targets_d, N, V, Vp, dloss, dloss > 0.0f);
+        launchCheck();
+        cudaCheck(cudaMemcpy(model->losses_h, a->losses, BT * sizeof(float), cudaMemcpyDeviceToHost));
+        double sum = 0.0;
+        for (size_t i = 0; i < BT; i++) { sum += model->losses_h[i]; }
+        model->mean_loss = (float)(sum / (double)BT);
+    } else {
+        model->mean_loss = -1.0f;
+    }
+}
+
+static void gpt2_zero_grad(GPT2* model) {
+    cudaCheck(cudaMemset(model->grads_memory, 0, model->num_parameters_padded * sizeof(float)));
+}
+
+// Adds this micro-batch's gradients to model->grads. Needs gpt2_forward with targets and dloss > 0
+// just before (acts.output holds dlogits).
+static void gpt2_backward(GPT2* model) {
+    if (!model->targets_present) {
+        fprintf(stderr, "error: internal: gpt2_backward without a forward pass with targets\n");
+        exit(EXIT_FAILURE);
+    }
+    gpt2_build_grad_acts(model);
+    const GPT2Config* c = &model->config;
+    const int B = model->B, T = model->T, C = c->channels, L = c->num_layers, M = c->mlp_hidden;
+    const int Vp = c->padded_vocab_size, W = model->layout.width;
+    const int N = B * T;
+    const size_t BT = (size_t)N;
+    const int qres = c->scheme == QKV_Q_RESIDUAL;
+    Activations* a = &model->acts;
+    GradActivations* g = &model->grad_acts;
+    floatX* const* p = model->params;
+    float* const* gr = model->grads;
+    const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
+    const size_t kv_size[3] = {(size_t)C, (size_t)qkv_kv_channels(c), (size_t)qkv_kv_channels(c)};
+    const AttnShape shape = gpt2_attn_shape(model);
+
+    // classifier: dlnf = dlogits @ head, dhead += dlogits^T @ lnf
+    const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
+    float* dhead = c->tied_head ? gr[PARAM_WTE] : gr[PARAM_LM_HEAD];
+    matmul_backward(g->dbuf_c, dhead, NULL, a->output, a->lnf, head, N, C, Vp, 0.0f);
+    const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
+    layernorm_backward(g->dresidual, gr[PARAM_LNFW], gr[PARAM_LNFB], g->dbuf_c, last, p[PARAM_LNFW],
+                       a->lnf_mean, a->lnf_rstd, N, C, 0);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const floatX* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
+        const floatX* ln1 = a->ln1 + (size_t)l * BT * C;
+        const float* ln1_mean = a->ln1_mean + (size_t)l * BT;
+        const float* ln1_rstd = a->ln1_rstd + (size_t)l * BT;
+        const floatX* atty = a->atty + (size_t)l * BT * C;
+        const floatX* residual2 = a->residual2 + (size_t)l * BT * C;
+        const floatX* ln2 = a->ln2 + (size_t)l * BT * C;
+        const float* ln2_mean = a->ln2_mean + (size_t)l * BT;
+        const float* ln2_rstd = a->ln2_rstd + (size_t)l * BT;
+        const floatX* fch = a->fch + (size_t)l * BT * M;
+        floatX* fch_gelu = a->fch_gelu + (model->recompute ? 0 : (size_t)l * BT * M);
+        const floatX* att = a->att + (size_t)l * B * c->num_heads * (size_t)T * T;
+        floatX* perm[3];
+        for (int r = 0; r < 3; r++) { perm[r] = lslice(a->perm[r], l, BT * kv_size[r]); }
+
+        // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual is d residual3
+        if (model->recompute) { gelu_forward(fch_gelu, fch, BT * M); }
+        matmul_backward(g->dbuf_m, lslice(gr[PARAM_FCPROJW], l, MC), lslice(gr[PARAM_FCPROJB], l, C), g->dresidual,
+                        fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), N, M, C, 0.0f);
+        gelu_backward(g->dbuf_m, fch, g->dbuf_m, BT * M);
+        matmul_backward(g->dbuf_c, lslice(gr[PARAM_FCW], l, MC), lslice(gr[PARAM_FCB], l, M), g->dbuf_m, ln2,
+                        lslice(p[PARAM_FCW], l, MC), N, C, M, 0.0f);
+        // dresidual becomes d residual2: the skip path plus LN2's input gradient
+        layernorm_backward(g->dresidual, lslice(gr[PARAM_LN2W], l, C), lslice(gr[PARAM_LN2B], l, C), g->dbuf_c,
+                           residual2, lslice(p[PARAM_LN2W], l, C), ln2_mean, ln2_rstd, N, C, 1);
+
+        // attention: residual2 = residual + attproj(attention(ln1(residual)))
+        matmul_backward(g->dbuf_c, lslice(gr[PARAM_ATTPROJW], l, CC), lslice(gr[PARAM_ATTPROJB], l, C), g->dresidual,
+                        atty, lslice(p[PARAM_ATTPROJW], l, CC), N, C, C, 0.0f);
+        const int wrote_dln1 = attention_backward(g->dqkv, g->dln1, g->dqres, g->dperm, g->datt, g->dyperm, g->dbuf_c,
+                                                  perm, att, &shape);
+        matmul_backward(g->dln1, lslice(gr[PARAM_QKVW], l, Wc), lslice(gr[PARAM_QKVB], l, W), g->dqkv, ln1,
+                        lslice(p[PARAM_QKVW], l, Wc), N, C, W, wrote_dln1 ? 1.0f : 0.0f);
+        if (qres) {
+            // q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))): dx gets dq directly and through f
+            const floatX* r = a->qres_r + (size_t)l * BT * C;
+            const float* rrms = a->qres_rrms + (size_t)l * BT;
+            const floatX* h = a->qres_h + (size_t)l * BT * Ch;
+            const floatX* hg = a->qres_hg + (size_t)l * BT * Ch;
+            const floatX* u = a->qres_u + (size_t)l * BT * C;
+            add_forward(g->dln1, g->dln1, g->dqres, BT * C);
+            layernorm_backward(g->du, lslice(gr[PARAM_QRES_LNW], l, C), NULL, g->dqres, u, lslice(p[PARAM_QRES_LNW], l, C),
+                               a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, N, C, 0);
+            matmul_backward(g->dhg, lslice(gr[PARAM_QRES_W2], l, C * Ch), NULL, g->du, hg, lslice(p[PARAM_QRES_W2], l, C * Ch),
+                            N, C / 2, C, 0.0f);
+            gelu_backward(g->dhg, h, g->dhg, BT * Ch);
+            matmul_backward(g->dr, lslice(gr[PARAM_QRES_W1], l, Ch * C), NULL, g->dhg, r, lslice(p[PARAM_QRES_W1], l, Ch * C),
+                            N, C, C / 2, 0.0f);
+            rmsnorm_backward(g->dln1, lslice(gr[PARAM_QRES_RMSW], l, C), g->dr, ln1, lslice(p[PARAM_QRES_RMSW], l, C),
+                             rrms, N, C, 1);
+        }
+        // dresidual becomes d residual (this layer's input): skip path plus LN1's input gradient
+        layernorm_backward(g->dresidual, lslice(gr[PARAM_LN1W], l, C), lslice(gr[PARAM_LN1B], l, C), g->dln1, residual,
+                           lslice(p[PARAM_LN1W], l, C), ln1_mean, ln1_rstd, N, C, 1);
+    }
+    // encoder: dresidual is d encoded
+    encoder_backward_wpe_kernel<<<grid_for((size_t)T * C, 256), 256>>>(gr[PARAM_WPE], g->dresidual, B, T, C);
+    launchCheck();
+    dim3 grid(model->num_buckets, (C + 127) / 128);
+    encoder_backward_wte_kernel<<<grid, 128>>>(gr[PARAM_WTE], g->dresidual, model->bucket_tok_d, model->bucket_start_d,
+                                              model->bucket_pos_d, C);
+    launchCheck();
+}
+
+// global L2 norm of every gradient (fixed-order reduction)
+static float gpt2_grad_norm(GPT2* model) {
+    sum_squares_partial_kernel<<<NORM_BLOCKS, NORM_THREADS>>>(model->norm_partial_d, model->grads_memory,
+                                                             model->num_parameters_padded);
+    launchCheck();
+    sum_partials_kernel<<<1, 1024>>>(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, NORM_BLOCKS);
+    launchCheck();
+    float sumsq = 0.0f;
+    cudaCheck(cudaMemcpy(&sumsq, model->norm_partial_d + NORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost));
+    return sqrtf(sumsq);
+}
+
+// One AdamW step (t = 1, 2, ...) with global gradient-norm clipping; returns the norm before clipping.
+static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
+                         float grad_clip, int t) {
+    const float norm = gpt2_grad_norm(model);
+    const float grad_scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0f;
+    const float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
+    const float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const size_t n = model->param_sizes[i];
+        if (n == 0) { continue; }
+        const size_t off = model->param_offsets[i];
+        const float wd = param_tensor_decayed[i] ? weight_decay : 0.0f;
+        adamw_kernel<<<grid_for(n, 256), 256>>>(model->params_memory + off,
+                                               model->master_memory != NULL ? model->master_memory + off : NULL,
+                                               model->grads_memory + off, model->m_memory + off, model->v_memory + off, n,
+                                               lr, beta1, beta2, bc1, bc2, eps, wd, grad_scale);
+        launchCheck();
+    }
+    return norm;
+}
+// ----------------------------------------------------------------------------
+// MFU: dense peak FLOP/s by GPU name (bf16 tensor cores; fp32 builds: plain fp32, TF32 is off)
+
+typedef struct { const char* name; double bf16; double fp32; } GpuPeak;
+// first match wins: the more specific names come first (GH200 before H200, H100 PCIe before H100)
+static const GpuPeak gpu_peaks[] = {
+    {"GH200", 989.4e12, 66.9e12},
+    {"H200", 989.4e12, 66.9e12},
+    {"H100 PCIe", 756.0e12, 51.2e12},
+    {"H100 NVL", 835.0e12, 60.0e12},
+    {"H100", 989.4e12, 66.9e12},
+    {"H800", 989.4e12, 66.9e12},
+    {"A100", 312.0e12, 19.5e12},
+    {"A800", 312.0e12, 19.5e12},
+    {"L40S", 362.0e12, 91.6e12},
+    {"L40", 181.0e12, 90.5e12},
+    {"L4", 121.0e12, 30.3e12},
+    {"A10G", 70.0e12, 31.2e12},
+    {"A10", 125.0e12, 31.2e12},
+    {"RTX 4090", 165.2e12, 82.6e12},
+    {"RTX 3090", 71.0e12, 35.6e12},
+};
+
+// peak FLOP/s of this device for this build's precision, or 0 when the GPU is not in the table
+static double gpu_peak_flops(const char* device_name) {
+    for (size_t i = 0; i < sizeof(gpu_peaks) / sizeof(gpu_peaks[0]); i++) {
+        if (strstr(device_name, gpu_peaks[i].name) != NULL) { return PRECISION_IS_BF16 ? gpu_peaks[i].bf16 : gpu_peaks[i].fp32; }
+    }
+    return 0.0;
+}
+
+// ----------------------------------------------------------------------------
+// command line: parsed and checked before the GPU is touched
+
+typedef struct {
+    const char* train_pattern;
+    const char* val_pattern;
+    const char* output_dir;
+    const char* model_arg;
+    const char* tokenizer_path;
+    int B, T;
+    long long total_batch;
+    int max_steps;
+    float lr;
+    int warmup;
+    float final_frac;
+    float weight_decay;
+    int val_every, val_max_steps, sample_every, gen_T, checkpoint_every, resume, recompute, master_weights;
+    // model shape flags; -1 = not given
+    int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
+    float attn_scale; // < 0 = not given
+    unsigned long long seed;
+    float beta1, beta2, eps, grad_clip;
+    // resolved by train_args_resolve
+    GPT2Config config;
+    int from_file;
+    int file_version;
+    char model_path[4096];
+    int resuming;
+    char state_path[4096];
+    TrainState state;
+    int grad_accum_steps;
+    // for tests: per-step train losses (index = step), NULL when not recorded
+    float* loss_record;
+    int loss_record_size;
+} TrainArgs;
+
+static void train_args_defaults(TrainArgs* a) {
+    memset(a, 0, sizeof(*a));
+    a->train_pattern = "dev/data/austen/austen_train_*.bin";
+    a->val_pattern = "dev/data/austen/austen_val_*.bin";
+    a->output_dir = NULL;
+    a->model_arg = "d12";
+    a->tokenizer_path = "dev/data/gpt2/gpt2_tokenizer.bin";
+    a->B = 4;
+    a->T = 1024;
+    a->total_batch = -1;
+    a->max_steps = -1;
+    a->lr = 3e-4f;
+    a->warmup = 0;
+    a->final_frac = 1.0f;
+    a->weight_decay = 0.0f;
+    a->val_every = 20;
+    a->val_max_steps = 20;
+    a->sample_every = 20;
+    a->gen_T = 64;
+    a->checkpoint_every = 0;
+    a->resume = 0;
+    a->recompute = 0;
+    a->master_weights = 1;
+    a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
+    a->attn_scale = -1.0f;
+    a->seed = 1337;
+    a->beta1 = 0.9f;
+    a->beta2 = 0.95f;
+    a->eps = 1e-8f;
+    a->grad_clip = 1.0f;
+}
+
+static void print_usage(const char* prog) {
+    printf("Usage: %s [options]\n", prog);
+    printf("GPT-2 trainer, Q/K/V scheme '%s' (compile time), %s precision.\n\n", qkv_scheme_name(kQKVScheme), PRECISION_NAME);
+    printf("Data and output:\n");
+    printf("  -i <pattern>  train token shards (default dev/data/austen/austen_train_*.bin)\n");
+    printf("  -j <pattern>  validation token shards (default dev/data/austen/austen_val_*.bin)\n");
+    printf("  -o <dir>      output folder: main.log and checkpoints (default none: no log file, no checkpoints)\n");
+    printf("  -e <model>    d6|d12|d24|d36|d48: new model of that depth, random init; or a checkpoint file\n");
+    printf("                (llm.c version 3/5 for the standard scheme, or versions 6/7) (default d12)\n");
+    printf("Batch and schedule:\n");
+    printf("  -b <int>      micro-batch size B (default 4)\n");
+    printf("  -t <int>      sequence length T, <= the model's max_seq_len (default 1024)\n");
+    printf("  -d <int>      total batch size in tokens, a multiple of B*T (default -1: B*T, no accumulation)\n");
+    printf("  -x <int>      number of steps (default -1: one epoch of the train data)\n");
+    printf("  -l <float>    peak learning rate (default 3e-4)\n");
+    printf("  -u <int>      linear warmup steps (default 0)\n");
+    printf("  -q <float>    final learning rate as a fraction of the peak, cosine decay (default 1.0)\n");
+    printf("  -c <float>    AdamW weight decay of the 2-D weights (default 0.0)\n");
+    printf("Evaluation and checkpoints:\n");
+    printf("  -v <int>      validation loss every N steps, 0 = never (default 20)\n");
+    printf("  -m <int>      validation batches, -1 = the whole validation set (default 20)\n");
+    printf("  -s <int>      sample text every N steps, 0 = never (default 20)\n");
+    printf("  -g <int>      tokens to sample, <= T (default 64)\n");
+    printf("  -n <int>      checkpoint every N steps into -o, 0 = never (default 0)\n");
+    printf("  -y <0|1>      resume from the latest checkpoint in -o (default 0)\n");
+    printf("Memory:\n");
+    printf("  -r <0|1>      recompute GELU in the backward pass to save activation memory (default 0)\n");
+    printf("  -w <0|1>      keep fp32 master weights for AdamW in BF16 builds (default 1)\n");
+    printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
+    printf("  --n_kv_head <int>    key/value heads, divides the query heads (GQA; 1 = MQA) (default n_head)\n");
+    printf("  --mlp_hidden <int>   MLP hidden size (default 4 * n_embd)\n");
+    printf("  --bias <0|1>         GPT-2 biases in linears and LayerNorms (default 1)\n");
+    printf("  --tied <0|1>         LM head tied to the token embedding (default 1)\n");
+    printf("  --n_layer, --n_embd, --n_head <int>   override the depth preset's values\n");
+    printf("  --attn_scale <float> attention scale, 0 = the scheme's default (1/sqrt(hd), halved for\n");
+    printf("                       q_identity and q_residual); also overrides a checkpoint's\n");
+    printf("  --seed <int>         seed of the init, the data order and sampling (default 1337)\n");
+    printf("  -h                   this help\n");
+}
+
+static int parse_ll(const char* flag, const char* s, long long lo, long long hi, long long* out, char* msg, size_t msg_size) {
+    char* end = NULL;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (s[0] == '\0' || end == NULL || *end != '\0' || errno != 0) {
+        snprintf(msg, msg_size, "%s %s: expected an integer (HINT: run with -h for usage)", flag, s);
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        snprintf(msg, msg_size, "%s %s: expected an integer in [%lld, %lld] (HINT: run with -h for usage)", flag, s, lo, hi);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+static int parse_f(const char* flag, const char* s, float lo, float hi, float* out, char* msg, size_t msg_size) {
+    char* end = NULL;
+    errno = 0;
+    const double v = strtod(s, &end);
+    if (s[0] == '\0' || end == NULL || *end != '\0' || errno != 0 || !isfinite(v)) {
+        snprintf(msg, msg_size, "%s %s: expected a finite number (HINT: run with -h for usage)", flag, s);
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        snprintf(msg, msg_size, "%s %s: expected a number in [%g, %g] (HINT: run with -h for usage)", flag, s, (double)lo, (double)hi);
+        return 0;
+    }
+    *out = (float)v;
+    return 1;
+}
+
+// Returns 1 when parsed, 2 for -h, 0 with a one-line message for a bad flag or value.
+static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size_t msg_size) {
+    const long long IMAX = 2147483647LL;
+    for (int i = 1; i < argc; i++) {
+        const char* arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) { return 2; }
+        char flag[64];
+        const char* val = NULL;
+        if (strncmp(arg, "--", 2) == 0) {
+            const char* eq = strchr(arg, '=');
+            const size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+            if (len >= sizeof(flag)) {
+                snprintf(msg, msg_size, "unknown flag %.60s... (HINT: run with -h for usage)", arg);
+                return 0;
+            }
+            memcpy(flag, arg, len);
+            flag[len] = '\0';
+            if (eq != NULL) { val = eq + 1; }
+        } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') {
+            snprintf(flag, sizeof(flag), "%s", arg);
+        } else {
+            snprintf(msg, msg_size, "unexpected argument '%s': flags are -<letter> <value> or --<name> <value> "
+                     "(HINT: run with -h for usage)", arg);
+            return 0;
+        }
+        static const char* const known[] = {"-i", "-j", "-o", "-e", "-b", "-t", "-d", "-x", "-l", "-u", "-q", "-c",
+                                            "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
+                                            "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
+                                            "--n_layer", "--n_embd", "--n_head"};
+        int is_known = 0;
+        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
+        if (!is_known) {
+            snprintf(msg, msg_size, "unknown flag %s (HINT: run with -h for usage)", flag);
+            return 0;
+        }
+        if (val == NULL) {
+            if (i + 1 >= argc) {
+                snprintf(msg, msg_size, "flag %s needs a value (HINT: run with -h for usage)", flag);
+                return 0;
+            }
+            val = argv[++i];
+        }
+        long long v = 0;
+        int ok = 1;
+        if (strcmp(flag, "-i") == 0) { a->train_pattern = val; }
+        else if (strcmp(flag, "-j") == 0) { a->val_pattern = val; }
+        else if (strcmp(flag, "-o") == 0) { a->output_dir = val; }
+        else if (strcmp(flag, "-e") == 0) { a->model_arg = val; }
+        else if (strcmp(flag, "-b") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->B = (int)v; }
+        else if (strcmp(flag, "-t") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->T = (int)v; }
+        else if (strcmp(flag, "-d") == 0) {
+            ok = parse_ll(flag, val, -1, 1LL << 40, &v, msg, msg_size);
+            if (ok && v == 0) { snprintf(msg, msg_size, "-d 0: expected -1 (B*T) or a positive number of tokens"); ok = 0; }
+            a->total_batch = v;
+        }
+        else if (strcmp(flag, "-x") == 0) { ok = parse_ll(flag, val, -1, IMAX - 1, &v, msg, msg_size); a->max_steps = (int)v; }
+        else if (strcmp(flag, "-l") == 0) { ok = parse_f(flag, val, 0.0f, 1e3f, &a->lr, msg, msg_size); }
+        else if (strcmp(flag, "-u") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->warmup = (int)v; }
+        else if (strcmp(flag, "-q") == 0) { ok = parse_f(flag, val, 0.0f, 1.0f, &a->final_frac, msg, msg_size); }
+        else if (strcmp(flag, "-c") == 0) { ok = parse_f(flag, val, 0.0f, 1e3f, &a->weight_decay, msg, msg_size); }
+        else if (strcmp(flag, "-v") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->val_every = (int)v; }
+        else if (strcmp(flag, "-m") == 0) {
+            ok = parse_ll(flag, val, -1, IMAX, &v, msg, msg_size);
+            if (ok && v == 0) { snprintf(msg, msg_size, "-m 0: expected -1 (all) or a positive number of batches"); ok = 0; }
+            a->val_max_steps = (int)v;
+        }
+        else if (strcmp(flag, "-s") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->sample_every = (int)v; }
+        else if (strcmp(flag, "-g") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->gen_T = (int)v; }
+        else if (strcmp(flag, "-n") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->checkpoint_every = (int)v; }
+        else if (strcmp(flag, "-y") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->resume = (int)v; }
+        else if (strcmp(flag, "-r") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->recompute = (int)v; }
+        else if (strcmp(flag, "-w") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->master_weights = (int)v; }
+        else if (strcmp(flag, "--n_kv_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_kv_head = (int)v; }
+        else if (strcmp(flag, "--mlp_hidden") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->mlp_hidden = (int)v; }
+        else if (strcmp(flag, "--bias") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->bias = (int)v; }
+        else if (strcmp(flag, "--tied") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->tied = (int)v; }
+        else if (strcmp(flag, "--n_layer") == 0) { ok = parse_ll(flag, val, 1, 1 << 12, &v, msg, msg_size); a->n_layer = (int)v; }
+        else if (strcmp(flag, "--n_embd") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_embd = (int)v; }
+        else if (strcmp(flag, "--n_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 12, &v, msg, msg_size); a->n_head = (int)v; }
+        else if (strcmp(flag, "--attn_scale") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->attn_scale, msg, msg_size); }
+        else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
+        if (!ok) { return 0; }
+    }
+    return 1;
+}
+
+// "d12" -> 12, else -1
+static int parse_depth_descriptor(const char* s) {
+    if (s[0] != 'd' || s[1] == '\0') { return -1; }
+    for (const char* p = s + 1; *p; p++) { if (!isdigit((unsigned char)*p)) { return -1; } }
+    return atoi(s + 1);
+}
+
+static int file_exists(const char* path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// the latest step with both model_<step>.bin and state_<step>.bin in dir, or -1
+static int find_latest_checkpoint(const char* dir) {
+    DIR* d = opendir(dir);
+    if (d == NULL) { return -1; }
+    int best = -1;
+    struct dirent* ent;
+    while ((ent = readdir(d)) != NULL) {
+        int step = -1;
+        char tail[8] = {0};
+        if (sscanf(ent->d_name, "state_%d.bi%1s", &step, tail) == 2 && strcmp(tail, "n") == 0 && step > best) {
+            char model_path[4096];
+            snprintf(model_path, sizeof(model_path), "%s/model_%08d.bin", dir, step);
+            char name[64];
+            snprintf(name, sizeof(name), "state_%08d.bin", step);
+            if (strcmp(name, ent->d_name) == 0 && file_exists(model_path)) { best = step; }
+        }
+    }
+    closedir(d);
+    return best;
+}
+
+// The model config, checkpoint and resume decisions, all from the host: every refusal (bad
+// shape, forbidden scheme/shape, a checkpoint of another scheme, an inconsistent resume) is
+// reported here, before the GPU is touched. Returns 1, or 0 with a one-line message.
+static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
+    char why[1024];
+    if (a->resume && a->output_dir == NULL) {
+        snprintf(msg, msg_size, "-y 1 needs -o <dir>, the folder holding the checkpoints to resume from");
+        return 0;
+    }
+    if (a->checkpoint_every > 0 && a->output_dir == NULL) {
+        snprintf(msg, msg_size, "-n %d needs -o <dir>, the folder to write checkpoints into", a->checkpoint_every);
+        return 0;
+    }
+    a->resuming = 0;
+    if (a->resume) {
+        const int step = find_latest_checkpoint(a->output_dir);
+        if (step >= 0) {
+            a->resuming = 1;
+            snprintf(a->model_path, sizeof(a->model_path), "%s/model_%08d.bin", a->output_dir, step);
+            snprintf(a->state_path, sizeof(a->state_path), "%s/state_%08d.bin", a->output_dir, step);
+        }
+    }
+    const int depth = a->resuming ? -1 : parse_depth_descriptor(a->model_arg);
+    if (depth >= 0 && !file_exists(a->model_arg)) {
+        int L = 0, C = 0, H = 0;
+        switch (depth) {
+            case 6: L = 6; C = 384; H = 6; break;
+            case 12: L = 12; C = 768; H = 12; break;
+            case 24: L = 24; C = 1024; H = 16; break;
+            case 36: L = 36; C = 1280; H = 20; break;
+            case 48: L = 48; C = 1600; H = 25; break;
+            default:
+                snprintf(msg, msg_size, "-e %s: unknown depth, expected d6, d12, d24, d36, d48 or a checkpoint file", a->model_arg);
+                return 0;
+        }
+        if (a->n_layer > 0) { L = a->n_layer; }
+        if (a->n_embd > 0) { C = a->n_embd; }
+        if (a->n_head > 0) { H = a->n_head; }
+        a->config = gpt2_config_default(L, H, C, 1024, 50257, 50304);
+        a->config.scheme = kQKVScheme;
+        if (a->n_kv_head > 0) { a->config.num_kv_heads = a->n_kv_head; }
+        if (a->mlp_hidden > 0) { a->config.mlp_hidden = a->mlp_hidden; }
+        if (a->bias >= 0) { a->config.use_bias = a->bias; }
+        if (a->tied >= 0) { a->config.tied_head = a->tied; }
+        if (a->attn_scale >= 0.0f) { a->config.attn_scale = a->attn_scale; }
+        if (!gpt2_config_check(&a->config, why, sizeof(why))) {
+            snprintf(msg, msg_size, "-e %s: %s", a->model_arg, why);
+            return 0;
+        }
+        a->from_file = 0;
+    } else {
+        if (!a->resuming) { snprintf(a->model_path, sizeof(a->model_path), "%s", a->model_arg); }
+        if (!checkpoint_inspect(a->model_path, a->attn_scale, &a->config, &a->file_version, msg, msg_size)) { return 0; }
+        a->from_file = 1;
+        // the shape comes from the file: a shape flag may only repeat it
+        const struct { const char* flag; int given; int has; } shape[] = {
+            {"--n_kv_head", a->n_kv_head, a->config.num_kv_heads}, {"--mlp_hidden", a->mlp_hidden, a->config.mlp_hidden},
+            {"--bias", a->bias, a->config.use_bias}, {"--tied", a->tied, a->config.tied_head},
+            {"--n_layer", a->n_layer, a->config.num_layers}, {"--n_embd", a->n_embd, a->config.channels},
+            {"--n_head", a->n_head, a->config.num_heads},
+        };
+        for (size_t k = 0; k < sizeof(shape) / sizeof(shape[0]); k++) {
+            if (shape[k].given >= 0 && shape[k].given != shape[k].has) {
+                snprintf(msg, msg_size, "%s %d: the model file %s has %s %d; a checkpoint's shape cannot be changed "
+                         "(only --attn_scale overrides it)", shape[k].flag, shape[k].given, a->model_path, shape[k].flag + 2,
+                         shape[k].has);
+                return 0;
+            }
+        }
+    }
+    if (a->T > a->config.max_seq_len) {
+        snprintf(msg, msg_size, "-t %d: expected T <= the model's max_seq_len %d", a->T, a->config.max_seq_len);
+        return 0;
+    }
+    if (a->gen_T > a->T) {
+        snprintf(msg, msg_size, "-g %d: expected at most T = %d tokens to sample", a->gen_T, a->T);
+        return 0;
+    }
+    const long long BT = (long long)a->B * a->T;
+    if (BT > (1LL << 30)) {
+        snprintf(msg, msg_size, "-b %d -t %d: B*T = %lld is too large (expected <= 2^30)", a->B, a->T, BT);
+        return 0;
+    }
+    if (a->total_batch == -1) { a->total_batch = BT; }
+    if (a->total_batch % BT != 0) {
+        snprintf(msg, msg_size, "-d %lld: expected a multiple of B*T = %lld (-b %d -t %d)", a->total_batch, BT, a->B, a->T);
+        return 0;
+    }
+    a->grad_accum_steps = (int)(a->total_batch / BT);
+    if (a->resuming) {
+        if (!state_inspect(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }
+        if (a->state.B != a->B || a->state.T != a->T || a->state.grad_accum_steps != a->grad_accum_steps) {
+            snprintf(msg, msg_size, "-y 1: %s was trained with -b %d -t %d and %d accumulation steps, this run has -b %d -t %d "
+                     "and %d (HINT: resume with the same -b, -t and -d)", a->state_path, a->state.B, a->state.T,
+                     a->state.grad_accum_steps, a->B, a->T, a->grad_accum_steps);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// 1 when a CUDA device is usable, else 0 with a one-line message. Nothing else in CUDA runs before it.
+static int cuda_device_check(char* msg, size_t msg_size) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        snprintf(msg, msg_size, "no CUDA device (%s) (HINT: this trainer needs an NVIDIA GPU and driver; -h and the "
+                 "flag checks work without one)", err != cudaSuccess ? cudaGetErrorString(err) : "0 devices found");
+        return 0;
+    }
+    return 1;
+}
+
+static void cuda_setup(void) {
+    if (g_cublaslt != NULL) { return; }
+    cudaCheck(cudaSetDevice(0));
+    cublasCheck(cublasLtCreate(&g_cublaslt));
+    g_cublaslt_workspace = device_malloc(CUBLASLT_WORKSPACE_SIZE, "cuBLASLt workspace");
+}
+
+// ----------------------------------------------------------------------------
+// training
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// warmup, then cosine from lr down to lr * final_frac at the last step
+static float learning_rate(const TrainArgs* a, int step, int num_steps) {
+    if (step < a->warmup) { return a->lr * (float)(step + 1) / (float)a->warmup; }
+    const float min_lr = a->lr * a->final_frac;
+    if (num_steps <= a->warmup) { return a->lr; }
+    float ratio = (float)(step - a->warmup) / (float)(num_steps - a->warmup);
+    if (ratio > 1.0f) { ratio = 1.0f; }
+    const float coeff = 0.5f * (1.0f + cosf((float)M_PI * ratio));
+    return min_lr + coeff * (a->lr - min_lr);
+}
+
+static unsigned int random_u32(unsigned long long* state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    return (unsigned int)((*state * 0x2545F4914F6CDD1DULL) >> 32);
+}
+static float random_f32(unsigned long long* state) { return (random_u32(state) >> 8) / 16777216.0f; }
+
+static size_t device_memory_in_use(void) {
+    size_t free_b = 0, total_b = 0;
+    cudaCheck(cudaMemGetInfo(&free_b, &total_b));
+    return total_b - free_b;
+}
+
+static void logf_line(FILE* logf, const char* line) {
+    if (logf != NULL) {
+        fprintf(logf, "%s\n", line);
+        fflush(logf);
+    }
+}
+
+// Generates gen_T tokens after an end-of-text token, printing them as they come.
+static void sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng) {
+    const GPT2Config* c = &model->config;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size;
+    const size_t BT = (size_t)model->B * model->T;
+    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
+    if (eot < 0 || eot >= V) { eot = 0; }
+    int* gen = (int*)host_malloc(BT * sizeof(int), "sampling tokens");
+    for (size_t i = 0; i < BT; i++) { gen[i] = eot; }
+    void* row_x = host_malloc((size_t)Vp * sizeof(floatX), "sampling logits");
+    float* row = (float*)host_malloc((size_t)Vp * sizeof(float), "sampling logits");
+    printf("generating:\n---\n");
+    for (int t = 1; t < a->gen_T; t++) {
+        gpt2_forward(model, gen, NULL, 0.0f);
+        cudaCheck(cudaMemcpy(row_x, model->acts.output + (size_t)(t - 1) * Vp, (size_t)Vp * sizeof(floatX), cudaMemcpyDeviceToHost));
+        host_x_to_floats(row, row_x, (size_t)Vp);
+        float m = -INFINITY;
+        for (int v = 0; v < V; v++) { m = fmaxf(m, row[v]); }
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) { sum += exp((double)(row[v] - m)); }
+        const double coin = (double)random_f32(rng) * sum;
+        double cdf = 0.0;
+        int next = V - 1;
+        for (int v = 0; v < V; v++) {
+            cdf += exp((double)(row[v] - m));
+            if (coin < cdf) { next = v; break; }
+        }
+        gen[t] = next;
+        if (tokenizer->init_ok && (unsigned)next < tokenizer->vocab_size) {
+            safe_printf(tokenizer_decode(tokenizer, (unsigned)next));
+        } else {
+            printf("%d ", next);
+        }
+        fflush(stdout);
+    }
+    printf("\n---\n");
+    free(gen);
+    free(row_x);
+    free(row);
+}
+
+static int make_dir(const char* dir) {
+    struct stat st;
+    if (stat(dir, &st) == 0) { return S_ISDIR(st.st_mode); }
+    return mkdir(dir, 0755) == 0;
+}
+
+// The training run of resolved arguments on a checked device. Returns the process exit code.
+static int train_run(TrainArgs* a) {
+    char msg[16384];
+    cuda_setup();
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    const double peak = gpu_peak_flops(prop.name);
+
+    DataLoader train_loader, val_loader;
+    if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
+        fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
+        return 1;
+    }
+    const int use_val = a->val_every > 0;
+    if (use_val && !dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg, sizeof(msg))) {
+        fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
+        dataloader_free(&train_loader);
+        return 1;
+    }
+    if (a->output_dir != NULL && !make_dir(a->output_dir)) {
+        fprintf(stderr, "error: -o %s: cannot create the output folder (%s)\n", a->output_dir, strerror(errno));
+        return 1;
+    }
+
+    GPT2 model;
+    gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute);
+    if (a->from_file) {
+        gpt2_load_params(&model, a->model_path, a->file_version);
+    } else {
+        gpt2_init_random(&model, a->seed);
+    }
+    int start_step = 0;
+    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (rng == 0) { rng = 1; }
+    if (a->resuming) {
+        gpt2_load_state(&model, a->state_path, &a->state);
+        if (!dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
+            return 1;
+        }
+        start_step = a->state.step;
+        rng = a->state.rng_state;
+    }
+    const long long tokens_per_step = a->total_batch;
+    int num_steps = a->max_steps >= 0 ? a->max_steps : (int)(train_loader.num_tokens / (size_t)tokens_per_step);
+    if (a->max_steps < 0 && num_steps < 1) { num_steps = 1; }
+    int val_batches = 0;
+    if (use_val) {
+        val_batches = (int)val_loader.num_batches;
+        if (a->val_max_steps > 0 && a->val_max_steps < val_batches) { val_batches = a->val_max_steps; }
+    }
+    Tokenizer tokenizer;
+    memset(&tokenizer, 0, sizeof(tokenizer));
+    if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
+
+    char desc[256];
+    gpt2_config_describe(&model.config, desc, sizeof(desc));
+    printf("device: %s | precision %s | peak %s\n", prop.name, PRECISION_NAME, peak > 0 ? "known" : "unknown (no MFU)");
+    printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
+           (double)gpt2_attn_scale(&model.config), model.num_parameters,
+           a->from_file ? a->model_path : "random init");
+    printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
+           a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
+    printf("memory: parameters %.1f MiB | activations %.1f MiB\n",
+           model.num_parameters_padded * (sizeof(floatX) + 3 * sizeof(float) + (model.master_memory ? 4 : 0)) / 1048576.0,
+           model.acts_bytes / 1048576.0);
+    if (a->resuming) { printf("resuming from %s at step %d\n", a->state_path, start_step); }
+    fflush(stdout);
+
+    FILE* logf = NULL;
+    if (a->output_dir != NULL) {
+        char log_path[4096];
+        snprintf(log_path, sizeof(log_path), "%s/main.log", a->output_dir);
+        logf = fopen(log_path, a->resuming ? "a" : "w");
+        if (logf == NULL) {
+            fprintf(stderr, "error: %s: cannot open the log file (%s)\n", log_path, strerror(errno));
+            return 1;
+        }
+    }
+
+    const double flops_per_step = gpt2_flops_per_token(&model.config, a->T) * (double)tokens_per_step;
+    const float dloss = 1.0f / (float)((double)a->B * a->T * a->grad_accum_steps);
+    double total_time = 0.0;
+    int timed_steps = 0;
+    size_t peak_mem = 0;
+    char line[1024];
+    for (int step = start_step; step <= num_steps; step++) {
+        const int last_step = step == num_steps;
+        if (use_val && (step % a->val_every == 0 || last_step)) {
+            dataloader_reset(&val_loader);
+            double val_loss = 0.0;
+            for (int i = 0; i < val_batches; i++) {
+                dataloader_next_batch(&val_loader);
+                gpt2_forward(&model, val_loader.inputs, val_loader.targets, 0.0f);
+                val_loss += model.mean_loss;
+            }
+            val_loss /= val_batches > 0 ? val_batches : 1;
+            snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
+            printf("%s\n", line);
+            logf_line(logf, line);
+        }
+        if (a->sample_every > 0 && step > 0 && (step % a->sample_every == 0 || last_step)) {
+            sample_text(&model, a, &tokenizer, &rng);
+        }
+        if (a->checkpoint_every > 0 && step > 0 && step != start_step && (step % a->checkpoint_every == 0 || last_step)) {
+            char model_path[4096], state_path[4096];
+            snprintf(model_path, sizeof(model_path), "%s/model_%08d.bin", a->output_dir, step);
+            snprintf(state_path, sizeof(state_path), "%s/state_%08d.bin", a->output_dir, step);
+            TrainState st;
+            memset(&st, 0, sizeof(st));
+            st.step = step;
+            st.B = a->B;
+            st.T = a->T;
+            st.grad_accum_steps = a->grad_accum_steps;
+            st.rng_state = rng;
+            dataloader_get_state(&train_loader, &st.loader);
+            gpt2_write_checkpoint(&model, model_path); // the model first: a state file marks a complete pair
+            gpt2_write_state(&model, &st, state_path);
+            printf("wrote checkpoint %s + %s\n", model_path, state_path);
+        }
+        if (last_step) { break; }
+
+        cudaCheck(cudaDeviceSynchronize());
+        const double t0 = now_seconds();
+        gpt2_zero_grad(&model);
+        double loss = 0.0;
+        for (int micro = 0; micro < a->grad_accum_steps; micro++) {
+            dataloader_next_batch(&train_loader);
+            gpt2_forward(&model, train_loader.inputs, train_loader.targets, dloss);
+            loss += model.mean_loss;
+            gpt2_backward(&model);
+        }
+        loss /= a->grad_accum_steps;
+        const float lr = learning_rate(a, step, num_steps);
+        const float norm = gpt2_update(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1);
+        cudaCheck(cudaDeviceSynchronize());
+        const double dt = now_seconds() - t0;
+        const size_t mem = device_memory_in_use();
+        if (mem > peak_mem) { peak_mem = mem; }
+        if (step > start_step) { // the first step pays one-time costs
+            total_time += dt;
+            timed_steps++;
+        }
+        const double tok_s = (double)tokens_per_step / dt;
+        char mfu[32];
+        if (peak > 0) { snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * flops_per_step / dt / peak); }
+        else { snprintf(mfu, sizeof(mfu), "n/a"); }
+        snprintf(line, sizeof(line), "step %d/%d | loss %.6f | lr %.4e | norm %.4f | %.2f ms | %.0f tok/s | MFU %s",
+                 step + 1, num_steps, loss, (double)lr, (double)norm, dt * 1e3, tok_s, mfu);
+        printf("%s\n", line);
+        fflush(stdout);
+        logf_line(logf, line);
+        if (a->loss_record != NULL && step < a->loss_record_size) { a->loss_record[step] = (float)loss; }
+        if (!isfinite(loss)) {
+            fprintf(stderr, "error: the loss is not finite at step %d (HINT: lower -l)\n", step + 1);
+            return 1;
+        }
+    }
+    if (timed_steps > 0) {
+        const double ms = 1e3 * total_time / timed_steps;
+        const double tok_s = (double)tokens_per_step * timed_steps / total_time;
+        char mfu[32];
+        if (peak > 0) { snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * flops_per_step * timed_steps / total_time / peak); }
+        else { snprintf(mfu, sizeof(mfu), "n/a"); }
+        snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | MFU %s | peak memory %.0f MiB",
+                 timed_steps, ms, tok_s, mfu, peak_mem / 1048576.0);
+        printf("%s\n", line);
+        logf_line(logf, line);
+    }
+    if (logf != NULL) { fclose(logf); }
+    if (a->sample_every > 0) { tokenizer_free(&tokenizer); }
+    dataloader_free(&train_loader);
+    if (use_val) { dataloader_free(&val_loader); }
+    gpt2_free(&model);
+    return 0;
+}
+
+#ifndef TESTING
+int main(int argc, char** argv) {
+    char msg[16384];
+    TrainArgs args;
+    train_args_defaults(&args);
+    const int parsed = train_args_parse(&args, argc, argv, msg, sizeof(msg));
+    if (parsed == 2) {
+        print_usage(argv[0]);
+        return 0;
+    }
+    if (parsed == 0 || !train_args_resolve(&args, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    if (!cuda_device_check(msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    return train_run(&args);
+}
+#endif
