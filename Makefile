@@ -36,16 +36,21 @@ OPENMP := -fopenmp
 NVCC ?= /usr/local/cuda/bin/nvcc
 CUDA_HOME ?= /usr/local/cuda
 LOCAL_SM := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
+CUDA_COMMA := ,
 CUDA_ARCHS := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
-              $(if $(filter-out 80 90,$(LOCAL_SM)),-gencode arch=compute_$(LOCAL_SM),code=sm_$(LOCAL_SM),)
+              $(if $(filter-out 80 90,$(LOCAL_SM)),-gencode arch=compute_$(LOCAL_SM)$(CUDA_COMMA)code=sm_$(LOCAL_SM),)
 NVCC_FLAGS := -O3 -std=c++17 -lineinfo $(CUDA_ARCHS) -Xcompiler -Wall
 NVCC_LDFLAGS := -L$(CUDA_HOME)/lib64 -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
 # fast math only for BF16: FP32 builds are held to 1e-4 against the reference (exact expf/tanhf)
 PRECISION_DEFINE = $(if $(filter FP32,$(1)),-DENABLE_FP32,-DENABLE_BF16 --use_fast_math)
 
+# `make train_gpt2cu QKV=s` names the binary of that scheme/precision; for standard BF16 (no
+# suffix) the binary itself is the target, so it is not phony and rebuilds only when stale
+ifneq ($(SUFFIX),)
 .PHONY: train_gpt2cu test_gpt2cu
 train_gpt2cu: train_gpt2cu$(SUFFIX)
 test_gpt2cu: test_gpt2cu$(SUFFIX)
+endif
 
 train_gpt2cu$(SUFFIX): train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@

@@ -62,7 +62,7 @@ if [ -f "$BIN" ] && [ "$BIN" -nt "$OUT/encoder.json" ]; then
   info "$BIN present"
 else
   build_encode_text
-  dev/data/encode_text --encoder "$OUT/encoder.json" --vocab "$OUT/vocab.bpe" --write-decoder "$BIN.tmp"
+  dev/data/encode_text -q --encoder "$OUT/encoder.json" --vocab "$OUT/vocab.bpe" --write-decoder "$BIN.tmp"
   mv "$BIN.tmp" "$BIN"
   info "wrote $BIN"
 fi

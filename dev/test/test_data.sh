@@ -22,10 +22,28 @@ fi
 
 # ---------------------------------------------------------------- vocabulary and encode_text
 if bash dev/data/fetch_gpt2_vocab.sh >"$tmp/fetch.log" 2>&1; then
-  pass "fetch_gpt2_vocab: $(tail -n 2 "$tmp/fetch.log" | head -n 1)"
+  pass "fetch_gpt2_vocab: $(grep -m1 'encoder.json' "$tmp/fetch.log" | sed 's/^fetch_gpt2_vocab: //')"
 else
   fail "fetch_gpt2_vocab: $(tail -n 1 "$tmp/fetch.log")"
 fi
+# the decode file that the trainers read for samples: ids of "Hello world" decode back
+cat >"$tmp/dec.cpp" <<'EOF'
+#include "tokenizer.h"
+int main() {
+    Tokenizer t;
+    tokenizer_init(&t, "dev/data/gpt2/gpt2_tokenizer.bin");
+    if (!t.init_ok) { return 1; }
+    printf("%u %d %s%s\n", t.vocab_size, t.eot_token, tokenizer_decode(&t, 15496), tokenizer_decode(&t, 995));
+    tokenizer_free(&t);
+    return 0;
+}
+EOF
+if g++ -O1 -std=c++17 -I. "$tmp/dec.cpp" -o "$tmp/dec" 2>"$tmp/dec.log" && dec=$("$tmp/dec" 2>&1) && [ "$dec" = "50257 50256 Hello world" ]; then
+  pass "gpt2_tokenizer_bin_decodes: vocab 50257, eot 50256, 15496 995 -> 'Hello world'"
+else
+  fail "gpt2_tokenizer_bin_decodes: got '${dec:-$(head -n 1 "$tmp/dec.log")}', expected '50257 50256 Hello world'"
+fi
+
 if ! make -s dev/data/encode_text >"$tmp/build.log" 2>&1; then
   fail "build_encode_text: $(grep -m1 error "$tmp/build.log")"
   echo "(encode_text missing: the remaining checks cannot run)"
