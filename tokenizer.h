@@ -17,9 +17,9 @@ Encoding gives exactly the ids of tiktoken's "gpt2" encoding (tested against js-
   as a JavaScript regex): it includes U+FEFF and excludes U+0085. Rust tiktoken's regex uses the
   White_Space property instead (U+0085 yes, U+FEFF no): build with -DTOKENIZER_RUST_WHITESPACE for that.
 - BPE follows tiktoken: repeatedly merge the adjacent pair whose concatenated bytes form the token of
-  lowest id (leftmost on ties), after first taking the whole piece as one token when it is one. For
-  OpenAI's files this is the same as applying vocab.bpe's merges in order (the loader checks that merge
-  i of vocab.bpe makes token 256 + i).
+  lowest id (leftmost on ties), after first taking the whole piece as one token when it is one. The id
+  is the rank because merge i of vocab.bpe makes token 256 + i (the loader checks it); unlike OpenAI's
+  original encoder.py, any split of a token into two tokens may merge, not only the one in vocab.bpe.
 - The special token <|endoftext|> (50256): encode_ordinary treats the text "<|endoftext|>" as plain text
   (tiktoken's encode_ordinary); encode turns every occurrence into 50256 (tiktoken's
   encode(allowed_special="all")).
@@ -29,7 +29,8 @@ truncated sequence, overlong form, encoded surrogate, above U+10FFFF, bytes C0 C
 character of the class "other symbol" (neither letter, number nor space), like the U+FFFD that a UTF-8
 decoder would substitute. So pieces split exactly where js-tiktoken splits the decoded string with
 U+FFFD replacement, but the original bytes are kept: byte-level BPE encodes any bytes, and
-decode(encode(s)) == s holds for every byte string, valid or not.
+decode(encode(s)) == s holds for every byte string, valid or not (dev/test/test_tokenizer.sh checks
+both on random strings with invalid bytes).
 
 GPT2Encoder keeps a cache of piece -> ids; it is not thread-safe (use one encoder per thread).
 */

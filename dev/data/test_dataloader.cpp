@@ -205,6 +205,9 @@ int main(void) {
         check(grouped, "shuffle_shard_windows_contiguous", "");
         check(a.epoch == 2, "shuffle_epoch_rollover", a.epoch == 2 ? "epoch=2 at the last batch of epoch 3" : "wrong epoch");
     }
+    dataloader_free(&a);
+    dataloader_free(&b);
+    dataloader_free(&c);
     // the same shuffled order every time, pinned: a change of the generator shows up here
     {
         DataLoader p;

@@ -55,5 +55,5 @@ set -x
   -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d12 \
   -b 16 -t 1024 -d 32768 -x 150 \
   -l 6e-4 -u 15 -q 0.0 -c 0.1 \
-  -v 25 -m 100 -s 150 -g 128 -n 150 \
+  -v 25 -m -1 -s 150 -g 128 -n 150 \
   ${TRAIN_ARGS:-} "$@"

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# The CUDA suite of `make test` (owner: CUDA trainer).
+#
+# Always: builds the trainer and the test binary of every scheme x {BF16, FP32} (at most two
+# nvcc at a time; a build with a compiler warning fails), then checks what the trainers must do
+# before touching a GPU: -h, a bad flag, a bad value, every forbidden scheme/shape combination of
+# dev/fixtures/forbidden.tsv and a checkpoint of another scheme each give one clear line (exit 0
+# for -h, 1 otherwise).
+# Without a GPU: valid flags must end in one "no CUDA device" line (exit 1, no crash), and the GPU
+# tests are skipped. With a GPU: every test binary runs (fixtures, every tensor, resume).
+#
+#   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
+set -u
+cd "$(dirname "$0")/../.."
+SCHEMES="standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"
+PRECISIONS="BF16 FP32"
+log_dir=build/test_logs/cuda
+mkdir -p "$log_dir"
+failed=0
+
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; failed=1; }
+
+# binary name of (kind, scheme, precision), the Makefile's naming
+binary() {
+  local name=$1
+  [ "$2" != standard ] && name="${name}_$2"
+  [ "$3" = FP32 ] && name="${name}_fp32"
+  echo "$name"
+}
+
+if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then has_gpu=1; else has_gpu=0; fi
+
+# ---------------------------------------------------------------------------------------------
+# builds: one make per binary, two at a time
+build_one() { # kind scheme precision
+  local bin log start rc
+  bin=$(binary "$1" "$2" "$3")
+  log="$log_dir/build_$bin.log"
+  start=$SECONDS
+  make -s "$bin" QKV="$2" PRECISION="$3" >"$log" 2>&1
+  rc=$?
+  local secs=$((SECONDS - start))
+  if [ $rc -ne 0 ]; then
+    echo "FAIL compile $bin: make exited $rc (${secs}s): $(grep -m1 -i 'error' "$log" || tail -n1 "$log")"
+  elif grep -qi 'warning' "$log"; then
+    echo "FAIL compile $bin: compiler warnings (${secs}s): $(grep -m1 -i 'warning' "$log")"
+  elif [ ! -x "$bin" ]; then
+    echo "FAIL compile $bin: make succeeded but $bin is missing"
+  else
+    echo "PASS compile $bin (${secs}s)"
+  fi
+}
+# make with a suffix-less target for standard BF16 needs the file name, which `binary` gives
+build_start=$SECONDS
+jobs_list=()
+for s in $SCHEMES; do
+  for p in $PRECISIONS; do
+    jobs_list+=("train_gpt2cu $s $p" "test_gpt2cu $s $p")
+  done
+done
+build_out="$log_dir/builds.txt"
+: >"$build_out"
+running=0
+for j in "${jobs_list[@]}"; do
+  # shellcheck disable=SC2086
+  build_one $j >>"$build_out" &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+sort "$build_out"
+grep -q '^FAIL' "$build_out" && failed=1
+echo "  cuda builds: ${#jobs_list[@]} binaries in $((SECONDS - build_start))s"
+
+# ---------------------------------------------------------------------------------------------
+# checks that need no GPU: flags, shapes, checkpoints
+
+# run a trainer and require: exit status, exactly one output line, and that the line contains a text
+expect_one_line() { # name expected_rc needle cmd...
+  local name=$1 want=$2 needle=$3
+  shift 3
+  local out rc lines
+  out=$("$@" 2>&1)
+  rc=$?
+  lines=$(printf '%s\n' "$out" | grep -c .)
+  if [ $rc -eq "$want" ] && [ "$lines" -eq 1 ] && printf '%s' "$out" | grep -qF -- "$needle"; then
+    pass "nogpu $name: exit $rc: $out"
+  else
+    fail "nogpu $name: expected exit $want and one line containing '$needle', got exit $rc and $lines lines: $(printf '%s' "$out" | head -c 300 | tr '\n' '|')"
+  fi
+}
+
+fixture_of() { # scheme -> model path of its tiny fixture, or empty
+  local f="dev/fixtures/$1_tiny_model.bin"
+  [ -f "$f" ] && echo "$f"
+}
+
+for s in $SCHEMES; do
+  for p in $PRECISIONS; do
+    bin=$(binary train_gpt2cu "$s" "$p")
+    [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }
+    out=$(./"$bin" -h 2>&1); rc=$?
+    if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q '^Usage:' && printf '%s' "$out" | grep -q "scheme '$s'"; then
+      pass "nogpu $bin -h: exit 0, usage names scheme $s"
+    else
+      fail "nogpu $bin -h: exit $rc, expected 0 and a usage naming scheme $s"
+    fi
+    expect_one_line "$bin bad flag" 1 "unknown flag -z" ./"$bin" -z 3
+    expect_one_line "$bin bad value" 1 "-b 0" ./"$bin" -b 0
+    expect_one_line "$bin bad number" 1 "--attn_scale abc" ./"$bin" --attn_scale abc
+    expect_one_line "$bin bad depth" 1 "-e d7" ./"$bin" -e d7
+    expect_one_line "$bin -d not a multiple" 1 "-d 100" ./"$bin" -e d6 -b 2 -t 64 -d 100
+    expect_one_line "$bin -t too long" 1 "-t 2048" ./"$bin" -e d6 -t 2048
+    # a checkpoint of another scheme (the next scheme in the list)
+    other=$(echo $SCHEMES $SCHEMES | tr ' ' '\n' | grep -A1 -x "$s" | sed -n 2p)
+    f=$(fixture_of "$other")
+    if [ -n "$f" ]; then
+      expect_one_line "$bin checkpoint of scheme $other" 1 "written by scheme $other, but this binary is built for scheme $s" \
+        ./"$bin" -e "$f" -t 64
+    else
+      echo "SKIP nogpu $bin checkpoint of another scheme: no dev/fixtures/${other}_tiny_model.bin (make_fixtures.py not run)"
+    fi
+    if [ $has_gpu -eq 0 ]; then
+      expect_one_line "$bin valid flags" 1 "no CUDA device" ./"$bin" -e d6 -t 64 -b 2 -x 3
+      f=$(fixture_of "$s")
+      if [ -n "$f" ]; then
+        expect_one_line "$bin valid checkpoint" 1 "no CUDA device" ./"$bin" -e "$f" -t 64 -b 2
+      fi
+    fi
+  done
+done
+
+# the forbidden scheme/shape combinations of the reference's table
+# (scheme n_layer n_embd n_head n_kv_head mlp bias); --n_kv_head 0 is refused as a bad value
+forbidden=dev/fixtures/forbidden.tsv
+if [ -f "$forbidden" ]; then
+  while IFS=$'\t' read -r s L C H KV M bias; do
+    [ -z "$s" ] && continue
+    bin=$(binary train_gpt2cu "$s" BF16)
+    [ -x "$bin" ] || { fail "nogpu forbidden $s: $bin not built"; continue; }
+    needle="scheme $s"
+    [ "$KV" -lt 1 ] && needle="--n_kv_head 0"
+    expect_one_line "forbidden $s L=$L C=$C H=$H KV=$KV M=$M bias=$bias" 1 "$needle" \
+      ./"$bin" -e d6 --n_layer "$L" --n_embd "$C" --n_head "$H" --n_kv_head "$KV" --mlp_hidden "$M" --bias "$bias" -t 64
+  done <"$forbidden"
+else
+  echo "SKIP nogpu forbidden shapes: no $forbidden (make_fixtures.py not run)"
+fi
+# the example of the brief, spelled out: k_identity refuses GQA
+expect_one_line "forbidden k_identity GQA" 1 "scheme k_identity requires n_kv_head == n_head" \
+  ./"$(binary train_gpt2cu k_identity BF16)" -e d6 --n_kv_head 2
+# a checkpoint's shape cannot be changed by flags
+f=$(fixture_of standard)
+if [ -n "$f" ]; then
+  expect_one_line "checkpoint shape flag" 1 "cannot be changed" ./train_gpt2cu -e "$f" -t 64 --n_kv_head 2
+  expect_one_line "resume without -o" 1 "-y 1 needs -o" ./train_gpt2cu -e "$f" -t 64 -y 1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# GPU tests
+if [ $has_gpu -eq 0 ]; then
+  echo "SKIP gpu tests: no CUDA device on this machine"
+else
+  for s in $SCHEMES; do
+    for p in $PRECISIONS; do
+      bin=$(binary test_gpt2cu "$s" "$p")
+      [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
+      ./"$bin" | tee "$log_dir/$bin.log" | grep -E '^(PASS|FAIL|SKIP) |^cuda-'
+      rc=${PIPESTATUS[0]}
+      if [ "$rc" -ne 0 ]; then
+        grep -q '^FAIL' "$log_dir/$bin.log" || echo "FAIL gpu $bin: exited $rc without a FAIL line (see $log_dir/$bin.log)"
+        failed=1
+      fi
+    done
+  done
+fi
+exit $failed
