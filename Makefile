@@ -52,10 +52,10 @@ train_gpt2cu: train_gpt2cu$(SUFFIX)
 test_gpt2cu: test_gpt2cu$(SUFFIX)
 endif
 
-train_gpt2cu$(SUFFIX): train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h
+train_gpt2cu$(SUFFIX): train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
-test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/test/debug_state.h
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
 # ---------------------------------------------------------------------------------------------
@@ -71,15 +71,15 @@ $(BUILD)/test_gpt2_cpu_%: dev/cpu/test_gpt2_cpu.cpp dev/cpu/train_gpt2_cpu.cpp a
 
 # ---------------------------------------------------------------------------------------------
 # Tokenizer (owner: tokenizer)
-$(BUILD)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h | $(BUILD)
+$(BUILD)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 
-$(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h | $(BUILD)
+$(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 
 # ---------------------------------------------------------------------------------------------
 # Data (owner: data)
-dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dataloader.h
+dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h
 	$(CXX) $(CXXFLAGS) $< -o $@
 
 $(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
