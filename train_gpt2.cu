@@ -62,6 +62,7 @@ __device__ __forceinline__ floatX f2x(float v) { return __float2bfloat16(v); } /
 #endif
 
 // host-side bfloat16 <-> float, round to nearest even like the reference's to_bf16_bits
+#if PRECISION_IS_BF16
 static inline uint16_t host_f32_to_bf16(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
@@ -69,6 +70,7 @@ static inline uint16_t host_f32_to_bf16(float f) {
     u = u + 0x7FFFu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
 }
+#endif
 static inline float host_bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;
@@ -359,6 +361,14 @@ __global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floa
     }
 }
 
+// out (N, OC) += bias (OC): only for a bias the cuBLASLt epilogue is not given (see matmul_forward)
+__global__ void add_bias_kernel(floatX* out, const floatX* bias, size_t N, int OC) {
+    const size_t n = N * (size_t)OC;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        out[i] = f2x(x2f(out[i]) + x2f(bias[i % OC]));
+    }
+}
+
 // out = a + b (the residual connections; also dx += dq for q_residual's direct path); out may be a or b
 __global__ void add_kernel(floatX* out, const floatX* a, const floatX* b, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -554,6 +564,8 @@ __global__ void params_to_master_kernel(float* master, const floatX* params, siz
 static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
 static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
+typedef struct { long long v[17]; } LtKey; // every argument that can change the algorithm choice
+static std::vector<std::pair<LtKey, cublasLtMatmulAlgo_t>> g_lt_cache;
 
 // largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
 // cuBLASLt's heuristic assumes 256-byte alignment unless told, and tensors here start anywhere
@@ -615,16 +627,30 @@ static void matmul_lt(void* D, cudaDataType d_type, const floatX* A, const float
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
-    cublasLtMatmulHeuristicResult_t heuristic;
-    int found = 0;
-    cublasCheck(cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found));
-    if (found == 0) {
-        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
-                "batch=%d bias=%d (alignments %u/%u/%u)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
-                bias != NULL, al_a, al_b, al_d);
-        exit(EXIT_FAILURE);
+    // one heuristic query per distinct configuration: the same shape always runs the same algorithm
+    LtKey key;
+    memset(&key, 0, sizeof(key));
+    const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
+                                bias != NULL, al_a, al_b, al_d};
+    memcpy(key.v, fields, sizeof(fields));
+    const cublasLtMatmulAlgo_t* algo = NULL;
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { algo = &g_lt_cache[i].second; break; }
     }
-    cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &heuristic.algo,
+    if (algo == NULL) {
+        cublasLtMatmulHeuristicResult_t heuristic;
+        int found = 0;
+        cublasCheck(cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found));
+        if (found == 0) {
+            fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
+                    "batch=%d bias=%d (alignments %u/%u/%u)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
+                    bias != NULL, al_a, al_b, al_d);
+            exit(EXIT_FAILURE);
+        }
+        g_lt_cache.push_back(std::make_pair(key, heuristic.algo));
+        algo = &g_lt_cache.back().second;
+    }
+    cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, algo,
                                g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
     cublasCheck(cublasLtMatrixLayoutDestroy(la));
@@ -636,9 +662,16 @@ static void matmul_lt(void* D, cudaDataType d_type, const floatX* A, const float
 // ----------------------------------------------------------------------------
 // layers: forward and backward launchers (row-major shapes in the comments)
 
-// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue
+// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue.
+// cuBLASLt documents no alignment for the bias vector; a layer's slice of a stacked bias is
+// 16-byte aligned whenever OC is a multiple of 8 (every GPT-2 shape), else it is added separately.
 static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
-    matmul_lt(out, CUBLAS_X_TYPE, weight, inp, bias, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+    const int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
+    matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+    if (bias != NULL && !fuse) {
+        add_bias_kernel<<<grid_for((size_t)N * OC, 256), 256>>>(out, bias, (size_t)N, OC);
+        launchCheck();
+    }
 }
 
 static float* g_colsum_partial = NULL; // (COLSUM_MAX_CHUNKS, 2, max columns), set up with the model
@@ -1471,7 +1504,7 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
     const int qres = c->scheme == QKV_Q_RESIDUAL;
     check_tokens(inputs, BT, V, "input");
     cudaCheck(cudaMemcpy(model->inputs_d, inputs, BT * sizeof(int), cudaMemcpyHostToDevice));
-    prepare_encoder_buckets(model, inputs);
+    if (targets != NULL && dloss > 0.0f) { prepare_encoder_buckets(model, inputs); } // only a backward uses them
     if (targets != NULL) {
         check_tokens(targets, BT, V, "target");
         cudaCheck(cudaMemcpy(model->targets_d, targets, BT * sizeof(int), cudaMemcpyHostToDevice));
