@@ -1,3 +1,6 @@
+# Checks, in float64 numpy/torch, the per-row formulas of train_gpt2.cu's kernels (RMSNorm and LayerNorm
+# backward, GELU backward, the fused classifier) against autograd. Transcribed by hand from the
+# kernels: keep in step with them. Run: /usr/bin/python3 dev/cuda/emulate_rows.py
 import numpy as np, torch, math
 torch.set_default_dtype(torch.float64)
 rng = np.random.default_rng(1)
