@@ -7,13 +7,17 @@ For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's sch
   recorded AdamW steps and compare the step losses and gradient norms. Each tensor's relative
   error ||out - ref|| / ||ref|| is printed; a fixture passes when every one is at or under the
   precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2). A record this test does
-  not know is a failure (the reference added something the trainers must follow).
-Then the resume check: a training run with checkpoints, resumed from the middle, must give
-bit-identical losses to the uninterrupted run.
+  not know is a failure (the reference added something the trainers must follow), and so is a
+  record it expects that is missing (every activation, gradient and step record of the model).
+Then the resume check: a training run (2 accumulation steps, validation, sampling, an epoch
+boundary after the resume point) with checkpoints, resumed from the middle, must give
+bit-identical losses and the same final sampling RNG state as the uninterrupted run; the
+uninterrupted run's main.log must have one well-formed line per step. The standard scheme also
+reads an llm.c version 5 (bf16) checkpoint. No fixture of this scheme in the manifest is a FAIL.
 
 Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
-"FAIL ..." line per fixture and one for the resume check; "SKIP ..." when there is no GPU or no
-fixture of this scheme. Exit status 1 on any FAIL.
+"FAIL ..." line per fixture, then resume_<scheme>, log_<scheme> (and v5_read); "SKIP ..." when
+there is no GPU. Exit status 1 on any FAIL.
 
   make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv]
 */
@@ -21,6 +25,7 @@ fixture of this scheme. Exit status 1 on any FAIL.
 #include "train_gpt2.cu"
 #include "dev/test/debug_state.h"
 
+#include <set>
 #include <string>
 
 #if PRECISION_IS_BF16
@@ -163,9 +168,11 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     gpt2_backward(&model);
     cudaCheck(cudaDeviceSynchronize());
 
+    std::set<std::string> seen; // every record the reference must have written, checked after the loop
     for (int n = 0; n < ds.num_tensors; n++) {
         const DebugTensor* r = &ds.tensors[n];
         const char* name = r->name;
+        seen.insert(name);
         if (strcmp(name, "inputs") == 0 || strcmp(name, "targets") == 0 || strcmp(name, "adamw") == 0) { continue; }
         if (strcmp(name, "step_losses") == 0 || strcmp(name, "step_grad_norms") == 0) { continue; } // after the steps
         if (r->f == NULL) { hard_fail(&v, fixture, std::string("record ") + name + " is not a float tensor"); continue; }
@@ -206,6 +213,27 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
             continue;
         }
         note(&v, fixture, name, rel_error(mine.data(), r->f, r->numel));
+    }
+
+    // a record the reference did not write is a check that did not happen: fail rather than pass it
+    {
+        std::vector<std::string> need = {"encoded", "lnf", "logits", "loss"};
+        static const char* const per_layer[] = {"ln1", "q", "k", "v", "att", "atty", "residual2", "ln2", "fch",
+                                                "fch_gelu", "residual3"};
+        for (int l = 0; l < config.num_layers; l++) {
+            for (const char* w : per_layer) { need.push_back("L" + std::to_string(l) + "." + w); }
+            if (config.scheme == QKV_Q_RESIDUAL) { need.push_back("L" + std::to_string(l) + ".qres_f"); }
+        }
+        for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+            if (model.param_sizes[i] > 0) { need.push_back(std::string("grad.") + param_tensor_names[i]); }
+        }
+        if (ds.num_steps > 0) { need.push_back("step_losses"); need.push_back("step_grad_norms"); need.push_back("adamw"); }
+        for (const std::string& nm : need) {
+            if (seen.count(nm) == 0) { hard_fail(&v, fixture, "missing record " + nm + " in " + debug_path); }
+        }
+        if (ds.num_steps == 0 && (seen.count("step_losses") || seen.count("step_grad_norms"))) {
+            hard_fail(&v, fixture, "step records present but the header says 0 steps");
+        }
     }
 
     // the recorded AdamW steps on the same batch (the first one reuses the gradients above)
@@ -284,8 +312,13 @@ static void resume_args(TrainArgs* a, const char* model_path, const char* shard,
     a->warmup = 2;
     a->final_frac = 0.1f;
     a->weight_decay = 0.1f;
-    a->val_every = 0;
-    a->sample_every = 0;
+    // validation every 3 steps (the resumed run validates at steps 5, 6, 9, 10, the others at 0, 3, 6, 9, 10: it
+    // must not disturb training) and sampling every 5 steps (the resumed run must continue the saved RNG)
+    a->val_pattern = shard;
+    a->val_every = 3;
+    a->val_max_steps = 2;
+    a->sample_every = 5;
+    a->gen_T = 4;
     a->total_batch = 2 * 4 * 32; // two accumulation steps: the data position moves twice per step
     a->loss_record = record;
     a->loss_record_size = 10;
@@ -309,7 +342,8 @@ static int run_resume_check(const char* model_path) {
         printf("FAIL %s resume_%s: %s\n", LABEL, scheme, msg);
         return 0;
     }
-    if (!write_token_shard(shard, 4 * 32 * 40 + 1, config.vocab_size, 7)) {
+    // 13 windows of B*T: epoch 0 ends inside step 7, after the resume point (the state must carry the epoch)
+    if (!write_token_shard(shard, 4 * 32 * 13 + 1, config.vocab_size, 7)) {
         printf("FAIL %s resume_%s: cannot write %s\n", LABEL, scheme, shard);
         return 0;
     }
@@ -354,18 +388,128 @@ static int run_resume_check(const char* model_path) {
     }
     int same_ab = memcmp(la, lb, sizeof(la)) == 0;
     int same_ac = memcmp(la + 5, lc + 5, 5 * sizeof(float)) == 0;
+    const int same_rng = a.final_rng == b.final_rng && a.final_rng == c.final_rng;
+    printf("  resume_%s sampling rng at the end: uninterrupted %016llx checkpointing %016llx resumed %016llx\n", scheme,
+           a.final_rng, b.final_rng, c.final_rng);
     for (int i = 0; i < 10; i++) {
         printf("  resume_%s step %d loss uninterrupted %.9g checkpointing %.9g resumed %.9g\n", scheme, i + 1, la[i], lb[i],
                i >= 5 ? lc[i] : NAN);
     }
-    if (same_ab && same_ac && isfinite(la[9])) {
+    if (same_ab && same_ac && same_rng && isfinite(la[9])) {
         printf("PASS %s resume_%s (steps 6-10 after resuming at step 5 are bit-identical to the uninterrupted run; "
                "final loss %.6f)\n", LABEL, scheme, la[9]);
         return 1;
     }
     printf("FAIL %s resume_%s (%s)\n", LABEL, scheme,
            !same_ab ? "a run writing checkpoints differs from one that does not"
-                    : (!same_ac ? "the resumed losses differ from the uninterrupted run" : "non-finite loss"));
+                    : (!same_ac ? "the resumed losses differ from the uninterrupted run"
+                                : (!same_rng ? "the sampling RNG of the resumed run differs" : "non-finite loss")));
+    return 0;
+}
+
+// llm.c's bf16 checkpoint (version 5, gpt2_124M_bf16.bin's format): an fp32 model of llm.c's
+// shape is rounded to bf16 (nearest even) into a v5 file; loading it must give exactly the rounded
+// values, tensor by tensor (and loading the fp32 file, rounded the same way in BF16 builds).
+static uint16_t test_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = u + 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static int run_v5_check(const char* fp32_path) {
+    char msg[16384];
+    GPT2Config config;
+    int version = 0;
+    if (!checkpoint_inspect(fp32_path, -1.0f, &config, &version, msg, sizeof(msg))) {
+        printf("FAIL %s v5_read: %s\n", LABEL, msg);
+        return 0;
+    }
+    const char* v5_path = "build/test_cuda_v5_" PRECISION_NAME ".bin";
+    FILE* in = fopen(fp32_path, "rb");
+    FILE* out = fopen(v5_path, "wb");
+    const size_t np = gpt2_num_parameters(&config);
+    std::vector<float> vals(np);
+    int header[256];
+    int ok = in != NULL && out != NULL && fread(header, sizeof(int), 256, in) == 256 && fread(vals.data(), sizeof(float), np, in) == np;
+    if (ok) {
+        header[1] = CHECKPOINT_VERSION_LLMC_BF16;
+        for (int k = 8; k < 256; k++) { header[k] = 0; }
+        std::vector<uint16_t> h(np);
+        for (size_t i = 0; i < np; i++) { h[i] = test_f32_to_bf16(vals[i]); }
+        ok = fwrite(header, sizeof(int), 256, out) == 256 && fwrite(h.data(), sizeof(uint16_t), np, out) == np;
+        for (size_t i = 0; i < np; i++) { vals[i] = host_bf16_to_f32(h[i]); } // what the v5 file holds
+    }
+    if (in != NULL) { fclose(in); }
+    if (out != NULL && fclose(out) != 0) { ok = 0; }
+    if (!ok) {
+        printf("FAIL %s v5_read: cannot convert %s (a version 6 fp32 file of llm.c's shape) into %s\n", LABEL, fp32_path, v5_path);
+        return 0;
+    }
+    GPT2Config c5;
+    int v5 = 0;
+    if (!checkpoint_inspect(v5_path, -1.0f, &c5, &v5, msg, sizeof(msg)) || v5 != CHECKPOINT_VERSION_LLMC_BF16) {
+        printf("FAIL %s v5_read: %s\n", LABEL, msg);
+        return 0;
+    }
+    GPT2 model;
+    gpt2_build(&model, &c5, 1, 1, 1, 0);
+    gpt2_load_params(&model, v5_path, v5);
+    size_t mismatches = 0, off = 0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        const size_t n = model.param_sizes[i];
+        if (n == 0) { continue; }
+        std::vector<float> got = fetch_x(model.params[i], n);
+        for (size_t j = 0; j < n; j++) { mismatches += memcmp(&got[j], &vals[off + j], sizeof(float)) != 0; }
+        if (model.master_memory != NULL) {
+            std::vector<float> mw = fetch_f(model.master_memory + model.param_offsets[i], n);
+            for (size_t j = 0; j < n; j++) { mismatches += memcmp(&mw[j], &vals[off + j], sizeof(float)) != 0; }
+        }
+        off += n;
+    }
+    gpt2_free(&model);
+    if (mismatches == 0 && off == np) {
+        printf("PASS %s v5_read (%s: %zu bf16 parameters load exactly)\n", LABEL, v5_path, np);
+        return 1;
+    }
+    printf("FAIL %s v5_read (%s: %zu of %zu values differ from the file's bf16 values)\n", LABEL, v5_path, mismatches, np);
+    return 0;
+}
+
+// The uninterrupted run's -o log: one line per step with loss, lr, norm, ms, tok/s and MFU, the
+// validation lines and the summary.
+static int check_main_log(void) {
+    const char* scheme = qkv_scheme_name(kQKVScheme);
+    char path[640];
+    snprintf(path, sizeof(path), "build/test_cuda_resume_%s_%s/uninterrupted/main.log", scheme, PRECISION_NAME);
+    FILE* f = fopen(path, "r");
+    if (f == NULL) {
+        printf("FAIL %s log_%s: %s was not written\n", LABEL, scheme, path);
+        return 0;
+    }
+    char line[2048];
+    int steps = 0, bad = 0, vals = 0, summary = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        int s = 0, n = 0;
+        if (sscanf(line, "step %d/%d |", &s, &n) == 2) {
+            steps++;
+            if (s != steps || n != 10 || !strstr(line, "| loss ") || !strstr(line, "| lr ") || !strstr(line, "| norm ") ||
+                !strstr(line, " ms |") || !strstr(line, " tok/s |") || !strstr(line, "| MFU ")) { bad++; }
+        } else if (strstr(line, "| val loss ") != NULL) {
+            vals++;
+        } else if (strncmp(line, "summary:", 8) == 0) {
+            summary++;
+        } else {
+            bad++;
+        }
+    }
+    fclose(f);
+    if (steps == 10 && bad == 0 && vals == 5 && summary == 1) {
+        printf("PASS %s log_%s (%s: 10 step lines with loss, lr, norm, ms, tok/s, MFU; 5 val lines; a summary)\n", LABEL,
+               scheme, path);
+        return 1;
+    }
+    printf("FAIL %s log_%s (%s: %d step lines, %d malformed lines, %d val lines, %d summaries; expected 10, 0, 5, 1)\n",
+           LABEL, scheme, path, steps, bad, vals, summary);
     return 0;
 }
 
@@ -406,6 +550,12 @@ int main(int argc, char** argv) {
             failed++;
             continue;
         }
+        if (qkv_scheme_from_name(fields[1]) < 0) {
+            printf("FAIL %s manifest: %s names unknown scheme '%s' (expected one of attention_variants.cuh's names)\n",
+                   LABEL, manifest, fields[1]);
+            failed++;
+            continue;
+        }
         if (strcmp(fields[1], scheme) != 0) { continue; }
         ran++;
         if (first_model.empty()) { first_model = fields[2]; }
@@ -413,10 +563,16 @@ int main(int argc, char** argv) {
         fflush(stdout);
     }
     fclose(f);
-    if (ran == 0) {
-        printf("SKIP %s %s: no fixture of scheme %s in %s\n", LABEL, scheme, scheme, manifest);
+    if (ran == 0) { // nothing of this scheme was checked: that must not read as a pass
+        printf("FAIL %s %s: no fixture of scheme %s in %s (HINT: /usr/bin/python3 dev/reference/make_fixtures.py "
+               "--out dev/fixtures)\n", LABEL, scheme, scheme, manifest);
+        failed++;
     } else {
         if (run_resume_check(first_model.c_str())) { passed++; } else { failed++; }
+        if (check_main_log()) { passed++; } else { failed++; }
+        if (kQKVScheme == QKV_STANDARD) {
+            if (run_v5_check("dev/fixtures/standard_tiny_model.bin")) { passed++; } else { failed++; }
+        }
     }
     printf("%s %s: %d passed, %d failed\n", LABEL, scheme, passed, failed);
     return failed > 0 ? 1 : 0;

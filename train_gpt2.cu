@@ -114,8 +114,20 @@ static void cublas_check(cublasStatus_t status, const char* file, int line) {
 }
 #define cublasCheck(status) (cublas_check((status), __FILE__, __LINE__))
 
+// With CUDA_SYNC_CHECK=1 in the environment every kernel launch and cuBLASLt call is followed by a
+// device synchronization, so that an error in the kernel's execution (an illegal address, ...) names
+// its own call site instead of a later one. Off by default (it serializes the host with the GPU).
+static int sync_check_enabled(void) {
+    static int enabled = -1;
+    if (enabled < 0) {
+        const char* e = getenv("CUDA_SYNC_CHECK");
+        enabled = e != NULL && e[0] == '1';
+    }
+    return enabled;
+}
+#define debugSync() do { if (sync_check_enabled()) { cudaCheck(cudaDeviceSynchronize()); } } while (0)
 // a kernel launch is checked right away so that a bad configuration names its call site
-#define launchCheck() cudaCheck(cudaGetLastError())
+#define launchCheck() do { cudaCheck(cudaGetLastError()); debugSync(); } while (0)
 
 static void* host_malloc(size_t bytes, const char* what) {
     void* p = malloc(bytes > 0 ? bytes : 1);
@@ -565,7 +577,8 @@ static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
 static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
 typedef struct { long long v[17]; } LtKey; // every argument that can change the algorithm choice
-static std::vector<std::pair<LtKey, cublasLtMatmulAlgo_t>> g_lt_cache;
+typedef struct { int found; cublasLtMatmulAlgo_t algo; } LtChoice; // found 0: cuBLASLt has none (remembered)
+static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 
 // largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
 // cuBLASLt's heuristic assumes 256-byte alignment unless told, and tensors here start anywhere
@@ -582,7 +595,9 @@ static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
 // A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
 // parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
 // Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
-static void matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
+// Returns 1. When cuBLASLt has no algorithm: with a bias, returns 0 having done nothing (the caller
+// adds the bias itself); without one, stops with a line naming the shape.
+static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
                       int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
                       float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
     const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
@@ -633,30 +648,42 @@ static void matmul_lt(void* D, cudaDataType d_type, const floatX* A, const float
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
                                 bias != NULL, al_a, al_b, al_d};
     memcpy(key.v, fields, sizeof(fields));
-    const cublasLtMatmulAlgo_t* algo = NULL;
+    const LtChoice* choice = NULL;
     for (size_t i = 0; i < g_lt_cache.size(); i++) {
-        if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { algo = &g_lt_cache[i].second; break; }
+        if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { choice = &g_lt_cache[i].second; break; }
     }
-    if (algo == NULL) {
+    if (choice == NULL) {
         cublasLtMatmulHeuristicResult_t heuristic;
+        memset(&heuristic, 0, sizeof(heuristic));
         int found = 0;
-        cublasCheck(cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found));
-        if (found == 0) {
-            fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
-                    "batch=%d bias=%d (alignments %u/%u/%u)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
-                    bias != NULL, al_a, al_b, al_d);
-            exit(EXIT_FAILURE);
-        }
-        g_lt_cache.push_back(std::make_pair(key, heuristic.algo));
-        algo = &g_lt_cache.back().second;
+        // "no algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED
+        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found);
+        if (st != CUBLAS_STATUS_NOT_SUPPORTED) { cublasCheck(st); }
+        LtChoice c;
+        c.found = st == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS;
+        c.algo = heuristic.algo;
+        g_lt_cache.push_back(std::make_pair(key, c));
+        choice = &g_lt_cache.back().second;
     }
-    cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, algo,
-                               g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
+    const int ok = choice->found;
+    if (ok) {
+        cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &choice->algo,
+                                   g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
+        debugSync();
+    }
     cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
     cublasCheck(cublasLtMatrixLayoutDestroy(la));
     cublasCheck(cublasLtMatrixLayoutDestroy(lb));
     cublasCheck(cublasLtMatrixLayoutDestroy(ld));
     cublasCheck(cublasLtMatmulDescDestroy(op));
+    if (!ok && bias == NULL) {
+        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
+                "batch=%d D %s (alignments %u/%u/%u bytes) (HINT: an unusual model shape; try n_embd and n_head "
+                "giving a head size that is a multiple of 8)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
+                d_type == CUDA_R_32F ? "fp32" : PRECISION_NAME, al_a, al_b, al_d);
+        exit(EXIT_FAILURE);
+    }
+    return ok;
 }
 
 // ----------------------------------------------------------------------------
@@ -666,8 +693,11 @@ static void matmul_lt(void* D, cudaDataType d_type, const floatX* A, const float
 // cuBLASLt documents no alignment for the bias vector; a layer's slice of a stacked bias is
 // 16-byte aligned whenever OC is a multiple of 8 (every GPT-2 shape), else it is added separately.
 static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
-    const int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
-    matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+    int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
+    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        fuse = 0; // no algorithm with the bias epilogue for this shape: plain matmul, bias added below
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+    }
     if (bias != NULL && !fuse) {
         add_bias_kernel<<<grid_for((size_t)N * OC, 256), 256>>>(out, bias, (size_t)N, OC);
         launchCheck();
@@ -1301,7 +1331,7 @@ static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path
 // Training state (this trainer's own file, next to the model file of the same step):
 //   header 256 int32: [0] magic 20240330, [1] version 1, [2] step, [3] scheme, [4] 1 if fp32 master
 //   weights follow, [5] B, [6] T, [7] grad accumulation steps, [8..9] num_parameters (lo, hi),
-//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build
+//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [16..27] the model header's [2..13]
 //   then the train DataLoaderState (64 bytes), then AdamW m, v (fp32, file order, num_parameters
 //   each), then the master weights (fp32) when [4] is 1.
 #define STATE_MAGIC 20240330
@@ -1340,6 +1370,9 @@ static void gpt2_write_state(const GPT2* model, const TrainState* st, const char
     header[10] = (int)(uint32_t)(st->rng_state & 0xFFFFFFFFu);
     header[11] = (int)(uint32_t)(st->rng_state >> 32);
     header[12] = PRECISION_IS_BF16;
+    int model_header[256]; // [16..27]: the model's shape (model header [2..13]), so a state only fits its model
+    gpt2_config_to_header(&model->config, PRECISION_IS_BF16, model_header);
+    memcpy(&header[16], &model_header[2], 12 * sizeof(int));
     fwrite_or_die(header, sizeof(int), 256, f, tmp);
     fwrite_or_die(&st->loader, sizeof(DataLoaderState), 1, f, tmp);
     size_t max_n = 0;
@@ -1377,10 +1410,30 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
                  qkv_scheme_name(header[3]), qkv_scheme_name(config->scheme));
         return 0;
     }
+    int model_header[256];
+    gpt2_config_to_header(config, PRECISION_IS_BF16, model_header);
+    if (memcmp(&header[16], &model_header[2], 12 * sizeof(int)) != 0) {
+        char desc[256];
+        gpt2_config_describe(config, desc, sizeof(desc));
+        snprintf(msg, msg_size, "%s: training state of another model shape than its model file (%s, scheme %s)", path, desc,
+                 qkv_scheme_name(config->scheme));
+        return 0;
+    }
     const size_t np = (size_t)(uint32_t)header[8] | ((size_t)(uint32_t)header[9] << 32);
     if (np != gpt2_num_parameters(config)) {
         snprintf(msg, msg_size, "%s: training state for %zu parameters, but the model has %zu", path, np,
                  gpt2_num_parameters(config));
+        return 0;
+    }
+    if (header[2] < 0 || (header[4] != 0 && header[4] != 1) || header[5] < 1 || header[6] < 1 || header[7] < 1 ||
+        (header[12] != 0 && header[12] != 1)) {
+        snprintf(msg, msg_size, "%s: corrupt training state header (step %d, master %d, B %d, T %d, accumulation %d, bf16 %d)",
+                 path, header[2], header[4], header[5], header[6], header[7], header[12]);
+        return 0;
+    }
+    if (header[12] != PRECISION_IS_BF16) {
+        snprintf(msg, msg_size, "%s: training state of a %s build, but this binary is a %s build (HINT: resume with the "
+                 "binary that wrote it)", path, header[12] ? "bf16" : "fp32", PRECISION_NAME);
         return 0;
     }
     st->step = header[2];
@@ -1718,6 +1771,7 @@ typedef struct { const char* name; double bf16; double fp32; } GpuPeak;
 // first match wins: the more specific names come first (GH200 before H200, H100 PCIe before H100)
 static const GpuPeak gpu_peaks[] = {
     {"GH200", 989.4e12, 66.9e12},
+    {"H200 NVL", 835.0e12, 60.0e12},
     {"H200", 989.4e12, 66.9e12},
     {"H100 PCIe", 756.0e12, 51.2e12},
     {"H100 NVL", 835.0e12, 60.0e12},
@@ -1776,6 +1830,7 @@ typedef struct {
     // for tests: per-step train losses (index = step), NULL when not recorded
     float* loss_record;
     int loss_record_size;
+    unsigned long long final_rng; // the sampling RNG state at the end of train_run
 } TrainArgs;
 
 static void train_args_defaults(TrainArgs* a) {
@@ -1796,7 +1851,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->val_every = 20;
     a->val_max_steps = 20;
     a->sample_every = 20;
-    a->gen_T = 64;
+    a->gen_T = -1; // 64, or T when T < 64
     a->checkpoint_every = 0;
     a->resume = 0;
     a->recompute = 0;
@@ -1832,7 +1887,7 @@ static void print_usage(const char* prog) {
     printf("  -v <int>      validation loss every N steps, 0 = never (default 20)\n");
     printf("  -m <int>      validation batches, -1 = the whole validation set (default 20)\n");
     printf("  -s <int>      sample text every N steps, 0 = never (default 20)\n");
-    printf("  -g <int>      tokens to sample, <= T (default 64)\n");
+    printf("  -g <int>      tokens to sample, <= T (default 64, or T when shorter)\n");
     printf("  -n <int>      checkpoint every N steps into -o, 0 = never (default 0)\n");
     printf("  -y <0|1>      resume from the latest checkpoint in -o (default 0)\n");
     printf("Memory:\n");
@@ -2075,6 +2130,7 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "-t %d: expected T <= the model's max_seq_len %d", a->T, a->config.max_seq_len);
         return 0;
     }
+    if (a->gen_T < 0) { a->gen_T = a->T < 64 ? a->T : 64; }
     if (a->gen_T > a->T) {
         snprintf(msg, msg_size, "-g %d: expected at most T = %d tokens to sample", a->gen_T, a->T);
         return 0;
@@ -2089,6 +2145,11 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "-d %lld: expected a multiple of B*T = %lld (-b %d -t %d)", a->total_batch, BT, a->B, a->T);
         return 0;
     }
+    if (a->total_batch / BT > (1LL << 24)) {
+        snprintf(msg, msg_size, "-d %lld: %lld accumulation steps of B*T = %lld tokens, expected at most 2^24 (HINT: raise -b)",
+                 a->total_batch, a->total_batch / BT, BT);
+        return 0;
+    }
     a->grad_accum_steps = (int)(a->total_batch / BT);
     if (a->resuming) {
         if (!state_inspect(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }
@@ -2098,6 +2159,38 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
                      a->state.grad_accum_steps, a->B, a->T, a->grad_accum_steps);
             return 0;
         }
+    }
+    return 1;
+}
+
+static int make_dir(const char* dir);
+
+// The data and the output folder, checked from the host too (shard headers only, no tokens read),
+// so that a bad -i/-j/-o or a resume of other data is reported as such on a machine with no GPU.
+// train_run opens the loaders again. Returns 1, or 0 with a one-line message.
+static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size) {
+    char why[4096];
+    DataLoader loader;
+    if (!dataloader_init(&loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, why, sizeof(why))) {
+        snprintf(msg, msg_size, "-i %s: %s", a->train_pattern, why);
+        return 0;
+    }
+    if (a->resuming && !dataloader_set_state(&loader, &a->state.loader, why, sizeof(why))) {
+        snprintf(msg, msg_size, "%s: %s", a->state_path, why);
+        dataloader_free(&loader);
+        return 0;
+    }
+    dataloader_free(&loader);
+    if (a->val_every > 0) {
+        if (!dataloader_init(&loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, why, sizeof(why))) {
+            snprintf(msg, msg_size, "-j %s: %s (HINT: -v 0 turns validation off)", a->val_pattern, why);
+            return 0;
+        }
+        dataloader_free(&loader);
+    }
+    if (a->output_dir != NULL && !make_dir(a->output_dir)) {
+        snprintf(msg, msg_size, "-o %s: cannot create the output folder (%s)", a->output_dir, strerror(errno));
+        return 0;
     }
     return 1;
 }
@@ -2130,12 +2223,15 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// warmup, then cosine from lr down to lr * final_frac at the last step
+// Steps 0..num_steps-1: linear warmup lr/warmup, 2 lr/warmup, ..., lr at step warmup-1; then
+// cosine from lr at step `warmup` to exactly lr * final_frac at the last step num_steps-1 (the last
+// update really uses the final fraction; llm.c's (num_steps - warmup) denominator never reaches it).
 static float learning_rate(const TrainArgs* a, int step, int num_steps) {
     if (step < a->warmup) { return a->lr * (float)(step + 1) / (float)a->warmup; }
     const float min_lr = a->lr * a->final_frac;
-    if (num_steps <= a->warmup) { return a->lr; }
-    float ratio = (float)(step - a->warmup) / (float)(num_steps - a->warmup);
+    const int decay_steps = num_steps - 1 - a->warmup;
+    if (decay_steps <= 0) { return a->lr; } // no step after the warmup but the last: nothing to decay over
+    float ratio = (float)(step - a->warmup) / (float)decay_steps;
     if (ratio > 1.0f) { ratio = 1.0f; }
     const float coeff = 0.5f * (1.0f + cosf((float)M_PI * ratio));
     return min_lr + coeff * (a->lr - min_lr);
@@ -2255,6 +2351,11 @@ static int train_run(TrainArgs* a) {
     const long long tokens_per_step = a->total_batch;
     int num_steps = a->max_steps >= 0 ? a->max_steps : (int)(train_loader.num_tokens / (size_t)tokens_per_step);
     if (a->max_steps < 0 && num_steps < 1) { num_steps = 1; }
+    if (start_step > num_steps) {
+        fprintf(stderr, "error: -y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)\n", a->state_path,
+                start_step, num_steps);
+        return 1;
+    }
     int val_batches = 0;
     if (use_val) {
         val_batches = (int)val_loader.num_batches;
@@ -2310,7 +2411,9 @@ static int train_run(TrainArgs* a) {
             printf("%s\n", line);
             logf_line(logf, line);
         }
-        if (a->sample_every > 0 && step > 0 && (step % a->sample_every == 0 || last_step)) {
+        // not at the step a resume starts from: the interrupted run sampled there before saving the RNG state
+        if (a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
+            (step % a->sample_every == 0 || last_step)) {
             sample_text(&model, a, &tokenizer, &rng);
         }
         if (a->checkpoint_every > 0 && step > 0 && step != start_step && (step % a->checkpoint_every == 0 || last_step)) {
@@ -2367,6 +2470,7 @@ static int train_run(TrainArgs* a) {
             return 1;
         }
     }
+    a->final_rng = rng;
     if (timed_steps > 0) {
         const double ms = 1e3 * total_time / timed_steps;
         const double tok_s = (double)tokens_per_step * timed_steps / total_time;
@@ -2396,7 +2500,7 @@ int main(int argc, char** argv) {
         print_usage(argv[0]);
         return 0;
     }
-    if (parsed == 0 || !train_args_resolve(&args, msg, sizeof(msg))) {
+    if (parsed == 0 || !train_args_resolve(&args, msg, sizeof(msg)) || !train_args_check_data(&args, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }

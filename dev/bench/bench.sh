@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training throughput of every Q/K/V scheme (BF16 builds) on this GPU. Not a test: it needs a GPU
 # and takes minutes. For each scheme: d12 at T 1024 with the largest micro-batch that fits (tried
-# from 64 down, halving on "out of GPU memory"), then the standard scheme at d24 the same way.
+# from 128 down, halving on "out of GPU memory"), then the standard scheme at d24 the same way.
 # Prints, per configuration: micro-batch, ms per step, tokens/s, MFU and peak device memory, as
 # measured by the trainer itself (its "summary:" line: the mean over the steps after the first).
 #
@@ -11,6 +11,8 @@
 set -u
 cd "$(dirname "$0")/../.."
 STEPS=${1:-12}
+case "$STEPS" in ''|*[!0-9]*) echo "bench: steps '$STEPS': expected an integer >= 2" >&2; exit 1;; esac
+[ "$STEPS" -ge 2 ] || { echo "bench: steps $STEPS: expected >= 2 (the first step is not timed)" >&2; exit 1; }
 SCHEMES=${2:-"standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"}
 out_dir=build/bench
 mkdir -p "$out_dir"
@@ -20,9 +22,9 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)
 
-# one shard of random GPT-2 token ids, large enough for 64 x 1024 x (STEPS + 1) tokens
+# one shard of random GPT-2 token ids, large enough for 128 x 1024 x (STEPS + 1) tokens
 shard="$out_dir/bench_train_000.bin"
-need=$(( 64 * 1024 * (STEPS + 2) + 1 ))
+need=$(( 128 * 1024 * (STEPS + 2) + 1 ))
 python3 - "$shard" "$need" <<'EOF'
 import os, random, struct, sys
 path, n = sys.argv[1], int(sys.argv[2])
@@ -48,10 +50,12 @@ run_config() { # scheme depth
   local s=$1 depth=$2 bin B log line
   bin=$(binary "$s")
   make -s "$bin" QKV="$s" PRECISION=BF16 >/dev/null || { echo "bench: build of $bin failed" >&2; return 1; }
-  for B in 64 32 16 8 4 2 1; do
+  for B in 128 64 32 16 8 4 2 1; do
     log="$out_dir/${s}_${depth}_B${B}.log"
-    ./"$bin" -e "$depth" -t 1024 -b "$B" -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4 >"$log" 2>&1
-    if grep -q '^summary:' "$log"; then
+    # a hang must not stall the whole benchmark: 20 minutes is far more than STEPS steps need
+    timeout 1200 ./"$bin" -e "$depth" -t 1024 -b "$B" -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4 >"$log" 2>&1
+    local rc=$?
+    if [ $rc -eq 0 ] && grep -q '^summary:' "$log"; then
       line=$(grep '^summary:' "$log")
       # summary: N timed steps | X ms/step | Y tok/s | MFU Z | peak memory W MiB
       local ms tok mfu mem
@@ -64,7 +68,7 @@ run_config() { # scheme depth
       return 0
     fi
     if ! grep -qi 'out of \(GPU \)\?memory' "$log"; then
-      echo "bench: $bin -e $depth -b $B failed (not out of memory): $(grep -m1 'error' "$log")" >&2
+      echo "bench: $bin -e $depth -b $B failed (exit $rc, not out of memory; see $log): $(grep -m1 'error' "$log")" >&2
       return 1
     fi
   done
@@ -73,6 +77,8 @@ run_config() { # scheme depth
 }
 
 echo "gpu: $gpu"
-for s in $SCHEMES; do run_config "$s" d12; done
-run_config standard d24
+bench_failed=0
+for s in $SCHEMES; do run_config "$s" d12 || bench_failed=1; done
+run_config standard d24 || bench_failed=1
 echo "results: $results"
+exit $bench_failed

@@ -24,8 +24,12 @@ def lt(D, A, Bm, bias, m, n, k, transA, transB, lda, ldb, ldd, alpha, beta, batc
                 idx = od + r + c*ldd
                 D[idx] = R[r, c] + beta * D[idx] + (bias[r] if bias is not None else 0.0)
 
-def matmul_forward(out, inp, w, b, N, C, OC):
-    lt(out, w, inp, b, OC, N, C, 1, 0, C, C, OC, 1.0, 0.0)
+def matmul_forward(out, inp, w, b, N, C, OC, fuse=True):
+    # fuse=False: the path without the bias epilogue (unaligned bias, or no cuBLASLt algorithm with it):
+    # plain matmul, then add_bias_kernel
+    lt(out, w, inp, b if fuse else None, OC, N, C, 1, 0, C, C, OC, 1.0, 0.0)
+    if b is not None and not fuse:
+        for i in range(N*OC): out[i] = out[i] + b[i % OC]
 
 def matmul_backward(dinp, dw, db, dout, inp, w, N, C, OC, dinp_beta):
     lt(dinp, w, dout, None, C, N, OC, 0, 0, C, OC, C, 1.0, dinp_beta)
@@ -173,6 +177,8 @@ N, C, OC = 7, 5, 3
 x = rng.standard_normal((N, C)); w = rng.standard_normal((OC, C)); b = rng.standard_normal(OC); G = rng.standard_normal((N, OC))
 out = np.zeros(N*OC); matmul_forward(out, x.ravel(), w.ravel(), b, N, C, OC)
 e1 = np.abs(out - (x @ w.T + b).ravel()).max()
+out2 = np.zeros(N*OC); matmul_forward(out2, x.ravel(), w.ravel(), b, N, C, OC, fuse=False)
+e1 = max(e1, np.abs(out2 - (x @ w.T + b).ravel()).max())
 dinp = np.zeros(N*C); dw = np.zeros(OC*C); db = np.zeros(OC)
 matmul_backward(dinp, dw, db, G.ravel(), x.ravel(), w.ravel(), N, C, OC, 0.0)
 e2 = max(np.abs(dinp - (G @ w).ravel()).max(), np.abs(dw - (G.T @ x).ravel()).max(), np.abs(db - G.sum(0)).max())

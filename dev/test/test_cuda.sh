@@ -91,6 +91,19 @@ expect_one_line() { # name expected_rc needle cmd...
   fi
 }
 
+# a small token shard (ids < 500, the fixtures' vocabulary) for the data flags, so that these checks
+# do not depend on dev/data having been prepared: 4 * 32 * 16 + 1 tokens
+shard="$log_dir/tokens_000.bin"
+python3 - "$shard" <<'EOF_PY'
+import random, struct, sys
+n = 4 * 32 * 16 + 1
+rng = random.Random(5)
+with open(sys.argv[1] + ".tmp", "wb") as f:
+    f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+    f.write(struct.pack("<%dH" % n, *[rng.randrange(500) for _ in range(n)]))
+EOF_PY
+mv "$shard.tmp" "$shard"
+
 fixture_of() { # scheme -> model path of its tiny fixture, or empty
   local f="dev/fixtures/$1_tiny_model.bin"
   [ -f "$f" ] && echo "$f"
@@ -121,11 +134,12 @@ for s in $SCHEMES; do
     else
       echo "SKIP nogpu $bin checkpoint of another scheme: no dev/fixtures/${other}_tiny_model.bin (make_fixtures.py not run)"
     fi
+    expect_one_line "$bin missing train data" 1 "-i $log_dir/nope_*.bin" ./"$bin" -e d6 -t 64 -b 2 -i "$log_dir/nope_*.bin"
     if [ $has_gpu -eq 0 ]; then
-      expect_one_line "$bin valid flags" 1 "no CUDA device" ./"$bin" -e d6 -t 64 -b 2 -x 3
+      expect_one_line "$bin valid flags" 1 "no CUDA device" ./"$bin" -e d6 -t 64 -b 2 -x 3 -i "$shard" -j "$shard"
       f=$(fixture_of "$s")
       if [ -n "$f" ]; then
-        expect_one_line "$bin valid checkpoint" 1 "no CUDA device" ./"$bin" -e "$f" -t 64 -b 2
+        expect_one_line "$bin valid checkpoint" 1 "no CUDA device" ./"$bin" -e "$f" -t 64 -b 2 -i "$shard" -j "$shard"
       fi
     fi
   done
@@ -169,10 +183,32 @@ else
       ./"$bin" | tee "$log_dir/$bin.log" | grep -E '^(PASS|FAIL|SKIP) |^cuda-'
       rc=${PIPESTATUS[0]}
       if [ "$rc" -ne 0 ]; then
-        grep -q '^FAIL' "$log_dir/$bin.log" || echo "FAIL gpu $bin: exited $rc without a FAIL line (see $log_dir/$bin.log)"
+        # exit 1 with FAIL lines is a counted failure; anything else (a crash, a cudaCheck exit mid-run) is one more
+        if [ "$rc" -ne 1 ] || ! grep -q '^FAIL' "$log_dir/$bin.log"; then
+          echo "FAIL gpu $bin: exited $rc (crash or error before its summary; see $log_dir/$bin.log: $(grep -m1 '^error' "$log_dir/$bin.log"))"
+        fi
+        failed=1
+      elif ! grep -q '^PASS ' "$log_dir/$bin.log"; then
+        echo "FAIL gpu $bin: exited 0 without a PASS line (see $log_dir/$bin.log)"
         failed=1
       fi
     done
   done
+  # the trainer binary itself, end to end: -o log and checkpoints, then -y 1 continues from them
+  f=$(fixture_of standard)
+  if [ -n "$f" ]; then
+    run_dir=build/test_cuda_trainer
+    rm -rf "$run_dir"
+    common=(-e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -v 2 -m 1 -s 2 -g 4 -n 2 -l 1e-3 -u 1 -q 0.1 -c 0.1 -o "$run_dir")
+    ./train_gpt2cu "${common[@]}" -x 4 >"$log_dir/trainer_run.log" 2>&1; rc1=$?
+    ./train_gpt2cu "${common[@]}" -x 6 -y 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
+    steps=$(grep -c '^step [0-9]*/[0-9]* | loss .* | lr .* | norm .* ms | .* tok/s | MFU ' "$run_dir/main.log" 2>/dev/null)
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "${steps:-0}" -eq 6 ] && grep -q '^resuming from .*state_00000004.bin' "$log_dir/trainer_resume.log" &&
+       [ -f "$run_dir/model_00000004.bin" ] && [ -f "$run_dir/state_00000006.bin" ] && ! ls "$run_dir"/*.tmp >/dev/null 2>&1; then
+      pass "gpu train_gpt2cu -o/-n/-y: 4 steps, checkpoints, resumed to 6 (6 step lines in $run_dir/main.log)"
+    else
+      fail "gpu train_gpt2cu -o/-n/-y: exits $rc1/$rc2, $steps step lines (expected 0/0, 6), see $log_dir/trainer_run.log, trainer_resume.log"
+    fi
+  fi
 fi
 exit $failed
