@@ -69,7 +69,7 @@ typedef struct DataLoader {
     size_t* shard_windows;   // (num_shards) windows of each shard
     size_t* shard_order;     // (num_shards) this epoch's shard order
     size_t* window_order;    // (max windows of a shard) order of the current shard's windows
-    unsigned long long fingerprint;
+    unsigned long long fingerprint; // identifies the data: shard count and sizes (DataLoaderState.words[7])
     // position of the NEXT window to load: epoch `next_epoch`, shard_order[shard_pos], window_pos
     unsigned long long next_epoch;
     size_t shard_pos;
@@ -275,7 +275,7 @@ static inline int dataloader_init(DataLoader* loader, const char* filename_patte
         }
     }
     globfree(&g);
-    loader->fingerprint = fp ^ ((unsigned long long)n * 0x9E3779B97F4A7C15ULL);
+    loader->fingerprint = fp ^ ((unsigned long long)n * 0x9E3779B97F4A7C15ULL) ^ ((unsigned long long)n << 40);
     loader->shuffle = shuffle ? 1 : 0;
     loader->seed = seed;
     loader->window_order = (size_t*)calloc(max_windows, sizeof(size_t));
@@ -376,7 +376,7 @@ static inline void dataloader_get_state(const DataLoader* loader, DataLoaderStat
     state->words[5] = (unsigned long long)loader->num_tokens;
     state->words[6] = (unsigned long long)loader->B | ((unsigned long long)loader->T << 24) |
                       ((unsigned long long)loader->shuffle << 48);
-    state->words[7] = loader->fingerprint ^ ((unsigned long long)loader->num_shards << 40);
+    state->words[7] = loader->fingerprint;
 }
 
 static inline int dataloader_set_state(DataLoader* loader, const DataLoaderState* state, char* msg, size_t msg_size) {
@@ -390,8 +390,7 @@ static inline int dataloader_set_state(DataLoader* loader, const DataLoaderState
     unsigned long long sB = state->words[6] & 0xFFFFFFULL;
     unsigned long long sT = (state->words[6] >> 24) & 0xFFFFFFULL;
     unsigned long long sshuffle = (state->words[6] >> 48) & 0xFFULL;
-    unsigned long long my_fp = loader->fingerprint ^ ((unsigned long long)loader->num_shards << 40);
-    if (state->words[5] != (unsigned long long)loader->num_tokens || state->words[7] != my_fp) {
+    if (state->words[5] != (unsigned long long)loader->num_tokens || state->words[7] != loader->fingerprint) {
         snprintf(msg, msg_size, "dataloader: the saved data position is for other data (%llu tokens), expected the data of '%s' and %zu more shards (%zu tokens; HINT: resume with the same data files)",
                  state->words[5], where, loader->num_shards - 1, loader->num_tokens);
         return 0;
@@ -407,17 +406,13 @@ static inline int dataloader_set_state(DataLoader* loader, const DataLoaderState
                  shard_pos, loader->num_shards, where);
         return 0;
     }
-    // the shard at that position depends on the stored seed and epoch
-    size_t* order = (size_t*)calloc(loader->num_shards, sizeof(size_t));
-    if (order == NULL) {
-        snprintf(msg, msg_size, "dataloader: out of memory while restoring the data position (data '%s')", where);
-        return 0;
-    }
-    dataloader_permutation(order, loader->num_shards, loader->shuffle,
+    // the shard at that position depends on the stored seed and epoch: compute that epoch's order in
+    // shard_order, which is then the order of the resumed run (or recomputed if the state is refused)
+    dataloader_permutation(loader->shard_order, loader->num_shards, loader->shuffle,
                            dataloader_stream_seed(state->words[1], state->words[2], 0));
-    size_t windows = loader->shard_windows[order[shard_pos]];
-    free(order);
+    size_t windows = loader->shard_windows[loader->shard_order[shard_pos]];
     if (window_pos > windows) {
+        loader->order_epoch = ~0ULL;
         snprintf(msg, msg_size, "dataloader: the saved data position has window %llu, expected <= %zu (data '%s')",
                  window_pos, windows, where);
         return 0;
@@ -425,7 +420,7 @@ static inline int dataloader_set_state(DataLoader* loader, const DataLoaderState
     loader->seed = state->words[1];
     loader->next_epoch = state->words[2];
     loader->shard_pos = (size_t)shard_pos;
-    loader->order_epoch = ~0ULL;
+    loader->order_epoch = loader->next_epoch;
     loader->window_order_shard = SIZE_MAX;
     loader->window_pos = (size_t)window_pos;
     loader->epoch = loader->next_epoch;

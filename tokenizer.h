@@ -57,6 +57,12 @@ GPT2Encoder keeps a cache of piece -> ids; it is not thread-safe (use one encode
 // ----------------------------------------------------------------------------
 // decode side (llm.c API)
 
+// eot id of a gpt2_tokenizer.bin header; version 1 files predate the eot field and were always
+// GPT-2's vocabulary
+inline int tokenizer_header_eot(const uint32_t* header) {
+    return header[1] == 2 ? (int)header[3] : (header[2] == 50257 ? 50256 : -1);
+}
+
 typedef struct Tokenizer {
     int init_ok;
     unsigned vocab_size;
@@ -96,8 +102,7 @@ inline void tokenizer_init(Tokenizer* t, const char* filename) {
         return;
     }
     t->vocab_size = header[2];
-    // version 1 files predate the eot field and were always GPT-2's vocabulary
-    t->eot_token = header[1] == 2 ? (int)header[3] : (t->vocab_size == 50257 ? 50256 : -1);
+    t->eot_token = tokenizer_header_eot(header);
     t->token_table = (char**)calloc(t->vocab_size, sizeof(char*));
     for (unsigned i = 0; i < t->vocab_size; i++) {
         unsigned char length;
@@ -171,6 +176,30 @@ inline int utf8_decode_one(const uint8_t* p, const uint8_t* end, uint32_t* cp) {
     return 1;
 }
 
+// Appends the UTF-8 bytes of code point cp (< 0x110000) to *out.
+inline void utf8_append(uint32_t cp, std::string* out) {
+    if (cp < 0x80) { out->push_back((char)cp); }
+    else if (cp < 0x800) { out->push_back((char)(0xC0 | (cp >> 6))); out->push_back((char)(0x80 | (cp & 0x3F))); }
+    else if (cp < 0x10000) {
+        out->push_back((char)(0xE0 | (cp >> 12)));
+        out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
+        out->push_back((char)(0x80 | (cp & 0x3F)));
+    } else {
+        out->push_back((char)(0xF0 | (cp >> 18)));
+        out->push_back((char)(0x80 | ((cp >> 12) & 0x3F)));
+        out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
+        out->push_back((char)(0x80 | (cp & 0x3F)));
+    }
+}
+
+// Appends everything left in f to *out; false on a read error.
+inline bool read_all_bytes(FILE* f, std::string* out) {
+    char buf[1 << 16];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof(buf), f)) > 0) { out->append(buf, got); }
+    return ferror(f) == 0;
+}
+
 // UCLASS_* of a code point (0xFFFFFFFF, an invalid byte, is UCLASS_OTHER).
 inline int unicode_class(uint32_t cp) {
 #ifdef TOKENIZER_RUST_WHITESPACE
@@ -223,20 +252,11 @@ public:
                 vocab[e.second] = e.first;
                 continue;
             }
-            std::string bytes;
-            const uint8_t* p = (const uint8_t*)e.first.data();
-            const uint8_t* end = p + e.first.size();
-            while (p < end) {
-                uint32_t cp;
-                p += utf8_decode_one(p, end, &cp);
-                if (cp >= 324 || unicode_to_byte[cp] < 0) {
-                    *err = std::string(encoder_json_path) + ": token " + std::to_string(e.second) +
-                           " has a character outside GPT-2's byte alphabet; HINT: expected OpenAI's GPT-2 encoder.json";
-                    return false;
-                }
-                bytes.push_back((char)unicode_to_byte[cp]);
+            if (!gpt2_chars_to_bytes(e.first, unicode_to_byte, &vocab[e.second])) {
+                *err = std::string(encoder_json_path) + ": token " + std::to_string(e.second) +
+                       " has a character outside GPT-2's byte alphabet; HINT: expected OpenAI's GPT-2 encoder.json";
+                return false;
             }
-            vocab[e.second] = bytes;
         }
         if (eot < 0) {
             *err = std::string(encoder_json_path) + ": no " TOKENIZER_EOT_TEXT " token; HINT: expected OpenAI's GPT-2 encoder.json";
@@ -262,7 +282,7 @@ public:
             *err = std::string(path) + ": vocab size " + std::to_string(n) + " in the header does not fit the file";
             return false;
         }
-        int eot = header[1] == 2 ? (int)header[3] : (n == 50257 ? 50256 : -1);
+        int eot = tokenizer_header_eot(header);
         std::vector<std::string> vocab(n);
         size_t off = 1024;
         for (uint32_t i = 0; i < n; i++) {
@@ -412,7 +432,7 @@ private:
     std::string cache_keys_;
     std::vector<int> cache_ids_;
     // scratch for the merge loop
-    std::vector<int> part_id_, part_rank_, part_pos_, part_next_, part_prev_;
+    std::vector<int> part_id_, part_rank_, part_next_, part_prev_;
     std::vector<std::pair<int, int>> heap_;
 
     static constexpr size_t kCacheSlots = 1u << 18;        // power of two
@@ -456,28 +476,24 @@ private:
                    "; HINT: the GPT-2 files go in dev/data/gpt2/ (encoder.json, vocab.bpe, gpt2_tokenizer.bin)";
             return false;
         }
-        char buf[1 << 16];
-        size_t got;
-        while ((got = fread(buf, 1, sizeof(buf), f)) > 0) { data->append(buf, got); }
-        bool bad = ferror(f) != 0;
+        bool bad = !read_all_bytes(f, data);
         fclose(f);
         if (bad) { *err = std::string("error reading ") + path; return false; }
         return true;
     }
 
-    static void append_utf8(uint32_t cp, std::string* out) {
-        if (cp < 0x80) { out->push_back((char)cp); }
-        else if (cp < 0x800) { out->push_back((char)(0xC0 | (cp >> 6))); out->push_back((char)(0x80 | (cp & 0x3F))); }
-        else if (cp < 0x10000) {
-            out->push_back((char)(0xE0 | (cp >> 12)));
-            out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-            out->push_back((char)(0x80 | (cp & 0x3F)));
-        } else {
-            out->push_back((char)(0xF0 | (cp >> 18)));
-            out->push_back((char)(0x80 | ((cp >> 12) & 0x3F)));
-            out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-            out->push_back((char)(0x80 | (cp & 0x3F)));
+    // GPT-2's files write token bytes as printable code points (bytes_to_unicode in OpenAI's
+    // encoder.py); appends the bytes of s to *out, false for a character outside that alphabet
+    static bool gpt2_chars_to_bytes(std::string_view s, const int* unicode_to_byte, std::string* out) {
+        const uint8_t* p = (const uint8_t*)s.data();
+        const uint8_t* end = p + s.size();
+        while (p < end) {
+            uint32_t cp;
+            p += utf8_decode_one(p, end, &cp);
+            if (cp >= 324 || unicode_to_byte[cp] < 0) { return false; }
+            out->push_back((char)unicode_to_byte[cp]);
         }
+        return true;
     }
 
     // encoder.json: one flat JSON object of string -> integer.
@@ -540,7 +556,7 @@ private:
                         } else if (v >= 0xDC00 && v <= 0xDFFF) {
                             return fail("lone surrogate");
                         }
-                        append_utf8(v, &key);
+                        utf8_append(v, &key);
                         break;
                     }
                     default: return fail("bad escape");
@@ -633,18 +649,11 @@ private:
             if (!line.empty() && line.back() == '\r') { line.pop_back(); }
             if (line.empty() || (line_no == 1 && line[0] == '#')) { continue; }
             size_t sp = line.find(' ');
-            std::string merged;
+            std::string merged;  // the bytes of both halves: the token the merge makes
             bool ok = sp != std::string::npos && sp > 0 && sp + 1 < line.size() &&
-                      line.find(' ', sp + 1) == std::string::npos;
-            const uint8_t* p = (const uint8_t*)line.data();
-            const uint8_t* end = p + line.size();
-            while (ok && p < end) {
-                uint32_t cp;
-                p += utf8_decode_one(p, end, &cp);
-                if (cp == ' ') { continue; }
-                if (cp >= 324 || unicode_to_byte[cp] < 0) { ok = false; break; }
-                merged.push_back((char)unicode_to_byte[cp]);
-            }
+                      line.find(' ', sp + 1) == std::string::npos &&
+                      gpt2_chars_to_bytes(std::string_view(line).substr(0, sp), unicode_to_byte, &merged) &&
+                      gpt2_chars_to_bytes(std::string_view(line).substr(sp + 1), unicode_to_byte, &merged);
             auto it = ok ? whole_.find(std::string_view(merged)) : whole_.end();
             if (it == whole_.end() || it->second != (int)(256 + merge)) {
                 *err = std::string(path) + " line " + std::to_string(line_no) + ": merge '" + line +

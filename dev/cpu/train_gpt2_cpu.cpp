@@ -14,6 +14,21 @@ attention scale (gpt2_attn_scale); this file only knows the three kinds of sourc
     what flows back through the fused projection.
   - QKV_SRC_RESIDUAL_QUERY (q_residual): q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))).
 
+So each scheme is one row of qkv_layout (C = channels, KV = Hkv * hd; y is (B, T, width)):
+
+  scheme       width    q              k              v              what the backward does
+  standard     C + 2KV  y[0:C]         y[C:C+KV]      y[C+KV:C+2KV]  three disjoint gradient ranges
+  q_identity   2KV      x              y[0:KV]        y[KV:2KV]      dq goes straight into dx
+  k_identity   2C       y[0:C]         x              y[C:2C]        dk into dx (Hkv = H)
+  v_identity   2C       y[0:C]         y[C:2C]        x              dv into dx (Hkv = H)
+  kv_shared    C + KV   y[0:C]         y[C:C+KV]      = k            dk + dv in one range
+  qk_shared    2C       y[0:C]         = q            y[C:2C]        dq + dk in one range (Hkv = H)
+  qkv_shared   C        y[0:C]         = q            = q            dq + dk + dv in one range (Hkv = H)
+  q_residual   2KV      x + f(x)       y[0:KV]        y[KV:2KV]      dq into dx and through f's weights
+
+Apart from q_residual's own branch, a smaller width is the whole parameter saving: the fused
+projection simply has fewer output columns.
+
 Attention reads q, k, v in place through (pointer, row stride) views, so it never copies or
 rearranges them. GQA: query head h reads kv head h / (H / Hkv).
 
@@ -565,7 +580,9 @@ static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GP
     memcpy(sizes, s, sizeof(s));
 }
 
-static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS]) {
+// one allocation for all the tensors of `sizes`; returns it (and its number of floats in *total_out)
+static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS],
+                                           size_t* total_out) {
     float** ptrs[NUM_ACTIVATION_TENSORS] = {
         &acts->encoded, &acts->ln1, &acts->ln1_mean, &acts->ln1_rstd, &acts->qkv,
         &acts->qres_r, &acts->qres_rrstd, &acts->qres_h, &acts->qres_hg, &acts->qres_u,
@@ -582,6 +599,7 @@ static float* malloc_and_point_activations(ActivationTensors* acts, const size_t
         *ptrs[i] = sizes[i] > 0 ? it : NULL;
         it += sizes[i];
     }
+    if (total_out != NULL) { *total_out = total; }
     return memory;
 }
 
@@ -607,6 +625,7 @@ typedef struct {
     // gradients of the activations
     ActivationTensors grads_acts;
     float* grads_acts_memory;
+    size_t num_grad_acts; // floats in grads_acts_memory
     // other run state configuration
     int batch_size; // the batch size (B) of current forward pass
     int seq_len;    // the sequence length (T) of current forward pass
@@ -723,10 +742,10 @@ static QResLayer qres_layer(const ActivationTensors* a, size_t l, size_t BT, siz
     q.r = a->qres_r + l * BT * C;
     q.rrstd = a->qres_rrstd + l * BT;
     q.h = a->qres_h + l * BT * (C / 2);
-    q.hg = a->qres_hg != NULL ? a->qres_hg + l * BT * (C / 2) : NULL;
+    q.hg = a->qres_hg + l * BT * (C / 2);
     q.u = a->qres_u + l * BT * C;
-    q.mean = a->qres_mean != NULL ? a->qres_mean + l * BT : NULL;
-    q.rstd = a->qres_rstd != NULL ? a->qres_rstd + l * BT : NULL;
+    q.mean = a->qres_mean + l * BT;
+    q.rstd = a->qres_rstd + l * BT;
     q.f = a->qres_f + l * BT * C;
     q.q = a->qres_q + l * BT * C;
     return q;
@@ -794,7 +813,7 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
         model->batch_size = B;
         model->seq_len = T;
         fill_activation_sizes(model->act_sizes, c, &model->layout, B, T, 0);
-        model->acts_memory = malloc_and_point_activations(&model->acts, model->act_sizes);
+        model->acts_memory = malloc_and_point_activations(&model->acts, model->act_sizes, NULL);
         model->inputs = (int*)mallocCheck((size_t)B * T * sizeof(int));
         model->targets = (int*)mallocCheck((size_t)B * T * sizeof(int));
     } else if (B != model->batch_size || T != model->seq_len) {
@@ -874,13 +893,7 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
 
 void gpt2_zero_grad(GPT2* model) {
     if (model->grads_memory != NULL) { memset(model->grads_memory, 0, model->num_parameters * sizeof(float)); }
-    if (model->grads_acts_memory != NULL) {
-        size_t total = 0;
-        size_t sizes[NUM_ACTIVATION_TENSORS];
-        fill_activation_sizes(sizes, &model->config, &model->layout, model->batch_size, model->seq_len, 1);
-        for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
-        memset(model->grads_acts_memory, 0, total * sizeof(float));
-    }
+    if (model->grads_acts_memory != NULL) { memset(model->grads_acts_memory, 0, model->num_grad_acts * sizeof(float)); }
 }
 
 // Backward pass of the last forward (which must have had targets): gradients into model->grads
@@ -895,7 +908,7 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         point_parameters(&model->grads, model->grads_memory, model->param_sizes);
         size_t sizes[NUM_ACTIVATION_TENSORS];
         fill_activation_sizes(sizes, &model->config, &model->layout, model->batch_size, model->seq_len, 1);
-        model->grads_acts_memory = malloc_and_point_activations(&model->grads_acts, sizes);
+        model->grads_acts_memory = malloc_and_point_activations(&model->grads_acts, sizes, &model->num_grad_acts);
         gpt2_zero_grad(model);
     }
     const GPT2Config* c = &model->config;

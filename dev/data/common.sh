@@ -39,12 +39,17 @@ build_encode_text() {
   make -s dev/data/encode_text >/dev/null || die "could not build dev/data/encode_text (HINT: make dev/data/encode_text)"
 }
 
+# the token count of one shard's header (int32 [2] of its 1024 bytes)
+shard_tokens() { # FILE
+  od -A n -t d4 -j 8 -N 4 "$1" | tr -d ' '
+}
+
 # tokens in shards matching a glob (reads the 1024-byte headers)
 count_tokens() { # GLOB
   local total=0 f n
   for f in $1; do
     [ -f "$f" ] || continue
-    n=$(od -A n -t d4 -j 8 -N 4 "$f" | tr -d ' ')
+    n=$(shard_tokens "$f")
     total=$((total + n))
   done
   echo "$total"

@@ -64,10 +64,7 @@ static std::string read_input(const char* path) {
         if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) { DIE("'%s' is a directory (expected a text file)", path); }
     }
     std::string s;
-    char buf[1 << 16];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) { s.append(buf, n); }
-    if (ferror(f)) { DIE("error reading '%s': %s", path, strerror(errno)); }
+    if (!read_all_bytes(f, &s)) { DIE("error reading '%s': %s", path, strerror(errno)); }
     if (f != stdin) { fclose(f); }
     return s;
 }

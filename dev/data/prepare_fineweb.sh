@@ -15,7 +15,7 @@ check_shard() { # FILE: the llm.c header and the size it implies
   local magic version n size
   magic=$(od -A n -t d4 -N 4 "$1" | tr -d ' ')
   version=$(od -A n -t d4 -j 4 -N 4 "$1" | tr -d ' ')
-  n=$(od -A n -t d4 -j 8 -N 4 "$1" | tr -d ' ')
+  n=$(shard_tokens "$1")
   size=$(stat -c %s "$1")
   [ "$magic" = 20240520 ] && [ "$version" = 1 ] && [ "$size" = $((1024 + 2 * n)) ]
 }

@@ -25,6 +25,22 @@ static std::string g_dir;
 
 static std::string path_of(const char* name) { return g_dir + "/" + name; }
 
+static void remove_dir() {
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir.c_str());
+    if (system(cmd) != 0) { fprintf(stderr, "could not remove %s\n", g_dir.c_str()); }
+}
+
+// a loader that later checks rely on: a refused init is a FAIL, and nothing after it can be checked
+static void must_init(DataLoader* dl, const std::string& pattern, size_t B, size_t T, int shuffle,
+                      unsigned long long seed) {
+    char msg[1024];
+    if (dataloader_init(dl, pattern.c_str(), B, T, shuffle, seed, msg, sizeof(msg))) { return; }
+    check(0, "init", msg);
+    remove_dir();
+    exit(1);
+}
+
 // token i of shard `id`: distinct across shards so a window identifies where it came from
 static uint16_t token_at(int id, size_t i) { return (uint16_t)((id * 7919 + i) % 65536); }
 
@@ -168,9 +184,9 @@ int main(void) {
     std::vector<int> sids = {11, 12, 13};
     std::string shuf = path_of("shuf_*.bin");
     DataLoader a, b, c;
-    dataloader_init(&a, shuf.c_str(), B, T, 1, 42, msg, sizeof(msg));
-    dataloader_init(&b, shuf.c_str(), B, T, 1, 42, msg, sizeof(msg));
-    dataloader_init(&c, shuf.c_str(), B, T, 1, 43, msg, sizeof(msg));
+    must_init(&a, shuf, B, T, 1, 42);
+    must_init(&b, shuf, B, T, 1, 42);
+    must_init(&c, shuf, B, T, 1, 43);
     size_t nb = a.num_batches;
     std::vector<std::pair<int, size_t>> ra = run_batches(&a, sids, 3 * nb);
     std::vector<std::pair<int, size_t>> rb = run_batches(&b, sids, 3 * nb);
@@ -211,7 +227,7 @@ int main(void) {
     // the same shuffled order every time, pinned: a change of the generator shows up here
     {
         DataLoader p;
-        dataloader_init(&p, shuf.c_str(), B, T, 1, 42, msg, sizeof(msg));
+        must_init(&p, shuf, B, T, 1, 42);
         std::vector<std::pair<int, size_t>> first = run_batches(&p, sids, 4);
         std::vector<std::pair<int, size_t>> pinned = {{13, 32}, {13, 96}, {13, 0}, {13, 80}};
         snprintf(detail, sizeof(detail), "seed 42 first windows (shard id, start): (%d,%zu) (%d,%zu) (%d,%zu) (%d,%zu)",
@@ -229,13 +245,13 @@ int main(void) {
         for (int shuffle = 0; shuffle <= 1; shuffle++) {
             for (size_t s : stops) {
                 DataLoader x, y;
-                dataloader_init(&x, shuf.c_str(), B, T, shuffle, 7, msg, sizeof(msg));
+                must_init(&x, shuf, B, T, shuffle, 7);
                 run_batches(&x, sids, s);
                 DataLoaderState st;
                 dataloader_get_state(&x, &st);
                 std::vector<std::pair<int, size_t>> cont = run_batches(&x, sids, nb + 3);
                 // a fresh loader with another seed on the command line: the state's seed wins
-                dataloader_init(&y, shuf.c_str(), B, T, shuffle, 999, msg, sizeof(msg));
+                must_init(&y, shuf, B, T, shuffle, 999);
                 int okset = dataloader_set_state(&y, &st, msg, sizeof(msg));
                 std::vector<std::pair<int, size_t>> resumed = run_batches(&y, sids, nb + 3);
                 int same = okset && cont == resumed;
@@ -257,10 +273,10 @@ int main(void) {
     {
         DataLoader x, y;
         DataLoaderState st;
-        dataloader_init(&x, shuf.c_str(), B, T, 1, 7, msg, sizeof(msg));
+        must_init(&x, shuf, B, T, 1, 7);
         run_batches(&x, sids, 3);
         dataloader_get_state(&x, &st);
-        dataloader_init(&y, seq.c_str(), B, T, 1, 7, msg, sizeof(msg));
+        must_init(&y, seq, B, T, 1, 7);
         int okset = dataloader_set_state(&y, &st, msg, sizeof(msg));
         snprintf(detail, sizeof(detail), "msg=\"%s\"", msg);
         check(!okset && strstr(msg, "other data") && strstr(msg, "seq_000000.bin") && !strchr(msg, '\n'),
@@ -271,17 +287,17 @@ int main(void) {
         write_shard("shuf2_000001.bin", 12, 7 * 16 + 6);
         write_shard("shuf2_000002.bin", 13, 12 * 16 + 15);
         std::string shuf2 = path_of("shuf2_*.bin");
-        dataloader_init(&y, shuf2.c_str(), B, T, 1, 7, msg, sizeof(msg));
+        must_init(&y, shuf2, B, T, 1, 7);
         okset = dataloader_set_state(&y, &st, msg, sizeof(msg));
         snprintf(detail, sizeof(detail), "same total tokens, other shard sizes: msg=\"%s\"", msg);
         check(!okset && strstr(msg, "other data"), "state_refused_for_other_shard_sizes", detail);
         dataloader_free(&y);
-        dataloader_init(&y, shuf.c_str(), B, 2 * T, 1, 7, msg, sizeof(msg));
+        must_init(&y, shuf, B, 2 * T, 1, 7);
         okset = dataloader_set_state(&y, &st, msg, sizeof(msg));
         snprintf(detail, sizeof(detail), "msg=\"%s\"", msg);
         check(!okset && strstr(msg, "T=8") && strstr(msg, "T=16"), "state_refused_for_other_batch_shape", detail);
         dataloader_free(&y);
-        dataloader_init(&y, shuf.c_str(), B, T, 1, 7, msg, sizeof(msg));
+        must_init(&y, shuf, B, T, 1, 7);
         DataLoaderState zero;
         memset(&zero, 0, sizeof(zero));
         okset = dataloader_set_state(&y, &zero, msg, sizeof(msg));
@@ -290,7 +306,7 @@ int main(void) {
         // a refused state leaves the loader where it was
         std::vector<std::pair<int, size_t>> r1 = run_batches(&y, sids, 2);
         DataLoader z;
-        dataloader_init(&z, shuf.c_str(), B, T, 1, 7, msg, sizeof(msg));
+        must_init(&z, shuf, B, T, 1, 7);
         std::vector<std::pair<int, size_t>> r2 = run_batches(&z, sids, 2);
         check(r1 == r2, "state_refused_leaves_loader_unchanged", "");
         dataloader_free(&x);
@@ -299,9 +315,7 @@ int main(void) {
     }
 
     // ------------------------------------------------------------------ cleanup
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir.c_str());
-    if (system(cmd) != 0) { fprintf(stderr, "could not remove %s\n", g_dir.c_str()); }
+    remove_dir();
     printf("test_dataloader: %d checks, %d failed\n", g_passed + g_failed, g_failed);
     return g_failed ? 1 : 0;
 }

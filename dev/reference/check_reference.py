@@ -87,9 +87,10 @@ def one_line_error(rc, stderr):
 
 def check_forbidden(tsv):
     """Each row must be refused at start-up: non-zero exit, one line naming the scheme, no traceback."""
-    for line in open(tsv):
-        if not line.strip():
-            continue
+    rows = [line for line in open(tsv) if line.strip()]
+    if not rows:
+        report(False, "reference forbidden: %s has no rows" % tsv)
+    for line in rows:
         scheme, L, C, H, Hkv, M, bias = line.split()
         rc, _, err = run_script(["--scheme", scheme, "--n_layer", L, "--n_embd", C, "--n_head", H,
                                  "--n_kv_head", Hkv, "--mlp", M, "--bias", bias, "--max_seq_len", "64",
@@ -124,7 +125,7 @@ def check_params(params_bin):
         cases.append((f, T))
     # and every fixture shape, asked one at a time from the same tool
     from make_fixtures import TINY, fixtures
-    for name, scheme, shape, _, _ in fixtures():
+    for name, scheme, shape, _ in fixtures():
         s = dict(TINY, **shape)
         p = subprocess.run([params_bin, scheme, str(s["num_layers"]), str(s["channels"]), str(s["num_heads"]),
                             str(s["num_kv_heads"]), str(s["mlp_hidden"]), str(s["use_bias"]), "1024"],
@@ -147,7 +148,10 @@ def check_params(params_bin):
                    total, non_emb, kv, f["total"], f["non_embedding"], f["kv_bytes_per_token"]))
     # the C tool refuses the forbidden rows with the same message as the reference
     tsv = os.path.join(REPO, "dev", "fixtures", "forbidden.tsv")
-    if os.path.exists(tsv):
+    if not os.path.exists(tsv):
+        report(False, "params refusals: %s missing (HINT: /usr/bin/python3 dev/reference/make_fixtures.py "
+               "--out dev/fixtures)" % tsv)
+    else:
         for line in open(tsv):
             scheme, L, C, H, Hkv, M, bias = line.split()
             p = subprocess.run([params_bin, scheme, L, C, H, Hkv, M, bias, "64"], stdout=subprocess.PIPE,
@@ -305,15 +309,15 @@ def independent_forward(P, c, idx, targets):
     C, H, Hkv, hd, KV = c.channels, c.num_heads, c.num_kv_heads, c.head_dim, c.kv_channels
     bias = (lambda n, l=None: None) if not c.use_bias else (lambda n, l=None: P[n] if l is None else P[n][l])
     x = F.embedding(idx, P["wte"]) + P["wpe"][:T]
+    s = ref.SCHEMES[c.scheme]
     scale = c.attn_scale if c.attn_scale > 0 else float(np.float32(1) / np.sqrt(np.float32(hd)) *
-                                                        np.float32(0.5 if c.scheme in (1, 7) else 1.0))
+                                                        np.float32(0.5 if s in ("q_identity", "q_residual") else 1.0))
     for l in range(c.num_layers):
         a = F.layer_norm(x, (C,), P["ln1w"][l], bias("ln1b", l), 1e-5)
         W, bW = P["qkvw"][l], bias("qkvb", l)
 
         def proj(lo, hi):
             return F.linear(a, W[lo:hi], None if bW is None else bW[lo:hi])
-        s = ref.SCHEMES[c.scheme]
         if s == "standard":
             q, k, v = proj(0, C), proj(C, C + KV), proj(C + KV, C + 2 * KV)
         elif s == "q_identity":
@@ -330,11 +334,13 @@ def independent_forward(P, c, idx, targets):
             q = k
         elif s == "qkv_shared":
             q = k = v = proj(0, C)
-        else:  # q_residual
+        elif s == "q_residual":
             r = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-5) * P["qres_rmsw"][l]
             f = F.layer_norm(F.linear(F.gelu(F.linear(r, P["qres_w1"][l]), approximate="tanh"), P["qres_w2"][l]),
                              (C,), P["qres_lnw"][l], None, 1e-5)
             q, k, v = a + f, proj(0, KV), proj(KV, 2 * KV)
+        else:  # a new scheme must be written here too, or its crosscheck would compare against nothing
+            raise ValueError("independent_forward: scheme %s has no independent formulation" % s)
         kv_of_head = torch.arange(H) // (H // Hkv)
         qh = q.reshape(B, T, H, hd).permute(0, 2, 1, 3)
         kh = k.reshape(B, T, Hkv, hd).permute(0, 2, 1, 3)[:, kv_of_head]
@@ -401,7 +407,7 @@ def check_crosscheck(manifest):
                 loss.backward()
                 # clip_grad_norm_ would divide by norm + 1e-6; FORMATS.md's step divides by the norm
                 norm = float(torch.cat([p.grad.reshape(-1) for p in P.values()]).norm())
-                if norm > clip:
+                if 0.0 < clip < norm:
                     for p in P.values():
                         p.grad.mul_(clip / norm)
                 norms.append(norm)

@@ -27,22 +27,22 @@ B = 4
 
 
 def fixtures():
-    """(name, scheme, shape overrides of TINY, T, checkpoint version); the seed is the list index."""
+    """(name, scheme, shape overrides of TINY, T), all written as version 6; the seed is 1000 + the list index."""
     out = []
     for scheme in ref.SCHEMES:
-        out.append((scheme + "_tiny", scheme, {}, 64, 6))
+        out.append((scheme + "_tiny", scheme, {}, 64))
     for scheme in ("standard", "q_identity", "kv_shared", "q_residual"):  # the schemes that allow GQA
-        out.append((scheme + "_gqa2", scheme, dict(num_kv_heads=2), 64, 6))
-        out.append((scheme + "_mqa", scheme, dict(num_kv_heads=1), 64, 6))
+        out.append((scheme + "_gqa2", scheme, dict(num_kv_heads=2), 64))
+        out.append((scheme + "_mqa", scheme, dict(num_kv_heads=1), 64))
     out += [
-        ("standard_nobias", "standard", dict(use_bias=0), 64, 6),
-        ("q_identity_nobias", "q_identity", dict(use_bias=0), 64, 6),  # the seed 000 setting
-        ("standard_untied", "standard", dict(tied_head=0), 64, 6),
-        ("q_residual_untied_nobias", "q_residual", dict(tied_head=0, use_bias=0), 64, 6),
-        ("standard_hd12", "standard", dict(channels=48, mlp_hidden=192), 64, 6),  # hd not a power of two
-        ("standard_mlp224_t48", "standard", dict(mlp_hidden=224), 48, 6),  # MLP 3.5C, T < max_seq_len
-        ("q_identity_scale", "q_identity", dict(attn_scale=0.2), 64, 6),  # overrides the default 1/16
-        ("kv_shared_gqa2_scale", "kv_shared", dict(num_kv_heads=2, attn_scale=0.3), 64, 6),
+        ("standard_nobias", "standard", dict(use_bias=0), 64),
+        ("q_identity_nobias", "q_identity", dict(use_bias=0), 64),  # the seed 000 setting
+        ("standard_untied", "standard", dict(tied_head=0), 64),
+        ("q_residual_untied_nobias", "q_residual", dict(tied_head=0, use_bias=0), 64),
+        ("standard_hd12", "standard", dict(channels=48, mlp_hidden=192), 64),  # hd not a power of two
+        ("standard_mlp224_t48", "standard", dict(mlp_hidden=224), 48),  # MLP 3.5C, T < max_seq_len
+        ("q_identity_scale", "q_identity", dict(attn_scale=0.2), 64),  # overrides the default 1/16
+        ("kv_shared_gqa2_scale", "kv_shared", dict(num_kv_heads=2, attn_scale=0.3), 64),
     ]
     return out
 
@@ -71,29 +71,28 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.time()
     manifest = []
-    written = {}  # scheme name -> debug path of the tiny fixture, reused by the v3 file
-    for seed, (name, scheme, shape, T, version) in enumerate(fixtures()):
+    for index, (name, scheme, shape, T) in enumerate(fixtures()):
+        seed = 1000 + index
         t0 = time.time()
         config = ref.Config(scheme=ref.SCHEMES.index(scheme), **dict(TINY, **shape))
-        model = ref.build_model(config, seed=1000 + seed, test_init=True)
+        model = ref.build_model(config, seed=seed, test_init=True)
         model_path = os.path.join(out_dir, name + "_model.bin")
         debug_path = os.path.join(out_dir, name + "_debug.bin")
-        records = ref.generate(model, model_path, debug_path, B=B, T=T, seed=1000 + seed, steps=10, version=version)
+        records = ref.generate(model, model_path, debug_path, B=B, T=T, seed=seed, steps=10, version=6)
         rec = dict(records)
         manifest.append((name, scheme, model_path, debug_path))
         if name == "standard_tiny":
-            written["standard_tiny"] = (1000 + seed, debug_path)
+            v3_seed, v3_debug_path = seed, debug_path  # the v3 file below has the same weights
         print("fixture %-26s %-10s %s B=%d T=%d loss %.6f -> %.6f (%.2fs)" % (
             name, scheme, config.describe(), B, T, float(rec["loss"][0]), float(rec["step_losses"][-1]),
             time.time() - t0))
 
-    # llm.c's version 3 file of standard_tiny: the same weights (same seed), so the same debug state
-    seed, debug_path = written["standard_tiny"]
-    config = ref.Config(scheme=ref.STANDARD, **TINY)
-    model = ref.build_model(config, seed=seed, test_init=True)
+    # llm.c's version 3 file of standard_tiny: rebuilt from the same seed (generate() trained the
+    # first one), so the same weights and the same debug state
+    model = ref.build_model(ref.Config(scheme=ref.STANDARD, **TINY), seed=v3_seed, test_init=True)
     model_path = os.path.join(out_dir, "standard_tiny_v3_model.bin")
     ref.save_checkpoint(model, model_path, version=3)
-    manifest.append(("standard_tiny_v3", "standard", model_path, debug_path))
+    manifest.append(("standard_tiny_v3", "standard", model_path, v3_debug_path))
     print("fixture %-26s %-10s llm.c version 3 header, same weights and debug state as standard_tiny" %
           ("standard_tiny_v3", "standard"))
 

@@ -6,7 +6,8 @@ explicit attention (q @ k^T * scale, causal mask, softmax, @ v), explicit LayerN
 AdamW written out by hand. It mirrors, name for name, ../../attention_variants.cuh (the schemes,
 the config check and its messages, the fused projection layout, the parameter tensors and their
 decay flags) and ../FORMATS.md (checkpoints, debug-state file, model math, AdamW step).
-The specification of the schemes is ../../../shared/VARIANTS.md (copied into README.md).
+The specification of the schemes is ../../../shared/VARIANTS.md (summarized in the scheme table
+of ../../README.md).
 
 Runs on torch 1.13 (CPU) and torch 2.x (CUDA). Examples:
 
@@ -481,7 +482,7 @@ class AdamW:
         """One update from the .grad of every parameter; returns the gradient norm before clipping."""
         self.t += 1
         norm = math.sqrt(sum(float((p.grad * p.grad).sum()) for _, p in self.params))
-        scale = self.grad_clip / norm if norm > self.grad_clip else 1.0
+        scale = self.grad_clip / norm if 0.0 < self.grad_clip < norm else 1.0  # grad_clip 0: no clipping
         with torch.no_grad():
             for name, p in self.params:
                 g = scale * p.grad
@@ -515,18 +516,17 @@ def compute_debug_state(model, inputs, targets, num_steps=10, **adamw_args):
     records = [("inputs", inputs.to(torch.int32)), ("targets", targets.to(torch.int32)),
                ("adamw", torch.tensor(opt.hyperparameters(), dtype=torch.float64))]
     step_losses, step_norms = [], []
-    for step in range(max(num_steps, 1)):
+    for step in range(max(num_steps, 1)):  # with 0 steps: the records alone
         rec = {}
         model.zero_grad(set_to_none=True)
         _, loss = model(x, y, rec)
         loss.backward()
-        if step == 0:
+        if step == 0:  # the records are of the initial weights, before any update
             records += [(name, t.detach()) for name, t in rec.items()]
             records += [("grad." + name, p.grad.detach().clone()) for name, p in model.present()]
-        if num_steps == 0:
-            break
-        step_losses.append(float(loss))
-        step_norms.append(opt.step())
+        if num_steps > 0:
+            step_losses.append(float(loss))
+            step_norms.append(opt.step())
     if num_steps > 0:
         records += [("step_losses", torch.tensor(step_losses, dtype=torch.float64)),
                     ("step_grad_norms", torch.tensor(step_norms, dtype=torch.float64))]
@@ -594,8 +594,19 @@ def batches(tokens, B, T):
         pos += B * T
 
 
+def check_run(c, B, T, steps, steps_flag):
+    """The batch and step count of a run, checked before anything is written: one line naming the flag."""
+    if B < 1:
+        raise ConfigError("--B %d: expected B >= 1" % B)
+    if not 1 <= T <= c.max_seq_len:
+        raise ConfigError("--T %d: expected 1 <= T <= max_seq_len %d" % (T, c.max_seq_len))
+    if steps < 0:
+        raise ConfigError("%s %d: expected >= 0" % (steps_flag, steps))
+
+
 def train(model, train_pattern, val_pattern, steps, B, T, val_batches=4, **adamw_args):
     c = model.config
+    check_run(c, B, T, steps, "--train_steps")
     device = model.wte.device
     train_iter = batches(read_tokens(train_pattern, c.vocab_size), B, T)
     val_tokens = read_tokens(val_pattern, c.vocab_size) if val_pattern else None
@@ -643,13 +654,11 @@ def generate(model, out_model=None, out_debug=None, B=4, T=None, seed=0, steps=1
     """Writes the checkpoint (before any step) and the debug state of a random batch + `steps` steps."""
     c = model.config
     T = c.max_seq_len if T is None else T
+    if out_debug:
+        check_run(c, B, T, steps, "--steps")
     if out_model:
         save_checkpoint(model, out_model, version)
     if out_debug:
-        if not 1 <= T <= c.max_seq_len:
-            raise ConfigError("--T %d: expected 1 <= T <= max_seq_len %d" % (T, c.max_seq_len))
-        if B < 1:
-            raise ConfigError("--B %d: expected B >= 1" % B)
         inputs, targets = random_batch(c, B, T, seed + 1)
         records = compute_debug_state(model, inputs, targets, steps, **adamw_args)
         write_debug_state(out_debug, records, B, T, steps)
@@ -691,7 +700,7 @@ def parse_args(argv):
     ap.add_argument("--beta2", type=float, default=0.95)
     ap.add_argument("--eps", type=float, default=1e-8)
     ap.add_argument("--weight_decay", type=float, default=0.1)
-    ap.add_argument("--grad_clip", type=float, default=1.0)
+    ap.add_argument("--grad_clip", type=float, default=1.0, help="clip the global gradient norm to this, 0 = off")
     ap.add_argument("--train_data", default=None, help="train on these llm.c shards (glob) for --train_steps")
     ap.add_argument("--val_data", default=None, help="llm.c shards (glob) for a validation loss after training")
     ap.add_argument("--train_steps", type=int, default=20)
@@ -734,7 +743,8 @@ def main(argv=None):
                                                      sum(p.numel() for _, p in model.present())))
     version = 7 if args.bf16 else 3 if args.llmc_v3 else 6
     if args.train_data:
-        train(model, args.train_data, args.val_data, args.train_steps, args.B, args.T or c.max_seq_len,
+        train(model, args.train_data, args.val_data, args.train_steps, args.B,
+              c.max_seq_len if args.T is None else args.T,
               lr=args.lr, beta1=args.beta1, beta2=args.beta2, eps=args.eps, weight_decay=args.weight_decay,
               grad_clip=args.grad_clip)
     records = generate(model, args.out_model, args.out_debug, args.B, args.T, args.seed, args.steps, version,

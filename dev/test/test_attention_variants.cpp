@@ -45,10 +45,14 @@ static void test_layouts() {
         for (int o = 0; o < 3; o++) {
             GPT2Config c = tiny(s, kv_options[o]);
             char msg[512];
-            if (!gpt2_config_check(&c, msg, sizeof(msg))) { continue; } // refusals are tested below
+            std::string name = std::string(qkv_scheme_name(s)) + " Hkv=" + std::to_string(kv_options[o]);
+            if (!gpt2_config_check(&c, msg, sizeof(msg))) {
+                // GQA/MQA refusals are tested below; multi-head attention is allowed for every scheme
+                if (kv_options[o] == c.num_heads) { check(false, "layout " + name + " refused", msg); }
+                continue;
+            }
             QKVLayout L = qkv_layout(&c);
             const int C = c.channels, KV = qkv_kv_channels(&c);
-            std::string name = std::string(qkv_scheme_name(s)) + " Hkv=" + std::to_string(kv_options[o]);
             bool ok = L.q.channels == C && L.k.channels == KV && L.v.channels == KV;
             int coverage[1024] = {0};
             const QKVRole* roles[3] = {&L.q, &L.k, &L.v};

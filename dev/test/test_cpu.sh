@@ -12,7 +12,7 @@
 # (e) the llm.c v3 checkpoint fixture matches the reference; bf16 v5/v7 checkpoints load exactly;
 #     1 and 2 OpenMP threads give identical results
 # (f) the training binary: 12 steps on a synthetic llm.c shard, val loss goes down, log written
-# Prints one PASS/FAIL/SKIP line per check, exits non-zero on any FAIL.
+# Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
 cd "$(dirname "$0")/../.."
 
@@ -27,7 +27,6 @@ npass=0
 nfail=0
 pass() { echo "PASS $*"; npass=$((npass + 1)); }
 fail() { echo "FAIL $*"; nfail=$((nfail + 1)); }
-skip() { echo "SKIP $*"; }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_cpu.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
@@ -101,7 +100,7 @@ for pair in standard:q_identity q_identity:standard kv_shared:qkv_shared qk_shar
             q_residual:standard k_identity:v_identity standard:q_residual; do
     bs=${pair%%:*}; cs=${pair##*:}
     m=$(model_of "$cs"); d=$(debug_of "$cs")
-    if [ -z "$m" ]; then skip "cpu refuse $cs checkpoint in $bs binary (no $cs fixture)"; continue; fi
+    if [ -z "$m" ]; then fail "cpu refuse $cs checkpoint in $bs binary (no $cs fixture in $MANIFEST)"; continue; fi
     run_capture "build/test_gpt2_cpu_$bs" cross "$m" "$d"
     refused "cpu refuse $cs checkpoint in $bs binary" "$m" "scheme $cs" "scheme $bs"
     # the training binary loads the model the same way, before any data
@@ -148,7 +147,7 @@ if [ -f "$FORBIDDEN" ]; then
         refused "$what" "$f" "$scheme" "$field"
     done < "$FORBIDDEN"
 else
-    skip "cpu forbidden shapes ($FORBIDDEN not found)"
+    fail "cpu forbidden shapes ($FORBIDDEN not found (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures))"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -243,7 +242,7 @@ fi
 # (e3) threads: the same results with 1 and 2 OpenMP threads, on fixtures where roles alias
 for f in qk_shared_tiny kv_shared_mqa q_identity_mqa; do
     line=$(awk -F'\t' -v n="$f" '$1 == n' "$MANIFEST")
-    [ -z "$line" ] && { skip "cpu threads $f (not in the manifest)"; continue; }
+    [ -z "$line" ] && { fail "cpu threads $f (not in $MANIFEST)"; continue; }
     IFS=$'\t' read -r name scheme model debug <<< "$line"
     OMP_NUM_THREADS=1 "build/test_gpt2_cpu_$scheme" "$name" "$model" "$debug" > "$TMP/t1.out" 2>&1
     OMP_NUM_THREADS=2 "build/test_gpt2_cpu_$scheme" "$name" "$model" "$debug" > "$TMP/t2.out" 2>&1
@@ -271,7 +270,7 @@ for split, n in (("train", 6000), ("val", 3000)):
 EOF
 for s in standard q_residual; do
     m=$(model_of "$s")
-    [ -z "$m" ] && { skip "cpu train $s (no fixture)"; continue; }
+    [ -z "$m" ] && { fail "cpu train $s (no $s fixture in $MANIFEST)"; continue; }
     run_capture "build/train_gpt2_cpu_$s" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" \
         -b 4 -t 32 -x 12 -l 3e-3 -v 6 -m 2 -o "$TMP/train_$s.log"
     first=$(grep -m1 "^val loss" "$TMP/out" | awk '{ print $3 }')

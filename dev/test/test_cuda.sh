@@ -132,7 +132,7 @@ for s in $SCHEMES; do
       expect_one_line "$bin checkpoint of scheme $other" 1 "written by scheme $other, but this binary is built for scheme $s" \
         ./"$bin" -e "$f" -t 64
     else
-      echo "SKIP nogpu $bin checkpoint of another scheme: no dev/fixtures/${other}_tiny_model.bin (make_fixtures.py not run)"
+      fail "nogpu $bin checkpoint of another scheme: no dev/fixtures/${other}_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
     fi
     expect_one_line "$bin missing train data" 1 "-i $log_dir/nope_*.bin" ./"$bin" -e d6 -t 64 -b 2 -i "$log_dir/nope_*.bin"
     if [ $has_gpu -eq 0 ]; then
@@ -140,6 +140,8 @@ for s in $SCHEMES; do
       f=$(fixture_of "$s")
       if [ -n "$f" ]; then
         expect_one_line "$bin valid checkpoint" 1 "no CUDA device" ./"$bin" -e "$f" -t 64 -b 2 -i "$shard" -j "$shard"
+      else
+        fail "nogpu $bin valid checkpoint: no dev/fixtures/${s}_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
       fi
     fi
   done
@@ -159,7 +161,7 @@ if [ -f "$forbidden" ]; then
       ./"$bin" -e d6 --n_layer "$L" --n_embd "$C" --n_head "$H" --n_kv_head "$KV" --mlp_hidden "$M" --bias "$bias" -t 64
   done <"$forbidden"
 else
-  echo "SKIP nogpu forbidden shapes: no $forbidden (make_fixtures.py not run)"
+  fail "nogpu forbidden shapes: no $forbidden (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
 fi
 # the example of the brief, spelled out: k_identity refuses GQA
 expect_one_line "forbidden k_identity GQA" 1 "scheme k_identity requires n_kv_head == n_head" \
@@ -169,6 +171,8 @@ f=$(fixture_of standard)
 if [ -n "$f" ]; then
   expect_one_line "checkpoint shape flag" 1 "cannot be changed" ./train_gpt2cu -e "$f" -t 64 --n_kv_head 2
   expect_one_line "resume without -o" 1 "-y 1 needs -o" ./train_gpt2cu -e "$f" -t 64 -y 1
+else
+  fail "nogpu checkpoint shape flag, resume without -o: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -209,6 +213,8 @@ else
     else
       fail "gpu train_gpt2cu -o/-n/-y: exits $rc1/$rc2, $steps step lines (expected 0/0, 6), see $log_dir/trainer_run.log, trainer_resume.log"
     fi
+  else
+    fail "gpu train_gpt2cu -o/-n/-y: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
   fi
 fi
 exit $failed

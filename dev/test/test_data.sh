@@ -15,7 +15,41 @@ trap 'rm -rf "$tmp"' EXIT
 
 # ---------------------------------------------------------------- dataloader.h unit tests
 if make -s build/test_dataloader >"$tmp/build.log" 2>&1; then
-  ./build/test_dataloader || fails=$((fails + 1))
+  # exit 1 comes with its FAIL lines; any other status (a crash) would otherwise print none
+  ./build/test_dataloader | tee "$tmp/dataloader.log"; rc=${PIPESTATUS[0]}
+  if [ "$rc" = 1 ]; then fails=$((fails + 1)); elif [ "$rc" != 0 ]; then fail "test_dataloader: exited with status $rc (crashed?)"; fi
+  # the pinned shuffled order, derived again from dataloader.h's definition (splitmix64, rejection
+  # sampling, Fisher-Yates) by an independent implementation: shards of 10, 7, 12 windows of 16
+  ref=$("$PY" - <<'EOF'
+M = (1 << 64) - 1
+def splitmix64(s):
+    s = (s + 0x9E3779B97F4A7C15) & M
+    z = ((s ^ (s >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return s, z ^ (z >> 31)
+def stream_seed(seed, epoch, stream):
+    _, h = splitmix64(seed)
+    _, h = splitmix64(h ^ ((epoch * 0xD1B54A32D192ED03) & M))
+    return splitmix64(h ^ ((stream * 0xABC98388FB8FAC03) & M))[1]
+def permutation(n, rng):
+    out = list(range(n))
+    for i in range(n, 1, -1):
+        limit = M - (M % i)
+        while True:
+            rng, r = splitmix64(rng)
+            if r < limit: break
+        j = r % i
+        out[i - 1], out[j] = out[j], out[i - 1]
+    return out
+windows, ids, seed = [10, 7, 12], [11, 12, 13], 42
+shard = permutation(3, stream_seed(seed, 0, 0))[0]
+order = permutation(windows[shard], stream_seed(seed, 0, 1 + shard))
+print(" ".join("(%d,%d)" % (ids[shard], 16 * w) for w in order[:4]))
+EOF
+)
+  got=$(sed -n 's/^PASS data shuffle_order_pinned seed 42 first windows (shard id, start): //p' "$tmp/dataloader.log")
+  [ -n "$got" ] && [ "$got" = "$ref" ] && pass "shuffle_order_pinned_matches_python_reference: $ref" \
+    || fail "shuffle_order_pinned_matches_python_reference: test_dataloader pinned '${got:-no PASS line}', the Python reference gives '$ref'"
 else
   fail "build_test_dataloader: $(grep -m1 error "$tmp/build.log")"
 fi
@@ -144,7 +178,6 @@ mine=$(printf 'Hello world' | $ET --print-ids -)
 [ "$mine" = "15496 995" ] && pass "print_ids_stdin: 'Hello world' -> $mine" || fail "print_ids_stdin: 'Hello world' -> '$mine', expected '15496 995'"
 
 # validation split by fraction: each document's tail, cut at a line boundary
-python_lines() { "$PY" - "$@"; }
 for i in $(seq 1 40); do echo "Line $i of a document that is long enough to be cut somewhere near its end."; done >"$tmp/long.txt"
 if $ET -o "$tmp/frac/f" --val-fraction 0.1 "$tmp/long.txt" >"$tmp/enc.log" 2>&1; then
   # expected: 36 lines... the cut is at the first newline after 90% of the characters
@@ -238,7 +271,9 @@ int main() {
     return 0;
 }
 EOF
-  if g++ -O1 -std=c++17 -I. "$tmp/austen.cpp" -o "$tmp/austen" 2>/dev/null && batches=$("$tmp/austen"); then
+  if ! g++ -O1 -std=c++17 -I. "$tmp/austen.cpp" -o "$tmp/austen" 2>"$tmp/austen_build.log"; then
+    fail "austen_corpus: compile error $(head -n 1 "$tmp/austen_build.log")"
+  elif batches=$("$tmp/austen"); then
     if [ "$n_train" -gt 900000 ] && [ "$n_val" -gt 40000 ]; then
       pass "austen_corpus: train $n_train tokens, val $n_val tokens; B=16 T=1024 batches per epoch (train val): $batches"
     else

@@ -24,9 +24,9 @@ if ! node -e 'require("./dev/tokenizer/node_modules/js-tiktoken")' >/dev/null 2>
 fi
 
 # the vocabulary
-if [ ! -f "$VOCAB/encoder.json" ] || [ ! -f "$VOCAB/vocab.bpe" ]; then
+if [ ! -f "$VOCAB/encoder.json" ] || [ ! -f "$VOCAB/vocab.bpe" ] || [ ! -f "$VOCAB/gpt2_tokenizer.bin" ]; then
   bash dev/data/fetch_gpt2_vocab.sh >"$WORK/fetch.log" 2>&1 ||
-    die "setup: no $VOCAB/encoder.json + vocab.bpe and dev/data/fetch_gpt2_vocab.sh failed: $(tail -n 1 "$WORK/fetch.log")"
+    die "setup: no $VOCAB/encoder.json + vocab.bpe + gpt2_tokenizer.bin and dev/data/fetch_gpt2_vocab.sh failed: $(tail -n 1 "$WORK/fetch.log")"
 fi
 
 # the Austen corpus as one text: the data scripts' export if it is there, else straight from R

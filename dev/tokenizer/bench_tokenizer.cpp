@@ -20,11 +20,9 @@ static double now_s() {
 static bool read_all(const char* path, std::string* out) {
     FILE* f = fopen(path, "rb");
     if (f == NULL) { return false; }
-    char buf[1 << 16];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0) { out->append(buf, got); }
+    bool ok = read_all_bytes(f, out);
     fclose(f);
-    return true;
+    return ok;
 }
 
 int main(int argc, char** argv) {

@@ -31,12 +31,10 @@ static void report(bool ok, const std::string& line) {
 static bool read_all(const std::string& path, std::string* out) {
     FILE* f = fopen(path.c_str(), "rb");
     if (f == NULL) { return false; }
-    char buf[1 << 16];
-    size_t got;
     out->clear();
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0) { out->append(buf, got); }
+    bool ok = read_all_bytes(f, out);
     fclose(f);
-    return true;
+    return ok;
 }
 
 static bool write_all(const std::string& path, const std::string& data) {
@@ -132,21 +130,6 @@ struct Rng {
     uint32_t range(uint32_t lo, uint32_t hi) { return lo + below(hi - lo + 1); }  // [lo, hi]
 };
 
-static void put_utf8(uint32_t cp, std::string* out) {
-    if (cp < 0x80) { out->push_back((char)cp); }
-    else if (cp < 0x800) { out->push_back((char)(0xC0 | (cp >> 6))); out->push_back((char)(0x80 | (cp & 0x3F))); }
-    else if (cp < 0x10000) {
-        out->push_back((char)(0xE0 | (cp >> 12)));
-        out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-        out->push_back((char)(0x80 | (cp & 0x3F)));
-    } else {
-        out->push_back((char)(0xF0 | (cp >> 18)));
-        out->push_back((char)(0x80 | ((cp >> 12) & 0x3F)));
-        out->push_back((char)(0x80 | ((cp >> 6) & 0x3F)));
-        out->push_back((char)(0x80 | (cp & 0x3F)));
-    }
-}
-
 // one fragment of valid UTF-8 from a mix of the cases that stress the pattern
 static void valid_atom(Rng& r, std::string* s) {
     static const char* contractions[] = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'x", "'", "''", "'l", "'r", "'v"};
@@ -175,44 +158,44 @@ static void valid_atom(Rng& r, std::string* s) {
         }
         case 4: *s += spaces[r.below(sizeof(spaces) / sizeof(spaces[0]))]; break;
         case 5: *s += contractions[r.below(sizeof(contractions) / sizeof(contractions[0]))]; break;
-        case 6: put_utf8(r.range(0xA0, 0xFF), s); break;  // Latin-1
+        case 6: utf8_append(r.range(0xA0, 0xFF), s); break;  // Latin-1
         case 7: {  // CJK, kana, Hangul
             int n = r.range(1, 4);
             uint32_t base[3][2] = {{0x4E00, 0x9FFF}, {0x3040, 0x30FF}, {0xAC00, 0xD7A3}};
             int k = r.below(3);
-            for (int i = 0; i < n; i++) { put_utf8(r.range(base[k][0], base[k][1]), s); }
+            for (int i = 0; i < n; i++) { utf8_append(r.range(base[k][0], base[k][1]), s); }
             break;
         }
         case 8: {  // emoji, with ZWJ sequences, variation selector, skin tone
-            put_utf8(r.below(2) ? r.range(0x1F300, 0x1F6FF) : r.range(0x1F900, 0x1F9FF), s);
-            if (r.below(3) == 0) { put_utf8(r.range(0x1F3FB, 0x1F3FF), s); }
-            if (r.below(3) == 0) { put_utf8(0xFE0F, s); }
-            if (r.below(3) == 0) { put_utf8(0x200D, s); put_utf8(r.range(0x1F466, 0x1F469), s); }
+            utf8_append(r.below(2) ? r.range(0x1F300, 0x1F6FF) : r.range(0x1F900, 0x1F9FF), s);
+            if (r.below(3) == 0) { utf8_append(r.range(0x1F3FB, 0x1F3FF), s); }
+            if (r.below(3) == 0) { utf8_append(0xFE0F, s); }
+            if (r.below(3) == 0) { utf8_append(0x200D, s); utf8_append(r.range(0x1F466, 0x1F469), s); }
             break;
         }
         case 9: {  // combining marks
             int n = r.range(1, 3);
-            for (int i = 0; i < n; i++) { put_utf8(r.range(0x300, 0x36F), s); }
+            for (int i = 0; i < n; i++) { utf8_append(r.range(0x300, 0x36F), s); }
             break;
         }
         case 10: {  // right-to-left: Hebrew, Arabic letters, Arabic marks and digits, direction marks
             int n = r.range(1, 5);
             uint32_t base[5][2] = {{0x5D0, 0x5EA}, {0x621, 0x64A}, {0x64B, 0x652}, {0x660, 0x669}, {0x200E, 0x200F}};
             int k = r.below(5);
-            for (int i = 0; i < n; i++) { put_utf8(r.range(base[k][0], base[k][1]), s); }
+            for (int i = 0; i < n; i++) { utf8_append(r.range(base[k][0], base[k][1]), s); }
             break;
         }
-        case 11: put_utf8(uspaces[r.below(sizeof(uspaces) / sizeof(uspaces[0]))], s); break;
+        case 11: utf8_append(uspaces[r.below(sizeof(uspaces) / sizeof(uspaces[0]))], s); break;
         case 12: {  // other numbers
             uint32_t base[5][2] = {{0xB2, 0xB3}, {0x2160, 0x2188}, {0xFF10, 0xFF19}, {0x966, 0x96F}, {0x1D7CE, 0x1D7FF}};
             int k = r.below(5);
-            put_utf8(r.range(base[k][0], base[k][1]), s);
+            utf8_append(r.range(base[k][0], base[k][1]), s);
             break;
         }
         case 13: case 14: {  // any scalar value: all planes, or the BMP
             uint32_t cp;
             do { cp = r.below(2) ? r.below(0x110000) : r.below(0x10000); } while (cp >= 0xD800 && cp <= 0xDFFF);
-            put_utf8(cp, s);
+            utf8_append(cp, s);
             break;
         }
         default: *s += eot_parts[r.below(sizeof(eot_parts) / sizeof(eot_parts[0]))]; break;
@@ -227,7 +210,7 @@ static void invalid_atom(Rng& r, std::string* s) {
         case 0: s->push_back((char)r.range(0x80, 0xFF)); break;
         case 1: {  // a truncated multi-byte sequence
             std::string t;
-            put_utf8(r.below(2) ? r.range(0x80, 0xFFFF) : r.range(0x10000, 0x10FFFF), &t);
+            utf8_append(r.below(2) ? r.range(0x80, 0xFFFF) : r.range(0x10000, 0x10FFFF), &t);
             if (t.size() >= 2 && !((uint8_t)t[0] == 0xED && (uint8_t)t[1] >= 0xA0)) { *s += t.substr(0, r.range(1, (uint32_t)t.size() - 1)); }
             else { s->push_back('\xC3'); }
             break;
@@ -308,7 +291,7 @@ static int cmd_gen(const std::string& work) {
         int kind = i % 8;
         static const char* alpha[] = {"etaoinshrdlu", "ab", "the", "xyzq", "ing", "-=_*#.!~", "0123456789", " \n\t"};
         while (s.size() < target) {
-            if (kind == 3) { put_utf8(r.below(3) ? r.range(0x4E00, 0x9FFF) : r.range(0xE0, 0xFF), &s); continue; }
+            if (kind == 3) { utf8_append(r.below(3) ? r.range(0x4E00, 0x9FFF) : r.range(0xE0, 0xFF), &s); continue; }
             const char* a = alpha[kind];
             if (kind == 1 || kind == 2 || kind == 4) { s += a; continue; }  // repeated words: long chains of equal ranks
             s.push_back(a[r.below((uint32_t)strlen(a))]);
@@ -490,6 +473,8 @@ static void check_llmc_bin(GPT2Encoder& enc, const std::string& vocab_dir, const
         bool same = loaded && enc2.encode_ordinary(text) == ids && enc2.encode(std::string("x<|endoftext|>")).back() == 50256;
         report(same, loaded ? "llmc_bin: GPT2Encoder::load_llmc encodes the Austen corpus to the same ids"
                             : "llmc_bin: load_llmc failed: " + err);
+    } else {
+        report(false, "llmc_bin: cannot read " + austen + " to decode and re-encode it");
     }
     report(tokenizer_decode(&t, 50257) == NULL, "llmc_bin: tokenizer_decode(50257) is NULL (out of range)");
     tokenizer_free(&t);
@@ -519,13 +504,13 @@ static void check_llmc_bin(GPT2Encoder& enc, const std::string& vocab_dir, const
     report(v1_ok && rejected == 3, "llmc_bin: version 1 header reads with eot 50256; missing, truncated and bad-magic files give init_ok=0 (" +
                                        std::to_string(rejected) + "/3)");
 
-    // a gpt2_tokenizer.bin made by the data scripts, if there is one, must be the same file
+    // the gpt2_tokenizer.bin made by the data scripts must be the same file
     std::string theirs;
     if (read_all(vocab_dir + "/gpt2_tokenizer.bin", &theirs)) {
         report(theirs == data, "llmc_bin: " + vocab_dir + "/gpt2_tokenizer.bin " + (theirs == data ? "==" : "!=") +
                                    " the file written from encoder.json (" + std::to_string(theirs.size()) + " bytes)");
     } else {
-        printf("SKIP tokenizer llmc_bin: no %s/gpt2_tokenizer.bin to compare (the data scripts make it)\n", vocab_dir.c_str());
+        report(false, "llmc_bin: cannot read " + vocab_dir + "/gpt2_tokenizer.bin to compare (HINT: bash dev/data/fetch_gpt2_vocab.sh makes it)");
     }
 }
 

@@ -7,6 +7,8 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
   params <scheme> L C H Hkv M bias [T]
                          one line for a shape of your own (T defaults to 1024)
 */
+#include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include "../../attention_variants.cuh"
 
@@ -33,6 +35,18 @@ static int print_line(const GPT2Config* c) {
     return 1;
 }
 
+// one shape argument: a whole number (the shape check then says which values fit a scheme)
+static int parse_arg(const char* what, const char* s) {
+    char* end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 0 || v > INT_MAX) {
+        fprintf(stderr, "params: %s is '%s', expected a whole number in 0..%d\n", what, s, INT_MAX);
+        exit(1);
+    }
+    return (int)v;
+}
+
 int main(int argc, char** argv) {
     if (argc > 1) {
         if (argc < 8 || argc > 9) {
@@ -45,8 +59,10 @@ int main(int argc, char** argv) {
                             "v_identity, kv_shared, qk_shared, qkv_shared, q_residual)\n", argv[1]);
             return 1;
         }
-        GPT2Config c = make_config(scheme, atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), atoi(argv[5]),
-                                   atoi(argv[6]), atoi(argv[7]), argc == 9 ? atoi(argv[8]) : 1024);
+        GPT2Config c = make_config(scheme, parse_arg("n_layer", argv[2]), parse_arg("n_embd", argv[3]),
+                                   parse_arg("n_head", argv[4]), parse_arg("n_kv_head", argv[5]),
+                                   parse_arg("mlp", argv[6]), parse_arg("bias", argv[7]),
+                                   argc == 9 ? parse_arg("T", argv[8]) : 1024);
         return print_line(&c) ? 0 : 1;
     }
     // The configurations of VARIANTS.md: seed 000 (GPT-2 small without biases), seed 004 300M and 1.2B.

@@ -17,8 +17,7 @@
 #   windows are reshuffled every epoch by the trainer's data loader.
 #   Validation loss (all of the ~48K validation tokens) every 25 steps and at the end; a 128-token
 #   sample and a checkpoint at the end, in log_<scheme>/.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../data/common.sh"  # set -euo pipefail, the repository root, count_tokens
 
 SCHEME=${1:-standard}
 [ $# -gt 0 ] && shift
@@ -31,8 +30,8 @@ esac
 # 1. data
 bash dev/data/prepare_austen.sh
 DATA=dev/data/austen
-TRAIN_TOKENS=$(od -A n -t d4 -j 8 -N 4 "$DATA/austen_train_000000.bin" | tr -d ' ')
-VAL_TOKENS=$(od -A n -t d4 -j 8 -N 4 "$DATA/austen_val_000000.bin" | tr -d ' ')
+TRAIN_TOKENS=$(count_tokens "$DATA/austen_train_*.bin")
+VAL_TOKENS=$(count_tokens "$DATA/austen_val_*.bin")
 
 # 2. a GPU?
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
