@@ -8,7 +8,9 @@
 #
 # Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
 
-SCHEMES := standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
+# The schemes in id order, read from qkv_scheme_names in attention_variants.cuh, the one place a
+# scheme is defined; scripts ask `make -s schemes` for the same list.
+SCHEMES := $(shell sed -n '/qkv_scheme_names\[QKV_NUM_SCHEMES\] = {/,/};/p' attention_variants.cuh | grep -o '"[a-z0-9_]*"' | tr -d '"')
 QKV ?= standard
 PRECISION ?= BF16
 
@@ -87,7 +89,10 @@ $(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
 
 # ---------------------------------------------------------------------------------------------
 # Tools and the test runner (owner: lead)
-.PHONY: params test train clean
+.PHONY: params test train clean schemes
+schemes:
+	@echo $(SCHEMES)
+
 $(BUILD)/params: dev/tools/params.cpp attention_variants.cuh | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 

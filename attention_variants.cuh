@@ -492,7 +492,7 @@ static inline void gpt2_config_to_header(const GPT2Config* c, int bf16, int head
 static inline int qkv_check_scheme_matches_build(const GPT2Config* c, const char* path, char* msg, size_t msg_size) {
     if (c->scheme == kQKVScheme) { return 1; }
     snprintf(msg, msg_size, "%s was written by scheme %s, but this binary is built for scheme %s "
-             "(HINT: rebuild with make QKV=%s, or load a %s checkpoint)", path, qkv_scheme_name(c->scheme),
+             "(HINT: use the binary built with QKV=%s, or load a %s checkpoint)", path, qkv_scheme_name(c->scheme),
              qkv_scheme_name(kQKVScheme), qkv_scheme_name(c->scheme), qkv_scheme_name(kQKVScheme));
     return 0;
 }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 STEPS=${1:-12}
 case "$STEPS" in ''|*[!0-9]*) echo "bench: steps '$STEPS': expected an integer >= 2" >&2; exit 1;; esac
 [ "$STEPS" -ge 2 ] || { echo "bench: steps $STEPS: expected >= 2 (the first step is not timed)" >&2; exit 1; }
-SCHEMES=${2:-"standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"}
+SCHEMES=${2:-$(make -s --no-print-directory schemes)}
 out_dir=build/bench
 mkdir -p "$out_dir"
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then

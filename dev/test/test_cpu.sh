@@ -16,7 +16,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 
-SCHEMES="standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"
+SCHEMES=$(make -s --no-print-directory schemes) && [ -n "$SCHEMES" ] || { echo "FAIL cpu: make schemes printed no scheme list"; exit 1; }
 PY=/usr/bin/python3
 FIX=dev/fixtures
 MANIFEST=$FIX/manifest.tsv

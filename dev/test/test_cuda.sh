@@ -12,7 +12,7 @@
 #   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
 set -u
 cd "$(dirname "$0")/../.."
-SCHEMES="standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"
+SCHEMES=$(make -s --no-print-directory schemes) && [ -n "$SCHEMES" ] || { echo "FAIL cuda: make schemes printed no scheme list"; exit 1; }
 PRECISIONS="BF16 FP32"
 log_dir=build/test_logs/cuda
 mkdir -p "$log_dir"

@@ -21,7 +21,7 @@ source "$(dirname "$0")/../data/common.sh"  # set -euo pipefail, the repository 
 
 SCHEME=${1:-standard}
 [ $# -gt 0 ] && shift
-SCHEMES="standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual"
+SCHEMES=$(make -s --no-print-directory schemes)
 case " $SCHEMES " in
   *" $SCHEME "*) ;;
   *) echo "make train: QKV=$SCHEME is not a scheme; expected one of: $SCHEMES" >&2; exit 1 ;;
