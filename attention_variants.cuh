@@ -497,4 +497,47 @@ static inline int qkv_check_scheme_matches_build(const GPT2Config* c, const char
     return 0;
 }
 
+// Everything a trainer checks before reading a checkpoint's weights, from its header and its size
+// in bytes, in the order that gives the most useful message: the header itself, the scheme of this
+// build (a file of another scheme is refused as such, whatever its shape), the shape allowed for
+// the scheme, then the size. The parameter count is first computed in double, so that an absurd
+// header cannot overflow size_t into a size that happens to match. Returns 1 with *c filled in, or
+// 0 with a one-line message naming `path` and what was expected.
+static inline int checkpoint_validate(const int header[256], long long file_size, const char* path,
+                                      GPT2Config* c, char* msg, size_t msg_size) {
+    if (!gpt2_config_from_header(header, path, c, msg, msg_size)) { return 0; }
+    if (!qkv_check_scheme_matches_build(c, path, msg, msg_size)) { return 0; }
+    char why[512];
+    if (!gpt2_config_check(c, why, sizeof(why))) {
+        snprintf(msg, msg_size, "%s: %s", path, why);
+        return 0;
+    }
+    char shape[256];
+    gpt2_config_describe(c, shape, sizeof(shape));
+    const int elem = checkpoint_version_is_bf16(header[1]) ? 2 : 4;
+    int ndims[NUM_PARAMETER_TENSORS];
+    size_t dims[NUM_PARAMETER_TENSORS][3];
+    fill_param_shapes(c, ndims, dims);
+    double nparams_d = 0.0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        double n = ndims[i] > 0 ? 1.0 : 0.0;
+        for (int d = 0; d < ndims[i]; d++) { n *= (double)dims[i][d]; }
+        nparams_d += n;
+    }
+    if (nparams_d * elem > 1e13) {
+        snprintf(msg, msg_size, "%s: implausible shape in header (%s: %.3g parameters)", path, shape, nparams_d);
+        return 0;
+    }
+    const size_t nparams = gpt2_num_parameters(c);
+    const long long expected = 1024 + (long long)nparams * elem;
+    if (file_size != expected) {
+        snprintf(msg, msg_size, "%s: %s model file: file size %lld bytes, expected %lld = 1024-byte header + %zu "
+                 "parameters x %d bytes (version %d, scheme %s, %s) (HINT: truncated or corrupt file?)", path,
+                 file_size < expected ? "truncated" : "oversized", file_size, expected, nparams, elem, header[1],
+                 qkv_scheme_name(c->scheme), shape);
+        return 0;
+    }
+    return 1;
+}
+
 #endif // ATTENTION_VARIANTS_CUH

@@ -1222,24 +1222,10 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
         return 0;
     }
     fclose(f);
-    if (!gpt2_config_from_header(header, path, config, msg, msg_size)) { return 0; }
+    if (!checkpoint_validate(header, size, path, config, msg, msg_size)) { return 0; }
     *version = header[1];
+    // an --attn_scale override (validated with the flags) replaces the file's scale
     if (attn_scale_override >= 0.0f) { config->attn_scale = attn_scale_override; }
-    // the scheme first: a file of another scheme is refused as such, whatever its shape
-    if (!qkv_check_scheme_matches_build(config, path, msg, msg_size)) { return 0; }
-    char why[512];
-    if (!gpt2_config_check(config, why, sizeof(why))) {
-        snprintf(msg, msg_size, "%s: %s", path, why);
-        return 0;
-    }
-    const long long expected = 1024 + (long long)gpt2_num_parameters(config) * (checkpoint_version_is_bf16(*version) ? 2 : 4);
-    if (size != expected) {
-        char desc[256];
-        gpt2_config_describe(config, desc, sizeof(desc));
-        snprintf(msg, msg_size, "%s: %s model file: %lld bytes, but its header (%s, scheme %s) needs %lld bytes",
-                 path, size < expected ? "truncated" : "oversized", size, desc, qkv_scheme_name(config->scheme), expected);
-        return 0;
-    }
     return 1;
 }
 

@@ -640,8 +640,8 @@ static void gpt2_init_empty(GPT2* model) {
 }
 
 // Reads a checkpoint (versions 3/5/6/7 of dev/FORMATS.md; bf16 is widened to fp32). Returns 1,
-// or 0 with a one-line message in msg naming the file and what was expected. Order of checks:
-// header, shape allowed for the scheme, scheme of this build, file size, then the data.
+// or 0 with a one-line message in msg naming the file and what was expected (the header, scheme,
+// shape and size checks are checkpoint_validate's, shared with the CUDA trainer).
 int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t msg_size) {
     gpt2_init_empty(model);
     FILE* f = fopen(path, "rb");
@@ -656,45 +656,12 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
         fclose(f);
         return 0;
     }
-    GPT2Config c;
-    if (!gpt2_config_from_header(header, path, &c, msg, msg_size)) { fclose(f); return 0; }
-    char why[512];
-    if (!gpt2_config_check(&c, why, sizeof(why))) {
-        snprintf(msg, msg_size, "%s: %s", path, why);
-        fclose(f);
-        return 0;
-    }
-    if (!qkv_check_scheme_matches_build(&c, path, msg, msg_size)) { fclose(f); return 0; }
-
-    // the size check: computed in double first so that an absurd header cannot overflow size_t
-    int ndims[NUM_PARAMETER_TENSORS];
-    size_t dims[NUM_PARAMETER_TENSORS][3];
-    fill_param_shapes(&c, ndims, dims);
-    double nparams_d = 0.0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        double n = ndims[i] > 0 ? 1.0 : 0.0;
-        for (int d = 0; d < ndims[i]; d++) { n *= (double)dims[i][d]; }
-        nparams_d += n;
-    }
-    const int elem = checkpoint_version_is_bf16(header[1]) ? 2 : 4;
     fseek(f, 0, SEEK_END);
     const long long file_size = (long long)ftell(f);
-    char shape[256];
-    gpt2_config_describe(&c, shape, sizeof(shape));
-    if (nparams_d * elem > 1e13) {
-        snprintf(msg, msg_size, "%s: implausible shape in header (%s: %.3g parameters)", path, shape, nparams_d);
-        fclose(f);
-        return 0;
-    }
+    GPT2Config c;
+    if (!checkpoint_validate(header, file_size, path, &c, msg, msg_size)) { fclose(f); return 0; }
+    const int elem = checkpoint_version_is_bf16(header[1]) ? 2 : 4;
     const size_t nparams = fill_param_sizes(&c, model->param_sizes);
-    const long long expected = 1024 + (long long)nparams * elem;
-    if (file_size != expected) {
-        snprintf(msg, msg_size, "%s: file size %lld bytes, expected %lld = 1024-byte header + %zu parameters x %d bytes "
-                 "(version %d, scheme %s, %s) (HINT: truncated or corrupt file?)", path, file_size, expected,
-                 nparams, elem, header[1], qkv_scheme_name(c.scheme), shape);
-        fclose(f);
-        return 0;
-    }
     fseek(f, 1024, SEEK_SET);
 
     model->config = c;

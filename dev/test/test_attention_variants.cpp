@@ -162,6 +162,36 @@ static void test_header_round_trip() {
     check(!ok && contains(msg, "weird.bin") && contains(msg, "version 4"), "unknown version refused naming the file", msg);
 }
 
+// the checks every trainer runs on a checkpoint before reading its weights
+static void test_checkpoint_validate() {
+    char msg[1024];
+    GPT2Config c = tiny(QKV_STANDARD, 2), back;
+    int header[256];
+    gpt2_config_to_header(&c, 0, header);
+    const long long exact = 1024 + (long long)gpt2_num_parameters(&c) * 4;
+    check(checkpoint_validate(header, exact, "ok.bin", &back, msg, sizeof(msg)) == 1 && memcmp(&c, &back, sizeof(c)) == 0,
+          "checkpoint_validate accepts a file of the right size", msg);
+    int ok = checkpoint_validate(header, exact - 4, "short.bin", &back, msg, sizeof(msg));
+    check(!ok && contains(msg, "short.bin") && contains(msg, "truncated") && contains(msg, "file size"),
+          "checkpoint_validate refuses a truncated file", msg);
+    ok = checkpoint_validate(header, exact + 4, "long.bin", &back, msg, sizeof(msg));
+    check(!ok && contains(msg, "oversized"), "checkpoint_validate refuses an oversized file", msg);
+    // a huge shape whose parameter count would wrap size_t must not pass on a lucky file size
+    header[4] = 1 << 30; header[5] = 1 << 10; header[6] = 1 << 30; header[9] = 1 << 10; header[10] = 1 << 30;
+    ok = checkpoint_validate(header, exact, "huge.bin", &back, msg, sizeof(msg));
+    check(!ok && contains(msg, "huge.bin") && contains(msg, "implausible"), "checkpoint_validate refuses an absurd shape", msg);
+    GPT2Config other = tiny(QKV_Q_IDENTITY, 2);
+    other.num_kv_heads = 3; // forbidden too, but the scheme is what is reported first
+    gpt2_config_to_header(&other, 0, header);
+    ok = checkpoint_validate(header, exact, "other.bin", &back, msg, sizeof(msg));
+    check(!ok && contains(msg, "q_identity") && contains(msg, "standard"), "checkpoint_validate reports another scheme first", msg);
+    GPT2Config bad = tiny(QKV_STANDARD, 3);
+    gpt2_config_to_header(&bad, 0, header);
+    ok = checkpoint_validate(header, 0, "bad.bin", &back, msg, sizeof(msg));
+    check(!ok && contains(msg, "bad.bin") && contains(msg, "n_kv_head=3") && !contains(msg, "file size"),
+          "checkpoint_validate reports a forbidden shape before the size", msg);
+}
+
 static void test_scheme_mismatch() {
     char msg[512];
     GPT2Config c = tiny(QKV_Q_IDENTITY, 4);
@@ -189,6 +219,7 @@ int main() {
     test_scales_and_names();
     test_header_round_trip();
     test_scheme_mismatch();
+    test_checkpoint_validate();
     test_kv_cache_paper_figures();
     return failed == 0 ? 0 : 1;
 }
