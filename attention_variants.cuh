@@ -421,11 +421,12 @@ static inline size_t qkv_kv_cache_bytes_per_token(const GPT2Config* c) {
     return 2 * (size_t)c->num_layers * channels;
 }
 
-// Training FLOPs per token, llm.c's convention (PaLM appendix B): 6 N for the parameters plus
-// 12 L T C for attention's two (T x T) matmuls, forward and backward, counted as if not causal. Used for MFU; N counts every parameter, so a scheme with fewer weights is charged less.
+// Training FLOPs per token, llm.c's formula (gpt2_estimate_mfu): 6 N for the parameters plus
+// 6 L C T for attention's two (T x T) matmuls, forward and backward, causal (half of PaLM's 12 L C T),
+// so that our MFU and llm.c's are the same number for the same speed. Used for MFU; N counts every
+// parameter, so a scheme with fewer weights is charged less.
 static inline double gpt2_flops_per_token(const GPT2Config* c, int T) {
-    return 6.0 * (double)gpt2_num_parameters(c) +
-           6.0 * 2.0 * (double)c->num_layers * (double)c->channels * (double)T;
+    return 6.0 * (double)gpt2_num_parameters(c) + 6.0 * (double)c->num_layers * (double)c->channels * (double)T;
 }
 
 // ----------------------------------------------------------------------------

@@ -1,84 +1,221 @@
 #!/usr/bin/env bash
-# Training throughput of every Q/K/V scheme (BF16 builds) on this GPU. Not a test: it needs a GPU
-# and takes minutes. For each scheme: d12 at T 1024 with the largest micro-batch that fits (tried
-# from 128 down, halving on "out of GPU memory"), then the standard scheme at d24 the same way.
-# Prints, per configuration: micro-batch, ms per step, tokens/s, MFU and peak device memory, as
-# measured by the trainer itself (its "summary:" line: the mean over the steps after the first).
+# Training throughput on this GPU, side by side with the peers in one run. Not a test: it needs a
+# GPU and takes minutes.
 #
-#   bash dev/bench/bench.sh [steps (default 12)] [schemes (default all)]
-# Results also go to build/bench/results.tsv. Data: random tokens in build/bench/ (throughput does
-# not depend on the text), so no dataset is needed.
+#   bash dev/bench/bench.sh [steps (default 10)] [schemes (default all)]
+#
+# 1. Peers: our standard scheme at d12, T 1024, BF16, 524288 tokens per step (gradient accumulation),
+#    the largest micro-batch B that fits (128 down, halving on "out of memory"); then llm.c's
+#    train_gpt2cu and a PyTorch GPT-2 (dev/bench/bench_torch.py: bf16 autocast, SDPA,
+#    torch.compile, fused AdamW) at the same shape, tokens per step and B (halved if they do not
+#    fit), on the same shard. Ratios ours/llm.c and ours/PyTorch.
+# 2. Every scheme at d12, then the standard scheme at d24, ours only, the same way.
+#
+# Each run: the mean step time over the steps after the first (ours: the trainer's summary line;
+# llm.c: its "total average iteration time"; PyTorch: after the first two, compilation), tokens/s,
+# MFU by llm.c's formula ((6 N + 6 L C T) FLOPs per token, N every parameter) against
+# PEAK_TFLOPS (default 790: the dense bf16 rate measured on the device's H100s), and the peak
+# device memory in use (nvidia-smi, sampled every 100 ms: the same measure for all three).
+#
+# llm.c: built here from its source in dev/bench/peers/llm.c (an ignored folder; fetched from
+# github.com/karpathy/llm.c, never committed) with cuDNN attention when cuDNN and
+# $LLMC_DIR/cudnn-frontend/include (github.com/NVIDIA/cudnn-frontend) are found, else without; the build line says which.
+# Data: one shard of random token ids in build/bench/ (throughput does not depend on the text).
+# Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv.
 set -u
 cd "$(dirname "$0")/../.."
-STEPS=${1:-12}
-case "$STEPS" in ''|*[!0-9]*) echo "bench: steps '$STEPS': expected an integer >= 2" >&2; exit 1;; esac
-[ "$STEPS" -ge 2 ] || { echo "bench: steps $STEPS: expected >= 2 (the first step is not timed)" >&2; exit 1; }
+STEPS=${1:-10}
+case "$STEPS" in ''|*[!0-9]*) echo "bench: steps '$STEPS': expected an integer >= 4" >&2; exit 1;; esac
+[ "$STEPS" -ge 4 ] || { echo "bench: steps $STEPS: expected >= 4 (the first steps are not timed)" >&2; exit 1; }
 SCHEMES=${2:-$(make -s --no-print-directory schemes)}
-out_dir=build/bench
-mkdir -p "$out_dir"
+TOKENS_PER_STEP=524288
+T=1024
+PEAK_TFLOPS=${PEAK_TFLOPS:-790}
+PYTHON=${PYTHON:-python3}
+LLMC_DIR=${LLMC_DIR:-dev/bench/peers/llm.c}
+CUDNN_FRONTEND=${CUDNN_FRONTEND:-$PWD/$LLMC_DIR/cudnn-frontend/include}
+out_dir=${BENCH_LOG_DIR:-build/bench}
+mkdir -p "$out_dir" build/bench
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   echo "bench: no CUDA device on this machine (nvidia-smi -L lists no GPU); nothing to measure" >&2
   exit 1
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)
+SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d '.')
 
-# one shard of random GPT-2 token ids, large enough for 128 x 1024 x (STEPS + 1) tokens
-shard="$out_dir/bench_train_000.bin"
-need=$(( 128 * 1024 * (STEPS + 2) + 1 ))
-python3 - "$shard" "$need" <<'EOF'
-import os, random, struct, sys
+# one shard of random GPT-2 token ids, enough for STEPS steps and llm.c's final validation
+shard=build/bench/bench_train_000.bin
+"$PYTHON" - "$shard" $((TOKENS_PER_STEP * (STEPS + 2) + 1)) <<'EOF'
+import os, sys
+import numpy as np
 path, n = sys.argv[1], int(sys.argv[2])
 if os.path.exists(path) and os.path.getsize(path) == 1024 + 2 * n:
     sys.exit(0)
-rng = random.Random(1234)
-header = struct.pack("<256i", 20240520, 1, n, *([0] * 253))
+header = np.zeros(256, dtype=np.int32)
+header[:3] = (20240520, 1, n)
+ids = np.random.default_rng(1234).integers(0, 50257, size=n, dtype=np.uint16)
 with open(path + ".tmp", "wb") as f:
-    f.write(header)
-    chunk = 1 << 20
-    for start in range(0, n, chunk):
-        m = min(chunk, n - start)
-        f.write(struct.pack("<%dH" % m, *[rng.randrange(50257) for _ in range(m)]))
+    f.write(header.tobytes())
+    f.write(ids.tobytes())
 os.replace(path + ".tmp", path)
 EOF
+[ -f "$shard" ] || { echo "bench: could not write $shard" >&2; exit 1; }
+
+# run a command while sampling the GPU's memory in use; the peak (MiB) goes to $log.mem
+with_memory_peak() { # log cmd...
+  local log=$1; shift
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 >"$log.memtrace" 2>/dev/null &
+  local smi=$!
+  "$@" >"$log" 2>&1
+  local rc=$?
+  kill $smi 2>/dev/null; wait $smi 2>/dev/null
+  sort -n "$log.memtrace" | tail -n 1 >"$log.mem"
+  return $rc
+}
+is_oom() { grep -qi 'out of \(GPU \)\?memory\|CUDA_ERROR_OUT_OF_MEMORY\|cudaErrorMemoryAllocation' "$1"; }
+
+results="$out_dir/results.tsv"
+printf "who\tscheme\tmodel\tB\tT\tparams\tms_per_step\ttokens_per_s\tmfu_pct\tpeak_mib\tnote\n" >"$results"
+# depth -> "L C"
+shape_of() { case $1 in d12) echo "12 768";; d24) echo "24 1024";; d36) echo "36 1280";; d48) echo "48 1600";; esac; }
+record() { # who scheme depth B params ms log note
+  local who=$1 s=$2 depth=$3 B=$4 params=$5 ms=$6 log=$7 note=$8 L C tok mfu mem
+  read -r L C <<<"$(shape_of "$depth")"
+  tok=$(awk -v ms="$ms" -v n=$TOKENS_PER_STEP 'BEGIN { printf "%.0f", n / (ms / 1000) }')
+  mfu=$(awk -v tok="$tok" -v N="$params" -v L="$L" -v C="$C" -v T=$T -v peak="$PEAK_TFLOPS" \
+        'BEGIN { printf "%.1f", 100 * tok * (6 * N + 6 * L * C * T) / (peak * 1e12) }')
+  mem=$(cat "$log.mem" 2>/dev/null)
+  printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$who" "$s" "$depth" "$B" $T "$params" "$ms" "$tok" "$mfu" "${mem:-?}" "$note" >>"$results"
+  printf "%-7s %-11s %-5s %4s %10s %12s %7s%% %9s  %s\n" "$who" "$s" "$depth" "$B" "$ms" "$tok" "$mfu" "${mem:-?}" "$note"
+}
 
 binary() { if [ "$1" = standard ]; then echo train_gpt2cu; else echo "train_gpt2cu_$1"; fi; }
 
-results="$out_dir/results.tsv"
-printf "gpu\tscheme\tmodel\tB\tT\tms_per_step\ttokens_per_s\tmfu\tpeak_mib\n" >"$results"
-printf "%-11s %-5s %4s %5s %10s %12s %8s %10s\n" scheme model B T ms/step tok/s MFU peak_MiB
-run_config() { # scheme depth
-  local s=$1 depth=$2 bin B log line
+# ours: the largest B from $2 down that fits; sets OURS_B
+run_ours() { # scheme depth first_B
+  local s=$1 depth=$2 bin B log ms params
   bin=$(binary "$s")
   make -s "$bin" QKV="$s" PRECISION=BF16 >/dev/null || { echo "bench: build of $bin failed" >&2; return 1; }
   for B in 128 64 32 16 8 4 2 1; do
-    log="$out_dir/${s}_${depth}_B${B}.log"
-    # a hang must not stall the whole benchmark: 20 minutes is far more than STEPS steps need
-    timeout 1200 ./"$bin" -e "$depth" -t 1024 -b "$B" -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4 >"$log" 2>&1
+    [ "$B" -gt "$3" ] && continue
+    log="$out_dir/ours_${s}_${depth}_B${B}.log"
+    with_memory_peak "$log" timeout 900 ./"$bin" -e "$depth" -t $T -b "$B" -d $TOKENS_PER_STEP -x "$STEPS" \
+      -v 0 -s 0 -i "$shard" -l 1e-4
     local rc=$?
     if [ $rc -eq 0 ] && grep -q '^summary:' "$log"; then
-      line=$(grep '^summary:' "$log")
-      # summary: N timed steps | X ms/step | Y tok/s | MFU Z | peak memory W MiB
-      local ms tok mfu mem
-      ms=$(echo "$line" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/')
-      tok=$(echo "$line" | sed -E 's/.*\| ([0-9.]+) tok\/s.*/\1/')
-      mfu=$(echo "$line" | sed -E 's/.*\| MFU ([^ ]+) .*/\1/')
-      mem=$(echo "$line" | sed -E 's/.*peak memory ([0-9.]+) MiB.*/\1/')
-      printf "%-11s %-5s %4s %5s %10s %12s %8s %10s\n" "$s" "$depth" "$B" 1024 "$ms" "$tok" "$mfu" "$mem"
-      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$gpu" "$s" "$depth" "$B" 1024 "$ms" "$tok" "$mfu" "$mem" >>"$results"
+      ms=$(grep '^summary:' "$log" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/')
+      params=$(grep '^model:' "$log" | sed -E 's/.*\| ([0-9]+) parameters.*/\1/')
+      record ours "$s" "$depth" "$B" "$params" "$ms" "$log" ""
+      OURS_B=$B
       return 0
     fi
-    if ! grep -qi 'out of \(GPU \)\?memory' "$log"; then
-      echo "bench: $bin -e $depth -b $B failed (exit $rc, not out of memory; see $log): $(grep -m1 'error' "$log")" >&2
-      return 1
-    fi
+    is_oom "$log" || { echo "bench: $bin -e $depth -b $B failed (exit $rc, not out of memory; see $log): $(grep -m1 -i 'error' "$log")" >&2; return 1; }
   done
   echo "bench: $s $depth does not fit even at B=1" >&2
   return 1
 }
 
-echo "gpu: $gpu"
+# llm.c: build once (cuDNN if it builds), then run at B, halving on out of memory; sets LLMC_MS
+LLMC_BIN=""
+build_llmc() {
+  [ -f "$LLMC_DIR/train_gpt2.cu" ] || { echo "bench: no llm.c source in $LLMC_DIR (HINT: fetch github.com/karpathy/llm.c there; it is ignored by git)" >&2; return 1; }
+  local cudnn_dir
+  cudnn_dir=$("$PYTHON" -c 'import nvidia.cudnn, os; f = getattr(nvidia.cudnn, "__file__", None); print(os.path.dirname(f) if f else list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
+  LLMC_NOTE="llm.c without cuDNN"
+  if [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ] && [ -d "$CUDNN_FRONTEND" ]; then
+    # the wheel ships libcudnn.so.9 only: give the linker an unversioned name
+    mkdir -p build/bench/cudnn_lib
+    ln -sf "$cudnn_dir/lib/libcudnn.so.9" build/bench/cudnn_lib/libcudnn.so
+    if (cd "$LLMC_DIR" && make -B train_gpt2cu GPU_COMPUTE_CAPABILITY="$SM" NO_MULTI_GPU=1 USE_CUDNN=1 PRECISION=BF16 \
+          CUDNN_FRONTEND_PATH="$CUDNN_FRONTEND" NVCC_INCLUDES="-I$CUDNN_FRONTEND -I$cudnn_dir/include" \
+          NVCC_LDFLAGS="-lcublas -lcublasLt -L$PWD/build/bench/cudnn_lib -lcudnn -Xlinker -rpath=$cudnn_dir/lib") \
+          >"$out_dir/llmc_build_cudnn.log" 2>&1; then
+      LLMC_NOTE="llm.c with cuDNN"
+    else
+      echo "bench: llm.c with cuDNN did not build ($(grep -m1 -i error "$out_dir/llmc_build_cudnn.log")); building without" >&2
+      rm -f "$LLMC_DIR/train_gpt2cu"
+    fi
+  fi
+  if [ "$LLMC_NOTE" = "llm.c without cuDNN" ]; then
+    (cd "$LLMC_DIR" && rm -f build/*.o && make -B train_gpt2cu GPU_COMPUTE_CAPABILITY="$SM" NO_MULTI_GPU=1 USE_CUDNN=0 PRECISION=BF16 \
+        NVCC_LDFLAGS="-lcublas -lcublasLt") >"$out_dir/llmc_build.log" 2>&1 ||
+      { echo "bench: llm.c did not build: $(grep -m1 -i error "$out_dir/llmc_build.log")" >&2; return 1; }
+  fi
+  LLMC_BIN="$LLMC_DIR/train_gpt2cu"
+  echo "llm.c: $cat "$LLMC_DIR/COMMIT" 2>/dev/null || echo 'commit unknown', $LLMC_NOTE"
+}
+run_llmc() { # depth B
+  local depth=$1 B=$2 log ms params
+  [ -n "$LLMC_BIN" ] || return 1
+  while [ "$B" -ge 1 ]; do
+    log="$out_dir/llmc_${depth}_B${B}.log"
+    # llm.c's defaults otherwise (recompute GELU -r 1, master weights, ZeRO 0); no validation or
+    # sampling inside the timed steps
+    with_memory_peak "$log" timeout 900 "$LLMC_BIN" -e "$depth" -t $T -b "$B" -d $TOKENS_PER_STEP -x "$STEPS" \
+      -v 100000 -s 100000 -m 1 -i "$shard" -j "$shard" -l 1e-4
+    local rc=$?
+    ms=$(grep '^total average iteration time:' "$log" | sed -E 's/.*: ([0-9.]+) ms.*/\1/')
+    if [ $rc -eq 0 ] && [ -n "$ms" ]; then
+      params=$(grep -m1 'num_parameters' "$log" | grep -o '[0-9]\{6,\}')
+      record llm.c standard "$depth" "$B" "$params" "$ms" "$log" "$LLMC_NOTE"
+      LLMC_MS=$ms
+      return 0
+    fi
+    is_oom "$log" || { echo "bench: llm.c -e $depth -b $B failed (exit $rc; see $log): $(grep -m1 -i 'error' "$log")" >&2; return 1; }
+    B=$((B / 2))
+  done
+  return 1
+}
+run_torch() { # depth B
+  local depth=$1 B=$2 log line ms params
+  while [ "$B" -ge 1 ]; do
+    log="$out_dir/torch_${depth}_B${B}.log"
+    with_memory_peak "$log" timeout 900 "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$depth" -b "$B" -t $T \
+      -d $TOKENS_PER_STEP -x "$STEPS" --peak_tflops "$PEAK_TFLOPS"
+    local rc=$?
+    line=$(grep '^summary:' "$log")
+    if [ $rc -eq 0 ] && [ -n "$line" ]; then
+      ms=$(echo "$line" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/')
+      params=$(echo "$line" | sed -E 's/.*params ([0-9]+).*/\1/')
+      record pytorch standard "$depth" "$B" "$params" "$ms" "$log" "torch $(grep -m1 '^device:' "$log" | sed -E 's/.*torch ([^ ]+).*/\1/'), compile"
+      TORCH_MS=$ms
+      return 0
+    fi
+    is_oom "$log" || { echo "bench: bench_torch.py -e $depth -b $B failed (exit $rc; see $log): $(tail -n 1 "$log")" >&2; return 1; }
+    B=$((B / 2))
+  done
+  return 1
+}
+
+echo "gpu: $gpu | $TOKENS_PER_STEP tokens per step | $STEPS steps per run | MFU against $PEAK_TFLOPS TFLOP/s"
 bench_failed=0
-for s in $SCHEMES; do run_config "$s" d12 || bench_failed=1; done
-run_config standard d24 || bench_failed=1
+header() { printf "%-7s %-11s %-5s %4s %10s %12s %8s %9s  %s\n" who scheme model B ms/step tok/s MFU peak_MiB note; }
+
+echo "== peers"
+header
+OURS_B=""; LLMC_MS=""; TORCH_MS=""
+run_ours standard d12 128 || bench_failed=1
+peer_B=${OURS_B:-64}
+if build_llmc >"$out_dir/llmc_build_note.txt" 2>&1; then cat "$out_dir/llmc_build_note.txt"; run_llmc d12 "$peer_B" || bench_failed=1
+else cat "$out_dir/llmc_build_note.txt"; bench_failed=1; fi
+run_torch d12 "$peer_B" || bench_failed=1
+
+echo "== schemes"
+header
+for s in $SCHEMES; do
+  [ "$s" = standard ] && continue
+  run_ours "$s" d12 128 || bench_failed=1
+done
+run_ours standard d24 128 || bench_failed=1
+
+echo "== table ($gpu; d12/d24, T $T, $TOKENS_PER_STEP tokens per step, BF16; MFU against $PEAK_TFLOPS TFLOP/s)"
+awk -F'\t' -v llmc="${LLMC_MS:-}" -v torch="${TORCH_MS:-}" '
+  NR == 1 { printf "%-7s %-11s %-5s %4s %10s %12s %7s %9s %12s %12s\n", "who", "scheme", "model", "B", "ms/step", "tok/s", "MFU", "peak_MiB", "vs_llm.c", "vs_PyTorch"; next }
+  {
+    r1 = (llmc != "" && $3 == "d12") ? sprintf("%.2fx", llmc / $7) : "-"
+    r2 = (torch != "" && $3 == "d12") ? sprintf("%.2fx", torch / $7) : "-"
+    printf "%-7s %-11s %-5s %4s %10s %12s %6s%% %9s %12s %12s\n", $1, $2, $3, $4, $7, $8, $9, $10, r1, r2
+  }' "$results"
+echo "(vs_llm.c, vs_PyTorch: that row's tokens/s over the peer's at d12; > 1 is faster than the peer)"
 echo "results: $results"
 exit $bench_failed

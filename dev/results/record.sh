@@ -5,8 +5,8 @@
 #   bash dev/results/record.sh NAME COMMAND [ARGS...]
 #       -> ${RESULTS_DIR:-dev/results}/<YYYY-MM-DD>_<gpu>_<NAME>.txt, and the output on stdout too
 #
-# On the device machine set RESULTS_DIR=$OUT so that the file comes back. Exits with the
-# command's status.
+# On the device machine set RESULTS_DIR=$OUT so that the file comes back, and RECORD_COMMIT to the
+# commit of the working tree sent there (it has no .git). Exits with the command's status.
 set -u
 [ $# -ge 2 ] || { echo "usage: bash dev/results/record.sh NAME COMMAND [ARGS...]" >&2; exit 1; }
 name=$1; shift
@@ -21,7 +21,9 @@ file="$dir/$(date -u +%Y-%m-%d)_${gpu_tag}_${name}.txt"
   echo "gpu:     ${gpu:-none}"
   echo "driver:  $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
   echo "nvcc:    $(nvcc --version 2>/dev/null | tail -n 1)"
-  echo "commit:  $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"
+  # the device machine gets a copy of the working tree without .git: RECORD_COMMIT names the commit there
+  if [ -n "${RECORD_COMMIT:-}" ]; then echo "commit:  $RECORD_COMMIT (as given by RECORD_COMMIT)"
+  else echo "commit:  $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')"; fi
   echo "command: $*"
   echo
 } > "$file.tmp"

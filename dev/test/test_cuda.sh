@@ -180,8 +180,9 @@ fi
 if [ $has_gpu -eq 0 ]; then
   echo "SKIP gpu tests: no CUDA device on this machine"
 else
-  for s in $SCHEMES; do
-    for p in $PRECISIONS; do
+  # FP32 first: its tolerance separates logic errors from bf16 rounding
+  for p in FP32 BF16; do
+    for s in $SCHEMES; do
       bin=$(binary test_gpt2cu "$s" "$p")
       [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
       ./"$bin" | tee "$log_dir/$bin.log" | grep -E '^(PASS|FAIL|SKIP) |^cuda-'

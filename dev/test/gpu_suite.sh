@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Everything that needs a GPU, in one run: the checks of a GPU session (issue 9) and the
+# side-by-side benchmark. Full logs go to LOG_DIR; one summary table is printed at the end (and
+# kept as LOG_DIR/summary.txt).
+#
+#   bash dev/test/gpu_suite.sh LOG_DIR [STAGE...]
+#
+# Stages, in this order (default: all of them):
+#   build     every trainer and test binary (scheme x BF16/FP32), for this GPU's architecture only,
+#             many nvcc at once; skipped for binaries that are up to date
+#   fixtures  regenerate dev/fixtures with the PyTorch reference (they are too large to carry)
+#   tests     dev/test/test_cuda.sh: flags and refusals, then test_gpt2cu of every scheme, FP32
+#             before BF16 (every activation, gradient and 10 AdamW steps against the fixtures,
+#             bit-identical resume), then the trainer's checkpoint/resume run
+#   train     `make train` as a new user types it (Austen, d12, 150 steps)
+#   sanitize  compute-sanitizer memcheck (FP32 and BF16), racecheck and initcheck (BF16) on a tiny
+#             run of each scheme and of GQA/MQA fixtures: train, validate, sample, checkpoint
+#   bench     dev/bench/bench.sh: ours vs llm.c vs PyTorch, then every scheme, then d24
+#
+# Needs, beside the repository: dev/data/austen and dev/data/gpt2 (made by `make test` or
+# dev/data/prepare_austen.sh where the registries are reachable) and, for the bench stage, the
+# peers' sources under dev/bench/peers/ (see dev/bench/bench.sh). The device machine has no
+# network, so all of these are carried.
+set -u
+cd "$(dirname "$0")/../.."
+[ $# -ge 1 ] || { echo "usage: bash dev/test/gpu_suite.sh LOG_DIR [build fixtures tests train sanitize bench]" >&2; exit 1; }
+LOG=$1; shift
+ALL_STAGES="build fixtures tests train sanitize bench"
+STAGES=${*:-$ALL_STAGES}
+for st in $STAGES; do
+  case " $ALL_STAGES " in *" $st "*) ;; *) echo "gpu_suite: stage '$st': expected one of: $ALL_STAGES" >&2; exit 1;; esac
+done
+mkdir -p "$LOG" || { echo "gpu_suite: cannot create $LOG" >&2; exit 1; }
+LOG=$(cd "$LOG" && pwd)
+SUMMARY="$LOG/summary.txt"
+: >"$SUMMARY"
+SCHEMES=$(make -s --no-print-directory schemes)
+PYTHON=${PYTHON:-python3}
+JOBS=$(nproc)
+failed=0
+
+# one summary row: stage, what, PASS/FAIL/INFO, detail
+row() { printf "%-9s %-42s %-5s %s\n" "$1" "$2" "$3" "$4" | tee -a "$SUMMARY"; [ "$3" = FAIL ] && failed=1; return 0; }
+has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
+binary() { # kind scheme precision -> the Makefile's binary name
+  local name=$1
+  [ "$2" != standard ] && name="${name}_$2"
+  [ "$3" = FP32 ] && name="${name}_fp32"
+  echo "$name"
+}
+stage_start() { echo; echo "=== $1 ($(date -u +%H:%M:%S))"; STAGE_T0=$SECONDS; }
+stage_secs() { echo $((SECONDS - STAGE_T0)); }
+
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "gpu_suite: no CUDA device (nvidia-smi -L lists no GPU); this suite is for a GPU machine (HINT: make test runs the no-GPU checks)" >&2
+  exit 1
+fi
+SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d '.')
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$LOG/gpu.txt"
+
+# ---------------------------------------------------------------------------------------------
+if has build; then
+  stage_start build
+  # one make per (scheme, precision), since the Makefile names a binary from QKV and PRECISION;
+  # CUDA_ARCHS narrowed to this GPU: half the compile time of the sm_80 + sm_90 default
+  build_one() { # scheme precision
+    make -s "$(binary train_gpt2cu "$1" "$2")" "$(binary test_gpt2cu "$1" "$2")" QKV="$1" PRECISION="$2" \
+      CUDA_ARCHS="-gencode arch=compute_$SM,code=sm_$SM" >"$LOG/build_$1_$2.log" 2>&1 || echo "$1 $2"
+  }
+  export -f build_one binary
+  export LOG SM
+  for s in $SCHEMES; do echo "$s BF16"; echo "$s FP32"; done |
+    xargs -P "$JOBS" -L 1 bash -c 'build_one "$0" "$1"' >"$LOG/build_failures.txt"
+  n_bin=0
+  for s in $SCHEMES; do for p in BF16 FP32; do
+    for k in train_gpt2cu test_gpt2cu; do [ -x "$(binary $k "$s" $p)" ] && n_bin=$((n_bin + 1)); done
+  done; done
+  if [ -s "$LOG/build_failures.txt" ]; then
+    row build "32 binaries, sm_$SM" FAIL "$(tr '\n' ';' <"$LOG/build_failures.txt") (see build_*.log)"
+  else
+    row build "$n_bin binaries, sm_$SM" PASS "$(stage_secs) s"
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has fixtures; then
+  stage_start fixtures
+  if "$PYTHON" dev/reference/make_fixtures.py --out dev/fixtures >"$LOG/fixtures.log" 2>&1; then
+    row fixtures "$(grep -c . dev/fixtures/manifest.tsv) fixtures" PASS "$(stage_secs) s, torch $("$PYTHON" -c 'import torch; print(torch.__version__)')"
+  else
+    row fixtures "make_fixtures.py" FAIL "$(tail -n 1 "$LOG/fixtures.log")"
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has tests; then
+  stage_start tests
+  timeout 900 bash dev/test/test_cuda.sh >"$LOG/test_cuda.log" 2>&1
+  rc=$?
+  cp -r build/test_logs/cuda "$LOG/test_cuda_logs" 2>/dev/null
+  for p in fp32 bf16; do
+    for s in $SCHEMES; do
+      n_pass=$(grep -c "^PASS cuda-$p .*" "$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log" 2>/dev/null)
+      n_fail=$(grep -c "^FAIL " "$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log" 2>/dev/null)
+      worst=$(grep -h "^FAIL " "$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log" 2>/dev/null | head -n 1 | cut -c1-120)
+      if [ "${n_pass:-0}" -gt 0 ] && [ "${n_fail:-0}" -eq 0 ]; then
+        row tests "$p $s" PASS "$n_pass checks"
+      else
+        row tests "$p $s" FAIL "${n_pass:-0} pass, ${n_fail:-0} fail: ${worst:-no PASS line (crash?)}"
+      fi
+    done
+  done
+  n_pass=$(grep -c '^PASS' "$LOG/test_cuda.log"); n_fail=$(grep -c '^FAIL' "$LOG/test_cuda.log")
+  if [ "$rc" -eq 0 ] && [ "$n_fail" -eq 0 ]; then
+    row tests "test_cuda.sh (all checks)" PASS "$n_pass passed, $(stage_secs) s"
+  else
+    row tests "test_cuda.sh (all checks)" FAIL "exit $rc, $n_pass passed, $n_fail failed: $(grep -m1 '^FAIL' "$LOG/test_cuda.log" | cut -c1-100)"
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has train; then
+  stage_start train
+  timeout 900 make train >"$LOG/make_train.log" 2>&1
+  rc=$?
+  val=$(grep '| val loss' "$LOG/make_train.log" | tail -n 1 | sed -E 's/.*val loss ([0-9.]+).*/\1/')
+  steps=$(grep -c '^step [0-9]*/150 | loss' "$LOG/make_train.log")
+  summary=$(grep '^summary:' "$LOG/make_train.log" | sed 's/^summary: //')
+  if [ $rc -eq 0 ] && [ "$steps" -eq 150 ] && [ -n "$val" ] && grep -q -i 'sample\|generat' "$LOG/make_train.log"; then
+    row train "make train (standard, Austen, 150 steps)" PASS "val loss $val, $(stage_secs) s | $summary"
+  else
+    row train "make train (standard, Austen, 150 steps)" FAIL "exit $rc, $steps step lines, val loss '${val}': $(grep -m1 -i error "$LOG/make_train.log" | cut -c1-100)"
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has sanitize; then
+  stage_start sanitize
+  shard=build/gpu_suite/tiny_000.bin
+  mkdir -p build/gpu_suite
+  # ids < 500: the fixtures' vocabulary; 4 x 32 x 8 + 1 tokens
+  "$PYTHON" - "$shard" <<'EOF_PY'
+import random, struct, sys
+n = 4 * 32 * 8 + 1
+rng = random.Random(7)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+    f.write(struct.pack("<%dH" % n, *[rng.randrange(500) for _ in range(n)]))
+EOF_PY
+  jobs_file="$LOG/sanitize_jobs.txt"
+  : >"$jobs_file"
+  for s in $SCHEMES; do
+    fixtures="${s}_tiny"
+    case $s in standard|q_identity|kv_shared|q_residual) fixtures="$fixtures ${s}_gqa2";; esac
+    case $s in standard|q_residual) fixtures="$fixtures ${s}_mqa";; esac
+    for f in $fixtures; do
+      echo "memcheck $s FP32 $f" >>"$jobs_file"
+      for tool in memcheck racecheck initcheck; do echo "$tool $s BF16 $f" >>"$jobs_file"; done
+    done
+  done
+  # one tiny run: 3 steps with gradient accumulation, validation, a sample, a checkpoint
+  sanitize_one() { # tool scheme precision fixture
+    local tool=$1 s=$2 p=$3 f=$4 bin out name
+    bin=$(binary train_gpt2cu "$s" "$p")
+    name="${tool}_${f}_${p}"
+    out="build/gpu_suite/$name"
+    rm -rf "$out"
+    timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      ./"$bin" -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 -d 256 -x 3 -v 3 -m 1 -s 3 -g 8 \
+      -n 3 -o "$out" >"$LOG/sanitize_$name.log" 2>&1
+    local rc=$?
+    local summary
+    summary=$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$LOG/sanitize_$name.log")
+    if [ $rc -eq 0 ] && echo "$summary" | grep -q ' 0 \(errors\|hazards\)'; then
+      echo "PASS $tool $f $p: $summary"
+    else
+      echo "FAIL $tool $f $p: exit $rc, ${summary:-no summary}: $(grep -m1 -i 'error\|hazard' "$LOG/sanitize_$name.log" | cut -c1-120)"
+    fi
+  }
+  export -f sanitize_one binary
+  export LOG shard
+  xargs -P 8 -L 1 bash -c 'sanitize_one "$0" "$1" "$2" "$3"' <"$jobs_file" >"$LOG/sanitize_results.txt" 2>&1
+  sort -o "$LOG/sanitize_results.txt" "$LOG/sanitize_results.txt"
+  n_jobs=$(grep -c . "$jobs_file")
+  n_pass=$(grep -c '^PASS' "$LOG/sanitize_results.txt")
+  for tool in memcheck racecheck initcheck; do
+    tp=$(grep -c "^PASS $tool " "$LOG/sanitize_results.txt"); tf=$(grep -c "^FAIL $tool " "$LOG/sanitize_results.txt")
+    if [ "$tf" -eq 0 ] && [ "$tp" -gt 0 ]; then row sanitize "$tool ($tp runs)" PASS "0 errors"
+    else row sanitize "$tool ($((tp + tf)) runs)" FAIL "$tf failed: $(grep -m1 "^FAIL $tool " "$LOG/sanitize_results.txt" | cut -c1-110)"; fi
+  done
+  [ "$n_pass" -eq "$n_jobs" ] || row sanitize "all runs" FAIL "$n_pass of $n_jobs passed (sanitize_results.txt)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+if has bench; then
+  stage_start bench
+  BENCH_LOG_DIR="$LOG/bench" timeout 1500 bash dev/bench/bench.sh >"$LOG/bench.log" 2>&1
+  rc=$?
+  cp build/bench/results.tsv "$LOG/bench_results.tsv" 2>/dev/null
+  sed -n '/^== table/,$p' "$LOG/bench.log" | tee -a "$SUMMARY"
+  if [ $rc -eq 0 ]; then row bench "bench.sh" PASS "$(stage_secs) s"
+  else row bench "bench.sh" FAIL "exit $rc: $(grep -m1 '^bench:' "$LOG/bench.log" | cut -c1-110)"; fi
+fi
+
+echo
+echo "=== summary (full logs in $LOG)"
+cat "$SUMMARY"
+exit $failed
