@@ -194,7 +194,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 if has bench; then
   stage_start bench
-  BENCH_LOG_DIR="$LOG/bench" timeout 1500 bash dev/bench/bench.sh >"$LOG/bench.log" 2>&1
+  BENCH_LOG_DIR="$LOG/bench" timeout 1500 bash dev/bench/bench.sh "${BENCH_STEPS:-10}" >"$LOG/bench.log" 2>&1
   rc=$?
   cp build/bench/results.tsv "$LOG/bench_results.tsv" 2>/dev/null
   sed -n '/^== table/,$p' "$LOG/bench.log" | tee -a "$SUMMARY"
