@@ -21,7 +21,7 @@
 # github.com/karpathy/llm.c, never committed) with cuDNN attention when cuDNN and
 # $LLMC_DIR/cudnn-frontend/include (github.com/NVIDIA/cudnn-frontend) are found, else without; the build line says which.
 # Data: one shard of random token ids in build/bench/ (throughput does not depend on the text).
-# Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv.
+# Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv. BENCH_PEERS_ONLY=1: part 1 only.
 set -u
 cd "$(dirname "$0")/../.."
 STEPS=${1:-10}
@@ -120,15 +120,17 @@ LLMC_BIN=""
 build_llmc() {
   [ -f "$LLMC_DIR/train_gpt2.cu" ] || { echo "bench: no llm.c source in $LLMC_DIR (HINT: fetch github.com/karpathy/llm.c there; it is ignored by git)" >&2; return 1; }
   local cudnn_dir
+  # llm.c uses NVML when nvml.h is found; the linker then needs libnvidia-ml (the toolkit's stub)
+  NVML_LINK="-L${CUDA_HOME:-/usr/local/cuda}/lib64/stubs -lnvidia-ml"
   cudnn_dir=$("$PYTHON" -c 'import nvidia.cudnn, os; f = getattr(nvidia.cudnn, "__file__", None); print(os.path.dirname(f) if f else list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
   LLMC_NOTE="llm.c without cuDNN"
   if [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ] && [ -d "$CUDNN_FRONTEND" ]; then
     # the wheel ships libcudnn.so.9 only: give the linker an unversioned name
     mkdir -p build/bench/cudnn_lib
     ln -sf "$cudnn_dir/lib/libcudnn.so.9" build/bench/cudnn_lib/libcudnn.so
-    if (cd "$LLMC_DIR" && make -B train_gpt2cu GPU_COMPUTE_CAPABILITY="$SM" NO_MULTI_GPU=1 USE_CUDNN=1 PRECISION=BF16 \
+    if (cd "$LLMC_DIR" && timeout 300 make -B train_gpt2cu GPU_COMPUTE_CAPABILITY="$SM" NO_MULTI_GPU=1 USE_CUDNN=1 PRECISION=BF16 \
           CUDNN_FRONTEND_PATH="$CUDNN_FRONTEND" NVCC_INCLUDES="-I$CUDNN_FRONTEND -I$cudnn_dir/include" \
-          NVCC_LDFLAGS="-lcublas -lcublasLt -L$PWD/build/bench/cudnn_lib -lcudnn -Xlinker -rpath=$cudnn_dir/lib") \
+          NVCC_LDFLAGS="-lcublas -lcublasLt $NVML_LINK -L$PWD/build/bench/cudnn_lib -lcudnn -Xlinker -rpath=$cudnn_dir/lib") \
           >"$out_dir/llmc_build_cudnn.log" 2>&1; then
       LLMC_NOTE="llm.c with cuDNN"
     else
@@ -138,7 +140,7 @@ build_llmc() {
   fi
   if [ "$LLMC_NOTE" = "llm.c without cuDNN" ]; then
     (cd "$LLMC_DIR" && rm -f build/*.o && make -B train_gpt2cu GPU_COMPUTE_CAPABILITY="$SM" NO_MULTI_GPU=1 USE_CUDNN=0 PRECISION=BF16 \
-        NVCC_LDFLAGS="-lcublas -lcublasLt") >"$out_dir/llmc_build.log" 2>&1 ||
+        NVCC_LDFLAGS="-lcublas -lcublasLt $NVML_LINK") >"$out_dir/llmc_build.log" 2>&1 ||
       { echo "bench: llm.c did not build: $(grep -m1 -i error "$out_dir/llmc_build.log")" >&2; return 1; }
   fi
   LLMC_BIN="$LLMC_DIR/train_gpt2cu"
@@ -200,13 +202,15 @@ if build_llmc >"$out_dir/llmc_build_note.txt" 2>&1; then cat "$out_dir/llmc_buil
 else cat "$out_dir/llmc_build_note.txt"; bench_failed=1; fi
 run_torch d12 "$peer_B" || bench_failed=1
 
-echo "== schemes"
-header
-for s in $SCHEMES; do
-  [ "$s" = standard ] && continue
-  run_ours "$s" d12 128 || bench_failed=1
-done
-run_ours standard d24 128 || bench_failed=1
+if [ "${BENCH_PEERS_ONLY:-0}" != 1 ]; then
+  echo "== schemes"
+  header
+  for s in $SCHEMES; do
+    [ "$s" = standard ] && continue
+    run_ours "$s" d12 128 || bench_failed=1
+  done
+  run_ours standard d24 128 || bench_failed=1
+fi
 
 echo "== table ($gpu; d12/d24, T $T, $TOKENS_PER_STEP tokens per step, BF16; MFU against $PEAK_TFLOPS TFLOP/s)"
 awk -F'\t' -v llmc="${LLMC_MS:-}" -v torch="${TORCH_MS:-}" '
