@@ -121,7 +121,14 @@ build_llmc() {
   [ -f "$LLMC_DIR/train_gpt2.cu" ] || { echo "bench: no llm.c source in $LLMC_DIR (HINT: fetch github.com/karpathy/llm.c there; it is ignored by git)" >&2; return 1; }
   local cudnn_dir
   # llm.c uses NVML when nvml.h is found; the linker then needs libnvidia-ml (the toolkit's stub)
+  # or the driver's libnvidia-ml.so.1 under an unversioned name
   NVML_LINK="-L${CUDA_HOME:-/usr/local/cuda}/lib64/stubs -lnvidia-ml"
+  local nvml
+  nvml=$(ldconfig -p 2>/dev/null | grep -m1 'libnvidia-ml.so.1 ' | sed 's/.*=> //')
+  if [ -n "$nvml" ]; then
+    mkdir -p build/bench/nvml_lib && ln -sf "$nvml" build/bench/nvml_lib/libnvidia-ml.so
+    NVML_LINK="-L$PWD/build/bench/nvml_lib $NVML_LINK"
+  fi
   cudnn_dir=$("$PYTHON" -c 'import nvidia.cudnn, os; f = getattr(nvidia.cudnn, "__file__", None); print(os.path.dirname(f) if f else list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
   LLMC_NOTE="llm.c without cuDNN"
   if [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ] && [ -d "$CUDNN_FRONTEND" ]; then
