@@ -6,7 +6,8 @@ For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's sch
   record of the debug state (activations, logits, loss, every parameter gradient), then run the
   recorded AdamW steps and compare the step losses and gradient norms. Each tensor's relative
   error ||out - ref|| / ||ref|| is printed; a fixture passes when every one is at or under the
-  precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2). A record this test does
+  precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2, and 5e-2 for the gradient
+  norms of the 10-step trajectory, which BF16 rounding alone moves that far). A record this test does
   not know is a failure (the reference added something the trainers must follow), and so is a
   record it expects that is missing (every activation, gradient and step record of the model).
 Then the resume check: a training run (2 accumulation steps, validation, sampling, an epoch
@@ -30,8 +31,13 @@ there is no GPU. Exit status 1 on any FAIL.
 
 #if PRECISION_IS_BF16
 static const double TOLERANCE = 2e-2;
+// The gradient norms of the 10-step trajectory: BF16 rounding alone moves v_identity's by 2.7e-2
+// (its last steps by up to 6%), measured on the reference itself with fp32 master weights and bf16
+// compute: dev/reference/check_reference.py bf16floor, which holds this number too.
+static const double STEP_GRAD_NORMS_TOLERANCE = 5e-2;
 #else
 static const double TOLERANCE = 1e-4;
+static const double STEP_GRAD_NORMS_TOLERANCE = 1e-4;
 #endif
 static const char* const LABEL = "cuda-" PRECISION_NAME;
 
@@ -101,19 +107,22 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
 }
 
 typedef struct {
-    double worst;
+    double worst, worst_tolerance; // the record with the largest error relative to its tolerance
     std::string worst_name;
     int failed;
     std::string why; // first hard failure (unknown record, shape mismatch)
 } Verdict;
 
-static void note(Verdict* v, const char* fixture, const char* name, double err) {
-    printf("  %s %s rel_err=%.3e\n", fixture, name, err);
-    if (v->worst_name.empty() || !(err <= v->worst)) { // a NaN becomes the worst and stays there
+static void note(Verdict* v, const char* fixture, const char* name, double err, double tolerance = TOLERANCE) {
+    if (tolerance != TOLERANCE) { printf("  %s %s rel_err=%.3e (tolerance %.0e)\n", fixture, name, err, tolerance); }
+    else { printf("  %s %s rel_err=%.3e\n", fixture, name, err); }
+    // a NaN becomes the worst and stays there
+    if (v->worst_name.empty() || !(err / tolerance <= v->worst / v->worst_tolerance)) {
         v->worst = err;
+        v->worst_tolerance = tolerance;
         v->worst_name = name;
     }
-    if (!(err <= TOLERANCE)) { v->failed = 1; }
+    if (!(err <= tolerance)) { v->failed = 1; }
 }
 
 static void hard_fail(Verdict* v, const char* fixture, const std::string& why) {
@@ -156,6 +165,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     gpt2_load_params(&model, model_path, version);
     Verdict v;
     v.worst = 0.0;
+    v.worst_tolerance = TOLERANCE;
     v.failed = 0;
 
     // logits: a forward pass without targets keeps them; the pass with targets replaces them by dlogits
@@ -258,7 +268,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
             }
             cudaCheck(cudaDeviceSynchronize());
             note(&v, fixture, "step_losses", rel_error(losses.data(), rsl->f, rsl->numel));
-            note(&v, fixture, "step_grad_norms", rel_error(norms.data(), rsn->f, rsn->numel));
+            note(&v, fixture, "step_grad_norms", rel_error(norms.data(), rsn->f, rsn->numel), STEP_GRAD_NORMS_TOLERANCE);
             printf("  %s step losses: %.6f -> %.6f (reference %.6f -> %.6f)\n", fixture, losses[0],
                    losses[(size_t)ds.num_steps - 1], rsl->f[0], rsl->f[ds.num_steps - 1]);
         }
@@ -266,14 +276,14 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     if (v.failed) {
         if (!v.why.empty()) {
             printf("FAIL %s %s (%s; worst %s rel_err=%.3e, tolerance %.0e)\n", LABEL, fixture, v.why.c_str(),
-                   v.worst_name.c_str(), v.worst, TOLERANCE);
+                   v.worst_name.c_str(), v.worst, v.worst_tolerance);
         } else {
             printf("FAIL %s %s (worst %s rel_err=%.3e > tolerance %.0e)\n", LABEL, fixture, v.worst_name.c_str(), v.worst,
-                   TOLERANCE);
+                   v.worst_tolerance);
         }
     } else {
         printf("PASS %s %s (worst %s rel_err=%.3e <= %.0e; loss %.6f; %d steps)\n", LABEL, fixture,
-               v.worst_name.c_str(), v.worst, TOLERANCE, (double)loss, ds.num_steps);
+               v.worst_name.c_str(), v.worst, v.worst_tolerance, (double)loss, ds.num_steps);
     }
     gpt2_free(&model);
     debug_state_free(&ds);

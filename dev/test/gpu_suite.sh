@@ -13,8 +13,9 @@
 #             before BF16 (every activation, gradient and 10 AdamW steps against the fixtures,
 #             bit-identical resume), then the trainer's checkpoint/resume run
 #   train     `make train` as a new user types it (Austen, d12, 150 steps)
-#   sanitize  compute-sanitizer memcheck (FP32 and BF16), racecheck and initcheck (BF16) on a tiny
-#             run of each scheme and of GQA/MQA fixtures: train, validate, sample, checkpoint
+#   sanitize  compute-sanitizer memcheck (FP32 and BF16) and racecheck (BF16) on a tiny run of each
+#             scheme and of GQA/MQA fixtures (train, validate, sample, checkpoint); initcheck on one
+#             step of each scheme in FP32, and of the standard scheme in BF16
 #   bench     dev/bench/bench.sh: ours vs llm.c vs PyTorch, then every scheme, then d24
 #
 # Needs, beside the repository: dev/data/austen and dev/data/gpt2 (made by `make test` or
@@ -155,9 +156,15 @@ EOF_PY
     case $s in standard|q_residual) fixtures="$fixtures ${s}_mqa";; esac
     for f in $fixtures; do
       echo "memcheck $s FP32 $f" >>"$jobs_file"
-      for tool in memcheck racecheck initcheck; do echo "$tool $s BF16 $f" >>"$jobs_file"; done
+      for tool in memcheck racecheck; do echo "$tool $s BF16 $f" >>"$jobs_file"; done
     done
+    # initcheck runs ~100x slower (a tiny step took 4 minutes with 8 at once): one run per scheme, in
+    # FP32, whose cuBLASLt kernels it follows. In BF16 (2026-11-23) it reported reads of cuBLASLt's
+    # outputs as uninitialized (710272 reports, the first in permute_heads_kernel reading qkv) while
+    # FP32 gave 0 and the BF16 fixture tests match every activation; one BF16 run keeps that in view.
+    echo "initcheck $s FP32 ${s}_tiny" >>"$jobs_file"
   done
+  echo "initcheck standard BF16 standard_tiny" >>"$jobs_file"
   # one tiny run: 3 steps with gradient accumulation, validation, a sample, a checkpoint
   sanitize_one() { # tool scheme precision fixture
     local tool=$1 s=$2 p=$3 f=$4 bin out name
@@ -165,9 +172,12 @@ EOF_PY
     name="${tool}_${f}_${p}"
     out="build/gpu_suite/$name"
     rm -rf "$out"
-    timeout 600 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-      ./"$bin" -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 -d 256 -x 3 -v 3 -m 1 -s 3 -g 8 \
-      -n 3 -o "$out" >"$LOG/sanitize_$name.log" 2>&1
+    # initcheck: one step without accumulation, validation or sampling (it is the slow tool)
+    local run_flags=(-d 256 -x 3 -v 3 -m 1 -s 3 -g 8 -n 3 -o "$out")
+    [ "$tool" = initcheck ] && run_flags=(-x 1 -v 0 -s 0)
+    timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+      ./"$bin" -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 "${run_flags[@]}" \
+      >"$LOG/sanitize_$name.log" 2>&1
     local rc=$?
     local summary
     summary=$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$LOG/sanitize_$name.log")

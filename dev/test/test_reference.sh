@@ -5,6 +5,8 @@
 #   gradcheck   central differences in float64 against autograd, one tiny fixture per scheme (+ GQA/MQA)
 #   roundtrip   checkpoints v6/v7 written and re-loaded give identical logits; v3 reads; bad files refused
 #   crosscheck  every fixture against an independent formulation (torch.nn.functional, torch.optim.AdamW)
+#   bf16floor   the reference's own BF16 error on each scheme's 10-step trajectory is under test_gpt2.cu's
+#               BF16 tolerances (fp32 master weights, bf16 compute, as the CUDA BF16 build)
 # Assumes the fixtures exist: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures
 set -u
 cd "$(dirname "$0")/../.."
@@ -44,4 +46,5 @@ fi
 run gradcheck gradcheck "$MANIFEST"
 run roundtrip roundtrip "$MANIFEST"
 run crosscheck crosscheck "$MANIFEST"
+run bf16floor bf16floor "$MANIFEST"
 exit $failed
