@@ -117,7 +117,8 @@ static void note(Verdict* v, const char* fixture, const char* name, double err, 
     if (tolerance != TOLERANCE) { printf("  %s %s rel_err=%.3e (tolerance %.0e)\n", fixture, name, err, tolerance); }
     else { printf("  %s %s rel_err=%.3e\n", fixture, name, err); }
     // a NaN becomes the worst and stays there
-    if (v->worst_name.empty() || !(err / tolerance <= v->worst / v->worst_tolerance)) {
+    const bool worse = std::isnan(err) ? !std::isnan(v->worst) : (!std::isnan(v->worst) && err / tolerance > v->worst / v->worst_tolerance);
+    if (v->worst_name.empty() || worse) {
         v->worst = err;
         v->worst_tolerance = tolerance;
         v->worst_name = name;
