@@ -91,31 +91,44 @@ record() { # who scheme depth B params ms log note
 
 binary() { if [ "$1" = standard ]; then echo train_gpt2cu; else echo "train_gpt2cu_$1"; fi; }
 
-# ours: the largest B from $2 down that fits; sets OURS_B
-run_ours() { # scheme depth first_B
-  local s=$1 depth=$2 bin B log ms params
-  bin=$(binary "$s")
-  make -s "$bin" QKV="$s" PRECISION=BF16 >/dev/null || { echo "bench: build of $bin failed" >&2; return 1; }
-  for B in 128 64 32 16 8 4 2 1; do
-    [ "$B" -gt "$3" ] && continue
-    log="$out_dir/ours_${s}_${depth}_B${B}.log"
-    with_memory_peak "$log" timeout 900 ./"$bin" -e "$depth" -t $T -b "$B" -d $TOKENS_PER_STEP -x "$STEPS" \
-      -v 0 -s 0 -i "$shard" -l 1e-4
-    local rc=$?
-    if [ $rc -eq 0 ] && grep -q '^summary:' "$log"; then
-      ms=$(grep '^summary:' "$log" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/')
-      params=$(grep '^model:' "$log" | sed -E 's/.*\| ([0-9]+) parameters.*/\1/')
-      record ours "$s" "$depth" "$B" "$params" "$ms" "$log" ""
-      OURS_B=$B
+# One run per (who, scheme, depth): launch_<who> at micro-batch B, halving B on "out of memory";
+# the first run that finishes is parsed by parse_<who> (prints "ms params note") and recorded.
+# Sets FIT_B and FIT_MS.
+run_fitting() { # who scheme depth first_B
+  local who=$1 s=$2 depth=$3 B=$4 log rc parsed ms params note
+  FIT_B=""; FIT_MS=""
+  while [ "$B" -ge 1 ]; do
+    log="$out_dir/${who}_${s}_${depth}_B${B}.log"
+    with_memory_peak "$log" "launch_$who" "$s" "$depth" "$B"
+    rc=$?
+    parsed=$([ $rc -eq 0 ] && "parse_$who" "$log")
+    if [ -n "$parsed" ]; then
+      read -r ms params note <<<"$parsed"
+      record "$who" "$s" "$depth" "$B" "$params" "$ms" "$log" "$note"
+      FIT_B=$B; FIT_MS=$ms
       return 0
     fi
-    is_oom "$log" || { echo "bench: $bin -e $depth -b $B failed (exit $rc, not out of memory; see $log): $(grep -m1 -i 'error' "$log")" >&2; return 1; }
+    is_oom "$log" || { echo "bench: $who $s $depth -b $B failed (exit $rc, not out of memory; see $log): $(grep -m1 -i 'error' "$log" || tail -n 1 "$log")" >&2; return 1; }
+    B=$((B / 2))
   done
-  echo "bench: $s $depth does not fit even at B=1" >&2
+  echo "bench: $who $s $depth does not fit even at B=1" >&2
   return 1
 }
 
-# llm.c: build once (cuDNN if it builds), then run at B, halving on out of memory; sets LLMC_MS
+# ours: the trainer's summary line (mean over the steps after the first)
+launch_ours() { # scheme depth B
+  timeout 900 ./"$(binary "$1")" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4
+}
+parse_ours() {
+  grep -q '^summary:' "$1" || return 0
+  echo "$(grep '^summary:' "$1" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/') $(grep '^model:' "$1" | sed -E 's/.*\| ([0-9]+) parameters.*/\1/')"
+}
+run_ours() { # scheme depth
+  make -s "$(binary "$1")" QKV="$1" PRECISION=BF16 >/dev/null || { echo "bench: build of $(binary "$1") failed" >&2; return 1; }
+  run_fitting ours "$1" "$2" 128
+}
+
+# llm.c: built once, with cuDNN if that builds; sets LLMC_BIN and LLMC_NOTE
 LLMC_BIN=""
 build_llmc() {
   [ -f "$LLMC_DIR/train_gpt2.cu" ] || { echo "bench: no llm.c source in $LLMC_DIR (HINT: fetch github.com/karpathy/llm.c there; it is ignored by git)" >&2; return 1; }
@@ -151,49 +164,29 @@ build_llmc() {
       { echo "bench: llm.c did not build: $(grep -m1 -i error "$out_dir/llmc_build.log")" >&2; return 1; }
   fi
   LLMC_BIN="$LLMC_DIR/train_gpt2cu"
-  echo "llm.c: $cat "$LLMC_DIR/COMMIT" 2>/dev/null || echo 'commit unknown', $LLMC_NOTE"
+  echo "llm.c: $(cat "$LLMC_DIR/COMMIT" 2>/dev/null || echo 'commit unknown'), $LLMC_NOTE"
 }
-run_llmc() { # depth B
-  local depth=$1 B=$2 log ms params
-  [ -n "$LLMC_BIN" ] || return 1
-  while [ "$B" -ge 1 ]; do
-    log="$out_dir/llmc_${depth}_B${B}.log"
-    # llm.c's defaults otherwise (recompute GELU -r 1, master weights, ZeRO 0); no validation or
-    # sampling inside the timed steps
-    with_memory_peak "$log" timeout 900 "$LLMC_BIN" -e "$depth" -t $T -b "$B" -d $TOKENS_PER_STEP -x "$STEPS" \
-      -v 100000 -s 100000 -m 1 -i "$shard" -j "$shard" -l 1e-4
-    local rc=$?
-    ms=$(grep '^total average iteration time:' "$log" | sed -E 's/.*: ([0-9.]+) ms.*/\1/')
-    if [ $rc -eq 0 ] && [ -n "$ms" ]; then
-      params=$(grep -m1 'num_parameters' "$log" | grep -o '[0-9]\{6,\}')
-      record llm.c standard "$depth" "$B" "$params" "$ms" "$log" "$LLMC_NOTE"
-      LLMC_MS=$ms
-      return 0
-    fi
-    is_oom "$log" || { echo "bench: llm.c -e $depth -b $B failed (exit $rc; see $log): $(grep -m1 -i 'error' "$log")" >&2; return 1; }
-    B=$((B / 2))
-  done
-  return 1
+# llm.c's defaults otherwise (recompute GELU -r 1, master weights, ZeRO 0); no validation or
+# sampling inside the timed steps; its "total average iteration time" excludes the first step
+launch_llmc() { # scheme depth B
+  timeout 900 "$LLMC_BIN" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 100000 -s 100000 -m 1 \
+    -i "$shard" -j "$shard" -l 1e-4
 }
-run_torch() { # depth B
-  local depth=$1 B=$2 log line ms params
-  while [ "$B" -ge 1 ]; do
-    log="$out_dir/torch_${depth}_B${B}.log"
-    with_memory_peak "$log" timeout 900 "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$depth" -b "$B" -t $T \
-      -d $TOKENS_PER_STEP -x "$STEPS" --peak_tflops "$PEAK_TFLOPS"
-    local rc=$?
-    line=$(grep '^summary:' "$log")
-    if [ $rc -eq 0 ] && [ -n "$line" ]; then
-      ms=$(echo "$line" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/')
-      params=$(echo "$line" | sed -E 's/.*params ([0-9]+).*/\1/')
-      record pytorch standard "$depth" "$B" "$params" "$ms" "$log" "torch $(grep -m1 '^device:' "$log" | sed -E 's/.*torch ([^ ]+).*/\1/'), compile"
-      TORCH_MS=$ms
-      return 0
-    fi
-    is_oom "$log" || { echo "bench: bench_torch.py -e $depth -b $B failed (exit $rc; see $log): $(tail -n 1 "$log")" >&2; return 1; }
-    B=$((B / 2))
-  done
-  return 1
+parse_llmc() {
+  local ms
+  ms=$(grep '^total average iteration time:' "$1" | sed -E 's/.*: ([0-9.]+) ms.*/\1/')
+  [ -n "$ms" ] && echo "$ms $(grep -m1 'num_parameters' "$1" | grep -o '[0-9]\{6,\}') $LLMC_NOTE"
+}
+# PyTorch: bench_torch.py's summary line (mean over the steps after the first two)
+launch_pytorch() { # scheme depth B
+  timeout 900 "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$2" -b "$3" -t $T -d $TOKENS_PER_STEP \
+    -x "$STEPS" --peak_tflops "$PEAK_TFLOPS"
+}
+parse_pytorch() {
+  local line
+  line=$(grep '^summary:' "$1")
+  [ -n "$line" ] && echo "$(echo "$line" | sed -E 's/.*\| ([0-9.]+) ms\/step.*/\1/') $(echo "$line" | sed -E 's/.*params ([0-9]+).*/\1/')" \
+    "torch $(grep -m1 '^device:' "$1" | sed -E 's/.*torch ([^ ]+).*/\1/'), compile"
 }
 
 echo "gpu: $gpu | $TOKENS_PER_STEP tokens per step | $STEPS steps per run | MFU against $PEAK_TFLOPS TFLOP/s"
@@ -202,21 +195,23 @@ header() { printf "%-7s %-11s %-5s %4s %10s %12s %8s %9s  %s\n" who scheme model
 
 echo "== peers"
 header
-OURS_B=""; LLMC_MS=""; TORCH_MS=""
-run_ours standard d12 128 || bench_failed=1
-peer_B=${OURS_B:-64}
-if build_llmc >"$out_dir/llmc_build_note.txt" 2>&1; then cat "$out_dir/llmc_build_note.txt"; run_llmc d12 "$peer_B" || bench_failed=1
+LLMC_MS=""; TORCH_MS=""
+run_ours standard d12 || bench_failed=1
+peer_B=${FIT_B:-64}
+if build_llmc >"$out_dir/llmc_build_note.txt" 2>&1; then
+  cat "$out_dir/llmc_build_note.txt"
+  run_fitting llmc standard d12 "$peer_B" && LLMC_MS=$FIT_MS || bench_failed=1
 else cat "$out_dir/llmc_build_note.txt"; bench_failed=1; fi
-run_torch d12 "$peer_B" || bench_failed=1
+run_fitting pytorch standard d12 "$peer_B" && TORCH_MS=$FIT_MS || bench_failed=1
 
 if [ "${BENCH_PEERS_ONLY:-0}" != 1 ]; then
   echo "== schemes"
   header
   for s in $SCHEMES; do
     [ "$s" = standard ] && continue
-    run_ours "$s" d12 128 || bench_failed=1
+    run_ours "$s" d12 || bench_failed=1
   done
-  run_ours standard d24 128 || bench_failed=1
+  run_ours standard d24 || bench_failed=1
 fi
 
 echo "== table ($gpu; d12/d24, T $T, $TOKENS_PER_STEP tokens per step, BF16; MFU against $PEAK_TFLOPS TFLOP/s)"

@@ -28,7 +28,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 DEPTHS = {"d12": (12, 768, 12), "d24": (24, 1024, 16), "d36": (36, 1280, 20), "d48": (48, 1600, 25)}
-VOCAB = 50257
 PADDED_VOCAB = 50304
 SHARD_MAGIC = 20240520
 
