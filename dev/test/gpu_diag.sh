@@ -6,11 +6,7 @@ set -u
 cd "$(dirname "$0")/../.."
 out=$1; mkdir -p "$out" build/gpu_suite
 shard=build/gpu_suite/tiny_000.bin
-python3 -c "
-import random, struct
-n = 4 * 32 * 8 + 1; rng = random.Random(7)
-f = open('$shard', 'wb'); f.write(struct.pack('<256i', 20240520, 1, n, *([0] * 253)))
-f.write(struct.pack('<%dH' % n, *[rng.randrange(500) for _ in range(n)]))"
+python3 dev/test/tiny_shard.py "$shard" $((4 * 32 * 8 + 1)) 7
 for p in FP32 BF16; do
   bin=train_gpt2cu; [ $p = FP32 ] && bin=train_gpt2cu_fp32
   timeout 150 compute-sanitizer --tool initcheck --print-limit 4 ./$bin -e dev/fixtures/standard_tiny_model.bin \

@@ -101,9 +101,10 @@ if has tests; then
   cp -r build/test_logs/cuda "$LOG/test_cuda_logs" 2>/dev/null
   for p in fp32 bf16; do
     for s in $SCHEMES; do
-      n_pass=$(grep -c "^PASS cuda-$p .*" "$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log" 2>/dev/null)
-      n_fail=$(grep -c "^FAIL " "$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log" 2>/dev/null)
-      worst=$(grep -h "^FAIL " "$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log" 2>/dev/null | head -n 1 | cut -c1-120)
+      test_log="$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log"
+      n_pass=$(grep -c "^PASS cuda-$p " "$test_log" 2>/dev/null)
+      n_fail=$(grep -c "^FAIL " "$test_log" 2>/dev/null)
+      worst=$(grep -m1 "^FAIL " "$test_log" 2>/dev/null | cut -c1-120)
       if [ "${n_pass:-0}" -gt 0 ] && [ "${n_fail:-0}" -eq 0 ]; then
         row tests "$p $s" PASS "$n_pass checks"
       else
@@ -141,15 +142,7 @@ if has sanitize; then
   stage_start sanitize
   shard=build/gpu_suite/tiny_000.bin
   mkdir -p build/gpu_suite
-  # ids < 500: the fixtures' vocabulary; 4 x 32 x 8 + 1 tokens
-  "$PYTHON" - "$shard" <<'EOF_PY'
-import random, struct, sys
-n = 4 * 32 * 8 + 1
-rng = random.Random(7)
-with open(sys.argv[1], "wb") as f:
-    f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
-    f.write(struct.pack("<%dH" % n, *[rng.randrange(500) for _ in range(n)]))
-EOF_PY
+  "$PYTHON" dev/test/tiny_shard.py "$shard" $((4 * 32 * 8 + 1)) 7
   jobs_file="$LOG/sanitize_jobs.txt"
   : >"$jobs_file"
   for s in $SCHEMES; do

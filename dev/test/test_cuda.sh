@@ -94,15 +94,7 @@ expect_one_line() { # name expected_rc needle cmd...
 # a small token shard (ids < 500, the fixtures' vocabulary) for the data flags, so that these checks
 # do not depend on dev/data having been prepared: 4 * 32 * 16 + 1 tokens
 shard="$log_dir/tokens_000.bin"
-python3 - "$shard" <<'EOF_PY'
-import random, struct, sys
-n = 4 * 32 * 16 + 1
-rng = random.Random(5)
-with open(sys.argv[1] + ".tmp", "wb") as f:
-    f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
-    f.write(struct.pack("<%dH" % n, *[rng.randrange(500) for _ in range(n)]))
-EOF_PY
-mv "$shard.tmp" "$shard"
+python3 dev/test/tiny_shard.py "$shard" $((4 * 32 * 16 + 1)) 5
 
 fixture_of() { # scheme -> model path of its tiny fixture, or empty
   local f="dev/fixtures/$1_tiny_model.bin"
