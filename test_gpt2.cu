@@ -162,7 +162,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
         return 0;
     }
     GPT2 model;
-    gpt2_build(&model, &config, B, T, 1, 0);
+    gpt2_build(&model, &config, B, T, 1, 0, 0);
     gpt2_load_params(&model, model_path, version);
     Verdict v;
     v.worst = 0.0;
@@ -463,7 +463,7 @@ static int run_v5_check(const char* fp32_path) {
         return 0;
     }
     GPT2 model;
-    gpt2_build(&model, &c5, 1, 1, 1, 0);
+    gpt2_build(&model, &c5, 1, 1, 1, 0, 0);
     gpt2_load_params(&model, v5_path, v5);
     size_t mismatches = 0, off = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {

@@ -458,6 +458,457 @@ __global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, 
 }
 
 // ----------------------------------------------------------------------------
+// kernels: flash attention (BF16 builds, head sizes 64 and 128)
+//
+// FlashAttention-2's loop order: a CTA per (query tile, batch x head) for the forward pass and for
+// dQ, a CTA per (key tile, batch x kv head) for dK/dV. Nothing of size T x T exists: the forward
+// keeps each row's log-sum-exp, the backward recomputes the probabilities from it. Names are FA2's:
+// kBlockM query rows and kBlockN keys per tile (the paper's Br, Bc), row_max/row_sum (m_i, l_i),
+// acc_o/acc_dk/acc_dv/acc_dq the fp32 accumulators. The CPU twin dev/cuda/attention_tiled_cpu.h
+// runs the same tile loops and formulas in plain C++ (make test checks it on every fixture).
+//
+// q, k, v are read in place (AttnRows: pointer and row stride into the projection output, x or
+// q_residual's query); query head h reads kv head h / (H / Hkv). When k and v are one tensor
+// (kv_shared, qkv_shared: the same pointer) one shared-memory tile serves as both.
+//
+// Every matmul is mma.sync m16n8k16, bf16 inputs and fp32 accumulation. Each warp owns 16 rows of
+// a tile (query rows, or keys in dK/dV). Fragments per lane (PTX ISA; group = lane / 4,
+// quad = lane % 4), two bf16 per 32-bit register, the lower index in the low half:
+//   A (16 x 16, row major): a[0] (group, 2quad..+1)  a[1] (group+8, 2quad..+1)
+//                           a[2] (group, 2quad+8..+9) a[3] (group+8, 2quad+8..+9)
+//   B (16 x 8, k x n):      b[0] (k 2quad..+1, n group)  b[1] (k 2quad+8..+9, n group)
+//   C (16 x 8, fp32):       c[0], c[1] (group, 2quad..+1)  c[2], c[3] (group+8, 2quad..+1)
+// so the accumulators of two neighbouring 8-column tiles are, rounded to bf16, the A fragment of
+// one 16-deep step: P and dS go from one matmul into the next without touching shared memory.
+
+#define FLASH_BLOCK_M 64   // query rows per tile (kBlockM)
+#define FLASH_BLOCK_N 64   // keys per tile (kBlockN); == FLASH_BLOCK_M, so the diagonal tile of
+                           // query tile m is key tile m
+#define FLASH_WARPS 4      // 4 warps x 16 rows = one 64-row tile
+#define FLASH_THREADS (FLASH_WARPS * 32)
+#define FLASH_SMEM_PAD 8   // bf16 per smem row beyond the head: rows 16 bytes apart mod 128, so the
+                           // 8 rows one fragment load touches fall in different banks
+#define FLASH_LOG2E 1.4426950408889634f
+#define FLASH_LN2 0.6931471805599453f
+
+// one role's rows: element (b, t, head h, dim d) at ptr[(b * T + t) * stride + h * hd + d]
+typedef struct { const floatX* ptr; int stride; } AttnRows;
+// where a role's gradient goes; accumulate: add to what the destination holds, else overwrite
+typedef struct { floatX* ptr; int stride; int accumulate; } AttnGradRows;
+
+#if PRECISION_IS_BF16
+// c (16 x 8) += a (16 x 16) b (16 x 8)
+__device__ __forceinline__ void mma_16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
+}
+
+// two consecutive bf16 of shared memory (even index) as one register
+__device__ __forceinline__ uint32_t lds_bf16x2(const floatX* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// two bf16 one row apart (a column pair) as one register
+__device__ __forceinline__ uint32_t lds_bf16_column_pair(const floatX* p, int stride) {
+    return (uint32_t)__bfloat16_as_ushort(p[0]) | ((uint32_t)__bfloat16_as_ushort(p[stride]) << 16);
+}
+
+// A fragment of the 16 x 16 block at (row 0, column k0) of a row-major smem tile
+__device__ __forceinline__ void load_frag_a(uint32_t a[4], const floatX* s, int stride, int k0, int group, int quad) {
+    const floatX* p = s + group * stride + k0 + 2 * quad;
+    a[0] = lds_bf16x2(p);
+    a[1] = lds_bf16x2(p + 8 * stride);
+    a[2] = lds_bf16x2(p + 8);
+    a[3] = lds_bf16x2(p + 8 * stride + 8);
+}
+
+// B fragment (k0..k0+15, n0..n0+7) where the smem tile holds B transposed: row n, column k
+// (K for S = Q K^T, Q for S^T = K Q^T): the k pair is contiguous
+__device__ __forceinline__ void load_frag_b_nk(uint32_t b[2], const floatX* s, int stride, int n0, int k0, int group, int quad) {
+    const floatX* p = s + (n0 + group) * stride + k0 + 2 * quad;
+    b[0] = lds_bf16x2(p);
+    b[1] = lds_bf16x2(p + 8);
+}
+
+// B fragment (k0..k0+15, n0..n0+7) where the smem tile holds B as is: row k, column n
+// (V for O = P V, dO for dV = P^T dO, K for dQ = dS K, Q for dK = dS^T Q): the k pair is a column pair
+__device__ __forceinline__ void load_frag_b_kn(uint32_t b[2], const floatX* s, int stride, int k0, int n0, int group, int quad) {
+    const floatX* p = s + (k0 + 2 * quad) * stride + n0 + group;
+    b[0] = lds_bf16_column_pair(p, stride);
+    b[1] = lds_bf16_column_pair(p + 8 * stride, stride);
+}
+
+// the A fragment of k step kk from the fp32 accumulators of 8-column tiles 2kk and 2kk+1, in bf16
+template <int kTiles>
+__device__ __forceinline__ void frag_a_from_acc(uint32_t a[4], const float (&acc)[kTiles][4], int kk) {
+    a[0] = pack_bf16x2(acc[2 * kk][0], acc[2 * kk][1]);
+    a[1] = pack_bf16x2(acc[2 * kk][2], acc[2 * kk][3]);
+    a[2] = pack_bf16x2(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
+    a[3] = pack_bf16x2(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
+}
+
+// sTile (kRows, kHeadDim), row stride kHeadDim + FLASH_SMEM_PAD  <-  rows row0.. of one head, g = the
+// head's first element of batch row 0 (row stride `stride`); rows >= T are zeros. 16-byte loads.
+template <int kRows, int kHeadDim>
+__device__ __forceinline__ void flash_load_tile(floatX* sTile, const floatX* g, int stride, int row0, int T) {
+    constexpr int kChunks = kHeadDim / 8;
+    for (int i = threadIdx.x; i < kRows * kChunks; i += FLASH_THREADS) {
+        const int r = i / kChunks, c = (i % kChunks) * 8;
+        uint4 val = make_uint4(0u, 0u, 0u, 0u);
+        if (row0 + r < T) { val = *reinterpret_cast<const uint4*>(g + (size_t)(row0 + r) * stride + c); }
+        *reinterpret_cast<uint4*>(sTile + r * (kHeadDim + FLASH_SMEM_PAD) + c) = val;
+    }
+}
+
+// p[0..1] = (a, b), or += when accumulate; p is 4-byte aligned (even column, even row stride)
+__device__ __forceinline__ void flash_store_pair(floatX* p, float a, float b, int accumulate) {
+    __nv_bfloat162* p2 = reinterpret_cast<__nv_bfloat162*>(p);
+    if (accumulate) {
+        const __nv_bfloat162 old = *p2;
+        a += __bfloat162float(old.x);
+        b += __bfloat162float(old.y);
+    }
+    *p2 = __floats2bfloat162_rn(a, b);
+}
+
+// S (16, kBlockN) = Q_w K^T for this warp's 16 rows of sQ against the key tile sK, fp32
+template <int kHeadDim>
+__device__ __forceinline__ void flash_scores(float (&s)[FLASH_BLOCK_N / 8][4], const floatX* sQw, const floatX* sK,
+                                             int group, int quad) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    for (int j = 0; j < FLASH_BLOCK_N / 8; j++) { s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f; }
+    #pragma unroll
+    for (int k0 = 0; k0 < kHeadDim; k0 += 16) {
+        uint32_t a[4];
+        load_frag_a(a, sQw, kStride, k0, group, quad);
+        #pragma unroll
+        for (int j = 0; j < FLASH_BLOCK_N / 8; j++) {
+            uint32_t b[2];
+            load_frag_b_nk(b, sK, kStride, j * 8, k0, group, quad);
+            mma_16816(s[j], a, b);
+        }
+    }
+}
+
+// acc (16, kHeadDim) += P (16, kBlock) V (kBlock, kHeadDim), P from fp32 accumulators, V row-major in smem
+template <int kHeadDim, int kBlock>
+__device__ __forceinline__ void flash_acc_pv(float (&acc)[kHeadDim / 8][4], const float (&p)[kBlock / 8][4],
+                                             const floatX* sV, int group, int quad) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    #pragma unroll
+    for (int kk = 0; kk < kBlock / 16; kk++) {
+        uint32_t a[4];
+        frag_a_from_acc<kBlock / 8>(a, p, kk);
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj++) {
+            uint32_t b[2];
+            load_frag_b_kn(b, sV, kStride, kk * 16, dj * 8, group, quad);
+            mma_16816(acc[dj], a, b);
+        }
+    }
+}
+
+// Forward. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 3 tiles.
+//   out (B, T, H * kHeadDim), lse (B, H, T) natural-log log-sum-exp of each row's scaled scores;
+//   q (B, T, H heads) view, k and v (B, T, Hkv heads) views; scale_log2 = scale * log2(e)
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                               float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = FLASH_BLOCK_N / 8, kTilesD = kHeadDim / 8;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    floatX* sQ = reinterpret_cast<floatX*>(flash_smem); // (kBlockM, kHeadDim)
+    floatX* sK = sQ + FLASH_BLOCK_M * kStride;          // (kBlockN, kHeadDim)
+    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
+    const bool kv_same = k.ptr == v.ptr;
+    const floatX* sVk = kv_same ? sK : sV;
+    const int m_block = gridDim.x - 1 - blockIdx.x; // the longest rows (most key tiles) start first
+    const int b = blockIdx.y / H, h = blockIdx.y % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const floatX* sQw = sQ + warp * 16 * kStride; // this warp's 16 query rows
+    const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group; // query of c[0..1]; c[2..3] is row0 + 8
+
+    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
+    float acc_o[kTilesD][4];
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][0] = acc_o[dj][1] = acc_o[dj][2] = acc_o[dj][3] = 0.0f; }
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // per thread: rows row0, row0 + 8
+
+    for (int n_block = 0; n_block <= m_block; n_block++) { // key tiles up to the diagonal only
+        __syncthreads(); // every warp is done with the previous K/V tile
+        flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
+        if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
+        __syncthreads(); // the tiles (and on the first pass sQ) are complete
+
+        // S = scale * Q K^T in base 2, -inf where key > query (causal) or key >= T
+        float s[kTilesN][4];
+        flash_scores<kHeadDim>(s, sQw, sK, group, quad);
+        #pragma unroll
+        for (int j = 0; j < kTilesN; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = n_block * FLASH_BLOCK_N + j * 8 + 2 * quad + (e & 1);
+                const int query = row0 + (e >= 2 ? 8 : 0);
+                s[j][e] = (key > query || key >= T) ? -INFINITY : s[j][e] * scale_log2;
+            }
+        }
+        // online softmax: m_new = max(row_max, rowmax(S)); acc_o, row_sum *= 2^(row_max - m_new); P = 2^(S - m_new)
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float m_new = row_max[r];
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) { m_new = fmaxf(m_new, fmaxf(s[j][2 * r], s[j][2 * r + 1])); }
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1)); // the 4 lanes of a quad share a row
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new; // a row with no allowed key yet stays all zero
+            const float corr = exp2f(row_max[r] - m_use);
+            row_max[r] = m_new;
+            float sum = 0.0f;
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) {
+                s[j][2 * r] = exp2f(s[j][2 * r] - m_use);
+                s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - m_use);
+                sum += s[j][2 * r] + s[j][2 * r + 1];
+            }
+            row_sum[r] = row_sum[r] * corr + sum; // this lane's columns; the quad is summed at the end
+            #pragma unroll
+            for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][2 * r] *= corr; acc_o[dj][2 * r + 1] *= corr; }
+        }
+        // acc_o += P V, P rounded to bf16
+        flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_o, s, sVk, group, quad);
+    }
+
+    // epilogue: O = acc_o / row_sum, lse = ln(row_sum) + row_max / log2(e)
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 2);
+        const int t = row0 + 8 * r;
+        if (t >= T) { continue; }
+        const float inv = 1.0f / row_sum[r];
+        floatX* o = out + ((size_t)b * T + t) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) { flash_store_pair(o + dj * 8, acc_o[dj][2 * r] * inv, acc_o[dj][2 * r + 1] * inv, 0); }
+        if (quad == 0) { lse[((size_t)b * H + h) * T + t] = (row_max[r] + log2f(row_sum[r])) * FLASH_LN2; }
+    }
+}
+
+// delta (B, H, T) = rowsum(dout * out) per head, the softmax backward's correction term D.
+// One warp per (b, t, h); dout and out (B, T, H * hd).
+__global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; // (b, t, h) flattened
+    const int lane = threadIdx.x % 32;
+    if (row >= B * T * H) { return; }
+    const int h = row % H, t = (row / H) % T, b = row / (H * T);
+    const size_t base = ((size_t)b * T + t) * ((size_t)H * hd) + (size_t)h * hd;
+    float sum = 0.0f;
+    for (int d = lane; d < hd; d += 32) { sum += x2f(dout[base + d]) * x2f(out[base + d]); }
+    sum = warp_sum(sum);
+    if (lane == 0) { delta[((size_t)b * H + h) * T + t] = sum; }
+}
+
+// dK, dV. Grid (ceil(T / kBlockN), B * Hkv), FLASH_THREADS threads, dynamic smem 4 tiles + 2 x kBlockM floats.
+// A CTA owns one key tile of one kv head and loops over the g = H / Hkv query heads of its group and
+// over the query tiles from the diagonal on, so a kv head's gradient sums in registers (no atomics).
+// Each warp owns 16 keys and works transposed (keys as rows): S^T = K Q^T.
+//   dk, dv: where the gradients go; when k and v are one tensor (dk.ptr == dv.ptr) dK + dV is written once.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const floatX* dout, const float* lse,
+                                     const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                                     float scale, float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesM = FLASH_BLOCK_M / 8, kTilesD = kHeadDim / 8;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    floatX* sK = reinterpret_cast<floatX*>(flash_smem); // (kBlockN, kHeadDim)
+    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
+    floatX* sQ = sV + FLASH_BLOCK_N * kStride;          // (kBlockM, kHeadDim)
+    floatX* sdO = sQ + FLASH_BLOCK_M * kStride;         // (kBlockM, kHeadDim)
+    float* s_lse = reinterpret_cast<float*>(sdO + FLASH_BLOCK_M * kStride); // (kBlockM)
+    float* s_delta = s_lse + FLASH_BLOCK_M;                                 // (kBlockM)
+    const bool kv_same = k.ptr == v.ptr;
+    const floatX* sVk = kv_same ? sK : sV;
+    const int n_block = blockIdx.x; // key tile 0 meets every query tile: the longest CTAs start first
+    const int b = blockIdx.y / Hkv, kvh = blockIdx.y % Hkv, g = H / Hkv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const floatX* sKw = sK + warp * 16 * kStride;  // this warp's 16 keys
+    const floatX* sVw = sVk + warp * 16 * kStride;
+    const int key0 = n_block * FLASH_BLOCK_N + warp * 16 + group; // key of c[0..1]; c[2..3] is key0 + 8
+    const int m_blocks = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
+
+    flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
+    if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
+    float acc_dk[kTilesD][4], acc_dv[kTilesD][4];
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) {
+        #pragma unroll
+        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
+    }
+
+    for (int j = 0; j < g; j++) { // the query heads of this kv head
+        const int h = kvh * g + j;
+        const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+        const floatX* gdO = dout + (size_t)b * T * C + (size_t)h * kHeadDim;
+        const float* lse_bh = lse + ((size_t)b * H + h) * T;
+        const float* delta_bh = delta + ((size_t)b * H + h) * T;
+        for (int m_block = n_block; m_block < m_blocks; m_block++) { // query tiles from the diagonal on
+            __syncthreads(); // every warp is done with the previous Q/dO tile (on the first pass: K/V loads issued)
+            flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
+            flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
+            for (int i = threadIdx.x; i < FLASH_BLOCK_M; i += FLASH_THREADS) {
+                const int t = m_block * FLASH_BLOCK_M + i;
+                s_lse[i] = t < T ? lse_bh[t] * FLASH_LOG2E : 0.0f;
+                s_delta[i] = t < T ? delta_bh[t] : 0.0f;
+            }
+            __syncthreads(); // tiles complete
+
+            // P^T = 2^(scale * K Q^T - lse), 0 where query < key (causal) or query >= T
+            float pt[kTilesM][4];
+            flash_scores<kHeadDim>(pt, sKw, sQ, group, quad);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int col = i * 8 + 2 * quad + (e & 1);
+                    const int query = m_block * FLASH_BLOCK_M + col;
+                    const int key = key0 + (e >= 2 ? 8 : 0);
+                    pt[i][e] = (query < key || query >= T) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
+                }
+            }
+            // acc_dv += P^T dO
+            flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dv, pt, sdO, group, quad);
+            // dP^T = V dO^T, then dS^T = P^T * (dP^T - D)
+            float dst[kTilesM][4];
+            flash_scores<kHeadDim>(dst, sVw, sdO, group, quad);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) { dst[i][e] = pt[i][e] * (dst[i][e] - s_delta[i * 8 + 2 * quad + (e & 1)]); }
+            }
+            // acc_dk += dS^T Q (the scale is applied once, below)
+            flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dk, dst, sQ, group, quad);
+        }
+    }
+
+    // epilogue: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int key = key0 + 8 * r;
+        if (key >= T) { continue; }
+        floatX* pk = dk.ptr + ((size_t)b * T + key) * dk.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        floatX* pv = dv.ptr + ((size_t)b * T + key) * dv.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) {
+            const float k0 = acc_dk[dj][2 * r] * scale, k1 = acc_dk[dj][2 * r + 1] * scale;
+            const float v0 = acc_dv[dj][2 * r], v1 = acc_dv[dj][2 * r + 1];
+            if (kv_same) {
+                flash_store_pair(pk + dj * 8, k0 + v0, k1 + v1, dk.accumulate);
+            } else {
+                flash_store_pair(pk + dj * 8, k0, k1, dk.accumulate);
+                flash_store_pair(pv + dj * 8, v0, v1, dv.accumulate);
+            }
+        }
+    }
+}
+
+// dQ. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 4 tiles. Recomputes P and
+// dS for its query tile against the key tiles up to the diagonal: dQ = scale * dS K. A second kernel
+// rather than atomics from the dK/dV kernel, so that every gradient is formed in a fixed order.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const float* lse, const float* delta,
+                                   AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
+                                   float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = FLASH_BLOCK_N / 8, kTilesD = kHeadDim / 8;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    floatX* sQ = reinterpret_cast<floatX*>(flash_smem); // (kBlockM, kHeadDim)
+    floatX* sdO = sQ + FLASH_BLOCK_M * kStride;         // (kBlockM, kHeadDim)
+    floatX* sK = sdO + FLASH_BLOCK_M * kStride;         // (kBlockN, kHeadDim)
+    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
+    const bool kv_same = k.ptr == v.ptr;
+    const floatX* sVk = kv_same ? sK : sV;
+    const int m_block = gridDim.x - 1 - blockIdx.x;
+    const int b = blockIdx.y / H, h = blockIdx.y % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+    const floatX* gdO = dout + (size_t)b * T * C + (size_t)h * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const floatX* sQw = sQ + warp * 16 * kStride;
+    const floatX* sdOw = sdO + warp * 16 * kStride;
+    const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group;
+    float lse_r[2], delta_r[2]; // rows row0, row0 + 8 (lse in base 2)
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = row0 + 8 * r;
+        lse_r[r] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
+        delta_r[r] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
+    }
+
+    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
+    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
+    float acc_dq[kTilesD][4];
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) { acc_dq[dj][0] = acc_dq[dj][1] = acc_dq[dj][2] = acc_dq[dj][3] = 0.0f; }
+
+    for (int n_block = 0; n_block <= m_block; n_block++) {
+        __syncthreads(); // every warp is done with the previous K/V tile
+        flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
+        if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
+        __syncthreads(); // tiles complete
+
+        // P = 2^(scale * Q K^T - lse), 0 where key > query or key >= T
+        float p[kTilesN][4];
+        flash_scores<kHeadDim>(p, sQw, sK, group, quad);
+        #pragma unroll
+        for (int j = 0; j < kTilesN; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = n_block * FLASH_BLOCK_N + j * 8 + 2 * quad + (e & 1);
+                const int r = e >= 2 ? 1 : 0;
+                p[j][e] = (key > row0 + 8 * r || key >= T) ? 0.0f : exp2f(p[j][e] * scale_log2 - lse_r[r]);
+            }
+        }
+        // dP = dO V^T, dS = P * (dP - D)
+        float ds[kTilesN][4];
+        flash_scores<kHeadDim>(ds, sdOw, sVk, group, quad);
+        #pragma unroll
+        for (int j = 0; j < kTilesN; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) { ds[j][e] = p[j][e] * (ds[j][e] - delta_r[e >= 2 ? 1 : 0]); }
+        }
+        // acc_dq += dS K
+        flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_dq, ds, sK, group, quad);
+    }
+
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = row0 + 8 * r;
+        if (t >= T) { continue; }
+        floatX* p = dq.ptr + ((size_t)b * T + t) * dq.stride + (size_t)h * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) {
+            flash_store_pair(p + dj * 8, acc_dq[dj][2 * r] * scale, acc_dq[dj][2 * r + 1] * scale, dq.accumulate);
+        }
+    }
+}
+#endif // PRECISION_IS_BF16
+
+// ----------------------------------------------------------------------------
 // kernels: classifier, optimizer, norms, init
 
 // One block per row of logits (N rows of Vp; the first V are real). Computes the row's loss
@@ -776,22 +1227,33 @@ static void add_forward(floatX* out, const floatX* a, const floatX* b, size_t n)
 }
 
 // ----------------------------------------------------------------------------
-// attention of the build's scheme (attention_variants.cuh), GQA-aware.
+// attention of the build's scheme (attention_variants.cuh), GQA-aware. Two paths, one interface:
 //
-// Formulation: q is gathered to (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once
-// (a role that shares another's storage just points at it). With g = H / Hkv, query head h = kvh*g + j
-// reads kv head kvh, so q viewed as (B, Hkv, g*T, hd) puts the g query heads of a group one after the
-// other: strided-batched matmuls over B*Hkv batches then compute, without copying k or v,
-//   scores (B, Hkv, g*T, T) = scale * q k^T     -- which is also (B, H, T, T): row r has t = r % T
-//   att = causal softmax (in place),  y (B, Hkv, g*T, hd) = att v,  atty = y back to (B, T, C).
-// The performance work will replace this with a fused kernel behind the same two functions.
+// fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels above read q, k
+//   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
+//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T).
+// unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
+//   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
+//   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed
+//   as (B, Hkv, g*T, hd) puts the g query heads of a group one after the other: strided-batched
+//   matmuls over B*Hkv batches then compute, without copying k or v,
+//     scores (B, Hkv, g*T, T) = scale * q k^T     -- which is also (B, H, T, T): row r has t = r % T
+//     att = causal softmax (in place),  y (B, Hkv, g*T, hd) = att v,  atty = y back to (B, T, C).
+// FP32 builds take the unfused path: it is the one held to 1e-4 against the float64 reference, and
+// the fused kernels are bf16 tensor-core code.
 
 typedef struct {
     int B, T, C, H, Hkv, hd;
     float scale;
     QKVLayout layout;
     int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
+    int fused;    // 1: flash kernels, 0: cuBLASLt path
 } AttnShape;
+
+// the flash kernels exist for these head sizes in BF16 builds
+static int attention_fused_supported(int head_dim) {
+    return PRECISION_IS_BF16 && (head_dim == 64 || head_dim == 128);
+}
 
 static void attn_owners(const QKVLayout* L, int owner[3]) {
     owner[0] = 0;
@@ -799,32 +1261,155 @@ static void attn_owners(const QKVLayout* L, int owner[3]) {
     owner[2] = qkv_roles_share(L->v, L->q) ? 0 : (qkv_roles_share(L->v, L->k) ? 1 : 2);
 }
 
+static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
+    AttnShape s;
+    s.B = B;
+    s.T = T;
+    s.C = c->channels;
+    s.H = c->num_heads;
+    s.Hkv = c->num_kv_heads;
+    s.hd = qkv_head_dim(c);
+    s.scale = gpt2_attn_scale(c);
+    s.layout = qkv_layout(c);
+    attn_owners(&s.layout, s.owner);
+    s.fused = fused && attention_fused_supported(s.hd);
+    return s;
+}
+
 static QKVRole attn_role(const AttnShape* s, int r) {
     return r == 0 ? s->layout.q : (r == 1 ? s->layout.k : s->layout.v);
 }
 
-// the forward pass of one layer's attention.
-//   atty (B, T, C) out;  perm[3]: the (B, H or Hkv, T, hd) buffers of q, k, v (perm[r] unused when
-//   owner[r] != r);  att (B, H, T, T) out;  x = LN1 output (B, T, C);  qkv (B, T, width) projection;
-//   qres (B, T, C) q_residual's query or NULL;  yperm (B, H, T, hd) scratch
-static void attention_forward(floatX* atty, floatX* const perm[3], floatX* att, const floatX* x, const floatX* qkv,
-                              const floatX* qres, floatX* yperm, const AttnShape* s) {
+// What the forward pass keeps for the backward pass, one layer (buffers of the other path are NULL).
+typedef struct {
+    floatX* perm[3]; // unfused: q (B, H, T, hd), k and v (B, Hkv, T, hd); only perm[r] with owner[r] == r
+    floatX* att;     // unfused: (B, H, T, T) probabilities
+    floatX* yperm;   // unfused scratch: (B, H, T, hd)
+    float* lse;      // fused: (B, H, T) natural-log log-sum-exp of each query row's scaled scores
+} AttnBuffers;
+
+// Scratch of the backward pass, one layer.
+typedef struct {
+    floatX* dperm[3]; // unfused: like perm
+    floatX* datt;     // unfused: (B, H, T, T)
+    floatX* dyperm;   // unfused: (B, H, T, hd)
+    float* delta;     // fused: (B, H, T) rowsum(datty * atty) per head
+} AttnGradBuffers;
+
+// role r's rows where they live: columns of the projection (row stride width), x or q_residual's query (stride C)
+static AttnRows attn_role_rows(const AttnShape* s, int r, const floatX* x, const floatX* qkv, const floatX* qres) {
+    const QKVRole role = attn_role(s, r);
+    AttnRows v;
+    if (role.source == QKV_SRC_PROJECTION) { v.ptr = qkv + role.offset; v.stride = s->layout.width; }
+    else if (role.source == QKV_SRC_INPUT) { v.ptr = x; v.stride = s->C; }
+    else { v.ptr = qres; v.stride = s->C; }
+    return v;
+}
+
+#if PRECISION_IS_BF16
+// dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
+static size_t flash_smem_bytes(int hd, int tiles, int extra_floats) {
+    return (size_t)tiles * FLASH_BLOCK_M * (hd + FLASH_SMEM_PAD) * sizeof(floatX) + (size_t)extra_floats * sizeof(float);
+}
+
+// The kernels load 16-byte chunks of every row: views must start 16-byte aligned with row strides a
+// multiple of 8 elements. Always so in the trainer (buffers 256-byte aligned, offsets and strides
+// multiples of the head size); a lab or test that breaks it stops here with the view named.
+static void flash_check_rows(const void* ptr, int stride, const char* what) {
+    if (((uintptr_t)ptr % 16) != 0 || stride % 8 != 0) {
+        fprintf(stderr, "error: flash attention: %s view at %p with row stride %d is not 16-byte aligned "
+                "(HINT: use --attention unfused)\n", what, ptr, stride);
+        exit(EXIT_FAILURE);
+    }
+}
+
+template <int kHeadDim>
+static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                       int H, int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
+    cudaCheck(cudaFuncSetAttribute(flash_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
+    flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
+template <int kHeadDim>
+static void flash_attention_backward_hd(AttnGradRows dq, AttnGradRows dk, AttnGradRows dv, const floatX* dout,
+                                        const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
+                                        int B, int T, int H, int Hkv, float scale) {
+    const size_t smem_dkdv = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
+    const size_t smem_dq = flash_smem_bytes(kHeadDim, 4, 0);
+    cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkdv));
+    cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
+    const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
+    flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem_dkdv>>>(
+        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    // after dK/dV: where q shares storage with k (or v), dq adds to what that kernel wrote
+    flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem_dq>>>(
+        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+}
+#endif
+
+// out (B, T, H * hd), lse (B, H, T) from the q (H heads), k, v (Hkv heads) views
+static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
+#if PRECISION_IS_BF16
+    flash_check_rows(q.ptr, q.stride, "q");
+    flash_check_rows(k.ptr, k.stride, "k");
+    flash_check_rows(v.ptr, v.stride, "v");
+    if (s->hd == 64) { flash_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+#endif
+    fprintf(stderr, "error: internal: no flash attention kernel for head size %d in a %s build\n", s->hd, PRECISION_NAME);
+    exit(EXIT_FAILURE);
+}
+
+// dq, dk, dv (the destinations with their accumulate flags) from dout = datty (B, T, H * hd), the
+// forward output `out` and lse. delta (B, H, T) is scratch. k and v with one pointer are one tensor:
+// dk then receives dK + dV (and dv must be the same destination).
+static void flash_attention_backward(AttnGradRows dq, AttnGradRows dk, AttnGradRows dv, float* delta, const floatX* dout,
+                                     const floatX* out, const float* lse, AttnRows q, AttnRows k, AttnRows v,
+                                     const AttnShape* s) {
+#if PRECISION_IS_BF16
+    flash_check_rows(dq.ptr, dq.stride, "dq");
+    flash_check_rows(dk.ptr, dk.stride, "dk");
+    flash_check_rows(dv.ptr, dv.stride, "dv");
+    const int rows = s->B * s->T * s->H;
+    flash_attention_delta_kernel<<<(rows + 7) / 8, 256>>>(delta, dout, out, s->B, s->T, s->H, s->hd);
+    launchCheck();
+    if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    if (s->hd == 128) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+#endif
+    fprintf(stderr, "error: internal: no flash attention kernel for head size %d in a %s build\n", s->hd, PRECISION_NAME);
+    exit(EXIT_FAILURE);
+}
+
+// The forward pass of one layer's attention: atty (B, T, C) from x = LN1 output (B, T, C), the
+// projection qkv (B, T, width) and q_residual's query qres (B, T, C) or NULL; bufs: what the
+// backward pass needs, of the shape's path.
+static void attention_forward(floatX* atty, const AttnBuffers* bufs, const floatX* x, const floatX* qkv,
+                              const floatX* qres, const AttnShape* s) {
+    if (s->fused) {
+        flash_attention_forward(atty, bufs->lse, attn_role_rows(s, 0, x, qkv, qres), attn_role_rows(s, 1, x, qkv, qres),
+                                attn_role_rows(s, 2, x, qkv, qres), s);
+        return;
+    }
     const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
     const int nheads[3] = {H, Hkv, Hkv};
     const floatX* role_ptr[3];
     for (int r = 0; r < 3; r++) {
-        if (s->owner[r] != r) { role_ptr[r] = perm[s->owner[r]]; continue; }
-        const QKVRole role = attn_role(s, r);
-        const floatX* src = role.source == QKV_SRC_PROJECTION ? qkv : (role.source == QKV_SRC_INPUT ? x : qres);
-        const int stride = role.source == QKV_SRC_PROJECTION ? s->layout.width : C;
+        if (s->owner[r] != r) { role_ptr[r] = bufs->perm[s->owner[r]]; continue; }
+        const AttnRows rows = attn_role_rows(s, r, x, qkv, qres);
         const size_t n = (size_t)B * nheads[r] * T * hd;
-        permute_heads_kernel<<<grid_for(n, 256), 256>>>(perm[r], src, B, T, nheads[r], hd, stride, role.offset);
+        permute_heads_kernel<<<grid_for(n, 256), 256>>>(bufs->perm[r], rows.ptr, B, T, nheads[r], hd, rows.stride, 0);
         launchCheck();
-        role_ptr[r] = perm[r];
+        role_ptr[r] = bufs->perm[r];
     }
     const floatX* q = role_ptr[0];
     const floatX* k = role_ptr[1];
     const floatX* v = role_ptr[2];
+    floatX* att = bufs->att;
     const int g = H / Hkv, gT = g * T, batches = B * Hkv;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
     // scores: per batch (gT, T) = scale * q (gT, hd) @ k^T
@@ -833,33 +1418,54 @@ static void attention_forward(floatX* atty, floatX* const perm[3], floatX* att, 
     softmax_causal_forward_kernel<<<(rows + 7) / 8, 256>>>(att, rows, T);
     launchCheck();
     // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
-    matmul_lt(yperm, CUBLAS_X_TYPE, v, att, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
+    matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
     const size_t n = (size_t)B * T * C;
-    unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(atty, yperm, B, T, H, hd, C, 0, 0);
+    unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
     launchCheck();
 }
 
-// The backward pass of one layer's attention, from datty (B, T, C). Gradients of the roles are
-// formed in the (B, heads, T, hd) buffers dperm[3]; roles sharing storage share a gradient buffer
-// and the later matmuls add into it (beta = 1), so a shared tensor gets the sum over its roles and a
-// kv head the sum over the g query heads that read it (the matmuls' inner dimension runs over g*T).
-// Then each stored tensor's gradient goes where its values came from:
+// The backward pass of one layer's attention, from datty (B, T, C). Each stored tensor's gradient
+// goes where its values came from, and roles sharing storage get the sum of their gradients:
 //   projection columns -> dqkv (B, T, width) (every column is written exactly once),
 //   x itself           -> dx (B, T, C): written by the first such role, added by the next,
 //   q_residual's query -> dqres (B, T, C).
 // Returns 1 when dx was written (the caller then adds the projection's input gradient into it).
-// datt (B, H, T, T) and dyperm (B, H, T, hd) are scratch.
-static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, floatX* const dperm[3], floatX* datt,
-                              floatX* dyperm, const floatX* datty, floatX* const perm[3], const floatX* att,
-                              const AttnShape* s) {
+// atty is the forward output (the fused path's D = rowsum(datty * atty)); gbufs is scratch.
+static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const AttnGradBuffers* gbufs,
+                              const floatX* datty, const floatX* atty, const AttnBuffers* bufs, const floatX* x,
+                              const floatX* qkv, const floatX* qres, const AttnShape* s) {
     const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
+    int wrote_dx = 0;
+    if (s->fused) {
+        // The dK/dV kernel writes k's and v's tensors first (k = v: dK + dV in one write), then the dQ
+        // kernel writes q's, adding to what is there when k or v shares q's tensor.
+        AttnGradRows dst[3];
+        for (int r = 0; r < 3; r++) {
+            const AttnRows rows = attn_role_rows(s, r, dx, dqkv, dqres);
+            dst[r].ptr = (floatX*)rows.ptr;
+            dst[r].stride = rows.stride;
+            dst[r].accumulate = 0;
+        }
+        if (s->layout.k.source == QKV_SRC_INPUT) { dst[1].accumulate = wrote_dx; wrote_dx = 1; }
+        if (s->owner[2] == s->owner[1]) { dst[2] = dst[1]; }
+        else if (s->layout.v.source == QKV_SRC_INPUT) { dst[2].accumulate = wrote_dx; wrote_dx = 1; }
+        if (s->owner[1] == 0 || s->owner[2] == 0) { dst[0].accumulate = 1; }
+        else if (s->layout.q.source == QKV_SRC_INPUT) { dst[0].accumulate = wrote_dx; wrote_dx = 1; }
+        flash_attention_backward(dst[0], dst[1], dst[2], gbufs->delta, datty, atty, bufs->lse,
+                                 attn_role_rows(s, 0, x, qkv, qres), attn_role_rows(s, 1, x, qkv, qres),
+                                 attn_role_rows(s, 2, x, qkv, qres), s);
+        return wrote_dx;
+    }
     const int nheads[3] = {H, Hkv, Hkv};
-    const floatX* q = perm[s->owner[0]];
-    const floatX* k = perm[s->owner[1]];
-    const floatX* v = perm[s->owner[2]];
-    floatX* dq = dperm[s->owner[0]];
-    floatX* dk = dperm[s->owner[1]];
-    floatX* dv = dperm[s->owner[2]];
+    const floatX* q = bufs->perm[s->owner[0]];
+    const floatX* k = bufs->perm[s->owner[1]];
+    const floatX* v = bufs->perm[s->owner[2]];
+    floatX* dq = gbufs->dperm[s->owner[0]];
+    floatX* dk = gbufs->dperm[s->owner[1]];
+    floatX* dv = gbufs->dperm[s->owner[2]];
+    floatX* datt = gbufs->datt;
+    floatX* dyperm = gbufs->dyperm;
+    const floatX* att = bufs->att;
     int written[3] = {0, 0, 0}; // by stored tensor
     const int g = H / Hkv, gT = g * T, batches = B * Hkv;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
@@ -884,18 +1490,17 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, floatX* c
     matmul_lt(dk, CUBLAS_X_TYPE, q, datt, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
               written[s->owner[1]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
     written[s->owner[1]] = 1;
-    int wrote_dx = 0;
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { continue; }
         const QKVRole role = attn_role(s, r);
         const size_t n = (size_t)B * T * nheads[r] * hd;
         if (role.source == QKV_SRC_PROJECTION) {
-            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqkv, dperm[r], B, T, nheads[r], hd, s->layout.width, role.offset, 0);
+            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqkv, gbufs->dperm[r], B, T, nheads[r], hd, s->layout.width, role.offset, 0);
         } else if (role.source == QKV_SRC_INPUT) {
-            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dx, dperm[r], B, T, nheads[r], hd, C, 0, wrote_dx);
+            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dx, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, wrote_dx);
             wrote_dx = 1;
         } else {
-            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqres, dperm[r], B, T, nheads[r], hd, C, 0, 0);
+            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqres, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, 0);
         }
         launchCheck();
     }
@@ -904,10 +1509,9 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, floatX* c
 // ----------------------------------------------------------------------------
 // the model
 
-// parameter tensors start on 256-byte boundaries on the device (fast, aligned cuBLASLt access);
-// in files they are contiguous in param_tensor_names order (dev/FORMATS.md)
-#define PARAM_ALIGN_ELEMS 128
-
+// Which of these tensors exist for a shape, their sizes and offsets in the one allocation of
+// Activations and of GradActivations, and the padding of the parameters (PARAM_ALIGN_ELEMS): the
+// lists of attention_variants.cuh (gpt2_training_memory), which build/params prints.
 typedef struct {
     floatX* encoded;                 // (B, T, C)
     floatX* ln1;                     // (L, B, T, C)
@@ -921,8 +1525,9 @@ typedef struct {
     floatX* qres_f;                  // (L, B, T, C)    f = LN_q(u)
     float* qres_mean; float* qres_rstd; // (L, B, T)
     floatX* qres_q;                  // (L, B, T, C)    q = x + f
-    floatX* perm[3];                 // q (L, B, H, T, hd), k and v (L, B, Hkv, T, hd); NULL when shared
-    floatX* att;                     // (L, B, H, T, T)
+    floatX* perm[3];                 // unfused: q (L, B, H, T, hd), k and v (L, B, Hkv, T, hd); NULL when shared
+    floatX* att;                     // unfused: (L, B, H, T, T)
+    float* att_lse;                  // (L, B, H, T) fused path: log-sum-exp of each query row
     floatX* atty;                    // (L, B, T, C)
     floatX* residual2;               // (L, B, T, C)
     floatX* ln2;                     // (L, B, T, C)
@@ -935,7 +1540,7 @@ typedef struct {
     floatX* output;                  // (B, T, Vp) logits, overwritten by dlogits in training
     float* losses;                   // (B, T)
     floatX* proj_out;                // (B, T, C) scratch: attention / MLP projection before the residual add
-    floatX* yperm;                   // (B, H, T, hd) scratch
+    floatX* yperm;                   // unfused: (B, H, T, hd) scratch
 } Activations;
 
 typedef struct {
@@ -944,9 +1549,10 @@ typedef struct {
     floatX* dbuf_m;      // (B, T, M) dfch
     floatX* dln1;        // (B, T, C)
     floatX* dqkv;        // (B, T, width)
-    floatX* dperm[3];    // like perm, one layer
-    floatX* dyperm;      // (B, H, T, hd)
-    floatX* datt;        // (B, H, T, T)
+    floatX* dperm[3];    // unfused: like perm, one layer
+    floatX* dyperm;      // unfused: (B, H, T, hd)
+    floatX* datt;        // unfused: (B, H, T, T)
+    float* attn_delta;   // (B, H, T) fused path: rowsum(dout * out)
     floatX* dqres;       // (B, T, C)   q_residual
     floatX* du;          // (B, T, C)
     floatX* dhg;         // (B, T, C/2)
@@ -970,7 +1576,9 @@ typedef struct {
     float* v_memory;
     int use_master_weights;
     int recompute;                               // 1: fch_gelu recomputed in the backward pass
+    int attn_fused;                              // 1: fused (flash) attention: att_lse, attn_delta; 0: perm, att, ...
     int B, T;                                    // allocated batch shape
+    TrainingMemory memory;                       // what gpt2_build allocates (attention_variants.cuh)
     void* acts_memory;
     size_t acts_bytes;
     Activations acts;
@@ -986,18 +1594,82 @@ typedef struct {
     int targets_present;
 } GPT2;
 
-static size_t round_up_size(size_t n, size_t m) { return (n + m - 1) / m * m; }
-
 static void gpt2_layout_params(GPT2* model) {
     model->layout = qkv_layout(&model->config);
     attn_owners(&model->layout, model->owner);
-    model->num_parameters = fill_param_sizes(&model->config, model->param_sizes);
-    size_t off = 0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        model->param_offsets[i] = off;
-        off += round_up_size(model->param_sizes[i], PARAM_ALIGN_ELEMS);
+    model->num_parameters = gpt2_num_parameters(&model->config);
+    model->num_parameters_padded = gpt2_param_layout(&model->config, model->param_sizes, model->param_offsets);
+}
+
+// Where each tensor of attention_variants.cuh's lists (ACT_*, GACT_*) lives in Activations and
+// GradActivations: slots[id] is the address of its pointer field.
+static void activation_slots(Activations* a, void** slots[NUM_ACT_TENSORS]) {
+    for (int i = 0; i < NUM_ACT_TENSORS; i++) { slots[i] = NULL; }
+    slots[ACT_ENCODED] = (void**)&a->encoded;
+    slots[ACT_LN1] = (void**)&a->ln1;
+    slots[ACT_LN1_MEAN] = (void**)&a->ln1_mean;
+    slots[ACT_LN1_RSTD] = (void**)&a->ln1_rstd;
+    slots[ACT_QKV] = (void**)&a->qkv;
+    slots[ACT_QRES_R] = (void**)&a->qres_r;
+    slots[ACT_QRES_RRMS] = (void**)&a->qres_rrms;
+    slots[ACT_QRES_H] = (void**)&a->qres_h;
+    slots[ACT_QRES_HG] = (void**)&a->qres_hg;
+    slots[ACT_QRES_U] = (void**)&a->qres_u;
+    slots[ACT_QRES_F] = (void**)&a->qres_f;
+    slots[ACT_QRES_MEAN] = (void**)&a->qres_mean;
+    slots[ACT_QRES_RSTD] = (void**)&a->qres_rstd;
+    slots[ACT_QRES_Q] = (void**)&a->qres_q;
+    slots[ACT_PERM_Q] = (void**)&a->perm[0];
+    slots[ACT_PERM_K] = (void**)&a->perm[1];
+    slots[ACT_PERM_V] = (void**)&a->perm[2];
+    slots[ACT_ATT] = (void**)&a->att;
+    slots[ACT_ATT_LSE] = (void**)&a->att_lse;
+    slots[ACT_ATTY] = (void**)&a->atty;
+    slots[ACT_RESIDUAL2] = (void**)&a->residual2;
+    slots[ACT_LN2] = (void**)&a->ln2;
+    slots[ACT_LN2_MEAN] = (void**)&a->ln2_mean;
+    slots[ACT_LN2_RSTD] = (void**)&a->ln2_rstd;
+    slots[ACT_FCH] = (void**)&a->fch;
+    slots[ACT_FCH_GELU] = (void**)&a->fch_gelu;
+    slots[ACT_RESIDUAL3] = (void**)&a->residual3;
+    slots[ACT_LNF] = (void**)&a->lnf;
+    slots[ACT_LNF_MEAN] = (void**)&a->lnf_mean;
+    slots[ACT_LNF_RSTD] = (void**)&a->lnf_rstd;
+    slots[ACT_OUTPUT] = (void**)&a->output;
+    slots[ACT_LOSSES] = (void**)&a->losses;
+    slots[ACT_PROJ_OUT] = (void**)&a->proj_out;
+    slots[ACT_YPERM] = (void**)&a->yperm;
+}
+
+static void grad_activation_slots(GradActivations* g, void** slots[NUM_GRAD_ACT_TENSORS]) {
+    for (int i = 0; i < NUM_GRAD_ACT_TENSORS; i++) { slots[i] = NULL; }
+    slots[GACT_DRESIDUAL] = (void**)&g->dresidual;
+    slots[GACT_DBUF_C] = (void**)&g->dbuf_c;
+    slots[GACT_DBUF_M] = (void**)&g->dbuf_m;
+    slots[GACT_DLN1] = (void**)&g->dln1;
+    slots[GACT_DQKV] = (void**)&g->dqkv;
+    slots[GACT_DPERM_Q] = (void**)&g->dperm[0];
+    slots[GACT_DPERM_K] = (void**)&g->dperm[1];
+    slots[GACT_DPERM_V] = (void**)&g->dperm[2];
+    slots[GACT_DYPERM] = (void**)&g->dyperm;
+    slots[GACT_DATT] = (void**)&g->datt;
+    slots[GACT_ATTN_DELTA] = (void**)&g->attn_delta;
+    slots[GACT_DQRES] = (void**)&g->dqres;
+    slots[GACT_DU] = (void**)&g->du;
+    slots[GACT_DHG] = (void**)&g->dhg;
+    slots[GACT_DR] = (void**)&g->dr;
+}
+
+// Points each tensor of a list into its allocation at `base` (NULL for those not allocated).
+static void carve_tensors(char* base, const TensorAlloc* list, void** const* slots, const char* const* names, int n) {
+    for (int i = 0; i < n; i++) {
+        if (slots[i] == NULL) {
+            fprintf(stderr, "error: tensor %s of attention_variants.cuh's list has no field in train_gpt2.cu "
+                    "(HINT: add it to activation_slots / grad_activation_slots) at %s:%d\n", names[i], __FILE__, __LINE__);
+            exit(EXIT_FAILURE);
+        }
+        *slots[i] = list[i].count > 0 ? base + list[i].offset : NULL;
     }
-    model->num_parameters_padded = off;
 }
 
 // layer l's slice of a stacked (L, ...) tensor, NULL for an absent one
@@ -1005,29 +1677,36 @@ template <typename S>
 static inline S* lslice(S* base, int l, size_t per_layer) { return base != NULL ? base + (size_t)l * per_layer : NULL; }
 
 // Sets up everything on the device for a (checked) config: parameters (zero), gradients, AdamW
-// moments, master weights, activations for (B, T). Parameters are filled by gpt2_init_random or
-// gpt2_load_params afterwards.
-static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int use_master_weights, int recompute) {
+// moments, master weights, activations for (B, T) on one attention path (attn_fused 1: the fused
+// flash path, see qkv_fused_attention_available; 0: unfused). What is allocated, how big and where
+// is gpt2_training_memory's (attention_variants.cuh), the numbers build/params prints.
+// Parameters are filled by gpt2_init_random or gpt2_load_params afterwards.
+static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int use_master_weights, int recompute,
+                       int attn_fused) {
     memset(model, 0, sizeof(*model));
     model->config = *config;
     model->B = B;
     model->T = T;
     model->use_master_weights = PRECISION_IS_BF16 ? use_master_weights : 0;
     model->recompute = recompute;
+    model->attn_fused = attn_fused;
     model->mean_loss = -1.0f;
     gpt2_layout_params(model);
-    const size_t np = model->num_parameters_padded;
-    model->params_memory = (floatX*)device_malloc(np * sizeof(floatX), "parameters");
-    model->grads_memory = (float*)device_malloc(np * sizeof(float), "parameter gradients");
-    model->m_memory = (float*)device_malloc(np * sizeof(float), "AdamW m");
-    model->v_memory = (float*)device_malloc(np * sizeof(float), "AdamW v");
-    cudaCheck(cudaMemset(model->params_memory, 0, np * sizeof(floatX)));
-    cudaCheck(cudaMemset(model->grads_memory, 0, np * sizeof(float)));
-    cudaCheck(cudaMemset(model->m_memory, 0, np * sizeof(float)));
-    cudaCheck(cudaMemset(model->v_memory, 0, np * sizeof(float)));
-    if (model->use_master_weights) {
-        model->master_memory = (float*)device_malloc(np * sizeof(float), "fp32 master weights");
-        cudaCheck(cudaMemset(model->master_memory, 0, np * sizeof(float)));
+    const TrainingMemory* mem = &model->memory;
+    gpt2_training_memory(&model->config, B, T, sizeof(floatX), model->use_master_weights, recompute, attn_fused,
+                         &model->memory);
+    const size_t moment_bytes = mem->optimizer_bytes / 2; // m and v alike
+    model->params_memory = (floatX*)device_malloc(mem->param_bytes, "parameters");
+    model->grads_memory = (float*)device_malloc(mem->grad_bytes, "parameter gradients");
+    model->m_memory = (float*)device_malloc(moment_bytes, "AdamW m");
+    model->v_memory = (float*)device_malloc(moment_bytes, "AdamW v");
+    cudaCheck(cudaMemset(model->params_memory, 0, mem->param_bytes));
+    cudaCheck(cudaMemset(model->grads_memory, 0, mem->grad_bytes));
+    cudaCheck(cudaMemset(model->m_memory, 0, moment_bytes));
+    cudaCheck(cudaMemset(model->v_memory, 0, moment_bytes));
+    if (mem->master_bytes > 0) {
+        model->master_memory = (float*)device_malloc(mem->master_bytes, "fp32 master weights");
+        cudaCheck(cudaMemset(model->master_memory, 0, mem->master_bytes));
     }
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const int present = model->param_sizes[i] > 0;
@@ -1035,62 +1714,16 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
         model->grads[i] = present ? model->grads_memory + model->param_offsets[i] : NULL;
     }
 
-    // activations: one allocation, every tensor 256-byte aligned
-    const GPT2Config* c = &model->config;
-    const size_t L = c->num_layers, C = c->channels, H = c->num_heads, M = c->mlp_hidden;
-    const size_t Vp = c->padded_vocab_size, W = model->layout.width, KV = qkv_kv_channels(c);
-    const size_t BT = (size_t)B * T;
-    const int qres = c->scheme == QKV_Q_RESIDUAL;
-    const size_t kv_size[3] = {C, KV, KV};
-    Activations* a = &model->acts;
-    struct Entry { void** ptr; size_t count; size_t elem; };
-    std::vector<Entry> e;
-    const size_t X = sizeof(floatX), F = sizeof(float);
-    e.push_back({(void**)&a->encoded, BT * C, X});
-    e.push_back({(void**)&a->ln1, L * BT * C, X});
-    e.push_back({(void**)&a->ln1_mean, L * BT, F});
-    e.push_back({(void**)&a->ln1_rstd, L * BT, F});
-    e.push_back({(void**)&a->qkv, L * BT * W, X});
-    if (qres) {
-        e.push_back({(void**)&a->qres_r, L * BT * C, X});
-        e.push_back({(void**)&a->qres_rrms, L * BT, F});
-        e.push_back({(void**)&a->qres_h, L * BT * (C / 2), X});
-        e.push_back({(void**)&a->qres_hg, L * BT * (C / 2), X});
-        e.push_back({(void**)&a->qres_u, L * BT * C, X});
-        e.push_back({(void**)&a->qres_f, L * BT * C, X});
-        e.push_back({(void**)&a->qres_mean, L * BT, F});
-        e.push_back({(void**)&a->qres_rstd, L * BT, F});
-        e.push_back({(void**)&a->qres_q, L * BT * C, X});
-    }
-    for (int r = 0; r < 3; r++) {
-        if (model->owner[r] == r) { e.push_back({(void**)&a->perm[r], L * BT * kv_size[r], X}); }
-    }
-    e.push_back({(void**)&a->att, L * B * H * (size_t)T * T, X});
-    e.push_back({(void**)&a->atty, L * BT * C, X});
-    e.push_back({(void**)&a->residual2, L * BT * C, X});
-    e.push_back({(void**)&a->ln2, L * BT * C, X});
-    e.push_back({(void**)&a->ln2_mean, L * BT, F});
-    e.push_back({(void**)&a->ln2_rstd, L * BT, F});
-    e.push_back({(void**)&a->fch, L * BT * M, X});
-    e.push_back({(void**)&a->fch_gelu, (recompute ? 1 : L) * BT * M, X});
-    e.push_back({(void**)&a->residual3, L * BT * C, X});
-    e.push_back({(void**)&a->lnf, BT * C, X});
-    e.push_back({(void**)&a->lnf_mean, BT, F});
-    e.push_back({(void**)&a->lnf_rstd, BT, F});
-    e.push_back({(void**)&a->output, BT * Vp, X});
-    e.push_back({(void**)&a->losses, BT, F});
-    e.push_back({(void**)&a->proj_out, BT * C, X});
-    e.push_back({(void**)&a->yperm, BT * C, X});
-    size_t total = 0;
-    for (size_t i = 0; i < e.size(); i++) { total += round_up_size(e[i].count * e[i].elem, 256); }
-    model->acts_bytes = total;
-    model->acts_memory = device_malloc(total, "activations");
-    char* base = (char*)model->acts_memory;
-    for (size_t i = 0; i < e.size(); i++) {
-        *e[i].ptr = base;
-        base += round_up_size(e[i].count * e[i].elem, 256);
-    }
+    // activations: one allocation, carved by the list
+    void** slots[NUM_ACT_TENSORS];
+    activation_slots(&model->acts, slots);
+    model->acts_bytes = mem->acts_bytes;
+    model->acts_memory = device_malloc(mem->acts_bytes, "activations");
+    carve_tensors((char*)model->acts_memory, mem->acts, slots, act_tensor_names, NUM_ACT_TENSORS);
 
+    const GPT2Config* c = &model->config;
+    const size_t C = c->channels, M = c->mlp_hidden, W = model->layout.width;
+    const size_t BT = (size_t)B * T;
     model->inputs_d = (int*)device_malloc(BT * sizeof(int), "inputs");
     model->targets_d = (int*)device_malloc(BT * sizeof(int), "targets");
     model->bucket_tok_d = (int*)device_malloc(BT * sizeof(int), "encoder buckets");
@@ -1110,41 +1743,16 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     }
 }
 
+// the activation gradients (one layer's, reused by every layer): one allocation, carved by the
+// list of gpt2_training_memory that gpt2_build computed
 static void gpt2_build_grad_acts(GPT2* model) {
     if (model->grad_acts_memory != NULL) { return; }
-    const GPT2Config* c = &model->config;
-    const size_t C = c->channels, H = c->num_heads, M = c->mlp_hidden, W = model->layout.width, KV = qkv_kv_channels(c);
-    const size_t B = model->B, T = model->T, BT = B * T;
-    const int qres = c->scheme == QKV_Q_RESIDUAL;
-    const size_t kv_size[3] = {C, KV, KV};
-    GradActivations* g = &model->grad_acts;
-    struct Entry { floatX** ptr; size_t count; };
-    std::vector<Entry> e;
-    e.push_back({&g->dresidual, BT * C});
-    e.push_back({&g->dbuf_c, BT * C});
-    e.push_back({&g->dbuf_m, BT * M});
-    e.push_back({&g->dln1, BT * C});
-    e.push_back({&g->dqkv, BT * W});
-    for (int r = 0; r < 3; r++) {
-        if (model->owner[r] == r) { e.push_back({&g->dperm[r], BT * kv_size[r]}); }
-    }
-    e.push_back({&g->dyperm, BT * C});
-    e.push_back({&g->datt, B * H * T * T});
-    if (qres) {
-        e.push_back({&g->dqres, BT * C});
-        e.push_back({&g->du, BT * C});
-        e.push_back({&g->dhg, BT * (C / 2)});
-        e.push_back({&g->dr, BT * C});
-    }
-    size_t total = 0;
-    for (size_t i = 0; i < e.size(); i++) { total += round_up_size(e[i].count * sizeof(floatX), 256); }
-    model->grad_acts_bytes = total;
-    model->grad_acts_memory = device_malloc(total, "activation gradients");
-    char* base = (char*)model->grad_acts_memory;
-    for (size_t i = 0; i < e.size(); i++) {
-        *e[i].ptr = (floatX*)base;
-        base += round_up_size(e[i].count * sizeof(floatX), 256);
-    }
+    const TrainingMemory* mem = &model->memory;
+    void** slots[NUM_GRAD_ACT_TENSORS];
+    grad_activation_slots(&model->grad_acts, slots);
+    model->grad_acts_bytes = mem->grad_acts_bytes;
+    model->grad_acts_memory = device_malloc(mem->grad_acts_bytes, "activation gradients");
+    carve_tensors((char*)model->grad_acts_memory, mem->grad_acts, slots, grad_act_tensor_names, NUM_GRAD_ACT_TENSORS);
 }
 
 static void gpt2_free(GPT2* model) {
@@ -1485,18 +2093,21 @@ static void gpt2_load_state(GPT2* model, const char* path, const TrainState* st)
 // forward, backward, update
 
 static AttnShape gpt2_attn_shape(const GPT2* model) {
+    return attn_shape_make(&model->config, model->B, model->T, model->attn_fused);
+}
+
+// layer l's attention buffers (each NULL where the model's attention path has none)
+static AttnBuffers gpt2_attn_buffers(const GPT2* model, int l) {
     const GPT2Config* c = &model->config;
-    AttnShape s;
-    s.B = model->B;
-    s.T = model->T;
-    s.C = c->channels;
-    s.H = c->num_heads;
-    s.Hkv = c->num_kv_heads;
-    s.hd = qkv_head_dim(c);
-    s.scale = gpt2_attn_scale(c);
-    s.layout = model->layout;
-    for (int r = 0; r < 3; r++) { s.owner[r] = model->owner[r]; }
-    return s;
+    const size_t B = model->B, T = model->T, BT = B * T, H = c->num_heads;
+    const size_t kv_size[3] = {(size_t)c->channels, (size_t)qkv_kv_channels(c), (size_t)qkv_kv_channels(c)};
+    const Activations* a = &model->acts;
+    AttnBuffers bufs;
+    for (int r = 0; r < 3; r++) { bufs.perm[r] = lslice(a->perm[r], l, BT * kv_size[r]); }
+    bufs.att = lslice(a->att, l, B * H * T * T);
+    bufs.yperm = a->yperm;
+    bufs.lse = lslice(a->att_lse, l, B * H * T);
+    return bufs;
 }
 
 // Groups the positions of the batch by token for the deterministic wte gradient.
@@ -1552,7 +2163,6 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
     Activations* a = &model->acts;
     floatX* const* p = model->params;
     const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
-    const size_t kv_size[3] = {(size_t)C, (size_t)qkv_kv_channels(c), (size_t)qkv_kv_channels(c)};
     const AttnShape shape = gpt2_attn_shape(model);
 
     encoder_forward_kernel<<<grid_for(BT * C, 256), 256>>>(a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
@@ -1571,9 +2181,7 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
         floatX* fch = a->fch + (size_t)l * BT * M;
         floatX* fch_gelu = a->fch_gelu + (model->recompute ? 0 : (size_t)l * BT * M);
         floatX* residual3 = a->residual3 + (size_t)l * BT * C;
-        floatX* att = a->att + (size_t)l * B * c->num_heads * (size_t)T * T;
-        floatX* perm[3];
-        for (int r = 0; r < 3; r++) { perm[r] = lslice(a->perm[r], l, BT * kv_size[r]); }
+        const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l);
 
         layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, lslice(p[PARAM_LN1W], l, C), lslice(p[PARAM_LN1B], l, C), N, C);
         matmul_forward(qkv, ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), N, C, W);
@@ -1594,7 +2202,7 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
                               lslice(p[PARAM_QRES_LNW], l, C), NULL, N, C);
             add_forward(qres_q, ln1, f, BT * C);
         }
-        attention_forward(atty, perm, att, ln1, qkv, qres_q, a->yperm, &shape);
+        attention_forward(atty, &attn_bufs, ln1, qkv, qres_q, &shape);
         matmul_forward(a->proj_out, atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), N, C, C);
         add_forward(residual2, residual, a->proj_out, BT * C);
         layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, lslice(p[PARAM_LN2W], l, C), lslice(p[PARAM_LN2B], l, C), N, C);
@@ -1642,8 +2250,12 @@ static void gpt2_backward(GPT2* model) {
     floatX* const* p = model->params;
     float* const* gr = model->grads;
     const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
-    const size_t kv_size[3] = {(size_t)C, (size_t)qkv_kv_channels(c), (size_t)qkv_kv_channels(c)};
     const AttnShape shape = gpt2_attn_shape(model);
+    AttnGradBuffers attn_gbufs;
+    for (int r = 0; r < 3; r++) { attn_gbufs.dperm[r] = g->dperm[r]; }
+    attn_gbufs.datt = g->datt;
+    attn_gbufs.dyperm = g->dyperm;
+    attn_gbufs.delta = g->attn_delta;
 
     // classifier: dlnf = dlogits @ head, dhead += dlogits^T @ lnf
     const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
@@ -1665,9 +2277,9 @@ static void gpt2_backward(GPT2* model) {
         const float* ln2_rstd = a->ln2_rstd + (size_t)l * BT;
         const floatX* fch = a->fch + (size_t)l * BT * M;
         floatX* fch_gelu = a->fch_gelu + (model->recompute ? 0 : (size_t)l * BT * M);
-        const floatX* att = a->att + (size_t)l * B * c->num_heads * (size_t)T * T;
-        floatX* perm[3];
-        for (int r = 0; r < 3; r++) { perm[r] = lslice(a->perm[r], l, BT * kv_size[r]); }
+        const floatX* qkv = a->qkv + (size_t)l * BT * W;
+        const floatX* qres_q = qres ? a->qres_q + (size_t)l * BT * C : NULL;
+        const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l);
 
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual is d residual3
         if (model->recompute) { gelu_forward(fch_gelu, fch, BT * M); }
@@ -1683,8 +2295,8 @@ static void gpt2_backward(GPT2* model) {
         // attention: residual2 = residual + attproj(attention(ln1(residual)))
         matmul_backward(g->dbuf_c, lslice(gr[PARAM_ATTPROJW], l, CC), lslice(gr[PARAM_ATTPROJB], l, C), g->dresidual,
                         atty, lslice(p[PARAM_ATTPROJW], l, CC), N, C, C, 0.0f);
-        const int wrote_dln1 = attention_backward(g->dqkv, g->dln1, g->dqres, g->dperm, g->datt, g->dyperm, g->dbuf_c,
-                                                  perm, att, &shape);
+        const int wrote_dln1 = attention_backward(g->dqkv, g->dln1, g->dqres, &attn_gbufs, g->dbuf_c, atty, &attn_bufs,
+                                                  ln1, qkv, qres_q, &shape);
         matmul_backward(g->dln1, lslice(gr[PARAM_QKVW], l, Wc), lslice(gr[PARAM_QKVB], l, W), g->dqkv, ln1,
                         lslice(p[PARAM_QKVW], l, Wc), N, C, W, wrote_dln1 ? 1.0f : 0.0f);
         if (qres) {
@@ -2316,7 +2928,7 @@ static int train_run(TrainArgs* a) {
     }
 
     GPT2 model;
-    gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute);
+    gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute, 0 /* attn_fused: off until the flash kernels are in */);
     if (a->from_file) {
         gpt2_load_params(&model, a->model_path, a->file_version);
     } else {

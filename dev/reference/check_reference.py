@@ -306,14 +306,19 @@ def check_roundtrip(manifest):
 # An independent formulation: torch.nn.functional building blocks, the q/k/v rules written from
 # the VARIANTS.md table (not from qkv_layout), GQA by head indexing, torch.optim.AdamW.
 
+def independent_scale(c):
+    s = ref.SCHEMES[c.scheme]
+    return c.attn_scale if c.attn_scale > 0 else float(np.float32(1) / np.sqrt(np.float32(c.head_dim)) *
+                                                       np.float32(0.5 if s in ("q_identity", "q_residual") else 1.0))
+
+
 def independent_forward(P, c, idx, targets):
     B, T = idx.shape
     C, H, Hkv, hd, KV = c.channels, c.num_heads, c.num_kv_heads, c.head_dim, c.kv_channels
     bias = (lambda n, l=None: None) if not c.use_bias else (lambda n, l=None: P[n] if l is None else P[n][l])
     x = F.embedding(idx, P["wte"]) + P["wpe"][:T]
     s = ref.SCHEMES[c.scheme]
-    scale = c.attn_scale if c.attn_scale > 0 else float(np.float32(1) / np.sqrt(np.float32(hd)) *
-                                                        np.float32(0.5 if s in ("q_identity", "q_residual") else 1.0))
+    scale = independent_scale(c)
     for l in range(c.num_layers):
         a = F.layer_norm(x, (C,), P["ln1w"][l], bias("ln1b", l), 1e-5)
         W, bW = P["qkvw"][l], bias("qkvb", l)
@@ -359,6 +364,27 @@ def independent_forward(P, c, idx, targets):
     return logits, F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1))
 
 
+def att_lse_error(d, c):
+    """Worst rel_err over the layers of att rebuilt from the file's own q, k and att_lse,
+    exp(scale q.k - lse) on the keys s <= t, against the file's att: a flash attention keeps only lse,
+    so lse must be the natural-log sum of the scaled scores (not log2, not unscaled, not the row max)."""
+    B, T = d["inputs"].shape
+    H, Hkv, hd = c.num_heads, c.num_kv_heads, c.head_dim
+    kv_of_head = torch.arange(H) // (H // Hkv)
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    worst = 0.0
+    for l in range(c.num_layers):
+        lse = d["L%d.att_lse" % l]
+        if tuple(lse.shape) != (B, H, T):
+            return float("nan")
+        qh = d["L%d.q" % l].reshape(B, T, H, hd).permute(0, 2, 1, 3)
+        kh = d["L%d.k" % l].reshape(B, T, Hkv, hd).permute(0, 2, 1, 3)[:, kv_of_head]
+        scores = torch.einsum("bhtd,bhsd->bhts", qh, kh) * independent_scale(c)
+        att = torch.exp(scores - lse.unsqueeze(-1)).masked_fill(~allowed, 0.0)  # above the diagonal exp may overflow
+        worst = max(worst, rel_err(att, d["L%d.att" % l]))
+    return worst
+
+
 def check_crosscheck(manifest):
     for name, scheme, model_path, debug_path in read_manifest(manifest):
         d = read_debug_state(debug_path)
@@ -378,21 +404,23 @@ def check_crosscheck(manifest):
         expected = {"inputs", "targets", "adamw", "encoded", "lnf", "logits", "loss", "step_losses",
                     "step_grad_norms"} | {"grad." + n for n in P}
         for l in range(c.num_layers):
-            expected |= {"L%d.%s" % (l, r) for r in ("ln1", "q", "k", "v", "att", "atty", "residual2", "ln2", "fch",
-                                                    "fch_gelu", "residual3")}
+            expected |= {"L%d.%s" % (l, r) for r in ("ln1", "q", "k", "v", "att", "att_lse", "atty", "residual2",
+                                                    "ln2", "fch", "fch_gelu", "residual3")}
             if scheme == "q_residual":
                 expected.add("L%d.qres_f" % l)
         names_ok = set(d) == expected
+        e_lse = att_lse_error(d, c) if names_ok else float("nan")  # NaN: a record or its shape is missing
         # and the reference as it is now reproduces every activation record of the file
         rec = {}
         with torch.no_grad():
             model(idx, tgt, rec)
-        e_now = max(rel_err(t, d[n]) for n, t in rec.items())
+        # (a file older than a new record fails on its names above, not with a KeyError here)
+        e_now = max((rel_err(t, d[n]) for n, t in rec.items() if n in d), default=0.0)
         msg = "crosscheck %s vs independent formulation: logits rel_err=%.1e loss rel_err=%.1e grads rel_err=%.1e " \
-              "(worst %s), records %s, train_gpt2.py now: activations rel_err=%.1e" % (
-                  name, e_logits, e_loss, e_grad, worst,
-                  "complete" if names_ok else "MISMATCH %s" % sorted(set(d) ^ expected), e_now)
-        ok = e_logits < 1e-12 and e_loss < 1e-12 and e_grad < 1e-10 and names_ok and e_now < 1e-12
+              "(worst %s), records %s, att from q, k, att_lse rel_err=%.1e, train_gpt2.py now: activations " \
+              "rel_err=%.1e" % (name, e_logits, e_loss, e_grad, worst,
+                                "complete" if names_ok else "MISMATCH %s" % sorted(set(d) ^ expected), e_lse, e_now)
+        ok = e_logits < 1e-12 and e_loss < 1e-12 and e_grad < 1e-10 and names_ok and e_lse < 1e-12 and e_now < 1e-12
         if name.endswith("_tiny") or name.endswith("_scale"):
             # the 10 recorded steps, with torch.optim.AdamW (decoupled decay) and clipping by hand
             adamw = [float(x) for x in d["adamw"]]

@@ -44,6 +44,22 @@ def fixtures():
         ("q_identity_scale", "q_identity", dict(attn_scale=0.2), 64),  # overrides the default 1/16
         ("kv_shared_gqa2_scale", "kv_shared", dict(num_kv_heads=2, attn_scale=0.3), 64),
     ]
+    # Head sizes of the fused attention kernels (64 and 128), which tile 64 query rows x 64 keys:
+    # T 80 is two tiles, the second one partial, and below max_seq_len 128. Appended, so that the
+    # fixtures above keep their seeds.
+    for scheme in ref.SCHEMES:
+        out.append((scheme + "_hd64", scheme, dict(channels=128, num_heads=2, num_kv_heads=2, mlp_hidden=512,
+                                                   max_seq_len=128), 80))
+    hd64 = dict(channels=256, num_heads=4, mlp_hidden=1024, max_seq_len=128)  # 4 heads: GQA is not MQA
+    out += [
+        ("standard_hd64_gqa2", "standard", dict(hd64, num_kv_heads=2), 80),
+        ("standard_hd64_mqa", "standard", dict(hd64, num_kv_heads=1), 80),
+        ("kv_shared_hd64_gqa2", "kv_shared", dict(hd64, num_kv_heads=2), 80),
+        ("q_identity_hd64_mqa", "q_identity", dict(hd64, num_kv_heads=1), 80),
+        ("q_residual_hd64_gqa2", "q_residual", dict(hd64, num_kv_heads=2), 80),
+        ("standard_hd128", "standard", dict(channels=256, num_heads=2, num_kv_heads=2, mlp_hidden=1024,
+                                            max_seq_len=128), 80),
+    ]
     return out
 
 

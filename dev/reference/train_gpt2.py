@@ -295,6 +295,8 @@ class GPT2(nn.Module):
         scores = scores.masked_fill(~causal, float("-inf"))
         att = torch.softmax(scores, dim=-1)  # exactly 0 above the diagonal
         rec["L%d.att" % l] = att
+        # what a flash-attention forward keeps of att for its backward: att = exp(scores - lse)
+        rec["L%d.att_lse" % l] = torch.logsumexp(scores, dim=-1)  # (B, H, T), natural log, masked keys add 0
         atty = (att @ vh).transpose(1, 2).reshape(B, T, C)  # (B, T, C), heads side by side again
         rec["L%d.atty" % l] = atty
         return atty

@@ -6,6 +6,14 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
   params                 the VARIANTS.md table, one line per configuration
   params <scheme> L C H Hkv M bias [T]
                          one line for a shape of your own (T defaults to 1024)
+  params memory <scheme> L C H Hkv M bias T B [bf16|fp32] [fused|unfused] [-r 0|1] [-w 0|1]
+  params memory d12 T B [...the same options]
+                         the CUDA trainer's training memory at micro-batch (B, T), from the
+                         tensor lists gpt2_build allocates with (gpt2_training_memory); d12 is
+                         GPT-2 124M (standard, 12 layers, 768 channels, 12 heads, MLP 3072, biases).
+                         Defaults as the trainer's: bf16, fused attention where the build has it
+                         (bf16, head size 64 or 128) else unfused, -r 0, -w 1. wpe has
+                         max(T, 1024) rows, vocab 50257 padded to 50304.
 */
 #include <errno.h>
 #include <limits.h>
@@ -47,7 +55,135 @@ static int parse_arg(const char* what, const char* s) {
     return (int)v;
 }
 
+// ----------------------------------------------------------------------------
+// params memory: the CUDA trainer's training memory for a shape
+
+static const char* const memory_usage =
+    "usage: params memory <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
+    "[-r 0|1] [-w 0|1], or params memory d12 T B [the same options]";
+
+static void print_memory_row(const char* what, size_t bytes, const char* note) {
+    printf("%-16s %15zu bytes %10.1f MiB %7.2f GiB  %s\n", what, bytes, bytes / 1048576.0, bytes / 1073741824.0, note);
+}
+
+// an option given twice (bf16 then fp32, -r 0 then -r 1) is refused rather than silently overridden
+static int set_once(int* slot, int value, const char* what, const char* arg) {
+    if (*slot >= 0) {
+        fprintf(stderr, "params: %s given twice (again as '%s'), expected it at most once\n", what, arg);
+        return 0;
+    }
+    *slot = value;
+    return 1;
+}
+
+static int memory_main(int argc, char** argv) { // argv[0] is the first argument after "memory"
+    int scheme = QKV_STANDARD, L = 12, C = 768, H = 12, Hkv = 12, M = 3072, bias = 1, i = 0;
+    if (argc >= 1 && strcmp(argv[0], "d12") == 0) {
+        i = 1;
+    } else {
+        if (argc < 9) { fprintf(stderr, "%s\n", memory_usage); return 1; }
+        scheme = qkv_scheme_from_name(argv[0]);
+        if (scheme < 0) {
+            fprintf(stderr, "params: scheme is '%s', expected d12 or one of standard, q_identity, k_identity, "
+                            "v_identity, kv_shared, qk_shared, qkv_shared, q_residual\n", argv[0]);
+            return 1;
+        }
+        L = parse_arg("n_layer", argv[1]); C = parse_arg("n_embd", argv[2]); H = parse_arg("n_head", argv[3]);
+        Hkv = parse_arg("n_kv_head", argv[4]); M = parse_arg("mlp", argv[5]); bias = parse_arg("bias", argv[6]);
+        i = 7;
+    }
+    if (argc < i + 2) { fprintf(stderr, "%s\n", memory_usage); return 1; }
+    const int T = parse_arg("T", argv[i]), B = parse_arg("B", argv[i + 1]);
+    if (T < 1) { fprintf(stderr, "params: T is '%s', expected a whole number >= 1\n", argv[i]); return 1; }
+    if (B < 1) { fprintf(stderr, "params: B is '%s', expected a whole number >= 1\n", argv[i + 1]); return 1; }
+    int bf16 = -1, fused = -1, recompute = -1, master = -1;
+    for (i += 2; i < argc; i++) {
+        const char* o = argv[i];
+        int ok;
+        if (strcmp(o, "bf16") == 0 || strcmp(o, "fp32") == 0) {
+            ok = set_once(&bf16, strcmp(o, "bf16") == 0, "the precision (bf16|fp32)", o);
+        } else if (strcmp(o, "fused") == 0 || strcmp(o, "unfused") == 0) {
+            ok = set_once(&fused, strcmp(o, "fused") == 0, "the attention path (fused|unfused)", o);
+        } else if (strcmp(o, "-r") == 0 || strcmp(o, "-w") == 0) {
+            const char* v = i + 1 < argc ? argv[i + 1] : "";
+            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+                fprintf(stderr, "params: %s is '%s', expected 0 or 1\n", o, v);
+                return 1;
+            }
+            ok = set_once(o[1] == 'r' ? &recompute : &master, v[0] == '1', o, v);
+            i++;
+        } else {
+            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, -r 0|1, -w 0|1\n", o);
+            return 1;
+        }
+        if (!ok) { return 1; }
+    }
+    GPT2Config c = make_config(scheme, L, C, H, Hkv, M, bias, T > 1024 ? T : 1024);
+    char msg[512];
+    if (!gpt2_config_check(&c, msg, sizeof(msg))) {
+        fprintf(stderr, "params: %s\n", msg);
+        return 1;
+    }
+    // byte counts are size_t: refuse a shape whose counts could wrap (a typo such as B 64000000)
+    const double per_token = (double)L * ((double)H * T + 16.0 * C + 2.0 * M) + 50304.0 + 8.0 * C;
+    const double weights = (double)L * C * (4.0 * C + 2.0 * M) + 2.0 * 50304.0 * C + (double)c.max_seq_len * C;
+    if ((double)B * T * per_token * 4.0 > 1e18 || weights * 20.0 > 1e18) {
+        fprintf(stderr, "params: B=%d T=%d with this shape needs more than 1e18 bytes, expected a trainable shape\n", B, T);
+        return 1;
+    }
+    const int hd = qkv_head_dim(&c);
+    if (bf16 < 0) { bf16 = 1; }
+    if (fused < 0) { fused = qkv_fused_attention_available(hd, bf16); }
+    if (fused && !qkv_fused_attention_available(hd, bf16)) {
+        fprintf(stderr, "params: fused attention needs bf16 and head size 64 or 128 (the trainer's flash kernels), "
+                        "got %s with head size %d (HINT: use unfused)\n", bf16 ? "bf16" : "fp32", hd);
+        return 1;
+    }
+    if (recompute < 0) { recompute = 0; }
+    if (master < 0) { master = 1; }
+    master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
+
+    TrainingMemory m;
+    gpt2_training_memory(&c, B, T, bf16 ? 2 : 4, master, recompute, fused, &m);
+    printf("memory scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d vocab=%d/%d max_seq_len=%d "
+           "B=%d T=%d precision=%s attention=%s recompute=%d master_weights=%d\n",
+           qkv_scheme_name(c.scheme), c.num_layers, c.channels, c.num_heads, c.num_kv_heads, c.mlp_hidden, c.use_bias,
+           c.vocab_size, c.padded_vocab_size, c.max_seq_len, B, T, bf16 ? "bf16" : "fp32", fused ? "fused" : "unfused",
+           recompute, master);
+    int n_acts = 0, n_grads = 0;
+    for (int k = 0; k < NUM_ACT_TENSORS; k++) { n_acts += m.acts[k].count > 0; }
+    for (int k = 0; k < NUM_GRAD_ACT_TENSORS; k++) { n_grads += m.grad_acts[k].count > 0; }
+    char note[256];
+    snprintf(note, sizeof(note), "%zu elements (%zu real, each tensor padded to %d) x %d bytes", m.num_parameters_padded,
+             gpt2_num_parameters(&c), PARAM_ALIGN_ELEMS, bf16 ? 2 : 4);
+    print_memory_row("parameters", m.param_bytes, note);
+    print_memory_row("gradients", m.grad_bytes, "fp32");
+    print_memory_row("optimizer", m.optimizer_bytes, "AdamW m and v, fp32");
+    print_memory_row("master_weights", m.master_bytes, master ? "fp32 copy of the parameters" : "none");
+    snprintf(note, sizeof(note), "%d tensors, one allocation", n_acts);
+    print_memory_row("activations", m.acts_bytes, note);
+    snprintf(note, sizeof(note), "%d tensors of one layer, one allocation", n_grads);
+    print_memory_row("activation_grads", m.grad_acts_bytes, note);
+    print_memory_row("total", m.total_bytes, "plus small buffers (inputs, encoder buckets, column sums, cuBLASLt workspace)");
+    printf("biggest activations:\n");
+    int shown[NUM_ACT_TENSORS] = {0};
+    for (int rank = 0; rank < 5; rank++) {
+        int best = -1;
+        for (int k = 0; k < NUM_ACT_TENSORS; k++) {
+            if (shown[k] || m.acts[k].count == 0) { continue; }
+            if (best < 0 || tensor_alloc_bytes(&m.acts[k]) > tensor_alloc_bytes(&m.acts[best])) { best = k; }
+        }
+        if (best < 0) { break; }
+        shown[best] = 1;
+        const size_t bytes = tensor_alloc_bytes(&m.acts[best]);
+        printf("  %-10s %-18s elements=%-13zu bytes=%-13zu %10.1f MiB %5.1f%%\n", act_tensor_names[best],
+               act_tensor_shapes[best], m.acts[best].count, bytes, bytes / 1048576.0, 100.0 * bytes / m.acts_bytes);
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "memory") == 0) { return memory_main(argc - 2, argv + 2); }
     if (argc > 1) {
         if (argc < 8 || argc > 9) {
             fprintf(stderr, "usage: params [<scheme> n_layer n_embd n_head n_kv_head mlp bias [T]]\n");
