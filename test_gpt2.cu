@@ -16,8 +16,11 @@ bit-identical losses and the same final sampling RNG state as the uninterrupted 
 uninterrupted run's main.log must have one well-formed line per step. The standard scheme also
 reads an llm.c version 5 (bf16) checkpoint. No fixture of this scheme in the manifest is a FAIL.
 
+A fixture whose head size has a flash kernel (64, 128; BF16 builds) runs twice, as <fixture>/fused
+and <fixture>/unfused (the `--attention unfused` path): the fused path checks each layer's att_lse,
+the unfused path its att probabilities; q, k and v are read in place, where attention reads them.
 Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
-"FAIL ..." line per fixture, then resume_<scheme>, log_<scheme> (and v5_read); "SKIP ..." when
+"FAIL ..." line per fixture and path, then resume_<scheme>, log_<scheme> (and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 
   make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv]
@@ -55,21 +58,21 @@ static std::vector<float> fetch_f(const float* d, size_t n) {
     return out;
 }
 
-// (B, NH, T, hd) -> (B, T, NH*hd), the layout of the reference's q/k/v records
-static std::vector<float> heads_to_rows(const std::vector<float>& src, int B, int NH, int T, int hd) {
-    std::vector<float> out(src.size());
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
-            for (int t = 0; t < T; t++)
-                for (int d = 0; d < hd; d++) {
-                    out[(((size_t)b * T + t) * NH + h) * hd + d] = src[(((size_t)b * NH + h) * T + t) * hd + d];
-                }
+// rows (n, cols) of a row-strided device matrix, as host floats
+static std::vector<float> fetch_rows(const floatX* d, size_t n, size_t cols, size_t stride) {
+    std::vector<float> all = fetch_x(d, (n - 1) * stride + cols);
+    std::vector<float> out(n * cols);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < cols; j++) { out[i * cols + j] = all[i * stride + j]; }
+    }
     return out;
 }
 
 // this implementation's tensor for an activation record name ("encoded", "L1.att", "lnf", ...);
-// returns 0 for a name that is not an activation of this model
-static int fetch_activation(GPT2* model, const char* name, std::vector<float>* out) {
+// returns 1 with the tensor, 0 for a name that is not an activation of this model, 2 for one that
+// the model's attention path does not keep (the fused path has no probabilities, only their
+// log-sum-exp; the unfused path the reverse), with the reason in *why
+static int fetch_activation(GPT2* model, const char* name, std::vector<float>* out, const char** why) {
     const GPT2Config* c = &model->config;
     const int B = model->B, T = model->T, C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads;
     const int hd = qkv_head_dim(c), M = c->mlp_hidden;
@@ -85,16 +88,24 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
     if (strcmp(what, "ln1") == 0) { *out = fetch_x(a->ln1 + lC, BT * C); return 1; }
     if (strcmp(what, "qres_f") == 0 && qres) { *out = fetch_x(a->qres_f + lC, BT * C); return 1; }
     if (strcmp(what, "q") == 0 || strcmp(what, "k") == 0 || strcmp(what, "v") == 0) {
+        // read where attention reads them: in place, in the projection output, x or the residual query
         const int r = what[0] == 'q' ? 0 : (what[0] == 'k' ? 1 : 2);
-        const int o = model->owner[r];
-        const int nh = o == 0 ? H : Hkv;
-        const size_t n = BT * (size_t)nh * hd;
-        *out = heads_to_rows(fetch_x(a->perm[o] + (size_t)l * n, n), B, nh, T, hd);
+        const AttnShape s = gpt2_attn_shape(model);
+        const floatX* qres_q = qres ? a->qres_q + lC : NULL;
+        const AttnRows rows = attn_role_rows(&s, r, a->ln1 + lC, a->qkv + (size_t)l * BT * model->layout.width, qres_q);
+        *out = fetch_rows(rows.ptr, BT, (size_t)(r == 0 ? H : Hkv) * hd, (size_t)rows.stride);
         return 1;
     }
     if (strcmp(what, "att") == 0) {
+        if (model->attn_fused) { *why = "not kept by the fused path (its att_lse is checked)"; return 2; }
         const size_t n = (size_t)B * H * T * T;
         *out = fetch_x(a->att + (size_t)l * n, n);
+        return 1;
+    }
+    if (strcmp(what, "att_lse") == 0) {
+        if (!model->attn_fused) { *why = "not formed by the unfused path (its att is checked)"; return 2; }
+        const size_t n = (size_t)B * H * T;
+        *out = fetch_f(a->att_lse + (size_t)l * n, n);
         return 1;
     }
     if (strcmp(what, "atty") == 0) { *out = fetch_x(a->atty + lC, BT * C); return 1; }
@@ -132,7 +143,8 @@ static void hard_fail(Verdict* v, const char* fixture, const std::string& why) {
     if (v->why.empty()) { v->why = why; }
 }
 
-static int run_fixture(const char* fixture, const char* model_path, const char* debug_path) {
+// fused: the flash attention path (where the head size has one), else the unfused path
+static int run_fixture(const char* fixture, const char* model_path, const char* debug_path, int fused) {
     char msg[16384];
     DebugState ds;
     if (!debug_state_load(debug_path, &ds, msg, sizeof(msg))) {
@@ -162,7 +174,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
         return 0;
     }
     GPT2 model;
-    gpt2_build(&model, &config, B, T, 1, 0, 0);
+    gpt2_build(&model, &config, B, T, 1, 0, fused && attention_fused_supported(qkv_head_dim(&config)));
     gpt2_load_params(&model, model_path, version);
     Verdict v;
     v.worst = 0.0;
@@ -214,7 +226,13 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
             continue;
         }
         std::vector<float> mine;
-        if (!fetch_activation(&model, name, &mine)) {
+        const char* why = "";
+        const int got = fetch_activation(&model, name, &mine, &why);
+        if (got == 2) {
+            printf("  %s %s %s\n", fixture, name, why);
+            continue;
+        }
+        if (got == 0) {
             hard_fail(&v, fixture, std::string("unknown record ") + name + " (HINT: the reference records something "
                       "test_gpt2.cu does not know; teach fetch_activation)");
             continue;
@@ -229,7 +247,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     // a record the reference did not write is a check that did not happen: fail rather than pass it
     {
         std::vector<std::string> need = {"encoded", "lnf", "logits", "loss"};
-        static const char* const per_layer[] = {"ln1", "q", "k", "v", "att", "atty", "residual2", "ln2", "fch",
+        static const char* const per_layer[] = {"ln1", "q", "k", "v", "att", "att_lse", "atty", "residual2", "ln2", "fch",
                                                 "fch_gelu", "residual3"};
         for (int l = 0; l < config.num_layers; l++) {
             for (const char* w : per_layer) { need.push_back("L" + std::to_string(l) + "." + w); }
@@ -570,7 +588,20 @@ int main(int argc, char** argv) {
         if (strcmp(fields[1], scheme) != 0) { continue; }
         ran++;
         if (first_model.empty()) { first_model = fields[2]; }
-        if (run_fixture(fields[0], fields[2], fields[3])) { passed++; } else { failed++; }
+        // both attention paths where a flash kernel exists for the fixture's head size, else the unfused one
+        GPT2Config fc;
+        int fversion = 0;
+        const int both = checkpoint_inspect(fields[2], -1.0f, &fc, &fversion, msg, sizeof(msg)) &&
+                         attention_fused_supported(qkv_head_dim(&fc));
+        if (both) {
+            const std::string fused_name = std::string(fields[0]) + "/fused", unfused_name = std::string(fields[0]) + "/unfused";
+            if (run_fixture(fused_name.c_str(), fields[2], fields[3], 1)) { passed++; } else { failed++; }
+            if (run_fixture(unfused_name.c_str(), fields[2], fields[3], 0)) { passed++; } else { failed++; }
+        } else if (run_fixture(fields[0], fields[2], fields[3], 0)) {
+            passed++;
+        } else {
+            failed++;
+        }
         fflush(stdout);
     }
     fclose(f);

@@ -2411,6 +2411,7 @@ typedef struct {
     float final_frac;
     float weight_decay;
     int val_every, val_max_steps, sample_every, gen_T, checkpoint_every, resume, recompute, master_weights;
+    int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
     // model shape flags; -1 = not given
     int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
     float attn_scale; // < 0 = not given
@@ -2454,6 +2455,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->resume = 0;
     a->recompute = 0;
     a->master_weights = 1;
+    a->attn_unfused = 0;
     a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
     a->attn_scale = -1.0f;
     a->seed = 1337;
@@ -2491,6 +2493,10 @@ static void print_usage(const char* prog) {
     printf("Memory:\n");
     printf("  -r <0|1>      recompute GELU in the backward pass to save activation memory (default 0)\n");
     printf("  -w <0|1>      keep fp32 master weights for AdamW in BF16 builds (default 1)\n");
+    printf("Attention:\n");
+    printf("  --attention <fused|unfused>  fused: flash kernels (BF16 builds, head size 64 or 128; other\n");
+    printf("                       shapes use the unfused path); unfused: scores in memory, cuBLASLt\n");
+    printf("                       matmuls, for any head size (default fused)\n");
     printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
     printf("  --n_kv_head <int>    key/value heads, divides the query heads (GQA; 1 = MQA) (default n_head)\n");
     printf("  --mlp_hidden <int>   MLP hidden size (default 4 * n_embd)\n");
@@ -2615,6 +2621,11 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "--n_embd") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_embd = (int)v; }
         else if (strcmp(flag, "--n_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 12, &v, msg, msg_size); a->n_head = (int)v; }
         else if (strcmp(flag, "--attn_scale") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->attn_scale, msg, msg_size); }
+        else if (strcmp(flag, "--attention") == 0) {
+            if (strcmp(val, "fused") == 0) { a->attn_unfused = 0; }
+            else if (strcmp(val, "unfused") == 0) { a->attn_unfused = 1; }
+            else { snprintf(msg, msg_size, "--attention %s: expected fused or unfused (HINT: run with -h for usage)", val); ok = 0; }
+        }
         else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
         if (!ok) { return 0; }
     }
@@ -2928,7 +2939,8 @@ static int train_run(TrainArgs* a) {
     }
 
     GPT2 model;
-    gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute, 0 /* attn_fused: off until the flash kernels are in */);
+    gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
+               !a->attn_unfused && attention_fused_supported(qkv_head_dim(&a->config)));
     if (a->from_file) {
         gpt2_load_params(&model, a->model_path, a->file_version);
     } else {
@@ -2971,6 +2983,14 @@ static int train_run(TrainArgs* a) {
            a->from_file ? a->model_path : "random init");
     printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
            a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
+    const int hd = qkv_head_dim(&model.config);
+    if (model.attn_fused) {
+        printf("attention: fused (flash kernels, head size %d)\n", hd);
+    } else {
+        printf("attention: unfused (cuBLASLt, (B, H, T, T) scores in memory; %s)\n",
+               a->attn_unfused ? "--attention unfused" :
+               !PRECISION_IS_BF16 ? "FP32 build" : "no flash kernel for this head size: 64 and 128 have one");
+    }
     printf("memory: parameters %.1f MiB | activations %.1f MiB\n",
            model.num_parameters_padded * (sizeof(floatX) + 3 * sizeof(float) + (model.master_memory ? 4 : 0)) / 1048576.0,
            model.acts_bytes / 1048576.0);

@@ -213,6 +213,87 @@ static void test_kv_cache_paper_figures() {
     check(fabs(standard_gb - 2.62) < 0.005 && fabs(shared_gb - 1.31) < 0.005, "KV cache at 32k tokens as seed 004 reports", detail);
 }
 
+// gpt2_training_memory, the lists the CUDA trainer allocates with: for every scheme, both attention
+// paths and both precisions, tensors are 256-byte aligned, in order, non-overlapping, and present
+// exactly where the path, the scheme's shared storage and q_residual say
+static void test_training_memory() {
+    bool names_ok = true;
+    for (int i = 0; i < NUM_ACT_TENSORS; i++) {
+        for (int j = 0; j < i; j++) { names_ok = names_ok && strcmp(act_tensor_names[i], act_tensor_names[j]) != 0; }
+    }
+    for (int i = 0; i < NUM_GRAD_ACT_TENSORS; i++) {
+        for (int j = 0; j < i; j++) { names_ok = names_ok && strcmp(grad_act_tensor_names[i], grad_act_tensor_names[j]) != 0; }
+    }
+    check(names_ok && strcmp(act_tensor_names[ACT_ATT_LSE], "att_lse") == 0 &&
+          strcmp(grad_act_tensor_names[GACT_ATTN_DELTA], "attn_delta") == 0, "memory: tensor names distinct and in enum order");
+    check(qkv_fused_attention_available(64, 1) && qkv_fused_attention_available(128, 1) &&
+          !qkv_fused_attention_available(64, 0) && !qkv_fused_attention_available(32, 1) &&
+          !qkv_fused_attention_available(96, 1) && !qkv_fused_attention_available(256, 1),
+          "memory: fused attention only for bf16 and head size 64 or 128");
+    for (int s = 0; s < QKV_NUM_SCHEMES; s++) {
+        for (int variant = 0; variant < 4; variant++) {
+            const int fused = variant & 1, bf16 = variant >> 1;
+            GPT2Config c = tiny(s, 4);
+            c.use_bias = 0;
+            const int B = 3, T = 5; // odd sizes, so that the 256-byte rounding matters
+            TrainingMemory m;
+            gpt2_training_memory(&c, B, T, bf16 ? 2 : 4, bf16, 1, fused, &m);
+            const QKVLayout L = qkv_layout(&c);
+            std::string why;
+            size_t sizes[NUM_PARAMETER_TENSORS], offsets[NUM_PARAMETER_TENSORS];
+            const size_t np = gpt2_param_layout(&c, sizes, offsets);
+            for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+                if (offsets[i] % PARAM_ALIGN_ELEMS != 0) { why += std::string(" param ") + param_tensor_names[i] + " unaligned;"; }
+            }
+            if (np != m.num_parameters_padded || np < gpt2_num_parameters(&c) || m.param_bytes != np * (bf16 ? 2 : 4) ||
+                m.master_bytes != (bf16 ? np * 4 : 0)) { why += " parameter side;"; }
+            // expected presence of the attention-path and scheme-specific tensors
+            const bool qres = s == QKV_Q_RESIDUAL;
+            const bool own_k = !qkv_roles_share(L.k, L.q), own_v = !qkv_roles_share(L.v, L.q) && !qkv_roles_share(L.v, L.k);
+            struct { int id; bool present; } acts[] = {
+                {ACT_PERM_Q, !fused}, {ACT_PERM_K, !fused && own_k}, {ACT_PERM_V, !fused && own_v}, {ACT_ATT, !fused},
+                {ACT_YPERM, !fused}, {ACT_ATT_LSE, (bool)fused}, {ACT_QRES_Q, qres}, {ACT_QRES_RRMS, qres}, {ACT_QKV, true},
+            };
+            for (size_t k = 0; k < sizeof(acts) / sizeof(acts[0]); k++) {
+                if ((m.acts[acts[k].id].count > 0) != acts[k].present) { why += std::string(" ") + act_tensor_names[acts[k].id] + ";"; }
+            }
+            struct { int id; bool present; } grads[] = {
+                {GACT_DPERM_Q, !fused}, {GACT_DPERM_K, !fused && own_k}, {GACT_DPERM_V, !fused && own_v},
+                {GACT_DATT, !fused}, {GACT_DYPERM, !fused}, {GACT_ATTN_DELTA, (bool)fused}, {GACT_DQRES, qres},
+            };
+            for (size_t k = 0; k < sizeof(grads) / sizeof(grads[0]); k++) {
+                if ((m.grad_acts[grads[k].id].count > 0) != grads[k].present) {
+                    why += std::string(" ") + grad_act_tensor_names[grads[k].id] + ";";
+                }
+            }
+            if (fused && (m.acts[ACT_ATT_LSE].count != (size_t)c.num_layers * B * c.num_heads * T ||
+                          m.acts[ACT_ATT_LSE].elem != 4 || m.grad_acts[GACT_ATTN_DELTA].count != (size_t)B * c.num_heads * T)) {
+                why += " att_lse / attn_delta shape;";
+            }
+            if (!fused && m.acts[ACT_ATT].count != (size_t)c.num_layers * B * c.num_heads * T * T) { why += " att shape;"; }
+            // each list: offsets 256-byte aligned, in order, each tensor inside the allocation
+            const TensorAlloc* lists[2] = {m.acts, m.grad_acts};
+            const int counts[2] = {NUM_ACT_TENSORS, NUM_GRAD_ACT_TENSORS};
+            const size_t totals[2] = {m.acts_bytes, m.grad_acts_bytes};
+            for (int li = 0; li < 2; li++) {
+                size_t end = 0;
+                for (int i = 0; i < counts[li]; i++) {
+                    const TensorAlloc* t = &lists[li][i];
+                    if (t->offset % TENSOR_ALIGN_BYTES != 0 || t->offset < end) { why += " offsets;"; }
+                    if (t->count > 0) { end = t->offset + tensor_alloc_bytes(t); }
+                }
+                if (end > totals[li] || totals[li] - end >= TENSOR_ALIGN_BYTES || totals[li] % TENSOR_ALIGN_BYTES != 0) {
+                    why += " allocation size;";
+                }
+            }
+            if (m.total_bytes != m.param_bytes + m.grad_bytes + m.optimizer_bytes + m.master_bytes + m.acts_bytes +
+                                 m.grad_acts_bytes) { why += " total;"; }
+            check(why.empty(), std::string("memory ") + qkv_scheme_name(s) + (fused ? " fused" : " unfused") +
+                  (bf16 ? " bf16" : " fp32"), why.c_str());
+        }
+    }
+}
+
 int main() {
     test_layouts();
     test_constraints();
@@ -221,5 +302,6 @@ int main() {
     test_scheme_mismatch();
     test_checkpoint_validate();
     test_kv_cache_paper_figures();
+    test_training_memory();
     return failed == 0 ? 0 : 1;
 }

@@ -65,5 +65,100 @@ for row in "${expected[@]}"; do
     echo "FAIL params $name:$why"; fail=1
   fi
 done
+# ---- params memory: the CUDA trainer's training memory (gpt2_training_memory, the lists gpt2_build
+# allocates with), checked against a hand computation of the same tensors
+r() { echo $(( ($1 + $2 - 1) / $2 * $2 )); } # round $1 up to a multiple of $2
+# parameter elements on the device, standard scheme, tied head: each tensor padded to 128 elements
+param_elems() { # L C H Hkv M bias maxT
+  local L=$1 C=$2 H=$3 Hkv=$4 M=$5 b=$6 maxT=$7 Vp=50304
+  local W=$(( C + 2 * Hkv * (C / H) ))
+  echo $(( $(r $((Vp * C)) 128) + $(r $((maxT * C)) 128) + $(r $((L * C)) 128) + b * $(r $((L * C)) 128)
+         + $(r $((L * W * C)) 128) + b * $(r $((L * W)) 128) + $(r $((L * C * C)) 128) + b * $(r $((L * C)) 128)
+         + $(r $((L * C)) 128) + b * $(r $((L * C)) 128) + $(r $((L * M * C)) 128) + b * $(r $((L * M)) 128)
+         + $(r $((L * C * M)) 128) + b * $(r $((L * C)) 128) + $(r $C 128) + b * $(r $C 128) ))
+}
+field() { awk -v k="$1" '$1 == k { print $2 }' <<<"$2"; } # the bytes of a report row
+mem_check() { # name, report, then pairs row=expected_bytes
+  local name=$1 rep=$2 ok=1 why=""; shift 2
+  for kv in "$@"; do
+    local got; got=$(field "${kv%%=*}" "$rep")
+    [ "$got" = "${kv#*=}" ] || { ok=0; why="$why ${kv%%=*}=$got expected ${kv#*=};"; }
+  done
+  if [ $ok = 1 ]; then echo "PASS params memory $name: $*"; else echo "FAIL params memory $name:$why"; fail=1; fi
+}
+
+# (a) d12 (GPT-2 124M: L 12, C 768, H 12, biases, vocab 50304, wpe 1024) at B 64, T 1024, bf16, fused
+L=12; C=768; H=12; M=3072; B=64; T=1024; Vp=50304; BT=$((B * T)); W=$((3 * C))
+if rep=$(./build/params memory d12 $T $B bf16 fused 2>&1); then
+  np=$(param_elems $L $C $H $H $M 1 1024)
+  # activations, fused path, recompute off: (bf16 tensors) x 2 bytes, (fp32 tensors) x 4, each rounded to 256 bytes
+  act=0
+  for bytes in $((BT*C*2)) $((L*BT*C*2)) $((L*BT*4)) $((L*BT*4)) $((L*BT*W*2)) $((L*B*H*T*4)) \
+               $((L*BT*C*2)) $((L*BT*C*2)) $((L*BT*C*2)) $((L*BT*4)) $((L*BT*4)) $((L*BT*M*2)) $((L*BT*M*2)) \
+               $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((BT*Vp*2)) $((BT*4)) $((BT*C*2)); do
+    act=$(( act + $(r $bytes 256) ))
+  done
+  dact=0
+  for bytes in $((BT*C*2)) $((BT*C*2)) $((BT*M*2)) $((BT*C*2)) $((BT*W*2)) $((B*H*T*4)); do
+    dact=$(( dact + $(r $bytes 256) ))
+  done
+  mem_check "d12 B=64 T=1024 bf16 fused" "$rep" parameters=$((np * 2)) gradients=$((np * 4)) optimizer=$((np * 8)) \
+    master_weights=$((np * 4)) activations=$act activation_grads=$dact total=$((np * 18 + act + dact))
+else
+  echo "FAIL params memory d12 B=64 T=1024: exited non-zero: $rep"; fail=1
+fi
+# a shape where the 128-element padding of the parameters shows (C 100: ln1w 100 -> 128, ...), fp32,
+# where hd 25 has no fused kernel so the unfused path is the default, and FP32 keeps no master weights
+if rep=$(./build/params memory standard 1 100 4 4 400 1 64 2 fp32 2>&1); then
+  np=$(param_elems 1 100 4 4 400 1 1024)
+  grep -q "attention=unfused" <<<"$rep" || { echo "FAIL params memory padding: the default path for hd 25 is not unfused"; fail=1; }
+  mem_check "padding C=100 fp32" "$rep" parameters=$((np * 4)) gradients=$((np * 4)) optimizer=$((np * 8)) master_weights=0
+else
+  echo "FAIL params memory padding shape: exited non-zero: $rep"; fail=1
+fi
+
+# (b) fused: activations grow linearly in T (no (T, T) tensor): T 4096 at most 4.2x T 1024
+a1=$(field activations "$(./build/params memory d12 1024 64 bf16 fused 2>&1)")
+a4=$(field activations "$(./build/params memory d12 4096 64 bf16 fused 2>&1)")
+if [ -n "$a1" ] && [ -n "$a4" ] && [ $((a4 * 10)) -le $((a1 * 42)) ]; then
+  echo "PASS params memory fused activations T=4096 / T=1024 = $(awk -v a="$a4" -v b="$a1" 'BEGIN { printf "%.4f", a / b }') (<= 4.2)"
+else
+  echo "FAIL params memory fused activations T=4096 ($a4 bytes) vs T=1024 ($a1 bytes): expected at most 4.2x"; fail=1
+fi
+
+# (c) unfused: the activations hold att (L, B, H, T, T), so at T 4096 they exceed fused by at least its bytes
+rep=$(./build/params memory d12 4096 64 bf16 unfused 2>&1)
+u4=$(field activations "$rep")
+att=$(awk '$1 == "att" { for (i = 1; i <= NF; i++) if ($i ~ /^elements=/) { sub("elements=", "", $i); print $i } }' <<<"$rep")
+if [ "$att" = "$((12 * 64 * 12 * 4096 * 4096))" ] && [ -n "$u4" ] && [ -n "$a4" ] && [ "$u4" -ge $((a4 + att * 2)) ]; then
+  echo "PASS params memory unfused T=4096: att has L*B*H*T*T = $att elements; activations $u4 bytes >= fused $a4 + att"
+else
+  echo "FAIL params memory unfused T=4096: att elements '$att' expected $((12 * 64 * 12 * 4096 * 4096)); activations '$u4' vs fused '$a4'"; fail=1
+fi
+
+# (d) bad arguments: one line on stderr, nothing on stdout, non-zero exit
+bad_args=(
+  "memory"
+  "memory d12 1024"
+  "memory d12 1024 0"
+  "memory d12 x 64"
+  "memory d12 1024 64 bf17"
+  "memory d12 1024 64 bf16 fp32"
+  "memory d12 1024 64 fp32 fused"
+  "memory d12 1024 64 -r 2"
+  "memory nope 12 768 12 12 3072 1 1024 64"
+  "memory standard 12 768 12 5 3072 1 1024 64"
+  "memory standard 12 768 12 12 3072 1 1024"
+)
+for args in "${bad_args[@]}"; do
+  # shellcheck disable=SC2086 # word splitting of the argument list is wanted
+  ./build/params $args >build/params_bad.out 2>build/params_bad.err; rc=$?
+  if [ $rc -ne 0 ] && [ "$(wc -l <build/params_bad.err)" -eq 1 ] && [ ! -s build/params_bad.out ]; then
+    echo "PASS params refuses '$args': $(cat build/params_bad.err)"
+  else
+    echo "FAIL params '$args': exit $rc, $(wc -l <build/params_bad.err) stderr lines, $(wc -c <build/params_bad.out) stdout bytes (expected non-zero, 1, 0)"; fail=1
+  fi
+done
+
 [ -f "$spec" ] || echo "SKIP params cross-check against VARIANTS.md: $spec not found beside the repository (the transcribed numbers above were still checked)"
 exit $fail

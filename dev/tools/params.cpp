@@ -186,7 +186,8 @@ int main(int argc, char** argv) {
     if (argc > 1 && strcmp(argv[1], "memory") == 0) { return memory_main(argc - 2, argv + 2); }
     if (argc > 1) {
         if (argc < 8 || argc > 9) {
-            fprintf(stderr, "usage: params [<scheme> n_layer n_embd n_head n_kv_head mlp bias [T]]\n");
+            fprintf(stderr, "usage: params [<scheme> n_layer n_embd n_head n_kv_head mlp bias [T]], or params memory ... "
+                            "(params memory with no more arguments says what)\n");
             return 1;
         }
         int scheme = qkv_scheme_from_name(argv[1]);
