@@ -12,7 +12,8 @@ For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's sch
   record it expects that is missing (every activation, gradient and step record of the model).
 Then the resume check: a training run (2 accumulation steps, validation, sampling, an epoch
 boundary after the resume point) with checkpoints, resumed from the middle, must give
-bit-identical losses and the same final sampling RNG state as the uninterrupted run; the
+bit-identical losses and the same final sampling RNG state as the uninterrupted run (on the
+scheme's first fixture, and again on its first fixture with a flash kernel: resume_<scheme>_fused); the
 uninterrupted run's main.log must have one well-formed line per step. The standard scheme also
 reads an llm.c version 5 (bf16) checkpoint. No fixture of this scheme in the manifest is a FAIL.
 
@@ -353,9 +354,11 @@ static void resume_args(TrainArgs* a, const char* model_path, const char* shard,
     a->loss_record_size = 10;
 }
 
-static int run_resume_check(const char* model_path) {
+// tag: "" for the scheme's first fixture, "_fused" for its first fixture on the flash attention path
+static int run_resume_check(const char* model_path, const char* tag) {
     char msg[16384];
-    const char* scheme = qkv_scheme_name(kQKVScheme);
+    char scheme[128];
+    snprintf(scheme, sizeof(scheme), "%s%s", qkv_scheme_name(kQKVScheme), tag);
     char dir[512], shard[640], dir_a[640], dir_b[640];
     snprintf(dir, sizeof(dir), "build/test_cuda_resume_%s_%s", scheme, PRECISION_NAME);
     snprintf(shard, sizeof(shard), "%s/tokens_train_000.bin", dir);
@@ -558,7 +561,7 @@ int main(int argc, char** argv) {
     }
     cuda_setup();
     int passed = 0, failed = 0, ran = 0;
-    std::string first_model;
+    std::string first_model, first_fused_model;
     char line[8192];
     while (fgets(line, sizeof(line), f) != NULL) {
         line[strcspn(line, "\r\n")] = '\0';
@@ -593,6 +596,7 @@ int main(int argc, char** argv) {
         int fversion = 0;
         const int both = checkpoint_inspect(fields[2], -1.0f, &fc, &fversion, msg, sizeof(msg)) &&
                          attention_fused_supported(qkv_head_dim(&fc));
+        if (both && first_fused_model.empty()) { first_fused_model = fields[2]; }
         if (both) {
             const std::string fused_name = std::string(fields[0]) + "/fused", unfused_name = std::string(fields[0]) + "/unfused";
             if (run_fixture(fused_name.c_str(), fields[2], fields[3], 1)) { passed++; } else { failed++; }
@@ -610,7 +614,10 @@ int main(int argc, char** argv) {
                "--out dev/fixtures)\n", LABEL, scheme, scheme, manifest);
         failed++;
     } else {
-        if (run_resume_check(first_model.c_str())) { passed++; } else { failed++; }
+        if (run_resume_check(first_model.c_str(), "")) { passed++; } else { failed++; }
+        if (!first_fused_model.empty()) { // the flash kernels must be as deterministic as the rest
+            if (run_resume_check(first_fused_model.c_str(), "_fused")) { passed++; } else { failed++; }
+        }
         if (check_main_log()) { passed++; } else { failed++; }
         if (kQKVScheme == QKV_STANDARD) {
             if (run_v5_check("dev/fixtures/standard_tiny_model.bin")) { passed++; } else { failed++; }
