@@ -1350,11 +1350,21 @@ static void flash_attention_backward_hd(AttnGradRows dq, AttnGradRows dk, AttnGr
         dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
 }
+
+// the grids put B * H in their y dimension
+static void flash_check_grid(const AttnShape* s) {
+    if ((long long)s->B * s->H > 65535) {
+        fprintf(stderr, "error: flash attention: B * n_head = %d * %d exceeds the 65535 CUDA blocks of a grid's y "
+                "dimension (HINT: lower -b or use --attention unfused)\n", s->B, s->H);
+        exit(EXIT_FAILURE);
+    }
+}
 #endif
 
 // out (B, T, H * hd), lse (B, H, T) from the q (H heads), k, v (Hkv heads) views
 static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
+    flash_check_grid(s);
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
     flash_check_rows(v.ptr, v.stride, "v");
@@ -1372,6 +1382,7 @@ static void flash_attention_backward(AttnGradRows dq, AttnGradRows dk, AttnGradR
                                      const floatX* out, const float* lse, AttnRows q, AttnRows k, AttnRows v,
                                      const AttnShape* s) {
 #if PRECISION_IS_BF16
+    flash_check_grid(s);
     flash_check_rows(dq.ptr, dq.stride, "dq");
     flash_check_rows(dk.ptr, dk.stride, "dk");
     flash_check_rows(dv.ptr, dv.stride, "dv");
