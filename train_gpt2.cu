@@ -490,6 +490,7 @@ __global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, 
                            // 8 rows one fragment load touches fall in different banks
 #define FLASH_LOG2E 1.4426950408889634f
 #define FLASH_LN2 0.6931471805599453f
+static_assert(FLASH_BLOCK_M == FLASH_BLOCK_N, "the causal loop bounds take the diagonal key tile of query tile m to be m");
 
 // one role's rows: element (b, t, head h, dim d) at ptr[(b * T + t) * stride + h * hd + d]
 typedef struct { const floatX* ptr; int stride; } AttnRows;
@@ -1250,9 +1251,10 @@ typedef struct {
     int fused;    // 1: flash kernels, 0: cuBLASLt path
 } AttnShape;
 
-// the flash kernels exist for these head sizes in BF16 builds
+// the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
+// where the memory report reads it too)
 static int attention_fused_supported(int head_dim) {
-    return PRECISION_IS_BF16 && (head_dim == 64 || head_dim == 128);
+    return qkv_fused_attention_available(head_dim, PRECISION_IS_BF16);
 }
 
 static void attn_owners(const QKVLayout* L, int owner[3]) {
@@ -3002,9 +3004,11 @@ static int train_run(TrainArgs* a) {
                a->attn_unfused ? "--attention unfused" :
                !PRECISION_IS_BF16 ? "FP32 build" : "no flash kernel for this head size: 64 and 128 have one");
     }
-    printf("memory: parameters %.1f MiB | activations %.1f MiB\n",
-           model.num_parameters_padded * (sizeof(floatX) + 3 * sizeof(float) + (model.master_memory ? 4 : 0)) / 1048576.0,
-           model.acts_bytes / 1048576.0);
+    const TrainingMemory* mem = &model.memory; // the numbers of `build/params memory` for this run
+    printf("memory: parameters, gradients, AdamW state %.1f MiB | activations %.1f MiB | activation gradients "
+           "%.1f MiB | total %.1f MiB\n",
+           (mem->param_bytes + mem->grad_bytes + mem->optimizer_bytes + mem->master_bytes) / 1048576.0,
+           mem->acts_bytes / 1048576.0, mem->grad_acts_bytes / 1048576.0, mem->total_bytes / 1048576.0);
     if (a->resuming) { printf("resuming from %s at step %d\n", a->state_path, start_step); }
     fflush(stdout);
 
