@@ -62,14 +62,29 @@ test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataload
 
 # ---------------------------------------------------------------------------------------------
 # CPU reference trainer (owner: CPU trainer): one binary per scheme, like the CUDA trainer.
+# *_tiled_<scheme>: the same with -DATTENTION_TILED, the CPU twin of the flash attention kernels
+# (dev/cuda/attention_tiled_cpu.h) instead of the plain attention; make's shortest-stem rule picks
+# the tiled pattern for them. test_attention_tiled_cpu: the twin against the plain attention.
 .PHONY: cpu
-cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV)
+cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)
 
-$(BUILD)/train_gpt2_cpu_%: dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dataloader.h | $(BUILD)
+CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h
+CPU_TEST_DEPS := dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h
+
+$(BUILD)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
-$(BUILD)/test_gpt2_cpu_%: dev/cpu/test_gpt2_cpu.cpp dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/test/debug_state.h | $(BUILD)
+$(BUILD)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(BUILD)/train_gpt2_cpu_tiled_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(BUILD)/test_gpt2_cpu_tiled_%: $(CPU_TEST_DEPS) | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(OPENMP) $< -o $@ -lm
 
 # ---------------------------------------------------------------------------------------------
 # Tokenizer (owner: tokenizer)

@@ -31,6 +31,9 @@ projection simply has fewer output columns.
 
 Attention reads q, k, v in place through (pointer, row stride) views, so it never copies or
 rearranges them. GQA: query head h reads kv head h / (H / Hkv).
+Attention path: the plain one below, with its (B, H, T, T) matrix (read it to learn what attention
+computes); built with -DATTENTION_TILED (make build/train_gpt2_cpu_tiled_<scheme>), the CPU twin of
+the CUDA flash attention, dev/cuda/attention_tiled_cpu.h, which keeps only lse (B, H, T).
 
 Reductions (dot products, norms, sums over the batch) accumulate in double: the test compares
 against a float64 reference at 1e-5 relative error, and float accumulators over hundreds of
@@ -52,6 +55,14 @@ main() and the data loader are compiled only without TESTING.
 // OpenMP is optional: without -fopenmp the pragmas are ignored (g++ -Wall says so once per pragma)
 
 #include "../../attention_variants.cuh"
+#include "../cuda/attention_tiled_cpu.h"
+
+// which attention the binary runs: plain (default) or the tiled flash twin (-DATTENTION_TILED)
+#ifdef ATTENTION_TILED
+static const int kAttentionTiled = 1;
+#else
+static const int kAttentionTiled = 0;
+#endif
 
 // ----------------------------------------------------------------------------
 // error-checking helpers: report file and line, exit(1) (never a crash)
@@ -298,6 +309,14 @@ typedef struct {
     size_t stride;
 } RowView;
 
+// the same view for the tiled attention (dev/cuda/attention_tiled_cpu.h)
+static TiledRows tiled_rows(RowView r) {
+    TiledRows t;
+    t.ptr = r.ptr;
+    t.stride = r.stride;
+    return t;
+}
+
 // Where a role of the layout lives, for one layer. Called with the activations to read q/k/v and
 // with the activation gradients to find where their gradients go: a role taken from x sends its
 // gradient into dx, a shared role sends it into the same buffer as its partner.
@@ -313,9 +332,10 @@ static RowView qkv_role_view(QKVRole role, float* proj, int width, float* x, flo
 }
 
 // Causal multi-head attention with GQA, reading q, k, v in place.
-// q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous; att (B,H,T,T) probabilities
+// q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous; att (B,H,T,T) probabilities;
+// lse (B,H,T) or NULL: each row's log-sum-exp of the scaled scores, log sum_{t2<=t} exp(scale q.k)
 void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
-                       int B, int T, int C, int H, int Hkv, float scale) {
+                       int B, int T, int C, int H, int Hkv, float scale, float* lse = NULL) {
     const int hd = C / H;
     const int group = H / Hkv; // query heads per kv head
     #pragma omp parallel
@@ -346,6 +366,7 @@ void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
                     for (int t2 = 0; t2 < T; t2++) {
                         att_bth[t2] = t2 <= t ? (float)(w[t2] / sum) : 0.0f; // causal: 0 above the diagonal
                     }
+                    if (lse != NULL) { lse[((size_t)b * H + h) * T + t] = (float)(maxval + log(sum)); }
                     // out = att v, with the unrounded probabilities
                     for (int i = 0; i < hd; i++) { acc[i] = 0.0; }
                     for (int t2 = 0; t2 <= t; t2++) {
@@ -474,6 +495,18 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
     }
 }
 
+// one line naming the attention this binary runs (printed at start-up)
+static const char* attention_path_description(void) {
+    static char line[160];
+    if (kAttentionTiled) {
+        snprintf(line, sizeof(line), "attention: tiled, the CPU twin of the flash kernels (dev/cuda/attention_tiled_cpu.h, "
+                 "%dx%d tiles, keeps lse)", ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);
+    } else {
+        snprintf(line, sizeof(line), "attention: plain, keeps the (B, H, T, T) probabilities (-DATTENTION_TILED: the tiled twin)");
+    }
+    return line;
+}
+
 // ----------------------------------------------------------------------------
 // GPT-2 model definition
 
@@ -517,7 +550,7 @@ static void point_parameters(ParameterTensors* p, float* memory, const size_t si
 }
 
 
-#define NUM_ACTIVATION_TENSORS 31
+#define NUM_ACTIVATION_TENSORS 32
 typedef struct {
     float* encoded;    // (B, T, C)
     float* ln1;        // (L, B, T, C)    x, the attention input
@@ -533,7 +566,8 @@ typedef struct {
     float* qres_rstd;  // (L, B, T)
     float* qres_f;     // (L, B, T, C)    f = LN_q(u)
     float* qres_q;     // (L, B, T, C)    q = x + f
-    float* att;        // (L, B, H, T, T) probabilities after the causal softmax
+    float* att;        // (L, B, H, T, T) probabilities after the causal softmax (plain attention only)
+    float* att_lse;    // (L, B, H, T)    log-sum-exp of each row's scaled scores
     float* atty;       // (L, B, T, C)
     float* attproj;    // (L, B, T, C)
     float* residual2;  // (L, B, T, C)
@@ -553,8 +587,10 @@ typedef struct {
 } ActivationTensors;
 
 // Sizes of the activations for a (B, T) batch. The q_residual tensors exist only when q comes
-// from that branch. `for_grads`: the gradient buffers skip the (B, H, T, T) attention matrix,
-// because attention_backward forms each row's softmax gradient on the fly.
+// from that branch; the (B, H, T, T) attention matrix only with the plain attention. `for_grads`:
+// the gradient buffers skip the attention matrix, because attention_backward forms each row's
+// softmax gradient on the fly; no gradient flows into att_lse either, so the tiled attention uses
+// that slot as its (B, H, T) delta scratch (one layer at a time).
 static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GPT2Config* c,
                                   const QKVLayout* layout, size_t B, size_t T, int for_grads) {
     const size_t L = c->num_layers, C = c->channels, H = c->num_heads, M = c->mlp_hidden;
@@ -569,7 +605,8 @@ static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GP
         qres * L * BT * (C / 2), qres * L * BT * (C / 2), // qres_h, qres_hg
         qres * L * BT * C, qres * L * BT, qres * L * BT, // qres_u, qres_mean, qres_rstd
         qres * L * BT * C, qres * L * BT * C,          // qres_f, qres_q
-        for_grads ? 0 : L * B * H * T * T,             // att
+        (for_grads || kAttentionTiled) ? 0 : L * B * H * T * T, // att
+        for_grads ? (kAttentionTiled ? B * H * T : 0) : L * B * H * T, // att_lse (tiled grads: delta)
         L * BT * C, L * BT * C, L * BT * C,            // atty, attproj, residual2
         L * BT * C, L * BT, L * BT,                    // ln2, ln2_mean, ln2_rstd
         L * BT * M, L * BT * M,                        // fch, fch_gelu
@@ -587,7 +624,7 @@ static float* malloc_and_point_activations(ActivationTensors* acts, const size_t
         &acts->encoded, &acts->ln1, &acts->ln1_mean, &acts->ln1_rstd, &acts->qkv,
         &acts->qres_r, &acts->qres_rrstd, &acts->qres_h, &acts->qres_hg, &acts->qres_u,
         &acts->qres_mean, &acts->qres_rstd, &acts->qres_f, &acts->qres_q,
-        &acts->att, &acts->atty, &acts->attproj, &acts->residual2,
+        &acts->att, &acts->att_lse, &acts->atty, &acts->attproj, &acts->residual2,
         &acts->ln2, &acts->ln2_mean, &acts->ln2_rstd, &acts->fch, &acts->fch_gelu, &acts->fcproj, &acts->residual3,
         &acts->lnf, &acts->lnf_mean, &acts->lnf_rstd, &acts->logits, &acts->probs, &acts->losses,
     };
@@ -814,7 +851,7 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
         // this layer's activations
         float* l_ln1 = a.ln1 + (size_t)l * BT * C;
         float* l_qkv = a.qkv + (size_t)l * BT * W;
-        float* l_att = a.att + (size_t)l * B * H * T * T;
+        float* l_lse = a.att_lse + (size_t)l * B * H * T;
         float* l_atty = a.atty + (size_t)l * BT * C;
         float* l_attproj = a.attproj + (size_t)l * BT * C;
         float* l_residual2 = a.residual2 + (size_t)l * BT * C;
@@ -833,7 +870,13 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
         }
         RowView q, k, v;
         gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
-        attention_forward(l_atty, l_att, q, k, v, B, T, C, H, Hkv, model->attn_scale);
+        if (kAttentionTiled) {
+            attention_tiled_forward(l_atty, l_lse, tiled_rows(q), tiled_rows(k), tiled_rows(v), B, T, H, Hkv,
+                                    C / H, model->attn_scale);
+        } else {
+            float* l_att = a.att + (size_t)l * B * H * T * T;
+            attention_forward(l_atty, l_att, q, k, v, B, T, C, H, Hkv, model->attn_scale, l_lse);
+        }
         matmul_forward(l_attproj, l_atty, l_attprojw, l_attprojb, (int)BT, C, C);
         residual_forward(l_residual2, residual, l_attproj, BT * C);
         layernorm_forward(l_ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, l_residual2, l_ln2w, l_ln2b, (int)BT, C);
@@ -924,7 +967,6 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         float* dl_fcprojb = g.fcprojb != NULL ? g.fcprojb + (size_t)l * C : NULL;
         // this layer's activations and their gradients
         const float* l_ln1 = a.ln1 + (size_t)l * BT * C;
-        const float* l_att = a.att + (size_t)l * B * H * T * T;
         const float* l_atty = a.atty + (size_t)l * BT * C;
         const float* l_residual2 = a.residual2 + (size_t)l * BT * C;
         const float* l_ln2 = a.ln2 + (size_t)l * BT * C;
@@ -956,7 +998,15 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         RowView q, k, v, dq, dk, dv;
         gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
         gpt2_qkv_views(model, &ga, l, BT, &dq, &dk, &dv);
-        attention_backward(dq, dk, dv, dl_atty, q, k, v, l_att, B, T, C, H, Hkv, model->attn_scale);
+        if (kAttentionTiled) {
+            // recomputes the probabilities from lse and the output; ga.att_lse is the delta scratch
+            attention_tiled_backward(tiled_rows(dq), tiled_rows(dk), tiled_rows(dv), ga.att_lse, dl_atty, l_atty,
+                                     a.att_lse + (size_t)l * B * H * T, tiled_rows(q), tiled_rows(k), tiled_rows(v),
+                                     B, T, H, Hkv, C / H, model->attn_scale);
+        } else {
+            const float* l_att = a.att + (size_t)l * B * H * T * T;
+            attention_backward(dq, dk, dv, dl_atty, q, k, v, l_att, B, T, C, H, Hkv, model->attn_scale);
+        }
         if (qres) {
             qres_backward(qres_layer(&ga, l, BT, C), qres_layer(&a, l, BT, C), dl_ln1,
                           g.qres_rmsw + (size_t)l * C, g.qres_w1 + (size_t)l * (C / 2) * C,
@@ -1124,6 +1174,7 @@ int main(int argc, char** argv) {
     printf("[GPT-2 CPU] scheme %s: %s\n", qkv_scheme_name(model.config.scheme), shape);
     printf("num_parameters: %zu, attention scale %g, fused qkv width %d\n", model.num_parameters,
            (double)model.attn_scale, model.layout.width);
+    printf("%s\n", attention_path_description());
     if (T > model.config.max_seq_len) {
         fprintf(stderr, "error: -t %d exceeds the model's max_seq_len %d\n", T, model.config.max_seq_len);
         return 1;

@@ -3,15 +3,20 @@
 #
 #   bash dev/test/test_cpu.sh            (from anywhere; runs in the repository root)
 #
-# (a) every fixture of dev/fixtures/manifest.tsv with the test binary of its scheme
+# (a) every fixture of dev/fixtures/manifest.tsv with the test binary of its scheme, for both CPU
+#     attentions: the plain one (test_gpt2_cpu_<scheme>) and the tiled twin of the flash kernels
+#     (test_gpt2_cpu_tiled_<scheme>, dev/cuda/attention_tiled_cpu.h), each line "cpu" or "cpu_tiled"
+# (a2) the tiled twin against the plain attention on random inputs (build/test_attention_tiled_cpu):
+#     T = 1..130, Hkv = H..1, aliased q/k/v views, several tile sizes
 # (b) cross-scheme refusal: a binary given another scheme's checkpoint names both schemes
 # (c) forbidden shapes of dev/fixtures/forbidden.tsv: a crafted v6 header is refused by the
 #     shape check (naming the scheme and n_kv_head / n_embd), before any size check
 # (d) corrupt inputs: truncated/oversized/bad-magic/bad-version checkpoints, truncated debug
 #     file, missing files: one line naming the file, exit code 1..127 (no signal)
 # (e) the llm.c v3 checkpoint fixture matches the reference; bf16 v5/v7 checkpoints load exactly;
-#     1 and 2 OpenMP threads give identical results
+#     1 and 2 OpenMP threads give identical results (both attentions)
 # (f) the training binary: 12 steps on a synthetic llm.c shard, val loss goes down, log written
+#     (standard also with the tiled attention)
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
 cd "$(dirname "$0")/../.."
@@ -32,17 +37,19 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_cpu.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
 # ---------------------------------------------------------------------------------------------
-# build: 8 test binaries and 8 training binaries
-targets=""
-for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/train_gpt2_cpu_$s"; done
+# build: per scheme a test binary for each attention and a training binary, plus the tiled
+# training binary of standard and the twin's unit test
+targets="build/train_gpt2_cpu_tiled_standard build/test_attention_tiled_cpu"
+for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/train_gpt2_cpu_$s"; done
+nbin=$(echo $targets | wc -w)
 if make -j2 $targets > "$TMP/build.log" 2>&1; then
-    pass "cpu build (16 binaries: test_gpt2_cpu_<scheme>, train_gpt2_cpu_<scheme>)"
+    pass "cpu build ($nbin binaries: test_gpt2_cpu_[tiled_]<scheme>, train_gpt2_cpu_<scheme>, train_gpt2_cpu_tiled_standard, test_attention_tiled_cpu)"
 else
     # the test binaries do not need dataloader.h: try them alone before giving up
     tail -n 20 "$TMP/build.log"
-    fail "cpu build of all 16 binaries (see above)"
-    targets=""
-    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s"; done
+    fail "cpu build of all $nbin binaries (see above)"
+    targets="build/test_attention_tiled_cpu"
+    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s"; done
     make -j2 $targets > "$TMP/build_test.log" 2>&1 || { tail -n 20 "$TMP/build_test.log"; fail "cpu build of the test binaries"; echo "$npass passed, $nfail failed"; exit 1; }
 fi
 
@@ -56,25 +63,52 @@ fi
 run_capture() { "$@" > "$TMP/out" 2>&1; rc=$?; }
 
 # ---------------------------------------------------------------------------------------------
-# (a) every fixture
+# (a) every fixture, with each attention: path "cpu" (plain) and "cpu_tiled". The two run side by
+# side (one thread each, the CI machine has two cores), then report in order.
 declare -A fixture_ok
 while IFS=$'\t' read -r name scheme model debug; do
     [ -z "$name" ] && continue
     case "$name" in \#*) continue ;; esac
-    bin=build/test_gpt2_cpu_$scheme
-    if [ ! -x "$bin" ]; then fail "cpu $name (no binary $bin for scheme '$scheme')"; continue; fi
-    run_capture "$bin" "$name" "$model" "$debug"
-    sed -n '/^  /p' "$TMP/out" # the per-tensor info lines
-    result=$(grep -E "^(PASS|FAIL) cpu $name " "$TMP/out")
-    if [ "$rc" -eq 0 ] && [ -n "$result" ] && [[ "$result" == PASS* ]]; then
-        pass "${result#PASS }"
-        fixture_ok[$name]=1
-    elif [ -n "$result" ]; then
-        fail "${result#FAIL }"
-    else
-        fail "cpu $name (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"
-    fi
+    for path in cpu cpu_tiled; do
+        bin=build/test_gpt2_cpu_$scheme
+        [ "$path" = cpu_tiled ] && bin=build/test_gpt2_cpu_tiled_$scheme
+        rm -f "$TMP/out_$path" "$TMP/rc_$path"
+        [ -x "$bin" ] && { "$bin" "$name" "$model" "$debug" > "$TMP/out_$path" 2>&1; echo $? > "$TMP/rc_$path"; } &
+    done
+    wait
+    for path in cpu cpu_tiled; do
+        bin=build/test_gpt2_cpu_$scheme
+        [ "$path" = cpu_tiled ] && bin=build/test_gpt2_cpu_tiled_$scheme
+        if [ ! -x "$bin" ]; then fail "$path $name (no binary $bin for scheme '$scheme')"; continue; fi
+        rc=$(cat "$TMP/rc_$path" 2>/dev/null || echo 255)
+        mv "$TMP/out_$path" "$TMP/out"
+        sed -n '/^  /p' "$TMP/out" # the per-tensor info lines
+        result=$(grep -E "^(PASS|FAIL) $path $name " "$TMP/out")
+        if [ "$rc" -eq 0 ] && [ -n "$result" ] && [[ "$result" == PASS* ]]; then
+            pass "${result#PASS }"
+            [ "$path" = cpu ] && fixture_ok[$name]=1
+        elif [ -n "$result" ]; then
+            fail "${result#FAIL }"
+        else
+            fail "$path $name (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"
+        fi
+    done
 done < "$MANIFEST"
+
+# ---------------------------------------------------------------------------------------------
+# (a2) the tiled twin against the plain attention: one line per tile size
+if [ -x build/test_attention_tiled_cpu ]; then
+    run_capture build/test_attention_tiled_cpu
+    sed -n '/^  /p' "$TMP/out"
+    nres=0
+    while read -r line; do
+        nres=$((nres + 1))
+        if [ "$rc" -eq 0 ] && [[ "$line" == PASS* ]]; then pass "${line#PASS }"; else fail "${line#* }"; fi
+    done < <(grep -E "^(PASS|FAIL) cpu_tiled unit " "$TMP/out")
+    if [ "$nres" -eq 0 ]; then fail "cpu_tiled unit (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"; fi
+else
+    fail "cpu_tiled unit (no binary build/test_attention_tiled_cpu)"
+fi
 
 # path of the model of the first fixture of a scheme in the manifest
 model_of() { awk -F'\t' -v s="$1" '$2 == s { print $3; exit }' "$MANIFEST"; }
@@ -244,13 +278,17 @@ for f in qk_shared_tiny kv_shared_mqa q_identity_mqa; do
     line=$(awk -F'\t' -v n="$f" '$1 == n' "$MANIFEST")
     [ -z "$line" ] && { fail "cpu threads $f (not in $MANIFEST)"; continue; }
     IFS=$'\t' read -r name scheme model debug <<< "$line"
-    OMP_NUM_THREADS=1 "build/test_gpt2_cpu_$scheme" "$name" "$model" "$debug" > "$TMP/t1.out" 2>&1
-    OMP_NUM_THREADS=2 "build/test_gpt2_cpu_$scheme" "$name" "$model" "$debug" > "$TMP/t2.out" 2>&1
-    if cmp -s "$TMP/t1.out" "$TMP/t2.out"; then
-        pass "cpu threads $f (1 and 2 OpenMP threads give identical results)"
-    else
-        fail "cpu threads $f (1 and 2 OpenMP threads differ)"
-    fi
+    for path in cpu cpu_tiled; do
+        bin=build/test_gpt2_cpu_$scheme
+        [ "$path" = cpu_tiled ] && bin=build/test_gpt2_cpu_tiled_$scheme
+        OMP_NUM_THREADS=1 "$bin" "$name" "$model" "$debug" > "$TMP/t1.out" 2>&1
+        OMP_NUM_THREADS=2 "$bin" "$name" "$model" "$debug" > "$TMP/t2.out" 2>&1
+        if cmp -s "$TMP/t1.out" "$TMP/t2.out" && grep -q "^PASS" "$TMP/t1.out"; then
+            pass "$path threads $f (1 and 2 OpenMP threads give identical results)"
+        else
+            fail "$path threads $f (1 and 2 OpenMP threads differ, or no PASS: $(tail -n 1 "$TMP/t1.out"))"
+        fi
+    done
 done
 
 # ---------------------------------------------------------------------------------------------
@@ -268,19 +306,23 @@ for split, n in (("train", 6000), ("val", 3000)):
         f.write(struct.pack("<256i", *h))
         f.write(struct.pack(f"<{n}H", *toks))
 EOF
-for s in standard q_residual; do
-    m=$(model_of "$s")
-    [ -z "$m" ] && { fail "cpu train $s (no $s fixture in $MANIFEST)"; continue; }
+for s in standard q_residual tiled_standard; do
+    m=$(model_of "${s#tiled_}")
+    [ -z "$m" ] && { fail "cpu train $s (no ${s#tiled_} fixture in $MANIFEST)"; continue; }
     run_capture "build/train_gpt2_cpu_$s" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" \
         -b 4 -t 32 -x 12 -l 3e-3 -v 6 -m 2 -o "$TMP/train_$s.log"
     first=$(grep -m1 "^val loss" "$TMP/out" | awk '{ print $3 }')
     last=$(grep "^val loss" "$TMP/out" | tail -n 1 | awk '{ print $3 }')
+    want_path=plain
+    [ "${s%%_*}" = tiled ] && want_path=tiled
     if [ "$rc" -ne 0 ]; then
         fail "cpu train $s (exit code $rc: $(tail -n 1 "$TMP/out"))"
+    elif ! grep -q "^attention: $want_path" "$TMP/out"; then
+        fail "cpu train $s (no start-up line 'attention: $want_path ...')"
     elif [ ! -f "$TMP/train_$s.log" ] || [ "$(grep -c "tel:" "$TMP/train_$s.log")" -ne 3 ] || [ "$(grep -c "trl:" "$TMP/train_$s.log")" -ne 12 ]; then
         fail "cpu train $s (log file $TMP/train_$s.log missing or without 3 tel: and 12 trl: lines)"
     elif "$PY" -c "import sys; sys.exit(0 if float('$last') < float('$first') - 1.0 else 1)"; then
-        pass "cpu train $s (12 steps on a synthetic shard: val loss $first -> $last, log written)"
+        pass "cpu train $s (12 steps on a synthetic shard, $want_path attention: val loss $first -> $last, log written)"
     else
         fail "cpu train $s (val loss did not go down by 1.0: $first -> $last)"
     fi
