@@ -4,6 +4,7 @@
 #   make test                      every CPU test, a compile check of every CUDA source, GPU tests if any
 #   make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]
 #   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
+#   make labs [PRECISION=BF16|FP32] kernel labs build/lab_attention_forward, _backward (dev/cuda/README.md)
 #   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
 #
 # Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
@@ -59,6 +60,27 @@ train_gpt2cu$(SUFFIX): train_gpt2.cu attention_variants.cuh dataloader.h tokeniz
 
 test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
+
+# ---------------------------------------------------------------------------------------------
+# Kernel labs (owner: kernel labs): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for
+# PRECISION=FP32. A lab includes train_gpt2.cu (its kernels are the trainer's) and covers every
+# scheme at run time, so QKV does not apply. The trainer's flags, but ONE architecture (compile time):
+# the local GPU's, else sm_90; LAB_SM=<nn> picks another. OpenMP for the CPU twin (the reference).
+LABS := attention_forward attention_backward
+LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
+LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
+                 -Xcompiler $(OPENMP)
+LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h train_gpt2.cu attention_variants.cuh \
+            dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+.PHONY: labs
+labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS)))
+
+# the _fp32 rule has the shorter stem, so make picks it for build/lab_<op>_fp32
+$(BUILD)/lab_%_fp32: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
+	$(NVCC) $(LAB_NVCC_FLAGS) $(call PRECISION_DEFINE,FP32) $< $(NVCC_LDFLAGS) -lgomp -o $@
+
+$(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
+	$(NVCC) $(LAB_NVCC_FLAGS) $(call PRECISION_DEFINE,BF16) $< $(NVCC_LDFLAGS) -lgomp -o $@
 
 # ---------------------------------------------------------------------------------------------
 # CPU reference trainer (owner: CPU trainer): one binary per scheme, like the CUDA trainer.

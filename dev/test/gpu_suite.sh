@@ -12,10 +12,18 @@
 #   tests     dev/test/test_cuda.sh: flags and refusals, then test_gpt2cu of every scheme, FP32
 #             before BF16 (every activation, gradient and 10 AdamW steps against the fixtures,
 #             bit-identical resume), then the trainer's checkpoint/resume run
+#   lab       the kernel labs (dev/cuda/README.md): `make labs` (BF16, FP32) for this GPU's architecture,
+#             `--check` of each (every version x scheme x shape against the CPU twin), `--bench` of the
+#             BF16 ones, and dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes and units); the bench
+#             lines go into the summary
 #   train     `make train` as a new user types it (Austen, d12, 150 steps)
 #   sanitize  compute-sanitizer memcheck (FP32 and BF16) and racecheck (BF16) on a tiny run of each
 #             scheme and of GQA/MQA fixtures (train, validate, sample, checkpoint); initcheck on one
-#             step of each scheme in FP32, and of the standard scheme in BF16
+#             step of each scheme in FP32, and of the standard scheme in BF16; the fused attention:
+#             memcheck and racecheck of `lab_attention_forward 2 --check --quick` and of
+#             `lab_attention_backward 2 --check --quick` (48 small trials, one run each: the full check's
+#             240 trials, two runs each plus version 1, are too slow under the sanitizer), memcheck of a BF16
+#             test binary on one *_hd64 fixture (both attention paths of test_gpt2.cu)
 #   bench     dev/bench/bench.sh: ours vs llm.c vs PyTorch, then every scheme, then d24
 #
 # Needs, beside the repository: dev/data/austen and dev/data/gpt2 (made by `make test` or
@@ -24,9 +32,9 @@
 # network, so all of these are carried.
 set -u
 cd "$(dirname "$0")/../.."
-[ $# -ge 1 ] || { echo "usage: bash dev/test/gpu_suite.sh LOG_DIR [build fixtures tests train sanitize bench]" >&2; exit 1; }
+[ $# -ge 1 ] || { echo "usage: bash dev/test/gpu_suite.sh LOG_DIR [build fixtures tests lab train sanitize bench]" >&2; exit 1; }
 LOG=$1; shift
-ALL_STAGES="build fixtures tests train sanitize bench"
+ALL_STAGES="build fixtures tests lab train sanitize bench"
 STAGES=${*:-$ALL_STAGES}
 for st in $STAGES; do
   case " $ALL_STAGES " in *" $st "*) ;; *) echo "gpu_suite: stage '$st': expected one of: $ALL_STAGES" >&2; exit 1;; esac
@@ -121,6 +129,51 @@ if has tests; then
 fi
 
 # ---------------------------------------------------------------------------------------------
+LABS="attention_forward attention_backward"
+build_labs() { # -> 0 when both precisions built without a warning; log in LOG/lab_build.log
+  { make -s -j2 labs LAB_SM="$SM" && make -s -j2 labs PRECISION=FP32 LAB_SM="$SM"; } >"$LOG/lab_build.log" 2>&1 &&
+    ! grep -qi 'warning' "$LOG/lab_build.log"
+}
+if has lab; then
+  stage_start lab
+  if build_labs; then
+    row lab "make labs (BF16, FP32), sm_$SM" PASS "$(stage_secs) s"
+  else
+    row lab "make labs (BF16, FP32), sm_$SM" FAIL "$(grep -m1 -i 'error\|warning' "$LOG/lab_build.log" | cut -c1-110)"
+  fi
+  for l in $LABS; do
+    for p in BF16 FP32; do
+      bin="build/lab_$l"; [ "$p" = FP32 ] && bin="${bin}_fp32"
+      name=$(basename "$bin")
+      [ -x "$bin" ] || { row lab "$name --check" FAIL "not built"; continue; }
+      timeout 900 ./"$bin" --check >"$LOG/${name}_check.log" 2>&1
+      rc=$?
+      n_pass=$(grep -c '^PASS ' "$LOG/${name}_check.log"); n_fail=$(grep -c '^FAIL ' "$LOG/${name}_check.log")
+      if [ $rc -eq 0 ] && [ "$n_pass" -gt 0 ] && [ "$n_fail" -eq 0 ]; then
+        row lab "$name --check" PASS "$n_pass (version, scheme, shape) checks"
+      else
+        row lab "$name --check" FAIL "exit $rc, $n_pass pass, $n_fail fail: $(grep -m1 '^FAIL \|^error\|^SKIP' "$LOG/${name}_check.log" | cut -c1-100)"
+      fi
+    done
+  done
+  # the benchmark lines (ms, TFLOP/s, GB/s) of every version, then PyTorch's on the same shapes
+  for l in $LABS; do
+    bin="build/lab_$l"
+    [ -x "$bin" ] || continue
+    timeout 600 ./"$bin" --bench >"$LOG/lab_${l}_bench.log" 2>&1
+    rc=$?
+    grep '^bench v\|^predicted' "$LOG/lab_${l}_bench.log" | tee -a "$SUMMARY"
+    if [ $rc -eq 0 ] && grep -q '^bench v' "$LOG/lab_${l}_bench.log"; then row lab "lab_$l --bench" PASS "see lab_${l}_bench.log"
+    else row lab "lab_$l --bench" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP' "$LOG/lab_${l}_bench.log" | cut -c1-110)"; fi
+  done
+  timeout 600 "$PYTHON" dev/cuda/sdpa_bench.py >"$LOG/sdpa_bench.log" 2>&1
+  rc=$?
+  grep '^bench sdpa' "$LOG/sdpa_bench.log" | tee -a "$SUMMARY"
+  if [ $rc -eq 0 ] && grep -q '^bench sdpa ' "$LOG/sdpa_bench.log"; then row lab "sdpa_bench.py" PASS "$(head -n 1 "$LOG/sdpa_bench.log" | cut -c1-100)"
+  else row lab "sdpa_bench.py" FAIL "exit $rc: $(grep -m1 'SKIP\|Error\|error' "$LOG/sdpa_bench.log" | cut -c1-110)"; fi
+fi
+
+# ---------------------------------------------------------------------------------------------
 if has train; then
   stage_start train
   timeout 900 make train >"$LOG/make_train.log" 2>&1
@@ -160,26 +213,55 @@ if has sanitize; then
     echo "initcheck $s FP32 ${s}_tiny" >>"$jobs_file"
   done
   echo "initcheck standard BF16 standard_tiny" >>"$jobs_file"
-  # one tiny run: 3 steps with gradient accumulation, validation, a sample, a checkpoint
+  # the fused (flash) attention: the labs' version 2 on the quick shape set, every scheme
+  build_labs || row sanitize "make labs" FAIL "$(grep -m1 -i 'error\|warning' "$LOG/lab_build.log" | cut -c1-110)"
+  for l in $LABS; do
+    for tool in memcheck racecheck; do echo "$tool lab BF16 $l" >>"$jobs_file"; done
+  done
+  # and the trainer's: one BF16 test binary on a head-size-64 fixture (its fixture runs both paths)
+  hd64=$(awk -F'\t' '$1 ~ /_hd64/ { print $1; exit }' dev/fixtures/manifest.tsv 2>/dev/null)
+  if [ -n "$hd64" ]; then
+    awk -F'\t' -v f="$hd64" '$1 == f' dev/fixtures/manifest.tsv >"$LOG/manifest_hd64.tsv"
+    echo "memcheck test:$(cut -f2 "$LOG/manifest_hd64.tsv") BF16 $hd64" >>"$jobs_file"
+  else
+    row sanitize "memcheck of a *_hd64 fixture" FAIL "no *_hd64 fixture in dev/fixtures/manifest.tsv (run the fixtures stage)"
+  fi
+  # one tiny run: 3 steps with gradient accumulation, validation, a sample, a checkpoint; or (scheme
+  # "lab") a lab's version 2 --check --quick; or (scheme "test:<scheme>") that scheme's test binary
+  # on the one-fixture manifest LOG/manifest_hd64.tsv
   sanitize_one() { # tool scheme precision fixture
-    local tool=$1 s=$2 p=$3 f=$4 bin out name
-    bin=$(binary train_gpt2cu "$s" "$p")
-    name="${tool}_${f}_${p}"
-    out="build/gpu_suite/$name"
-    rm -rf "$out"
-    # initcheck: one step without accumulation, validation or sampling (it is the slow tool)
-    local run_flags=(-d 256 -x 3 -v 3 -m 1 -s 3 -g 8 -n 3 -o "$out")
-    [ "$tool" = initcheck ] && run_flags=(-x 1 -v 0 -s 0)
-    timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
-      ./"$bin" -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 "${run_flags[@]}" \
+    local tool=$1 s=$2 p=$3 f=$4 bin out name cmd label="$4 $3"
+    case $s in
+      lab)
+        name="${tool}_lab_${f}_${p}"
+        cmd=(./build/lab_"$f" 2 --check --quick)
+        label="lab_$f 2 --check --quick $p"
+        ;;
+      test:*)
+        name="${tool}_test_${f}_${p}"
+        cmd=(./"$(binary test_gpt2cu "${s#test:}" "$p")" "$LOG/manifest_hd64.tsv")
+        label="${cmd[0]#./} $f $p"
+        ;;
+      *)
+        bin=$(binary train_gpt2cu "$s" "$p")
+        name="${tool}_${f}_${p}"
+        out="build/gpu_suite/$name"
+        rm -rf "$out"
+        # initcheck: one step without accumulation, validation or sampling (it is the slow tool)
+        local run_flags=(-d 256 -x 3 -v 3 -m 1 -s 3 -g 8 -n 3 -o "$out")
+        [ "$tool" = initcheck ] && run_flags=(-x 1 -v 0 -s 0)
+        cmd=(./"$bin" -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 "${run_flags[@]}")
+        ;;
+    esac
+    timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "${cmd[@]}" \
       >"$LOG/sanitize_$name.log" 2>&1
     local rc=$?
     local summary
     summary=$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$LOG/sanitize_$name.log")
     if [ $rc -eq 0 ] && echo "$summary" | grep -q ' 0 \(errors\|hazards\)'; then
-      echo "PASS $tool $f $p: $summary"
+      echo "PASS $tool $label: $summary"
     else
-      echo "FAIL $tool $f $p: exit $rc, ${summary:-no summary}: $(grep -m1 -i 'error\|hazard' "$LOG/sanitize_$name.log" | cut -c1-120)"
+      echo "FAIL $tool $label: exit $rc, ${summary:-no summary}: $(grep -m1 -i 'error\|hazard' "$LOG/sanitize_$name.log" | cut -c1-120)"
     fi
   }
   export -f sanitize_one binary

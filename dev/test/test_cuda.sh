@@ -8,6 +8,9 @@
 # for -h, 1 otherwise).
 # Without a GPU: valid flags must end in one "no CUDA device" line (exit 1, no crash), and the GPU
 # tests are skipped. With a GPU: every test binary runs (fixtures, every tensor, resume).
+# Kernel labs (dev/cuda/README.md): build/lab_attention_{forward,backward}[_fp32] are compiled (one
+# architecture; a warning fails), their flag errors checked; without a GPU each must print one SKIP
+# line and exit 0, with one `--check` must print PASS lines and no FAIL.
 #
 #   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
 set -u
@@ -72,6 +75,44 @@ wait
 sort "$build_out"
 grep -q '^FAIL' "$build_out" && failed=1
 echo "  cuda builds: ${#jobs_list[@]} binaries in $((SECONDS - build_start))s"
+
+# the kernel labs: one make per binary, two at a time, the trainers' rules for failures and warnings
+LABS="attention_forward attention_backward"
+lab_bins=()
+for l in $LABS; do
+  for p in $PRECISIONS; do
+    if [ "$p" = FP32 ]; then lab_bins+=("build/lab_${l}_fp32"); else lab_bins+=("build/lab_${l}"); fi
+  done
+done
+build_lab() { # target
+  local log start=$SECONDS rc
+  log="$log_dir/build_$(basename "$1").log"
+  make -s "$1" >"$log" 2>&1
+  rc=$?
+  local secs=$((SECONDS - start))
+  if [ $rc -ne 0 ]; then
+    echo "FAIL compile $1: make exited $rc (${secs}s): $(grep -m1 -i 'error' "$log" || tail -n1 "$log")"
+  elif grep -qi 'warning' "$log"; then
+    echo "FAIL compile $1: compiler warnings (${secs}s): $(grep -m1 -i 'warning' "$log")"
+  elif [ ! -x "$1" ]; then
+    echo "FAIL compile $1: make succeeded but $1 is missing"
+  else
+    echo "PASS compile $1 (${secs}s)"
+  fi
+}
+lab_build_start=$SECONDS
+lab_build_out="$log_dir/lab_builds.txt"
+: >"$lab_build_out"
+running=0
+for t in "${lab_bins[@]}"; do
+  build_lab "$t" >>"$lab_build_out" &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+sort "$lab_build_out"
+grep -q '^FAIL' "$lab_build_out" && failed=1
+echo "  lab builds: ${#lab_bins[@]} binaries in $((SECONDS - lab_build_start))s"
 
 # ---------------------------------------------------------------------------------------------
 # checks that need no GPU: flags, shapes, checkpoints
@@ -167,6 +208,22 @@ else
   fail "nogpu checkpoint shape flag, resume without -o: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
 fi
 
+# the kernel labs' flags (checked before any CUDA call) and, without a GPU, their SKIP line
+lab_fwd=build/lab_attention_forward
+if [ -x "$lab_fwd" ] && [ -x "${lab_fwd}_fp32" ]; then
+  expect_one_line "$lab_fwd bad seed" 1 "--seed 'abc'" ./"$lab_fwd" --seed abc
+  expect_one_line "$lab_fwd bad version" 1 "version '9'" ./"$lab_fwd" 9
+  expect_one_line "$lab_fwd bad scheme" 1 "--scheme 'nope'" ./"$lab_fwd" --check --scheme nope
+  expect_one_line "$lab_fwd bad flag" 1 "unknown flag '--frob'" ./"$lab_fwd" --frob
+  expect_one_line "${lab_fwd}_fp32 version 2" 1 "BF16-only" ./"${lab_fwd}_fp32" 2
+fi
+if [ $has_gpu -eq 0 ]; then
+  for bin in "${lab_bins[@]}"; do
+    [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }
+    expect_one_line "$bin without a GPU" 0 "SKIP $(basename "$bin"): no CUDA device" ./"$bin" --check
+  done
+fi
+
 # ---------------------------------------------------------------------------------------------
 # GPU tests
 if [ $has_gpu -eq 0 ]; then
@@ -209,5 +266,20 @@ else
   else
     fail "gpu train_gpt2cu -o/-n/-y: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
   fi
+  # the kernel labs: every version x scheme x shape against the CPU twin (FAIL lines shown, PASS lines counted)
+  for bin in "${lab_bins[@]}"; do
+    [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
+    lab_log="$log_dir/$(basename "$bin").log"
+    ./"$bin" --check >"$lab_log" 2>&1
+    rc=$?
+    n_pass=$(grep -c '^PASS ' "$lab_log")
+    n_fail=$(grep -c '^FAIL ' "$lab_log")
+    grep '^FAIL ' "$lab_log" | head -n 20
+    if [ $rc -eq 0 ] && [ "$n_pass" -gt 0 ] && [ "$n_fail" -eq 0 ]; then
+      pass "gpu $bin --check: $n_pass PASS lines (version x scheme x shape), see $lab_log"
+    else
+      fail "gpu $bin --check: exit $rc, $n_pass PASS and $n_fail FAIL lines (see $lab_log: $(grep -m1 '^error' "$lab_log"))"
+    fi
+  done
 fi
 exit $failed

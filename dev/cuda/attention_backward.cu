@@ -1,0 +1,276 @@
+/*
+Kernel lab: causal attention backward of train_gpt2.cu, every scheme, GQA/MQA.
+
+  From datty (B, T, C): dq, dk, dv, each sent where its values came from: columns of dqkv (B, T, W),
+  every column written exactly once; dx (B, T, C) when a role is x itself (attention_backward returns
+  1); dqres (B, T, C) for q_residual's query. Shared roles (kv_shared, qk_shared, qkv_shared) get the
+  sum of their gradients; a kv head the sum over its H / Hkv query heads.
+
+The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's heads; bf16):
+  FLOPs  backward = 2.5 x the forward's 2 * B * H * T^2 * hd = 5 * B * H * T^2 * hd (dV = P^T dO, dP = dO V^T,
+         dK = dS^T Q, dQ = dS K, and S = Q K^T recomputed: 5 matmuls of the forward's 2)
+           T = 1024: 32.2 GFLOP   T = 2048: 128.8 GFLOP   T = 4096: 515.4 GFLOP
+         forward + backward = 3.5 x: 45.1, 180.4, 721.6 GFLOP
+  bytes  backward = the forward's (q, k, v, O, lse) + dO, dq, dk, dv, each once:
+         2 * B * T * hd * 2 * (2 H + 2 Hkv) + 4 * B * H * T
+           T = 1024: 101.1 MB     T = 2048: 202.1 MB      T = 4096: 404.2 MB
+         forward + backward = the sum of both (O and lse are written, then read again): 151.8, 303.6, 607.1 MB
+  Predicted on an H100 (~790 TFLOP/s dense bf16, ~3 TB/s), FLOPs / 790e12 vs bytes / 3e12:
+         backward  T = 1024: 0.0408 vs 0.0337 ms   T = 2048: 0.163 vs 0.067 ms   T = 4096: 0.652 vs 0.135 ms
+         fwd + bwd T = 1024: 0.0571 vs 0.0506 ms   T = 2048: 0.228 vs 0.101 ms   T = 4096: 0.913 vs 0.202 ms
+         compute-bound at every T (backward 319 FLOP/byte at T = 1024, the ridge is 263)
+  (version 1 is held to neither: full T x T matmuls, (B, H, T, T) probabilities and their gradient)
+
+Versions (the trainer's own code, included below; `make labs` builds build/lab_attention_backward):
+  1  unfused, ./build/lab_attention_backward 1: permute dO to (B, H, T, hd); cuBLASLt strided-batched
+     dP = dO v^T and dv = P^T dO over B*Hkv batches (the g query heads of a kv head summed through the
+     inner dimension g*T); softmax_causal_backward_kernel dS = scale P (dP - rowsum(P dP)) in place (a
+     warp per row); cuBLASLt dq = dS k, dk = dS^T q (beta = 1 into a shared role's buffer); unpermute each
+     stored tensor to dqkv / dx / dqres. Needs the forward's perm and (B, H, T, T) att. Any hd;
+     deterministic. FP32 builds: this version only. ms on GPU: not yet run.
+  2  fused flash, ./build/lab_attention_backward 2: flash_attention_delta_kernel delta = rowsum(dO * O)
+     (a warp per (b, t, h), 256 threads); flash_attention_backward_dkdv_kernel<hd>, grid (ceil(T/64),
+     B*Hkv), 128 threads (4 warps x 16 keys), smem K, V, Q, dO tiles 64 x (hd + 8) bf16 + lse, delta
+     (36.5 KiB at hd 64, 68.5 KiB at hd 128), acc_dk, acc_dv fp32 in registers, loops over the g query
+     heads and the query tiles from the diagonal on: a kv head's sum without atomics; then
+     flash_attention_backward_dq_kernel<hd>, grid (ceil(T/64), B*H), smem Q, dO, K, V tiles (36.0 /
+     68.0 KiB), acc_dq in registers, adds to the dK/dV kernel's write where q shares k's storage. P and
+     dS rounded to bf16 as mma A fragments. Registers (ptxas -v, nvcc 13.0, sm_90): dK/dV 168 at hd 64,
+     255 + 8 bytes spilled at hd 128; dQ 128 / 172; delta 32. hd 64 or 128, BF16 builds, rows 16-byte
+     aligned, any T; deterministic (no atomics). ms on GPU: not yet run.
+
+  ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
+
+--check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
+where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
+inputs and datty per trial (seed printed); the version's forward, then, twice, its backward with
+dqkv, dx, dqres and every scratch buffer poisoned with 0xFF (guards around each): each stored
+tensor's slice of dqkv ("dqkv[k=v]") against the CPU twin (dev/cuda/attention_tiled_cpu.h) and, for
+versions >= 2, against version 1; no element of dqkv left unwritten; dx compared when the scheme
+takes a role from x (and the return value 1 checked), else still 0xFF byte for byte (return 0);
+dqres likewise for q_residual; inputs, atty and the forward's buffers unchanged; guards intact; the
+second backward bit-identical to the first. One PASS/FAIL line per (version, scheme, shape); exit 1
+on any FAIL. Tolerances: attention_lab_common.h. Without a GPU: one SKIP line, exit 0.
+--bench: backward alone (after one forward) and forward + backward, ms (median of 25, L2 flushed
+before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/cuda/sdpa_bench.py.
+*/
+#include "attention_lab_common.h"
+
+// what one version's backward produced, as floats (the baseline of later versions when it is version 1)
+typedef struct {
+    std::vector<float> dqkv, dx, dqres;
+    int wrote_dx;
+} BackwardOut;
+
+// compares every stored tensor of the projection (its slice of dqkv), dx and dqres with ref
+static void compare_grads(const char* prefix, int version, const char* against, const AttnShape* s, const LabInputs* in,
+                          const BackwardOut* out, const std::vector<float>& ref_dqkv, const std::vector<float>& ref_dx,
+                          const std::vector<float>& ref_dqres, int expect_dx, int expect_dqres, LabVerdict* v) {
+    const LabShape* sh = &in->sh;
+    const size_t BT = (size_t)sh->B * sh->T;
+    for (int r = 0; r < 3; r++) {
+        const QKVRole role = attn_role(s, r);
+        if (s->owner[r] != r || role.source != QKV_SRC_PROJECTION) { continue; }
+        const std::vector<float> o = lab_columns(out->dqkv.data(), BT, in->W, role.offset, role.channels);
+        const std::vector<float> f = lab_columns(ref_dqkv.data(), BT, in->W, role.offset, role.channels);
+        const std::string name = "dqkv[" + lab_stored_name(s, r) + "]";
+        const LabIndex ix = lab_index_btchd(sh->B, sh->T, role.channels / sh->hd, sh->hd);
+        lab_compare(prefix, version, name.c_str(), against, o.data(), f.data(), o.size(), &ix,
+                    lab_floor_norm(in->datty.f, o.size()), LAB_TOL, v);
+    }
+    const LabIndex ic = lab_index_btchd(sh->B, sh->T, sh->H, sh->hd);
+    if (expect_dx) {
+        lab_compare(prefix, version, "dx", against, out->dx.data(), ref_dx.data(), ref_dx.size(), &ic,
+                    lab_floor_norm(in->datty.f, ref_dx.size()), LAB_TOL, v);
+    }
+    if (expect_dqres) {
+        lab_compare(prefix, version, "dqres", against, out->dqres.data(), ref_dqres.data(), ref_dqres.size(), &ic,
+                    lab_floor_norm(in->datty.f, ref_dqres.size()), LAB_TOL, v);
+    }
+}
+
+// one version on one trial; returns 1 on FAIL. Version 1 fills *v1 (the baseline of later versions).
+static int check_version(const LabArgs* a, const LabVersion* ver, const LabInputs* in, const LabTwinGrads* ref,
+                         BackwardOut* v1, int print) {
+    AttnShape s;
+    if (!lab_version_shape(ver, in, &s)) { return 0; }
+    const LabShape* sh = &in->sh;
+    const size_t BT = (size_t)sh->B * sh->T;
+    char prefix[160];
+    lab_shape_describe(sh, prefix, sizeof(prefix));
+    LabVerdict v;
+    lab_verdict_init(&v);
+    LabAttn at;
+    lab_attn_alloc(&at, &s, 1);
+    LabBuf atty = lab_buf_alloc(BT * in->C * sizeof(floatX), "atty");
+    LabBuf dqkv = lab_buf_alloc(BT * in->W * sizeof(floatX), "dqkv");
+    LabBuf dx = lab_buf_alloc(BT * in->C * sizeof(floatX), "dx");
+    LabBuf dqres = lab_buf_alloc(BT * in->C * sizeof(floatX), "dqres");
+    const floatX* qres = in->has_qres ? lab_in(&in->qres) : NULL;
+    // the forward pass of this version, with its buffers poisoned first
+    lab_attn_poison_forward(&at);
+    lab_buf_poison(&atty);
+    attention_forward((floatX*)atty.ptr, &at.bufs, lab_in(&in->x), lab_in(&in->qkv), qres, &s);
+    cudaCheck(cudaDeviceSynchronize());
+    const std::vector<unsigned char> fwd_before = lab_attn_forward_bytes(&at);
+    const std::vector<unsigned char> atty_before = lab_buf_download(&atty);
+    std::vector<unsigned char> first[3];
+    int wrote_dx[2] = {0, 0};
+    const int runs = lab_runs_per_trial(a);
+    for (int rep = 0; rep < runs; rep++) {
+        lab_attn_poison_backward(&at);
+        lab_buf_poison(&dqkv);
+        lab_buf_poison(&dx);
+        lab_buf_poison(&dqres);
+        wrote_dx[rep] = attention_backward((floatX*)dqkv.ptr, (floatX*)dx.ptr, (floatX*)dqres.ptr, &at.gbufs,
+                                           lab_in(&in->datty), (const floatX*)atty.ptr, &at.bufs, lab_in(&in->x),
+                                           lab_in(&in->qkv), qres, &s);
+        cudaCheck(cudaDeviceSynchronize());
+        const std::vector<unsigned char> h[3] = {lab_buf_download(&dqkv), lab_buf_download(&dx), lab_buf_download(&dqres)};
+        if (rep == 1) { // the second run: the same bytes
+            lab_check_same(first[0], h[0], "dqkv", &v);
+            lab_check_same(first[1], h[1], "dx", &v);
+            lab_check_same(first[2], h[2], "dqres", &v);
+            break;
+        }
+        for (int i = 0; i < 3; i++) { first[i] = h[i]; }
+    }
+    // what must not have changed
+    lab_attn_guards_ok(&at, &v.fail);
+    lab_buf_guards_ok(&atty, &v.fail);
+    lab_buf_guards_ok(&dqkv, &v.fail);
+    lab_buf_guards_ok(&dx, &v.fail);
+    lab_buf_guards_ok(&dqres, &v.fail);
+    lab_inputs_intact(in, &v.fail);
+    if (lab_buf_download(&atty) != atty_before) { v.fail += "; the backward changed atty (an input)"; }
+    if (lab_attn_forward_bytes(&at) != fwd_before) { v.fail += "; the backward changed the forward's buffers (inputs)"; }
+    if (wrote_dx[0] != ref->expect_dx || (runs > 1 && wrote_dx[1] != ref->expect_dx)) {
+        v.fail += "; attention_backward returned " + std::to_string(wrote_dx[0]) + ", expected " +
+                  std::to_string(ref->expect_dx) + (ref->expect_dx ? " (a role is x)" : " (no role is x)");
+    }
+    const size_t unwritten = lab_count_unwritten(first[0], sizeof(floatX));
+    if (unwritten > 0) { v.fail += "; " + std::to_string(unwritten) + " elements of dqkv never written (still 0xFF)"; }
+    const char* untouched_names[2] = {"dx", "dqres"};
+    const int expect[2] = {ref->expect_dx, ref->expect_dqres};
+    for (int i = 0; i < 2; i++) {
+        const std::vector<unsigned char>& h = first[1 + i];
+        if (!expect[i]) {
+            const size_t changed = h.size() - lab_count_poison_bytes(h.data(), h.size());
+            if (changed > 0) {
+                v.fail += std::string("; ") + untouched_names[i] + ": " + std::to_string(changed) +
+                          " bytes written, but the scheme sends no gradient there";
+            }
+        } else {
+            const size_t left = lab_count_unwritten(h, sizeof(floatX));
+            if (left > 0) { v.fail += std::string("; ") + std::to_string(left) + " elements of " + untouched_names[i] + " never written"; }
+        }
+    }
+    BackwardOut out;
+    out.dqkv = lab_x_to_floats(first[0]);
+    out.dx = lab_x_to_floats(first[1]);
+    out.dqres = lab_x_to_floats(first[2]);
+    out.wrote_dx = wrote_dx[0];
+    if (print) {
+        compare_grads(prefix, ver->version, "cpu", &s, in, &out, ref->dqkv, ref->dx, ref->dqres, ref->expect_dx,
+                      ref->expect_dqres, &v);
+        if (ver->version != 1 && v1 != NULL && !v1->dqkv.empty()) {
+            compare_grads(prefix, ver->version, "v1", &s, in, &out, v1->dqkv, v1->dx, v1->dqres, ref->expect_dx,
+                          ref->expect_dqres, &v);
+        }
+    }
+    if (ver->version == 1 && v1 != NULL) { *v1 = out; }
+    lab_buf_free(&dqres);
+    lab_buf_free(&dx);
+    lab_buf_free(&dqkv);
+    lab_buf_free(&atty);
+    lab_attn_free(&at);
+    return print ? lab_verdict_print(a, ver->version, in, &v) : 0;
+}
+
+static int check(const LabArgs* a) {
+    const std::vector<LabShape> shapes = lab_check_shapes(a->scheme, a->quick);
+    printf("check: %zu shapes (%s), tolerance %.0e\n", shapes.size(), a->quick ? "--quick" : "full", LAB_TOL);
+    int failed = 0, ran = 0;
+    for (size_t i = 0; i < shapes.size(); i++) {
+        LabInputs in;
+        lab_inputs_make(&in, &shapes[i], a->seed, 1);
+        // the CPU twin: forward (out, lse), then the backward into zeroed gradients of the sources
+        std::vector<float> out_ref, lse_ref;
+        lab_twin_forward(&in, &out_ref, &lse_ref);
+        LabTwinGrads ref;
+        lab_twin_backward(&in, out_ref, lse_ref, &ref);
+        BackwardOut v1;
+        v1.wrote_dx = 0;
+        for (int kk = 0; kk < lab_num_versions; kk++) {
+            const LabVersion* ver = &lab_versions[kk];
+            const int selected = lab_version_selected(a, ver);
+            if (!lab_version_runs(a, ver)) { continue; }
+            AttnShape s;
+            if (!lab_version_shape(ver, &in, &s)) { continue; }
+            failed |= check_version(a, ver, &in, &ref, &v1, selected);
+            ran += selected;
+        }
+        lab_inputs_free(&in);
+    }
+    if (ran == 0) {
+        printf("FAIL %s: no (version, shape) pair ran (version %d has no kernel for these shapes)\n", a->name, a->version);
+        return 1;
+    }
+    return failed;
+}
+
+static void bench(const LabArgs* a) {
+    LabTimer timer;
+    lab_timer_init(&timer);
+    printf("bench: B=%d H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv (B, T, 3C)), %s, median of %d runs, "
+           "L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD, PRECISION_NAME, LAB_BENCH_REPS,
+           timer.flush_bytes / 2 >> 20);
+    for (int ti = 0; ti < 3; ti++) {
+        const LabShape sh = lab_bench_shape(lab_bench_T[ti]);
+        const double f_fwd = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd), f_bwd = lab_flops_backward(sh.B, sh.T, sh.H, sh.hd);
+        const double b_fwd = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
+        const double b_bwd = lab_bytes_backward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
+        lab_bench_predicted("backward", f_bwd, b_bwd, sh.T);
+        lab_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, sh.T);
+        LabInputs in;
+        lab_inputs_make(&in, &sh, a->seed, 1);
+        const size_t BT = (size_t)sh.B * sh.T;
+        for (int k = 0; k < lab_num_versions; k++) {
+            const LabVersion* ver = &lab_versions[k];
+            AttnShape s;
+            if (!lab_version_selected(a, ver) || !lab_version_shape(ver, &in, &s)) { continue; }
+            LabAttn at;
+            lab_attn_alloc(&at, &s, 1);
+            LabBuf atty = lab_buf_alloc(BT * in.C * sizeof(floatX), "atty");
+            LabBuf dqkv = lab_buf_alloc(BT * in.W * sizeof(floatX), "dqkv");
+            floatX* d_atty = (floatX*)atty.ptr;
+            auto forward = [&]() { attention_forward(d_atty, &at.bufs, lab_in(&in.x), lab_in(&in.qkv), NULL, &s); };
+            auto backward = [&]() {
+                attention_backward((floatX*)dqkv.ptr, NULL, NULL, &at.gbufs, lab_in(&in.datty), d_atty, &at.bufs,
+                                   lab_in(&in.x), lab_in(&in.qkv), NULL, &s);
+            };
+            forward();
+            const double ms_bwd = lab_time_median_ms(&timer, LAB_BENCH_REPS, backward);
+            lab_bench_line(ver->version, "backward", sh.T, ms_bwd, f_bwd, b_bwd);
+            const double ms_both = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() { forward(); backward(); });
+            lab_bench_line(ver->version, "forward+backward", sh.T, ms_both, f_fwd + f_bwd, b_fwd + b_bwd);
+            lab_buf_free(&dqkv);
+            lab_buf_free(&atty);
+            lab_attn_free(&at);
+        }
+        lab_inputs_free(&in);
+    }
+    lab_timer_free(&timer);
+}
+
+int main(int argc, char** argv) {
+    LabArgs a;
+    if (!lab_parse_args(&a, argc, argv, "lab_attention_backward", "causal attention backward of train_gpt2.cu")) { return 0; }
+    if (!lab_device_or_skip(&a)) { return 0; }
+    lab_print_start(&a);
+    int failed = 0;
+    if (a.check) { failed = check(&a); }
+    if (a.bench) { bench(&a); }
+    if (a.check) { printf("%s: %s\n", a.name, failed ? "FAIL (see the FAIL lines)" : "every check passed"); }
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,179 @@
+/*
+Kernel lab: causal attention forward of train_gpt2.cu, every scheme, GQA/MQA.
+
+  atty (B, T, C) = softmax(scale * q k^T, causal) v, per query head h reading kv head h / (H / Hkv);
+  q, k, v read where the scheme keeps them (QKVLayout: columns of qkv (B, T, W), x or q_residual's query).
+
+The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's heads; bf16):
+  FLOPs  = 2 * B * H * T^2 * hd: QK^T and PV, 2 * T^2 * hd each per head, over half of the T x T square
+           T = 1024: 12.9 GFLOP   T = 2048: 51.5 GFLOP   T = 4096: 206.2 GFLOP
+  bytes  = 2 * B * T * hd * (2 H + 2 Hkv) + 4 * B * H * T: q, k, v read once, O written once (bf16),
+           lse written once (fp32)
+           T = 1024: 50.7 MB      T = 2048: 101.4 MB     T = 4096: 202.9 MB
+  Predicted on an H100 (~790 TFLOP/s dense bf16, ~3 TB/s), FLOPs / 790e12 vs bytes / 3e12:
+           T = 1024: 0.0163 ms compute vs 0.0169 ms memory: balanced (254 FLOP/byte, the ridge is 263)
+           T = 2048: 0.0652 ms compute vs 0.0338 ms memory: compute-bound
+           T = 4096: 0.2610 ms compute vs 0.0676 ms memory: compute-bound
+  (version 1 is held to neither: it computes the full T x T scores and writes and reads (B, H, T, T) twice)
+
+Versions (the trainer's own code, included below; `make labs` builds build/lab_attention_forward):
+  1  unfused, ./build/lab_attention_forward 1: permute_heads_kernel q, k, v to (B, H|Hkv, T, hd) (grid-stride,
+     256 threads), cuBLASLt strided-batched S = scale q k^T over B*Hkv batches (full T x T, bf16 out),
+     softmax_causal_forward_kernel in place (a warp per row, 8 rows per 256-thread block), cuBLASLt
+     y = P v, unpermute to (B, T, C). Any hd; memory O(B H T^2); deterministic (cuBLASLt keeps one
+     algorithm per shape, no atomics). FP32 builds: this version only. ms on GPU: not yet run.
+  2  fused flash, ./build/lab_attention_forward 2: flash_attention_forward_kernel<hd>, grid (ceil(T/64),
+     B*H), 128 threads (4 warps x 16 query rows), dynamic smem Q, K, V tiles of 64 x (hd + 8) bf16
+     (27.0 KiB at hd 64, 51.0 KiB at hd 128; V shares K's tile when k == v), S/P, acc_o, row_max,
+     row_sum in registers (fp32; P rounded to bf16 as the PV mma's A fragment), mma.sync m16n8k16 bf16;
+     key tiles only up to the diagonal; writes O and lse (B, H, T). 106 registers at hd 64, 134 at
+     hd 128, no spills (ptxas -v, nvcc 13.0, sm_90). hd 64 or 128, BF16 builds, rows
+     16-byte aligned with strides a multiple of 8 (host-checked), any T (rows >= T zero-filled);
+     deterministic (no atomics). ms on GPU: not yet run.
+
+  ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
+
+--check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
+where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
+inputs per trial (seed printed), atty and every buffer of the path poisoned with 0xFF before each
+run (guards around every buffer too), then atty against the CPU twin (dev/cuda/attention_tiled_cpu.h),
+lse against the twin (version 2), atty of version >= 2 against version 1, no element left unwritten,
+guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
+shape); exit 1 on any FAIL. Tolerances: attention_lab_common.h. Without a GPU: one SKIP line, exit 0.
+--bench: ms (median of 25, L2 flushed before each), TFLOP/s and GB/s from the two numbers above.
+PyTorch's SDPA on the same shapes: python3 dev/cuda/sdpa_bench.py.
+*/
+#include "attention_lab_common.h"
+
+// one version on one trial; returns 1 on FAIL. When v1_atty is not NULL and this is version 1,
+// fills it with this version's atty (the baseline of later versions); for later versions, compares.
+static int check_version(const LabArgs* a, const LabVersion* ver, const LabInputs* in, const std::vector<float>& atty_ref,
+                         const std::vector<float>& lse_ref, std::vector<float>* v1_atty, int print) {
+    AttnShape s;
+    if (!lab_version_shape(ver, in, &s)) { return 0; }
+    const LabShape* sh = &in->sh;
+    const int B = sh->B, T = sh->T, H = sh->H, hd = sh->hd, C = in->C;
+    char prefix[160];
+    lab_shape_describe(sh, prefix, sizeof(prefix));
+    LabAttn at;
+    lab_attn_alloc(&at, &s, 0);
+    LabBuf atty = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "atty");
+    LabVerdict v;
+    lab_verdict_init(&v);
+    std::vector<unsigned char> first_atty, first_lse;
+    const int runs = lab_runs_per_trial(a);
+    for (int rep = 0; rep < runs; rep++) {
+        lab_attn_poison_forward(&at);
+        lab_buf_poison(&atty);
+        attention_forward((floatX*)atty.ptr, &at.bufs, lab_in(&in->x), lab_in(&in->qkv),
+                          in->has_qres ? lab_in(&in->qres) : NULL, &s);
+        cudaCheck(cudaDeviceSynchronize());
+        const std::vector<unsigned char> h_atty = lab_buf_download(&atty);
+        const std::vector<unsigned char> h_lse = lab_buf_download(&at.lse);
+        if (rep == 1) { // the second run: the same bytes
+            lab_check_same(first_atty, h_atty, "atty", &v);
+            lab_check_same(first_lse, h_lse, "lse", &v);
+            break;
+        }
+        first_atty = h_atty;
+        first_lse = h_lse;
+    }
+    lab_attn_guards_ok(&at, &v.fail);
+    lab_buf_guards_ok(&atty, &v.fail);
+    lab_inputs_intact(in, &v.fail);
+    const size_t unwritten = lab_count_unwritten(first_atty, sizeof(floatX));
+    if (unwritten > 0) { v.fail += "; " + std::to_string(unwritten) + " elements of atty never written (still 0xFF)"; }
+    const std::vector<float> out = lab_x_to_floats(first_atty);
+    if (print) {
+        const LabIndex ix = lab_index_btchd(B, T, H, hd);
+        lab_compare(prefix, ver->version, "atty", "cpu", out.data(), atty_ref.data(), out.size(), &ix, 0.0, LAB_TOL, &v);
+        if (s.fused) {
+            const std::vector<float> lse = lab_f32_from_bytes(first_lse);
+            const size_t left = lab_count_unwritten(first_lse, sizeof(float));
+            if (left > 0) { v.fail += "; " + std::to_string(left) + " elements of lse never written (still 0xFF)"; }
+            const LabIndex il = lab_index_bht(B, H, T);
+            lab_compare(prefix, ver->version, "lse", "cpu", lse.data(), lse_ref.data(), lse.size(), &il, 0.0, LAB_TOL_LSE, &v);
+        }
+        if (ver->version != 1 && v1_atty != NULL && !v1_atty->empty()) {
+            lab_compare(prefix, ver->version, "atty", "v1", out.data(), v1_atty->data(), out.size(), &ix, 0.0, LAB_TOL, &v);
+        }
+    }
+    if (ver->version == 1 && v1_atty != NULL) { *v1_atty = out; }
+    lab_buf_free(&atty);
+    lab_attn_free(&at);
+    return print ? lab_verdict_print(a, ver->version, in, &v) : 0;
+}
+
+static int check(const LabArgs* a) {
+    const std::vector<LabShape> shapes = lab_check_shapes(a->scheme, a->quick);
+    printf("check: %zu shapes (%s), tolerance %.0e (lse %.0e)\n", shapes.size(), a->quick ? "--quick" : "full", LAB_TOL,
+           LAB_TOL_LSE);
+    int failed = 0, passed_or_failed = 0;
+    for (size_t i = 0; i < shapes.size(); i++) {
+        LabInputs in;
+        lab_inputs_make(&in, &shapes[i], a->seed, 0);
+        std::vector<float> atty_ref, lse_ref;
+        lab_twin_forward(&in, &atty_ref, &lse_ref); // the CPU twin on the same (rounded) inputs
+        // version 1 first: it is the baseline of the later ones (run silently when not selected)
+        std::vector<float> v1_atty;
+        for (int k = 0; k < lab_num_versions; k++) {
+            const LabVersion* ver = &lab_versions[k];
+            const int selected = lab_version_selected(a, ver);
+            if (!lab_version_runs(a, ver)) { continue; }
+            AttnShape s;
+            if (!lab_version_shape(ver, &in, &s)) { continue; } // no kernel for this head size
+            failed |= check_version(a, ver, &in, atty_ref, lse_ref, &v1_atty, selected);
+            passed_or_failed += selected;
+        }
+        lab_inputs_free(&in);
+    }
+    if (passed_or_failed == 0) {
+        printf("FAIL %s: no (version, shape) pair ran (version %d has no kernel for these shapes)\n", a->name, a->version);
+        return 1;
+    }
+    return failed;
+}
+
+static void bench(const LabArgs* a) {
+    LabTimer timer;
+    lab_timer_init(&timer);
+    printf("bench: B=%d H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv (B, T, 3C)), %s, median of %d runs, "
+           "L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD, PRECISION_NAME, LAB_BENCH_REPS,
+           timer.flush_bytes / 2 >> 20);
+    for (int ti = 0; ti < 3; ti++) {
+        const LabShape sh = lab_bench_shape(lab_bench_T[ti]);
+        const double flops = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd);
+        const double bytes = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
+        lab_bench_predicted("forward", flops, bytes, sh.T);
+        LabInputs in;
+        lab_inputs_make(&in, &sh, a->seed, 0);
+        for (int k = 0; k < lab_num_versions; k++) {
+            const LabVersion* ver = &lab_versions[k];
+            AttnShape s;
+            if (!lab_version_selected(a, ver) || !lab_version_shape(ver, &in, &s)) { continue; }
+            LabAttn at;
+            lab_attn_alloc(&at, &s, 0);
+            LabBuf atty = lab_buf_alloc((size_t)sh.B * sh.T * in.C * sizeof(floatX), "atty");
+            const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
+                attention_forward((floatX*)atty.ptr, &at.bufs, lab_in(&in.x), lab_in(&in.qkv), NULL, &s);
+            });
+            lab_bench_line(ver->version, "forward", sh.T, ms, flops, bytes);
+            lab_buf_free(&atty);
+            lab_attn_free(&at);
+        }
+        lab_inputs_free(&in);
+    }
+    lab_timer_free(&timer);
+}
+
+int main(int argc, char** argv) {
+    LabArgs a;
+    if (!lab_parse_args(&a, argc, argv, "lab_attention_forward", "causal attention forward of train_gpt2.cu")) { return 0; }
+    if (!lab_device_or_skip(&a)) { return 0; }
+    lab_print_start(&a);
+    int failed = 0;
+    if (a.check) { failed = check(&a); }
+    if (a.bench) { bench(&a); }
+    if (a.check) { printf("%s: %s\n", a.name, failed ? "FAIL (see the FAIL lines)" : "every check passed"); }
+    return failed ? 1 : 0;
+}
