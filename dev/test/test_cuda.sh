@@ -282,4 +282,12 @@ else
     fi
   done
 fi
+
+# ---------------------------------------------------------------------------------------------
+# the flash kernels' own source on the CPU (no GPU needed): dev/cuda/flash_emulator.sh extracts the
+# kernels from train_gpt2.cu and runs them lane by lane under an emulation of mma.sync's fragment
+# layouts and of the barriers, against a float64 attention; its self-test plants known bugs in a copy
+# of the kernels, each of which must make it fail (so the emulator's PASS means something);
+# one PASS/FAIL line per case and per planted bug
+bash dev/cuda/flash_emulator.sh --self-test || failed=1
 exit $failed

@@ -1,0 +1,531 @@
+/*
+flash_emulator_shim.h: a small SIMT runtime on the CPU, enough to run the flash attention kernels of
+train_gpt2.cu (their source text, extracted by dev/cuda/flash_emulator.sh) as host C++.
+
+What it provides to the extracted text: the CUDA qualifiers as nothing, floatX = __nv_bfloat16 (the
+host side of cuda_bf16.h, round to nearest even), x2f/f2x, threadIdx/blockIdx/gridDim/blockDim,
+__syncthreads(), __shfl_xor_sync(), warp_sum() (written as in the trainer), the per-CTA dynamic shared
+memory behind `flash_smem`, and emu_mma_16816(): the warp-collective mma.sync.m16n8k16 (bf16 x bf16
++ fp32) that replaces the inline PTX of mma_16816. The mma gathers the 32 lanes' registers and
+rebuilds A (16x16), B (16x8), C (16x8) from the PTX ISA fragment layout as written below (from the
+ISA, not from the kernel's comment), computes D = A B + C and hands every lane its d[4].
+
+Threads are fibers (user-level contexts, one OS thread), not std::threads: an OS-thread barrier costs
+~150 us per warp collective on a 2-core machine (measured), which made the suite take minutes; a fiber
+switch costs tens of nanoseconds. Fibers also make the interleaving a choice rather than luck: the
+scheduler always resumes the runnable thread that comes first in a priority order (ascending thread
+id, descending, or a random permutation per CTA), so one warp runs as far ahead of the others as the
+barriers allow. A missing or misplaced __syncthreads then shows up as a wrong or schedule-dependent
+result (the driver compares the outputs of the schedules bit for bit).
+
+Checked at run time (each ends the launch with a message naming train_gpt2.cu's line):
+  - __syncthreads reached at different lines by threads of one CTA, or while some threads exited;
+  - a warp collective (shfl, mma) whose 32 lanes disagree on the operation or line, that a lane
+    exited before, or with a mask other than 0xFFFFFFFF; deadlock (nobody runnable).
+Not modelled: timing, the memory model (a store is visible to everyone at once), bank conflicts,
+races between two barriers that do not change the result under the three schedules, fp32 rounding
+inside the tensor core (D is summed in double, then rounded to fp32), fast-math exp2f/log2f.
+*/
+#ifndef FLASH_EMULATOR_SHIM_H
+#define FLASH_EMULATOR_SHIM_H
+
+#include <cuda_bf16.h>
+#include <vector_types.h>
+#include <vector_functions.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+#include <random>
+#include <sys/mman.h>
+#include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// CUDA spellings the extracted text uses
+#undef __global__
+#undef __device__
+#undef __forceinline__
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+// __align__(n) stays host_defines.h's __attribute__((aligned(n)))
+
+typedef __nv_bfloat16 floatX;
+#define PRECISION_IS_BF16 1
+static inline float x2f(floatX v) { return __bfloat162float(v); }
+static inline floatX f2x(float v) { return __float2bfloat16(v); } // round to nearest even
+
+struct EmuDim3 { unsigned int x, y, z; };
+// the running fiber's, set at each switch. External linkage (inline variables), so that the compiler
+// must assume the context switch (an opaque call) changes them.
+inline EmuDim3 threadIdx, blockIdx, gridDim, blockDim;
+
+namespace emu {
+
+// ---------------------------------------------------------------------------------------------
+// context switch: save callee-saved registers on the current stack, store sp, load the other one
+#if defined(__x86_64__)
+extern "C" void emu_ctx_switch(void** save_sp, void* load_sp);
+asm(".text\n"
+    ".globl emu_ctx_switch\n"
+    ".type emu_ctx_switch,@function\n"
+    "emu_ctx_switch:\n"
+    "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n    pushq %r13\n    pushq %r14\n    pushq %r15\n"
+    "    subq $8, %rsp\n    stmxcsr (%rsp)\n    fnstcw 4(%rsp)\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    ldmxcsr (%rsp)\n    fldcw 4(%rsp)\n    addq $8, %rsp\n"
+    "    popq %r15\n    popq %r14\n    popq %r13\n    popq %r12\n    popq %rbx\n    popq %rbp\n"
+    "    ret\n"
+    ".size emu_ctx_switch,.-emu_ctx_switch\n");
+#endif
+
+enum State { RUNNABLE, WAIT_WARP, WAIT_BLOCK, DONE };
+enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2 };
+
+struct LaneOp {
+    int kind, line;
+    unsigned mask;
+    int lanemask;
+    float v;
+    uint32_t a[4], b[2];
+    float c[4];
+};
+
+struct Fiber {
+    void* sp = nullptr;
+    unsigned char* stack_lo = nullptr; // usable stack [stack_lo, stack_lo + kStackBytes)
+    int state = DONE;
+    int line = 0; // where it waits
+#if !defined(__x86_64__)
+    ucontext_t uc;
+#endif
+};
+
+static const size_t kStackBytes = 256 * 1024;
+static const int kMaxThreads = 1024;
+
+struct Runtime {
+    std::vector<Fiber> fibers; // kMaxThreads, stacks made on first use
+    void* sched_sp = nullptr;
+#if !defined(__x86_64__)
+    ucontext_t sched_uc;
+#endif
+    int nthreads = 0, cur = -1;
+    const std::function<void()>* body = nullptr;
+    unsigned char* smem = nullptr;
+    // scheduling: rank_of[tid] is its priority (0 first); runnable bitset by rank
+    std::vector<int> tid_of_rank, rank_of;
+    uint64_t ready[kMaxThreads / 64];
+    // barriers
+    int block_arrived = 0, block_line = 0;
+    std::vector<int> warp_arrived;
+    std::vector<LaneOp> ops;     // per thread: its pending warp op
+    std::vector<float> res_v;    // per thread: shfl result
+    std::vector<float> res_d;    // per thread x 4: mma result
+    // errors and context for messages
+    std::string error;
+    const char* kernel_name = "";
+    int done_count = 0;
+    long long collectives = 0, switches = 0;
+};
+inline Runtime rt; // external linkage, for the same reason as threadIdx
+
+static inline void set_ready(int tid) { const int r = rt.rank_of[tid]; rt.ready[r >> 6] |= 1ull << (r & 63); }
+static inline void clear_ready(int tid) { const int r = rt.rank_of[tid]; rt.ready[r >> 6] &= ~(1ull << (r & 63)); }
+
+static void switch_to_scheduler() {
+    Fiber& f = rt.fibers[rt.cur];
+#if defined(__x86_64__)
+    emu_ctx_switch(&f.sp, rt.sched_sp);
+#else
+    swapcontext(&f.uc, &rt.sched_uc);
+#endif
+    // resumed: the scheduler set threadIdx and rt.cur
+}
+
+// ends the launch: the scheduler sees rt.error and abandons every fiber (they hold no resources)
+[[noreturn]] static void fail(const std::string& msg) {
+    if (rt.error.empty()) {
+        char where[160];
+        snprintf(where, sizeof where, "%s block (%u,%u) thread %d: ", rt.kernel_name, blockIdx.x, blockIdx.y, rt.cur);
+        rt.error = std::string(where) + msg;
+    }
+    rt.fibers[rt.cur].state = DONE;
+    clear_ready(rt.cur);
+    switch_to_scheduler();
+    abort(); // never resumed
+}
+
+static std::string line_str(int line) { return "train_gpt2.cu:" + std::to_string(line); }
+
+// ---------------------------------------------------------------------------------------------
+// the m16n8k16 fragment layout, from the PTX ISA (independent of the kernel's comment):
+// groupID = lane >> 2, threadID_in_group = lane % 4; every register holds two bf16, the element
+// with the lower column (A, C) or lower k (B) in the low 16 bits.
+//   A 16x16 (row, col):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..2t+1)  a2 (g, 2t+8..2t+9)  a3 (g+8, 2t+8..2t+9)
+//   B 16x8  (k, n):      b0 (k 2t..2t+1, n g)  b1 (k 2t+8..2t+9, n g)
+//   C/D 16x8 (row, col): c0 (g, 2t)  c1 (g, 2t+1)  c2 (g+8, 2t)  c3 (g+8, 2t+1)
+static inline void frag_a_coord(int lane, int reg, int half, int* row, int* col) {
+    const int g = lane >> 2, t = lane & 3;
+    *row = g + ((reg & 1) ? 8 : 0);
+    *col = 2 * t + half + ((reg & 2) ? 8 : 0);
+}
+static inline void frag_b_coord(int lane, int reg, int half, int* k, int* n) {
+    const int g = lane >> 2, t = lane & 3;
+    *k = 2 * t + half + (reg ? 8 : 0);
+    *n = g;
+}
+static inline void frag_c_coord(int lane, int e, int* row, int* col) {
+    const int g = lane >> 2, t = lane & 3;
+    *row = g + (e >= 2 ? 8 : 0);
+    *col = 2 * t + (e & 1);
+}
+static inline float bf16_bits_to_float(uint32_t bits16) {
+    const uint32_t u = bits16 << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+// the layout maps are bijections onto the matrices (checked once at start-up)
+static bool check_fragment_maps() {
+    int a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
+    for (int lane = 0; lane < 32; lane++) {
+        for (int reg = 0; reg < 4; reg++) {
+            for (int half = 0; half < 2; half++) {
+                int r, cl;
+                frag_a_coord(lane, reg, half, &r, &cl);
+                a[r][cl]++;
+            }
+        }
+        for (int reg = 0; reg < 2; reg++) {
+            for (int half = 0; half < 2; half++) {
+                int k, n;
+                frag_b_coord(lane, reg, half, &k, &n);
+                b[k][n]++;
+            }
+        }
+        for (int e = 0; e < 4; e++) {
+            int r, cl;
+            frag_c_coord(lane, e, &r, &cl);
+            c[r][cl]++;
+        }
+    }
+    for (int i = 0; i < 16; i++) {
+        for (int j = 0; j < 16; j++) { if (a[i][j] != 1) { return false; } }
+        for (int j = 0; j < 8; j++) { if (b[i][j] != 1 || c[i][j] != 1) { return false; } }
+    }
+    return true;
+}
+
+static void mma_compute(int warp0) {
+    float A[16][16], B[16][8], Cm[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const LaneOp& op = rt.ops[warp0 + lane];
+        for (int reg = 0; reg < 4; reg++) {
+            for (int half = 0; half < 2; half++) {
+                int r, cl;
+                frag_a_coord(lane, reg, half, &r, &cl);
+                A[r][cl] = bf16_bits_to_float((op.a[reg] >> (16 * half)) & 0xFFFFu);
+            }
+        }
+        for (int reg = 0; reg < 2; reg++) {
+            for (int half = 0; half < 2; half++) {
+                int k, n;
+                frag_b_coord(lane, reg, half, &k, &n);
+                B[k][n] = bf16_bits_to_float((op.b[reg] >> (16 * half)) & 0xFFFFu);
+            }
+        }
+        for (int e = 0; e < 4; e++) {
+            int r, cl;
+            frag_c_coord(lane, e, &r, &cl);
+            Cm[r][cl] = op.c[e];
+        }
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        for (int e = 0; e < 4; e++) {
+            int r, cl;
+            frag_c_coord(lane, e, &r, &cl);
+            double acc = Cm[r][cl];
+            for (int k = 0; k < 16; k++) { acc += (double)A[r][k] * (double)B[k][cl]; }
+            rt.res_d[(size_t)(warp0 + lane) * 4 + e] = (float)acc;
+        }
+    }
+}
+
+// a lane arrives at a warp collective; the last one checks agreement, computes, releases the warp
+static void warp_collective(const LaneOp& op) {
+    const int tid = rt.cur, warp = tid / 32, warp0 = warp * 32;
+    if (warp0 + 32 > rt.nthreads) { fail("warp collective in a partial warp"); }
+    rt.ops[tid] = op;
+    for (int l = 0; l < 32; l++) {
+        if (rt.fibers[warp0 + l].state == DONE) {
+            fail("warp collective at " + line_str(op.line) + " while lane " + std::to_string(l) + " has exited");
+        }
+    }
+    if (++rt.warp_arrived[warp] < 32) {
+        rt.fibers[tid].state = WAIT_WARP;
+        rt.fibers[tid].line = op.line;
+        clear_ready(tid);
+        switch_to_scheduler();
+        return;
+    }
+    rt.warp_arrived[warp] = 0;
+    rt.collectives++;
+    for (int l = 0; l < 32; l++) {
+        const LaneOp& o = rt.ops[warp0 + l];
+        if (o.kind != op.kind || o.line != op.line || o.mask != op.mask || o.lanemask != op.lanemask) {
+            fail("divergent warp collective: lane " + std::to_string(l) + " at " + line_str(o.line) + " (kind " +
+                 std::to_string(o.kind) + "), last lane at " + line_str(op.line) + " (kind " + std::to_string(op.kind) + ")");
+        }
+    }
+    if (op.kind == OP_SHFL_XOR) {
+        for (int l = 0; l < 32; l++) { rt.res_v[warp0 + l] = rt.ops[warp0 + (l ^ op.lanemask)].v; }
+    } else {
+        mma_compute(warp0);
+    }
+    for (int l = 0; l < 32; l++) {
+        rt.fibers[warp0 + l].state = RUNNABLE;
+        set_ready(warp0 + l);
+    }
+    // yield anyway, so that the priority order decides who runs next
+    switch_to_scheduler();
+}
+
+static float shfl_xor_f32(unsigned mask, float v, int lanemask, int line) {
+    if (mask != 0xFFFFFFFFu) { fail("__shfl_xor_sync with a partial mask at " + line_str(line)); }
+    if (lanemask < 0 || lanemask > 31) { fail("__shfl_xor_sync lane mask out of range at " + line_str(line)); }
+    LaneOp op{};
+    op.kind = OP_SHFL_XOR;
+    op.line = line;
+    op.mask = mask;
+    op.lanemask = lanemask;
+    op.v = v;
+    warp_collective(op);
+    return rt.res_v[rt.cur];
+}
+
+static void syncthreads(int line) {
+    const int tid = rt.cur;
+    if (rt.done_count > 0) { fail("__syncthreads at " + line_str(line) + " after some threads of the CTA exited"); }
+    if (rt.block_arrived > 0 && rt.block_line != line) {
+        fail("__syncthreads at " + line_str(line) + " while others wait at " + line_str(rt.block_line));
+    }
+    rt.block_line = line;
+    if (++rt.block_arrived < rt.nthreads) {
+        rt.fibers[tid].state = WAIT_BLOCK;
+        rt.fibers[tid].line = line;
+        clear_ready(tid);
+        switch_to_scheduler();
+        return;
+    }
+    rt.block_arrived = 0;
+    for (int t = 0; t < rt.nthreads; t++) {
+        if (rt.fibers[t].state == WAIT_BLOCK || t == tid) {
+            rt.fibers[t].state = RUNNABLE;
+            set_ready(t);
+        }
+    }
+    switch_to_scheduler();
+}
+
+static void fiber_main() {
+    (*rt.body)();
+    const int tid = rt.cur;
+    rt.fibers[tid].state = DONE;
+    rt.done_count++;
+    clear_ready(tid);
+    if (rt.block_arrived > 0) {
+        fail("exited while other threads wait at __syncthreads (" + line_str(rt.block_line) + ")");
+    }
+    if (rt.warp_arrived[tid / 32] > 0) { fail("exited while its warp waits at a collective"); }
+    switch_to_scheduler();
+    abort();
+}
+
+#if defined(__x86_64__)
+extern "C" void emu_fiber_entry() { fiber_main(); }
+#endif
+
+static void fiber_reset(Fiber& f) {
+    if (f.stack_lo == nullptr) {
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        unsigned char* m = (unsigned char*)mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE,
+                                                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) { perror("mmap fiber stack"); exit(2); }
+        mprotect(m, page, PROT_NONE); // overflow guard
+        f.stack_lo = m + page;
+    }
+#if defined(__x86_64__)
+    uint64_t* p = (uint64_t*)(f.stack_lo + kStackBytes); // 16-byte aligned
+    *--p = 0;                                              // fake return address of the entry
+    *--p = (uint64_t)(uintptr_t)&emu_fiber_entry;          // ret target
+    for (int i = 0; i < 6; i++) { *--p = 0; }              // rbp rbx r12 r13 r14 r15
+    *--p = (uint64_t)0x1F80u | ((uint64_t)0x037Fu << 32);  // mxcsr, x87 control word
+    f.sp = p;
+#else
+    getcontext(&f.uc);
+    f.uc.uc_stack.ss_sp = f.stack_lo;
+    f.uc.uc_stack.ss_size = kStackBytes;
+    f.uc.uc_link = nullptr;
+    makecontext(&f.uc, (void (*)())fiber_main, 0);
+#endif
+    f.state = RUNNABLE;
+    f.line = 0;
+}
+
+enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
+static const char* schedule_name(int s) { return s == SCHED_ASC ? "asc" : (s == SCHED_DESC ? "desc" : "random"); }
+static std::mt19937 sched_rng(12345);
+
+// runs one CTA to completion; false (rt.error set) on a detected error
+static bool run_cta(int schedule) {
+    const int n = rt.nthreads;
+    rt.tid_of_rank.resize(n);
+    rt.rank_of.resize(n);
+    for (int i = 0; i < n; i++) { rt.tid_of_rank[i] = schedule == SCHED_DESC ? n - 1 - i : i; }
+    if (schedule == SCHED_RANDOM) { std::shuffle(rt.tid_of_rank.begin(), rt.tid_of_rank.end(), sched_rng); }
+    for (int i = 0; i < n; i++) { rt.rank_of[rt.tid_of_rank[i]] = i; }
+    memset(rt.ready, 0, sizeof rt.ready);
+    rt.warp_arrived.assign((n + 31) / 32, 0);
+    rt.block_arrived = 0;
+    rt.done_count = 0;
+    for (int t = 0; t < n; t++) {
+        fiber_reset(rt.fibers[t]);
+        set_ready(t);
+    }
+    for (;;) {
+        int rank = -1;
+        for (int w = 0; w < (n + 63) / 64; w++) {
+            if (rt.ready[w]) { rank = w * 64 + __builtin_ctzll(rt.ready[w]); break; }
+        }
+        if (rank < 0) {
+            if (rt.done_count == n) { return true; }
+            std::string who;
+            for (int t = 0; t < n && who.size() < 300; t++) {
+                if (rt.fibers[t].state == WAIT_WARP || rt.fibers[t].state == WAIT_BLOCK) {
+                    who += " t" + std::to_string(t) + (rt.fibers[t].state == WAIT_WARP ? "@warp:" : "@block:") +
+                           std::to_string(rt.fibers[t].line);
+                }
+            }
+            char where[160];
+            snprintf(where, sizeof where, "%s block (%u,%u): ", rt.kernel_name, blockIdx.x, blockIdx.y);
+            rt.error = std::string(where) + "deadlock, waiting:" + who;
+            return false;
+        }
+        const int tid = rt.tid_of_rank[rank];
+        rt.cur = tid;
+        threadIdx.x = (unsigned)tid;
+        threadIdx.y = threadIdx.z = 0;
+        rt.switches++;
+#if defined(__x86_64__)
+        emu_ctx_switch(&rt.sched_sp, rt.fibers[tid].sp);
+#else
+        swapcontext(&rt.sched_uc, &rt.fibers[tid].uc);
+#endif
+        if (!rt.error.empty()) { return false; }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory with guard pages: the data ends where a PROT_NONE page begins (and a guard page sits
+// before the first data page), so a read or write past the end faults; 16-byte aligned
+struct Guarded {
+    unsigned char* map = nullptr;
+    size_t map_len = 0;
+    unsigned char* data = nullptr;
+    size_t bytes = 0;
+};
+static Guarded guarded_alloc(size_t bytes) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t rounded = (bytes + 15) & ~(size_t)15;
+    const size_t data_pages = (rounded + page - 1) / page + (rounded == 0 ? 1 : 0);
+    Guarded g;
+    g.map_len = (data_pages + 2) * page;
+    g.map = (unsigned char*)mmap(nullptr, g.map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g.map == MAP_FAILED) { perror("mmap"); exit(2); }
+    mprotect(g.map, page, PROT_NONE);
+    mprotect(g.map + (data_pages + 1) * page, page, PROT_NONE);
+    g.data = g.map + (data_pages + 1) * page - rounded;
+    g.bytes = bytes;
+    return g;
+}
+static void guarded_free(Guarded& g) {
+    if (g.map) { munmap(g.map, g.map_len); }
+    g = Guarded();
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernel<<<grid, block, smem>>>: CTAs one after another (x fastest), each as `block` fibers on a
+// shared-memory buffer of exactly `smem` bytes (guard page after it), filled with 0xFF (bf16 and
+// fp32 NaN) before each CTA so that reading what no thread wrote shows up
+static bool launch(const char* name, EmuDim3 grid, int block, size_t smem, int schedule,
+                   const std::function<void()>& body, std::string* error) {
+    if (block <= 0 || block > kMaxThreads || block % 32 != 0) { *error = "bad block size"; return false; }
+    if (rt.fibers.empty()) { rt.fibers.resize(kMaxThreads); }
+    rt.ops.assign(block, LaneOp{});
+    rt.res_v.assign(block, 0.0f);
+    rt.res_d.assign((size_t)block * 4, 0.0f);
+    rt.nthreads = block;
+    rt.body = &body;
+    rt.kernel_name = name;
+    rt.error.clear();
+    Guarded sm = guarded_alloc(smem);
+    rt.smem = smem ? sm.data : nullptr;
+    gridDim = {grid.x, grid.y, 1};
+    blockDim = {(unsigned)block, 1, 1};
+    bool ok = true;
+    for (unsigned by = 0; by < grid.y && ok; by++) {
+        for (unsigned bx = 0; bx < grid.x && ok; bx++) {
+            blockIdx = {bx, by, 0};
+            if (smem) { memset(sm.data, 0xFF, smem); }
+            ok = run_cta(schedule);
+        }
+    }
+    guarded_free(sm);
+    rt.smem = nullptr;
+    if (!ok) { *error = rt.error; }
+    return ok;
+}
+
+} // namespace emu
+
+// ---------------------------------------------------------------------------------------------
+// what the extracted text calls
+#define __syncthreads() emu::syncthreads(__LINE__)
+#define __shfl_xor_sync(mask, v, lanemask) emu::shfl_xor_f32((mask), (v), (lanemask), __LINE__)
+
+// the trainer's warp_sum (train_gpt2.cu, "reductions"), the same butterfly
+static inline float warp_sum(float v) {
+    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
+    return v;
+}
+
+// the dynamic shared memory of the running CTA (replaces `extern __shared__ ... flash_smem[]`)
+static inline unsigned char* emu_flash_smem() { return emu::rt.smem; }
+
+// replaces the body of mma_16816: c (16x8 fp32) += a (16x16 bf16) b (16x8 bf16), warp-collective
+static inline void emu_mma_16816_at(float c[4], const uint32_t a[4], const uint32_t b[2], int line) {
+    emu::LaneOp op{};
+    op.kind = emu::OP_MMA;
+    op.line = line;
+    op.mask = 0xFFFFFFFFu;
+    for (int i = 0; i < 4; i++) { op.a[i] = a[i]; op.c[i] = c[i]; }
+    op.b[0] = b[0];
+    op.b[1] = b[1];
+    emu::warp_collective(op);
+    for (int i = 0; i < 4; i++) { c[i] = emu::rt.res_d[(size_t)emu::rt.cur * 4 + i]; }
+}
+#define emu_mma_16816(c, a, b) emu_mma_16816_at((c), (a), (b), __LINE__)
+
+#endif // FLASH_EMULATOR_SHIM_H
