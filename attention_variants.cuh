@@ -8,15 +8,19 @@ functions that compile with nvcc and with any C++11 compiler:
   - the compile-time choice QKV_SCHEME (one binary per scheme),
   - the model shape (GPT2Config) with the runtime knobs of VARIANTS.md,
   - the constraint check: a forbidden scheme/shape combination gives a message naming both,
-  - the fused attention projection: its width and where q, k, v come from (QKVLayout),
+  - the fused attention projection: its width and where q, k, v come from (QKVLayout), and where
+    the fused attention backward sends their gradients (qkv_fused_grad_plan),
   - the parameter tensors (names, shapes, which are decayed), parameter counts,
-  - the default attention scale, KV-cache bytes per token and FLOPs per token.
+  - the default attention scale, KV-cache bytes per token and FLOPs per token,
+  - the CUDA trainer's training memory: the tensor lists its allocations are carved from
+    (gpt2_training_memory; `build/params memory` prints them).
 
 The specification is ../shared/VARIANTS.md (a copy of the tables is in README.md).
 To add a scheme: add an enum value and a name below, give it a layout in qkv_layout(),
 its constraint in gpt2_config_check() and, if it has parameters of its own, tensors in
 fill_param_sizes(); then teach the reference script (dev/reference/train_gpt2.py) and the
-two trainers how to form q/k/v for the new QKVSource, if it introduces one.
+two trainers how to form q/k/v for the new QKVSource, if it introduces one (train_gpt2.cu:
+attn_role_rows and qkv_fused_grad_plan; dev/cuda/attention_lab_common.h: lab_role_rows_host).
 */
 #ifndef ATTENTION_VARIANTS_CUH
 #define ATTENTION_VARIANTS_CUH
@@ -283,6 +287,30 @@ static inline QKVLayout qkv_layout(const GPT2Config* c) {
             break;
     }
     return L;
+}
+
+// How the fused attention backward routes the role gradients. Its dK/dV kernel writes k's and v's
+// tensors first, then its dQ kernel writes q's. accumulate[r]: role r's write adds to what its
+// destination already holds (q when it shares k's tensor; x's gradient after an earlier identity
+// role), else it overwrites. kv_one_write: k and v are one tensor, which gets dK + dV in one write
+// (accumulate[2] then equals accumulate[1]). wrote_input: some role is x, so dx was written.
+typedef struct {
+    int accumulate[3]; // q, k, v
+    int kv_one_write;
+    int wrote_input;
+} QKVGradPlan;
+
+static inline QKVGradPlan qkv_fused_grad_plan(const QKVLayout* L) {
+    QKVGradPlan p;
+    p.accumulate[0] = p.accumulate[1] = p.accumulate[2] = 0;
+    p.wrote_input = 0;
+    p.kv_one_write = qkv_roles_share(L->v, L->k);
+    if (L->k.source == QKV_SRC_INPUT) { p.accumulate[1] = p.wrote_input; p.wrote_input = 1; }
+    if (p.kv_one_write) { p.accumulate[2] = p.accumulate[1]; }
+    else if (L->v.source == QKV_SRC_INPUT) { p.accumulate[2] = p.wrote_input; p.wrote_input = 1; }
+    if (qkv_roles_share(L->q, L->k) || qkv_roles_share(L->q, L->v)) { p.accumulate[0] = 1; }
+    else if (L->q.source == QKV_SRC_INPUT) { p.accumulate[0] = p.wrote_input; p.wrote_input = 1; }
+    return p;
 }
 
 // Default 1/sqrt(hd); 1/(2 sqrt(hd)) where q is the raw LayerNorm output (q_identity) or

@@ -617,6 +617,7 @@ __device__ __forceinline__ void flash_acc_pv(float (&acc)[kHeadDim / 8][4], cons
 // Forward. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 3 tiles.
 //   out (B, T, H * kHeadDim), lse (B, H, T) natural-log log-sum-exp of each row's scaled scores;
 //   q (B, T, H heads) view, k and v (B, T, Hkv heads) views; scale_log2 = scale * log2(e)
+// dev/cuda/attention_forward.cu v2
 template <int kHeadDim>
 __global__ void __launch_bounds__(FLASH_THREADS)
 flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
@@ -639,7 +640,7 @@ flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, 
     const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group; // query of c[0..1]; c[2..3] is row0 + 8
 
     flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
-    float acc_o[kTilesD][4];
+    float acc_o[kTilesD][4]; // (16, kHeadDim) per warp: this warp's rows of O before the division by row_sum
     #pragma unroll
     for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][0] = acc_o[dj][1] = acc_o[dj][2] = acc_o[dj][3] = 0.0f; }
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // per thread: rows row0, row0 + 8
@@ -651,7 +652,7 @@ flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, 
         __syncthreads(); // the tiles (and on the first pass sQ) are complete
 
         // S = scale * Q K^T in base 2, -inf where key > query (causal) or key >= T
-        float s[kTilesN][4];
+        float s[kTilesN][4]; // (16, kBlockN) per warp: S, then P
         flash_scores<kHeadDim>(s, sQw, sK, group, quad);
         #pragma unroll
         for (int j = 0; j < kTilesN; j++) {
@@ -721,7 +722,10 @@ __global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, c
 // A CTA owns one key tile of one kv head and loops over the g = H / Hkv query heads of its group and
 // over the query tiles from the diagonal on, so a kv head's gradient sums in registers (no atomics).
 // Each warp owns 16 keys and works transposed (keys as rows): S^T = K Q^T.
-//   dk, dv: where the gradients go; when k and v are one tensor (dk.ptr == dv.ptr) dK + dV is written once.
+//   dk, dv: (B, T, Hkv heads) views, where the gradients go; when k and v are one tensor (dk.ptr == dv.ptr)
+//   dK + dV is written once. dout (B, T, H * kHeadDim) contiguous; lse, delta (B, H, T) fp32; q (B, T, H
+//   heads), k and v (B, T, Hkv heads) views.
+// dev/cuda/attention_backward.cu v2
 template <int kHeadDim>
 __global__ void __launch_bounds__(FLASH_THREADS)
 flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const floatX* dout, const float* lse,
@@ -751,7 +755,7 @@ flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const flo
 
     flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
     if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
-    float acc_dk[kTilesD][4], acc_dv[kTilesD][4];
+    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
     #pragma unroll
     for (int dj = 0; dj < kTilesD; dj++) {
         #pragma unroll
@@ -776,7 +780,7 @@ flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const flo
             __syncthreads(); // tiles complete
 
             // P^T = 2^(scale * K Q^T - lse), 0 where query < key (causal) or query >= T
-            float pt[kTilesM][4];
+            float pt[kTilesM][4]; // (16 keys, kBlockM queries) per warp: S^T, then P^T
             flash_scores<kHeadDim>(pt, sKw, sQ, group, quad);
             #pragma unroll
             for (int i = 0; i < kTilesM; i++) {
@@ -791,7 +795,7 @@ flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const flo
             // acc_dv += P^T dO
             flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dv, pt, sdO, group, quad);
             // dP^T = V dO^T, then dS^T = P^T * (dP^T - D)
-            float dst[kTilesM][4];
+            float dst[kTilesM][4]; // (16 keys, kBlockM queries) per warp: dP^T, then dS^T
             flash_scores<kHeadDim>(dst, sVw, sdO, group, quad);
             #pragma unroll
             for (int i = 0; i < kTilesM; i++) {
@@ -827,6 +831,9 @@ flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const flo
 // dQ. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 4 tiles. Recomputes P and
 // dS for its query tile against the key tiles up to the diagonal: dQ = scale * dS K. A second kernel
 // rather than atomics from the dK/dV kernel, so that every gradient is formed in a fixed order.
+//   dq: (B, T, H heads) view (accumulate: add, where q shares k's tensor); dout (B, T, H * kHeadDim);
+//   lse, delta (B, H, T) fp32; q (B, T, H heads), k and v (B, T, Hkv heads) views.
+// dev/cuda/attention_backward.cu v2
 template <int kHeadDim>
 __global__ void __launch_bounds__(FLASH_THREADS)
 flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const float* lse, const float* delta,
@@ -862,7 +869,7 @@ flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const fl
 
     flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
     flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
-    float acc_dq[kTilesD][4];
+    float acc_dq[kTilesD][4]; // (16, kHeadDim) per warp
     #pragma unroll
     for (int dj = 0; dj < kTilesD; dj++) { acc_dq[dj][0] = acc_dq[dj][1] = acc_dq[dj][2] = acc_dq[dj][3] = 0.0f; }
 
@@ -873,7 +880,7 @@ flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const fl
         __syncthreads(); // tiles complete
 
         // P = 2^(scale * Q K^T - lse), 0 where key > query or key >= T
-        float p[kTilesN][4];
+        float p[kTilesN][4]; // (16, kBlockN) per warp: S, then P
         flash_scores<kHeadDim>(p, sQw, sK, group, quad);
         #pragma unroll
         for (int j = 0; j < kTilesN; j++) {
@@ -885,7 +892,7 @@ flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const fl
             }
         }
         // dP = dO V^T, dS = P * (dP - D)
-        float ds[kTilesN][4];
+        float ds[kTilesN][4]; // (16, kBlockN) per warp: dP, then dS
         flash_scores<kHeadDim>(ds, sdOw, sVk, group, quad);
         #pragma unroll
         for (int j = 0; j < kTilesN; j++) {
@@ -1329,7 +1336,11 @@ template <int kHeadDim>
 static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
                                        int H, int Hkv, float scale) {
     const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
-    cudaCheck(cudaFuncSetAttribute(flash_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
     dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
     flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
     launchCheck();
@@ -1341,8 +1352,12 @@ static void flash_attention_backward_hd(AttnGradRows dq, AttnGradRows dk, AttnGr
                                         int B, int T, int H, int Hkv, float scale) {
     const size_t smem_dkdv = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
     const size_t smem_dq = flash_smem_bytes(kHeadDim, 4, 0);
-    cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkdv));
-    cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
+    static bool smem_opted_in = false;
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkdv));
+        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
+        smem_opted_in = true;
+    }
     const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
     flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem_dkdv>>>(
         dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
@@ -1388,6 +1403,10 @@ static void flash_attention_backward(AttnGradRows dq, AttnGradRows dk, AttnGradR
     flash_check_rows(dq.ptr, dq.stride, "dq");
     flash_check_rows(dk.ptr, dk.stride, "dk");
     flash_check_rows(dv.ptr, dv.stride, "dv");
+    flash_check_rows(dout, s->H * s->hd, "dout");
+    flash_check_rows(q.ptr, q.stride, "q");
+    flash_check_rows(k.ptr, k.stride, "k");
+    flash_check_rows(v.ptr, v.stride, "v");
     const int rows = s->B * s->T * s->H;
     flash_attention_delta_kernel<<<(rows + 7) / 8, 256>>>(delta, dout, out, s->B, s->T, s->H, s->hd);
     launchCheck();
@@ -1450,20 +1469,16 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
     const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
     int wrote_dx = 0;
     if (s->fused) {
-        // The dK/dV kernel writes k's and v's tensors first (k = v: dK + dV in one write), then the dQ
-        // kernel writes q's, adding to what is there when k or v shares q's tensor.
+        // destinations and write order: qkv_fused_grad_plan (attention_variants.cuh)
+        const QKVGradPlan plan = qkv_fused_grad_plan(&s->layout);
         AttnGradRows dst[3];
         for (int r = 0; r < 3; r++) {
             const AttnRows rows = attn_role_rows(s, r, dx, dqkv, dqres);
             dst[r].ptr = (floatX*)rows.ptr;
             dst[r].stride = rows.stride;
-            dst[r].accumulate = 0;
+            dst[r].accumulate = plan.accumulate[r];
         }
-        if (s->layout.k.source == QKV_SRC_INPUT) { dst[1].accumulate = wrote_dx; wrote_dx = 1; }
-        if (s->owner[2] == s->owner[1]) { dst[2] = dst[1]; }
-        else if (s->layout.v.source == QKV_SRC_INPUT) { dst[2].accumulate = wrote_dx; wrote_dx = 1; }
-        if (s->owner[1] == 0 || s->owner[2] == 0) { dst[0].accumulate = 1; }
-        else if (s->layout.q.source == QKV_SRC_INPUT) { dst[0].accumulate = wrote_dx; wrote_dx = 1; }
+        wrote_dx = plan.wrote_input;
         flash_attention_backward(dst[0], dst[1], dst[2], gbufs->delta, datty, atty, bufs->lse,
                                  attn_role_rows(s, 0, x, qkv, qres), attn_role_rows(s, 1, x, qkv, qres),
                                  attn_role_rows(s, 2, x, qkv, qres), s);
@@ -1702,12 +1717,14 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     model->T = T;
     model->use_master_weights = PRECISION_IS_BF16 ? use_master_weights : 0;
     model->recompute = recompute;
-    model->attn_fused = attn_fused;
+    // a caller's request for the fused path only stands where a flash kernel exists: the unfused
+    // code must never run on the fused path's buffers
+    model->attn_fused = attn_fused && attention_fused_supported(qkv_head_dim(config));
     model->mean_loss = -1.0f;
     gpt2_layout_params(model);
     const TrainingMemory* mem = &model->memory;
-    gpt2_training_memory(&model->config, B, T, sizeof(floatX), model->use_master_weights, recompute, attn_fused,
-                         &model->memory);
+    gpt2_training_memory(&model->config, B, T, sizeof(floatX), model->use_master_weights, recompute,
+                         model->attn_fused, &model->memory);
     const size_t moment_bytes = mem->optimizer_bytes / 2; // m and v alike
     model->params_memory = (floatX*)device_malloc(mem->param_bytes, "parameters");
     model->grads_memory = (float*)device_malloc(mem->grad_bytes, "parameter gradients");
@@ -2760,6 +2777,12 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     const long long BT = (long long)a->B * a->T;
     if (BT > (1LL << 30)) {
         snprintf(msg, msg_size, "-b %d -t %d: B*T = %lld is too large (expected <= 2^30)", a->B, a->T, BT);
+        return 0;
+    }
+    if (!a->attn_unfused && attention_fused_supported(qkv_head_dim(&a->config)) &&
+        (long long)a->B * a->config.num_heads > 65535) { // flash_check_grid's limit, checked before any CUDA call
+        snprintf(msg, msg_size, "-b %d: B * n_head = %lld exceeds the 65535 blocks of the flash kernels' grid "
+                 "(HINT: lower -b, or use --attention unfused)", a->B, (long long)a->B * a->config.num_heads);
         return 0;
     }
     if (a->total_batch == -1) { a->total_batch = BT; }

@@ -294,6 +294,38 @@ static void test_training_memory() {
     }
 }
 
+// The fused attention backward's gradient routing, written out per scheme by hand (not derived from
+// the layout, so that a change to qkv_fused_grad_plan or qkv_layout that moves a gradient fails here)
+static void test_fused_grad_plan() {
+    struct Row { int scheme; int acc_q, acc_k, acc_v, kv_one_write, wrote_input; };
+    const Row rows[] = {
+        {QKV_STANDARD,   0, 0, 0, 0, 0}, // three disjoint column ranges, each written once
+        {QKV_Q_IDENTITY, 0, 0, 0, 0, 1}, // dq overwrites dx
+        {QKV_K_IDENTITY, 0, 0, 0, 0, 1}, // dk overwrites dx
+        {QKV_V_IDENTITY, 0, 0, 0, 0, 1}, // dv overwrites dx
+        {QKV_KV_SHARED,  0, 0, 0, 1, 0}, // dK + dV in one write
+        {QKV_QK_SHARED,  1, 0, 0, 0, 0}, // dK written, then dQ added
+        {QKV_QKV_SHARED, 1, 0, 0, 1, 0}, // dK + dV written, then dQ added
+        {QKV_Q_RESIDUAL, 0, 0, 0, 0, 0}, // dq overwrites q_residual's own buffer
+    };
+    check(sizeof(rows) / sizeof(rows[0]) == QKV_NUM_SCHEMES, "fused gradient plan: a row for every scheme");
+    for (const Row& r : rows) {
+        for (int Hkv : {4, 2, 1}) {
+            GPT2Config c = tiny(r.scheme, Hkv);
+            char msg[512];
+            if (!gpt2_config_check(&c, msg, sizeof(msg))) { continue; }
+            const QKVLayout L = qkv_layout(&c);
+            const QKVGradPlan p = qkv_fused_grad_plan(&L);
+            char got[128];
+            snprintf(got, sizeof(got), "got accumulate %d %d %d, kv_one_write %d, wrote_input %d", p.accumulate[0],
+                     p.accumulate[1], p.accumulate[2], p.kv_one_write, p.wrote_input);
+            check(p.accumulate[0] == r.acc_q && p.accumulate[1] == r.acc_k && p.accumulate[2] == r.acc_v &&
+                  p.kv_one_write == r.kv_one_write && p.wrote_input == r.wrote_input,
+                  std::string("fused gradient plan ") + qkv_scheme_name(r.scheme) + " n_kv_head=" + std::to_string(Hkv), got);
+        }
+    }
+}
+
 int main() {
     test_layouts();
     test_constraints();
@@ -303,5 +335,6 @@ int main() {
     test_checkpoint_validate();
     test_kv_cache_paper_figures();
     test_training_memory();
+    test_fused_grad_plan();
     return failed == 0 ? 0 : 1;
 }
