@@ -11,6 +11,8 @@
 # Kernel labs (dev/cuda/README.md): build/lab_attention_{forward,backward}[_fp32] are compiled (one
 # architecture; a warning fails), their flag errors checked; without a GPU each must print one SKIP
 # line and exit 0, with one `--check` must print PASS lines and no FAIL.
+# Always, last: dev/cuda/flash_emulator.sh --self-test, the flash kernels' source run on the CPU
+# (emulated warps) against float64 attention, and planted bugs that it must catch.
 #
 #   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
 set -u
