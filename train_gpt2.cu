@@ -1264,6 +1264,10 @@ static int attention_fused_supported(int head_dim) {
     return qkv_fused_attention_available(head_dim, PRECISION_IS_BF16);
 }
 
+// the flash kernels' grids put B * H (forward, dQ) or B * Hkv (dK/dV) in their y dimension
+#define FLASH_MAX_GRID_Y 65535
+static int attention_fused_grid_fits(long long B, long long H) { return B * H <= FLASH_MAX_GRID_Y; }
+
 static void attn_owners(const QKVLayout* L, int owner[3]) {
     owner[0] = 0;
     owner[1] = qkv_roles_share(L->k, L->q) ? 0 : 1;
@@ -1370,9 +1374,9 @@ static void flash_attention_backward_hd(AttnGradRows dq, AttnGradRows dk, AttnGr
 
 // the grids put B * H in their y dimension
 static void flash_check_grid(const AttnShape* s) {
-    if ((long long)s->B * s->H > 65535) {
-        fprintf(stderr, "error: flash attention: B * n_head = %d * %d exceeds the 65535 CUDA blocks of a grid's y "
-                "dimension (HINT: lower -b or use --attention unfused)\n", s->B, s->H);
+    if (!attention_fused_grid_fits(s->B, s->H)) {
+        fprintf(stderr, "error: flash attention: B * n_head = %d * %d exceeds the %d CUDA blocks of a grid's y "
+                "dimension (HINT: lower -b or use --attention unfused)\n", s->B, s->H, FLASH_MAX_GRID_Y);
         exit(EXIT_FAILURE);
     }
 }
@@ -2780,9 +2784,10 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         return 0;
     }
     if (!a->attn_unfused && attention_fused_supported(qkv_head_dim(&a->config)) &&
-        (long long)a->B * a->config.num_heads > 65535) { // flash_check_grid's limit, checked before any CUDA call
-        snprintf(msg, msg_size, "-b %d: B * n_head = %lld exceeds the 65535 blocks of the flash kernels' grid "
-                 "(HINT: lower -b, or use --attention unfused)", a->B, (long long)a->B * a->config.num_heads);
+        !attention_fused_grid_fits(a->B, a->config.num_heads)) { // flash_check_grid's limit, before any CUDA call
+        snprintf(msg, msg_size, "-b %d: B * n_head = %lld exceeds the %d blocks of the flash kernels' grid "
+                 "(HINT: lower -b, or use --attention unfused)", a->B, (long long)a->B * a->config.num_heads,
+                 FLASH_MAX_GRID_Y);
         return 0;
     }
     if (a->total_batch == -1) { a->total_batch = BT; }
@@ -2976,7 +2981,7 @@ static int train_run(TrainArgs* a) {
 
     GPT2 model;
     gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
-               !a->attn_unfused && attention_fused_supported(qkv_head_dim(&a->config)));
+               !a->attn_unfused); // fused where a flash kernel exists: gpt2_build decides
     if (a->from_file) {
         gpt2_load_params(&model, a->model_path, a->file_version);
     } else {
