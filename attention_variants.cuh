@@ -603,11 +603,20 @@ static inline size_t gpt2_param_layout(const GPT2Config* c, size_t sizes[NUM_PAR
     return off;
 }
 
+// The classifier runs over chunks of at most this many rows (B * T positions): its logits (and
+// dlogits) never exist for the whole batch at once; 8192 rows of GPT-2's 50304 padded vocabulary
+// are 0.8 GB in bf16, instead of 6.6 GB for B 64, T 1024, and the chunk's matmuls stay large.
+#define CLASSIFIER_CHUNK_ROWS 8192
+static inline int gpt2_logits_rows(int B, int T) {
+    const long long bt = (long long)B * T;
+    return bt < CLASSIFIER_CHUNK_ROWS ? (int)bt : CLASSIFIER_CHUNK_ROWS;
+}
+
 // Activation tensors (train_gpt2.cu's Activations), in allocation order. Elements are the build's
 // floatX unless marked fp32. "unfused" / "fused": only on that attention path.
 enum {
     ACT_ENCODED = 0,    // (B, T, C)
-    ACT_LN1,            // (L, B, T, C)
+    ACT_LN1,            // (L, B, T, C), one layer's (B, T, C) with recompute 2
     ACT_LN1_MEAN,       // (L, B, T)            fp32
     ACT_LN1_RSTD,       // (L, B, T)            fp32
     ACT_QKV,            // (L, B, T, width)     the fused projection
@@ -627,16 +636,16 @@ enum {
     ACT_ATT_LSE,        // (L, B, H, T)         fused, fp32: log-sum-exp of each query row
     ACT_ATTY,           // (L, B, T, C)
     ACT_RESIDUAL2,      // (L, B, T, C)
-    ACT_LN2,            // (L, B, T, C)
+    ACT_LN2,            // (L, B, T, C), one layer's (B, T, C) with recompute 2
     ACT_LN2_MEAN,       // (L, B, T)            fp32
     ACT_LN2_RSTD,       // (L, B, T)            fp32
     ACT_FCH,            // (L, B, T, M)
-    ACT_FCH_GELU,       // (L, B, T, M), one layer's (B, T, M) with recompute
+    ACT_FCH_GELU,       // (L, B, T, M), one layer's (B, T, M) with recompute 1 or 2
     ACT_RESIDUAL3,      // (L, B, T, C)
     ACT_LNF,            // (B, T, C)
     ACT_LNF_MEAN,       // (B, T)               fp32
     ACT_LNF_RSTD,       // (B, T)               fp32
-    ACT_OUTPUT,         // (B, T, Vp)           logits, then dlogits
+    ACT_OUTPUT,         // (R, Vp)              logits, then dlogits, of R = gpt2_logits_rows rows at a time
     ACT_LOSSES,         // (B, T)               fp32
     ACT_PROJ_OUT,       // (B, T, C)            scratch
     ACT_YPERM,          // (B, H, T, hd)        unfused, scratch
@@ -652,11 +661,11 @@ static const char* const act_tensor_names[NUM_ACT_TENSORS] = {
 
 // the shapes of the enum's comments, for reports
 static const char* const act_tensor_shapes[NUM_ACT_TENSORS] = {
-    "(B, T, C)", "(L, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, width)", "(L, B, T, C)", "(L, B, T)",
+    "(B, T, C)", "(L or 1, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, width)", "(L, B, T, C)", "(L, B, T)",
     "(L, B, T, C/2)", "(L, B, T, C/2)", "(L, B, T, C)", "(L, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, C)",
     "(L, B, H, T, hd)", "(L, B, Hkv, T, hd)", "(L, B, Hkv, T, hd)", "(L, B, H, T, T)", "(L, B, H, T)",
-    "(L, B, T, C)", "(L, B, T, C)", "(L, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, M)",
-    "(L or 1, B, T, M)", "(L, B, T, C)", "(B, T, C)", "(B, T)", "(B, T)", "(B, T, Vp)", "(B, T)", "(B, T, C)",
+    "(L, B, T, C)", "(L, B, T, C)", "(L or 1, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, M)",
+    "(L or 1, B, T, M)", "(L, B, T, C)", "(B, T, C)", "(B, T)", "(B, T)", "(chunk, Vp)", "(B, T)", "(B, T, C)",
     "(B, H, T, hd)",
 };
 
@@ -719,7 +728,7 @@ static inline size_t tensor_list_layout(TensorAlloc* list, int n) {
 
 // The CUDA trainer's training memory for a (checked) config at micro-batch (B, T): x_size is the
 // build's floatX size (2 for BF16, 4 for FP32); master_weights 1 when it keeps fp32 master weights
-// (BF16 builds with -w 1); recompute 1 when fch_gelu is recomputed in the backward pass (-r 1);
+// (BF16 builds with -w 1); recompute (-r): 1 recomputes fch_gelu in the backward pass, 2 also ln1 and ln2;
 // attn_fused 1 on the fused (flash) attention path (see qkv_fused_attention_available).
 // Small device buffers outside these (inputs, targets, encoder buckets, column sums) are not counted.
 static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_t x_size, int master_weights,
@@ -746,7 +755,8 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
         (list)[id].elem = (size); } while (0)
     TensorAlloc* a = m->acts;
     QKV_TENSOR(a, ACT_ENCODED, 1, BT * C, X);
-    QKV_TENSOR(a, ACT_LN1, 1, L * BT * C, X);
+    const size_t ln_layers = recompute >= 2 ? 1 : L, gelu_layers = recompute >= 1 ? 1 : L;
+    QKV_TENSOR(a, ACT_LN1, 1, ln_layers * BT * C, X);
     QKV_TENSOR(a, ACT_LN1_MEAN, 1, L * BT, F);
     QKV_TENSOR(a, ACT_LN1_RSTD, 1, L * BT, F);
     QKV_TENSOR(a, ACT_QKV, 1, L * BT * W, X);
@@ -766,16 +776,16 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     QKV_TENSOR(a, ACT_ATT_LSE, attn_fused, L * BHT, F);
     QKV_TENSOR(a, ACT_ATTY, 1, L * BT * C, X);
     QKV_TENSOR(a, ACT_RESIDUAL2, 1, L * BT * C, X);
-    QKV_TENSOR(a, ACT_LN2, 1, L * BT * C, X);
+    QKV_TENSOR(a, ACT_LN2, 1, ln_layers * BT * C, X);
     QKV_TENSOR(a, ACT_LN2_MEAN, 1, L * BT, F);
     QKV_TENSOR(a, ACT_LN2_RSTD, 1, L * BT, F);
     QKV_TENSOR(a, ACT_FCH, 1, L * BT * M, X);
-    QKV_TENSOR(a, ACT_FCH_GELU, 1, (recompute ? 1 : L) * BT * M, X);
+    QKV_TENSOR(a, ACT_FCH_GELU, 1, gelu_layers * BT * M, X);
     QKV_TENSOR(a, ACT_RESIDUAL3, 1, L * BT * C, X);
     QKV_TENSOR(a, ACT_LNF, 1, BT * C, X);
     QKV_TENSOR(a, ACT_LNF_MEAN, 1, BT, F);
     QKV_TENSOR(a, ACT_LNF_RSTD, 1, BT, F);
-    QKV_TENSOR(a, ACT_OUTPUT, 1, BT * Vp, X);
+    QKV_TENSOR(a, ACT_OUTPUT, 1, (size_t)gpt2_logits_rows(B, T) * Vp, X);
     QKV_TENSOR(a, ACT_LOSSES, 1, BT, F);
     QKV_TENSOR(a, ACT_PROJ_OUT, 1, BT * C, X);
     QKV_TENSOR(a, ACT_YPERM, unfused, BT * C, X);

@@ -86,12 +86,20 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
     const char* what = name + consumed;
     const size_t lC = (size_t)l * BT * C;
     const int qres = c->scheme == QKV_Q_RESIDUAL;
+    if ((strcmp(what, "ln1") == 0 || strcmp(what, "ln2") == 0) && model->recompute >= 2 && l > 0) {
+        *why = "not kept with -r 2 (one layer's buffer; layer 0's, recomputed last, is checked)";
+        return 2;
+    }
+    if (strcmp(what, "fch_gelu") == 0 && model->recompute >= 1) {
+        *why = "not kept with -r 1 or 2 (recomputed in the backward pass)";
+        return 2;
+    }
     if (strcmp(what, "ln1") == 0) { *out = fetch_x(a->ln1 + lC, BT * C); return 1; }
     if (strcmp(what, "qres_f") == 0 && qres) { *out = fetch_x(a->qres_f + lC, BT * C); return 1; }
     if (strcmp(what, "q") == 0 || strcmp(what, "k") == 0 || strcmp(what, "v") == 0) {
         // read where attention reads them: in place, in the projection output, x or the residual query
         const int r = what[0] == 'q' ? 0 : (what[0] == 'k' ? 1 : 2);
-        const AttnShape s = gpt2_attn_shape(model);
+        const AttnShape s = gpt2_attn_shape(model, B, T);
         const floatX* qres_q = qres ? a->qres_q + lC : NULL;
         const AttnRows rows = attn_role_rows(&s, r, a->ln1 + lC, a->qkv + (size_t)l * BT * model->layout.width, qres_q);
         *out = fetch_rows(rows.ptr, BT, (size_t)(r == 0 ? H : Hkv) * hd, (size_t)rows.stride);
@@ -113,7 +121,7 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
     if (strcmp(what, "residual2") == 0) { *out = fetch_x(a->residual2 + lC, BT * C); return 1; }
     if (strcmp(what, "ln2") == 0) { *out = fetch_x(a->ln2 + lC, BT * C); return 1; }
     if (strcmp(what, "fch") == 0) { *out = fetch_x(a->fch + (size_t)l * BT * M, BT * M); return 1; }
-    if (strcmp(what, "fch_gelu") == 0 && !model->recompute) { *out = fetch_x(a->fch_gelu + (size_t)l * BT * M, BT * M); return 1; }
+    if (strcmp(what, "fch_gelu") == 0) { *out = fetch_x(a->fch_gelu + (size_t)l * BT * M, BT * M); return 1; }
     if (strcmp(what, "residual3") == 0) { *out = fetch_x(a->residual3 + lC, BT * C); return 1; }
     return 0;
 }
@@ -144,8 +152,17 @@ static void hard_fail(Verdict* v, const char* fixture, const std::string& why) {
     if (v->why.empty()) { v->why = why; }
 }
 
+// the trainer's options a fixture run uses; the defaults are the trainer's
+typedef struct {
+    int recompute;   // -r
+    int gelu_fusion; // --gelu_fusion
+    int logits_rows; // > 0: the classifier's chunk in the passes with targets (at most the allocated rows)
+} RunOptions;
+static const RunOptions kDefaultRun = {0, 1, 0};
+
 // fused: the flash attention path (where the head size has one), else the unfused path
-static int run_fixture(const char* fixture, const char* model_path, const char* debug_path, int fused) {
+static int run_fixture(const char* fixture, const char* model_path, const char* debug_path, int fused,
+                       const RunOptions* opt = &kDefaultRun) {
     char msg[16384];
     DebugState ds;
     if (!debug_state_load(debug_path, &ds, msg, sizeof(msg))) {
@@ -175,7 +192,8 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
         return 0;
     }
     GPT2 model;
-    gpt2_build(&model, &config, B, T, 1, 0, fused); // gpt2_build keeps fused only where a flash kernel exists
+    g_gelu_fusion = opt->gelu_fusion;
+    gpt2_build(&model, &config, B, T, 1, opt->recompute, fused); // gpt2_build keeps fused only where a flash kernel exists
     gpt2_load_params(&model, model_path, version);
     Verdict v;
     v.worst = 0.0;
@@ -186,9 +204,10 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     gpt2_forward(&model, rin->i, NULL, 0.0f);
     const int V = config.vocab_size, Vp = config.padded_vocab_size;
     std::vector<float> logits = fetch_x(model.acts.output, BT * Vp);
+    if (opt->logits_rows > 0 && opt->logits_rows < model.logits_rows) { model.logits_rows = opt->logits_rows; }
+    gpt2_zero_grad(&model); // first: the forward pass with targets forms the classifier's gradients
     gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)BT);
-    const float loss = model.mean_loss;
-    gpt2_zero_grad(&model);
+    const float loss = gpt2_mean_loss(&model);
     gpt2_backward(&model);
     cudaCheck(cudaDeviceSynchronize());
 
@@ -279,11 +298,13 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
             std::vector<float> losses((size_t)ds.num_steps), norms((size_t)ds.num_steps);
             for (int s = 0; s < ds.num_steps; s++) {
                 if (s > 0) {
-                    gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)BT);
                     gpt2_zero_grad(&model);
+                    gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)BT);
+                    losses[(size_t)s] = gpt2_mean_loss(&model);
                     gpt2_backward(&model);
+                } else {
+                    losses[0] = loss;
                 }
-                losses[(size_t)s] = model.mean_loss;
                 norms[(size_t)s] = gpt2_update(&model, lr, b1, b2, eps, wd, clip, s + 1);
             }
             cudaCheck(cudaDeviceSynchronize());
@@ -605,6 +626,15 @@ int main(int argc, char** argv) {
             passed++;
         } else {
             failed++;
+        }
+        // the scheme's first fixture once more with every non-default path of the trainer: the
+        // classifier in chunks of 37 rows (several chunks, the last one partial), the GELU and its
+        // derivative as separate kernels, and -r 2 (GELU and both LayerNorms recomputed)
+        if (ran == 1) {
+            const RunOptions other = {2, 0, 37};
+            const std::string name = std::string(fields[0]) + "/chunk37_nogelufusion_r2";
+            if (run_fixture(name.c_str(), fields[2], fields[3], both, &other)) { passed++; } else { failed++; }
+            g_gelu_fusion = kDefaultRun.gelu_fusion;
         }
         fflush(stdout);
     }

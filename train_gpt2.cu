@@ -18,6 +18,7 @@ Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu 
 #include <dirent.h>
 #include <errno.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,7 +162,8 @@ static unsigned int grid_for(size_t n, int block) {
 }
 
 // ----------------------------------------------------------------------------
-// reductions (fixed order: every kernel here is deterministic, no atomics)
+// reductions (fixed order: every kernel here is deterministic; the one atomic is a ticket counter
+// that picks which block finishes a reduction, never the order of a sum)
 
 __device__ __forceinline__ float warp_sum(float v) {
     for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
@@ -181,75 +183,183 @@ __device__ float block_sum(float v, float* shared32) {
     float t = lane < nwarps ? shared32[lane] : 0.0f;
     return warp_sum(t);
 }
-__device__ float block_max(float v, float* shared32) {
-    __syncthreads();
-    v = warp_max(v);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (lane == 0) { shared32[warp] = v; }
-    __syncthreads();
-    float t = lane < nwarps ? shared32[lane] : -INFINITY;
-    return warp_max(t);
+
+// ----------------------------------------------------------------------------
+// 16-byte packed loads and stores. A warp moving 2-byte elements one per thread issues 64-byte
+// transactions; moving x128 (8 bf16, or 4 fp32 in FP32 builds) per thread it issues 512-byte ones,
+// which is what it takes to get near the memory bandwidth. Kernels using them need the element
+// count of a row (C, M, Vp) to be a multiple of x128::size and 16-byte aligned rows, which
+// train_args_resolve and the launchers check.
+
+template <class Element>
+struct alignas(16) Packed128 {
+    static constexpr int size = 16 / (int)sizeof(Element);
+    Element v[size];
+    __device__ __forceinline__ Element& operator[](int i) { return v[i]; }
+    __device__ __forceinline__ const Element& operator[](int i) const { return v[i]; }
+};
+typedef Packed128<floatX> x128;
+typedef Packed128<float> f128;
+
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128(const Element* p) {
+    return *reinterpret_cast<const Packed128<Element>*>(p);
+}
+template <class Element>
+__device__ __forceinline__ void store128(Element* p, const Packed128<Element>& value) {
+    *reinterpret_cast<Packed128<Element>*>(p) = value;
+}
+// a value read once by the whole step (logits, the MLP's hidden layer): streamed past the caches
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128cs(const Element* p) {
+    const int4 bits = __ldcs(reinterpret_cast<const int4*>(p));
+    Packed128<Element> out;
+    memcpy(&out, &bits, sizeof(bits));
+    return out;
+}
+// read through L2 only: data written by other blocks of the same launch (L1 is not coherent)
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
+    const int4 bits = __ldcg(reinterpret_cast<const int4*>(p));
+    Packed128<Element> out;
+    memcpy(&out, &bits, sizeof(bits));
+    return out;
 }
 
 // ----------------------------------------------------------------------------
 // kernels: encoder
 
-// out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]
+// out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]; one thread per x128 of channels
 __global__ void encoder_forward_kernel(floatX* out, const int* inp, const floatX* wte, const floatX* wpe,
                                        int B, int T, int C) {
-    const size_t n = (size_t)B * T * C;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const int c = (int)(i % C);
-        const size_t bt = i / C;
-        const int t = (int)(bt % T);
-        const int tok = inp[bt];
-        out[i] = f2x(x2f(wte[(size_t)tok * C + c]) + x2f(wpe[(size_t)t * C + c]));
+    const int packs_per_row = C / x128::size;
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= B * T * packs_per_row) { return; }
+    const int bt = idx / packs_per_row;
+    const int c = (idx % packs_per_row) * x128::size;
+    const int t = bt % T;
+    const x128 e = load128(wte + (size_t)inp[bt] * C + c);
+    const x128 p = load128(wpe + (size_t)t * C + c);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(x2f(e[k]) + x2f(p[k])); }
+    store128(out + (size_t)bt * C + c, o);
+}
+
+// adds x128::size consecutive fp32 sums into dst (16-byte aligned), f128 at a time
+__device__ __forceinline__ void add_into_f32(float* dst, const float* sums) {
+    for (int k = 0; k < x128::size; k += f128::size) {
+        f128 w = load128(dst + k);
+        for (int j = 0; j < f128::size; j++) { w[j] += sums[k + j]; }
+        store128(dst + k, w);
     }
 }
 
-// dwpe[t,c] += sum_b dout[b,t,c]
+// dwpe[t,c] += sum_b dout[b,t,c]; one thread per x128 of channels of a position
 __global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int B, int T, int C) {
-    const size_t n = (size_t)T * C;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        float s = 0.0f;
-        for (int b = 0; b < B; b++) { s += x2f(dout[(size_t)b * n + i]); }
-        dwpe[i] += s;
+    const int packs_per_row = C / x128::size;
+    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= T * packs_per_row) { return; }
+    const int t = idx / packs_per_row;
+    const int c = (idx % packs_per_row) * x128::size;
+    float acc[x128::size] = {};
+    for (int b = 0; b < B; b++) {
+        const x128 d = load128(dout + ((size_t)b * T + t) * C + c);
+        for (int k = 0; k < x128::size; k++) { acc[k] += x2f(d[k]); }
+    }
+    add_into_f32(dwpe + (size_t)t * C + c, acc);
+}
+
+// dwte[tok,:] += sum of dout[p,:] over the positions p holding tok, without atomics and without one
+// thread walking every occurrence of a frequent token. The host (encoder_buckets_build) sorts the
+// positions by token and cuts each token's list into chunks of at most ENCODER_CHUNK positions:
+// chunk u covers pos[chunk_start[u] .. chunk_start[u+1]) of token chunk_tok[u]. A token with one
+// chunk is added into dwte by that chunk (chunk_slot[u] = -1); the chunks of a token with several
+// write their sums to scratch rows chunk_slot[u], which encoder_backward_wte_reduce_kernel adds up
+// in slot order. Either way every row of dwte is written by one thread per x128, in a fixed order.
+#define ENCODER_CHUNK 64
+__global__ void encoder_backward_wte_kernel(float* dwte, float* scratch, const floatX* dout, const int* chunk_tok,
+                                            const int* chunk_start, const int* chunk_slot, const int* pos, int C) {
+    const int u = blockIdx.x;
+    const int c = (blockIdx.y * blockDim.x + threadIdx.x) * x128::size;
+    if (c >= C) { return; }
+    float acc[x128::size] = {};
+    for (int p = chunk_start[u]; p < chunk_start[u + 1]; p++) {
+        const x128 d = load128(dout + (size_t)pos[p] * C + c);
+        for (int k = 0; k < x128::size; k++) { acc[k] += x2f(d[k]); }
+    }
+    const int slot = chunk_slot[u];
+    if (slot < 0) {
+        add_into_f32(dwte + (size_t)chunk_tok[u] * C + c, acc);
+    } else {
+        for (int k = 0; k < x128::size; k += f128::size) {
+            f128 w;
+            for (int j = 0; j < f128::size; j++) { w[j] = acc[k + j]; }
+            store128(scratch + (size_t)slot * C + c + k, w);
+        }
     }
 }
 
-// dwte[tok,c] += sum of dout[p,c] over the positions p holding tok. The host groups positions
-// by token (bucket u: token bucket_tok[u], positions bucket_pos[bucket_start[u] .. bucket_start[u+1]))
-// so that each row of dwte is written by one thread per channel, in a fixed order: no atomics.
-__global__ void encoder_backward_wte_kernel(float* dwte, const floatX* dout, const int* bucket_tok,
-                                            const int* bucket_start, const int* bucket_pos, int C) {
-    const int u = blockIdx.x;
-    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+// the tokens with several chunks: token reduce_tok[r] owns scratch rows [reduce_start[r], reduce_start[r+1])
+__global__ void encoder_backward_wte_reduce_kernel(float* dwte, const float* scratch, const int* reduce_tok,
+                                                   const int* reduce_start, int C) {
+    const int r = blockIdx.x;
+    const int c = (blockIdx.y * blockDim.x + threadIdx.x) * x128::size;
     if (c >= C) { return; }
-    float s = 0.0f;
-    for (int p = bucket_start[u]; p < bucket_start[u + 1]; p++) { s += x2f(dout[(size_t)bucket_pos[p] * C + c]); }
-    dwte[(size_t)bucket_tok[u] * C + c] += s;
+    float acc[x128::size] = {};
+    for (int s = reduce_start[r]; s < reduce_start[r + 1]; s++) {
+        for (int k = 0; k < x128::size; k += f128::size) {
+            const f128 w = load128(scratch + (size_t)s * C + c + k);
+            for (int j = 0; j < f128::size; j++) { acc[k + j] += w[j]; }
+        }
+    }
+    add_into_f32(dwte + (size_t)reduce_tok[r] * C + c, acc);
 }
 
 // ----------------------------------------------------------------------------
 // kernels: LayerNorm (with or without bias) and RMSNorm, one warp per row
 
-__global__ void layernorm_forward_kernel(floatX* out, float* mean, float* rstd, const floatX* inp,
-                                         const floatX* weight, const floatX* bias, int N, int C) {
+// residual = inp1 + inp2 (rounded to floatX, as stored), then out = LayerNorm(residual) * weight
+// (+ bias): the residual connection and the next LayerNorm in one pass over the row. inp2 NULL:
+// out = LayerNorm(inp1), residual is not touched (may be NULL). Either way the statistics are those
+// of the stored (rounded) values, so a recompute from the stored residual is bit-identical.
+__global__ void residual_layernorm_forward_kernel(floatX* residual, floatX* out, float* mean, float* rstd,
+                                                  const floatX* inp1, const floatX* inp2, const floatX* weight,
+                                                  const floatX* bias, int N, int C) {
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int lane = threadIdx.x % 32;
     if (row >= N) { return; }
-    const floatX* x = inp + (size_t)row * C;
+    const size_t base = (size_t)row * C;
+    const floatX* x = (inp2 != NULL ? residual : inp1) + base;
+    const int step = 32 * x128::size;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) { s += x2f(x[c]); }
+    for (int c = lane * x128::size; c < C; c += step) {
+        x128 v;
+        if (inp2 != NULL) {
+            const x128 a = load128(inp1 + base + c), b = load128(inp2 + base + c);
+            for (int k = 0; k < x128::size; k++) { v[k] = f2x(x2f(a[k]) + x2f(b[k])); }
+            store128(residual + base + c, v); // read back below by this same thread
+        } else {
+            v = load128(x + c);
+        }
+        for (int k = 0; k < x128::size; k++) { s += x2f(v[k]); }
+    }
     const float m = warp_sum(s) / C;
-    float v = 0.0f;
-    for (int c = lane; c < C; c += 32) { const float d = x2f(x[c]) - m; v += d * d; }
-    const float r = 1.0f / sqrtf(warp_sum(v) / C + 1e-5f); // biased variance, like GPT-2
-    floatX* o = out + (size_t)row * C;
-    for (int c = lane; c < C; c += 32) {
-        float y = (x2f(x[c]) - m) * r * x2f(weight[c]);
-        if (bias != NULL) { y += x2f(bias[c]); }
-        o[c] = f2x(y);
+    float var = 0.0f;
+    for (int c = lane * x128::size; c < C; c += step) {
+        const x128 v = load128(x + c);
+        for (int k = 0; k < x128::size; k++) { const float d = x2f(v[k]) - m; var += d * d; }
+    }
+    const float r = 1.0f / sqrtf(warp_sum(var) / C + 1e-5f); // biased variance, like GPT-2
+    for (int c = lane * x128::size; c < C; c += step) {
+        const x128 v = load128(x + c), w = load128(weight + c);
+        x128 o;
+        if (bias != NULL) {
+            const x128 b = load128(bias + c);
+            for (int k = 0; k < x128::size; k++) { o[k] = f2x((x2f(v[k]) - m) * r * x2f(w[k]) + x2f(b[k])); }
+        } else {
+            for (int k = 0; k < x128::size; k++) { o[k] = f2x((x2f(v[k]) - m) * r * x2f(w[k])); }
+        }
+        store128(out + base + c, o);
     }
     if (lane == 0) {
         mean[row] = m;
@@ -263,164 +373,258 @@ __global__ void rmsnorm_forward_kernel(floatX* out, float* rstd, const floatX* i
     const int lane = threadIdx.x % 32;
     if (row >= N) { return; }
     const floatX* x = inp + (size_t)row * C;
+    const int step = 32 * x128::size;
     float s = 0.0f;
-    for (int c = lane; c < C; c += 32) { const float xv = x2f(x[c]); s += xv * xv; }
+    for (int c = lane * x128::size; c < C; c += step) {
+        const x128 v = load128(x + c);
+        for (int k = 0; k < x128::size; k++) { const float xv = x2f(v[k]); s += xv * xv; }
+    }
     const float r = 1.0f / sqrtf(warp_sum(s) / C + 1e-5f);
     floatX* o = out + (size_t)row * C;
-    for (int c = lane; c < C; c += 32) { o[c] = f2x(x2f(x[c]) * r * x2f(weight[c])); }
+    for (int c = lane * x128::size; c < C; c += step) {
+        const x128 v = load128(x + c), w = load128(weight + c);
+        x128 y;
+        for (int k = 0; k < x128::size; k++) { y[k] = f2x(x2f(v[k]) * r * x2f(w[k])); }
+        store128(o + c, y);
+    }
     if (lane == 0) { rstd[row] = r; }
 }
 
-// Input gradient of LayerNorm (mean != NULL) or RMSNorm (mean == NULL), one warp per row:
+// Gradient of LayerNorm (mean != NULL) or RMSNorm (mean == NULL), all three parts in one kernel:
 //   n = (x - mean) * rstd (RMSNorm: x * rstd),  dn = dout * w,
-//   LayerNorm: dx = rstd * (dn - mean(dn) - n * mean(dn * n));  RMSNorm: dx = rstd * (dn - n * mean(dn * n)).
-// accumulate: dinp += dx (the residual stream gathers gradients), else dinp = dx.
-__global__ void norm_backward_kernel(floatX* dinp, const floatX* dout, const floatX* inp, const floatX* weight,
-                                     const float* mean, const float* rstd, int N, int C, int accumulate) {
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (row >= N) { return; }
-    const size_t base = (size_t)row * C;
-    const float m = mean != NULL ? mean[row] : 0.0f;
-    const float r = rstd[row];
-    float sum_dn = 0.0f, sum_dn_n = 0.0f;
-    for (int c = lane; c < C; c += 32) {
-        const float n = (x2f(inp[base + c]) - m) * r;
-        const float dn = x2f(dout[base + c]) * x2f(weight[c]);
-        sum_dn += dn;
-        sum_dn_n += dn * n;
-    }
-    const float mean_dn = mean != NULL ? warp_sum(sum_dn) / C : 0.0f;
-    const float mean_dn_n = warp_sum(sum_dn_n) / C;
-    for (int c = lane; c < C; c += 32) {
-        const float n = (x2f(inp[base + c]) - m) * r;
-        const float dn = x2f(dout[base + c]) * x2f(weight[c]);
-        float dx = r * (dn - mean_dn - n * mean_dn_n);
-        if (accumulate) { dx += x2f(dinp[base + c]); }
-        dinp[base + c] = f2x(dx);
-    }
-}
-
-// Column sums over N rows, in two deterministic passes (partial sums of row chunks, then their sum):
-//   plane 0: sum over rows of dout * n  with n the normalized input (when inp != NULL), the norm gain gradient
-//   plane 1: sum over rows of dout                                                  , a bias gradient
-// partial is (num_chunks, 2, C). Block (32, 8): 32 consecutive columns, 8 row lanes.
-#define COLSUM_MAX_CHUNKS 64
-__global__ void column_sums_partial_kernel(float* partial, const floatX* dout, const floatX* inp, const float* mean,
-                                           const float* rstd, int N, int C, int rows_per_chunk) {
-    __shared__ float s_n[8][33];
-    __shared__ float s_b[8][33];
-    const int c = blockIdx.x * 32 + threadIdx.x;
-    const int chunk = blockIdx.y;
-    const int row_end = min(N, (chunk + 1) * rows_per_chunk);
-    float acc_n = 0.0f, acc_b = 0.0f;
-    if (c < C) {
-        for (int row = chunk * rows_per_chunk + threadIdx.y; row < row_end; row += blockDim.y) {
-            const float d = x2f(dout[(size_t)row * C + c]);
-            if (inp != NULL) {
-                const float m = mean != NULL ? mean[row] : 0.0f;
-                acc_n += d * (x2f(inp[(size_t)row * C + c]) - m) * rstd[row];
+//   dx = rstd * (dn - mean(dn) - n * mean(dn * n))  (RMSNorm: without mean(dn)), added to dinp when
+//   accumulate (the residual stream gathers gradients), else written;
+//   dweight += sum over rows of dout * n,  dbias += sum over rows of dout (dbias may be NULL).
+// Warp w of block b takes rows b * nwarps + w + k * gridDim.x * nwarps, holds each row in registers
+// for its two passes and sums its share of dweight/dbias in registers (lane: channels
+// (j * 32 + lane) * x128::size, j < PACKS = ceil(C / (32 * x128::size))). The warps of a block then add
+// their sums into shared memory one warp after the other, the block writes its row to partial
+// (gridDim.x, 2, C), and the last block to take a ticket from *counter adds the partials in block
+// order into dweight/dbias and resets the counter. No atomic touches a sum: a fixed grid gives
+// bit-identical results. counter: 0 before the launch (gpt2_build), 0 after it.
+#define NORM_BACKWARD_MAX_C 2048
+#define NORM_BACKWARD_THREADS 256
+template <int PACKS>
+__global__ void __launch_bounds__(NORM_BACKWARD_THREADS)
+norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial, unsigned int* counter,
+                     const floatX* dout, const floatX* inp, const floatX* weight, const float* mean, const float* rstd,
+                     int N, int C, int accumulate) {
+    __shared__ float s_sums[2 * NORM_BACKWARD_MAX_C]; // dweight's sums, then dbias's
+    __shared__ unsigned int s_last;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nwarps = blockDim.x / 32;
+    float acc_n[PACKS][x128::size] = {}, acc_b[PACKS][x128::size] = {};
+    for (int row = blockIdx.x * nwarps + warp; row < N; row += gridDim.x * nwarps) {
+        const size_t base = (size_t)row * C;
+        const float m = mean != NULL ? mean[row] : 0.0f;
+        const float r = rstd[row];
+        x128 xs[PACKS], ds[PACKS];
+        float sum_dn = 0.0f, sum_dn_n = 0.0f;
+        for (int j = 0; j < PACKS; j++) {
+            const int c = (j * 32 + lane) * x128::size;
+            if (c >= C) { continue; }
+            xs[j] = load128(inp + base + c);
+            ds[j] = load128cs(dout + base + c);
+            const x128 w = load128(weight + c);
+            for (int k = 0; k < x128::size; k++) {
+                const float n = (x2f(xs[j][k]) - m) * r;
+                const float dn = x2f(ds[j][k]) * x2f(w[k]);
+                sum_dn += dn;
+                sum_dn_n += dn * n;
             }
-            acc_b += d;
+        }
+        const float mean_dn = mean != NULL ? warp_sum(sum_dn) / C : 0.0f;
+        const float mean_dn_n = warp_sum(sum_dn_n) / C;
+        for (int j = 0; j < PACKS; j++) {
+            const int c = (j * 32 + lane) * x128::size;
+            if (c >= C) { continue; }
+            const x128 w = load128(weight + c);
+            x128 prev;
+            if (accumulate) { prev = load128(dinp + base + c); }
+            x128 dx;
+            for (int k = 0; k < x128::size; k++) {
+                const float n = (x2f(xs[j][k]) - m) * r;
+                const float d = x2f(ds[j][k]);
+                float v = r * (d * x2f(w[k]) - mean_dn - n * mean_dn_n);
+                if (accumulate) { v += x2f(prev[k]); }
+                dx[k] = f2x(v);
+                acc_n[j][k] += d * n;
+                acc_b[j][k] += d;
+            }
+            store128(dinp + base + c, dx);
         }
     }
-    s_n[threadIdx.y][threadIdx.x] = acc_n;
-    s_b[threadIdx.y][threadIdx.x] = acc_b;
-    __syncthreads();
-    if (threadIdx.y == 0 && c < C) {
-        float tn = 0.0f, tb = 0.0f;
-        for (int y = 0; y < (int)blockDim.y; y++) { tn += s_n[y][threadIdx.x]; tb += s_b[y][threadIdx.x]; }
-        partial[((size_t)chunk * 2 + 0) * C + c] = tn;
-        partial[((size_t)chunk * 2 + 1) * C + c] = tb;
+    // the block's sums: warp 0 writes, warps 1.. add, in warp order
+    for (int w = 0; w < nwarps; w++) {
+        if (warp == w) {
+            for (int j = 0; j < PACKS; j++) {
+                const int c = (j * 32 + lane) * x128::size;
+                if (c >= C) { continue; }
+                for (int k = 0; k < x128::size; k++) {
+                    s_sums[c + k] = (w == 0 ? 0.0f : s_sums[c + k]) + acc_n[j][k];
+                    s_sums[C + c + k] = (w == 0 ? 0.0f : s_sums[C + c + k]) + acc_b[j][k];
+                }
+            }
+        }
+        __syncthreads();
     }
+    float* mine = partial + (size_t)blockIdx.x * 2 * C;
+    for (int i = threadIdx.x * f128::size; i < 2 * C; i += blockDim.x * f128::size) {
+        f128 v;
+        for (int j = 0; j < f128::size; j++) { v[j] = s_sums[i + j]; }
+        store128(mine + i, v);
+    }
+    __threadfence(); // this block's partial is visible to whichever block comes last
+    __syncthreads();
+    if (threadIdx.x == 0) { s_last = atomicAdd(counter, 1u) == gridDim.x - 1; }
+    __syncthreads();
+    if (!s_last) { return; }
+    for (int i = threadIdx.x * f128::size; i < 2 * C; i += blockDim.x * f128::size) {
+        float tot[f128::size] = {};
+        for (int b = 0; b < (int)gridDim.x; b++) {
+            const f128 v = load128cg(partial + (size_t)b * 2 * C + i);
+            for (int j = 0; j < f128::size; j++) { tot[j] += v[j]; }
+        }
+        float* dst = i < C ? dweight + i : (dbias != NULL ? dbias + (i - C) : NULL);
+        if (dst != NULL) {
+            f128 g = load128(dst);
+            for (int j = 0; j < f128::size; j++) { g[j] += tot[j]; }
+            store128(dst, g);
+        }
+    }
+    if (threadIdx.x == 0) { *counter = 0u; }
 }
 
-// dgain[c] += sum_chunks plane 0, dbias[c] += sum_chunks plane 1 (either may be NULL)
-__global__ void column_sums_finalize_kernel(float* dgain, float* dbias, const float* partial, int num_chunks, int C) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) { return; }
-    float tn = 0.0f, tb = 0.0f;
-    for (int k = 0; k < num_chunks; k++) {
-        tn += partial[((size_t)k * 2 + 0) * C + c];
-        tb += partial[((size_t)k * 2 + 1) * C + c];
+// dbias[c] += sum over N rows of dout[:, c] (a bias gradient), in one deterministic kernel. Block
+// (32, BIAS_ROW_LANES): column group blockIdx.x (thread x: x128::size columns), row share blockIdx.y
+// (rows blockIdx.y * lanes + y + k * gridDim.y * lanes). The row lanes add up in shared memory in
+// lane order, the block writes partial[blockIdx.y] (its columns of an (gridDim.y, OC) array), and
+// the last block of the column group (ticket counters[blockIdx.x], 0 before and after) adds the
+// gridDim.y partials in order. OC % x128::size == 0 loads 16 bytes, any other width (a fused
+// projection of an odd head size) element by element.
+#define BIAS_ROW_LANES 8
+__global__ void bias_backward_kernel(float* dbias, float* partial, unsigned int* counters, const floatX* dout,
+                                     int N, int OC) {
+    __shared__ float s_acc[BIAS_ROW_LANES][32 * x128::size];
+    __shared__ unsigned int s_last;
+    const int c0 = (blockIdx.x * 32 + threadIdx.x) * x128::size;
+    const int packed = OC % x128::size == 0;
+    float acc[x128::size] = {};
+    if (c0 < OC) {
+        for (int row = blockIdx.y * BIAS_ROW_LANES + threadIdx.y; row < N; row += gridDim.y * BIAS_ROW_LANES) {
+            const floatX* src = dout + (size_t)row * OC + c0;
+            if (packed) {
+                const x128 d = load128cs(src);
+                for (int k = 0; k < x128::size; k++) { acc[k] += x2f(d[k]); }
+            } else {
+                for (int k = 0; k < x128::size && c0 + k < OC; k++) { acc[k] += x2f(src[k]); }
+            }
+        }
     }
-    if (dgain != NULL) { dgain[c] += tn; }
-    if (dbias != NULL) { dbias[c] += tb; }
+    for (int k = 0; k < x128::size; k++) { s_acc[threadIdx.y][threadIdx.x * x128::size + k] = acc[k]; }
+    __syncthreads();
+    if (threadIdx.y == 0 && c0 < OC) {
+        for (int y = 1; y < BIAS_ROW_LANES; y++) {
+            for (int k = 0; k < x128::size; k++) { acc[k] += s_acc[y][threadIdx.x * x128::size + k]; }
+        }
+        for (int k = 0; k < x128::size && c0 + k < OC; k++) { partial[(size_t)blockIdx.y * OC + c0 + k] = acc[k]; }
+    }
+    __threadfence(); // the partial is visible to whichever block of the group comes last
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) { s_last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1; }
+    __syncthreads();
+    if (!s_last) { return; }
+    if (threadIdx.y == 0 && c0 < OC) {
+        float tot[x128::size] = {};
+        for (int b = 0; b < (int)gridDim.y; b++) {
+            for (int k = 0; k < x128::size && c0 + k < OC; k++) { tot[k] += __ldcg(partial + (size_t)b * OC + c0 + k); }
+        }
+        for (int k = 0; k < x128::size && c0 + k < OC; k++) { dbias[c0 + k] += tot[k]; }
+    }
+    if (threadIdx.x == 0 && threadIdx.y == 0) { counters[blockIdx.x] = 0u; }
 }
 
 // ----------------------------------------------------------------------------
-// kernels: elementwise
+// kernels: elementwise (n a multiple of x128::size, 16-byte aligned; one thread per x128)
 
 #define GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
 
-__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float x = x2f(inp[i]);
-        const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        out[i] = f2x(0.5f * x * (1.0f + tanhf(u)));
-    }
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+__device__ __forceinline__ float gelu_tanh_grad(float x) {
+    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    const float th = tanhf(u);
+    const float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+}
+
+// used where the GELU is not fused into the fc matmul (no cuBLASLt algorithm, --gelu_fusion 0) and
+// by -r 1 to recompute gelu(fch) in the backward pass
+__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, int n) {
+    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i >= n) { return; }
+    const x128 x = load128(inp + i);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(gelu_tanh(x2f(x[k]))); }
+    store128(out + i, o);
 }
 
 // dinp = gelu'(inp) * dout; dinp may be dout
-__global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float x = x2f(inp[i]);
-        const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-        const float th = tanhf(u);
-        const float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        const float grad = 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
-        dinp[i] = f2x(grad * x2f(dout[i]));
-    }
+__global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floatX* dout, int n) {
+    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i >= n) { return; }
+    const x128 x = load128cs(inp + i), d = load128(dout + i);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(gelu_tanh_grad(x2f(x[k])) * x2f(d[k])); }
+    store128(dinp + i, o);
 }
 
-// out (N, OC) += bias (OC): only for a bias the cuBLASLt epilogue is not given (see matmul_forward)
-__global__ void add_bias_kernel(floatX* out, const floatX* bias, size_t N, int OC) {
-    const size_t n = N * (size_t)OC;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+// out (N, OC) += bias (OC): only for a bias the cuBLASLt epilogue is not given (see matmul_forward);
+// OC may be any width (a fused projection of an odd head size), so element by element
+__global__ void add_bias_kernel(floatX* out, const floatX* bias, int N, int OC) {
+    const int n = N * OC;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         out[i] = f2x(x2f(out[i]) + x2f(bias[i % OC]));
     }
 }
 
-// out = a + b (the residual connections; also dx += dq for q_residual's direct path); out may be a or b
-__global__ void add_kernel(floatX* out, const floatX* a, const floatX* b, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        out[i] = f2x(x2f(a[i]) + x2f(b[i]));
-    }
+// out = a + b (q_residual's q = x + f and dx += dq); out may be a or b
+__global__ void add_kernel(floatX* out, const floatX* a, const floatX* b, int n) {
+    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i >= n) { return; }
+    const x128 va = load128(a + i), vb = load128(b + i);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(x2f(va[k]) + x2f(vb[k])); }
+    store128(out + i, o);
 }
 
 // ----------------------------------------------------------------------------
 // kernels: attention data movement and softmax
 
-// dst (B, NH, T, hd) <- the NH*hd columns starting at src_offset of src rows (B, T, src_stride)
+// dst (B, NH, T, hd) <- the NH*hd columns starting at src_offset of src rows (B, T, src_stride).
+// Grid (ceil(T * hd / block), B * NH): a block row per (b, h) plane, 32-bit index arithmetic in it.
 __global__ void permute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
                                      int src_stride, int src_offset) {
-    const size_t n = (size_t)B * NH * T * hd;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const int d = (int)(i % hd);
-        const int t = (int)((i / hd) % T);
-        const int h = (int)((i / ((size_t)hd * T)) % NH);
-        const size_t b = i / ((size_t)hd * T * NH);
-        dst[i] = src[(b * T + t) * (size_t)src_stride + src_offset + (size_t)h * hd + d];
-    }
+    const int bh = blockIdx.y;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x; // t * hd + d
+    if (i >= T * hd) { return; }
+    const int b = bh / NH, h = bh % NH, t = i / hd, d = i % hd;
+    dst[(size_t)bh * T * hd + i] = src[((size_t)b * T + t) * src_stride + src_offset + h * hd + d];
 }
 
 // dst rows (B, T, dst_stride), columns [dst_offset, dst_offset + NH*hd)  <-  src (B, NH, T, hd);
-// accumulate: added to what dst holds, else written
+// accumulate: added to what dst holds, else written. Grid as permute_heads_kernel.
 __global__ void unpermute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
                                        int dst_stride, int dst_offset, int accumulate) {
-    const int width = NH * hd;
-    const size_t n = (size_t)B * T * width;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const int c = (int)(i % width);
-        const size_t bt = i / width;
-        const size_t b = bt / T;
-        const int t = (int)(bt % T);
-        const int h = c / hd, d = c % hd;
-        float v = x2f(src[((b * NH + h) * T + t) * (size_t)hd + d]);
-        const size_t o = bt * (size_t)dst_stride + dst_offset + c;
-        if (accumulate) { v += x2f(dst[o]); }
-        dst[o] = f2x(v);
-    }
+    const int bh = blockIdx.y;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * hd) { return; }
+    const int b = bh / NH, h = bh % NH, t = i / hd, d = i % hd;
+    float v = x2f(src[(size_t)bh * T * hd + i]);
+    const size_t o = ((size_t)b * T + t) * dst_stride + dst_offset + h * hd + d;
+    if (accumulate) { v += x2f(dst[o]); }
+    dst[o] = f2x(v);
 }
 
 // In place over rows of T scores (already scaled): causal softmax. Row r is query position
@@ -919,64 +1123,157 @@ flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const fl
 // ----------------------------------------------------------------------------
 // kernels: classifier, optimizer, norms, init
 
-// One block per row of logits (N rows of Vp; the first V are real). Computes the row's loss
-// -log softmax(logits)[target] and, when write_dlogits, overwrites the row IN PLACE with
-// dlogits = (softmax - onehot(target)) * dloss (padded columns 0). No probability tensor is stored.
+// (max, sum of exp(x - max)) pairs: combining two gives the pair of the union; (-inf, 0) is empty
+__device__ __forceinline__ void softmax_stats_merge(float* m, float* s, float m2, float s2) {
+    const float mm = fmaxf(*m, m2);
+    if (mm == -INFINITY) { return; } // both empty
+    *s = *s * expf(*m - mm) + s2 * expf(m2 - mm);
+    *m = mm;
+}
+
+// One block per row of logits (N rows of Vp, Vp a multiple of x128::size; the first V are real).
+// Reads the row twice: once for its max and sum of exponentials together (online softmax: the sum
+// is rescaled when the max grows), once to overwrite it IN PLACE, when write_dlogits, with
+// dlogits = (softmax - onehot(target)) * dloss (padded columns 0). losses[row] = lse - x[target].
+// No probability tensor is stored. Blocks of at most 1024 threads.
 __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int* targets, int N, int V, int Vp,
                                         float dloss, int write_dlogits) {
-    __shared__ float shared32[32];
+    __shared__ float s_m[32], s_s[32];
     __shared__ float s_target_logit;
     const int row = blockIdx.x;
     if (row >= N) { return; }
     floatX* x = logits + (size_t)row * Vp;
     const int target = targets[row];
-    // every read of the row happens before the first write (the block reductions synchronize)
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
     if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
-    float m = -INFINITY;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) { m = fmaxf(m, x2f(x[v])); }
-    m = block_max(m, shared32);
-    float s = 0.0f;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) { s += expf(x2f(x[v]) - m); }
-    s = block_sum(s, shared32); // synchronizes: s_target_logit is visible below
+    float m = -INFINITY, s = 0.0f;
+    for (int i = threadIdx.x * x128::size; i < V; i += blockDim.x * x128::size) {
+        const x128 v = load128cs(x + i);
+        float pm = -INFINITY;
+        for (int k = 0; k < x128::size; k++) { if (i + k < V) { pm = fmaxf(pm, x2f(v[k])); } }
+        float ps = 0.0f;
+        for (int k = 0; k < x128::size; k++) { if (i + k < V) { ps += expf(x2f(v[k]) - pm); } }
+        softmax_stats_merge(&m, &s, pm, ps);
+    }
+    // the block's pair: butterfly within warps, then warp 0 over the warps' pairs (fixed order)
+    for (int off = 16; off > 0; off >>= 1) {
+        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
+        softmax_stats_merge(&m, &s, m2, s2);
+    }
+    if (lane == 0) { s_m[warp] = m; s_s[warp] = s; }
+    __syncthreads(); // also: every read of the row above happens before the first write below
+    m = lane < nwarps ? s_m[lane] : -INFINITY;
+    s = lane < nwarps ? s_s[lane] : 0.0f;
+    for (int off = 16; off > 0; off >>= 1) {
+        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
+        softmax_stats_merge(&m, &s, m2, s2);
+    }
     const float lse = m + logf(s);
     if (threadIdx.x == 0) { losses[row] = lse - s_target_logit; }
     if (!write_dlogits) { return; }
-    for (int v = threadIdx.x; v < Vp; v += blockDim.x) {
-        float d = 0.0f;
-        if (v < V) { d = (expf(x2f(x[v]) - lse) - (v == target ? 1.0f : 0.0f)) * dloss; }
-        x[v] = f2x(d);
+    for (int i = threadIdx.x * x128::size; i < Vp; i += blockDim.x * x128::size) {
+        const x128 v = load128cs(x + i);
+        x128 d;
+        for (int k = 0; k < x128::size; k++) {
+            const int col = i + k;
+            const float g = col < V ? (expf(x2f(v[k]) - lse) - (col == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+            d[k] = f2x(g);
+        }
+        store128(x + i, d);
+    }
+}
+
+// *accum += sum of losses[0 .. n) in double, by one block in a fixed order: the losses of a whole
+// step stay on the device and reach the host in one copy when the step ends
+__global__ void loss_sum_kernel(double* accum, const float* losses, int n) {
+    __shared__ double s_warp[32];
+    double v = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { v += (double)losses[i]; }
+    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) { s_warp[warp] = v; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (int w = 0; w < nwarps; w++) { t += s_warp[w]; }
+        *accum += t;
     }
 }
 
 // AdamW on n parameters (FORMATS.md): g = grad * grad_scale, m, v moments, bias corrections
 // bc1 = 1 - b1^t, bc2 = 1 - b2^t, p -= lr * (m^ / (sqrt(v^) + eps) + wd * p).
 // With master weights (fp32) p is read from and written to master, then rounded into params.
-__global__ void adamw_kernel(floatX* params, float* master, const float* grads, float* m_mem, float* v_mem, size_t n,
+// grad_scale clips the global norm: min(1, clip / norm) with norm = sqrt(*norm_sq), read here on the
+// device so that the host never waits for the norm inside a step (clip <= 0: no clipping).
+// One thread per x128::size parameters (16-byte loads; the tail of n element by element).
+__device__ __forceinline__ void adamw_one(floatX* params, float* master, const float* grads, float* m_mem,
+                                          float* v_mem, int i, float lr, float beta1, float beta2, float bc1,
+                                          float bc2, float eps, float wd, float grad_scale) {
+    const float g = grads[i] * grad_scale;
+    const float m = beta1 * m_mem[i] + (1.0f - beta1) * g;
+    const float v = beta2 * v_mem[i] + (1.0f - beta2) * g * g;
+    m_mem[i] = m;
+    v_mem[i] = v;
+    float p = master != NULL ? master[i] : x2f(params[i]);
+    p -= lr * ((m / bc1) / (sqrtf(v / bc2) + eps) + wd * p);
+    if (master != NULL) { master[i] = p; }
+    params[i] = f2x(p);
+}
+__global__ void adamw_kernel(floatX* params, float* master, const float* grads, float* m_mem, float* v_mem, int n,
                              float lr, float beta1, float beta2, float bc1, float bc2, float eps, float wd,
-                             float grad_scale) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float g = grads[i] * grad_scale;
-        const float m = beta1 * m_mem[i] + (1.0f - beta1) * g;
-        const float v = beta2 * v_mem[i] + (1.0f - beta2) * g * g;
-        m_mem[i] = m;
-        v_mem[i] = v;
-        const float m_hat = m / bc1;
-        const float v_hat = v / bc2;
-        float p = master != NULL ? master[i] : x2f(params[i]);
-        p -= lr * (m_hat / (sqrtf(v_hat) + eps) + wd * p);
-        if (master != NULL) { master[i] = p; }
-        params[i] = f2x(p);
+                             const float* norm_sq, float grad_clip) {
+    const int i0 = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i0 >= n) { return; }
+    const float norm = sqrtf(*norm_sq);
+    const float grad_scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0f;
+    if (i0 + x128::size > n) { // the tail
+        for (int i = i0; i < n; i++) { adamw_one(params, master, grads, m_mem, v_mem, i, lr, beta1, beta2, bc1, bc2, eps, wd, grad_scale); }
+        return;
     }
+    float p[x128::size];
+    if (master != NULL) {
+        for (int k = 0; k < x128::size; k += f128::size) {
+            const f128 w = load128(master + i0 + k);
+            for (int j = 0; j < f128::size; j++) { p[k + j] = w[j]; }
+        }
+    } else {
+        const x128 w = load128(params + i0);
+        for (int k = 0; k < x128::size; k++) { p[k] = x2f(w[k]); }
+    }
+    x128 out;
+    for (int k = 0; k < x128::size; k += f128::size) {
+        const f128 g = load128cs(grads + i0 + k);
+        f128 m = load128(m_mem + i0 + k), v = load128(v_mem + i0 + k);
+        for (int j = 0; j < f128::size; j++) {
+            const float gs = g[j] * grad_scale;
+            m[j] = beta1 * m[j] + (1.0f - beta1) * gs;
+            v[j] = beta2 * v[j] + (1.0f - beta2) * gs * gs;
+            float& pk = p[k + j];
+            pk -= lr * ((m[j] / bc1) / (sqrtf(v[j] / bc2) + eps) + wd * pk);
+            out[k + j] = f2x(pk);
+        }
+        store128(m_mem + i0 + k, m);
+        store128(v_mem + i0 + k, v);
+        if (master != NULL) {
+            f128 w;
+            for (int j = 0; j < f128::size; j++) { w[j] = p[k + j]; }
+            store128(master + i0 + k, w);
+        }
+    }
+    store128(params + i0, out);
 }
 
-// sum of squares, per block (fixed grid, fixed order); the host-side launcher sums the blocks
+// sum of squares, per block (fixed grid, fixed order; n a multiple of f128::size); the launcher
+// sums the blocks with sum_partials_kernel
 #define NORM_BLOCKS 512
 #define NORM_THREADS 512
 __global__ void sum_squares_partial_kernel(float* partial, const float* x, size_t n) {
     __shared__ float shared32[32];
     float s = 0.0f;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        s += x[i] * x[i];
+    const size_t stride = (size_t)gridDim.x * blockDim.x * f128::size;
+    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * f128::size; i < n; i += stride) {
+        const f128 v = load128cs(x + i);
+        for (int j = 0; j < f128::size; j++) { s += v[j] * v[j]; }
     }
     s = block_sum(s, shared32);
     if (threadIdx.x == 0) { partial[blockIdx.x] = s; }
@@ -1032,10 +1329,13 @@ __global__ void params_to_master_kernel(float* master, const floatX* params, siz
 // ----------------------------------------------------------------------------
 // cuBLASLt: every matmul of the model goes through matmul_lt
 
+// what runs in a matmul's epilogue besides the bias (see matmul_lt)
+typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2 } LtActivation;
+
 static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
 static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
-typedef struct { long long v[17]; } LtKey; // every argument that can change the algorithm choice
+typedef struct { long long v[19]; } LtKey; // every argument that can change the algorithm choice
 typedef struct { int found; cublasLtMatmulAlgo_t algo; } LtChoice; // found 0: cuBLASLt has none (remembered)
 static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 
@@ -1054,10 +1354,12 @@ static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
 // A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
 // parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
 // Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
-// Returns 1. When cuBLASLt has no algorithm: with a bias, returns 0 having done nothing (the caller
-// adds the bias itself); without one, stops with a line naming the shape.
+// Epilogue: + bias (m) when bias != NULL; act LT_GELU: D = gelu(result), aux (laid out like D) = the
+// result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL).
+// Returns 1. When cuBLASLt has no algorithm: with a bias or an activation, returns 0 having done
+// nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
 static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
-                      int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
+                      LtActivation act, const floatX* aux, int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
                       float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
     const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
     cublasLtMatmulDesc_t op;
@@ -1066,8 +1368,15 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     const cublasOperation_t tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
     cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    const cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    if (act == LT_GELU) { epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; }
+    if (act == LT_DGELU) { epilogue = CUBLASLT_EPILOGUE_DGELU; }
     cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (act != LT_PLAIN) { // the GELU input: written by LT_GELU, read by LT_DGELU; laid out like D
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+        const int64_t aux_ld = ldd;
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    }
     if (bias != NULL) {
         cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
         const cudaDataType bias_type = CUBLAS_X_TYPE;
@@ -1104,8 +1413,9 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     // one heuristic query per distinct configuration: the same shape always runs the same algorithm
     LtKey key;
     memset(&key, 0, sizeof(key));
+    const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
-                                bias != NULL, al_a, al_b, al_d};
+                                bias != NULL, al_a, al_b, al_d, (long long)act, al_aux};
     memcpy(key.v, fields, sizeof(fields));
     const LtChoice* choice = NULL;
     for (size_t i = 0; i < g_lt_cache.size(); i++) {
@@ -1135,7 +1445,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     cublasCheck(cublasLtMatrixLayoutDestroy(lb));
     cublasCheck(cublasLtMatrixLayoutDestroy(ld));
     cublasCheck(cublasLtMatmulDescDestroy(op));
-    if (!ok && bias == NULL) {
+    if (!ok && bias == NULL && act == LT_PLAIN) {
         fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
                 "batch=%d D %s (alignments %u/%u/%u bytes) (HINT: an unusual model shape; try n_embd and n_head "
                 "giving a head size that is a multiple of 8)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
@@ -1148,63 +1458,156 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
 // ----------------------------------------------------------------------------
 // layers: forward and backward launchers (row-major shapes in the comments)
 
+static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
+static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
+
+// Scratch of the one-kernel reductions (norm_backward_kernel, bias_backward_kernel): partial sums
+// (REDUCE_MAX_BLOCKS, 2, max columns) and one ticket counter per column group, all 0 between launches.
+// Every launch runs on the one stream, so they share it.
+#define REDUCE_MAX_BLOCKS 512
+static float* g_reduce_partial = NULL;
+static unsigned int* g_reduce_counters = NULL;
+static int g_reduce_max_cols = 0;
+
+static void reduce_scratch_check(int cols, const char* what) {
+    if (cols > g_reduce_max_cols) {
+        fprintf(stderr, "error: internal: %s over %d columns, the reduction scratch holds %d\n", what, cols, g_reduce_max_cols);
+        exit(EXIT_FAILURE);
+    }
+}
+
+// a flat elementwise launch: one thread per x128, n a multiple of x128::size, below 2^31
+static unsigned int grid_for_packs(size_t n, int block, const char* what) {
+    if (n % x128::size != 0 || n > (size_t)INT_MAX) {
+        fprintf(stderr, "error: internal: %s over %zu elements (expected a multiple of %d below 2^31)\n", what, n, x128::size);
+        exit(EXIT_FAILURE);
+    }
+    const size_t packs = n / x128::size;
+    return (unsigned int)((packs + block - 1) / block);
+}
+
 // out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue.
 // cuBLASLt documents no alignment for the bias vector; a layer's slice of a stacked bias is
 // 16-byte aligned whenever OC is a multiple of 8 (every GPT-2 shape), else it is added separately.
 static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
     int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
-    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
         fuse = 0; // no algorithm with the bias epilogue for this shape: plain matmul, bias added below
-        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
     }
     if (bias != NULL && !fuse) {
-        add_bias_kernel<<<grid_for((size_t)N * OC, 256), 256>>>(out, bias, (size_t)N, OC);
+        const int n = N * OC;
+        add_bias_kernel<<<(n + 255) / 256, 256>>>(out, bias, N, OC);
         launchCheck();
     }
 }
 
-static float* g_colsum_partial = NULL; // (COLSUM_MAX_CHUNKS, 2, max columns), set up with the model
-static int g_colsum_max_cols = 0;
+static void gelu_forward(floatX* out, const floatX* inp, size_t n) {
+    gelu_forward_kernel<<<grid_for_packs(n, 256, "gelu_forward"), 256>>>(out, inp, (int)n);
+    launchCheck();
+}
 
-// the gradients of a norm's gain and bias, or of a bias alone (inp == NULL): column sums over N rows
-static void column_sums(float* dgain, float* dbias, const floatX* dout, const floatX* inp, const float* mean,
-                        const float* rstd, int N, int C) {
-    if (dgain == NULL && dbias == NULL) { return; }
-    if (C > g_colsum_max_cols) {
-        fprintf(stderr, "error: internal: column sum over %d columns, scratch holds %d\n", C, g_colsum_max_cols);
-        exit(EXIT_FAILURE);
+static void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
+    gelu_backward_kernel<<<grid_for_packs(n, 256, "gelu_backward"), 256>>>(dinp, inp, dout, (int)n);
+    launchCheck();
+}
+
+// The fc layer and its GELU: pre (N, OC) = inp (N, C) @ weight^T + bias, out = gelu(pre), both kept
+// (pre for the GELU's derivative in the backward pass). Fused: one cuBLASLt call whose epilogue adds
+// the bias, writes pre as its aux output and out = gelu(pre), so (N, OC) is not read back and
+// written again by a separate kernel. Else (--gelu_fusion 0, an unaligned bias, no algorithm with
+// that epilogue) the matmul, then gelu_forward_kernel.
+static void matmul_forward_gelu(floatX* out, floatX* pre, const floatX* inp, const floatX* weight, const floatX* bias,
+                                int N, int C, int OC) {
+    const int bias_aligned = bias == NULL || ((uintptr_t)bias % 16) == 0;
+    if (g_gelu_fusion && bias_aligned &&
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, bias, LT_GELU, pre, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        return;
     }
-    int chunks = N < COLSUM_MAX_CHUNKS ? N : COLSUM_MAX_CHUNKS;
-    const int rows_per_chunk = (N + chunks - 1) / chunks;
-    chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
-    dim3 grid((C + 31) / 32, chunks), block(32, 8);
-    column_sums_partial_kernel<<<grid, block>>>(g_colsum_partial, dout, inp, mean, rstd, N, C, rows_per_chunk);
+    matmul_forward(pre, inp, weight, bias, N, C, OC);
+    gelu_forward(out, pre, (size_t)N * OC);
+}
+
+// dbias (OC) += column sums of dout (N, OC)
+static void bias_backward(float* dbias, const floatX* dout, int N, int OC) {
+    reduce_scratch_check(OC, "bias_backward");
+    const int col_groups = (OC + 32 * x128::size - 1) / (32 * x128::size);
+    int row_shares = g_reduce_blocks / col_groups;
+    const int max_shares = (N + BIAS_ROW_LANES - 1) / BIAS_ROW_LANES;
+    if (row_shares > max_shares) { row_shares = max_shares; }
+    if (row_shares > REDUCE_MAX_BLOCKS) { row_shares = REDUCE_MAX_BLOCKS; }
+    if (row_shares < 1) { row_shares = 1; }
+    bias_backward_kernel<<<dim3(col_groups, row_shares), dim3(32, BIAS_ROW_LANES)>>>(dbias, g_reduce_partial,
+                                                                                   g_reduce_counters, dout, N, OC);
     launchCheck();
-    column_sums_finalize_kernel<<<(C + 255) / 256, 256>>>(dgain, dbias, g_colsum_partial, chunks, C);
-    launchCheck();
+}
+
+// the parameter side of a linear layer's backward: dweight (OC, C) += dout^T @ inp (fp32), dbias += column sums of dout
+static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
+    matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, LT_PLAIN, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
+    if (dbias != NULL) { bias_backward(dbias, dout, N, OC); }
 }
 
 // dinp (N, C) = dout (N, OC) @ weight (OC, C), added to dinp's contents when dinp_beta = 1;
 // dweight (OC, C) += dout^T @ inp (fp32); dbias (OC) += column sums of dout (when not NULL)
 static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
                             const floatX* weight, int N, int C, int OC, float dinp_beta) {
-    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, dinp_beta, 1, 0, 0, 0);
-    matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
-    if (dbias != NULL) { column_sums(NULL, dbias, dout, NULL, NULL, NULL, N, OC); }
+    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, dinp_beta, 1, 0, 0, 0);
+    matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
+}
+
+// The backward of out = inp @ weight^T + bias with inp = gelu(pre) (the MLP's projection), down to pre:
+// dpre (N, C) = (dout (N, OC) @ weight (OC, C)) * gelu'(pre), the derivative in cuBLASLt's epilogue
+// (DGELU) when fused, else a separate gelu_backward_kernel; dweight += dout^T @ inp; dbias += colsums.
+static void matmul_backward_gelu(floatX* dpre, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                                 const floatX* weight, const floatX* pre, int N, int C, int OC) {
+    if (!g_gelu_fusion ||
+        !matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_DGELU, pre, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0);
+        gelu_backward(dpre, pre, dpre, (size_t)N * C);
+    }
+    matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
+}
+
+// residual (N, C) = inp1 + inp2, out = LayerNorm(residual); inp2 NULL: out = LayerNorm(inp1)
+static void residual_layernorm_forward(floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
+                                       const floatX* inp2, const floatX* weight, const floatX* bias, int N, int C) {
+    residual_layernorm_forward_kernel<<<(N + 7) / 8, 256>>>(residual, out, mean, rstd, inp1, inp2, weight, bias, N, C);
+    launchCheck();
 }
 
 static void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
                               const floatX* bias, int N, int C) {
-    layernorm_forward_kernel<<<(N + 7) / 8, 256>>>(out, mean, rstd, inp, weight, bias, N, C);
+    residual_layernorm_forward(NULL, out, mean, rstd, inp, NULL, weight, bias, N, C);
+}
+
+// dinp (+)= the norm's input gradient; dweight, dbias += (dbias may be NULL: no bias; mean NULL: RMSNorm)
+#define NORM_BACKWARD_MAX_PACKS 8
+static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                          const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
+    reduce_scratch_check(2 * C, "norm_backward");
+    const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
+    const int warps = NORM_BACKWARD_THREADS / 32;
+    int grid = (N + warps - 1) / warps;
+    if (grid > g_reduce_blocks) { grid = g_reduce_blocks; }
+    if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; }
+#define NORM_BACKWARD_CASE(P) case P: norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, \
+        g_reduce_partial, g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); break;
+    switch (packs) {
+        NORM_BACKWARD_CASE(1) NORM_BACKWARD_CASE(2) NORM_BACKWARD_CASE(3) NORM_BACKWARD_CASE(4)
+        NORM_BACKWARD_CASE(5) NORM_BACKWARD_CASE(6) NORM_BACKWARD_CASE(7) NORM_BACKWARD_CASE(8)
+        default:
+            fprintf(stderr, "error: internal: norm backward over %d channels (at most %d)\n", C,
+                    NORM_BACKWARD_MAX_PACKS * 32 * x128::size);
+            exit(EXIT_FAILURE);
+    }
+#undef NORM_BACKWARD_CASE
     launchCheck();
 }
 
-// dinp (+)= LayerNorm input gradient; dweight, dbias += (dbias may be NULL: no bias)
 static void layernorm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
                                const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
-    norm_backward_kernel<<<(N + 7) / 8, 256>>>(dinp, dout, inp, weight, mean, rstd, N, C, accumulate);
-    launchCheck();
-    column_sums(dweight, dbias, dout, inp, mean, rstd, N, C);
+    norm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate);
 }
 
 static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
@@ -1214,23 +1617,11 @@ static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const f
 
 static void rmsnorm_backward(floatX* dinp, float* dweight, const floatX* dout, const floatX* inp, const floatX* weight,
                              const float* rstd, int N, int C, int accumulate) {
-    norm_backward_kernel<<<(N + 7) / 8, 256>>>(dinp, dout, inp, weight, NULL, rstd, N, C, accumulate);
-    launchCheck();
-    column_sums(dweight, NULL, dout, inp, NULL, rstd, N, C);
-}
-
-static void gelu_forward(floatX* out, const floatX* inp, size_t n) {
-    gelu_forward_kernel<<<grid_for(n, 256), 256>>>(out, inp, n);
-    launchCheck();
-}
-
-static void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
-    gelu_backward_kernel<<<grid_for(n, 256), 256>>>(dinp, inp, dout, n);
-    launchCheck();
+    norm_backward(dinp, dweight, NULL, dout, inp, weight, NULL, rstd, N, C, accumulate);
 }
 
 static void add_forward(floatX* out, const floatX* a, const floatX* b, size_t n) {
-    add_kernel<<<grid_for(n, 256), 256>>>(out, a, b, n);
+    add_kernel<<<grid_for_packs(n, 256, "add"), 256>>>(out, a, b, (int)n);
     launchCheck();
 }
 
@@ -1449,12 +1840,12 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, const float
     const int g = H / Hkv, gT = g * T, batches = B * Hkv;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
     // scores: per batch (gT, T) = scale * q (gT, hd) @ k^T
-    matmul_lt(att, CUBLAS_X_TYPE, k, q, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f, batches, s_kv, s_q, s_att);
+    matmul_lt(att, CUBLAS_X_TYPE, k, q, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f, batches, s_kv, s_q, s_att);
     const int rows = B * H * T;
     softmax_causal_forward_kernel<<<(rows + 7) / 8, 256>>>(att, rows, T);
     launchCheck();
     // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
-    matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
+    matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
     const size_t n = (size_t)B * T * C;
     unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
     launchCheck();
@@ -1505,9 +1896,9 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
     permute_heads_kernel<<<grid_for((size_t)B * T * C, 256), 256>>>(dyperm, datty, B, T, H, hd, C, 0);
     launchCheck();
     // datt (gT, T) = dy (gT, hd) @ v^T
-    matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, NULL, T, gT, hd, 1, 0, hd, hd, T, 1.0f, 0.0f, batches, s_kv, s_q, s_att);
+    matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, 1.0f, 0.0f, batches, s_kv, s_q, s_att);
     // dv (T, hd) = att^T (T, gT) @ dy (gT, hd)
-    matmul_lt(dv, CUBLAS_X_TYPE, dyperm, att, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
+    matmul_lt(dv, CUBLAS_X_TYPE, dyperm, att, NULL, LT_PLAIN, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
               written[s->owner[2]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
     written[s->owner[2]] = 1;
     // datt -> dscores (times the scale, so that dq and dk below are plain matmuls)
@@ -1515,11 +1906,11 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
     softmax_causal_backward_kernel<<<(rows + 7) / 8, 256>>>(datt, att, rows, T, s->scale);
     launchCheck();
     // dq (gT, hd) = dscores (gT, T) @ k (T, hd)
-    matmul_lt(dq, CUBLAS_X_TYPE, k, datt, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f,
+    matmul_lt(dq, CUBLAS_X_TYPE, k, datt, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f,
               written[s->owner[0]] ? 1.0f : 0.0f, batches, s_kv, s_att, s_q);
     written[s->owner[0]] = 1;
     // dk (T, hd) = dscores^T (T, gT) @ q (gT, hd)
-    matmul_lt(dk, CUBLAS_X_TYPE, q, datt, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
+    matmul_lt(dk, CUBLAS_X_TYPE, q, datt, NULL, LT_PLAIN, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
               written[s->owner[1]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
     written[s->owner[1]] = 1;
     for (int r = 0; r < 3; r++) {
@@ -1540,6 +1931,38 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
 }
 // ----------------------------------------------------------------------------
 // the model
+
+// A batch as the host prepares it while the GPU works on the previous one (gpt2_stage_batch): tokens
+// checked, copied into pinned memory, and the encoder buckets of the wte gradient built; the forward
+// pass then copies it to the device without waiting (cudaMemcpyAsync). Layout of `host` and of the
+// device's batch_d, for a capacity of cap = B * T positions (the allocated shape):
+//   inputs [0, cap) | targets [cap, 2 cap) | chunk_tok, chunk_start (+1), chunk_slot, reduce_tok,
+//   reduce_start (+1), pos: cap ints each (encoder_backward_wte_kernel's arrays)
+typedef struct {
+    int* host;          // pinned, batch_ints(cap) ints
+    cudaEvent_t copied; // recorded after the copy that reads `host`: the buffer is free again after it
+    int B, T;
+    int has_targets;
+    int num_chunks;     // encoder buckets: chunks of at most ENCODER_CHUNK positions of one token
+    int num_reduce;     // tokens with several chunks
+} StagedBatch;
+
+static inline size_t batch_ints(size_t cap) { return 2 * cap + 6 * cap + 2; }
+// offsets in a staged batch of the encoder bucket arrays
+typedef struct { size_t chunk_tok, chunk_start, chunk_slot, reduce_tok, reduce_start, pos; } BucketOffsets;
+static inline BucketOffsets bucket_offsets(size_t cap) {
+    BucketOffsets o;
+    o.chunk_tok = 2 * cap;
+    o.chunk_start = o.chunk_tok + cap;
+    o.chunk_slot = o.chunk_start + cap + 1;
+    o.reduce_tok = o.chunk_slot + cap;
+    o.reduce_start = o.reduce_tok + cap;
+    o.pos = o.reduce_start + cap + 1;
+    return o;
+}
+// scratch rows of the chunked wte gradient: a token with more than one chunk has at least
+// ENCODER_CHUNK + 1 positions and at most 2 chunks per ENCODER_CHUNK of them
+static inline size_t encoder_scratch_rows(size_t cap) { return 2 * cap / ENCODER_CHUNK + 1; }
 
 // Which of these tensors exist for a shape, their sizes and offsets in the one allocation of
 // Activations and of GradActivations, and the padding of the parameters (PARAM_ALIGN_ELEMS): the
@@ -1607,7 +2030,7 @@ typedef struct {
     float* m_memory;
     float* v_memory;
     int use_master_weights;
-    int recompute;                               // 1: fch_gelu recomputed in the backward pass
+    int recompute;                               // 1: fch_gelu, 2: also ln1, ln2 recomputed in the backward pass
     int attn_fused;                              // 1: fused (flash) attention: att_lse, attn_delta; 0: perm, att, ...
     int B, T;                                    // allocated batch shape
     TrainingMemory memory;                       // what gpt2_build allocates (attention_variants.cuh)
@@ -1617,13 +2040,19 @@ typedef struct {
     void* grad_acts_memory;
     size_t grad_acts_bytes;
     GradActivations grad_acts;
-    int* inputs_d; int* targets_d;               // (B, T)
-    int* bucket_tok_d; int* bucket_start_d; int* bucket_pos_d; // encoder backward buckets
-    int num_buckets;
-    float* losses_h;                             // (B, T) host copy
-    float* norm_partial_d;                       // (NORM_BLOCKS + 1)
-    float mean_loss;                             // of the last forward with targets, else -1
-    int targets_present;
+    int* batch_d;                                // the staged batch on the device (StagedBatch's layout)
+    int* inputs_d; int* targets_d;               // (B, T) each, in batch_d
+    StagedBatch staging[2];                      // pinned host buffers, used in turn
+    StagedBatch* staged;                         // the batch the next gpt2_forward_staged runs, or NULL
+    int next_staging;
+    int cur_B, cur_T;                            // the shape of the last forward pass
+    int cur_chunks, cur_reduce;                  // its encoder buckets (EncoderBuckets of the staged batch)
+    float* wte_scratch_d;                        // (ENCODER_SCRATCH_ROWS(B*T), C) partial sums of frequent tokens
+    float* norm_partial_d;                       // (NORM_BLOCKS + 1): the last is the squared gradient norm
+    double* loss_sum_d;                          // sum of the losses since gpt2_mean_loss last read it
+    long long loss_rows;                         // how many losses that sum holds
+    int logits_rows;                             // rows of acts.output: the classifier's chunk
+    int targets_present;                         // the last forward formed the classifier's gradients
 } GPT2;
 
 static void gpt2_layout_params(GPT2* model) {
@@ -1724,7 +2153,6 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     // a caller's request for the fused path only stands where a flash kernel exists: the unfused
     // code must never run on the fused path's buffers
     model->attn_fused = attn_fused && attention_fused_supported(qkv_head_dim(config));
-    model->mean_loss = -1.0f;
     gpt2_layout_params(model);
     const TrainingMemory* mem = &model->memory;
     gpt2_training_memory(&model->config, B, T, sizeof(floatX), model->use_master_weights, recompute,
@@ -1758,22 +2186,32 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     const GPT2Config* c = &model->config;
     const size_t C = c->channels, M = c->mlp_hidden, W = model->layout.width;
     const size_t BT = (size_t)B * T;
-    model->inputs_d = (int*)device_malloc(BT * sizeof(int), "inputs");
-    model->targets_d = (int*)device_malloc(BT * sizeof(int), "targets");
-    model->bucket_tok_d = (int*)device_malloc(BT * sizeof(int), "encoder buckets");
-    model->bucket_start_d = (int*)device_malloc((BT + 1) * sizeof(int), "encoder buckets");
-    model->bucket_pos_d = (int*)device_malloc(BT * sizeof(int), "encoder buckets");
-    model->losses_h = (float*)host_malloc(BT * sizeof(float), "losses");
+    model->logits_rows = gpt2_logits_rows(B, T);
+    model->batch_d = (int*)device_malloc(batch_ints(BT) * sizeof(int), "batch");
+    model->inputs_d = model->batch_d;
+    model->targets_d = model->batch_d + BT;
+    for (int i = 0; i < 2; i++) {
+        StagedBatch* sb = &model->staging[i];
+        cudaCheck(cudaMallocHost((void**)&sb->host, batch_ints(BT) * sizeof(int)));
+        cudaCheck(cudaEventCreateWithFlags(&sb->copied, cudaEventDisableTiming));
+    }
+    model->wte_scratch_d = (float*)device_malloc(encoder_scratch_rows(BT) * C * sizeof(float), "wte gradient scratch");
     model->norm_partial_d = (float*)device_malloc((NORM_BLOCKS + 1) * sizeof(float), "gradient norm");
+    model->loss_sum_d = (double*)device_malloc(sizeof(double), "loss sum");
+    cudaCheck(cudaMemset(model->loss_sum_d, 0, sizeof(double)));
 
-    // column-sum scratch, sized for the widest bias / norm (C, M or the fused projection)
-    int max_cols = (int)C;
+    // the reductions' scratch, sized for the widest bias / norm (2 C, M or the fused projection)
+    int max_cols = 2 * (int)C;
     if ((int)M > max_cols) { max_cols = (int)M; }
     if ((int)W > max_cols) { max_cols = (int)W; }
-    if (max_cols > g_colsum_max_cols) {
-        if (g_colsum_partial != NULL) { cudaCheck(cudaFree(g_colsum_partial)); }
-        g_colsum_partial = (float*)device_malloc((size_t)COLSUM_MAX_CHUNKS * 2 * max_cols * sizeof(float), "column sums");
-        g_colsum_max_cols = max_cols;
+    if (max_cols > g_reduce_max_cols) {
+        if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
+        if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
+        g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
+        const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
+        g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
+        cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
+        g_reduce_max_cols = max_cols;
     }
 }
 
@@ -1797,13 +2235,14 @@ static void gpt2_free(GPT2* model) {
     if (model->master_memory != NULL) { cudaCheck(cudaFree(model->master_memory)); }
     cudaCheck(cudaFree(model->acts_memory));
     if (model->grad_acts_memory != NULL) { cudaCheck(cudaFree(model->grad_acts_memory)); }
-    cudaCheck(cudaFree(model->inputs_d));
-    cudaCheck(cudaFree(model->targets_d));
-    cudaCheck(cudaFree(model->bucket_tok_d));
-    cudaCheck(cudaFree(model->bucket_start_d));
-    cudaCheck(cudaFree(model->bucket_pos_d));
+    cudaCheck(cudaFree(model->batch_d));
+    for (int i = 0; i < 2; i++) {
+        cudaCheck(cudaEventDestroy(model->staging[i].copied));
+        cudaCheck(cudaFreeHost(model->staging[i].host));
+    }
+    cudaCheck(cudaFree(model->wte_scratch_d));
     cudaCheck(cudaFree(model->norm_partial_d));
-    free(model->losses_h);
+    cudaCheck(cudaFree(model->loss_sum_d));
     memset(model, 0, sizeof(*model));
 }
 
@@ -2126,43 +2565,63 @@ static void gpt2_load_state(GPT2* model, const char* path, const TrainState* st)
 // ----------------------------------------------------------------------------
 // forward, backward, update
 
-static AttnShape gpt2_attn_shape(const GPT2* model) {
-    return attn_shape_make(&model->config, model->B, model->T, model->attn_fused);
+static AttnShape gpt2_attn_shape(const GPT2* model, int B, int T) {
+    return attn_shape_make(&model->config, B, T, model->attn_fused);
 }
 
-// layer l's attention buffers (each NULL where the model's attention path has none)
-static AttnBuffers gpt2_attn_buffers(const GPT2* model, int l) {
+// layer l's attention buffers for a (B, T) pass (each NULL where the model's attention path has none)
+static AttnBuffers gpt2_attn_buffers(const GPT2* model, int l, int B, int T) {
     const GPT2Config* c = &model->config;
-    const size_t B = model->B, T = model->T, BT = B * T, H = c->num_heads;
+    const size_t BT = (size_t)B * T, H = c->num_heads;
     const size_t kv_size[3] = {(size_t)c->channels, (size_t)qkv_kv_channels(c), (size_t)qkv_kv_channels(c)};
     const Activations* a = &model->acts;
     AttnBuffers bufs;
     for (int r = 0; r < 3; r++) { bufs.perm[r] = lslice(a->perm[r], l, BT * kv_size[r]); }
-    bufs.att = lslice(a->att, l, B * H * T * T);
+    bufs.att = lslice(a->att, l, (size_t)B * H * T * T);
     bufs.yperm = a->yperm;
-    bufs.lse = lslice(a->att_lse, l, B * H * T);
+    bufs.lse = lslice(a->att_lse, l, (size_t)B * H * T);
     return bufs;
 }
 
-// Groups the positions of the batch by token for the deterministic wte gradient.
-static void prepare_encoder_buckets(GPT2* model, const int* inputs) {
-    const int BT = model->B * model->T;
-    std::vector<std::pair<int, int>> tp((size_t)BT);
-    for (int i = 0; i < BT; i++) { tp[(size_t)i] = std::make_pair(inputs[i], i); }
-    std::sort(tp.begin(), tp.end());
-    std::vector<int> tok, start, pos((size_t)BT);
-    for (int i = 0; i < BT; i++) {
-        if (i == 0 || tp[(size_t)i].first != tp[(size_t)i - 1].first) {
-            tok.push_back(tp[(size_t)i].first);
-            start.push_back(i);
+// The encoder buckets of a batch (StagedBatch's layout): positions sorted by token (a counting sort,
+// stable, so each token's positions stay in increasing order), cut into chunks of at most
+// ENCODER_CHUNK; a token with several chunks gets consecutive scratch slots and a reduce entry.
+static void encoder_buckets_build(StagedBatch* sb, size_t cap, const int* inputs, int n, int V, std::vector<int>* count) {
+    const BucketOffsets o = bucket_offsets(cap);
+    int* h = sb->host;
+    count->assign((size_t)V + 1, 0);
+    for (int i = 0; i < n; i++) { (*count)[(size_t)inputs[i] + 1]++; }
+    for (int v = 0; v < V; v++) { (*count)[(size_t)v + 1] += (*count)[(size_t)v]; } // count[v]: first index of token v
+    std::vector<int>& next = *count;
+    int* pos = h + o.pos;
+    for (int i = 0; i < n; i++) { pos[next[(size_t)inputs[i]]++] = i; } // next[v] ends at token v's end
+    int chunks = 0, reduce = 0, slot = 0;
+    int begin = 0;
+    while (begin < n) {
+        const int tok = inputs[pos[begin]];
+        const int end = next[(size_t)tok]; // one past the token's last position
+        const int nchunks = (end - begin + ENCODER_CHUNK - 1) / ENCODER_CHUNK;
+        if (nchunks > 1) {
+            h[o.reduce_tok + reduce] = tok;
+            h[o.reduce_start + reduce] = slot;
+            reduce++;
         }
-        pos[(size_t)i] = tp[(size_t)i].second;
+        for (int k = 0; k < nchunks; k++) {
+            h[o.chunk_tok + chunks] = tok;
+            h[o.chunk_start + chunks] = begin + k * ENCODER_CHUNK;
+            h[o.chunk_slot + chunks] = nchunks > 1 ? slot++ : -1;
+            chunks++;
+        }
+        begin = end;
     }
-    start.push_back(BT);
-    model->num_buckets = (int)tok.size();
-    cudaCheck(cudaMemcpy(model->bucket_tok_d, tok.data(), tok.size() * sizeof(int), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_start_d, start.data(), start.size() * sizeof(int), cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(model->bucket_pos_d, pos.data(), pos.size() * sizeof(int), cudaMemcpyHostToDevice));
+    h[o.chunk_start + chunks] = n;
+    h[o.reduce_start + reduce] = slot;
+    if ((size_t)slot > encoder_scratch_rows(cap)) {
+        fprintf(stderr, "error: internal: %d wte scratch rows needed, %zu allocated\n", slot, encoder_scratch_rows(cap));
+        exit(EXIT_FAILURE);
+    }
+    sb->num_chunks = chunks;
+    sb->num_reduce = reduce;
 }
 
 static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
@@ -2175,49 +2634,94 @@ static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
     }
 }
 
-// The forward pass over (B, T) host tokens. With targets: per-position losses, model->mean_loss,
-// and (dloss > 0) the logits replaced in place by dlogits = dloss * (softmax - onehot), ready for
-// gpt2_backward; dloss = 1 / (B * T * grad_accum_steps) makes the accumulated gradient the mean's.
-// Without targets the logits stay in acts.output (sampling, the test).
-static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, float dloss) {
+// Prepares a (B, T) batch on the host for the next gpt2_forward_staged (B * T at most the allocated
+// positions, T at most the allocated T): checks the tokens, copies them into a pinned buffer and,
+// with targets, builds the encoder buckets. Waits only for the copy that last read that buffer, two
+// batches ago, so it runs while the GPU works on the previous batch.
+static void gpt2_stage_batch(GPT2* model, const int* inputs, const int* targets, int B, int T) {
+    const size_t cap = (size_t)model->B * model->T, n = (size_t)B * T;
+    if (B < 1 || T < 1 || n > cap || T > model->T) {
+        fprintf(stderr, "error: internal: a (%d, %d) batch for a model built for (%d, %d)\n", B, T, model->B, model->T);
+        exit(EXIT_FAILURE);
+    }
+    const int V = model->config.vocab_size;
+    StagedBatch* sb = &model->staging[model->next_staging];
+    model->next_staging ^= 1;
+    cudaCheck(cudaEventSynchronize(sb->copied));
+    check_tokens(inputs, n, V, "input");
+    memcpy(sb->host, inputs, n * sizeof(int));
+    sb->B = B;
+    sb->T = T;
+    sb->has_targets = targets != NULL;
+    sb->num_chunks = sb->num_reduce = 0;
+    if (targets != NULL) {
+        check_tokens(targets, n, V, "target");
+        memcpy(sb->host + cap, targets, n * sizeof(int));
+        static std::vector<int> count; // host scratch, reused
+        encoder_buckets_build(sb, cap, inputs, (int)n, V, &count);
+    }
+    model->staged = sb;
+}
+
+// The forward pass over the staged batch. With targets: per-position losses, added on the device to
+// the sum gpt2_mean_loss reads; and, when dloss > 0 (training), the classifier's backward right away:
+// dlogits = dloss * (softmax - onehot) in place of each chunk's logits, dlnf (grad_acts.dbuf_c) and
+// dhead += ..., so gpt2_zero_grad must come before it. dloss = 1 / (B * T * grad_accum_steps) makes
+// the accumulated gradient the mean's. Without targets the logits stay in acts.output (B * T at most
+// logits_rows: sampling, the test). Nothing here waits for the GPU.
+static void gpt2_forward_staged(GPT2* model, float dloss) {
+    StagedBatch* sb = model->staged;
+    if (sb == NULL) {
+        fprintf(stderr, "error: internal: gpt2_forward_staged without a staged batch\n");
+        exit(EXIT_FAILURE);
+    }
+    model->staged = NULL;
     const GPT2Config* c = &model->config;
-    const int B = model->B, T = model->T, C = c->channels, L = c->num_layers, M = c->mlp_hidden;
+    const int B = sb->B, T = sb->T, C = c->channels, L = c->num_layers, M = c->mlp_hidden;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, W = model->layout.width;
     const int N = B * T;
     const size_t BT = (size_t)N;
     const int qres = c->scheme == QKV_Q_RESIDUAL;
-    check_tokens(inputs, BT, V, "input");
-    cudaCheck(cudaMemcpy(model->inputs_d, inputs, BT * sizeof(int), cudaMemcpyHostToDevice));
-    if (targets != NULL && dloss > 0.0f) { prepare_encoder_buckets(model, inputs); } // only a backward uses them
-    if (targets != NULL) {
-        check_tokens(targets, BT, V, "target");
-        cudaCheck(cudaMemcpy(model->targets_d, targets, BT * sizeof(int), cudaMemcpyHostToDevice));
+    const int has_targets = sb->has_targets;
+    if (!has_targets && N > model->logits_rows) {
+        fprintf(stderr, "error: internal: a forward pass without targets keeps %d rows of logits, this one has %d\n",
+                model->logits_rows, N);
+        exit(EXIT_FAILURE);
     }
-    model->targets_present = targets != NULL && dloss > 0.0f; // dlogits are in acts.output
+    const size_t cap = (size_t)model->B * model->T;
+    cudaCheck(cudaMemcpyAsync(model->batch_d, sb->host, batch_ints(cap) * sizeof(int), cudaMemcpyHostToDevice, 0));
+    cudaCheck(cudaEventRecord(sb->copied, 0));
+    model->cur_B = B;
+    model->cur_T = T;
+    model->cur_chunks = sb->num_chunks;
+    model->cur_reduce = sb->num_reduce;
+    model->targets_present = has_targets && dloss > 0.0f; // the classifier's gradients are formed below
     Activations* a = &model->acts;
     floatX* const* p = model->params;
     const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
-    const AttnShape shape = gpt2_attn_shape(model);
+    const size_t ln_stride = model->recompute >= 2 ? 0 : BT * C; // -r 2: one layer's ln1 and ln2, recomputed
+    const AttnShape shape = gpt2_attn_shape(model, B, T);
 
-    encoder_forward_kernel<<<grid_for(BT * C, 256), 256>>>(a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
+    const int enc_threads = 256;
+    encoder_forward_kernel<<<(unsigned)((BT * (C / x128::size) + enc_threads - 1) / enc_threads), enc_threads>>>(
+        a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
     launchCheck();
+    // every LayerNorm after the first runs fused with the residual add before it (residual_layernorm_forward)
+    layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, p[PARAM_LN1W], p[PARAM_LN1B], N, C);
     for (int l = 0; l < L; l++) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
-        floatX* ln1 = a->ln1 + (size_t)l * BT * C;
-        float* ln1_mean = a->ln1_mean + (size_t)l * BT;
-        float* ln1_rstd = a->ln1_rstd + (size_t)l * BT;
+        floatX* ln1 = a->ln1 + (size_t)l * ln_stride;
         floatX* qkv = a->qkv + (size_t)l * BT * W;
         floatX* atty = a->atty + (size_t)l * BT * C;
         floatX* residual2 = a->residual2 + (size_t)l * BT * C;
-        floatX* ln2 = a->ln2 + (size_t)l * BT * C;
+        floatX* ln2 = a->ln2 + (size_t)l * ln_stride;
         float* ln2_mean = a->ln2_mean + (size_t)l * BT;
         float* ln2_rstd = a->ln2_rstd + (size_t)l * BT;
         floatX* fch = a->fch + (size_t)l * BT * M;
-        floatX* fch_gelu = a->fch_gelu + (model->recompute ? 0 : (size_t)l * BT * M);
+        floatX* fch_gelu = a->fch_gelu + (model->recompute >= 1 ? 0 : (size_t)l * BT * M);
         floatX* residual3 = a->residual3 + (size_t)l * BT * C;
-        const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l);
+        const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l, B, T);
 
-        layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, lslice(p[PARAM_LN1W], l, C), lslice(p[PARAM_LN1B], l, C), N, C);
         matmul_forward(qkv, ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), N, C, W);
         floatX* qres_q = NULL;
         if (qres) {
@@ -2229,8 +2733,7 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
             floatX* f = a->qres_f + (size_t)l * BT * C;
             qres_q = a->qres_q + (size_t)l * BT * C;
             rmsnorm_forward(r, rrms, ln1, lslice(p[PARAM_QRES_RMSW], l, C), N, C);
-            matmul_forward(h, r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, N, C, C / 2);
-            gelu_forward(hg, h, BT * Ch);
+            matmul_forward_gelu(hg, h, r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, N, C, C / 2);
             matmul_forward(u, hg, lslice(p[PARAM_QRES_W2], l, C * Ch), NULL, N, C / 2, C);
             layernorm_forward(f, a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, u,
                               lslice(p[PARAM_QRES_LNW], l, C), NULL, N, C);
@@ -2238,44 +2741,76 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
         }
         attention_forward(atty, &attn_bufs, ln1, qkv, qres_q, &shape);
         matmul_forward(a->proj_out, atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), N, C, C);
-        add_forward(residual2, residual, a->proj_out, BT * C);
-        layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, lslice(p[PARAM_LN2W], l, C), lslice(p[PARAM_LN2B], l, C), N, C);
-        matmul_forward(fch, ln2, lslice(p[PARAM_FCW], l, MC), lslice(p[PARAM_FCB], l, M), N, C, M);
-        gelu_forward(fch_gelu, fch, BT * M);
+        residual_layernorm_forward(residual2, ln2, ln2_mean, ln2_rstd, residual, a->proj_out, lslice(p[PARAM_LN2W], l, C),
+                                   lslice(p[PARAM_LN2B], l, C), N, C);
+        matmul_forward_gelu(fch_gelu, fch, ln2, lslice(p[PARAM_FCW], l, MC), lslice(p[PARAM_FCB], l, M), N, C, M);
         matmul_forward(a->proj_out, fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), lslice(p[PARAM_FCPROJB], l, C), N, M, C);
-        add_forward(residual3, residual2, a->proj_out, BT * C);
+        if (l + 1 < L) { // residual3, then the next layer's ln1 from it
+            residual_layernorm_forward(residual3, a->ln1 + (size_t)(l + 1) * ln_stride, a->ln1_mean + (size_t)(l + 1) * BT,
+                                       a->ln1_rstd + (size_t)(l + 1) * BT, residual2, a->proj_out,
+                                       lslice(p[PARAM_LN1W], l + 1, C), lslice(p[PARAM_LN1B], l + 1, C), N, C);
+        } else {
+            residual_layernorm_forward(residual3, a->lnf, a->lnf_mean, a->lnf_rstd, residual2, a->proj_out,
+                                       p[PARAM_LNFW], p[PARAM_LNFB], N, C);
+        }
     }
-    const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, last, p[PARAM_LNFW], p[PARAM_LNFB], N, C);
     const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
-    matmul_forward(a->output, a->lnf, head, NULL, N, C, Vp);
-    if (targets != NULL) {
-        fused_classifier_kernel<<<N, 512>>>(a->output, a->losses, model->targets_d, N, V, Vp, dloss, dloss > 0.0f);
-        launchCheck();
-        cudaCheck(cudaMemcpy(model->losses_h, a->losses, BT * sizeof(float), cudaMemcpyDeviceToHost));
-        double sum = 0.0;
-        for (size_t i = 0; i < BT; i++) { sum += model->losses_h[i]; }
-        model->mean_loss = (float)(sum / (double)BT);
-    } else {
-        model->mean_loss = -1.0f;
+    if (!has_targets) {
+        matmul_forward(a->output, a->lnf, head, NULL, N, C, Vp);
+        return;
     }
+    // the classifier, logits_rows rows at a time: the (B * T, Vp) logits never exist at once
+    float* dhead = c->tied_head ? model->grads[PARAM_WTE] : model->grads[PARAM_LM_HEAD];
+    if (model->targets_present) { gpt2_build_grad_acts(model); }
+    GradActivations* g = &model->grad_acts;
+    for (int r0 = 0; r0 < N; r0 += model->logits_rows) {
+        const int rows = N - r0 < model->logits_rows ? N - r0 : model->logits_rows;
+        const floatX* lnf_rows = a->lnf + (size_t)r0 * C;
+        matmul_forward(a->output, lnf_rows, head, NULL, rows, C, Vp);
+        fused_classifier_kernel<<<rows, 1024>>>(a->output, a->losses + r0, model->targets_d + r0, rows, V, Vp, dloss,
+                                                model->targets_present);
+        launchCheck();
+        if (model->targets_present) { // dlnf rows = dlogits @ head, dhead += dlogits^T @ lnf rows
+            matmul_backward(g->dbuf_c + (size_t)r0 * C, dhead, NULL, a->output, lnf_rows, head, rows, C, Vp, 0.0f);
+        }
+    }
+    loss_sum_kernel<<<1, 1024>>>(model->loss_sum_d, a->losses, N);
+    launchCheck();
+    model->loss_rows += N;
+}
+
+// stages and runs one forward pass (the test, validation and sampling; training overlaps the two)
+static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, float dloss) {
+    gpt2_stage_batch(model, inputs, targets, model->B, model->T);
+    gpt2_forward_staged(model, dloss);
+}
+
+// The mean of the losses of every forward pass with targets since the last call (waits for the GPU:
+// once per step), or -1 when there was none.
+static float gpt2_mean_loss(GPT2* model) {
+    if (model->loss_rows == 0) { return -1.0f; }
+    double sum = 0.0;
+    cudaCheck(cudaMemcpy(&sum, model->loss_sum_d, sizeof(double), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemset(model->loss_sum_d, 0, sizeof(double)));
+    const float mean = (float)(sum / (double)model->loss_rows);
+    model->loss_rows = 0;
+    return mean;
 }
 
 static void gpt2_zero_grad(GPT2* model) {
-    cudaCheck(cudaMemset(model->grads_memory, 0, model->num_parameters_padded * sizeof(float)));
+    cudaCheck(cudaMemsetAsync(model->grads_memory, 0, model->num_parameters_padded * sizeof(float), 0));
 }
 
-// Adds this micro-batch's gradients to model->grads. Needs gpt2_forward with targets and dloss > 0
-// just before (acts.output holds dlogits).
+// Adds this micro-batch's gradients to model->grads (the classifier's are already there). Needs
+// gpt2_forward_staged with targets and dloss > 0 just before.
 static void gpt2_backward(GPT2* model) {
     if (!model->targets_present) {
         fprintf(stderr, "error: internal: gpt2_backward without a forward pass with targets\n");
         exit(EXIT_FAILURE);
     }
-    gpt2_build_grad_acts(model);
     const GPT2Config* c = &model->config;
-    const int B = model->B, T = model->T, C = c->channels, L = c->num_layers, M = c->mlp_hidden;
-    const int Vp = c->padded_vocab_size, W = model->layout.width;
+    const int B = model->cur_B, T = model->cur_T, C = c->channels, L = c->num_layers, M = c->mlp_hidden;
+    const int W = model->layout.width;
     const int N = B * T;
     const size_t BT = (size_t)N;
     const int qres = c->scheme == QKV_Q_RESIDUAL;
@@ -2284,42 +2819,45 @@ static void gpt2_backward(GPT2* model) {
     floatX* const* p = model->params;
     float* const* gr = model->grads;
     const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
-    const AttnShape shape = gpt2_attn_shape(model);
+    const size_t ln_stride = model->recompute >= 2 ? 0 : BT * C;
+    const AttnShape shape = gpt2_attn_shape(model, B, T);
     AttnGradBuffers attn_gbufs;
     for (int r = 0; r < 3; r++) { attn_gbufs.dperm[r] = g->dperm[r]; }
     attn_gbufs.datt = g->datt;
     attn_gbufs.dyperm = g->dyperm;
     attn_gbufs.delta = g->attn_delta;
 
-    // classifier: dlnf = dlogits @ head, dhead += dlogits^T @ lnf
-    const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
-    float* dhead = c->tied_head ? gr[PARAM_WTE] : gr[PARAM_LM_HEAD];
-    matmul_backward(g->dbuf_c, dhead, NULL, a->output, a->lnf, head, N, C, Vp, 0.0f);
+    // dbuf_c holds dlnf (the forward pass ran the classifier's backward)
     const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
     layernorm_backward(g->dresidual, gr[PARAM_LNFW], gr[PARAM_LNFB], g->dbuf_c, last, p[PARAM_LNFW],
                        a->lnf_mean, a->lnf_rstd, N, C, 0);
 
     for (int l = L - 1; l >= 0; l--) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
-        const floatX* ln1 = a->ln1 + (size_t)l * BT * C;
-        const float* ln1_mean = a->ln1_mean + (size_t)l * BT;
-        const float* ln1_rstd = a->ln1_rstd + (size_t)l * BT;
+        floatX* ln1 = a->ln1 + (size_t)l * ln_stride;
+        float* ln1_mean = a->ln1_mean + (size_t)l * BT;
+        float* ln1_rstd = a->ln1_rstd + (size_t)l * BT;
         const floatX* atty = a->atty + (size_t)l * BT * C;
         const floatX* residual2 = a->residual2 + (size_t)l * BT * C;
-        const floatX* ln2 = a->ln2 + (size_t)l * BT * C;
-        const float* ln2_mean = a->ln2_mean + (size_t)l * BT;
-        const float* ln2_rstd = a->ln2_rstd + (size_t)l * BT;
+        floatX* ln2 = a->ln2 + (size_t)l * ln_stride;
+        float* ln2_mean = a->ln2_mean + (size_t)l * BT;
+        float* ln2_rstd = a->ln2_rstd + (size_t)l * BT;
         const floatX* fch = a->fch + (size_t)l * BT * M;
-        floatX* fch_gelu = a->fch_gelu + (model->recompute ? 0 : (size_t)l * BT * M);
+        floatX* fch_gelu = a->fch_gelu + (model->recompute >= 1 ? 0 : (size_t)l * BT * M);
         const floatX* qkv = a->qkv + (size_t)l * BT * W;
         const floatX* qres_q = qres ? a->qres_q + (size_t)l * BT * C : NULL;
-        const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l);
+        const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l, B, T);
 
+        // -r 2: this layer's LayerNorm outputs again, from the stored residuals (the same kernel on the
+        // same inputs: bit-identical to the forward pass's)
+        if (model->recompute >= 2) {
+            layernorm_forward(ln1, ln1_mean, ln1_rstd, residual, lslice(p[PARAM_LN1W], l, C), lslice(p[PARAM_LN1B], l, C), N, C);
+            layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, lslice(p[PARAM_LN2W], l, C), lslice(p[PARAM_LN2B], l, C), N, C);
+        }
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual is d residual3
-        if (model->recompute) { gelu_forward(fch_gelu, fch, BT * M); }
-        matmul_backward(g->dbuf_m, lslice(gr[PARAM_FCPROJW], l, MC), lslice(gr[PARAM_FCPROJB], l, C), g->dresidual,
-                        fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), N, M, C, 0.0f);
-        gelu_backward(g->dbuf_m, fch, g->dbuf_m, BT * M);
+        if (model->recompute >= 1) { gelu_forward(fch_gelu, fch, BT * M); }
+        matmul_backward_gelu(g->dbuf_m, lslice(gr[PARAM_FCPROJW], l, MC), lslice(gr[PARAM_FCPROJB], l, C), g->dresidual,
+                             fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), fch, N, M, C);
         matmul_backward(g->dbuf_c, lslice(gr[PARAM_FCW], l, MC), lslice(gr[PARAM_FCB], l, M), g->dbuf_m, ln2,
                         lslice(p[PARAM_FCW], l, MC), N, C, M, 0.0f);
         // dresidual becomes d residual2: the skip path plus LN2's input gradient
@@ -2343,9 +2881,8 @@ static void gpt2_backward(GPT2* model) {
             add_forward(g->dln1, g->dln1, g->dqres, BT * C);
             layernorm_backward(g->du, lslice(gr[PARAM_QRES_LNW], l, C), NULL, g->dqres, u, lslice(p[PARAM_QRES_LNW], l, C),
                                a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, N, C, 0);
-            matmul_backward(g->dhg, lslice(gr[PARAM_QRES_W2], l, C * Ch), NULL, g->du, hg, lslice(p[PARAM_QRES_W2], l, C * Ch),
-                            N, C / 2, C, 0.0f);
-            gelu_backward(g->dhg, h, g->dhg, BT * Ch);
+            matmul_backward_gelu(g->dhg, lslice(gr[PARAM_QRES_W2], l, C * Ch), NULL, g->du, hg,
+                                 lslice(p[PARAM_QRES_W2], l, C * Ch), h, N, C / 2, C);
             matmul_backward(g->dr, lslice(gr[PARAM_QRES_W1], l, Ch * C), NULL, g->dhg, r, lslice(p[PARAM_QRES_W1], l, Ch * C),
                             N, C, C / 2, 0.0f);
             rmsnorm_backward(g->dln1, lslice(gr[PARAM_QRES_RMSW], l, C), g->dr, ln1, lslice(p[PARAM_QRES_RMSW], l, C),
@@ -2356,31 +2893,41 @@ static void gpt2_backward(GPT2* model) {
                            lslice(p[PARAM_LN1W], l, C), ln1_mean, ln1_rstd, N, C, 1);
     }
     // encoder: dresidual is d encoded
-    encoder_backward_wpe_kernel<<<grid_for((size_t)T * C, 256), 256>>>(gr[PARAM_WPE], g->dresidual, B, T, C);
+    const int packs = C / x128::size;
+    encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(gr[PARAM_WPE], g->dresidual, B, T, C);
     launchCheck();
-    dim3 grid(model->num_buckets, (C + 127) / 128);
-    encoder_backward_wte_kernel<<<grid, 128>>>(gr[PARAM_WTE], g->dresidual, model->bucket_tok_d, model->bucket_start_d,
-                                              model->bucket_pos_d, C);
+    int threads = (packs + 31) / 32 * 32;
+    if (threads > 1024) { threads = 1024; }
+    const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
+    const BucketOffsets o = bucket_offsets((size_t)model->B * model->T);
+    const int* bd = model->batch_d;
+    encoder_backward_wte_kernel<<<dim3(model->cur_chunks, col_blocks), threads>>>(
+        gr[PARAM_WTE], model->wte_scratch_d, g->dresidual, bd + o.chunk_tok, bd + o.chunk_start, bd + o.chunk_slot,
+        bd + o.pos, C);
     launchCheck();
+    if (model->cur_reduce > 0) {
+        encoder_backward_wte_reduce_kernel<<<dim3(model->cur_reduce, col_blocks), threads>>>(
+            gr[PARAM_WTE], model->wte_scratch_d, bd + o.reduce_tok, bd + o.reduce_start, C);
+        launchCheck();
+    }
 }
 
-// global L2 norm of every gradient (fixed-order reduction)
-static float gpt2_grad_norm(GPT2* model) {
+// Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,
+// stays on the device: AdamW reads it there for the clipping)
+static void gpt2_grad_norm_sq(GPT2* model) {
     sum_squares_partial_kernel<<<NORM_BLOCKS, NORM_THREADS>>>(model->norm_partial_d, model->grads_memory,
                                                              model->num_parameters_padded);
     launchCheck();
     sum_partials_kernel<<<1, 1024>>>(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, NORM_BLOCKS);
     launchCheck();
-    float sumsq = 0.0f;
-    cudaCheck(cudaMemcpy(&sumsq, model->norm_partial_d + NORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost));
-    return sqrtf(sumsq);
 }
 
 // One AdamW step (t = 1, 2, ...) with global gradient-norm clipping; returns the norm before clipping.
+// The clipping is decided on the device; the one wait for the GPU is the norm's copy at the end.
 static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
                          float grad_clip, int t) {
-    const float norm = gpt2_grad_norm(model);
-    const float grad_scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0f;
+    gpt2_grad_norm_sq(model);
+    const float* norm_sq = model->norm_partial_d + NORM_BLOCKS;
     const float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     const float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
@@ -2388,16 +2935,24 @@ static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float 
         if (n == 0) { continue; }
         const size_t off = model->param_offsets[i];
         const float wd = param_tensor_decayed[i] ? weight_decay : 0.0f;
-        adamw_kernel<<<grid_for(n, 256), 256>>>(model->params_memory + off,
-                                               model->master_memory != NULL ? model->master_memory + off : NULL,
-                                               model->grads_memory + off, model->m_memory + off, model->v_memory + off, n,
-                                               lr, beta1, beta2, bc1, bc2, eps, wd, grad_scale);
+        const unsigned blocks = (unsigned)((n + 256 * x128::size - 1) / (256 * x128::size));
+        adamw_kernel<<<blocks, 256>>>(model->params_memory + off,
+                                      model->master_memory != NULL ? model->master_memory + off : NULL,
+                                      model->grads_memory + off, model->m_memory + off, model->v_memory + off, (int)n,
+                                      lr, beta1, beta2, bc1, bc2, eps, wd, norm_sq, grad_clip);
         launchCheck();
     }
-    return norm;
+    float sumsq = 0.0f;
+    cudaCheck(cudaMemcpy(&sumsq, norm_sq, sizeof(float), cudaMemcpyDeviceToHost));
+    return sqrtf(sumsq);
 }
 // ----------------------------------------------------------------------------
 // MFU: dense peak FLOP/s by GPU name (bf16 tensor cores; fp32 builds: plain fp32, TF32 is off)
+
+// Beside the datasheet's peak: the dense bf16 matmul rate measured on this project's H100 and H200
+// (cuBLASLt, large square GEMMs), the ceiling a training step can actually approach. Printed as a
+// second fraction on every step line.
+#define MEASURED_MATMUL_PEAK 790.0e12
 
 typedef struct { const char* name; double bf16; double fp32; } GpuPeak;
 // first match wins: the more specific names come first (GH200 before H200, H100 PCIe before H100)
@@ -2446,6 +3001,7 @@ typedef struct {
     float weight_decay;
     int val_every, val_max_steps, sample_every, gen_T, checkpoint_every, resume, recompute, master_weights;
     int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
+    int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
     // model shape flags; -1 = not given
     int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
     float attn_scale; // < 0 = not given
@@ -2490,6 +3046,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->recompute = 0;
     a->master_weights = 1;
     a->attn_unfused = 0;
+    a->gelu_fusion = 1;
     a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
     a->attn_scale = -1.0f;
     a->seed = 1337;
@@ -2525,12 +3082,15 @@ static void print_usage(const char* prog) {
     printf("  -n <int>      checkpoint every N steps into -o, 0 = never (default 0)\n");
     printf("  -y <0|1>      resume from the latest checkpoint in -o (default 0)\n");
     printf("Memory:\n");
-    printf("  -r <0|1>      recompute GELU in the backward pass to save activation memory (default 0)\n");
+    printf("  -r <0|1|2>    recompute in the backward pass to save activation memory: 1 the GELU,\n");
+    printf("                2 also both LayerNorms of each layer (default 0; build/params memory shows each)\n");
     printf("  -w <0|1>      keep fp32 master weights for AdamW in BF16 builds (default 1)\n");
     printf("Attention:\n");
     printf("  --attention <fused|unfused>  fused: flash kernels (BF16 builds, head size 64 or 128; other\n");
     printf("                       shapes use the unfused path); unfused: scores in memory, cuBLASLt\n");
     printf("                       matmuls, for any head size (default fused)\n");
+    printf("  --gelu_fusion <0|1>  1: the MLP's GELU and its derivative in the cuBLASLt matmul epilogues;\n");
+    printf("                       0: separate kernels (default 1)\n");
     printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
     printf("  --n_kv_head <int>    key/value heads, divides the query heads (GQA; 1 = MQA) (default n_head)\n");
     printf("  --mlp_hidden <int>   MLP hidden size (default 4 * n_embd)\n");
@@ -2603,7 +3163,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         static const char* const known[] = {"-i", "-j", "-o", "-e", "-b", "-t", "-d", "-x", "-l", "-u", "-q", "-c",
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
-                                            "--n_layer", "--n_embd", "--n_head"};
+                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion"};
         int is_known = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
         if (!is_known) {
@@ -2645,7 +3205,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "-g") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->gen_T = (int)v; }
         else if (strcmp(flag, "-n") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->checkpoint_every = (int)v; }
         else if (strcmp(flag, "-y") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->resume = (int)v; }
-        else if (strcmp(flag, "-r") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->recompute = (int)v; }
+        else if (strcmp(flag, "-r") == 0) { ok = parse_ll(flag, val, 0, 2, &v, msg, msg_size); a->recompute = (int)v; }
+        else if (strcmp(flag, "--gelu_fusion") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->gelu_fusion = (int)v; }
         else if (strcmp(flag, "-w") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->master_weights = (int)v; }
         else if (strcmp(flag, "--n_kv_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_kv_head = (int)v; }
         else if (strcmp(flag, "--mlp_hidden") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->mlp_hidden = (int)v; }
@@ -2702,6 +3263,28 @@ static int find_latest_checkpoint(const char* dir) {
 // The model config, checkpoint and resume decisions, all from the host: every refusal (bad
 // shape, forbidden scheme/shape, a checkpoint of another scheme, an inconsistent resume) is
 // reported here, before the GPU is touched. Returns 1, or 0 with a one-line message.
+// What the kernels need of a model's shape beyond gpt2_config_check: rows of 16-byte loads (n_embd,
+// mlp_hidden, q_residual's C/2 and the padded vocabulary multiples of 8), a LayerNorm row that fits
+// norm_backward_kernel's registers, and elementwise sizes with 32-bit indices.
+static int cuda_shape_check(const GPT2Config* c, const char* model_arg, char* msg, size_t msg_size) {
+    const int C = c->channels, M = c->mlp_hidden, Vp = c->padded_vocab_size;
+    const int max_c = NORM_BACKWARD_MAX_PACKS * 32 * x128::size;
+    const char* fix = "(HINT: the CUDA kernels move 8 channels per 16-byte load; choose a multiple of 8)";
+    if (C % 8 != 0) { snprintf(msg, msg_size, "-e %s: n_embd %d is not a multiple of 8 %s", model_arg, C, fix); return 0; }
+    if (M % 8 != 0) { snprintf(msg, msg_size, "-e %s: mlp_hidden %d is not a multiple of 8 %s", model_arg, M, fix); return 0; }
+    if (c->scheme == QKV_Q_RESIDUAL && (C / 2) % 8 != 0) {
+        snprintf(msg, msg_size, "-e %s: q_residual's hidden width n_embd / 2 = %d is not a multiple of 8 %s", model_arg, C / 2, fix);
+        return 0;
+    }
+    if (Vp % 8 != 0) { snprintf(msg, msg_size, "-e %s: padded_vocab_size %d is not a multiple of 8 %s", model_arg, Vp, fix); return 0; }
+    if (C > max_c) {
+        snprintf(msg, msg_size, "-e %s: n_embd %d exceeds the %d channels the %s LayerNorm backward holds in registers",
+                 model_arg, C, max_c, PRECISION_NAME);
+        return 0;
+    }
+    return 1;
+}
+
 static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     char why[1024];
     if (a->resume && a->output_dir == NULL) {
@@ -2773,20 +3356,22 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "-t %d: expected T <= the model's max_seq_len %d", a->T, a->config.max_seq_len);
         return 0;
     }
+    if (!cuda_shape_check(&a->config, a->model_arg, msg, msg_size)) { return 0; }
     if (a->gen_T < 0) { a->gen_T = a->T < 64 ? a->T : 64; }
     if (a->gen_T > a->T) {
         snprintf(msg, msg_size, "-g %d: expected at most T = %d tokens to sample", a->gen_T, a->T);
         return 0;
     }
     const long long BT = (long long)a->B * a->T;
-    if (BT > (1LL << 30)) {
-        snprintf(msg, msg_size, "-b %d -t %d: B*T = %lld is too large (expected <= 2^30)", a->B, a->T, BT);
+    const long long widest = a->config.mlp_hidden > a->config.channels ? a->config.mlp_hidden : a->config.channels;
+    if (BT * widest > (long long)INT_MAX) { // the elementwise kernels index (B, T, M) with 32 bits
+        snprintf(msg, msg_size, "-b %d -t %d: B*T*%lld = %lld elements exceed 2^31 - 1 (HINT: lower -b, use -d to keep "
+                 "the total batch)", a->B, a->T, widest, BT * widest);
         return 0;
     }
-    if (!a->attn_unfused && attention_fused_supported(qkv_head_dim(&a->config)) &&
-        !attention_fused_grid_fits(a->B, a->config.num_heads)) { // flash_check_grid's limit, before any CUDA call
-        snprintf(msg, msg_size, "-b %d: B * n_head = %lld exceeds the %d blocks of the flash kernels' grid "
-                 "(HINT: lower -b, or use --attention unfused)", a->B, (long long)a->B * a->config.num_heads,
+    if (!attention_fused_grid_fits(a->B, a->config.num_heads)) { // the unfused path's permute grid has the same limit
+        snprintf(msg, msg_size, "-b %d: B * n_head = %lld exceeds the %d blocks of the attention kernels' grid "
+                 "(HINT: lower -b, use -d to keep the total batch)", a->B, (long long)a->B * a->config.num_heads,
                  FLASH_MAX_GRID_Y);
         return 0;
     }
@@ -2862,6 +3447,9 @@ static void cuda_setup(void) {
     cudaCheck(cudaSetDevice(0));
     cublasCheck(cublasLtCreate(&g_cublaslt));
     g_cublaslt_workspace = device_malloc(CUBLASLT_WORKSPACE_SIZE, "cuBLASLt workspace");
+    int sms = 0;
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    g_reduce_blocks = 2 * sms < REDUCE_MAX_BLOCKS ? 2 * sms : REDUCE_MAX_BLOCKS;
 }
 
 // ----------------------------------------------------------------------------
@@ -2908,20 +3496,25 @@ static void logf_line(FILE* logf, const char* line) {
     }
 }
 
-// Generates gen_T tokens after an end-of-text token, printing them as they come.
+// Generates gen_T tokens after an end-of-text token, printing them as they come. Each token is one
+// forward pass with B = 1 over the tokens so far, T rounded up to a multiple of 64 (the flash
+// kernels' tile; causal attention makes the padding invisible to the positions before it), instead
+// of a pass over the whole (B, T) training shape.
 static void sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng) {
     const GPT2Config* c = &model->config;
     const int V = c->vocab_size, Vp = c->padded_vocab_size;
-    const size_t BT = (size_t)model->B * model->T;
     int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
     if (eot < 0 || eot >= V) { eot = 0; }
-    int* gen = (int*)host_malloc(BT * sizeof(int), "sampling tokens");
-    for (size_t i = 0; i < BT; i++) { gen[i] = eot; }
+    int* gen = (int*)host_malloc((size_t)model->T * sizeof(int), "sampling tokens");
+    for (int i = 0; i < model->T; i++) { gen[i] = eot; }
     void* row_x = host_malloc((size_t)Vp * sizeof(floatX), "sampling logits");
     float* row = (float*)host_malloc((size_t)Vp * sizeof(float), "sampling logits");
     printf("generating:\n---\n");
     for (int t = 1; t < a->gen_T; t++) {
-        gpt2_forward(model, gen, NULL, 0.0f);
+        int T_pass = (t + 63) / 64 * 64;
+        if (T_pass > model->T) { T_pass = model->T; }
+        gpt2_stage_batch(model, gen, NULL, 1, T_pass);
+        gpt2_forward_staged(model, 0.0f);
         cudaCheck(cudaMemcpy(row_x, model->acts.output + (size_t)(t - 1) * Vp, (size_t)Vp * sizeof(floatX), cudaMemcpyDeviceToHost));
         host_x_to_floats(row, row_x, (size_t)Vp);
         float m = -INFINITY;
@@ -2979,6 +3572,7 @@ static int train_run(TrainArgs* a) {
         return 1;
     }
 
+    g_gelu_fusion = a->gelu_fusion;
     GPT2 model;
     gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
                !a->attn_unfused); // fused where a flash kernel exists: gpt2_build decides
@@ -3065,9 +3659,8 @@ static int train_run(TrainArgs* a) {
             for (int i = 0; i < val_batches; i++) {
                 dataloader_next_batch(&val_loader);
                 gpt2_forward(&model, val_loader.inputs, val_loader.targets, 0.0f);
-                val_loss += model.mean_loss;
             }
-            val_loss /= val_batches > 0 ? val_batches : 1;
+            val_loss = val_batches > 0 ? gpt2_mean_loss(&model) : 0.0; // every batch has B*T losses: the mean of the means
             snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
             printf("%s\n", line);
             logf_line(logf, line);
@@ -3098,17 +3691,21 @@ static int train_run(TrainArgs* a) {
         cudaCheck(cudaDeviceSynchronize());
         const double t0 = now_seconds();
         gpt2_zero_grad(&model);
-        double loss = 0.0;
+        // the host stays ahead of the GPU: while micro-step i runs, it reads and stages batch i + 1
+        // (data, token checks, encoder buckets); the step's one wait is for the norm and the loss
+        dataloader_next_batch(&train_loader);
+        gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
         for (int micro = 0; micro < a->grad_accum_steps; micro++) {
-            dataloader_next_batch(&train_loader);
-            gpt2_forward(&model, train_loader.inputs, train_loader.targets, dloss);
-            loss += model.mean_loss;
+            gpt2_forward_staged(&model, dloss);
             gpt2_backward(&model);
+            if (micro + 1 < a->grad_accum_steps) {
+                dataloader_next_batch(&train_loader);
+                gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
+            }
         }
-        loss /= a->grad_accum_steps;
         const float lr = learning_rate(a, step, num_steps);
         const float norm = gpt2_update(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1);
-        cudaCheck(cudaDeviceSynchronize());
+        const double loss = gpt2_mean_loss(&model); // every micro-step has B*T losses: the mean of the means
         const double dt = now_seconds() - t0;
         const size_t mem = device_memory_in_use();
         if (mem > peak_mem) { peak_mem = mem; }
@@ -3120,8 +3717,9 @@ static int train_run(TrainArgs* a) {
         char mfu[32];
         if (peak > 0) { snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * flops_per_step / dt / peak); }
         else { snprintf(mfu, sizeof(mfu), "n/a"); }
-        snprintf(line, sizeof(line), "step %d/%d | loss %.6f | lr %.4e | norm %.4f | %.2f ms | %.0f tok/s | MFU %s",
-                 step + 1, num_steps, loss, (double)lr, (double)norm, dt * 1e3, tok_s, mfu);
+        snprintf(line, sizeof(line), "step %d/%d | loss %.6f | lr %.4e | norm %.4f | %.2f ms | %.0f tok/s | MFU %s | "
+                 "%.1f%% of %.0f TFLOP/s", step + 1, num_steps, loss, (double)lr, (double)norm, dt * 1e3, tok_s, mfu,
+                 100.0 * flops_per_step / dt / MEASURED_MATMUL_PEAK, MEASURED_MATMUL_PEAK / 1e12);
         printf("%s\n", line);
         fflush(stdout);
         logf_line(logf, line);
@@ -3138,8 +3736,9 @@ static int train_run(TrainArgs* a) {
         char mfu[32];
         if (peak > 0) { snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * flops_per_step * timed_steps / total_time / peak); }
         else { snprintf(mfu, sizeof(mfu), "n/a"); }
-        snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | MFU %s | peak memory %.0f MiB",
-                 timed_steps, ms, tok_s, mfu, peak_mem / 1048576.0);
+        snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | MFU %s | peak memory %.0f MiB | "
+                 "%.1f%% of %.0f TFLOP/s", timed_steps, ms, tok_s, mfu, peak_mem / 1048576.0,
+                 100.0 * flops_per_step * timed_steps / total_time / MEASURED_MATMUL_PEAK, MEASURED_MATMUL_PEAK / 1e12);
         printf("%s\n", line);
         logf_line(logf, line);
     }

@@ -53,16 +53,39 @@ inside the tensor core (D is summed in double, then rounded to fp32), fast-math 
 #undef __global__
 #undef __device__
 #undef __forceinline__
+#if defined(EMU_KERNEL_EMULATOR)
+// kernel_emulator.cpp (the trainer's other kernels): a `__shared__` array declared in a kernel is a
+// static local, one per kernel, which the threads of a CTA share because CTAs run one at a time. All
+// of them live in the section emu_shared, which launch() fills with 0xFF before every CTA (a read of
+// shared memory no thread of this CTA wrote gives NaN). GCC refuses to put COMDAT (inline, template)
+// and plain functions' statics in one section, so every kernel and device function is inline.
+#undef __shared__
+#undef __constant__
+#define __global__ inline
+#define __device__ inline
+#define __forceinline__
+#define __shared__ static __attribute__((section("emu_shared")))
+#define __constant__ inline
+#else
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#endif
 #define __launch_bounds__(...)
 // __align__(n) stays host_defines.h's __attribute__((aligned(n)))
 
+#if defined(EMU_FP32)
+// the trainer's FP32 build (-DENABLE_FP32); only kernel_emulator.cpp builds it
+typedef float floatX;
+#define PRECISION_IS_BF16 0
+static inline float x2f(floatX v) { return v; }
+static inline floatX f2x(float v) { return v; }
+#else
 typedef __nv_bfloat16 floatX;
 #define PRECISION_IS_BF16 1
 static inline float x2f(floatX v) { return __bfloat162float(v); }
 static inline floatX f2x(float v) { return __float2bfloat16(v); } // round to nearest even
+#endif
 
 struct EmuDim3 { unsigned int x, y, z; };
 // the running fiber's, set at each switch. External linkage (inline variables), so that the compiler
@@ -90,13 +113,13 @@ asm(".text\n"
 #endif
 
 enum State { RUNNABLE, WAIT_WARP, WAIT_BLOCK, DONE };
-enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2 };
+enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_SHFL_IDX = 5, OP_SYNCWARP = 6 };
 
 struct LaneOp {
     int kind, line;
     unsigned mask;
-    int lanemask;
-    float v;
+    int lanemask; // shuffles: the lane mask, delta or source lane
+    uint32_t v;   // shuffles: the value's bits
     uint32_t a[4], b[2];
     float c[4];
 };
@@ -130,7 +153,7 @@ struct Runtime {
     int block_arrived = 0, block_line = 0;
     std::vector<int> warp_arrived;
     std::vector<LaneOp> ops;     // per thread: its pending warp op
-    std::vector<float> res_v;    // per thread: shfl result
+    std::vector<uint32_t> res_v; // per thread: shfl result (bits)
     std::vector<float> res_d;    // per thread x 4: mma result
     // errors and context for messages
     std::string error;
@@ -198,7 +221,7 @@ static inline float bf16_bits_to_float(uint32_t bits16) {
 }
 
 // the layout maps are bijections onto the matrices (checked once at start-up)
-static bool check_fragment_maps() {
+static inline bool check_fragment_maps() {
     int a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
     for (int lane = 0; lane < 32; lane++) {
         for (int reg = 0; reg < 4; reg++) {
@@ -284,15 +307,25 @@ static void warp_collective(const LaneOp& op) {
     rt.collectives++;
     for (int l = 0; l < 32; l++) {
         const LaneOp& o = rt.ops[warp0 + l];
-        if (o.kind != op.kind || o.line != op.line || o.mask != op.mask || o.lanemask != op.lanemask) {
+        // a shfl_sync's source lane may differ per lane; every other argument must agree
+        if (o.kind != op.kind || o.line != op.line || o.mask != op.mask ||
+            (o.lanemask != op.lanemask && op.kind != OP_SHFL_IDX)) {
             fail("divergent warp collective: lane " + std::to_string(l) + " at " + line_str(o.line) + " (kind " +
                  std::to_string(o.kind) + "), last lane at " + line_str(op.line) + " (kind " + std::to_string(op.kind) + ")");
         }
     }
-    if (op.kind == OP_SHFL_XOR) {
-        for (int l = 0; l < 32; l++) { rt.res_v[warp0 + l] = rt.ops[warp0 + (l ^ op.lanemask)].v; }
-    } else {
+    if (op.kind == OP_MMA) {
         mma_compute(warp0);
+    } else if (op.kind != OP_SYNCWARP) {
+        for (int l = 0; l < 32; l++) {
+            const int d = rt.ops[warp0 + l].lanemask;
+            int src = l;
+            if (op.kind == OP_SHFL_XOR) { src = l ^ d; }
+            if (op.kind == OP_SHFL_DOWN && l + d < 32) { src = l + d; } // past the warp: the lane's own value
+            if (op.kind == OP_SHFL_UP && l - d >= 0) { src = l - d; }
+            if (op.kind == OP_SHFL_IDX) { src = d & 31; }
+            rt.res_v[warp0 + l] = rt.ops[warp0 + src].v;
+        }
     }
     for (int l = 0; l < 32; l++) {
         rt.fibers[warp0 + l].state = RUNNABLE;
@@ -302,17 +335,41 @@ static void warp_collective(const LaneOp& op) {
     switch_to_scheduler();
 }
 
-static float shfl_xor_f32(unsigned mask, float v, int lanemask, int line) {
-    if (mask != 0xFFFFFFFFu) { fail("__shfl_xor_sync with a partial mask at " + line_str(line)); }
-    if (lanemask < 0 || lanemask > 31) { fail("__shfl_xor_sync lane mask out of range at " + line_str(line)); }
+static inline uint32_t shfl_bits(int kind, unsigned mask, uint32_t v, int arg, int line) {
+    static const char* names[] = {"", "__shfl_xor_sync", "", "__shfl_down_sync", "__shfl_up_sync", "__shfl_sync"};
+    if (mask != 0xFFFFFFFFu) { fail(std::string(names[kind]) + " with a partial mask at " + line_str(line)); }
+    if (kind != OP_SHFL_IDX && (arg < 0 || arg > 31)) { fail(std::string(names[kind]) + " lane argument out of range at " + line_str(line)); }
     LaneOp op{};
-    op.kind = OP_SHFL_XOR;
+    op.kind = kind;
     op.line = line;
     op.mask = mask;
-    op.lanemask = lanemask;
+    op.lanemask = arg;
     op.v = v;
     warp_collective(op);
     return rt.res_v[rt.cur];
+}
+
+// any 1, 2, 4 or 8-byte value (CUDA's overloads: int, unsigned, float, double, bf16, bf16x2, ...)
+template <class T>
+static inline T shfl(int kind, unsigned mask, T v, int arg, int line) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "shuffle of an unsupported type");
+    uint32_t w[2] = {0, 0};
+    memcpy(w, &v, sizeof(T));
+    w[0] = shfl_bits(kind, mask, w[0], arg, line);
+    if (sizeof(T) == 8) { w[1] = shfl_bits(kind, mask, w[1], arg, line); }
+    T r;
+    memcpy(&r, w, sizeof(T));
+    return r;
+}
+static inline float shfl_xor_f32(unsigned mask, float v, int lanemask, int line) { return shfl(OP_SHFL_XOR, mask, v, lanemask, line); }
+
+static inline void syncwarp(unsigned mask, int line) {
+    if (mask != 0xFFFFFFFFu) { fail("__syncwarp with a partial mask at " + line_str(line)); }
+    LaneOp op{};
+    op.kind = OP_SYNCWARP;
+    op.line = line;
+    op.mask = mask;
+    warp_collective(op);
 }
 
 static void syncthreads(int line) {
@@ -425,8 +482,9 @@ static bool run_cta(int schedule) {
         }
         const int tid = rt.tid_of_rank[rank];
         rt.cur = tid;
-        threadIdx.x = (unsigned)tid;
-        threadIdx.y = threadIdx.z = 0;
+        threadIdx.x = (unsigned)tid % blockDim.x; // CUDA's linear thread id: x fastest, then y, then z
+        threadIdx.y = ((unsigned)tid / blockDim.x) % blockDim.y;
+        threadIdx.z = (unsigned)tid / (blockDim.x * blockDim.y);
         rt.switches++;
 #if defined(__x86_64__)
         emu_ctx_switch(&rt.sched_sp, rt.fibers[tid].sp);
@@ -465,16 +523,26 @@ static void guarded_free(Guarded& g) {
     g = Guarded();
 }
 
-// ---------------------------------------------------------------------------------------------
-// kernel<<<grid, block, smem>>>: CTAs one after another (x fastest), each as `block` fibers on a
-// shared-memory buffer of exactly `smem` bytes (guard page after it), filled with 0xFF (bf16 and
-// fp32 NaN) before each CTA so that reading what no thread wrote shows up
-static bool launch(const char* name, EmuDim3 grid, int block, size_t smem, int schedule,
-                   const std::function<void()>& body, std::string* error) {
-    if (block <= 0 || block > kMaxThreads || block % 32 != 0) { *error = "bad block size"; return false; }
+// the static __shared__ variables of EMU_KERNEL_EMULATOR builds (null when there are none)
+extern "C" __attribute__((weak)) unsigned char __start_emu_shared[];
+extern "C" __attribute__((weak)) unsigned char __stop_emu_shared[];
+
+// the order in which launch_dims runs the CTAs of a grid
+enum CtaOrder { CTA_ASC = 0, CTA_DESC = 1, CTA_RANDOM = 2 };
+
+// kernel<<<grid, block, smem>>>: CTAs one after another (x fastest, or as `order` says), each as
+// `block` fibers on a shared-memory buffer of exactly `smem` bytes (guard page after it), filled
+// with 0xFF (bf16 and fp32 NaN) before each CTA so that reading what no thread wrote shows up;
+// the same for the static __shared__ variables
+static inline bool launch_dims(const char* name, EmuDim3 grid, EmuDim3 block3, size_t smem, int schedule, int order,
+                        const std::function<void()>& body, std::string* error) {
+    const EmuDim3 g3{grid.x, grid.y, grid.z ? grid.z : 1u}, b3{block3.x, block3.y ? block3.y : 1u, block3.z ? block3.z : 1u};
+    const long long nthreads = (long long)b3.x * b3.y * b3.z;
+    if (nthreads <= 0 || nthreads > kMaxThreads || b3.z > 64) { *error = "bad block size"; return false; }
+    const int block = (int)nthreads;
     if (rt.fibers.empty()) { rt.fibers.resize(kMaxThreads); }
     rt.ops.assign(block, LaneOp{});
-    rt.res_v.assign(block, 0.0f);
+    rt.res_v.assign(block, 0u);
     rt.res_d.assign((size_t)block * 4, 0.0f);
     rt.nthreads = block;
     rt.body = &body;
@@ -482,15 +550,20 @@ static bool launch(const char* name, EmuDim3 grid, int block, size_t smem, int s
     rt.error.clear();
     Guarded sm = guarded_alloc(smem);
     rt.smem = smem ? sm.data : nullptr;
-    gridDim = {grid.x, grid.y, 1};
-    blockDim = {(unsigned)block, 1, 1};
+    gridDim = g3;
+    blockDim = b3;
+    const size_t ctas = (size_t)g3.x * g3.y * g3.z;
+    std::vector<size_t> seq(ctas);
+    for (size_t i = 0; i < ctas; i++) { seq[i] = order == CTA_DESC ? ctas - 1 - i : i; }
+    if (order == CTA_RANDOM) { std::shuffle(seq.begin(), seq.end(), sched_rng); }
+    const size_t static_smem = __start_emu_shared != nullptr ? (size_t)(__stop_emu_shared - __start_emu_shared) : 0;
     bool ok = true;
-    for (unsigned by = 0; by < grid.y && ok; by++) {
-        for (unsigned bx = 0; bx < grid.x && ok; bx++) {
-            blockIdx = {bx, by, 0};
-            if (smem) { memset(sm.data, 0xFF, smem); }
-            ok = run_cta(schedule);
-        }
+    for (size_t i = 0; i < ctas && ok; i++) {
+        const size_t c = seq[i];
+        blockIdx = {(unsigned)(c % g3.x), (unsigned)((c / g3.x) % g3.y), (unsigned)(c / ((size_t)g3.x * g3.y))};
+        if (smem) { memset(sm.data, 0xFF, smem); }
+        if (static_smem) { memset(__start_emu_shared, 0xFF, static_smem); }
+        ok = run_cta(schedule);
     }
     guarded_free(sm);
     rt.smem = nullptr;
@@ -498,18 +571,72 @@ static bool launch(const char* name, EmuDim3 grid, int block, size_t smem, int s
     return ok;
 }
 
+// the flash emulator's entry: a 1-D block (a multiple of 32 threads), CTAs in ascending order
+static inline bool launch(const char* name, EmuDim3 grid, int block, size_t smem, int schedule,
+                   const std::function<void()>& body, std::string* error) {
+    if (block <= 0 || block > kMaxThreads || block % 32 != 0) { *error = "bad block size"; return false; }
+    return launch_dims(name, EmuDim3{grid.x, grid.y, 1}, EmuDim3{(unsigned)block, 1, 1}, smem, schedule, CTA_ASC, body, error);
+}
+
 } // namespace emu
 
 // ---------------------------------------------------------------------------------------------
 // what the extracted text calls
 #define __syncthreads() emu::syncthreads(__LINE__)
-#define __shfl_xor_sync(mask, v, lanemask) emu::shfl_xor_f32((mask), (v), (lanemask), __LINE__)
+#define __shfl_xor_sync(mask, v, lanemask) emu::shfl(emu::OP_SHFL_XOR, (mask), (v), (lanemask), __LINE__)
+#define __shfl_down_sync(mask, v, delta) emu::shfl(emu::OP_SHFL_DOWN, (mask), (v), (delta), __LINE__)
+#define __shfl_up_sync(mask, v, delta) emu::shfl(emu::OP_SHFL_UP, (mask), (v), (delta), __LINE__)
+#define __shfl_sync(mask, v, src_lane) emu::shfl(emu::OP_SHFL_IDX, (mask), (v), (src_lane), __LINE__)
+#define __syncwarp(...) emu::syncwarp((__VA_ARGS__ + 0) ? (__VA_ARGS__ + 0) : 0xFFFFFFFFu, __LINE__)
 
-// the trainer's warp_sum (train_gpt2.cu, "reductions"), the same butterfly
+#if !defined(EMU_KERNEL_EMULATOR)
+// the trainer's warp_sum (train_gpt2.cu, "reductions"), the same butterfly; kernel_emulator.cpp
+// extracts the section that defines it
 static inline float warp_sum(float v) {
     for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
     return v;
 }
+#else
+// device functions of CUDA's headers the trainer's other kernels call, as host code (__expf and
+// __logf are glibc's, exact). Atomics and fences are plain operations: one OS thread, CTAs one at a
+// time, so every earlier CTA has finished
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline unsigned int min(int a, unsigned int b) { return min((unsigned int)a, b); } // CUDA's mixed overloads
+static inline unsigned int min(unsigned int a, int b) { return min(a, (unsigned int)b); }
+static inline unsigned int max(int a, unsigned int b) { return max((unsigned int)a, b); }
+static inline unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline size_t min(size_t a, size_t b) { return a < b ? a : b; }
+static inline size_t max(size_t a, size_t b) { return a > b ? a : b; }
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { const unsigned int o = *p; *p = o + v; return o; }
+static inline int atomicAdd(int* p, int v) { const int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); return o; }
+static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { const unsigned int o = *p; *p = o >= limit ? 0u : o + 1u; return o; }
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { const unsigned int o = *p; *p = v; return o; }
+static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) { const unsigned int o = *p; if (o == cmp) { *p = v; } return o; }
+static inline void __threadfence() {}
+static inline void __threadfence_block() {}
+// cache-hinted loads and stores: plain ones of the same type (alignment checked by UBSan)
+template <class T> static inline T __ldcs(const T* p) { return *p; }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+template <class T> static inline T __ldca(const T* p) { return *p; }
+template <class T> static inline T __ldlu(const T* p) { return *p; }
+template <class T> static inline T __ldcv(const T* p) { return *p; }
+template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline void __stcs(T* p, T v) { *p = v; }
+template <class T> static inline void __stcg(T* p, T v) { *p = v; }
+template <class T> static inline void __stwb(T* p, T v) { *p = v; }
+template <class T> static inline void __stwt(T* p, T v) { *p = v; }
+#endif
 
 // the dynamic shared memory of the running CTA (replaces `extern __shared__ ... flash_smem[]`)
 static inline unsigned char* emu_flash_smem() { return emu::rt.smem; }

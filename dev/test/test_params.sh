@@ -95,7 +95,7 @@ if rep=$(./build/params memory d12 $T $B bf16 fused 2>&1); then
   act=0
   for bytes in $((BT*C*2)) $((L*BT*C*2)) $((L*BT*4)) $((L*BT*4)) $((L*BT*W*2)) $((L*B*H*T*4)) \
                $((L*BT*C*2)) $((L*BT*C*2)) $((L*BT*C*2)) $((L*BT*4)) $((L*BT*4)) $((L*BT*M*2)) $((L*BT*M*2)) \
-               $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((BT*Vp*2)) $((BT*4)) $((BT*C*2)); do
+               $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((8192*Vp*2)) $((BT*4)) $((BT*C*2)); do
     act=$(( act + $(r $bytes 256) ))
   done
   dact=0
@@ -106,6 +106,15 @@ if rep=$(./build/params memory d12 $T $B bf16 fused 2>&1); then
     master_weights=$((np * 4)) activations=$act activation_grads=$dact total=$((np * 18 + act + dact))
 else
   echo "FAIL params memory d12 B=64 T=1024: exited non-zero: $rep"; fail=1
+fi
+# the recompute levels: -r 1 keeps one layer's fch_gelu (B, T, M), -r 2 also one layer's ln1 and ln2 (B, T, C)
+a0=$(field activations "$(./build/params memory d12 1024 64 bf16 fused -r 0 2>&1)")
+a1r=$(field activations "$(./build/params memory d12 1024 64 bf16 fused -r 1 2>&1)")
+a2r=$(field activations "$(./build/params memory d12 1024 64 bf16 fused -r 2 2>&1)")
+if [ -n "$a0" ] && [ $((a0 - a1r)) -eq $(( (12 - 1) * 65536 * 3072 * 2 )) ] && [ $((a1r - a2r)) -eq $(( 2 * (12 - 1) * 65536 * 768 * 2 )) ]; then
+  echo "PASS params memory -r 1 saves $(( (a0 - a1r) >> 20 )) MiB (11 layers of fch_gelu), -r 2 $(( (a1r - a2r) >> 20 )) MiB more (11 layers of ln1, ln2)"
+else
+  echo "FAIL params memory recompute levels: activations -r 0/1/2 = '$a0' / '$a1r' / '$a2r' bytes"; fail=1
 fi
 # a shape where the 128-element padding of the parameters shows (C 100: ln1w 100 -> 128, ...), fp32,
 # where hd 25 has no fused kernel so the unfused path is the default, and FP32 keeps no master weights
@@ -145,7 +154,7 @@ bad_args=(
   "memory d12 1024 64 bf17"
   "memory d12 1024 64 bf16 fp32"
   "memory d12 1024 64 fp32 fused"
-  "memory d12 1024 64 -r 2"
+  "memory d12 1024 64 -r 3"
   "memory nope 12 768 12 12 3072 1 1024 64"
   "memory standard 12 768 12 5 3072 1 1024 64"
   "memory standard 12 768 12 12 3072 1 1024"

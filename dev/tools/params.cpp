@@ -6,7 +6,7 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
   params                 the VARIANTS.md table, one line per configuration
   params <scheme> L C H Hkv M bias [T]
                          one line for a shape of your own (T defaults to 1024)
-  params memory <scheme> L C H Hkv M bias T B [bf16|fp32] [fused|unfused] [-r 0|1] [-w 0|1]
+  params memory <scheme> L C H Hkv M bias T B [bf16|fp32] [fused|unfused] [-r 0|1|2] [-w 0|1]
   params memory d12 T B [...the same options]
                          the CUDA trainer's training memory at micro-batch (B, T), from the
                          tensor lists gpt2_build allocates with (gpt2_training_memory); d12 is
@@ -60,7 +60,7 @@ static int parse_arg(const char* what, const char* s) {
 
 static const char* const memory_usage =
     "usage: params memory <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
-    "[-r 0|1] [-w 0|1], or params memory d12 T B [the same options]";
+    "[-r 0|1|2] [-w 0|1], or params memory d12 T B [the same options]";
 
 static void print_memory_row(const char* what, size_t bytes, const char* note) {
     printf("%-16s %15zu bytes %10.1f MiB %7.2f GiB  %s\n", what, bytes, bytes / 1048576.0, bytes / 1073741824.0, note);
@@ -106,14 +106,15 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
             ok = set_once(&fused, strcmp(o, "fused") == 0, "the attention path (fused|unfused)", o);
         } else if (strcmp(o, "-r") == 0 || strcmp(o, "-w") == 0) {
             const char* v = i + 1 < argc ? argv[i + 1] : "";
-            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-                fprintf(stderr, "params: %s is '%s', expected 0 or 1\n", o, v);
+            const int is_r = o[1] == 'r';
+            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0 && !(is_r && strcmp(v, "2") == 0)) {
+                fprintf(stderr, "params: %s is '%s', expected %s\n", o, v, is_r ? "0, 1 or 2" : "0 or 1");
                 return 1;
             }
-            ok = set_once(o[1] == 'r' ? &recompute : &master, v[0] == '1', o, v);
+            ok = set_once(is_r ? &recompute : &master, v[0] - '0', o, v);
             i++;
         } else {
-            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, -r 0|1, -w 0|1\n", o);
+            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, -r 0|1|2, -w 0|1\n", o);
             return 1;
         }
         if (!ok) { return 1; }

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# kernel_emulator.sh: runs the trainer's non-attention kernels (train_gpt2.cu) on the CPU, no GPU needed.
+#
+# Extracts byte for byte the sections of train_gpt2.cu named in SECTIONS below: a section starts at
+# the header line (a comment line right under a `// ----` line) that begins with the start text and
+# runs up to the header line that begins with its stop text, so the wording after the key words
+# may change. Today:
+# reductions, packed types, encoder, LayerNorm/RMSNorm, elementwise; classifier, optimizer, norms,
+# init. `#line` directives keep train_gpt2.cu's line numbers, so compiler errors and the emulator's
+# messages point there. The only rewrite: an `extern __shared__ T name[];` (dynamic shared memory)
+# becomes a pointer to the emulated CTA's buffer. Then builds dev/cuda/kernel_emulator.cpp with the
+# SIMT emulator of dev/cuda/flash_emulator_shim.h (g++, -Wall, a warning fails, UBSan alignment),
+# once with floatX = bf16 and once with floatX = float (the FP32 build), and runs every case of both:
+# one PASS/FAIL line per case with every output tensor's rel_err = |out - ref| / |ref| against the
+# float64 references of dev/cuda/kernels_cpu.h; exit status non-zero on any FAIL.
+#
+# Proves and does not prove: see the header of kernel_emulator.cpp.
+#
+#   bash dev/cuda/kernel_emulator.sh [--filter SUBSTRING] [--one-schedule] [--first-fail] [--bf16-only]
+#   bash dev/cuda/kernel_emulator.sh --self-test   # also: each of a list of deliberate bugs (mutants of
+#                                                  # the extracted copy) must make the run FAIL
+#   KERNEL_EMU_SRC=path/to/train_gpt2.cu bash dev/cuda/kernel_emulator.sh   # another copy of the trainer
+set -u
+cd "$(dirname "$0")/../.."
+SRC=${KERNEL_EMU_SRC:-train_gpt2.cu}
+OUT=build/kernel_emu
+mkdir -p "$OUT"
+CXX=${CXX:-g++}
+CUDA_INC=${CUDA_INC:-}
+if [ -z "$CUDA_INC" ]; then
+  for d in /usr/local/cuda/include /usr/local/cuda/targets/x86_64-linux/include /usr/include; do
+    if [ -f "$d/cuda_bf16.h" ]; then CUDA_INC=$d; break; fi
+  done
+fi
+if [ -z "$CUDA_INC" ]; then echo "FAIL kernel-emu: cuda_bf16.h not found (set CUDA_INC)"; exit 1; fi
+
+self_test=0
+bf16_only=0
+args=()
+for a in "$@"; do
+  case "$a" in
+    --self-test) self_test=1 ;;
+    --bf16-only) bf16_only=1 ;;
+    *) args+=("$a") ;;
+  esac
+done
+
+# start header | stop header (the beginnings of header lines), one section a line
+SECTIONS='// reductions|// kernels: attention data movement
+// kernels: classifier, optimizer|// cuBLASLt'
+
+# --- extract ---------------------------------------------------------------------------------
+printf '%s\n' "$SECTIONS" | awk -v src="$SRC" '
+  NR == FNR { i = index($0, "|"); ns++; start[ns] = substr($0, 1, i - 1); stop[ns] = substr($0, i + 1); next }
+  { header = prev ~ /^\/\/ ----/; prev = $0 }
+  on && header && index($0, stop[on]) == 1 { closed[on] = 1; on = 0 } # may start the next section
+  !on {
+    for (k = 1; k <= ns; k++) {
+      if (header && index($0, start[k]) == 1) {
+        if (seen[k]++) { printf "extract: section header \"%s\" appears twice\n", start[k] > "/dev/stderr"; bad = 1 }
+        on = k; printf "#line %d \"%s\"\n", FNR, src
+      }
+    }
+    if (!on) { next }
+  }
+  /(^|[^A-Za-z_])asm[ \t]*(volatile[ \t]*)?\(/ { stray_asm++ }
+  /^[ \t]*extern[ \t]+__shared__[ \t]/ {
+    # extern __shared__ [__align__(n)] TYPE NAME[]; -> TYPE* const NAME = (TYPE*)emu_dynamic_smem();
+    line = $0
+    match(line, /^[ \t]*/); indent = substr(line, 1, RLENGTH)
+    sub(/^[ \t]*extern[ \t]+__shared__[ \t]+/, "", line)
+    sub(/^__align__\([0-9]+\)[ \t]+/, "", line)
+    if (match(line, /[A-Za-z_][A-Za-z0-9_]*\[\];[ \t]*$/)) {
+      type = substr(line, 1, RSTART - 1); name = substr(line, RSTART, RLENGTH)
+      sub(/\[\];[ \t]*$/, "", name); sub(/[ \t]+$/, "", type)
+      print indent type "* const " name " = (" type "*)emu_dynamic_smem(); // [kernel_emulator] was: " $0
+      dyn++
+      next
+    }
+    printf "extract: line %d: an extern __shared__ declaration the extractor cannot rewrite\n", FNR > "/dev/stderr"; bad = 1
+  }
+  { print }
+  END {
+    for (k = 1; k <= ns; k++) {
+      if (!seen[k]) { printf "extract: section header \"%s\" not found\n", start[k] > "/dev/stderr"; bad = 1 }
+      else if (!closed[k]) { printf "extract: no \"%s\" after \"%s\"\n", stop[k], start[k] > "/dev/stderr"; bad = 1 }
+    }
+    if (stray_asm) { printf "extract: %d asm statement(s) in the sections: the emulator cannot run them\n", stray_asm > "/dev/stderr"; bad = 1 }
+    exit bad
+  }
+' - "$SRC" >"$OUT/kernel_sections.inc.tmp" 2>"$OUT/extract.err"
+if [ $? -ne 0 ]; then
+  echo "FAIL kernel-emu extract: $(head -n1 "$OUT/extract.err")"
+  exit 1
+fi
+if ! cmp -s "$OUT/kernel_sections.inc.tmp" "$OUT/kernel_sections.inc" 2>/dev/null; then
+  mv "$OUT/kernel_sections.inc.tmp" "$OUT/kernel_sections.inc"
+else
+  rm -f "$OUT/kernel_sections.inc.tmp"
+fi
+
+# --- build -----------------------------------------------------------------------------------
+# UBSan's alignment check: every 16-byte packed load/store must be aligned as on the GPU
+SAN="-fsanitize=alignment -fno-sanitize-recover=all"
+echo "int main(){return 0;}" >"$OUT/san_probe.cpp"
+$CXX $SAN "$OUT/san_probe.cpp" -o "$OUT/san_probe" 2>/dev/null || SAN=""
+
+build() { # source.cpp include_dir binary log [extra flags]
+  if ! $CXX -std=c++17 -O1 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas $SAN ${5:-} \
+       -I"$CUDA_INC" -I"$2" "$1" -o "$3" >"$4" 2>&1; then
+    echo "FAIL kernel-emu build: $(grep -m1 -i 'error' "$4" || tail -n1 "$4") (log: $4)"
+    return 1
+  fi
+  if grep -qi 'warning' "$4"; then
+    echo "FAIL kernel-emu build: compiler warning: $(grep -m1 -i 'warning' "$4") (log: $4)"
+    return 1
+  fi
+}
+stale() { # binary: older than any of its inputs?
+  [ ! -x "$1" ] || [ "$OUT/kernel_sections.inc" -nt "$1" ] || [ dev/cuda/kernel_emulator.cpp -nt "$1" ] \
+    || [ dev/cuda/kernels_cpu.h -nt "$1" ] || [ dev/cuda/flash_emulator_shim.h -nt "$1" ] || [ "$0" -nt "$1" ]
+}
+
+BIN=$OUT/kernel_emulator
+BIN32=$OUT/kernel_emulator_fp32
+pids=()
+if stale "$BIN"; then build dev/cuda/kernel_emulator.cpp "$OUT" "$BIN" "$OUT/build.log" & pids+=($!); fi
+if [ $bf16_only -eq 0 ] && stale "$BIN32"; then
+  build dev/cuda/kernel_emulator.cpp "$OUT" "$BIN32" "$OUT/build_fp32.log" -DEMU_FP32 & pids+=($!)
+fi
+for p in "${pids[@]}"; do wait "$p" || exit 1; done
+
+# --- run -------------------------------------------------------------------------------------
+"$BIN" "${args[@]}"
+rc=$?
+if [ $bf16_only -eq 0 ]; then
+  "$BIN32" "${args[@]}" || rc=1
+fi
+[ $self_test -eq 1 ] || exit $rc
+
+# --- self-test: deliberate bugs must be caught -------------------------------------------------
+# mutate FILE ANCHOR OLD NEW: in the first line containing the fixed string OLD at or after the first
+# line containing ANCHOR (the kernel's name), replace OLD by NEW
+mutate() {
+  awk -v anchor="$2" -v old="$3" -v new="$4" '
+    !inside && index($0, anchor) > 0 { inside = 1 }
+    inside && !done && (i = index($0, old)) > 0 { $0 = substr($0, 1, i - 1) new substr($0, i + length(old)); done = 1 }
+    { print }
+    END { exit done ? 0 : 1 }' "$1" >"$1.tmp" && mv "$1.tmp" "$1"
+}
+# description | anchor | old | new
+MUTANTS=(
+  "block_sum: no barrier before reusing shared32|float block_sum(|__syncthreads(); // shared32 may still be read by a previous call|;"
+  "warp_sum: butterfly stops at lane distance 2|float warp_sum(|off > 0; off >>= 1|off > 1; off >>= 1"
+  "column_sums_partial: no barrier before the column reduction|void column_sums_partial_kernel(|__syncthreads();|;"
+  "column_sums_finalize: last chunk dropped|void column_sums_finalize_kernel(|k < num_chunks;|k < num_chunks - 1;"
+  "norm_backward: row bound off by one|void norm_backward_kernel(|if (row >= N) { return; }|if (row > N) { return; }"
+  "fused_classifier: padded columns get softmax too|void fused_classifier_kernel(|if (v < V) { d = (expf|if (v < Vp) { d = (expf"
+  "encoder_backward_wte: one position past the bucket|void encoder_backward_wte_kernel(|p < bucket_start[u + 1]; p++|p <= bucket_start[u + 1]; p++"
+  "adamw: v corrected with bc1|void adamw_kernel(|const float v_hat = v / bc2;|const float v_hat = v / bc1;"
+  "layernorm_forward: each warp one row too far|void layernorm_forward_kernel(|+ threadIdx.x / 32;|+ threadIdx.x / 32 + 1;"
+  "block_sum: reads one warp slot past the block's warps|float block_sum(|lane < nwarps ?|lane <= nwarps ?"
+)
+st_fail=0
+run_mutant() { # index
+  local i=$1 spec=${MUTANTS[$1]} d="$OUT/mutants/m$1"
+  local desc=${spec%%|*} rest=${spec#*|}
+  local anchor=${rest%%|*}; rest=${rest#*|}
+  local old=${rest%%|*} new=${rest#*|}
+  rm -rf "$d"; mkdir -p "$d"
+  cp "$OUT/kernel_sections.inc" dev/cuda/kernel_emulator.cpp dev/cuda/flash_emulator_shim.h dev/cuda/kernels_cpu.h "$d/"
+  if ! (cd "$d" && mutate kernel_sections.inc "$anchor" "$old" "$new"); then
+    echo "FAIL kernel-emu self-test m$i ($desc): the mutation did not apply (the kernel text changed?)"
+    return 1
+  fi
+  if ! build "$d/kernel_emulator.cpp" "$d" "$d/kernel_emulator" "$d/build.log" >"$d/build.msg"; then
+    echo "FAIL kernel-emu self-test m$i ($desc): $(cat "$d/build.msg")"
+    return 1
+  fi
+  "$d/kernel_emulator" --first-fail >"$d/run.log" 2>&1
+  if [ $? -ne 0 ] && grep -q '^FAIL' "$d/run.log"; then
+    echo "PASS kernel-emu self-test m$i ($desc): caught: $(grep -m1 '^FAIL' "$d/run.log" | cut -c1-200)"
+  else
+    echo "FAIL kernel-emu self-test m$i ($desc): not caught (log: $d/run.log)"
+    return 1
+  fi
+}
+# two at a time (a build is most of a mutant's cost), reported in order
+for ((i = 0; i < ${#MUTANTS[@]}; i += 2)); do
+  run_mutant $i >"$OUT/m$i.out" & p1=$!
+  p2=
+  if [ $((i + 1)) -lt ${#MUTANTS[@]} ]; then run_mutant $((i + 1)) >"$OUT/m$((i + 1)).out" & p2=$!; fi
+  wait $p1 || st_fail=1
+  [ -z "$p2" ] || wait $p2 || st_fail=1
+  cat "$OUT/m$i.out"; [ -z "$p2" ] || cat "$OUT/m$((i + 1)).out"
+done
+[ $rc -eq 0 ] && [ $st_fail -eq 0 ]
