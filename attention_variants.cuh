@@ -606,10 +606,11 @@ static inline size_t gpt2_param_layout(const GPT2Config* c, size_t sizes[NUM_PAR
 // The classifier runs over chunks of at most this many rows (B * T positions): its logits (and
 // dlogits) never exist for the whole batch at once; 8192 rows of GPT-2's 50304 padded vocabulary
 // are 0.8 GB in bf16, instead of 6.6 GB for B 64, T 1024, and the chunk's matmuls stay large.
+// The chunk is at least T rows, so that sampling's B = 1 passes keep all their logits.
 #define CLASSIFIER_CHUNK_ROWS 8192
 static inline int gpt2_logits_rows(int B, int T) {
-    const long long bt = (long long)B * T;
-    return bt < CLASSIFIER_CHUNK_ROWS ? (int)bt : CLASSIFIER_CHUNK_ROWS;
+    const long long bt = (long long)B * T, chunk = T > CLASSIFIER_CHUNK_ROWS ? T : CLASSIFIER_CHUNK_ROWS;
+    return (int)(bt < chunk ? bt : chunk);
 }
 
 // Activation tensors (train_gpt2.cu's Activations), in allocation order. Elements are the build's

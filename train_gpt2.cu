@@ -276,6 +276,7 @@ __global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int
 // chunk is added into dwte by that chunk (chunk_slot[u] = -1); the chunks of a token with several
 // write their sums to scratch rows chunk_slot[u], which encoder_backward_wte_reduce_kernel adds up
 // in slot order. Either way every row of dwte is written by one thread per x128, in a fixed order.
+// (The host side, encoder_buckets_build, follows the kernels.)
 #define ENCODER_CHUNK 64
 __global__ void encoder_backward_wte_kernel(float* dwte, float* scratch, const floatX* dout, const int* chunk_tok,
                                             const int* chunk_start, const int* chunk_slot, const int* pos, int C) {
@@ -313,6 +314,59 @@ __global__ void encoder_backward_wte_reduce_kernel(float* dwte, const float* scr
         }
     }
     add_into_f32(dwte + (size_t)reduce_tok[r] * C + c, acc);
+}
+
+// The host side of the buckets: where each array lives in a buffer of encoder_bucket_ints(cap) ints
+// for at most cap positions, and how many scratch rows the frequent tokens need (a token with more
+// than one chunk has at least ENCODER_CHUNK + 1 positions, so at most 2 chunks per ENCODER_CHUNK).
+typedef struct { size_t chunk_tok, chunk_start, chunk_slot, reduce_tok, reduce_start, pos; } EncoderBuckets;
+static inline size_t encoder_bucket_ints(size_t cap) { return 6 * cap + 2; }
+static inline size_t encoder_scratch_rows(size_t cap) { return 2 * cap / ENCODER_CHUNK + 1; }
+static inline EncoderBuckets encoder_buckets_layout(size_t base, size_t cap) {
+    EncoderBuckets o;
+    o.chunk_tok = base;
+    o.chunk_start = o.chunk_tok + cap;
+    o.chunk_slot = o.chunk_start + cap + 1;
+    o.reduce_tok = o.chunk_slot + cap;
+    o.reduce_start = o.reduce_tok + cap;
+    o.pos = o.reduce_start + cap + 1;
+    return o;
+}
+
+// Fills the bucket arrays at buf (layout o) for the n token ids of inputs (each in [0, V)): positions
+// sorted by token with a counting sort (stable: a token's positions stay in increasing order, so the
+// sums run in a fixed order), cut into chunks of at most ENCODER_CHUNK; a token with several chunks
+// gets consecutive scratch slots and a reduce entry. count: host scratch of V + 1 ints.
+static void encoder_buckets_build(int* buf, const EncoderBuckets* o, const int* inputs, int n, int V,
+                                  std::vector<int>* count, int* num_chunks, int* num_reduce) {
+    count->assign((size_t)V + 1, 0);
+    std::vector<int>& next = *count;
+    for (int i = 0; i < n; i++) { next[(size_t)inputs[i] + 1]++; }
+    for (int v = 0; v < V; v++) { next[(size_t)v + 1] += next[(size_t)v]; } // next[v]: first index of token v
+    int* pos = buf + o->pos;
+    for (int i = 0; i < n; i++) { pos[next[(size_t)inputs[i]]++] = i; } // next[v] ends one past token v's last
+    int chunks = 0, reduce = 0, slot = 0;
+    for (int begin = 0; begin < n;) {
+        const int tok = inputs[pos[begin]];
+        const int end = next[(size_t)tok];
+        const int nchunks = (end - begin + ENCODER_CHUNK - 1) / ENCODER_CHUNK;
+        if (nchunks > 1) {
+            buf[o->reduce_tok + reduce] = tok;
+            buf[o->reduce_start + reduce] = slot;
+            reduce++;
+        }
+        for (int k = 0; k < nchunks; k++) {
+            buf[o->chunk_tok + chunks] = tok;
+            buf[o->chunk_start + chunks] = begin + k * ENCODER_CHUNK;
+            buf[o->chunk_slot + chunks] = nchunks > 1 ? slot++ : -1;
+            chunks++;
+        }
+        begin = end;
+    }
+    buf[o->chunk_start + chunks] = n;
+    buf[o->reduce_start + reduce] = slot;
+    *num_chunks = chunks;
+    *num_reduce = reduce;
 }
 
 // ----------------------------------------------------------------------------
@@ -1936,33 +1990,17 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
 // checked, copied into pinned memory, and the encoder buckets of the wte gradient built; the forward
 // pass then copies it to the device without waiting (cudaMemcpyAsync). Layout of `host` and of the
 // device's batch_d, for a capacity of cap = B * T positions (the allocated shape):
-//   inputs [0, cap) | targets [cap, 2 cap) | chunk_tok, chunk_start (+1), chunk_slot, reduce_tok,
-//   reduce_start (+1), pos: cap ints each (encoder_backward_wte_kernel's arrays)
+//   inputs [0, cap) | targets [cap, 2 cap) | the encoder buckets (EncoderBuckets, encoder_buckets_build)
 typedef struct {
     int* host;          // pinned, batch_ints(cap) ints
     cudaEvent_t copied; // recorded after the copy that reads `host`: the buffer is free again after it
     int B, T;
     int has_targets;
-    int num_chunks;     // encoder buckets: chunks of at most ENCODER_CHUNK positions of one token
+    int num_chunks;     // encoder buckets (encoder_buckets_build): chunks of at most ENCODER_CHUNK positions
     int num_reduce;     // tokens with several chunks
 } StagedBatch;
 
-static inline size_t batch_ints(size_t cap) { return 2 * cap + 6 * cap + 2; }
-// offsets in a staged batch of the encoder bucket arrays
-typedef struct { size_t chunk_tok, chunk_start, chunk_slot, reduce_tok, reduce_start, pos; } BucketOffsets;
-static inline BucketOffsets bucket_offsets(size_t cap) {
-    BucketOffsets o;
-    o.chunk_tok = 2 * cap;
-    o.chunk_start = o.chunk_tok + cap;
-    o.chunk_slot = o.chunk_start + cap + 1;
-    o.reduce_tok = o.chunk_slot + cap;
-    o.reduce_start = o.reduce_tok + cap;
-    o.pos = o.reduce_start + cap + 1;
-    return o;
-}
-// scratch rows of the chunked wte gradient: a token with more than one chunk has at least
-// ENCODER_CHUNK + 1 positions and at most 2 chunks per ENCODER_CHUNK of them
-static inline size_t encoder_scratch_rows(size_t cap) { return 2 * cap / ENCODER_CHUNK + 1; }
+static inline size_t batch_ints(size_t cap) { return 2 * cap + encoder_bucket_ints(cap); }
 
 // Which of these tensors exist for a shape, their sizes and offsets in the one allocation of
 // Activations and of GradActivations, and the padding of the parameters (PARAM_ALIGN_ELEMS): the
@@ -2583,47 +2621,6 @@ static AttnBuffers gpt2_attn_buffers(const GPT2* model, int l, int B, int T) {
     return bufs;
 }
 
-// The encoder buckets of a batch (StagedBatch's layout): positions sorted by token (a counting sort,
-// stable, so each token's positions stay in increasing order), cut into chunks of at most
-// ENCODER_CHUNK; a token with several chunks gets consecutive scratch slots and a reduce entry.
-static void encoder_buckets_build(StagedBatch* sb, size_t cap, const int* inputs, int n, int V, std::vector<int>* count) {
-    const BucketOffsets o = bucket_offsets(cap);
-    int* h = sb->host;
-    count->assign((size_t)V + 1, 0);
-    for (int i = 0; i < n; i++) { (*count)[(size_t)inputs[i] + 1]++; }
-    for (int v = 0; v < V; v++) { (*count)[(size_t)v + 1] += (*count)[(size_t)v]; } // count[v]: first index of token v
-    std::vector<int>& next = *count;
-    int* pos = h + o.pos;
-    for (int i = 0; i < n; i++) { pos[next[(size_t)inputs[i]]++] = i; } // next[v] ends at token v's end
-    int chunks = 0, reduce = 0, slot = 0;
-    int begin = 0;
-    while (begin < n) {
-        const int tok = inputs[pos[begin]];
-        const int end = next[(size_t)tok]; // one past the token's last position
-        const int nchunks = (end - begin + ENCODER_CHUNK - 1) / ENCODER_CHUNK;
-        if (nchunks > 1) {
-            h[o.reduce_tok + reduce] = tok;
-            h[o.reduce_start + reduce] = slot;
-            reduce++;
-        }
-        for (int k = 0; k < nchunks; k++) {
-            h[o.chunk_tok + chunks] = tok;
-            h[o.chunk_start + chunks] = begin + k * ENCODER_CHUNK;
-            h[o.chunk_slot + chunks] = nchunks > 1 ? slot++ : -1;
-            chunks++;
-        }
-        begin = end;
-    }
-    h[o.chunk_start + chunks] = n;
-    h[o.reduce_start + reduce] = slot;
-    if ((size_t)slot > encoder_scratch_rows(cap)) {
-        fprintf(stderr, "error: internal: %d wte scratch rows needed, %zu allocated\n", slot, encoder_scratch_rows(cap));
-        exit(EXIT_FAILURE);
-    }
-    sb->num_chunks = chunks;
-    sb->num_reduce = reduce;
-}
-
 static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
     for (size_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= V) {
@@ -2658,7 +2655,13 @@ static void gpt2_stage_batch(GPT2* model, const int* inputs, const int* targets,
         check_tokens(targets, n, V, "target");
         memcpy(sb->host + cap, targets, n * sizeof(int));
         static std::vector<int> count; // host scratch, reused
-        encoder_buckets_build(sb, cap, inputs, (int)n, V, &count);
+        const EncoderBuckets o = encoder_buckets_layout(2 * cap, cap);
+        encoder_buckets_build(sb->host, &o, inputs, (int)n, V, &count, &sb->num_chunks, &sb->num_reduce);
+        const int slots = sb->host[o.reduce_start + sb->num_reduce];
+        if ((size_t)slots > encoder_scratch_rows(cap)) { // cannot happen: encoder_scratch_rows is a bound
+            fprintf(stderr, "error: internal: %d wte scratch rows needed, %zu allocated\n", slots, encoder_scratch_rows(cap));
+            exit(EXIT_FAILURE);
+        }
     }
     model->staged = sb;
 }
@@ -2899,7 +2902,8 @@ static void gpt2_backward(GPT2* model) {
     int threads = (packs + 31) / 32 * 32;
     if (threads > 1024) { threads = 1024; }
     const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
-    const BucketOffsets o = bucket_offsets((size_t)model->B * model->T);
+    const size_t cap = (size_t)model->B * model->T;
+    const EncoderBuckets o = encoder_buckets_layout(2 * cap, cap);
     const int* bd = model->batch_d;
     encoder_backward_wte_kernel<<<dim3(model->cur_chunks, col_blocks), threads>>>(
         gr[PARAM_WTE], model->wte_scratch_d, g->dresidual, bd + o.chunk_tok, bd + o.chunk_start, bd + o.chunk_slot,

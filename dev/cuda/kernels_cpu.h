@@ -77,11 +77,15 @@ static inline void cpu_layernorm_forward(float* out, float* mean, float* rstd, c
 }
 
 // residual = a + b (the residual stream), then out = LayerNorm(residual) as cpu_layernorm_forward.
-// The norm is of the exact sum; a kernel that stores residual rounded and normalizes either value
-// is within the rounding of residual.
+// round (may be NULL) is the storage rounding of residual (bf16 builds: to bf16); the norm is of
+// the stored values, as a kernel that normalizes what it wrote computes it.
 static inline void cpu_residual_layernorm_forward(float* residual, float* out, float* mean, float* rstd, const float* a,
-                                           const float* b, const float* weight, const float* bias, int N, int C) {
-    for (size_t i = 0; i < (size_t)N * C; i++) { residual[i] = (float)((double)a[i] + (double)b[i]); }
+                                                  const float* b, const float* weight, const float* bias, int N, int C,
+                                                  float (*round)(float)) {
+    for (size_t i = 0; i < (size_t)N * C; i++) {
+        const float r = (float)((double)a[i] + (double)b[i]);
+        residual[i] = round != NULL ? round(r) : r;
+    }
     cpu_layernorm_forward(out, mean, rstd, residual, weight, bias, N, C);
 }
 
