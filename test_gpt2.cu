@@ -627,13 +627,17 @@ int main(int argc, char** argv) {
         } else {
             failed++;
         }
-        // the scheme's first fixture once more with every non-default path of the trainer: the
+        // the scheme's first fixture twice more, through every non-default path of the trainer: the
         // classifier in chunks of 37 rows (several chunks, the last one partial), the GELU and its
-        // derivative as separate kernels, and -r 2 (GELU and both LayerNorms recomputed)
+        // derivative as separate kernels and -r 2 (GELU and both LayerNorms recomputed); then -r 1
+        // with the fused GELU (the backward recomputes gelu from the rounded pre-activation)
         if (ran == 1) {
-            const RunOptions other = {2, 0, 37};
-            const std::string name = std::string(fields[0]) + "/chunk37_nogelufusion_r2";
-            if (run_fixture(name.c_str(), fields[2], fields[3], both, &other)) { passed++; } else { failed++; }
+            const RunOptions other[2] = {{2, 0, 37}, {1, 1, 0}};
+            const char* const suffix[2] = {"/chunk37_nogelufusion_r2", "/r1"};
+            for (int k = 0; k < 2; k++) {
+                const std::string name = std::string(fields[0]) + suffix[k];
+                if (run_fixture(name.c_str(), fields[2], fields[3], both, &other[k])) { passed++; } else { failed++; }
+            }
             g_gelu_fusion = kDefaultRun.gelu_fusion;
         }
         fflush(stdout);

@@ -1389,7 +1389,7 @@ typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2 } LtActivation;
 static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
 static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
-typedef struct { long long v[19]; } LtKey; // every argument that can change the algorithm choice
+typedef struct { long long v[20]; } LtKey; // every argument that can change the algorithm choice
 typedef struct { int found; cublasLtMatmulAlgo_t algo; } LtChoice; // found 0: cuBLASLt has none (remembered)
 static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 
@@ -1467,9 +1467,11 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     // one heuristic query per distinct configuration: the same shape always runs the same algorithm
     LtKey key;
     memset(&key, 0, sizeof(key));
+    // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's
     const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
+    const uint32_t al_bias = bias != NULL ? lt_alignment(bias, 0, 1) : 0;
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
-                                bias != NULL, al_a, al_b, al_d, (long long)act, al_aux};
+                                bias != NULL, al_a, al_b, al_d, (long long)act, al_aux, al_bias};
     memcpy(key.v, fields, sizeof(fields));
     const LtChoice* choice = NULL;
     for (size_t i = 0; i < g_lt_cache.size(); i++) {
@@ -1541,8 +1543,9 @@ static unsigned int grid_for_packs(size_t n, int block, const char* what) {
 }
 
 // out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue.
-// cuBLASLt documents no alignment for the bias vector; a layer's slice of a stacked bias is
-// 16-byte aligned whenever OC is a multiple of 8 (every GPT-2 shape), else it is added separately.
+// The bias goes to the epilogue when 16-byte aligned (a layer's slice of a stacked bias is, whenever
+// OC is a multiple of 8: every GPT-2 shape), else it is added separately; its alignment is part of
+// matmul_lt's algorithm cache key, as cuBLASLt's heuristic reads it from the pointer.
 static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
     int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
     if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {

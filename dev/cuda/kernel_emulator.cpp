@@ -40,6 +40,7 @@ static inline unsigned char* emu_dynamic_smem() { return emu::rt.smem; }
 
 #include "kernels_cpu.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <chrono>
 #include <map>
@@ -190,7 +191,25 @@ static const size_t kPad = 8; // poisoned elements after every output
 // ---------------------------------------------------------------------------------------------
 // cases, each launching as its launcher does
 
-// gpt2_forward: encoder_forward_kernel<<<grid_for(BT * C, 256), 256>>>
+// a launcher's grid for a flat elementwise kernel, copied from grid_for_packs (layers: section)
+static unsigned int grid_for_packs(size_t n, int block) {
+    if (n % x128::size != 0 || n > (size_t)INT_MAX) {
+        fprintf(stderr, "test setup: a flat launch over %zu elements (not a multiple of %d)\n", n, x128::size);
+        exit(2);
+    }
+    return (unsigned int)((n / x128::size + block - 1) / block);
+}
+
+static float round_x(float v) {
+    floatX r;
+    setf(r, v);
+    return tof(r);
+}
+
+template <class T>
+static void restore(Buf<T>& b, const std::vector<unsigned char>& bytes) { memcpy(b.g.data, bytes.data(), bytes.size()); }
+
+// gpt2_forward_staged: encoder_forward_kernel<<<ceil(BT * (C / x128::size) / 256), 256>>>
 static Case case_encoder_forward(int B, int T, int C, int V) {
     return {shape("encoder_forward", {{"B", B}, {"T", T}, {"C", C}, {"V", V}}), [=](Ctx& x) {
         const size_t BT = (size_t)B * T;
@@ -199,7 +218,8 @@ static Case case_encoder_forward(int B, int T, int C, int V) {
         Buf<floatX> wte((size_t)V * C), wpe((size_t)T * C), out(BT * C, kPad);
         const std::vector<float> vwte = wte.fill(x.rng, -1.0f, 1.0f), vwpe = wpe.fill(x.rng, -0.5f, 0.5f);
         const auto b_inp = inp.bytes(), b_wte = wte.bytes(), b_wpe = wpe.bytes();
-        x.launch("encoder_forward_kernel", D3(grid_for(BT * C, 256)), D3(256),
+        const int enc_threads = 256;
+        x.launch("encoder_forward_kernel", D3((unsigned)((BT * (C / x128::size) + enc_threads - 1) / enc_threads)), D3(enc_threads),
                  [&] { encoder_forward_kernel(out.p(), inp.p(), wte.p(), wpe.p(), B, T, C); });
         std::vector<float> ref(BT * C);
         cpu_encoder_forward(ref.data(), inp.p(), vwte.data(), vwpe.data(), B, T, C);
@@ -210,54 +230,62 @@ static Case case_encoder_forward(int B, int T, int C, int V) {
     }};
 }
 
-// gpt2_backward: encoder_backward_wpe_kernel<<<grid_for((size_t)T * C, 256), 256>>>, then the
-// buckets of prepare_encoder_buckets and encoder_backward_wte_kernel<<<dim3(num_buckets, (C + 127) / 128), 128>>>
-static Case case_encoder_backward(int B, int T, int C, int V) {
-    return {shape("encoder_backward", {{"B", B}, {"T", T}, {"C", C}, {"V", V}}), [=](Ctx& x) {
+// gpt2_backward: encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>, then
+// encoder_backward_wte_kernel<<<dim3(chunks, col_blocks), threads>>> and, when a token has several
+// chunks, encoder_backward_wte_reduce_kernel<<<dim3(reduce, col_blocks), threads>>>, on the buckets
+// of the trainer's own host code (encoder_buckets_layout, encoder_buckets_build, in the section) for
+// a batch of cap positions of which B * T are used. `heavy` lists (token, count) pairs placed at
+// random positions; the rest are random tokens of the lower half of the vocabulary.
+static Case case_encoder_backward(int B, int T, int C, int V, int cap, std::vector<std::pair<int, int>> heavy) {
+    std::string extra = "cap=" + std::to_string(cap);
+    for (auto& h : heavy) { extra += " token" + std::to_string(h.first) + "x" + std::to_string(h.second); }
+    return {shape("encoder_backward", {{"B", B}, {"T", T}, {"C", C}, {"V", V}}, extra.c_str()), [=](Ctx& x) {
         const int BT = B * T;
-        std::vector<int> tokens(BT);
-        for (int i = 0; i < BT; i++) { tokens[i] = (int)(x.rng() % (unsigned)(V / 2)); } // repeats; half the rows untouched
-        tokens[0] = V - 1;
-        // prepare_encoder_buckets (host code of the trainer), copied
-        std::vector<std::pair<int, int>> tp((size_t)BT);
-        for (int i = 0; i < BT; i++) { tp[(size_t)i] = std::make_pair(tokens[i], i); }
-        std::sort(tp.begin(), tp.end());
-        std::vector<int> tok, start, pos((size_t)BT);
-        for (int i = 0; i < BT; i++) {
-            if (i == 0 || tp[(size_t)i].first != tp[(size_t)i - 1].first) {
-                tok.push_back(tp[(size_t)i].first);
-                start.push_back(i);
-            }
-            pos[(size_t)i] = tp[(size_t)i].second;
-        }
-        start.push_back(BT);
-        const int num_buckets = (int)tok.size();
-        Buf<int> btok(tok.size()), bstart(start.size()), bpos(pos.size());
-        memcpy(btok.p(), tok.data(), tok.size() * sizeof(int));
-        memcpy(bstart.p(), start.data(), start.size() * sizeof(int));
-        memcpy(bpos.p(), pos.data(), pos.size() * sizeof(int));
+        std::vector<int> tokens;
+        for (auto& h : heavy) { tokens.insert(tokens.end(), h.second, h.first); }
+        while ((int)tokens.size() < BT) { tokens.push_back((int)(x.rng() % (unsigned)(V / 2))); }
+        std::shuffle(tokens.begin(), tokens.end(), x.rng);
+        const EncoderBuckets o = encoder_buckets_layout(0, (size_t)cap);
+        Buf<int> bk(encoder_bucket_ints((size_t)cap));
+        std::vector<int> count;
+        int chunks = 0, reduce = 0;
+        encoder_buckets_build(bk.p(), &o, tokens.data(), BT, V, &count, &chunks, &reduce);
+        Buf<float> scratch(encoder_scratch_rows((size_t)cap) * C);
 
         Buf<floatX> dout((size_t)BT * C);
         Buf<float> dwte((size_t)V * C, kPad), dwpe((size_t)T * C, kPad);
         const std::vector<float> vdout = dout.fill(x.rng, -1.0f, 1.0f);
         std::vector<float> rwte = dwte.fill(x.rng, -0.1f, 0.1f), rwpe = dwpe.fill(x.rng, -0.1f, 0.1f);
         const auto b_dout = dout.bytes(), b_dwte = dwte.bytes();
-        x.launch("encoder_backward_wpe_kernel", D3(grid_for((size_t)T * C, 256)), D3(256),
+        const int packs = C / x128::size;
+        x.launch("encoder_backward_wpe_kernel", D3((T * packs + 255) / 256), D3(256),
                  [&] { encoder_backward_wpe_kernel(dwpe.p(), dout.p(), B, T, C); });
-        x.launch("encoder_backward_wte_kernel", D3(num_buckets, (C + 127) / 128), D3(128), [&] {
-            encoder_backward_wte_kernel(dwte.p(), dout.p(), btok.p(), bstart.p(), bpos.p(), C);
+        int threads = (packs + 31) / 32 * 32;
+        if (threads > 1024) { threads = 1024; }
+        const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
+        const int* bd = bk.p();
+        x.launch("encoder_backward_wte_kernel", D3(chunks, col_blocks), D3(threads), [&] {
+            encoder_backward_wte_kernel(dwte.p(), scratch.p(), dout.p(), bd + o.chunk_tok, bd + o.chunk_start, bd + o.chunk_slot,
+                                        bd + o.pos, C);
         });
+        if (reduce > 0) {
+            x.launch("encoder_backward_wte_reduce_kernel", D3(reduce, col_blocks), D3(threads), [&] {
+                encoder_backward_wte_reduce_kernel(dwte.p(), scratch.p(), bd + o.reduce_tok, bd + o.reduce_start, C);
+            });
+        }
         cpu_encoder_backward(rwte.data(), rwpe.data(), vdout.data(), tokens.data(), B, T, C, V);
         x.compare("dwte", dwte, rwte, kTol32);
         x.compare("dwpe", dwpe, rwpe, kTol32);
         x.unchanged("dout", dout, b_dout);
-        // rows of tokens that do not occur: byte for byte their prior
         std::vector<char> used(V, 0);
         for (int t : tokens) { used[t] = 1; }
         for (int v = 0; v < V; v++) {
             if (!used[v] && memcmp(dwte.p() + (size_t)v * C, b_dwte.data() + (size_t)v * C * sizeof(float), C * sizeof(float)) != 0) {
                 x.fail("dwte row " + std::to_string(v) + " (a token not in the batch) changed");
             }
+        }
+        for (auto& h : heavy) {
+            if (h.second > ENCODER_CHUNK && reduce == 0) { x.fail("test setup: no token with several chunks"); }
         }
     }};
 }
@@ -273,22 +301,38 @@ static std::vector<float> fill_rows(Buf<floatX>& b, std::mt19937& rng, int N, in
     return b.set(v);
 }
 
-// layernorm_forward: layernorm_forward_kernel<<<(N + 7) / 8, 256>>>
-static Case case_layernorm_forward(int N, int C, bool bias) {
-    return {shape("layernorm_forward", {{"N", N}, {"C", C}}, bias ? "bias" : "no-bias"), [=](Ctx& x) {
-        Buf<floatX> inp((size_t)N * C), w(C), b(C), out((size_t)N * C, kPad);
+// residual_layernorm_forward: residual_layernorm_forward_kernel<<<(N + 7) / 8, 256>>>; with
+// residual = false, layernorm_forward (inp2 = residual = NULL)
+static Case case_residual_layernorm(int N, int C, bool residual, bool bias) {
+    std::string extra = std::string(residual ? "residual+ln" : "ln") + (bias ? " bias" : " no-bias");
+    return {shape("residual_layernorm_forward", {{"N", N}, {"C", C}}, extra.c_str()), [=](Ctx& x) {
+        Buf<floatX> a((size_t)N * C), b((size_t)N * C), w(C), bi(C), out((size_t)N * C, kPad), res((size_t)N * C, kPad);
         Buf<float> mean(N, kPad), rstd(N, kPad);
-        const std::vector<float> vin = fill_rows(inp, x.rng, N, C), vw = w.fill(x.rng, 0.5f, 1.5f), vb = b.fill(x.rng, -0.5f, 0.5f);
-        const auto b_in = inp.bytes();
-        x.launch("layernorm_forward_kernel", D3((N + 7) / 8), D3(256), [&] {
-            layernorm_forward_kernel(out.p(), mean.p(), rstd.p(), inp.p(), w.p(), bias ? b.p() : NULL, N, C);
+        const std::vector<float> va = fill_rows(a, x.rng, N, C), vw = w.fill(x.rng, 0.5f, 1.5f), vbi = bi.fill(x.rng, -0.5f, 0.5f);
+        const std::vector<float> vb = b.fill(x.rng, -1.0f, 1.0f);
+        const auto b_a = a.bytes(), b_b = b.bytes(), b_res = res.bytes();
+        x.launch("residual_layernorm_forward_kernel", D3((N + 7) / 8), D3(256), [&] {
+            residual_layernorm_forward_kernel(residual ? res.p() : NULL, out.p(), mean.p(), rstd.p(), a.p(), residual ? b.p() : NULL,
+                                              w.p(), bias ? bi.p() : NULL, N, C);
         });
-        std::vector<float> rout((size_t)N * C), rmean(N), rrstd(N);
-        cpu_layernorm_forward(rout.data(), rmean.data(), rrstd.data(), vin.data(), vw.data(), bias ? vb.data() : NULL, N, C);
+        std::vector<float> rres((size_t)N * C), rout((size_t)N * C), rmean(N), rrstd(N);
+        if (residual) {
+            cpu_residual_layernorm_forward(rres.data(), rout.data(), rmean.data(), rrstd.data(), va.data(), vb.data(), vw.data(),
+                                           bias ? vbi.data() : NULL, N, C, PRECISION_IS_BF16 ? round_x : NULL);
+            x.compare("residual", res, rres, kTolX);
+            // the rounding the kernel promises: residual is round(a + b) exactly
+            for (size_t i = 0; i < (size_t)N * C; i++) {
+                if (tof(res[i]) != rres[i]) { x.fail("residual[" + std::to_string(i) + "] is not round(inp1 + inp2)"); break; }
+            }
+        } else {
+            cpu_layernorm_forward(rout.data(), rmean.data(), rrstd.data(), va.data(), vw.data(), bias ? vbi.data() : NULL, N, C);
+            x.unchanged("residual (inp2 NULL)", res, b_res);
+        }
         x.compare("out", out, rout, kTolX);
         x.compare("mean", mean, rmean, kTol32);
         x.compare("rstd", rstd, rrstd, kTol32);
-        x.unchanged("inp", inp, b_in);
+        x.unchanged("inp1", a, b_a);
+        x.unchanged("inp2", b, b_b);
     }};
 }
 
@@ -307,29 +351,47 @@ static Case case_rmsnorm_forward(int N, int C) {
     }};
 }
 
-// column_sums (a launcher of the layers: section), copied: the partial and finalize kernels over
-// a scratch of exactly (COLSUM_MAX_CHUNKS, 2, C) floats
-static void launch_column_sums(Ctx& x, float* dgain, float* dbias, const floatX* dout, const floatX* inp, const float* mean,
-                               const float* rstd, int N, int C) {
-    if (dgain == NULL && dbias == NULL) { return; }
-    auto scratch = std::make_shared<Buf<float>>((size_t)COLSUM_MAX_CHUNKS * 2 * C);
-    int chunks = N < COLSUM_MAX_CHUNKS ? N : COLSUM_MAX_CHUNKS;
-    const int rows_per_chunk = (N + chunks - 1) / chunks;
-    chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
-    float* partial = scratch->p();
-    x.launch("column_sums_partial_kernel", D3((C + 31) / 32, chunks), D3(32, 8), [&] {
-        column_sums_partial_kernel(partial, dout, inp, mean, rstd, N, C, rows_per_chunk);
-    });
-    x.launch("column_sums_finalize_kernel", D3((C + 255) / 256), D3(256),
-             [&] { column_sums_finalize_kernel(dgain, dbias, partial, chunks, C); });
+// norm_backward (layers: section), copied: PACKS from C, grid = min(ceil(N / warps), g_reduce_blocks,
+// REDUCE_MAX_BLOCKS); the scratch is exactly the grid's (grid, 2, C) floats
+static int norm_backward_grid(int N, int reduce_blocks) {
+    const int warps = NORM_BACKWARD_THREADS / 32;
+    int grid = (N + warps - 1) / warps;
+    if (grid > reduce_blocks) { grid = reduce_blocks; }
+    if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; }
+    return grid;
+}
+static void launch_norm_backward(Ctx& x, int reduce_blocks, floatX* dinp, float* dweight, float* dbias, float* partial,
+                                 unsigned int* counter, const floatX* dout, const floatX* inp, const floatX* weight,
+                                 const float* mean, const float* rstd, int N, int C, int accumulate) {
+    const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
+    const unsigned grid = (unsigned)norm_backward_grid(N, reduce_blocks);
+#define EMU_NORM_BACKWARD_CASE(P)                                                                                  \
+    case P:                                                                                                      \
+        x.launch("norm_backward_kernel<" #P ">", D3(grid), D3(NORM_BACKWARD_THREADS), [&] {                        \
+            norm_backward_kernel<P>(dinp, dweight, dbias, partial, counter, dout, inp, weight, mean, rstd, N, C,    \
+                                    accumulate);                                                                 \
+        });                                                                                                      \
+        break;
+    switch (packs) {
+        EMU_NORM_BACKWARD_CASE(1) EMU_NORM_BACKWARD_CASE(2) EMU_NORM_BACKWARD_CASE(3) EMU_NORM_BACKWARD_CASE(4)
+        EMU_NORM_BACKWARD_CASE(5) EMU_NORM_BACKWARD_CASE(6) EMU_NORM_BACKWARD_CASE(7) EMU_NORM_BACKWARD_CASE(8)
+        default: x.fail("test setup: norm backward over " + std::to_string(C) + " channels");
+    }
+#undef EMU_NORM_BACKWARD_CASE
 }
 
-// layernorm_backward / rmsnorm_backward: norm_backward_kernel<<<(N + 7) / 8, 256>>>, then column_sums
-static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accumulate) {
-    const char* what = layernorm ? (bias ? "layernorm bias" : "layernorm no-bias") : "rmsnorm";
-    return {shape("norm_backward", {{"N", N}, {"C", C}, {"accumulate", accumulate}}, what), [=](Ctx& x) {
+// layernorm_backward / rmsnorm_backward: norm_backward with g_reduce_blocks = reduce_blocks (the
+// trainer: 2 per SM), run twice from the same state: the ticket counter must be 0 after each launch
+// and the second run bit-identical to the first
+static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accumulate, int reduce_blocks) {
+    std::string extra = std::string(layernorm ? (bias ? "layernorm bias" : "layernorm no-bias") : "rmsnorm") +
+                        " reduce_blocks=" + std::to_string(reduce_blocks);
+    return {shape("norm_backward", {{"N", N}, {"C", C}, {"accumulate", accumulate}}, extra.c_str()), [=](Ctx& x) {
         Buf<floatX> inp((size_t)N * C), w(C), dout((size_t)N * C), dinp((size_t)N * C, kPad);
         Buf<float> mean(N), rstd(N), dw(C, kPad), db(C, kPad);
+        Buf<float> partial((size_t)norm_backward_grid(N, reduce_blocks) * 2 * C);
+        Buf<unsigned int> counter(1, 1);
+        counter[0] = 0u;
         const std::vector<float> vin = fill_rows(inp, x.rng, N, C), vw = w.fill(x.rng, 0.5f, 1.5f);
         const std::vector<float> vdout = dout.fill(x.rng, -1.0f, 1.0f);
         // the forward's statistics, as the kernel receives them
@@ -344,12 +406,23 @@ static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accu
         std::vector<float> rdinp = accumulate ? dinp.fill(x.rng, -0.5f, 0.5f) : std::vector<float>((size_t)N * C, 0.0f);
         std::vector<float> rdw = dw.fill(x.rng, -0.1f, 0.1f), rdb = db.fill(x.rng, -0.1f, 0.1f);
         const auto b_in = inp.bytes(), b_dout = dout.bytes(), b_db = db.bytes();
+        const auto s_dinp = dinp.bytes(), s_dw = dw.bytes(), s_db = db.bytes();
         const float* m = layernorm ? mean.p() : NULL;
         float* dbias = layernorm && bias ? db.p() : NULL;
-        x.launch("norm_backward_kernel", D3((N + 7) / 8), D3(256), [&] {
-            norm_backward_kernel(dinp.p(), dout.p(), inp.p(), w.p(), m, rstd.p(), N, C, accumulate);
-        });
-        launch_column_sums(x, dw.p(), dbias, dout.p(), inp.p(), m, rstd.p(), N, C);
+        std::vector<std::vector<unsigned char>> first;
+        for (int run = 0; run < 2; run++) {
+            restore(dinp, s_dinp);
+            restore(dw, s_dw);
+            restore(db, s_db);
+            launch_norm_backward(x, reduce_blocks, dinp.p(), dw.p(), dbias, partial.p(), counter.p(), dout.p(), inp.p(), w.p(), m,
+                                 rstd.p(), N, C, accumulate);
+            if (counter[0] != 0u) { x.fail("the ticket counter is " + std::to_string(counter[0]) + " after the launch, not 0"); }
+            if (run == 0) {
+                first = {dinp.bytes(), dw.bytes(), db.bytes()};
+            } else if (first != std::vector<std::vector<unsigned char>>{dinp.bytes(), dw.bytes(), db.bytes()}) {
+                x.fail("a second launch from the same state is not bit-identical to the first");
+            }
+        }
         cpu_norm_backward(rdinp.data(), rdw.data(), dbias ? rdb.data() : NULL, vdout.data(), vin.data(), vw.data(),
                           layernorm ? vmean.data() : NULL, vrstd.data(), N, C, accumulate);
         x.compare("dinp", dinp, rdinp, kTolX);
@@ -357,31 +430,56 @@ static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accu
         if (dbias) { x.compare("dbias", db, rdb, kTol32); } else { x.unchanged("dbias (none)", db, b_db); }
         x.unchanged("inp", inp, b_in);
         x.unchanged("dout", dout, b_dout);
+        x.untouched("counter padding", counter, 1, 2);
     }};
 }
 
-// matmul_backward's bias gradient: column_sums(NULL, dbias, dout, NULL, NULL, NULL, N, OC)
-static Case case_bias_backward(int N, int OC) {
-    return {shape("bias_backward", {{"N", N}, {"OC", OC}}), [=](Ctx& x) {
+// bias_backward (layers: section), copied: col_groups of 32 * x128::size columns, row_shares =
+// min(g_reduce_blocks / col_groups, ceil(N / BIAS_ROW_LANES), REDUCE_MAX_BLOCKS), at least 1;
+// partial (row_shares, OC) and one counter per column group, exactly; run twice as norm_backward
+static Case case_bias_backward(int N, int OC, int reduce_blocks) {
+    return {shape("bias_backward", {{"N", N}, {"OC", OC}, {"reduce_blocks", reduce_blocks}}), [=](Ctx& x) {
+        const int col_groups = (OC + 32 * x128::size - 1) / (32 * x128::size);
+        int row_shares = reduce_blocks / col_groups;
+        const int max_shares = (N + BIAS_ROW_LANES - 1) / BIAS_ROW_LANES;
+        if (row_shares > max_shares) { row_shares = max_shares; }
+        if (row_shares > REDUCE_MAX_BLOCKS) { row_shares = REDUCE_MAX_BLOCKS; }
+        if (row_shares < 1) { row_shares = 1; }
         Buf<floatX> dout((size_t)N * OC);
-        Buf<float> db(OC, kPad);
+        Buf<float> db(OC, kPad), partial((size_t)row_shares * OC);
+        Buf<unsigned int> counters(col_groups, 1);
+        for (int g = 0; g < col_groups; g++) { counters[g] = 0u; }
         const std::vector<float> vdout = dout.fill(x.rng, -1.0f, 1.0f);
         std::vector<float> rdb = db.fill(x.rng, -0.1f, 0.1f);
-        launch_column_sums(x, NULL, db.p(), dout.p(), NULL, NULL, NULL, N, OC);
+        const auto s_db = db.bytes(), b_dout = dout.bytes();
+        std::vector<unsigned char> first;
+        for (int run = 0; run < 2; run++) {
+            restore(db, s_db);
+            x.launch("bias_backward_kernel", D3(col_groups, row_shares), D3(32, BIAS_ROW_LANES),
+                     [&] { bias_backward_kernel(db.p(), partial.p(), counters.p(), dout.p(), N, OC); });
+            for (int g = 0; g < col_groups; g++) {
+                if (counters[g] != 0u) { x.fail("ticket counter " + std::to_string(g) + " is not 0 after the launch"); }
+            }
+            if (run == 0) { first = db.bytes(); }
+            else if (db.bytes() != first) { x.fail("a second launch from the same state is not bit-identical to the first"); }
+        }
         cpu_bias_backward(rdb.data(), vdout.data(), N, OC);
         x.compare("dbias", db, rdb, kTol32);
+        x.unchanged("dout", dout, b_dout);
+        x.untouched("counters padding", counters, col_groups, col_groups + 1);
     }};
 }
 
-// gelu_forward: gelu_forward_kernel<<<grid_for(n, 256), 256>>>; gelu_backward: gelu_backward_kernel
-// likewise, in place (dinp = dout) as gpt2_backward calls it
+// gelu_forward / gelu_backward: <<<grid_for_packs(n, 256), 256>>>; the backward in place (dinp =
+// dout) as matmul_backward_gelu calls it
 static Case case_gelu(size_t n) {
     return {shape("gelu_forward_backward", {{"n", (long long)n}}), [=](Ctx& x) {
         Buf<floatX> inp(n), out(n, kPad), d(n, kPad);
         const std::vector<float> vin = inp.fill(x.rng, -4.0f, 4.0f), vd = d.fill(x.rng, -1.0f, 1.0f);
         const auto b_in = inp.bytes();
-        x.launch("gelu_forward_kernel", D3(grid_for(n, 256)), D3(256), [&] { gelu_forward_kernel(out.p(), inp.p(), n); });
-        x.launch("gelu_backward_kernel", D3(grid_for(n, 256)), D3(256), [&] { gelu_backward_kernel(d.p(), inp.p(), d.p(), n); });
+        x.launch("gelu_forward_kernel", D3(grid_for_packs(n, 256)), D3(256), [&] { gelu_forward_kernel(out.p(), inp.p(), (int)n); });
+        x.launch("gelu_backward_kernel", D3(grid_for_packs(n, 256)), D3(256),
+                 [&] { gelu_backward_kernel(d.p(), inp.p(), d.p(), (int)n); });
         std::vector<float> rout(n), rd(n);
         cpu_gelu_forward(rout.data(), vin.data(), n);
         cpu_gelu_backward(rd.data(), vin.data(), vd.data(), n);
@@ -391,8 +489,8 @@ static Case case_gelu(size_t n) {
     }};
 }
 
-// add_forward: add_kernel<<<grid_for(n, 256), 256>>>, out = a (in place, as gpt2_backward's
-// dln1 += dqres) and out separate; matmul_forward's add_bias_kernel<<<grid_for(N * OC, 256), 256>>>
+// add_forward: add_kernel<<<grid_for_packs(n, 256), 256>>>, out separate and out = a (q_residual's
+// dln1 += dqres); matmul_forward's add_bias_kernel<<<(N * OC + 255) / 256, 256>>>
 static Case case_add(size_t n, int N, int OC) {
     return {shape("add_add_bias", {{"n", (long long)n}, {"N", N}, {"OC", OC}}), [=](Ctx& x) {
         Buf<floatX> a(n, kPad), b(n), out(n, kPad), y((size_t)N * OC, kPad), bias(OC);
@@ -400,10 +498,10 @@ static Case case_add(size_t n, int N, int OC) {
         const std::vector<float> vb = b.fill(x.rng, -2.0f, 2.0f), vbias = bias.fill(x.rng, -1.0f, 1.0f);
         std::vector<float> vy = y.fill(x.rng, -2.0f, 2.0f);
         const auto b_b = b.bytes();
-        x.launch("add_kernel", D3(grid_for(n, 256)), D3(256), [&] { add_kernel(out.p(), a.p(), b.p(), n); });
-        x.launch("add_kernel", D3(grid_for(n, 256)), D3(256), [&] { add_kernel(a.p(), a.p(), b.p(), n); });
-        x.launch("add_bias_kernel", D3(grid_for((size_t)N * OC, 256)), D3(256),
-                 [&] { add_bias_kernel(y.p(), bias.p(), (size_t)N, OC); });
+        x.launch("add_kernel", D3(grid_for_packs(n, 256)), D3(256), [&] { add_kernel(out.p(), a.p(), b.p(), (int)n); });
+        x.launch("add_kernel", D3(grid_for_packs(n, 256)), D3(256), [&] { add_kernel(a.p(), a.p(), b.p(), (int)n); });
+        const int nb = N * OC;
+        x.launch("add_bias_kernel", D3((nb + 255) / 256), D3(256), [&] { add_bias_kernel(y.p(), bias.p(), N, OC); });
         std::vector<float> rsum(n);
         cpu_add(rsum.data(), va.data(), vb.data(), n);
         cpu_add_bias(vy.data(), vbias.data(), N, OC);
@@ -414,22 +512,32 @@ static Case case_add(size_t n, int N, int OC) {
     }};
 }
 
-// gpt2_forward: fused_classifier_kernel<<<N, 512>>>(logits, losses, targets, N, V, Vp, dloss, dloss > 0)
-static Case case_classifier(int N, int V, int Vp, bool backward) {
-    return {shape("fused_classifier", {{"N", N}, {"V", V}, {"Vp", Vp}}, backward ? "loss+dlogits" : "loss"), [=](Ctx& x) {
+// gpt2_forward_staged: fused_classifier_kernel<<<rows, 1024>>>(logits, losses + r0, targets + r0,
+// rows, V, Vp, dloss, targets_present). spike: one logit of row 0 set to +60 (late in its thread's
+// columns, so the thread's running max grows and its sum must be rescaled) and one of row 1 to -60
+static Case case_classifier(int N, int V, int Vp, bool backward, bool spike) {
+    std::string extra = std::string(backward ? "loss+dlogits" : "loss") + (spike ? " spike" : "");
+    return {shape("fused_classifier", {{"N", N}, {"V", V}, {"Vp", Vp}}, extra.c_str()), [=](Ctx& x) {
         Buf<floatX> logits((size_t)N * Vp);
         Buf<int> targets(N);
         Buf<float> losses(N, kPad);
-        const std::vector<float> vlog = logits.fill(x.rng, -4.0f, 4.0f); // padded columns too: they must be ignored
+        std::vector<float> vlog = logits.fill(x.rng, -4.0f, 4.0f); // padded columns too: they must be ignored
         std::vector<int> tg(N);
         for (int r = 0; r < N; r++) { tg[r] = (int)(x.rng() % (unsigned)V); }
         tg[0] = 0;
         if (N > 1) { tg[N - 1] = V - 1; }
+        if (spike) {
+            const int stride = 1024 * x128::size; // a thread's columns: i, i + stride, ...
+            const int col = V > stride + 3 ? stride + 3 : V - 1;
+            vlog[col] = 60.0f;
+            if (N > 1) { vlog[(size_t)Vp + (col > 5 ? col - 5 : 0)] = -60.0f; }
+            logits.set(vlog);
+        }
         memcpy(targets.p(), tg.data(), N * sizeof(int));
         const auto b_logits = logits.bytes(), b_t = targets.bytes();
         const float dloss = backward ? 1.0f / (float)N : 0.0f;
-        x.launch("fused_classifier_kernel", D3(N), D3(512), [&] {
-            fused_classifier_kernel(logits.p(), losses.p(), targets.p(), N, V, Vp, dloss, dloss > 0.0f);
+        x.launch("fused_classifier_kernel", D3(N), D3(1024), [&] {
+            fused_classifier_kernel(logits.p(), losses.p(), targets.p(), N, V, Vp, dloss, backward ? 1 : 0);
         });
         std::vector<float> rloss(N), rd((size_t)N * Vp);
         cpu_classifier(rloss.data(), rd.data(), vlog.data(), tg.data(), N, V, Vp, dloss);
@@ -448,12 +556,33 @@ static Case case_classifier(int N, int V, int Vp, bool backward) {
     }};
 }
 
-// gpt2_update: bc1, bc2 as it computes them, then adamw_kernel<<<grid_for(n, 256), 256>>>
-static Case case_adamw(size_t n, bool master, float wd, float grad_scale, int t) {
-    return {shape("adamw", {{"n", (long long)n}, {"t", t}}, master ? "master" : "no-master"), [=](Ctx& x) {
+// gpt2_forward_staged: loss_sum_kernel<<<1, 1024>>>(loss_sum, losses, N), into a prior sum
+static Case case_loss_sum(int n) {
+    return {shape("loss_sum", {{"n", n}}), [=](Ctx& x) {
+        Buf<float> losses(n);
+        Buf<double> accum(1, 1);
+        const std::vector<float> vl = losses.fill(x.rng, 0.0f, 11.0f);
+        accum[0] = 1234.5;
+        x.launch("loss_sum_kernel", D3(1), D3(1024), [&] { loss_sum_kernel(accum.p(), losses.p(), n); });
+        double ref = 1234.5;
+        for (float l : vl) { ref += l; }
+        x.compare_values("accum", {accum[0]}, {ref}, 1e-12);
+        x.keep("accum", accum);
+        x.untouched("accum padding", accum, 1, 2);
+    }};
+}
+
+// gpt2_update: bc1, bc2 as it computes them, then adamw_kernel<<<ceil(n / (256 * x128::size)), 256>>>
+// with norm_sq on the device. clip: grad_clip (0 = off); the gradients' squared norm is set to
+// norm_sq so that the clip does or does not apply
+static Case case_adamw(int n, bool master, float wd, float clip, float norm_sq, int t) {
+    char extra[96];
+    snprintf(extra, sizeof extra, "%s clip=%g norm=%g", master ? "master" : "no-master", clip, sqrt(norm_sq));
+    return {shape("adamw", {{"n", n}, {"t", t}}, extra), [=](Ctx& x) {
         const float lr = 1e-2f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
         Buf<floatX> params(n, kPad);
-        Buf<float> mw(master ? n : 0, kPad), grads(n), m(n, kPad), v(n, kPad);
+        Buf<float> mw(master ? n : 0, kPad), grads(n), m(n, kPad), v(n, kPad), nsq(1);
+        nsq[0] = norm_sq;
         std::vector<float> p0;
         if (master) {
             p0 = mw.fill(x.rng, -1.0f, 1.0f);
@@ -466,26 +595,27 @@ static Case case_adamw(size_t n, bool master, float wd, float grad_scale, int t)
         const auto b_g = grads.bytes();
         const float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
         const float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
-        x.launch("adamw_kernel", D3(grid_for(n, 256)), D3(256), [&] {
+        const unsigned blocks = (unsigned)((n + 256 * x128::size - 1) / (256 * x128::size));
+        x.launch("adamw_kernel", D3(blocks), D3(256), [&] {
             adamw_kernel(params.p(), master ? mw.p() : NULL, grads.p(), m.p(), v.p(), n, lr, beta1, beta2, bc1, bc2, eps, wd,
-                         grad_scale);
+                         nsq.p(), clip);
         });
+        const double norm = sqrt((double)norm_sq);
+        const float grad_scale = clip > 0.0f && norm > clip ? (float)(clip / norm) : 1.0f;
         cpu_adamw(rp.data(), rm.data(), rv.data(), vg.data(), n, lr, beta1, beta2, eps, wd, grad_scale, t);
         x.compare("m", m, rm, kTol32);
         x.compare("v", v, rv, kTol32);
         // the step (p - p0) is what a bug changes; p itself is dominated by p0
         std::vector<double> got_step(n), ref_step(n);
-        for (size_t i = 0; i < n; i++) {
+        for (int i = 0; i < n; i++) {
             got_step[i] = (double)(master ? mw[i] : tof(params[i])) - p0[i];
             ref_step[i] = (double)rp[i] - p0[i];
         }
         if (master) {
             x.compare("master", mw, rp, kTol32);
             x.compare_values("master-step", got_step, ref_step, 1e-4);
-            for (size_t i = 0; i < n; i++) {
-                floatX r;
-                setf(r, mw[i]);
-                if (memcmp(&r, &params[i], sizeof r) != 0) { x.fail("params[" + std::to_string(i) + "] is not master rounded"); break; }
+            for (int i = 0; i < n; i++) {
+                if (tof(params[i]) != round_x(mw[i])) { x.fail("params[" + std::to_string(i) + "] is not master rounded"); break; }
             }
             x.keep("params", params);
         } else {
@@ -496,7 +626,7 @@ static Case case_adamw(size_t n, bool master, float wd, float grad_scale, int t)
     }};
 }
 
-// gpt2_grad_norm: sum_squares_partial_kernel<<<NORM_BLOCKS, NORM_THREADS>>>, then
+// gpt2_grad_norm_sq: sum_squares_partial_kernel<<<NORM_BLOCKS, NORM_THREADS>>>, then
 // sum_partials_kernel<<<1, 1024>>> into norm_partial[NORM_BLOCKS]
 static Case case_grad_norm(size_t n) {
     return {shape("grad_norm", {{"n", (long long)n}}), [=](Ctx& x) {
@@ -528,11 +658,8 @@ static Case case_init(size_t n) {
         std::vector<float> rinit(n), rones(n, 1.0f), rround(n);
         cpu_init_normal(rinit.data(), n, std, seed, stream);
         for (size_t i = 0; i < n; i++) {
-            floatX r;
-            setf(r, m1[i]);
-            if (memcmp(&r, &p1[i], sizeof r) != 0) { x.fail("init_normal: params[" + std::to_string(i) + "] is not master rounded"); break; }
-            setf(r, vm3[i]);
-            rround[i] = tof(r);
+            if (tof(p1[i]) != round_x(m1[i])) { x.fail("init_normal: params[" + std::to_string(i) + "] is not master rounded"); break; }
+            rround[i] = round_x(vm3[i]);
         }
         x.compare("init master", m1, rinit, kTol32);
         x.compare("init params", p1, rinit, kTolX);
@@ -638,40 +765,58 @@ int main(int argc, char** argv) {
     sigaction(SIGSEGV, &sa, nullptr);
     sigaction(SIGBUS, &sa, nullptr);
 
+    // shapes: rows 1, 7, 33, 70, 100 (partial warps and blocks); channels 48 .. 2048 (bf16: PACKS 1, 2, 3,
+    // 5, 8 of norm_backward; fp32 builds hold half the channels per pack); g_reduce_blocks 5 (few
+    // blocks, many rows each) and 264 (an H100's 2 per SM)
     const std::vector<Case> cases = {
         case_encoder_forward(1, 1, 48, 50),
         case_encoder_forward(2, 7, 136, 50),
         case_encoder_forward(3, 11, 768, 50),
-        case_encoder_backward(1, 7, 48, 50),
-        case_encoder_backward(2, 33, 136, 50),
-        case_encoder_backward(3, 11, 768, 50),
-        case_layernorm_forward(1, 48, true),
-        case_layernorm_forward(7, 64, false),
-        case_layernorm_forward(33, 136, true),
-        case_layernorm_forward(9, 768, true),
+        case_encoder_backward(1, 7, 48, 50, 7, {}),
+        case_encoder_backward(4, 96, 136, 50, 384, {{7, 200}, {3, 65}, {9, 64}}),
+        case_encoder_backward(2, 40, 768, 50, 90, {{11, 70}}),
+        case_residual_layernorm(1, 48, true, true),
+        case_residual_layernorm(7, 64, true, false),
+        case_residual_layernorm(33, 136, true, true),
+        case_residual_layernorm(9, 768, true, true),
+        case_residual_layernorm(7, 136, false, true),
+        case_residual_layernorm(33, 768, false, false),
         case_rmsnorm_forward(7, 48),
         case_rmsnorm_forward(33, 768),
-        case_norm_backward(1, 48, true, true, 0),
-        case_norm_backward(7, 136, true, true, 1),
-        case_norm_backward(70, 64, true, false, 1),
-        case_norm_backward(33, 768, true, true, 0),
-        case_norm_backward(7, 136, false, false, 1),
-        case_norm_backward(70, 48, false, false, 0),
-        case_bias_backward(5, 40),
-        case_bias_backward(130, 72),
-        case_gelu(1),
-        case_gelu(300),
+        case_norm_backward(1, 48, true, true, 0, 264),
+        case_norm_backward(7, 136, true, true, 1, 264),
+        case_norm_backward(70, 64, true, false, 1, 5),
+        case_norm_backward(70, 264, true, true, 0, 264),
+        case_norm_backward(33, 768, true, true, 1, 5),
+        case_norm_backward(9, 5 * 32 * x128::size - 8, true, true, 0, 264),
+        case_norm_backward(100, NORM_BACKWARD_MAX_PACKS * 32 * x128::size, true, true, 1, 5), // the widest C the shape check allows
+        case_norm_backward(7, 136, false, false, 1, 264),
+        case_norm_backward(70, 768, false, false, 0, 5),
+        case_bias_backward(5, 40, 264),
+        case_bias_backward(130, 72, 264),
+        case_bias_backward(33, 100, 5),
+        case_bias_backward(70, 256, 264),
+        case_bias_backward(100, 3072, 5),
+        case_bias_backward(9, 3072, 264),
+        case_gelu(8),
+        case_gelu(2056),
         case_gelu(5000),
-        case_add(1, 1, 8),
-        case_add(1000, 7, 40),
-        case_classifier(1, 50, 64, true),
-        case_classifier(7, 50, 64, true),
-        case_classifier(3, 50, 64, false),
-        case_classifier(2, 1000, 1024, true),
-        case_adamw(1000, true, 0.1f, 0.5f, 3),
-        case_adamw(300, false, 0.0f, 1.0f, 1),
+        case_add(8, 1, 8),
+        case_add(1000, 7, 100),
+        case_classifier(1, 50, 64, true, false),
+        case_classifier(7, 50, 64, true, false),
+        case_classifier(3, 500, 512, false, false),
+        case_classifier(2, 500, 512, true, true),
+        case_classifier(2, 9000, 9008, true, true),
+        case_loss_sum(1),
+        case_loss_sum(7),
+        case_loss_sum(3000),
+        case_adamw(1000, true, 0.1f, 1.0f, 4.0f, 3),
+        case_adamw(1003, true, 0.0f, 0.0f, 4.0f, 1),
+        case_adamw(5, true, 0.1f, 1.0f, 0.25f, 2),
+        case_adamw(1003, false, 0.1f, 1.0f, 9.0f, 1),
         case_grad_norm(1000),
-        case_grad_norm(300000),
+        case_grad_norm(1100000),
         case_init(1000),
     };
     if (list) {

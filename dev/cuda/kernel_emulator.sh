@@ -6,7 +6,7 @@
 # runs up to the header line that begins with its stop text, so the wording after the key words
 # may change. Today:
 # reductions, packed types, encoder, LayerNorm/RMSNorm, elementwise; classifier, optimizer, norms,
-# init. `#line` directives keep train_gpt2.cu's line numbers, so compiler errors and the emulator's
+# init; and the #define lines of the launchers' constants in DEFINES. `#line` directives keep train_gpt2.cu's line numbers, so compiler errors and the emulator's
 # messages point there. The only rewrite: an `extern __shared__ T name[];` (dynamic shared memory)
 # becomes a pointer to the emulated CTA's buffer. Then builds dev/cuda/kernel_emulator.cpp with the
 # SIMT emulator of dev/cuda/flash_emulator_shim.h (g++, -Wall, a warning fails, UBSan alignment),
@@ -48,10 +48,18 @@ done
 # start header | stop header (the beginnings of header lines), one section a line
 SECTIONS='// reductions|// kernels: attention data movement
 // kernels: classifier, optimizer|// cuBLASLt'
+# constants of the launchers (outside the sections) that the driver's copies of them use
+DEFINES='REDUCE_MAX_BLOCKS NORM_BACKWARD_MAX_PACKS'
 
 # --- extract ---------------------------------------------------------------------------------
-printf '%s\n' "$SECTIONS" | awk -v src="$SRC" '
+printf '%s\n' "$SECTIONS" | awk -v src="$SRC" -v defines="$DEFINES" '
+  BEGIN { nd = split(defines, def, " ") }
   NR == FNR { i = index($0, "|"); ns++; start[ns] = substr($0, 1, i - 1); stop[ns] = substr($0, i + 1); next }
+  !on && /^#define / {
+    for (k = 1; k <= nd; k++) {
+      if ($2 == def[k]) { printf "#line %d \"%s\"\n%s\n", FNR, src, $0; got[k]++ }
+    }
+  }
   { header = prev ~ /^\/\/ ----/; prev = $0 }
   on && header && index($0, stop[on]) == 1 { closed[on] = 1; on = 0 } # may start the next section
   !on {
@@ -84,6 +92,9 @@ printf '%s\n' "$SECTIONS" | awk -v src="$SRC" '
     for (k = 1; k <= ns; k++) {
       if (!seen[k]) { printf "extract: section header \"%s\" not found\n", start[k] > "/dev/stderr"; bad = 1 }
       else if (!closed[k]) { printf "extract: no \"%s\" after \"%s\"\n", stop[k], start[k] > "/dev/stderr"; bad = 1 }
+    }
+    for (k = 1; k <= nd; k++) {
+      if (got[k] != 1) { printf "extract: #define %s found %d times outside the sections\n", def[k], got[k] > "/dev/stderr"; bad = 1 }
     }
     if (stray_asm) { printf "extract: %d asm statement(s) in the sections: the emulator cannot run them\n", stray_asm > "/dev/stderr"; bad = 1 }
     exit bad
@@ -150,15 +161,21 @@ mutate() {
 }
 # description | anchor | old | new
 MUTANTS=(
-  "block_sum: no barrier before reusing shared32|float block_sum(|__syncthreads(); // shared32 may still be read by a previous call|;"
+  "norm_backward: no barrier between the warps' adds into shared memory|// the block's sums: warp 0 writes|__syncthreads();|;"
   "warp_sum: butterfly stops at lane distance 2|float warp_sum(|off > 0; off >>= 1|off > 1; off >>= 1"
-  "column_sums_partial: no barrier before the column reduction|void column_sums_partial_kernel(|__syncthreads();|;"
-  "column_sums_finalize: last chunk dropped|void column_sums_finalize_kernel(|k < num_chunks;|k < num_chunks - 1;"
-  "norm_backward: row bound off by one|void norm_backward_kernel(|if (row >= N) { return; }|if (row > N) { return; }"
-  "fused_classifier: padded columns get softmax too|void fused_classifier_kernel(|if (v < V) { d = (expf|if (v < Vp) { d = (expf"
-  "encoder_backward_wte: one position past the bucket|void encoder_backward_wte_kernel(|p < bucket_start[u + 1]; p++|p <= bucket_start[u + 1]; p++"
-  "adamw: v corrected with bc1|void adamw_kernel(|const float v_hat = v / bc2;|const float v_hat = v / bc1;"
-  "layernorm_forward: each warp one row too far|void layernorm_forward_kernel(|+ threadIdx.x / 32;|+ threadIdx.x / 32 + 1;"
+  "bias_backward: no barrier before the row lanes are added|void bias_backward_kernel(|__syncthreads();|;"
+  "norm_backward: the first block to take a ticket finalizes, not the last|norm_backward_kernel(floatX* dinp|== gridDim.x - 1;|== 0;"
+  "norm_backward: the ticket counter is not reset|norm_backward_kernel(floatX* dinp|if (threadIdx.x == 0) { *counter = 0u; }|;"
+  "bias_backward: partial row from the column group|void bias_backward_kernel(|partial[(size_t)blockIdx.y * OC|partial[(size_t)blockIdx.x * OC"
+  "fused_classifier: padded columns get softmax too|void fused_classifier_kernel(|const float g = col < V ?|const float g = col < Vp ?"
+  "softmax_stats_merge: the old sum is not rescaled to the new max|void softmax_stats_merge(|*s = *s * expf(*m - mm) +|*s = *s +"
+  "encoder_backward_wte_reduce: last chunk of a token dropped|void encoder_backward_wte_reduce_kernel(|s < reduce_start[r + 1]; s++|s < reduce_start[r + 1] - 1; s++"
+  "encoder_backward_wte: one position past the chunk|void encoder_backward_wte_kernel(|p < chunk_start[u + 1]; p++|p <= chunk_start[u + 1]; p++"
+  "adamw: v corrected with bc1 (16-byte path)|void adamw_kernel(|sqrtf(v[j] / bc2)|sqrtf(v[j] / bc1)"
+  "adamw: the clip applies below the threshold|void adamw_kernel(|norm > grad_clip|norm < grad_clip"
+  "residual_layernorm_forward: statistics of inp1, not of the residual|void residual_layernorm_forward_kernel(|(inp2 != NULL ? residual : inp1) + base|inp1 + base"
+  "loss_sum: the last warp's sum dropped|void loss_sum_kernel(|w < nwarps; w++|w < nwarps - 1; w++"
+  "sum_squares_partial: grid stride in threads, not in f128 packs|void sum_squares_partial_kernel(|blockDim.x * f128::size;|blockDim.x;"
   "block_sum: reads one warp slot past the block's warps|float block_sum(|lane < nwarps ?|lane <= nwarps ?"
 )
 st_fail=0

@@ -292,4 +292,11 @@ fi
 # of the kernels, each of which must make it fail (so the emulator's PASS means something);
 # one PASS/FAIL line per case and per planted bug
 bash dev/cuda/flash_emulator.sh --self-test || failed=1
+# the cuBLASLt call sites (epilogues, the chunked classifier) and the other kernels' work split,
+# transcribed with the C code's argument lists and checked in float64 against torch autograd
+PY=/usr/bin/python3
+for py in dev/cuda/emulate_matmuls.py dev/cuda/emulate_rows.py; do
+  if ! "$PY" -c "import torch" 2>/dev/null; then fail "$py: $PY has no torch (HINT: bash dev/test/install_deps.sh)"; continue; fi
+  "$PY" "$py" || failed=1
+done
 exit $failed
