@@ -278,12 +278,15 @@ __global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int
 // in slot order. Either way every row of dwte is written by one thread per x128, in a fixed order.
 // (The host side, encoder_buckets_build, follows the kernels.)
 #define ENCODER_CHUNK 64
-__global__ void encoder_backward_wte_kernel(float* dwte, float* scratch, const floatX* dout, const int* chunk_tok,
-                                            const int* chunk_start, const int* chunk_slot, const int* pos, int C) {
+__global__ void encoder_backward_wte_kernel(float* dwte, float* scratch, const floatX* __restrict__ dout,
+                                            const int* __restrict__ chunk_tok, const int* __restrict__ chunk_start,
+                                            const int* __restrict__ chunk_slot, const int* __restrict__ pos, int C) {
     const int u = blockIdx.x;
     const int c = (blockIdx.y * blockDim.x + threadIdx.x) * x128::size;
     if (c >= C) { return; }
     float acc[x128::size] = {};
+    // unrolled so that several position loads, then several row loads, are in flight at once
+#pragma unroll 8
     for (int p = chunk_start[u]; p < chunk_start[u + 1]; p++) {
         const x128 d = load128(dout + (size_t)pos[p] * C + c);
         for (int k = 0; k < x128::size; k++) { acc[k] += x2f(d[k]); }
@@ -307,6 +310,7 @@ __global__ void encoder_backward_wte_reduce_kernel(float* dwte, const float* scr
     const int c = (blockIdx.y * blockDim.x + threadIdx.x) * x128::size;
     if (c >= C) { return; }
     float acc[x128::size] = {};
+#pragma unroll 4
     for (int s = reduce_start[r]; s < reduce_start[r + 1]; s++) {
         for (int k = 0; k < x128::size; k += f128::size) {
             const f128 w = load128(scratch + (size_t)s * C + c + k);
@@ -458,8 +462,10 @@ __global__ void rmsnorm_forward_kernel(floatX* out, float* rstd, const floatX* i
 // bit-identical results. counter: 0 before the launch (gpt2_build), 0 after it.
 #define NORM_BACKWARD_MAX_C 2048
 #define NORM_BACKWARD_THREADS 256
+// Up to C = 768 (PACKS 3) two blocks fit an SM (at most 128 registers); the launcher sizes the grid
+// by the occupancy of the instantiation it runs.
 template <int PACKS>
-__global__ void __launch_bounds__(NORM_BACKWARD_THREADS)
+__global__ void __launch_bounds__(NORM_BACKWARD_THREADS, PACKS <= 3 ? 2 : 1)
 norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial, unsigned int* counter,
                      const floatX* dout, const floatX* inp, const floatX* weight, const float* mean, const float* rstd,
                      int N, int C, int accumulate) {
@@ -532,6 +538,7 @@ norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial,
     if (threadIdx.x == 0) { s_last = atomicAdd(counter, 1u) == gridDim.x - 1; }
     __syncthreads();
     if (!s_last) { return; }
+    __threadfence(); // acquire side: the other blocks' partials are read after their fences
     for (int i = threadIdx.x * f128::size; i < 2 * C; i += blockDim.x * f128::size) {
         float tot[f128::size] = {};
         for (int b = 0; b < (int)gridDim.x; b++) {
@@ -587,6 +594,7 @@ __global__ void bias_backward_kernel(float* dbias, float* partial, unsigned int*
     if (threadIdx.x == 0 && threadIdx.y == 0) { s_last = atomicAdd(&counters[blockIdx.x], 1u) == gridDim.y - 1; }
     __syncthreads();
     if (!s_last) { return; }
+    __threadfence(); // acquire side, as in norm_backward_kernel
     if (threadIdx.y == 0 && c0 < OC) {
         float tot[x128::size] = {};
         for (int b = 0; b < (int)gridDim.y; b++) {
@@ -1516,6 +1524,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
 
 static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
+static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
 // Scratch of the one-kernel reductions (norm_backward_kernel, bias_backward_kernel): partial sums
 // (REDUCE_MAX_BLOCKS, 2, max columns) and one ticket counter per column group, all 0 between launches.
@@ -1626,6 +1635,30 @@ static void matmul_backward_gelu(floatX* dpre, float* dweight, float* dbias, con
     matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
 }
 
+// dwpe (T, C) += sum over b of dout (B, T, C); dwte += dout's rows summed by token, through the
+// buckets of encoder_buckets_build (laid out as o in buckets, on the device) and scratch
+// (encoder_scratch_rows(B * T), C); num_chunks, num_reduce as the builder returned them
+static void encoder_backward(float* dwte, float* dwpe, float* scratch, const floatX* dout, const int* buckets,
+                             const EncoderBuckets* o, int num_chunks, int num_reduce, int B, int T, int C) {
+    const int packs = C / x128::size;
+    encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(dwpe, dout, B, T, C);
+    launchCheck();
+    int threads = (packs + 31) / 32 * 32;
+    if (threads > 1024) { threads = 1024; }
+    const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
+    if (num_chunks > 0) {
+        encoder_backward_wte_kernel<<<dim3(num_chunks, col_blocks), threads>>>(
+            dwte, scratch, dout, buckets + o->chunk_tok, buckets + o->chunk_start, buckets + o->chunk_slot,
+            buckets + o->pos, C);
+        launchCheck();
+    }
+    if (num_reduce > 0) {
+        encoder_backward_wte_reduce_kernel<<<dim3(num_reduce, col_blocks), threads>>>(
+            dwte, scratch, buckets + o->reduce_tok, buckets + o->reduce_start, C);
+        launchCheck();
+    }
+}
+
 // residual (N, C) = inp1 + inp2, out = LayerNorm(residual); inp2 NULL: out = LayerNorm(inp1)
 static void residual_layernorm_forward(floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
                                        const floatX* inp2, const floatX* weight, const floatX* bias, int N, int C) {
@@ -1645,11 +1678,20 @@ static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floa
     reduce_scratch_check(2 * C, "norm_backward");
     const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
     const int warps = NORM_BACKWARD_THREADS / 32;
+    // one wave: as many blocks as fit on the GPU at once for this instantiation (asked once per PACKS)
+    static int blocks_per_sm[NORM_BACKWARD_MAX_PACKS + 1] = {};
     int grid = (N + warps - 1) / warps;
-    if (grid > g_reduce_blocks) { grid = g_reduce_blocks; }
-    if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; }
-#define NORM_BACKWARD_CASE(P) case P: norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, \
-        g_reduce_partial, g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); break;
+#define NORM_BACKWARD_CASE(P) case P: \
+        if (blocks_per_sm[P] == 0) { \
+            cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm[P], norm_backward_kernel<P>, \
+                                                                    NORM_BACKWARD_THREADS, 0)); \
+            if (blocks_per_sm[P] < 1) { blocks_per_sm[P] = 1; } \
+        } \
+        if (grid > g_num_sms * blocks_per_sm[P]) { grid = g_num_sms * blocks_per_sm[P]; } \
+        if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; } \
+        norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, g_reduce_partial, \
+            g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); \
+        break;
     switch (packs) {
         NORM_BACKWARD_CASE(1) NORM_BACKWARD_CASE(2) NORM_BACKWARD_CASE(3) NORM_BACKWARD_CASE(4)
         NORM_BACKWARD_CASE(5) NORM_BACKWARD_CASE(6) NORM_BACKWARD_CASE(7) NORM_BACKWARD_CASE(8)
@@ -2899,24 +2941,10 @@ static void gpt2_backward(GPT2* model) {
                            lslice(p[PARAM_LN1W], l, C), ln1_mean, ln1_rstd, N, C, 1);
     }
     // encoder: dresidual is d encoded
-    const int packs = C / x128::size;
-    encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(gr[PARAM_WPE], g->dresidual, B, T, C);
-    launchCheck();
-    int threads = (packs + 31) / 32 * 32;
-    if (threads > 1024) { threads = 1024; }
-    const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
     const size_t cap = (size_t)model->B * model->T;
     const EncoderBuckets o = encoder_buckets_layout(2 * cap, cap);
-    const int* bd = model->batch_d;
-    encoder_backward_wte_kernel<<<dim3(model->cur_chunks, col_blocks), threads>>>(
-        gr[PARAM_WTE], model->wte_scratch_d, g->dresidual, bd + o.chunk_tok, bd + o.chunk_start, bd + o.chunk_slot,
-        bd + o.pos, C);
-    launchCheck();
-    if (model->cur_reduce > 0) {
-        encoder_backward_wte_reduce_kernel<<<dim3(model->cur_reduce, col_blocks), threads>>>(
-            gr[PARAM_WTE], model->wte_scratch_d, bd + o.reduce_tok, bd + o.reduce_start, C);
-        launchCheck();
-    }
+    encoder_backward(gr[PARAM_WTE], gr[PARAM_WPE], model->wte_scratch_d, g->dresidual, model->batch_d, &o,
+                     model->cur_chunks, model->cur_reduce, B, T, C);
 }
 
 // Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,
@@ -3456,6 +3484,7 @@ static void cuda_setup(void) {
     g_cublaslt_workspace = device_malloc(CUBLASLT_WORKSPACE_SIZE, "cuBLASLt workspace");
     int sms = 0;
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    g_num_sms = sms;
     g_reduce_blocks = 2 * sms < REDUCE_MAX_BLOCKS ? 2 * sms : REDUCE_MAX_BLOCKS;
 }
 

@@ -215,6 +215,20 @@ static inline void cpu_adamw(float* p, float* m, float* v, const float* grad, si
     }
 }
 
+// the factor AdamW's gradients are scaled by: clip / norm when clipping is on (clip > 0) and the
+// global norm sqrt(norm_sq) exceeds it, else 1
+static inline double cpu_grad_clip_scale(double norm_sq, double clip) {
+    const double norm = sqrt(norm_sq);
+    return clip > 0.0 && norm > clip ? clip / norm : 1.0;
+}
+
+// *accum += the sum of losses[0 .. n) (the mean loss's numerator, kept in double)
+static inline void cpu_loss_sum(double* accum, const float* losses, int n) {
+    double s = 0.0;
+    for (int i = 0; i < n; i++) { s += losses[i]; }
+    *accum += s;
+}
+
 // sum of x[i]^2 (the squared global gradient norm)
 static inline double cpu_sum_squares(const float* x, size_t n) {
     double s = 0.0;

@@ -292,6 +292,7 @@ fi
 # of the kernels, each of which must make it fail (so the emulator's PASS means something);
 # one PASS/FAIL line per case and per planted bug
 bash dev/cuda/flash_emulator.sh --self-test || failed=1
+bash dev/cuda/kernel_emulator.sh --self-test || failed=1
 # the cuBLASLt call sites (epilogues, the chunked classifier) and the other kernels' work split,
 # transcribed with the C code's argument lists and checked in float64 against torch autograd
 PY=/usr/bin/python3
