@@ -4,7 +4,8 @@
 #   make test                      every CPU test, a compile check of every CUDA source, GPU tests if any
 #   make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]
 #   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
-#   make labs [PRECISION=BF16|FP32] kernel labs build/lab_attention_forward, _backward (dev/cuda/README.md)
+#   make labs [PRECISION=BF16|FP32] kernel labs build/lab_<op> (dev/cuda/README.md; the attention labs in
+#                                  both precisions, layernorm, encoder_backward, classifier, matmul_gelu BF16 only)
 #   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
 #
 # Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
@@ -67,13 +68,19 @@ test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataload
 # scheme at run time, so QKV does not apply. The trainer's flags, but ONE architecture (compile time):
 # the local GPU's, else sm_90; LAB_SM=<nn> picks another. OpenMP for the CPU twin (the reference).
 LABS := attention_forward attention_backward
+# BF16-only labs (their tolerances and byte counts are bf16's): built by `make labs` in BF16 only
+LABS_BF16 := layernorm encoder_backward classifier matmul_gelu
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)
-LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h train_gpt2.cu attention_variants.cuh \
+LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h dev/cuda/lab_common.h \
+            dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu attention_variants.cuh \
             dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
-.PHONY: labs
-labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS)))
+.PHONY: labs labs-list
+labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS))) \
+      $(if $(filter BF16,$(PRECISION)),$(addprefix $(BUILD)/lab_,$(LABS_BF16)))
+labs-list:
+	@echo $(LABS) / $(LABS_BF16)
 
 # the _fp32 rule has the shorter stem, so make picks it for build/lab_<op>_fp32
 $(BUILD)/lab_%_fp32: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)

@@ -217,6 +217,12 @@ __device__ __forceinline__ Packed128<Element> load128cs(const Element* p) {
     memcpy(&out, &bits, sizeof(bits));
     return out;
 }
+template <class Element>
+__device__ __forceinline__ void store128cs(Element* p, const Packed128<Element>& value) {
+    int4 bits;
+    memcpy(&bits, &value, sizeof(bits));
+    __stcs(reinterpret_cast<int4*>(p), bits);
+}
 // read through L2 only: data written by other blocks of the same launch (L1 is not coherent)
 template <class Element>
 __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
@@ -1198,11 +1204,14 @@ __device__ __forceinline__ void softmax_stats_merge(float* m, float* s, float m2
 // is rescaled when the max grows), once to overwrite it IN PLACE, when write_dlogits, with
 // dlogits = (softmax - onehot(target)) * dloss (padded columns 0). losses[row] = lse - x[target].
 // No probability tensor is stored. Blocks of at most 1024 threads.
-__global__ void fused_classifier_kernel(floatX* logits, float* losses, const int* targets, int N, int V, int Vp,
-                                        float dloss, int write_dlogits) {
+// Rows run in reverse: the matmul that wrote the logits finished with the last rows, some of them
+// still in L2. The first read keeps the row cached for the second, the second read and the dlogits
+// store stream past the caches (dlogits are read back by the next matmuls, long after).
+__global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, float* losses, const int* targets,
+                                                                int N, int V, int Vp, float dloss, int write_dlogits) {
     __shared__ float s_m[32], s_s[32];
     __shared__ float s_target_logit;
-    const int row = blockIdx.x;
+    const int row = N - 1 - (int)blockIdx.x;
     if (row >= N) { return; }
     floatX* x = logits + (size_t)row * Vp;
     const int target = targets[row];
@@ -1210,7 +1219,7 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
     if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
     float m = -INFINITY, s = 0.0f;
     for (int i = threadIdx.x * x128::size; i < V; i += blockDim.x * x128::size) {
-        const x128 v = load128cs(x + i);
+        const x128 v = load128(x + i);
         float pm = -INFINITY;
         for (int k = 0; k < x128::size; k++) { if (i + k < V) { pm = fmaxf(pm, x2f(v[k])); } }
         float ps = 0.0f;
@@ -1241,13 +1250,13 @@ __global__ void fused_classifier_kernel(floatX* logits, float* losses, const int
             const float g = col < V ? (expf(x2f(v[k]) - lse) - (col == target ? 1.0f : 0.0f)) * dloss : 0.0f;
             d[k] = f2x(g);
         }
-        store128(x + i, d);
+        store128cs(x + i, d);
     }
 }
 
 // *accum += sum of losses[0 .. n) in double, by one block in a fixed order: the losses of a whole
 // step stay on the device and reach the host in one copy when the step ends
-__global__ void loss_sum_kernel(double* accum, const float* losses, int n) {
+__global__ void __launch_bounds__(1024) loss_sum_kernel(double* accum, const float* losses, int n) {
     __shared__ double s_warp[32];
     double v = 0.0;
     for (int i = threadIdx.x; i < n; i += blockDim.x) { v += (double)losses[i]; }
@@ -1475,7 +1484,8 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     // one heuristic query per distinct configuration: the same shape always runs the same algorithm
     LtKey key;
     memset(&key, 0, sizeof(key));
-    // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's
+    // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
+    // (dev/cuda/lab_matmul_common.h's lab_lt_lookup reads fields 0-4, 12, 13 and 17 by position.)
     const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
     const uint32_t al_bias = bias != NULL ? lt_alignment(bias, 0, 1) : 0;
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
@@ -1635,14 +1645,19 @@ static void matmul_backward_gelu(floatX* dpre, float* dweight, float* dbias, con
     matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
 }
 
-// dwpe (T, C) += sum over b of dout (B, T, C); dwte += dout's rows summed by token, through the
-// buckets of encoder_buckets_build (laid out as o in buckets, on the device) and scratch
-// (encoder_scratch_rows(B * T), C); num_chunks, num_reduce as the builder returned them
-static void encoder_backward(float* dwte, float* dwpe, float* scratch, const floatX* dout, const int* buckets,
-                             const EncoderBuckets* o, int num_chunks, int num_reduce, int B, int T, int C) {
+// dwpe (T, C) += sum over b of dout (B, T, C)
+static void encoder_backward_wpe(float* dwpe, const floatX* dout, int B, int T, int C) {
     const int packs = C / x128::size;
     encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(dwpe, dout, B, T, C);
     launchCheck();
+}
+
+// dwte += dout's rows (C channels) summed by token, through the buckets of encoder_buckets_build
+// (laid out as o in `buckets`, on the device; num_chunks, num_reduce as the builder returned them)
+// and scratch (encoder_scratch_rows(B * T), C)
+static void encoder_backward_wte(float* dwte, float* scratch, const floatX* dout, const int* buckets,
+                                 const EncoderBuckets* o, int num_chunks, int num_reduce, int C) {
+    const int packs = C / x128::size;
     int threads = (packs + 31) / 32 * 32;
     if (threads > 1024) { threads = 1024; }
     const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
@@ -1657,6 +1672,30 @@ static void encoder_backward(float* dwte, float* dwpe, float* scratch, const flo
             dwte, scratch, buckets + o->reduce_tok, buckets + o->reduce_start, C);
         launchCheck();
     }
+}
+
+// One chunk of the classifier: logits (rows, Vp) = lnf_rows (rows, C) @ head^T; losses (rows) of the
+// targets; with backward (training), the logits replaced in place by dlogits = dloss * (softmax -
+// onehot), then dlnf_rows (rows, C) = dlogits @ head and dhead (Vp, C) += dlogits^T @ lnf_rows.
+static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, float* dhead, const floatX* lnf_rows,
+                             const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
+                             int backward) {
+    matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
+    fused_classifier_kernel<<<rows, 1024>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
+    launchCheck();
+    if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
+}
+
+// the reductions' scratch (g_reduce_partial, g_reduce_counters) for sums over up to max_cols columns
+static void reduce_scratch_reserve(int max_cols) {
+    if (max_cols <= g_reduce_max_cols) { return; }
+    if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
+    if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
+    g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
+    const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
+    g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
+    cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
+    g_reduce_max_cols = max_cols;
 }
 
 // residual (N, C) = inp1 + inp2, out = LayerNorm(residual); inp2 NULL: out = LayerNorm(inp1)
@@ -2287,15 +2326,7 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     int max_cols = 2 * (int)C;
     if ((int)M > max_cols) { max_cols = (int)M; }
     if ((int)W > max_cols) { max_cols = (int)W; }
-    if (max_cols > g_reduce_max_cols) {
-        if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
-        if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
-        g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
-        const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
-        g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
-        cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
-        g_reduce_max_cols = max_cols;
-    }
+    reduce_scratch_reserve(max_cols);
 }
 
 // the activation gradients (one layer's, reused by every layer): one allocation, carved by the
@@ -2813,14 +2844,9 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
     GradActivations* g = &model->grad_acts;
     for (int r0 = 0; r0 < N; r0 += model->logits_rows) {
         const int rows = N - r0 < model->logits_rows ? N - r0 : model->logits_rows;
-        const floatX* lnf_rows = a->lnf + (size_t)r0 * C;
-        matmul_forward(a->output, lnf_rows, head, NULL, rows, C, Vp);
-        fused_classifier_kernel<<<rows, 1024>>>(a->output, a->losses + r0, model->targets_d + r0, rows, V, Vp, dloss,
-                                                model->targets_present);
-        launchCheck();
-        if (model->targets_present) { // dlnf rows = dlogits @ head, dhead += dlogits^T @ lnf rows
-            matmul_backward(g->dbuf_c + (size_t)r0 * C, dhead, NULL, a->output, lnf_rows, head, rows, C, Vp, 0.0f);
-        }
+        floatX* dlnf_rows = model->targets_present ? g->dbuf_c + (size_t)r0 * C : NULL;
+        classifier_chunk(a->output, a->losses + r0, dlnf_rows, dhead, a->lnf + (size_t)r0 * C, head,
+                         model->targets_d + r0, rows, C, V, Vp, dloss, model->targets_present);
     }
     loss_sum_kernel<<<1, 1024>>>(model->loss_sum_d, a->losses, N);
     launchCheck();
@@ -2943,8 +2969,9 @@ static void gpt2_backward(GPT2* model) {
     // encoder: dresidual is d encoded
     const size_t cap = (size_t)model->B * model->T;
     const EncoderBuckets o = encoder_buckets_layout(2 * cap, cap);
-    encoder_backward(gr[PARAM_WTE], gr[PARAM_WPE], model->wte_scratch_d, g->dresidual, model->batch_d, &o,
-                     model->cur_chunks, model->cur_reduce, B, T, C);
+    encoder_backward_wpe(gr[PARAM_WPE], g->dresidual, B, T, C);
+    encoder_backward_wte(gr[PARAM_WTE], model->wte_scratch_d, g->dresidual, model->batch_d, &o, model->cur_chunks,
+                         model->cur_reduce, C);
 }
 
 // Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,

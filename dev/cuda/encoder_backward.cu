@@ -147,28 +147,15 @@ static void v2_stage(V2Batch* sb, const int* inputs, int n, std::vector<int>* co
     encoder_buckets_build(sb->ints.data(), &o, inputs, n, LAB_V, count, &sb->num_chunks, &sb->num_reduce);
 }
 
+// version 2 is the trainer's launchers, as gpt2_backward calls them
 static void v2_encoder_backward_wte(float* dwte, float* scratch, const floatX* dout, const int* batch_d, size_t cap,
                                     int num_chunks, int num_reduce, int C) {
-    const int packs = C / x128::size;
-    int threads = (packs + 31) / 32 * 32;
-    if (threads > 1024) { threads = 1024; }
-    const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
     const EncoderBuckets o = encoder_buckets_layout(2 * cap, cap);
-    const int* bd = batch_d;
-    encoder_backward_wte_kernel<<<dim3(num_chunks, col_blocks), threads>>>(
-        dwte, scratch, dout, bd + o.chunk_tok, bd + o.chunk_start, bd + o.chunk_slot, bd + o.pos, C);
-    launchCheck();
-    if (num_reduce > 0) {
-        encoder_backward_wte_reduce_kernel<<<dim3(num_reduce, col_blocks), threads>>>(dwte, scratch, bd + o.reduce_tok,
-                                                                                     bd + o.reduce_start, C);
-        launchCheck();
-    }
+    encoder_backward_wte(dwte, scratch, dout, batch_d, &o, num_chunks, num_reduce, C);
 }
 
 static void v2_encoder_backward_wpe(float* dwpe, const floatX* dout, int B, int T, int C) {
-    const int packs = C / x128::size;
-    encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(dwpe, dout, B, T, C);
-    launchCheck();
+    encoder_backward_wpe(dwpe, dout, B, T, C);
 }
 
 static const std::vector<int> kVersions = {1, 2};

@@ -10,6 +10,12 @@ memory behind `flash_smem`, and emu_mma_16816(): the warp-collective mma.sync.m1
 rebuilds A (16x16), B (16x8), C (16x8) from the PTX ISA fragment layout as written below (from the
 ISA, not from the kernel's comment), computes D = A B + C and hands every lane its d[4].
 
+Also used by dev/cuda/kernel_emulator.cpp (the trainer's other kernels), which defines
+EMU_KERNEL_EMULATOR (static `__shared__` arrays, min/max, rsqrtf, integer atomics, fences and
+cache-hinted loads as host code; see below) and, for its FP32 build, EMU_FP32 (floatX = float), and
+launches through launch_dims(): 1-, 2- or 3-D blocks, CTAs in ascending, descending or random order.
+The shuffles take any 1 to 8-byte value (xor, down, up, indexed) and __syncwarp is a warp collective.
+
 Threads are fibers (user-level contexts, one OS thread), not std::threads: an OS-thread barrier costs
 ~150 us per warp collective on a 2-core machine (measured), which made the suite take minutes; a fiber
 switch costs tens of nanoseconds. Fibers also make the interleaving a choice rather than luck: the
@@ -56,7 +62,7 @@ inside the tensor core (D is summed in double, then rounded to fp32), fast-math 
 #if defined(EMU_KERNEL_EMULATOR)
 // kernel_emulator.cpp (the trainer's other kernels): a `__shared__` array declared in a kernel is a
 // static local, one per kernel, which the threads of a CTA share because CTAs run one at a time. All
-// of them live in the section emu_shared, which launch() fills with 0xFF before every CTA (a read of
+// of them live in the section emu_shared, which launch_dims() fills with 0xFF before every CTA (a read of
 // shared memory no thread of this CTA wrote gives NaN). GCC refuses to put COMDAT (inline, template)
 // and plain functions' statics in one section, so every kernel and device function is inline.
 #undef __shared__

@@ -7,28 +7,34 @@ checks every output against the float64 references of kernels_cpu.h.
     bash dev/cuda/kernel_emulator.sh          # extracts the sections, builds (bf16 and fp32), runs every case
 
 Every kernel is launched as the trainer's launcher launches it: the launcher's grid and block
-arithmetic is copied below, each with the launcher's name (layers: section and gpt2_forward,
-gpt2_backward, gpt2_update, gpt2_grad_norm, gpt2_init). The inputs are random (a fixed seed per case)
-at shapes chosen to leave partial warps, blocks and chunks (rows 1, 7, 33, 70; channels 48, 64, 136,
-768; V 50 in Vp 64).
+arithmetic is copied below, each with the launcher's name (layers: section, gpt2_forward_staged,
+gpt2_grad_norm_sq, gpt2_update, gpt2_init, gpt2_load_state); the encoder's buckets come from the trainer's own host
+code (encoder_buckets_build is in the extracted section). The inputs are random (a fixed seed per
+case) at shapes chosen to leave partial warps, blocks, packs and chunks: rows 1, 7, 33, 70, 100;
+channels 48 to 2048 (every LayerNorm register layout from 1 to 8 packs per lane), bias widths that
+are and are not multiples of 8; V 50 in Vp 64, 500 in 512, 9000 in 9008 with a +-60 logit; tokens
+with 1, 64, 65, 70 and 200 positions (one and several chunks); AdamW sizes 5, 1000, 1003 with the
+clip on and off; the reductions' grids limited to 5 blocks and to an H100's.
 
 What a PASS proves: the kernels' text computes what kernels_cpu.h says (rel_err = |out - ref| / |ref|
-per output tensor within 1e-2 for bf16 tensors, 1e-5 for fp32 ones, exactly where the result is a
-plain copy or rounding) under CUDA's thread/block indexing with the launchers' grids; every thread
-of a CTA reaches each __syncthreads at the same line (never after some thread returned), every warp
-shuffle is reached by all 32 lanes; the results are bit-identical whether the threads of a CTA run in
-ascending, descending or random priority order and the CTAs of a grid in ascending, descending or
-random order (a missing barrier, or a block that relies on another block having run, changes them);
-nothing reads shared memory that no thread of its CTA wrote in this CTA (it is 0xFF, NaN, at every
-CTA's start); nothing is written outside its output (outputs have poisoned padding, inputs are
-compared byte for byte, every buffer ends at a guard page) and every vector access is aligned
-(UBSan).
+per output tensor within 1e-2 for bf16 tensors, 1e-5 for fp32 ones and in FP32 builds, 1e-12 for
+the double loss sum, exactly where the result is a copy or a rounding) under CUDA's thread/block
+indexing with the launchers' grids; every thread of a CTA reaches each __syncthreads at the same
+line (never after some thread returned), every warp shuffle is reached by all 32 lanes; the results
+are bit-identical whether the threads of a CTA run in ascending, descending or random priority order
+and the CTAs of a grid in ascending, descending or random order (a missing barrier, or a block that
+relies on another block having run, changes them); the one-kernel reductions leave their ticket
+counters at 0 and a second launch gives the same bits; nothing reads shared memory that no thread
+of its CTA wrote (it is 0xFF, NaN, at every CTA's start); nothing is written outside its output
+(outputs have poisoned padding, inputs are compared byte for byte, every buffer ends at a guard
+page) and every 16-byte access is aligned (UBSan).
 
 What it does not prove: timing or performance, the GPU memory model (a store is visible to every
-thread at once; a missing __threadfence cannot show), atomics under contention (CTAs run one at a
-time), bank conflicts, races that happen not to change the result under the three orders,
-fast-math intrinsics (host libm here), register or shared-memory limits of a real SM, grid sizes
-beyond what the CPU can run (the grid-stride loops run one pass at these shapes).
+thread at once: a missing __threadfence, or a plain load where __ldcg is needed, cannot show),
+atomics under contention (CTAs run one at a time), bank conflicts, races that happen not to change
+the result under the three orders, fast-math intrinsics (host libm here), register or shared-memory
+limits of a real SM, the occupancy query behind norm_backward's grid (taken as a parameter), grids
+too large for the CPU (the grid-stride loops of add_bias and init run one pass here).
 */
 #define EMU_KERNEL_EMULATOR 1
 #include "flash_emulator_shim.h"
@@ -47,8 +53,6 @@ inline int emu_mutant = -1;
 #include <limits.h>
 #include <signal.h>
 #include <chrono>
-#include <map>
-#include <memory>
 
 #if PRECISION_IS_BF16
 static const char* kTag = "kernel-emu";
@@ -234,11 +238,11 @@ static Case case_encoder_forward(int B, int T, int C, int V) {
     }};
 }
 
-// gpt2_backward: encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>, then
-// encoder_backward_wte_kernel<<<dim3(chunks, col_blocks), threads>>> and, when a token has several
-// chunks, encoder_backward_wte_reduce_kernel<<<dim3(reduce, col_blocks), threads>>>, on the buckets
-// of the trainer's own host code (encoder_buckets_layout, encoder_buckets_build, in the section) for
-// a batch of cap positions of which B * T are used. `heavy` lists (token, count) pairs placed at
+// encoder_backward_wpe (layers: section): encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>;
+// encoder_backward_wte: encoder_backward_wte_kernel<<<dim3(num_chunks, col_blocks), threads>>> and,
+// when a token has several chunks, encoder_backward_wte_reduce_kernel<<<dim3(num_reduce, col_blocks), threads>>>, on
+// the buckets of the trainer's own host code (encoder_buckets_layout, encoder_buckets_build, in the
+// section) for a batch of cap positions of which B * T are used. `heavy` lists (token, count) pairs placed at
 // random positions; the rest are random tokens of the lower half of the vocabulary.
 static Case case_encoder_backward(int B, int T, int C, int V, int cap, std::vector<std::pair<int, int>> heavy) {
     std::string extra = "cap=" + std::to_string(cap);
@@ -268,10 +272,12 @@ static Case case_encoder_backward(int B, int T, int C, int V, int cap, std::vect
         if (threads > 1024) { threads = 1024; }
         const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
         const int* bd = bk.p();
-        x.launch("encoder_backward_wte_kernel", D3(chunks, col_blocks), D3(threads), [&] {
-            encoder_backward_wte_kernel(dwte.p(), scratch.p(), dout.p(), bd + o.chunk_tok, bd + o.chunk_start, bd + o.chunk_slot,
-                                        bd + o.pos, C);
-        });
+        if (chunks > 0) {
+            x.launch("encoder_backward_wte_kernel", D3(chunks, col_blocks), D3(threads), [&] {
+                encoder_backward_wte_kernel(dwte.p(), scratch.p(), dout.p(), bd + o.chunk_tok, bd + o.chunk_start,
+                                            bd + o.chunk_slot, bd + o.pos, C);
+            });
+        }
         if (reduce > 0) {
             x.launch("encoder_backward_wte_reduce_kernel", D3(reduce, col_blocks), D3(threads), [&] {
                 encoder_backward_wte_reduce_kernel(dwte.p(), scratch.p(), bd + o.reduce_tok, bd + o.reduce_start, C);
@@ -355,20 +361,22 @@ static Case case_rmsnorm_forward(int N, int C) {
     }};
 }
 
-// norm_backward (layers: section), copied: PACKS from C, grid = min(ceil(N / warps), g_reduce_blocks,
-// REDUCE_MAX_BLOCKS); the scratch is exactly the grid's (grid, 2, C) floats
-static int norm_backward_grid(int N, int reduce_blocks) {
+// norm_backward (layers: section), copied: PACKS from C, grid = min(ceil(N / warps), one wave,
+// REDUCE_MAX_BLOCKS) where one wave is g_num_sms * the occupancy of norm_backward_kernel<PACKS>
+// (cudaOccupancyMaxActiveBlocksPerMultiprocessor there; the `wave` argument here); the scratch is
+// exactly the grid's (grid, 2, C) floats
+static int norm_backward_grid(int N, int wave) {
     const int warps = NORM_BACKWARD_THREADS / 32;
     int grid = (N + warps - 1) / warps;
-    if (grid > reduce_blocks) { grid = reduce_blocks; }
+    if (grid > wave) { grid = wave; }
     if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; }
     return grid;
 }
-static void launch_norm_backward(Ctx& x, int reduce_blocks, floatX* dinp, float* dweight, float* dbias, float* partial,
+static void launch_norm_backward(Ctx& x, int wave, floatX* dinp, float* dweight, float* dbias, float* partial,
                                  unsigned int* counter, const floatX* dout, const floatX* inp, const floatX* weight,
                                  const float* mean, const float* rstd, int N, int C, int accumulate) {
     const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
-    const unsigned grid = (unsigned)norm_backward_grid(N, reduce_blocks);
+    const unsigned grid = (unsigned)norm_backward_grid(N, wave);
 #define EMU_NORM_BACKWARD_CASE(P)                                                                                  \
     case P:                                                                                                      \
         x.launch("norm_backward_kernel<" #P ">", D3(grid), D3(NORM_BACKWARD_THREADS), [&] {                        \
@@ -384,16 +392,16 @@ static void launch_norm_backward(Ctx& x, int reduce_blocks, floatX* dinp, float*
 #undef EMU_NORM_BACKWARD_CASE
 }
 
-// layernorm_backward / rmsnorm_backward: norm_backward with g_reduce_blocks = reduce_blocks (the
-// trainer: 2 per SM), run twice from the same state: the ticket counter must be 0 after each launch
-// and the second run bit-identical to the first
-static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accumulate, int reduce_blocks) {
+// layernorm_backward / rmsnorm_backward: norm_backward with a wave of `wave` blocks (an H100: 132
+// SMs x 2 blocks up to PACKS 3, x 1 above), run twice from the same state: the ticket counter must
+// be 0 after each launch and the second run bit-identical to the first
+static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accumulate, int wave) {
     std::string extra = std::string(layernorm ? (bias ? "layernorm bias" : "layernorm no-bias") : "rmsnorm") +
-                        " reduce_blocks=" + std::to_string(reduce_blocks);
+                        " wave=" + std::to_string(wave);
     return {shape("norm_backward", {{"N", N}, {"C", C}, {"accumulate", accumulate}}, extra.c_str()), [=](Ctx& x) {
         Buf<floatX> inp((size_t)N * C), w(C), dout((size_t)N * C), dinp((size_t)N * C, kPad);
         Buf<float> mean(N), rstd(N), dw(C, kPad), db(C, kPad);
-        Buf<float> partial((size_t)norm_backward_grid(N, reduce_blocks) * 2 * C);
+        Buf<float> partial((size_t)norm_backward_grid(N, wave) * 2 * C);
         Buf<unsigned int> counter(1, 1);
         counter[0] = 0u;
         const std::vector<float> vin = fill_rows(inp, x.rng, N, C), vw = w.fill(x.rng, 0.5f, 1.5f);
@@ -418,7 +426,7 @@ static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accu
             restore(dinp, s_dinp);
             restore(dw, s_dw);
             restore(db, s_db);
-            launch_norm_backward(x, reduce_blocks, dinp.p(), dw.p(), dbias, partial.p(), counter.p(), dout.p(), inp.p(), w.p(), m,
+            launch_norm_backward(x, wave, dinp.p(), dw.p(), dbias, partial.p(), counter.p(), dout.p(), inp.p(), w.p(), m,
                                  rstd.p(), N, C, accumulate);
             if (counter[0] != 0u) { x.fail("the ticket counter is " + std::to_string(counter[0]) + " after the launch, not 0"); }
             if (run == 0) {
@@ -516,8 +524,8 @@ static Case case_add(size_t n, int N, int OC) {
     }};
 }
 
-// gpt2_forward_staged: fused_classifier_kernel<<<rows, 1024>>>(logits, losses + r0, targets + r0,
-// rows, V, Vp, dloss, targets_present). spike: one logit of row 0 set to +60 (late in its thread's
+// classifier_chunk (layers: section, called by gpt2_forward_staged with losses + r0, targets + r0):
+// fused_classifier_kernel<<<rows, 1024>>>(logits, losses, targets, rows, V, Vp, dloss, backward). spike: one logit of row 0 set to +60 (late in its thread's
 // columns, so the thread's running max grows and its sum must be rescaled) and one of row 1 to -60
 static Case case_classifier(int N, int V, int Vp, bool backward, bool spike) {
     std::string extra = std::string(backward ? "loss+dlogits" : "loss") + (spike ? " spike" : "");
@@ -807,8 +815,9 @@ int main(int argc, char** argv) {
     sigaction(SIGBUS, &sa, nullptr);
 
     // shapes: rows 1, 7, 33, 70, 100 (partial warps and blocks); channels 48 .. 2048 (bf16: PACKS 1, 2, 3,
-    // 5, 8 of norm_backward; fp32 builds hold half the channels per pack); g_reduce_blocks 5 (few
-    // blocks, many rows each) and 264 (an H100's 2 per SM)
+    // 5, 8 of norm_backward; fp32 builds hold half the channels per pack); a grid limit of 5 blocks (few
+    // blocks, many rows each) or an H100's (norm_backward's wave 264 or 132, bias_backward's
+    // g_reduce_blocks 264)
     std::vector<Case> cases = {
         case_encoder_forward(1, 1, 48, 50),
         case_encoder_forward(2, 7, 136, 50),
@@ -829,7 +838,7 @@ int main(int argc, char** argv) {
         case_norm_backward(70, 64, true, false, 1, 5),
         case_norm_backward(70, 264, true, true, 0, 264),
         case_norm_backward(33, 768, true, true, 1, 5),
-        case_norm_backward(9, 5 * 32 * x128::size - 8, true, true, 0, 264),
+        case_norm_backward(9, 5 * 32 * x128::size - 8, true, true, 0, 132),
         case_norm_backward(100, NORM_BACKWARD_MAX_PACKS * 32 * x128::size, true, true, 1, 5), // the widest C the shape check allows
         case_norm_backward(7, 136, false, false, 1, 264),
         case_norm_backward(70, 768, false, false, 0, 5),
@@ -862,7 +871,9 @@ int main(int argc, char** argv) {
     };
     if (fuzz > 0) { cases = fuzz_cases(fuzz, fuzz_seed); }
     if (list) {
-        for (const Case& c : cases) { printf("%s\n", c.name.c_str()); }
+        for (const Case& c : cases) {
+            if (filter.empty() || c.name.find(filter) != std::string::npos) { printf("%s\n", c.name.c_str()); }
+        }
         return 0;
     }
     const auto t0 = std::chrono::steady_clock::now();

@@ -145,42 +145,57 @@ fi
 for p in "${pids[@]}"; do wait "$p" || exit 1; done
 
 # --- run -------------------------------------------------------------------------------------
-"$BIN" "${args[@]}"
-rc=$?
+# a run that stops without its summary line (UBSan's misaligned access, a crash) gets a FAIL line
+run() { # binary log
+  "$1" "${args[@]}" 2>&1 | tee "$2"
+  local r=${PIPESTATUS[0]}
+  if ! grep -q '^kernel-emu[-a-z0-9]*: [0-9]* cases' "$2"; then
+    local n_done case_name
+    n_done=$(grep -c '^PASS \|^FAIL ' "$2")
+    case_name=$("$1" --list "${args[@]}" 2>/dev/null | sed -n "$((n_done + 1))p")
+    echo "FAIL kernel-emu: $1 stopped (exit $r) in case \"$case_name\": $(grep -m1 'runtime error' "$2" || tail -n1 "$2")"
+    r=1
+  fi
+  return $r
+}
+rc=0
+run "$BIN" "$OUT/run.log" || rc=1
 if [ $bf16_only -eq 0 ]; then
-  "$BIN32" "${args[@]}" || rc=1
+  run "$BIN32" "$OUT/run_fp32.log" || rc=1
 fi
 [ $self_test -eq 1 ] || exit $rc
 
 # --- self-test: deliberate bugs must be caught -------------------------------------------------
 # Every mutant is planted in one copy of the extracted text, behind a run-time switch: OLD, an
 # expression in the first line containing it at or after the line containing ANCHOR (the kernel's
-# signature), becomes `(EMU_MUTANT(k) ? (NEW) : (OLD))`, and `--mutant k` selects it. One build for
-# all of them (a build is most of a mutant's cost); with no mutant selected that copy must pass.
+# name and first parameter), becomes `(EMU_MUTANT(k) ? (NEW) : (OLD))`, and `--mutant k` selects
+# it. One build for all of them (a build is most of a mutant's cost); with no mutant selected that
+# copy must pass.
 # description | anchor | OLD | NEW
 MUTANTS=(
   "norm_backward: no barrier between the warps' adds into shared memory|// the block's sums: warp 0 writes|__syncthreads()|(void)0"
   "warp_sum: butterfly stops at lane distance 2|float warp_sum(|off > 0|off > 1"
-  "bias_backward: no barrier before the row lanes are added|void bias_backward_kernel(|__syncthreads()|(void)0"
+  "bias_backward: no barrier before the row lanes are added|bias_backward_kernel(float* dbias|__syncthreads()|(void)0"
   "norm_backward: the first block to take a ticket finalizes, not the last|norm_backward_kernel(floatX* dinp|atomicAdd(counter, 1u) == gridDim.x - 1|atomicAdd(counter, 1u) == 0"
   "norm_backward: the ticket counter is not reset|norm_backward_kernel(floatX* dinp|*counter = 0u|*counter = *counter"
-  "bias_backward: partial row from the column group|void bias_backward_kernel(|(size_t)blockIdx.y * OC|(size_t)blockIdx.x * OC"
-  "fused_classifier: padded columns get softmax too|void fused_classifier_kernel(|col < V|col < Vp"
-  "softmax_stats_merge: the old sum is not rescaled to the new max|void softmax_stats_merge(|*s * expf(*m - mm)|*s"
-  "encoder_backward_wte_reduce: last chunk of a token dropped|void encoder_backward_wte_reduce_kernel(|s < reduce_start[r + 1]|s < reduce_start[r + 1] - 1"
-  "encoder_backward_wte: one position past the chunk|void encoder_backward_wte_kernel(|p < chunk_start[u + 1]|p <= chunk_start[u + 1]"
-  "encoder_forward: position from the batch index|void encoder_forward_kernel(|bt % T|bt / T"
-  "adamw: v corrected with bc1 (16-byte path)|void adamw_kernel(|v[j] / bc2|v[j] / bc1"
-  "adamw: the clip applies below the threshold|void adamw_kernel(|norm > grad_clip|norm < grad_clip"
-  "residual_layernorm_forward: statistics of inp1, not of the residual|void residual_layernorm_forward_kernel(|(inp2 != NULL ? residual : inp1)|inp1"
-  "loss_sum: the last warp's sum dropped|void loss_sum_kernel(|w < nwarps|w < nwarps - 1"
-  "sum_squares_partial: grid stride in threads, not in f128 packs|void sum_squares_partial_kernel(|(size_t)gridDim.x * blockDim.x * f128::size|(size_t)gridDim.x * blockDim.x"
+  "bias_backward: partial row from the column group|bias_backward_kernel(float* dbias|(size_t)blockIdx.y * OC|(size_t)blockIdx.x * OC"
+  "fused_classifier: padded columns get softmax too|fused_classifier_kernel(floatX* logits|col < V|col < Vp"
+  "softmax_stats_merge: the old sum is not rescaled to the new max|softmax_stats_merge(float* m|*s * expf(*m - mm)|*s"
+  "encoder_backward_wte_reduce: last chunk of a token dropped|encoder_backward_wte_reduce_kernel(float* dwte|s < reduce_start[r + 1]|s < reduce_start[r + 1] - 1"
+  "encoder_backward_wte: one position past the chunk|encoder_backward_wte_kernel(float* dwte|p < chunk_start[u + 1]|p <= chunk_start[u + 1]"
+  "encoder_forward: position from the batch index|encoder_forward_kernel(floatX* out|bt % T|bt / T"
+  "adamw: v corrected with bc1 (16-byte path)|adamw_kernel(floatX* params|v[j] / bc2|v[j] / bc1"
+  "adamw: the clip applies below the threshold|adamw_kernel(floatX* params|norm > grad_clip|norm < grad_clip"
+  "residual_layernorm_forward: statistics of inp1, not of the residual|residual_layernorm_forward_kernel(floatX* residual|(inp2 != NULL ? residual : inp1)|inp1"
+  "loss_sum: the last warp's sum dropped|loss_sum_kernel(double* accum|w < nwarps|w < nwarps - 1"
+  "sum_squares_partial: grid stride in threads, not in f128 packs|sum_squares_partial_kernel(float* partial|(size_t)gridDim.x * blockDim.x * f128::size|(size_t)gridDim.x * blockDim.x"
   "block_sum: reads one warp slot past the block's warps|float block_sum(|lane < nwarps|lane <= nwarps"
 )
 MD=$OUT/mutants
 rm -rf "$MD"; mkdir -p "$MD"
 cp "$OUT/kernel_sections.inc" "$MD/"
 st_fail=0
+unplanted=()
 for i in "${!MUTANTS[@]}"; do
   spec=${MUTANTS[$i]}
   desc=${spec%%|*}; rest=${spec#*|}
@@ -194,6 +209,7 @@ for i in "${!MUTANTS[@]}"; do
     { print }
     END { exit done ? 0 : 1 }' "$MD/kernel_sections.inc" >"$MD/tmp.inc" && mv "$MD/tmp.inc" "$MD/kernel_sections.inc" || {
     echo "FAIL kernel-emu self-test m$i ($desc): the mutation did not apply (the kernel text changed?)"
+    unplanted[$i]=1
     st_fail=1
   }
 done
@@ -207,10 +223,11 @@ if ! "$MD/kernel_emulator" --first-fail >"$MD/none.log" 2>&1; then
   st_fail=1
 fi
 for i in "${!MUTANTS[@]}"; do
+  [ -z "${unplanted[$i]:-}" ] || continue
   desc=${MUTANTS[$i]%%|*}
   "$MD/kernel_emulator" --first-fail --mutant "$i" >"$MD/m$i.log" 2>&1
-  if [ $? -ne 0 ] && grep -q '^FAIL' "$MD/m$i.log"; then
-    echo "PASS kernel-emu self-test m$i ($desc): caught: $(grep -m1 '^FAIL' "$MD/m$i.log" | cut -c1-200)"
+  if [ $? -ne 0 ] && grep -q '^FAIL\|runtime error' "$MD/m$i.log"; then
+    echo "PASS kernel-emu self-test m$i ($desc): caught: $(grep -m1 '^FAIL\|runtime error' "$MD/m$i.log" | cut -c1-200)"
   else
     echo "FAIL kernel-emu self-test m$i ($desc): not caught (log: $MD/m$i.log)"
     st_fail=1

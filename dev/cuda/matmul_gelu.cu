@@ -67,7 +67,7 @@ Tolerances. pre, out, dpre (bf16 outputs): the reference is float64 on the same 
   dwp, dbp (fp32): products of bf16 values are exact in fp32, only the additions round: <= N 2^-24 =
   6e-5 at N = 1024 if every rounding went one way, ~sqrt(N) 2^-24 = 2e-6 as they do; 1e-4.
 */
-#include "fused_lab_common.h"
+#include "lab_matmul_common.h"
 
 static const std::vector<int> lab_versions = {1, 2};
 static const char* const lab_usage_text =
@@ -127,19 +127,6 @@ static std::string backward_path(int version, int N, int C, int OC, int* epilogu
     }
     lab_lt_lookup(OC, N, C, 0, 0, CUBLAS_X_TYPE, 0, LT_PLAIN, &algo);
     return "matmul (" + algo + ") + gelu_backward_kernel";
-}
-
-// bias_backward_kernel's partial sums and tickets: gpt2_build allocates them for a model's widest
-// bias; the lab for its own (the same statements)
-static void lab_reduce_scratch(int max_cols) {
-    if (max_cols <= g_reduce_max_cols) { return; }
-    if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
-    if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
-    g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
-    const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
-    g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
-    cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
-    g_reduce_max_cols = max_cols;
 }
 
 // ----------------------------------------------------------------------------
@@ -397,7 +384,7 @@ int main(int argc, char** argv) {
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, "lab_matmul_gelu" LAB_SUFFIX, lab_versions, lab_usage_text)) { return 0; }
     if (!lab_bf16_or_skip(&a) || !lab_device_or_skip(&a)) { return 0; }
-    lab_reduce_scratch(3072);
+    reduce_scratch_reserve(3072); // the trainer's allocation (gpt2_build)
     int failed = 0;
     if (a.check) { failed = check(&a); }
     if (a.bench) { bench(&a); }

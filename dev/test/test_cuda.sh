@@ -80,12 +80,14 @@ echo "  cuda builds: ${#jobs_list[@]} binaries in $((SECONDS - build_start))s"
 
 # the kernel labs: one make per binary, two at a time, the trainers' rules for failures and warnings
 LABS="attention_forward attention_backward"
+LABS_BF16="layernorm encoder_backward classifier matmul_gelu" # the Makefile's LABS_BF16: no FP32 build
 lab_bins=()
 for l in $LABS; do
   for p in $PRECISIONS; do
     if [ "$p" = FP32 ]; then lab_bins+=("build/lab_${l}_fp32"); else lab_bins+=("build/lab_${l}"); fi
   done
 done
+for l in $LABS_BF16; do lab_bins+=("build/lab_${l}"); done
 build_lab() { # target
   local log start=$SECONDS rc
   log="$log_dir/build_$(basename "$1").log"
@@ -219,6 +221,13 @@ if [ -x "$lab_fwd" ] && [ -x "${lab_fwd}_fp32" ]; then
   expect_one_line "$lab_fwd bad flag" 1 "unknown flag '--frob'" ./"$lab_fwd" --frob
   expect_one_line "${lab_fwd}_fp32 version 2" 1 "BF16-only" ./"${lab_fwd}_fp32" 2
 fi
+for l in $LABS_BF16; do
+  bin=build/lab_$l
+  [ -x "$bin" ] || continue
+  expect_one_line "$bin bad seed" 1 "--seed 'abc'" ./"$bin" --seed abc
+  expect_one_line "$bin bad version" 1 "version '9'" ./"$bin" 9
+  expect_one_line "$bin bad flag" 1 "unknown flag '--frob'" ./"$bin" --frob
+done
 if [ $has_gpu -eq 0 ]; then
   for bin in "${lab_bins[@]}"; do
     [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }

@@ -1,13 +1,13 @@
 /*
-fused_lab_common.h: what the classifier and matmul_gelu labs (dev/cuda/classifier.cu,
+lab_matmul_common.h: what the classifier and matmul_gelu labs (dev/cuda/classifier.cu,
 dev/cuda/matmul_gelu.cu) add to dev/cuda/lab_common.h: the trainer included under TESTING (its main
 dropped, so a lab's newest version is the trainer's own code), the float64 matmuls of their CPU side
 (the rest of it is dev/cuda/kernels_cpu.h), a verdict for bounds that are not a tensor's rel_err,
 and which algorithm (or none) cuBLASLt gave matmul_lt. Both labs are BF16-only: an FP32 build
 compiles and prints one SKIP line.
 */
-#ifndef FUSED_LAB_COMMON_H
-#define FUSED_LAB_COMMON_H
+#ifndef LAB_MATMUL_COMMON_H
+#define LAB_MATMUL_COMMON_H
 
 #define TESTING
 #include "../../train_gpt2.cu"
@@ -141,4 +141,4 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
     return found;
 }
 
-#endif // FUSED_LAB_COMMON_H
+#endif // LAB_MATMUL_COMMON_H
