@@ -1211,8 +1211,8 @@ __global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, 
                                                                 int N, int V, int Vp, float dloss, int write_dlogits) {
     __shared__ float s_m[32], s_s[32];
     __shared__ float s_target_logit;
+    if ((int)blockIdx.x >= N) { return; }
     const int row = N - 1 - (int)blockIdx.x;
-    if (row >= N) { return; }
     floatX* x = logits + (size_t)row * Vp;
     const int target = targets[row];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;

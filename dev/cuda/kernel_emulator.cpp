@@ -4,17 +4,17 @@ kernel_emulator.cpp: runs the trainer's non-attention kernels -- the source text
 dev/cuda/kernel_emulator.sh -- on the CPU under the SIMT emulator of flash_emulator_shim.h, and
 checks every output against the float64 references of kernels_cpu.h.
 
-    bash dev/cuda/kernel_emulator.sh          # extracts the sections, builds (bf16 and fp32), runs every case
+    bash dev/cuda/kernel_emulator.sh   # extracts the sections, builds (bf16 and fp32), runs every case
 
 Every kernel is launched as the trainer's launcher launches it: the launcher's grid and block
 arithmetic is copied below, each with the launcher's name (layers: section, gpt2_forward_staged,
-gpt2_grad_norm_sq, gpt2_update, gpt2_init, gpt2_load_state); the encoder's buckets come from the trainer's own host
-code (encoder_buckets_build is in the extracted section). The inputs are random (a fixed seed per
-case) at shapes chosen to leave partial warps, blocks, packs and chunks: rows 1, 7, 33, 70, 100;
-channels 48 to 2048 (every LayerNorm register layout from 1 to 8 packs per lane), bias widths that
-are and are not multiples of 8; V 50 in Vp 64, 500 in 512, 9000 in 9008 with a +-60 logit; tokens
-with 1, 64, 65, 70 and 200 positions (one and several chunks); AdamW sizes 5, 1000, 1003 with the
-clip on and off; the reductions' grids limited to 5 blocks and to an H100's.
+gpt2_grad_norm_sq, gpt2_update, gpt2_init_random, gpt2_load_state); the encoder's buckets come from
+the trainer's own host code (encoder_buckets_build is in the extracted section). The inputs are
+random (a fixed seed per case) at shapes chosen to leave partial warps, blocks, packs and chunks:
+rows 1, 7, 9, 33, 70, 100; channels 48 to 2048 (norm_backward_kernel<PACKS> for every PACKS 1..8),
+bias widths that are and are not multiples of 8; V 50 in Vp 64, 500 in 512, 9000 in 9008 with a
++-60 logit; tokens with 1, 64, 65, 70 and 200 positions (one and several chunks); AdamW sizes 5,
+1000, 1003 with the clip on and off; the reductions' grids limited to 5 blocks and to an H100's.
 
 What a PASS proves: the kernels' text computes what kernels_cpu.h says (rel_err = |out - ref| / |ref|
 per output tensor within 1e-2 for bf16 tensors, 1e-5 for fp32 ones and in FP32 builds, 1e-12 for
@@ -42,7 +42,8 @@ too large for the CPU (the grid-stride loops of add_bias and init run one pass h
 // the dynamic shared memory of the running CTA (the extractor rewrites `extern __shared__ T name[];`)
 static inline unsigned char* emu_dynamic_smem() { return emu::rt.smem; }
 
-// the self-test's copy of the kernels holds every planted bug behind EMU_MUTANT(k); --mutant k selects one
+// the self-test's copy of the kernels holds every planted bug behind EMU_MUTANT(k); --mutant k
+// selects one
 inline int emu_mutant = -1;
 #define EMU_MUTANT(k) (emu_mutant == (k))
 
@@ -240,10 +241,11 @@ static Case case_encoder_forward(int B, int T, int C, int V) {
 
 // encoder_backward_wpe (layers: section): encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>;
 // encoder_backward_wte: encoder_backward_wte_kernel<<<dim3(num_chunks, col_blocks), threads>>> and,
-// when a token has several chunks, encoder_backward_wte_reduce_kernel<<<dim3(num_reduce, col_blocks), threads>>>, on
-// the buckets of the trainer's own host code (encoder_buckets_layout, encoder_buckets_build, in the
-// section) for a batch of cap positions of which B * T are used. `heavy` lists (token, count) pairs placed at
-// random positions; the rest are random tokens of the lower half of the vocabulary.
+// when a token has several chunks, encoder_backward_wte_reduce_kernel<<<dim3(num_reduce,
+// col_blocks), threads>>>, on the buckets of the trainer's own host code (encoder_buckets_layout,
+// encoder_buckets_build, in the section) for a batch of cap positions of which B * T are used.
+// `heavy` lists (token, count) pairs placed at random positions; the rest are random tokens of the
+// lower half of the vocabulary.
 static Case case_encoder_backward(int B, int T, int C, int V, int cap, std::vector<std::pair<int, int>> heavy) {
     std::string extra = "cap=" + std::to_string(cap);
     for (auto& h : heavy) { extra += " token" + std::to_string(h.first) + "x" + std::to_string(h.second); }
@@ -653,7 +655,7 @@ static Case case_grad_norm(size_t n) {
     }};
 }
 
-// gpt2_init's fill_kernel / init_normal_kernel<<<grid_for(n, 256), 256>>>, gpt2_load_state's
+// gpt2_init_random's fill_kernel / init_normal_kernel<<<grid_for(n, 256), 256>>>, gpt2_load_state's
 // copy_master_to_params_kernel and params_to_master_kernel likewise
 static Case case_init(size_t n) {
     return {shape("init_fill_copy", {{"n", (long long)n}}), [=](Ctx& x) {
@@ -814,8 +816,8 @@ int main(int argc, char** argv) {
     sigaction(SIGSEGV, &sa, nullptr);
     sigaction(SIGBUS, &sa, nullptr);
 
-    // shapes: rows 1, 7, 33, 70, 100 (partial warps and blocks); channels 48 .. 2048 (bf16: PACKS 1, 2, 3,
-    // 5, 8 of norm_backward; fp32 builds hold half the channels per pack); a grid limit of 5 blocks (few
+    // shapes: rows 1, 7, 9, 33, 70, 100 (partial warps and blocks); channels 48 .. 2048 (every PACKS of
+    // norm_backward; fp32 builds hold half the channels per pack); a grid limit of 5 blocks (few
     // blocks, many rows each) or an H100's (norm_backward's wave 264 or 132, bias_backward's
     // g_reduce_blocks 264)
     std::vector<Case> cases = {
@@ -838,7 +840,10 @@ int main(int argc, char** argv) {
         case_norm_backward(70, 64, true, false, 1, 5),
         case_norm_backward(70, 264, true, true, 0, 264),
         case_norm_backward(33, 768, true, true, 1, 5),
-        case_norm_backward(9, 5 * 32 * x128::size - 8, true, true, 0, 132),
+        case_norm_backward(9, 4 * 32 * x128::size - 8, true, true, 0, 132),
+        case_norm_backward(9, 5 * 32 * x128::size - 8, true, false, 1, 132),
+        case_norm_backward(9, 6 * 32 * x128::size - 8, false, false, 0, 132),
+        case_norm_backward(9, 7 * 32 * x128::size - 8, true, true, 1, 132),
         case_norm_backward(100, NORM_BACKWARD_MAX_PACKS * 32 * x128::size, true, true, 1, 5), // the widest C the shape check allows
         case_norm_backward(7, 136, false, false, 1, 264),
         case_norm_backward(70, 768, false, false, 0, 5),
