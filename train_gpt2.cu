@@ -1719,6 +1719,7 @@ static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floa
     const int warps = NORM_BACKWARD_THREADS / 32;
     // one wave: as many blocks as fit on the GPU at once for this instantiation (asked once per PACKS)
     static int blocks_per_sm[NORM_BACKWARD_MAX_PACKS + 1] = {};
+    const int sms = g_num_sms > 0 ? g_num_sms : 1; // cuda_setup sets it
     int grid = (N + warps - 1) / warps;
 #define NORM_BACKWARD_CASE(P) case P: \
         if (blocks_per_sm[P] == 0) { \
@@ -1726,7 +1727,7 @@ static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floa
                                                                     NORM_BACKWARD_THREADS, 0)); \
             if (blocks_per_sm[P] < 1) { blocks_per_sm[P] = 1; } \
         } \
-        if (grid > g_num_sms * blocks_per_sm[P]) { grid = g_num_sms * blocks_per_sm[P]; } \
+        if (grid > sms * blocks_per_sm[P]) { grid = sms * blocks_per_sm[P]; } \
         if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; } \
         norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, g_reduce_partial, \
             g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); \
