@@ -147,7 +147,7 @@ static void* device_malloc(size_t bytes, const char* what) {
         cudaGetLastError(); // clear the sticky-free allocation error
         cudaMemGetInfo(&free_b, &total_b);
         fprintf(stderr, "error: out of GPU memory allocating %.1f MiB for %s (%.1f MiB free of %.1f MiB; "
-                "HINT: lower -b or use -r 1)\n", bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0);
+                "HINT: lower -b, or recompute with -r 1 or -r 2)\n", bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0);
         exit(EXIT_FAILURE);
     }
     return p;
