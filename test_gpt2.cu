@@ -101,7 +101,12 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
         const int r = what[0] == 'q' ? 0 : (what[0] == 'k' ? 1 : 2);
         const AttnShape s = gpt2_attn_shape(model, B, T);
         const floatX* qres_q = qres ? a->qres_q + lC : NULL;
-        const AttnRows rows = attn_role_rows(&s, r, a->ln1 + lC, a->qkv + (size_t)l * BT * model->layout.width, qres_q);
+        const floatX* x = a->ln1 + (model->recompute >= 2 ? 0 : lC);
+        const AttnRows rows = attn_role_rows(&s, r, x, a->qkv + (size_t)l * BT * model->layout.width, qres_q);
+        if (rows.ptr == x && model->recompute >= 2 && l > 0) { // an identity role reads ln1 itself
+            *why = "not kept with -r 2 (this role is ln1, one layer's buffer; layer 0's is checked)";
+            return 2;
+        }
         *out = fetch_rows(rows.ptr, BT, (size_t)(r == 0 ? H : Hkv) * hd, (size_t)rows.stride);
         return 1;
     }
