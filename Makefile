@@ -73,7 +73,7 @@ LABS_BF16 := layernorm encoder_backward classifier matmul_gelu
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)
-LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h dev/cuda/lab_common.h \
+LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h dev/cuda/lab_basics.h dev/cuda/lab_common.h \
             dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu attention_variants.cuh \
             dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 .PHONY: labs labs-list

@@ -14,14 +14,9 @@ C = H * hd, W the fused projection's width (QKVLayout.width).
 #define TESTING
 #include "../../train_gpt2.cu"
 #include "attention_tiled_cpu.h"
+#include "lab_basics.h"
 
 #include <string>
-
-#if PRECISION_IS_BF16
-#define LAB_SUFFIX ""
-#else
-#define LAB_SUFFIX "_fp32"
-#endif
 
 // ----------------------------------------------------------------------------
 // the versions: each is a path of the trainer's attention_forward/backward, chosen by the `fused`
@@ -234,21 +229,6 @@ static void lab_print_start(const LabArgs* a) {
 }
 
 // ----------------------------------------------------------------------------
-// random numbers (splitmix64), normal by Box-Muller
-
-static unsigned long long lab_mix64(unsigned long long z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double lab_uniform(unsigned long long* state) { // in (0, 1)
-    *state = lab_mix64(*state);
-    return ((double)(*state >> 11) + 0.5) / 9007199254740992.0;
-}
-
-// ----------------------------------------------------------------------------
 // device buffers with poisoned guards
 //
 // Every buffer has LAB_GUARD bytes of 0xFF before and after it (a multiple of 256: the buffer stays
@@ -258,7 +238,6 @@ static double lab_uniform(unsigned long long* state) { // in (0, 1)
 // With --quick (the compute-sanitizer runs) there are no guards: each buffer is its own cudaMalloc,
 // so that memcheck sees every access past its exact end.
 
-#define LAB_POISON 0xFF
 
 typedef struct {
     unsigned char* base; // NULL: no buffer
@@ -306,21 +285,6 @@ static std::vector<unsigned char> lab_buf_download(const LabBuf* b) {
 
 static void lab_buf_upload(const LabBuf* b, const std::vector<unsigned char>& h) {
     if (b->base != NULL && b->bytes > 0) { cudaCheck(cudaMemcpy(b->ptr, h.data(), b->bytes, cudaMemcpyHostToDevice)); }
-}
-
-static size_t lab_count_poison_bytes(const unsigned char* p, size_t n) {
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) { c += p[i] == LAB_POISON; }
-    return c;
-}
-
-// elements of size elem_bytes that are still all 0xFF (never written)
-static size_t lab_count_unwritten(const std::vector<unsigned char>& h, size_t elem_bytes) {
-    size_t c = 0;
-    for (size_t i = 0; i + elem_bytes <= h.size(); i += elem_bytes) {
-        c += lab_count_poison_bytes(&h[i], elem_bytes) == elem_bytes;
-    }
-    return c;
 }
 
 // appends to *why and returns 0 when a guard of b changed
@@ -822,10 +786,7 @@ static std::vector<float> lab_columns(const float* a, size_t n_rows, size_t stri
 #define LAB_BENCH_B 8
 #define LAB_BENCH_H 12
 #define LAB_BENCH_HD 64
-#define LAB_BENCH_REPS 25
-static const int lab_bench_T[3] = {1024, 2048, 4096};
-static const double LAB_PEAK_FLOPS = 790e12; // H100, dense bf16 tensor cores (the trainer's MFU peak)
-static const double LAB_PEAK_BYTES = 3e12;   // H100 HBM3, ~3 TB/s
+static const int lab_bench_T[3] = {1024, 2048, 4096}; // LAB_BENCH_REPS, LAB_PEAK_*: lab_basics.h
 
 // FLOPs: causal, QK^T and PV over half of the T x T square: 2 matmuls x 2 B H T^2 hd / 2
 static double lab_flops_forward(int B, int T, int H, int hd) { return 2.0 * B * H * (double)T * T * hd; }
@@ -849,46 +810,6 @@ static void lab_bench_line(int version, const char* what, int T, double ms, doub
     printf("bench v%d %-16s T=%d B=%d H=%d hd=%d ms=%.4f TFLOP/s=%.1f GB/s=%.1f\n", version, what, T, LAB_BENCH_B,
            LAB_BENCH_H, LAB_BENCH_HD, ms, flops / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e9);
     fflush(stdout);
-}
-
-// L2 flushed (a memset of twice the L2 size) before each run; CUDA events around the run only
-typedef struct {
-    void* flush;
-    size_t flush_bytes;
-    cudaEvent_t start, stop;
-} LabTimer;
-
-static void lab_timer_init(LabTimer* t) {
-    int l2 = 0;
-    cudaCheck(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-    t->flush_bytes = (size_t)(l2 > 0 ? l2 : (50 << 20)) * 2;
-    t->flush = device_malloc(t->flush_bytes, "L2 flush buffer");
-    cudaCheck(cudaEventCreate(&t->start));
-    cudaCheck(cudaEventCreate(&t->stop));
-}
-
-static void lab_timer_free(LabTimer* t) {
-    cudaCheck(cudaFree(t->flush));
-    cudaCheck(cudaEventDestroy(t->start));
-    cudaCheck(cudaEventDestroy(t->stop));
-}
-
-// median milliseconds of reps runs of fn (after two warm-up runs: cuBLASLt's heuristic, smem attributes)
-template <typename F>
-static double lab_time_median_ms(LabTimer* t, int reps, F fn) {
-    for (int i = 0; i < 2; i++) { fn(); }
-    cudaCheck(cudaDeviceSynchronize());
-    std::vector<float> ms(reps);
-    for (int i = 0; i < reps; i++) {
-        cudaCheck(cudaMemset(t->flush, i & 0xFF, t->flush_bytes));
-        cudaCheck(cudaEventRecord(t->start));
-        fn();
-        cudaCheck(cudaEventRecord(t->stop));
-        cudaCheck(cudaEventSynchronize(t->stop));
-        cudaCheck(cudaEventElapsedTime(&ms[i], t->start, t->stop));
-    }
-    std::sort(ms.begin(), ms.end());
-    return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
 }
 
 // the bench's inputs: standard layout, no guards needed but the same allocation as the check

@@ -1,12 +1,12 @@
 /*
-lab_common.h: what the LayerNorm and encoder labs share (dev/cuda/layernorm.cu,
-dev/cuda/encoder_backward.cu): the command line, device buffers with poisoned guards, random
-inputs, the rel_err line with its PASS/FAIL verdict, and the L2-flushed timer.
+lab_common.h: what the LayerNorm, encoder, classifier and matmul_gelu labs share: the command line,
+device buffers with poisoned guards, random inputs, the rel_err line with its PASS/FAIL verdict,
+and the bench lines; the timer, random numbers and poison counting every lab shares are in
+lab_basics.h.
 
 Include it after train_gpt2.cu (under TESTING): it uses the trainer's cudaCheck, device_malloc,
-floatX and host_floats_to_x. The attention labs keep attention_lab_common.h, which predates this
-file; the names here mean the same things as there (LabBuf, lab_buf_*, LabTimer), so that header
-can later take these from here instead of keeping its own.
+floatX and host_floats_to_x. The attention labs keep attention_lab_common.h (its buffers have a
+--quick mode without guards for the sanitizer runs); the names mean the same things in both.
 */
 #ifndef LAB_COMMON_H
 #define LAB_COMMON_H
@@ -14,6 +14,8 @@ can later take these from here instead of keeping its own.
 #include <algorithm>
 #include <string>
 #include <vector>
+
+#include "lab_basics.h"
 
 // ----------------------------------------------------------------------------
 // command line: <lab> [version] [--seed n] [--check] [--bench]
@@ -101,22 +103,10 @@ static int lab_device_or_skip(const LabArgs* a) {
 // ----------------------------------------------------------------------------
 // random numbers: splitmix64, so that a trial's inputs depend on (seed, shape) alone
 
-static unsigned long long lab_mix64(unsigned long long z) {
-    z += 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
 static unsigned long long lab_trial_seed(unsigned long long seed, const std::vector<long long>& fields) {
     unsigned long long z = lab_mix64(seed);
     for (long long f : fields) { z = lab_mix64(z ^ (unsigned long long)f); }
     return z;
-}
-
-static double lab_uniform(unsigned long long* state) { // in (0, 1)
-    *state = lab_mix64(*state);
-    return ((double)(*state >> 11) + 0.5) / 9007199254740992.0;
 }
 
 static double lab_normal(unsigned long long* state) { // Box-Muller, one value per call: simple beats fast here
@@ -147,7 +137,6 @@ static void lab_host_x_from(LabHostX* h, const std::vector<float>& v) {
 // still be 0xFF after the run (nothing written outside the buffer).
 
 #define LAB_GUARD 1024
-#define LAB_POISON 0xFF
 
 typedef struct {
     unsigned char* base; // NULL: no buffer
@@ -187,19 +176,6 @@ static LabBuf lab_buf_input(const std::vector<unsigned char>& h, const char* nam
     LabBuf b = lab_buf_alloc(h.size(), name);
     lab_buf_upload(&b, h.data());
     return b;
-}
-
-static size_t lab_count_poison_bytes(const unsigned char* p, size_t n) {
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++) { c += p[i] == LAB_POISON; }
-    return c;
-}
-
-// elements of elem_bytes still all 0xFF: never written
-static size_t lab_count_unwritten(const std::vector<unsigned char>& h, size_t elem_bytes) {
-    size_t c = 0;
-    for (size_t i = 0; i + elem_bytes <= h.size(); i += elem_bytes) { c += lab_count_poison_bytes(&h[i], elem_bytes) == elem_bytes; }
-    return c;
 }
 
 // appends "; wrote outside <name> ..." to *why when a guard changed
@@ -302,53 +278,6 @@ static int lab_verdict_print(const LabArgs* a, int version, const char* what, un
            v->worst.c_str(), failed ? "" : "; bit-identical rerun", failed ? v->fail.c_str() : "");
     fflush(stdout);
     return failed;
-}
-
-// ----------------------------------------------------------------------------
-// timing: median of reps runs, each after a memset of twice the L2 (so every run reads from DRAM),
-// CUDA events around the run alone
-
-#define LAB_BENCH_REPS 25
-static const double LAB_PEAK_FLOPS = 790e12; // H100 dense bf16 tensor cores (the trainer's MFU peak)
-static const double LAB_PEAK_BYTES = 3e12;   // H100 HBM3
-
-typedef struct {
-    void* flush;
-    size_t flush_bytes;
-    cudaEvent_t start, stop;
-} LabTimer;
-
-static void lab_timer_init(LabTimer* t) {
-    int l2 = 0;
-    cudaCheck(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-    t->flush_bytes = (size_t)(l2 > 0 ? l2 : (50 << 20)) * 2;
-    t->flush = device_malloc(t->flush_bytes, "L2 flush buffer");
-    cudaCheck(cudaEventCreate(&t->start));
-    cudaCheck(cudaEventCreate(&t->stop));
-}
-
-static void lab_timer_free(LabTimer* t) {
-    cudaCheck(cudaFree(t->flush));
-    cudaCheck(cudaEventDestroy(t->start));
-    cudaCheck(cudaEventDestroy(t->stop));
-}
-
-// two warm-up runs first (lazy module loading, first-touch of the buffers)
-template <typename F>
-static double lab_time_median_ms(LabTimer* t, int reps, F fn) {
-    for (int i = 0; i < 2; i++) { fn(); }
-    cudaCheck(cudaDeviceSynchronize());
-    std::vector<float> ms(reps);
-    for (int i = 0; i < reps; i++) {
-        cudaCheck(cudaMemset(t->flush, i & 0xFF, t->flush_bytes));
-        cudaCheck(cudaEventRecord(t->start));
-        fn();
-        cudaCheck(cudaEventRecord(t->stop));
-        cudaCheck(cudaEventSynchronize(t->stop));
-        cudaCheck(cudaEventElapsedTime(&ms[i], t->start, t->stop));
-    }
-    std::sort(ms.begin(), ms.end());
-    return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
 }
 
 // "predicted <what>: F GFLOP / 790 TFLOP/s = .. ms, B MB / 3 TB/s = .. ms: memory-bound"

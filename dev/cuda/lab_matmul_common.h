@@ -14,11 +14,7 @@ compiles and prints one SKIP line.
 #include "kernels_cpu.h"
 #include "lab_common.h"
 
-#if PRECISION_IS_BF16
-#define LAB_SUFFIX ""
-#else
-#define LAB_SUFFIX "_fp32"
-#endif
+// LAB_SUFFIX: lab_basics.h (through lab_common.h)
 
 // 1 in a BF16 build, else one SKIP line and 0: the tolerances, the bench's byte counts and the
 // classifier's version 1 are bf16's
