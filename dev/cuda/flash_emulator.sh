@@ -26,14 +26,9 @@ cd "$(dirname "$0")/../.."
 SRC=${FLASH_EMU_SRC:-train_gpt2.cu}
 OUT=build/flash_emu
 mkdir -p "$OUT"
-CXX=${CXX:-g++}
-CUDA_INC=${CUDA_INC:-}
-if [ -z "$CUDA_INC" ]; then
-  for d in /usr/local/cuda/include /usr/local/cuda/targets/x86_64-linux/include /usr/include; do
-    if [ -f "$d/cuda_bf16.h" ]; then CUDA_INC=$d; break; fi
-  done
-fi
-if [ -z "$CUDA_INC" ]; then echo "FAIL flash-emu: cuda_bf16.h not found (set CUDA_INC)"; exit 1; fi
+EMU_TAG=flash-emu
+EMU_OPT=-O1
+. dev/cuda/emulator_common.sh # CXX, CUDA_INC, SAN, build()
 
 self_test=0
 args=()
@@ -91,26 +86,9 @@ else
 fi
 
 # --- build -----------------------------------------------------------------------------------
-# UBSan's alignment check: every uint4 / uint32_t / __nv_bfloat162 access must be aligned as on the GPU
-SAN="-fsanitize=alignment -fno-sanitize-recover=all"
-echo "int main(){return 0;}" >"$OUT/san_probe.cpp"
-$CXX $SAN "$OUT/san_probe.cpp" -o "$OUT/san_probe" 2>/dev/null || SAN=""
-
-build() { # source.cpp include_dir binary log
-  if ! $CXX -std=c++17 -O1 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas $SAN \
-       -I"$CUDA_INC" -I"$2" "$1" -o "$3" >"$4" 2>&1; then
-    echo "FAIL flash-emu build: $(grep -m1 -i 'error' "$4" || tail -n1 "$4") (log: $4)"
-    return 1
-  fi
-  if grep -qi 'warning' "$4"; then
-    echo "FAIL flash-emu build: compiler warning: $(grep -m1 -i 'warning' "$4") (log: $4)"
-    return 1
-  fi
-}
-
 BIN=$OUT/flash_emulator
 if [ ! -x "$BIN" ] || [ "$OUT/flash_section.inc" -nt "$BIN" ] || [ dev/cuda/flash_emulator.cpp -nt "$BIN" ] \
-   || [ dev/cuda/flash_emulator_shim.h -nt "$BIN" ] || [ "$0" -nt "$BIN" ]; then
+   || [ dev/cuda/flash_emulator_shim.h -nt "$BIN" ] || [ "$0" -nt "$BIN" ] || [ dev/cuda/emulator_common.sh -nt "$BIN" ]; then
   build dev/cuda/flash_emulator.cpp "$OUT" "$BIN" "$OUT/build.log" || exit 1
 fi
 

@@ -27,14 +27,9 @@ cd "$(dirname "$0")/../.."
 SRC=${KERNEL_EMU_SRC:-train_gpt2.cu}
 OUT=build/kernel_emu
 mkdir -p "$OUT"
-CXX=${CXX:-g++}
-CUDA_INC=${CUDA_INC:-}
-if [ -z "$CUDA_INC" ]; then
-  for d in /usr/local/cuda/include /usr/local/cuda/targets/x86_64-linux/include /usr/include; do
-    if [ -f "$d/cuda_bf16.h" ]; then CUDA_INC=$d; break; fi
-  done
-fi
-if [ -z "$CUDA_INC" ]; then echo "FAIL kernel-emu: cuda_bf16.h not found (set CUDA_INC)"; exit 1; fi
+EMU_TAG=kernel-emu
+EMU_OPT=-Og
+. dev/cuda/emulator_common.sh # CXX, CUDA_INC, SAN, build()
 
 self_test=0
 bf16_only=0
@@ -114,25 +109,10 @@ else
 fi
 
 # --- build -----------------------------------------------------------------------------------
-# UBSan's alignment check: every 16-byte packed load/store must be aligned as on the GPU
-SAN="-fsanitize=alignment -fno-sanitize-recover=all"
-echo "int main(){return 0;}" >"$OUT/san_probe.cpp"
-$CXX $SAN "$OUT/san_probe.cpp" -o "$OUT/san_probe" 2>/dev/null || SAN=""
-
-build() { # source.cpp include_dir binary log [extra flags]
-  if ! $CXX -std=c++17 -Og -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas $SAN ${5:-} \
-       -I"$CUDA_INC" -I"$2" "$1" -o "$3" >"$4" 2>&1; then
-    echo "FAIL kernel-emu build: $(grep -m1 -i 'error' "$4" || tail -n1 "$4") (log: $4)"
-    return 1
-  fi
-  if grep -qi 'warning' "$4"; then
-    echo "FAIL kernel-emu build: compiler warning: $(grep -m1 -i 'warning' "$4") (log: $4)"
-    return 1
-  fi
-}
 stale() { # binary: older than any of its inputs?
   [ ! -x "$1" ] || [ "$OUT/kernel_sections.inc" -nt "$1" ] || [ dev/cuda/kernel_emulator.cpp -nt "$1" ] \
-    || [ dev/cuda/kernels_cpu.h -nt "$1" ] || [ dev/cuda/flash_emulator_shim.h -nt "$1" ] || [ "$0" -nt "$1" ]
+    || [ dev/cuda/kernels_cpu.h -nt "$1" ] || [ dev/cuda/flash_emulator_shim.h -nt "$1" ] || [ "$0" -nt "$1" ] \
+    || [ dev/cuda/emulator_common.sh -nt "$1" ]
 }
 
 BIN=$OUT/kernel_emulator
