@@ -268,17 +268,6 @@ struct Err {
     double rel() const { return den > 0.0 ? sqrt(num / den) : sqrt(num); }
 };
 
-static const char* g_case = "";
-static void on_fault(int sig, siginfo_t* si, void*) {
-    char msg[512];
-    const int n = snprintf(msg, sizeof msg,
-                           "FAIL flash-emu %s: signal %d at address %p in %s block (%u,%u) thread %d "
-                           "(a guard page: out-of-bounds global/shared access or fiber stack overflow)\n",
-                           g_case, sig, si->si_addr, emu::rt.kernel_name, blockIdx.x, blockIdx.y, emu::rt.cur);
-    if (n > 0) { ssize_t w = write(1, msg, (size_t)std::min(n, (int)sizeof msg - 1)); (void)w; }
-    _exit(1);
-}
-
 static float urand(std::mt19937& g, float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(g); }
 
 static bool run_case(const Case& c, const std::vector<int>& schedules, double tol, double* worst_out, std::string* line) {
@@ -514,16 +503,7 @@ int main(int argc, char** argv) {
     }
     if (!emu::check_fragment_maps()) { printf("FAIL flash-emu: the emulator's fragment maps are not bijections\n"); return 1; }
 
-    static unsigned char altstack[64 * 1024];
-    stack_t ss{};
-    ss.ss_sp = altstack;
-    ss.ss_size = sizeof altstack;
-    sigaltstack(&ss, nullptr);
-    struct sigaction sa{};
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigaction(SIGSEGV, &sa, nullptr);
-    sigaction(SIGBUS, &sa, nullptr);
+    emu::install_fault_handler("flash-emu");
 
     // layout, hd, T, B, H, Hkv, pad_cols, scale_mult
     const std::vector<Case> cases = {
@@ -553,7 +533,7 @@ int main(int argc, char** argv) {
     for (const Case& c : cases) {
         const std::string name = c.name();
         if (!filter.empty() && name.find(filter) == std::string::npos) { continue; }
-        g_case = name.c_str();
+        emu::fault_case = name.c_str();
         const auto tc = std::chrono::steady_clock::now();
         double worst = 0.0;
         std::string line;

@@ -48,6 +48,7 @@ inside the tensor core (D is summed in double, then rounded to fp32), fast-math 
 #include <string>
 #include <vector>
 #include <random>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #if !defined(__x86_64__)
@@ -582,6 +583,35 @@ static inline bool launch(const char* name, EmuDim3 grid, int block, size_t smem
                    const std::function<void()>& body, std::string* error) {
     if (block <= 0 || block > kMaxThreads || block % 32 != 0) { *error = "bad block size"; return false; }
     return launch_dims(name, EmuDim3{grid.x, grid.y, 1}, EmuDim3{(unsigned)block, 1, 1}, smem, schedule, CTA_ASC, body, error);
+}
+
+// A crash in an emulated kernel (a guard page hit: an out-of-bounds global or shared access, or a
+// fiber stack overflow) ends the run with one FAIL line naming the driver's tag, the case, the kernel,
+// the block and the thread, written from an alternate stack (the fiber's may be the one that overflowed).
+inline const char* fault_tag = "";
+inline const char* fault_case = ""; // the driver sets it before each case
+static void on_fault(int sig, siginfo_t* si, void*) {
+    char msg[512];
+    const int n = snprintf(msg, sizeof msg,
+                           "FAIL %s %s: signal %d at address %p in %s block (%u,%u,%u) thread (%u,%u,%u) "
+                           "(a guard page: out-of-bounds global/shared access, or fiber stack overflow)\n",
+                           fault_tag, fault_case, sig, si->si_addr, rt.kernel_name, blockIdx.x, blockIdx.y, blockIdx.z,
+                           threadIdx.x, threadIdx.y, threadIdx.z);
+    if (n > 0) { ssize_t w = write(1, msg, (size_t)std::min(n, (int)sizeof msg - 1)); (void)w; }
+    _exit(1);
+}
+static void install_fault_handler(const char* tag) {
+    fault_tag = tag;
+    static unsigned char altstack[64 * 1024];
+    stack_t ss{};
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    sigaltstack(&ss, nullptr);
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &sa, nullptr);
+    sigaction(SIGBUS, &sa, nullptr);
 }
 
 } // namespace emu

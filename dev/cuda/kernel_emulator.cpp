@@ -724,18 +724,6 @@ static uint32_t fnv1a(const std::string& s) {
     return h;
 }
 
-static const char* g_case = "";
-static void on_fault(int sig, siginfo_t* si, void*) {
-    char msg[512];
-    const int n = snprintf(msg, sizeof msg,
-                           "FAIL %s %s: signal %d at address %p in %s block (%u,%u,%u) thread (%u,%u,%u) "
-                           "(a guard page: out-of-bounds access, or fiber stack overflow)\n",
-                           kTag, g_case, sig, si->si_addr, emu::rt.kernel_name, blockIdx.x, blockIdx.y, blockIdx.z,
-                           threadIdx.x, threadIdx.y, threadIdx.z);
-    if (n > 0) { ssize_t w = write(1, msg, (size_t)std::min(n, (int)sizeof msg - 1)); (void)w; }
-    _exit(1);
-}
-
 static bool run_case(const Case& c, const std::vector<int>& schedules, std::string* line) {
     std::vector<std::pair<std::string, std::vector<unsigned char>>> first;
     std::string why;
@@ -805,16 +793,7 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    static unsigned char altstack[64 * 1024];
-    stack_t ss{};
-    ss.ss_sp = altstack;
-    ss.ss_size = sizeof altstack;
-    sigaltstack(&ss, nullptr);
-    struct sigaction sa{};
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigaction(SIGSEGV, &sa, nullptr);
-    sigaction(SIGBUS, &sa, nullptr);
+    emu::install_fault_handler(kTag);
 
     // shapes: rows 1, 7, 9, 33, 70, 100 (partial warps and blocks); channels 48 .. 2048 (every PACKS of
     // norm_backward; fp32 builds hold half the channels per pack); a grid limit of 5 blocks (few
@@ -885,7 +864,7 @@ int main(int argc, char** argv) {
     int failed = 0, ran = 0;
     for (const Case& c : cases) {
         if (!filter.empty() && c.name.find(filter) == std::string::npos) { continue; }
-        g_case = c.name.c_str();
+        emu::fault_case = c.name.c_str();
         const auto tc = std::chrono::steady_clock::now();
         std::string line;
         const bool ok = run_case(c, schedules, &line);
