@@ -1744,11 +1744,6 @@ static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floa
     launchCheck();
 }
 
-static void layernorm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
-                               const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
-    norm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate);
-}
-
 static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
     rmsnorm_forward_kernel<<<(N + 7) / 8, 256>>>(out, rstd, inp, weight, N, C);
     launchCheck();
@@ -2769,7 +2764,8 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
         exit(EXIT_FAILURE);
     }
     const size_t cap = (size_t)model->B * model->T;
-    cudaCheck(cudaMemcpyAsync(model->batch_d, sb->host, batch_ints(cap) * sizeof(int), cudaMemcpyHostToDevice, 0));
+    const size_t ints = has_targets ? batch_ints(cap) : BT; // without targets the inputs are all there is
+    cudaCheck(cudaMemcpyAsync(model->batch_d, sb->host, ints * sizeof(int), cudaMemcpyHostToDevice, 0));
     cudaCheck(cudaEventRecord(sb->copied, 0));
     model->cur_B = B;
     model->cur_T = T;
@@ -2904,7 +2900,7 @@ static void gpt2_backward(GPT2* model) {
 
     // dbuf_c holds dlnf (the forward pass ran the classifier's backward)
     const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
-    layernorm_backward(g->dresidual, gr[PARAM_LNFW], gr[PARAM_LNFB], g->dbuf_c, last, p[PARAM_LNFW],
+    norm_backward(g->dresidual, gr[PARAM_LNFW], gr[PARAM_LNFB], g->dbuf_c, last, p[PARAM_LNFW],
                        a->lnf_mean, a->lnf_rstd, N, C, 0);
 
     for (int l = L - 1; l >= 0; l--) {
@@ -2936,7 +2932,7 @@ static void gpt2_backward(GPT2* model) {
         matmul_backward(g->dbuf_c, lslice(gr[PARAM_FCW], l, MC), lslice(gr[PARAM_FCB], l, M), g->dbuf_m, ln2,
                         lslice(p[PARAM_FCW], l, MC), N, C, M, 0.0f);
         // dresidual becomes d residual2: the skip path plus LN2's input gradient
-        layernorm_backward(g->dresidual, lslice(gr[PARAM_LN2W], l, C), lslice(gr[PARAM_LN2B], l, C), g->dbuf_c,
+        norm_backward(g->dresidual, lslice(gr[PARAM_LN2W], l, C), lslice(gr[PARAM_LN2B], l, C), g->dbuf_c,
                            residual2, lslice(p[PARAM_LN2W], l, C), ln2_mean, ln2_rstd, N, C, 1);
 
         // attention: residual2 = residual + attproj(attention(ln1(residual)))
@@ -2954,7 +2950,7 @@ static void gpt2_backward(GPT2* model) {
             const floatX* hg = a->qres_hg + (size_t)l * BT * Ch;
             const floatX* u = a->qres_u + (size_t)l * BT * C;
             add_forward(g->dln1, g->dln1, g->dqres, BT * C);
-            layernorm_backward(g->du, lslice(gr[PARAM_QRES_LNW], l, C), NULL, g->dqres, u, lslice(p[PARAM_QRES_LNW], l, C),
+            norm_backward(g->du, lslice(gr[PARAM_QRES_LNW], l, C), NULL, g->dqres, u, lslice(p[PARAM_QRES_LNW], l, C),
                                a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, N, C, 0);
             matmul_backward_gelu(g->dhg, lslice(gr[PARAM_QRES_W2], l, C * Ch), NULL, g->du, hg,
                                  lslice(p[PARAM_QRES_W2], l, C * Ch), h, N, C / 2, C);
@@ -2964,7 +2960,7 @@ static void gpt2_backward(GPT2* model) {
                              rrms, N, C, 1);
         }
         // dresidual becomes d residual (this layer's input): skip path plus LN1's input gradient
-        layernorm_backward(g->dresidual, lslice(gr[PARAM_LN1W], l, C), lslice(gr[PARAM_LN1B], l, C), g->dln1, residual,
+        norm_backward(g->dresidual, lslice(gr[PARAM_LN1W], l, C), lslice(gr[PARAM_LN1B], l, C), g->dln1, residual,
                            lslice(p[PARAM_LN1W], l, C), ln1_mean, ln1_rstd, N, C, 1);
     }
     // encoder: dresidual is d encoded

@@ -294,7 +294,7 @@ def check_norms(rng):
             e = max(maxerr(dinp, xt.grad.numpy().ravel() + (prev if accumulate else 0.0)), maxerr(dweight, dw0 + wt.grad.numpy()),
                     maxerr(dbias, db0 + bt.grad.numpy()), maxerr(seen, np.ones(N * C)))
             report("norm_backward_kernel LayerNorm accumulate=%d %s" % (accumulate, tag), e, 1e-12)
-        # LayerNorm without bias (q_residual's LN_q: layernorm_backward(.., dbias NULL, ..))
+        # LayerNorm without bias (q_residual's LN_q: norm_backward(.., dbias NULL, ..))
         xt = torch.tensor(x1, requires_grad=True); wt = torch.tensor(w, requires_grad=True)
         (F.layer_norm(xt, (C,), wt, None, 1e-5) * torch.tensor(G)).sum().backward()
         dinp = np.full(N * C, np.nan); dweight = np.zeros(C)

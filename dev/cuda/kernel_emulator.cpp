@@ -394,7 +394,7 @@ static void launch_norm_backward(Ctx& x, int wave, floatX* dinp, float* dweight,
 #undef EMU_NORM_BACKWARD_CASE
 }
 
-// layernorm_backward / rmsnorm_backward: norm_backward with a wave of `wave` blocks (an H100: 132
+// norm_backward / rmsnorm_backward: norm_backward_kernel with a wave of `wave` blocks (an H100: 132
 // SMs x 2 blocks up to PACKS 3, x 1 above), run twice from the same state: the ticket counter must
 // be 0 after each launch and the second run bit-identical to the first
 static Case case_norm_backward(int N, int C, bool layernorm, bool bias, int accumulate, int wave) {
