@@ -15,7 +15,7 @@ functions that compile with nvcc and with any C++11 compiler:
   - the CUDA trainer's training memory: the tensor lists its allocations are carved from
     (gpt2_training_memory; `build/params memory` prints them).
 
-The specification is ../shared/VARIANTS.md (a copy of the tables is in README.md).
+The specification is dev/SCHEMES.md (the schemes' math, constraints, counts and the papers' numbers).
 To add a scheme: add an enum value and a name below, give it a layout in qkv_layout(),
 its constraint in gpt2_config_check() and, if it has parameters of its own, tensors in
 fill_param_sizes(); then teach the reference script (dev/reference/train_gpt2.py) and the

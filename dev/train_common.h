@@ -134,7 +134,7 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
                               char* msg, size_t msg_size) {
     FILE* f = fopen(path, "rb");
     if (f == NULL) {
-        snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d6|d12|d24|d36|d48 or a .bin checkpoint)",
+        snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d2|d4|d6|d12|d24|d36|d48 or a .bin checkpoint)",
                  path, strerror(errno));
         return 0;
     }

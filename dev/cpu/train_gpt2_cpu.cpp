@@ -736,6 +736,9 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
     return 1;
 }
 
+// what dev/train_common.h asks of a trainer: the CPU has no limits beyond gpt2_config_check
+static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
+
 // A new model of `config` with GPT-2's initialization, the CUDA trainer's numbers: gains 1, biases 0,
 // every other weight normal(0, 0.02), the projections into the residual stream normal(0, 0.02 /
 // sqrt(2 L)); padded vocabulary rows stay 0. The normals are counter-based (a hash of the seed,
@@ -1364,9 +1367,6 @@ static int train_run(TrainArgs* a, GPT2* model) {
     return 0;
 }
 
-// The CPU has no kernel limits beyond gpt2_config_check.
-static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
-
 int main(int argc, char** argv) {
     char msg[16384];
     TrainArgs args;
@@ -1399,7 +1399,8 @@ int main(int argc, char** argv) {
 #else
     const int threads = 1;
 #endif
-    printf("device: CPU, %d OpenMP threads | precision fp32 | %s\n", threads, attention_path_description());
+    printf("device: CPU, %d OpenMP threads | precision fp32\n", threads);
+    printf("%s\n", attention_path_description());
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
     fflush(stdout);
