@@ -3202,8 +3202,9 @@ static void kv_cache_build(KVCache* cache, const GPT2* model, int max_T) {
     cache->logits_host = host_malloc((size_t)c->vocab_size * X, "decode logits");
 }
 
-// empties the cache (the next step runs at position 0), keeping its memory
-static void kv_cache_reset(KVCache* cache) { cache->len = 0; }
+// empties the cache (the next step runs at position 0), keeping its memory. `unused`: the trainer
+// itself calls neither this nor kv_cache_bytes_per_token (test_gpt2.cu does), and nvcc warns otherwise
+static __attribute__((unused)) void kv_cache_reset(KVCache* cache) { cache->len = 0; }
 
 static void kv_cache_free(KVCache* cache) {
     if (cache->memory != NULL) { cudaCheck(cudaFree(cache->memory)); }
@@ -3212,7 +3213,7 @@ static void kv_cache_free(KVCache* cache) {
 }
 
 // the k/v bytes allocated per position (not the scratch): qkv_kv_cache_bytes_per_token x sizeof(floatX) / 2
-static size_t kv_cache_bytes_per_token(const KVCache* cache) {
+static __attribute__((unused)) size_t kv_cache_bytes_per_token(const KVCache* cache) {
     return cache->max_T > 0 ? cache->kv_bytes / (size_t)cache->max_T : 0;
 }
 
