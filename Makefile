@@ -113,6 +113,10 @@ $(BUILD)/train_gpt2_cpu_tiled_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
 $(BUILD)/test_gpt2_cpu_tiled_%: $(CPU_TEST_DEPS) | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
 
+# KV-cached generation (gpt2_decode_step) against the full forward pass, per scheme
+$(BUILD)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
 $(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
 	$(CXX) $(CXXFLAGS) $(OPENMP) $< -o $@ -lm
 

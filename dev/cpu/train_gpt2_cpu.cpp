@@ -623,9 +623,14 @@ static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GP
     memcpy(sizes, s, sizeof(s));
 }
 
-// one allocation for all the tensors of `sizes`; returns it (and its number of floats in *total_out)
-static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS],
-                                           size_t* total_out) {
+static size_t activation_floats(const size_t sizes[NUM_ACTIVATION_TENSORS]) {
+    size_t total = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
+    return total;
+}
+
+// points the tensors of `sizes` one after the other into `memory` (activation_floats(sizes) floats)
+static void point_activations(ActivationTensors* acts, float* memory, const size_t sizes[NUM_ACTIVATION_TENSORS]) {
     float** ptrs[NUM_ACTIVATION_TENSORS] = {
         &acts->encoded, &acts->ln1, &acts->ln1_mean, &acts->ln1_rstd, &acts->qkv,
         &acts->qres_r, &acts->qres_rrstd, &acts->qres_h, &acts->qres_hg, &acts->qres_u,
@@ -634,14 +639,19 @@ static float* malloc_and_point_activations(ActivationTensors* acts, const size_t
         &acts->ln2, &acts->ln2_mean, &acts->ln2_rstd, &acts->fch, &acts->fch_gelu, &acts->fcproj, &acts->residual3,
         &acts->lnf, &acts->lnf_mean, &acts->lnf_rstd, &acts->logits, &acts->probs, &acts->losses,
     };
-    size_t total = 0;
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
-    float* memory = (float*)mallocCheck(total * sizeof(float));
     float* it = memory;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
         *ptrs[i] = sizes[i] > 0 ? it : NULL;
         it += sizes[i];
     }
+}
+
+// one allocation for all the tensors of `sizes`; returns it (and its number of floats in *total_out)
+static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS],
+                                           size_t* total_out) {
+    const size_t total = activation_floats(sizes);
+    float* memory = (float*)mallocCheck(total * sizeof(float));
+    point_activations(acts, memory, sizes);
     if (total_out != NULL) { *total_out = total; }
     return memory;
 }
@@ -1178,6 +1188,197 @@ void gpt2_free(GPT2* model) {
 }
 
 // ----------------------------------------------------------------------------
+// KV-cached generation: one token's forward pass per new token, against a cache of every earlier
+// token's k and v per layer, instead of a full forward pass over the whole sequence per token.
+//
+// What a layer caches is what attention reads as k and v, as qkv_layout() says: a column range of
+// the fused projection, or x itself (k_identity, v_identity); a tensor k and v share (kv_shared,
+// qkv_shared) is stored once; with GQA only the Hkv heads exist. q is never cached (q_residual's
+// branch, like every q, is computed for the new token only). A row of layer l holds [k | v], or the
+// one shared tensor: qkv_kv_cache_layer_channels() floats, so the cache per token is
+// 4 x qkv_kv_cache_channels() bytes (attention_variants.cuh; the header's bf16 figure is half).
+// The decode step reuses the layer functions above with N = 1 row; its scratch activations live in
+// the cache, so it never touches the model's training activations or gradients.
+
+typedef struct {
+    GPT2Config config;      // the model it was built for (gpt2_decode_step refuses another)
+    int max_T;              // positions it holds
+    int len;                // positions filled: the next decode step runs at position len
+    size_t row;             // floats of one cached row of one layer
+    size_t k_offset;        // where k starts in a row
+    size_t v_offset;        // where v starts in a row (== k_offset when k and v are one tensor)
+    float* kv;              // (L, max_T, row): layer l's rows at kv + l * max_T * row
+    size_t kv_floats;       // L * max_T * row
+    ActivationTensors acts; // one row (B = T = 1) of every activation: the decode step's scratch
+    float* memory;          // the one allocation: kv, then acts
+} KVCache;
+
+// Attention of one new token: the query row q (C: H heads) at position t against the cached keys
+// and values of positions 0..t, k and v (t + 1, Hkv * hd) views; out (C). It is attention_forward's
+// row t with the causal mask being the end of the cache: the same GQA mapping (query head h reads kv
+// head h / (H / Hkv)) and the same arithmetic (double dot products, max-subtracted softmax, the
+// unrounded probabilities times v), so cached and full-forward generation agree bit for bit.
+// No probabilities are kept: nothing goes backward through generation.
+void attention_decode_forward(float* out, const float* q, RowView k, RowView v, int t, int C, int H, int Hkv,
+                              float scale) {
+    const int hd = C / H;
+    const int group = H / Hkv;
+    #pragma omp parallel
+    {
+        double* w = (double*)mallocCheck((size_t)(t + 1) * sizeof(double));
+        double* acc = (double*)mallocCheck((size_t)hd * sizeof(double));
+        #pragma omp for
+        for (int h = 0; h < H; h++) {
+            const int kvh = h / group;
+            const float* q_h = q + (size_t)h * hd;
+            double maxval = -INFINITY;
+            for (int t2 = 0; t2 <= t; t2++) {
+                const float* k_t2 = k.ptr + (size_t)t2 * k.stride + (size_t)kvh * hd;
+                double dot = 0.0;
+                for (int i = 0; i < hd; i++) { dot += (double)q_h[i] * k_t2[i]; }
+                w[t2] = dot * scale;
+                if (w[t2] > maxval) { maxval = w[t2]; }
+            }
+            double sum = 0.0;
+            for (int t2 = 0; t2 <= t; t2++) {
+                w[t2] = exp(w[t2] - maxval);
+                sum += w[t2];
+            }
+            for (int i = 0; i < hd; i++) { acc[i] = 0.0; }
+            for (int t2 = 0; t2 <= t; t2++) {
+                const float* v_t2 = v.ptr + (size_t)t2 * v.stride + (size_t)kvh * hd;
+                const double p = w[t2] / sum;
+                for (int i = 0; i < hd; i++) { acc[i] += p * v_t2[i]; }
+            }
+            float* out_h = out + (size_t)h * hd;
+            for (int i = 0; i < hd; i++) { out_h[i] = (float)acc[i]; }
+        }
+        free(w);
+        free(acc);
+    }
+}
+
+// A cache for max_T positions (at most the model's max_seq_len: wpe has that many rows) of a model
+// read from a checkpoint. Returns 1, or 0 with a one-line message.
+int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, char* msg, size_t msg_size) {
+    memset(cache, 0, sizeof(*cache));
+    const GPT2Config* c = &model->config;
+    if (model->params_memory == NULL) {
+        snprintf(msg, msg_size, "kv cache: the model was not initialized from a checkpoint");
+        return 0;
+    }
+    if (max_T < 1 || max_T > c->max_seq_len) {
+        snprintf(msg, msg_size, "kv cache: %d positions requested, expected 1..max_seq_len=%d", max_T, c->max_seq_len);
+        return 0;
+    }
+    // the row layout from the scheme's layout: v after k, or on top of it when they are one tensor
+    const QKVLayout* lay = &model->layout;
+    cache->config = *c;
+    cache->max_T = max_T;
+    cache->k_offset = 0;
+    cache->v_offset = qkv_roles_share(lay->k, lay->v) ? cache->k_offset : cache->k_offset + (size_t)lay->k.channels;
+    cache->row = cache->v_offset + (size_t)lay->v.channels;
+    cache->kv_floats = (size_t)c->num_layers * max_T * cache->row;
+    size_t sizes[NUM_ACTIVATION_TENSORS];
+    fill_activation_sizes(sizes, c, lay, 1, 1, 0);
+    cache->memory = (float*)mallocCheck((cache->kv_floats + activation_floats(sizes)) * sizeof(float));
+    cache->kv = cache->memory;
+    point_activations(&cache->acts, cache->memory + cache->kv_floats, sizes);
+    return 1;
+}
+
+// empties the cache (the next step runs at position 0), keeping its memory
+void kv_cache_reset(KVCache* cache) { cache->len = 0; }
+
+void kv_cache_free(KVCache* cache) {
+    free(cache->memory);
+    memset(cache, 0, sizeof(*cache));
+}
+
+// the k/v bytes allocated per position (not the scratch): 4 x qkv_kv_cache_channels(config)
+size_t kv_cache_bytes_per_token(const KVCache* cache) {
+    return cache->max_T > 0 ? cache->kv_floats * sizeof(float) / (size_t)cache->max_T : 0;
+}
+
+// One token's forward pass at position cache->len: appends its k and v to every layer's cache, and
+// writes the logits over the V real tokens into `logits` (V floats); then len++. Returns 1, or 0 with
+// a one-line message (the cache belongs to another model, token out of range, cache full).
+int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char* msg, size_t msg_size) {
+    const GPT2Config* c = &model->config;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
+    const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
+    const int W = model->layout.width;
+    if (model->params_memory == NULL || cache->memory == NULL || memcmp(&cache->config, c, sizeof(*c)) != 0) {
+        snprintf(msg, msg_size, "decode step: the kv cache was not built for this model (kv_cache_build)");
+        return 0;
+    }
+    if (token < 0 || token >= V) {
+        snprintf(msg, msg_size, "decode step: token %d out of range, expected 0..%d", token, V - 1);
+        return 0;
+    }
+    const int t = cache->len;
+    if (t >= cache->max_T) {
+        snprintf(msg, msg_size, "decode step: kv cache full: position %d, the cache holds %d positions (HINT: "
+                 "kv_cache_reset, or build it with more)", t, cache->max_T);
+        return 0;
+    }
+    const QKVLayout* lay = &model->layout;
+    const int qres = lay->q.source == QKV_SRC_RESIDUAL_QUERY;
+    ParameterTensors p = model->params;
+    ActivationTensors a = cache->acts; // one row: layer l's slice of an (L, 1, 1, X) tensor is at l * X
+    encoder_forward(a.encoded, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C); // position t's embedding
+    for (int l = 0; l < L; l++) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * C;
+        const float* l_ln1b = p.ln1b != NULL ? p.ln1b + (size_t)l * C : NULL;
+        const float* l_qkvb = p.qkvb != NULL ? p.qkvb + (size_t)l * W : NULL;
+        const float* l_attprojb = p.attprojb != NULL ? p.attprojb + (size_t)l * C : NULL;
+        const float* l_ln2b = p.ln2b != NULL ? p.ln2b + (size_t)l * C : NULL;
+        const float* l_fcb = p.fcb != NULL ? p.fcb + (size_t)l * M : NULL;
+        const float* l_fcprojb = p.fcprojb != NULL ? p.fcprojb + (size_t)l * C : NULL;
+        float* l_ln1 = a.ln1 + (size_t)l * C;
+        float* l_qkv = a.qkv + (size_t)l * W;
+        float* l_atty = a.atty + (size_t)l * C;
+        float* l_attproj = a.attproj + (size_t)l * C;
+        float* l_residual2 = a.residual2 + (size_t)l * C;
+        float* l_ln2 = a.ln2 + (size_t)l * C;
+        float* l_fch = a.fch + (size_t)l * M;
+        float* l_fch_gelu = a.fch_gelu + (size_t)l * M;
+        float* l_fcproj = a.fcproj + (size_t)l * C;
+        float* l_residual3 = a.residual3 + (size_t)l * C;
+
+        layernorm_forward(l_ln1, a.ln1_mean + l, a.ln1_rstd + l, residual, p.ln1w + (size_t)l * C, l_ln1b, 1, C);
+        matmul_forward(l_qkv, l_ln1, p.qkvw + (size_t)l * W * C, l_qkvb, 1, C, W); // (width)
+        if (qres) {
+            qres_forward(qres_layer(&a, l, 1, C), l_ln1, p.qres_rmsw + (size_t)l * C,
+                         p.qres_w1 + (size_t)l * (C / 2) * C, p.qres_w2 + (size_t)l * C * (C / 2),
+                         p.qres_lnw + (size_t)l * C, 1, C);
+        }
+        // the new token's q, k, v where the layout puts them; k and v join the cache at row t
+        RowView q, k, v;
+        gpt2_qkv_views(model, &a, l, 1, &q, &k, &v);
+        float* layer_kv = cache->kv + (size_t)l * cache->max_T * cache->row;
+        float* row_t = layer_kv + (size_t)t * cache->row;
+        memcpy(row_t + cache->k_offset, k.ptr, (size_t)lay->k.channels * sizeof(float));
+        memcpy(row_t + cache->v_offset, v.ptr, (size_t)lay->v.channels * sizeof(float)); // shared: k again
+        RowView k_cached = {layer_kv + cache->k_offset, cache->row};
+        RowView v_cached = {layer_kv + cache->v_offset, cache->row};
+        attention_decode_forward(l_atty, q.ptr, k_cached, v_cached, t, C, H, Hkv, model->attn_scale);
+        matmul_forward(l_attproj, l_atty, p.attprojw + (size_t)l * C * C, l_attprojb, 1, C, C);
+        residual_forward(l_residual2, residual, l_attproj, (size_t)C);
+        layernorm_forward(l_ln2, a.ln2_mean + l, a.ln2_rstd + l, l_residual2, p.ln2w + (size_t)l * C, l_ln2b, 1, C);
+        matmul_forward(l_fch, l_ln2, p.fcw + (size_t)l * M * C, l_fcb, 1, C, M); // (M)
+        gelu_forward(l_fch_gelu, l_fch, (size_t)M);
+        matmul_forward(l_fcproj, l_fch_gelu, p.fcprojw + (size_t)l * C * M, l_fcprojb, 1, M, C);
+        residual_forward(l_residual3, l_residual2, l_fcproj, (size_t)C);
+    }
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (size_t)(L - 1) * C, p.lnfw, p.lnfb, 1, C);
+    matmul_forward(a.logits, a.lnf, gpt2_lm_head_weight(model), NULL, 1, C, Vp); // (Vp)
+    memcpy(logits, a.logits, (size_t)V * sizeof(float));
+    cache->len = t + 1;
+    return 1;
+}
+
+// ----------------------------------------------------------------------------
 // training: the CUDA trainer's loop and flags (dev/train_common.h), on the CPU
 #ifndef TESTING
 #include <sys/resource.h>
@@ -1189,30 +1390,77 @@ static double peak_rss_mib(void) {
     return (double)ru.ru_maxrss / 1024.0; // KiB on Linux
 }
 
-// Prints gen_T - 1 tokens sampled after an end-of-text token, one forward pass each.
-static int sample_text(GPT2* model, int B, int T, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg,
-                       size_t msg_size) {
+// Feeds the prompt through the cache, then samples n_new tokens after it, printing them as they
+// come: one decode step (one token's forward pass) per token, instead of a forward pass over the
+// whole sequence so far; one random_f32 per sampled token, the CUDA trainer's rule. Returns 1, or 0
+// with a message.
+static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
+                           unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size;
-    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
-    if (eot < 0 || eot >= V) { eot = 0; }
-    int* gen = (int*)mallocCheck((size_t)B * T * sizeof(int));
-    for (int i = 0; i < B * T; i++) { gen[i] = eot; }
-    printf("generating:\n---\n");
-    for (int t = 1; t < gen_T; t++) {
-        if (!gpt2_forward(model, gen, NULL, B, T, msg, msg_size)) { free(gen); return 0; }
-        const int next = sample_softmax(model->acts.logits + (size_t)(t - 1) * model->config.padded_vocab_size, V,
-                                        random_f32(rng));
-        gen[t] = next;
-        if (tokenizer->init_ok && (unsigned)next < tokenizer->vocab_size) {
-            safe_printf(tokenizer_decode(tokenizer, (unsigned)next));
-        } else {
-            printf("%d ", next);
-        }
-        fflush(stdout);
+    for (int i = 0; i < n_prompt; i++) {
+        if (!gpt2_decode_step(model, cache, prompt[i], logits, msg, msg_size)) { return 0; }
     }
-    printf("\n---\n");
-    free(gen);
+    for (int i = 0; i < n_new; i++) {
+        const int next = sample_softmax(logits, V, random_f32(rng));
+        print_token(tokenizer, next);
+        if (i + 1 < n_new && !gpt2_decode_step(model, cache, next, logits, msg, msg_size)) { return 0; }
+    }
     return 1;
+}
+
+// The sample printed during training: gen_T - 1 tokens after an end-of-text token.
+static int sample_text(GPT2* model, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg, size_t msg_size) {
+    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
+    if (eot < 0 || eot >= model->config.vocab_size) { eot = 0; }
+    KVCache cache;
+    if (!kv_cache_build(&cache, model, gen_T, msg, msg_size)) { return 0; }
+    float* logits = (float*)mallocCheck((size_t)model->config.vocab_size * sizeof(float));
+    printf("generating:\n---\n");
+    const int ok = generate_tokens(model, &cache, &eot, 1, gen_T - 1, rng, tokenizer, logits, msg, msg_size);
+    printf("\n---\n");
+    kv_cache_free(&cache);
+    free(logits);
+    return ok;
+}
+
+// --generate: the prompt, N new tokens with the KV cache, then their speed and the cache's size.
+static int generate_run(const TrainArgs* a, GPT2* model) {
+    char msg[4096];
+    Tokenizer tokenizer;
+    tokenizer_init(&tokenizer, a->tokenizer_path);
+    const int V = model->config.vocab_size;
+    int eot = tokenizer.init_ok ? tokenizer.eot_token : 50256;
+    if (eot < 0 || eot >= V) { eot = 0; }
+    std::vector<int> prompt;
+    KVCache cache;
+    if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg)) ||
+        !kv_cache_build(&cache, model, (int)prompt.size() + a->generate, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    const int n_prompt = (int)prompt.size();
+    float* logits = (float*)mallocCheck((size_t)V * sizeof(float));
+    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (rng == 0) { rng = 1; }
+    printf("---\n");
+    for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
+    double t0 = now_seconds();
+    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &rng, &tokenizer, logits, msg, sizeof(msg));
+    const double prefill_s = now_seconds() - t0;
+    t0 = now_seconds();
+    ok = ok && generate_tokens(model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits, msg, sizeof(msg));
+    const double decode_s = now_seconds() - t0;
+    printf("\n---\n");
+    if (!ok) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    generate_report(&model->config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
+                    (int)sizeof(float));
+    kv_cache_free(&cache);
+    free(logits);
+    tokenizer_free(&tokenizer);
+    return 0;
 }
 
 // The training run of resolved arguments. Returns the process exit code.
@@ -1297,7 +1545,7 @@ static int train_run(TrainArgs* a, GPT2* model) {
         // not at the step a resume starts from: the interrupted run sampled there before saving the RNG state
         if (a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
             (step % a->sample_every == 0 || last_step)) {
-            if (!sample_text(model, a->B, a->T, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
+            if (!sample_text(model, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
                 fprintf(stderr, "error: sampling: %s\n", msg);
                 return 1;
             }
@@ -1404,7 +1652,7 @@ int main(int argc, char** argv) {
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
     fflush(stdout);
-    const int rc = train_run(&args, &model);
+    const int rc = args.generate > 0 ? generate_run(&args, &model) : train_run(&args, &model);
     gpt2_free(&model);
     return rc;
 }

@@ -8,6 +8,9 @@
 #     (test_gpt2_cpu_tiled_<scheme>, dev/cuda/attention_tiled_cpu.h), each line "cpu" or "cpu_tiled"
 # (a2) the tiled twin against the plain attention on random inputs (build/test_attention_tiled_cpu):
 #     T = 1..130, Hkv = H..1, aliased q/k/v views, several tile sizes
+# (a3) KV-cached generation on every fixture (test_kv_cache_cpu_<scheme>): greedy tokens and logits
+#     of gpt2_decode_step equal the full forward's, cache bytes per token = 2 x the header's bf16
+#     qkv_kv_cache_bytes_per_token, a full cache and a bad token refused
 # (b) cross-scheme refusal: a binary given another scheme's checkpoint names both schemes
 # (c) forbidden shapes of dev/fixtures/forbidden.tsv: a crafted v6 header is refused by the
 #     shape check (naming the scheme and n_kv_head / n_embd), before any size check
@@ -43,16 +46,16 @@ trap 'rm -rf "$TMP"' EXIT
 # build: per scheme a test binary for each attention and a training binary, plus the tiled
 # training binary of standard and the twin's unit test
 targets="build/train_gpt2_cpu_tiled_standard build/test_attention_tiled_cpu"
-for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/train_gpt2_cpu_$s"; done
+for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/test_kv_cache_cpu_$s build/train_gpt2_cpu_$s"; done
 nbin=$(echo $targets | wc -w)
 if make -j2 $targets > "$TMP/build.log" 2>&1; then
-    pass "cpu build ($nbin binaries: test_gpt2_cpu_[tiled_]<scheme>, train_gpt2_cpu_<scheme>, train_gpt2_cpu_tiled_standard, test_attention_tiled_cpu)"
+    pass "cpu build ($nbin binaries: test_gpt2_cpu_[tiled_]<scheme>, test_kv_cache_cpu_<scheme>, train_gpt2_cpu_<scheme>, train_gpt2_cpu_tiled_standard, test_attention_tiled_cpu)"
 else
     # the test binaries do not need dataloader.h: try them alone before giving up
     tail -n 20 "$TMP/build.log"
     fail "cpu build of all $nbin binaries (see above)"
     targets="build/test_attention_tiled_cpu"
-    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s"; done
+    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/test_kv_cache_cpu_$s"; done
     make -j2 $targets > "$TMP/build_test.log" 2>&1 || { tail -n 20 "$TMP/build_test.log"; fail "cpu build of the test binaries"; echo "$npass passed, $nfail failed"; exit 1; }
 fi
 
@@ -112,6 +115,25 @@ if [ -x build/test_attention_tiled_cpu ]; then
 else
     fail "cpu_tiled unit (no binary build/test_attention_tiled_cpu)"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# (a3) KV-cached generation against the full forward pass, every fixture
+while IFS=$'\t' read -r name scheme model debug; do
+    [ -z "$name" ] && continue
+    case "$name" in \#*) continue ;; esac
+    bin=build/test_kv_cache_cpu_$scheme
+    if [ ! -x "$bin" ]; then fail "kv_cache_cpu $name (no binary $bin for scheme '$scheme')"; continue; fi
+    run_capture "$bin" "$name" "$model" "$debug"
+    sed -n '/^  /p' "$TMP/out"
+    result=$(grep -E "^(PASS|FAIL) kv_cache_cpu $name " "$TMP/out")
+    if [ "$rc" -eq 0 ] && [[ "$result" == PASS* ]]; then
+        pass "${result#PASS }"
+    elif [ -n "$result" ]; then
+        fail "${result#FAIL }"
+    else
+        fail "kv_cache_cpu $name (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"
+    fi
+done < "$MANIFEST"
 
 # path of the model of the first fixture of a scheme in the manifest
 model_of() { awk -F'\t' -v s="$1" '$2 == s { print $3; exit }' "$MANIFEST"; }
