@@ -23,6 +23,7 @@
 # (g) random init (-e d2), checkpoints (-n) and resume (-y 1) identical to an uninterrupted run;
 #     a checkpoint reloads to the same validation loss
 # (h) the flags shared with the CUDA trainer (dev/train_common.h): -h and one-line refusals
+# (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
 cd "$(dirname "$0")/../.."
@@ -426,6 +427,30 @@ resume without -o|-y 1 needs -o|-e $m -t 32 -y 1
 missing train data|-i $TMP/nope_*.bin|-e d2 -t 64 -b 2 -i $TMP/nope_*.bin
 --generate too long|--generate 5000|-e d2 --generate 5000
 FLAGS
+
+# ---------------------------------------------------------------------------------------------
+# (i) --generate: every scheme's binary generates from a prompt with the KV cache (d2-sized model,
+# random init) and reports the cache it allocated per token: twice (fp32) the bf16 bytes that
+# build/params prints for that shape, so a shared K=V tensor is stored once and GQA keeps Hkv heads
+make -s build/params > /dev/null 2>&1 || fail "cpu generate: build/params did not build"
+for s in $SCHEMES; do
+    kv=2
+    case "$s" in standard|q_identity|kv_shared|q_residual) kv=1 ;; esac # GQA (MQA here) where the scheme allows it
+    run_capture "build/train_gpt2_cpu_$s" -e d2 --n_embd 64 --n_head 2 --n_kv_head $kv --generate 12 --prompt "It is a truth"
+    got=$(sed -n 's/^kv cache: \([0-9]*\) bytes per token allocated.*/\1/p' "$TMP/out")
+    want=$(./build/params "$s" 2 64 2 $kv 256 1 | sed -n 's/.*kv_bytes_per_token=\([0-9]*\).*/\1/p')
+    if [ "$rc" -eq 0 ] && grep -q "^generate: 4 prompt tokens in .* 12 new tokens" "$TMP/out" && [ -n "$want" ] && [ "$got" = "$((2 * want))" ]; then
+        pass "cpu generate $s (n_kv_head $kv: 12 tokens after a 4-token prompt; cache $got bytes/token = 2 x build/params' bf16 $want)"
+    else
+        fail "cpu generate $s (exit $rc; cache '$got' bytes/token, expected 2 x build/params' '$want'; $(tail -n 1 "$TMP/out"))"
+    fi
+done
+run_capture build/train_gpt2_cpu_standard -e d2 --generate 1020 --prompt "It is a truth universally acknowledged"
+if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --prompt of 7 tokens + --generate 1020 exceed the model's max_seq_len 1024"; then
+    pass "cpu generate refuses a prompt + tokens past max_seq_len ($(tail -n 1 "$TMP/out"))"
+else
+    fail "cpu generate past max_seq_len (exit $rc, expected 1 and an error line naming --prompt and --generate: $(tail -n 1 "$TMP/out"))"
+fi
 
 echo "cpu: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]
