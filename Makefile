@@ -97,28 +97,36 @@ $(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 .PHONY: cpu
 cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)
 
+# the CPU trainer is the no-GPU training path: -O3 -march=native lets the compiler vectorize its
+# layer loops (the binaries are built on the machine that runs them); -fno-math-errno lets it
+# vectorize loops that call sqrt (AdamW)
+CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno
 CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h dev/train_common.h \
                     dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 CPU_TEST_DEPS := dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h
 
 $(BUILD)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/train_gpt2_cpu_tiled_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_gpt2_cpu_tiled_%: $(CPU_TEST_DEPS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 # KV-cached generation (gpt2_decode_step) against the full forward pass, per scheme
 $(BUILD)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $< -o $@ -lm
+
+# speed of a training step and of each layer function (dev/cpu/bench_cpu.cpp; standard scheme)
+$(BUILD)/bench_cpu: dev/cpu/bench_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,standard) $< -o $@ -lm
 
 # ---------------------------------------------------------------------------------------------
 # Tokenizer (owner: tokenizer)

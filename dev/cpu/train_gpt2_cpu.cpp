@@ -94,6 +94,32 @@ static void* calloc_check(size_t n, size_t size, const char* file, int line) {
 #define callocCheck(n, size) calloc_check(n, size, __FILE__, __LINE__)
 
 // ----------------------------------------------------------------------------
+// exp in float that the compiler can vectorize (libm's expf is a call per element): the
+// softmaxes over the vocabulary, attention and GELU spend most of their time in exp.
+// exp(x) = 2^n exp(r) with n = round(x / ln 2) and r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in
+// two parts so r is exact), exp(r) by its Taylor series to r^7 (truncation error < 1e-8), and 2^n
+// built directly in the exponent bits. About 2 ulp; exp(x) = 0 below -87.3, and x is clamped at 88
+// above (exp(88) = 1.6e38, finite: GELU divides by 1 + exp(-2u) and gets 0 either way).
+static inline float exp_fast(float x) {
+    const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
+    // round to nearest by adding and removing 1.5 * 2^23 (floorf would not vectorize)
+    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t bits = ((int32_t)n + 127) << 23; // 2^n, n in [-126, 127]
+    float scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return x < -87.3f ? 0.0f : p * scale;
+}
+
+// ----------------------------------------------------------------------------
 // all the individual layers' forward and backward passes
 // N = B * T rows, C channels; every backward ADDS (+=) into its gradient outputs, so gradients
 // from several consumers of one tensor sum up (the caller zeroes them once per step)
@@ -222,78 +248,184 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
     free(dw);
 }
 
+// ---- matmul: one blocked kernel for the three products of a linear layer ----
+//
+// gemm_accumulate adds C(i,j) += sum_k A(i,k) B(k,j) for i < m, j < n, where each operand is
+// addressed with element strides, so one kernel serves every product without transposing:
+//   A(i,k) = A[i*a_i + k*a_k],  B(k,j) = B[k*b_k + j*b_j],  C(i,j) = C[i*c_i + j*c_j]
+//
+// Blocking (the GotoBLAS scheme, simplified):
+//  - C is cut into blocks of mc rows x GEMM_NC columns; the threads share out whole blocks, so
+//    each C element is computed by exactly one thread (no reduction is ever split between
+//    threads, and there is no barrier but the one at the end);
+//  - within its block, a thread runs k in chunks of GEMM_KC. For each chunk it copies ("packs")
+//    B's kc x GEMM_NC slice, widened to double, into panels of GEMM_NR columns, each stored
+//    k-major (GEMM_NR consecutive values per k), so the inner loop reads it contiguously from cache;
+//  - then, for each micro-panel of GEMM_MR rows, it packs A's GEMM_MR x kc slice k-major too and,
+//    for each B panel, updates a GEMM_MR x GEMM_NR tile of sums in registers: per k, GEMM_MR
+//    broadcasts of A times one GEMM_NR-wide row of B. That inner loop (gemm_tile) is plain C++
+//    that the compiler vectorizes over the GEMM_NR columns (8 x 16 doubles: 16 AVX-512
+//    registers of accumulators, each row of B reused for 8 rows of A);
+//  - the block's sums live in a double buffer across the chunks and are added into C once.
+// Accumulation is in double, k ascending: products of floats are exact in double, so each C
+// element is its float value plus a sum that is rounded once, as accurate as a sequential double
+// loop (the fixtures' chaotic 10-step AdamW runs need that: float sums of 128 terms fail them).
+// The order does not depend on the blocks or on the thread that runs one, so the results are
+// bit-identical for any OMP_NUM_THREADS.
+enum { GEMM_MR = 8, GEMM_NR = 16, GEMM_KC = 256, GEMM_NC = 128 };
+
+// the register tile: c (GEMM_MR x GEMM_NR) += Ap (kc x GEMM_MR)^T Bp (kc x GEMM_NR), both k-major;
+// c is a tile of the block's sums, with row stride ldc
+static inline void gemm_tile(int kc, const double* __restrict Ap, const double* __restrict Bp,
+                             double* __restrict csum, int ldc) {
+    double c[GEMM_MR][GEMM_NR];
+    for (int r = 0; r < GEMM_MR; r++) {
+        #pragma omp simd
+        for (int j = 0; j < GEMM_NR; j++) { c[r][j] = csum[(size_t)r * ldc + j]; }
+    }
+    for (int k = 0; k < kc; k++) {
+        const double* a = Ap + (size_t)k * GEMM_MR;
+        const double* b = Bp + (size_t)k * GEMM_NR;
+        for (int r = 0; r < GEMM_MR; r++) {
+            #pragma omp simd
+            for (int j = 0; j < GEMM_NR; j++) { c[r][j] += a[r] * b[j]; }
+        }
+    }
+    for (int r = 0; r < GEMM_MR; r++) {
+        #pragma omp simd
+        for (int j = 0; j < GEMM_NR; j++) { csum[(size_t)r * ldc + j] = c[r][j]; }
+    }
+}
+
+static void gemm_accumulate(int m, int n, int K, const float* A, size_t a_i, size_t a_k,
+                            const float* B, size_t b_k, size_t b_j, float* C, size_t c_i, size_t c_j) {
+    if (m <= 0 || n <= 0 || K <= 0) { return; }
+    // rows per block: up to 256, fewer when that leaves too few blocks to share out (each block
+    // packs its own copy of B, so the blocks should not be needlessly small either)
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+#endif
+    const int nblocks = (n + GEMM_NC - 1) / GEMM_NC;
+    int mc = 256;
+    while (mc > 4 * GEMM_MR && ((m + mc - 1) / mc) * nblocks < 4 * nthreads) { mc /= 2; }
+    const int mblocks = (m + mc - 1) / mc;
+    #pragma omp parallel
+    {
+        double* Bp = (double*)mallocCheck((size_t)GEMM_KC * GEMM_NC * sizeof(double));
+        double* Ap = (double*)mallocCheck((size_t)GEMM_KC * GEMM_MR * sizeof(double));
+        double* csum = (double*)mallocCheck((size_t)mc * GEMM_NC * sizeof(double)); // row stride GEMM_NC
+        #pragma omp for schedule(dynamic)
+        for (int blk = 0; blk < mblocks * nblocks; blk++) {
+            const int ib = (blk / nblocks) * mc, jb = (blk % nblocks) * GEMM_NC;
+            const int mb = m - ib < mc ? m - ib : mc;
+            const int nb = n - jb < GEMM_NC ? n - jb : GEMM_NC;
+            const int npanels = (nb + GEMM_NR - 1) / GEMM_NR;
+            for (size_t i = 0; i < (size_t)mc * GEMM_NC; i++) { csum[i] = 0.0; }
+            for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
+                const int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
+                // pack B(k0:k0+kc, jb:jb+nb) into panels; columns past n are zero
+                for (int p = 0; p < npanels; p++) {
+                    double* dst = Bp + (size_t)p * kc * GEMM_NR;
+                    const int j0 = jb + p * GEMM_NR;
+                    const int nr = n - j0 < GEMM_NR ? n - j0 : GEMM_NR;
+                    for (int k = 0; k < kc; k++) {
+                        const float* src = B + (size_t)(k0 + k) * b_k + (size_t)j0 * b_j;
+                        for (int j = 0; j < GEMM_NR; j++) { dst[(size_t)k * GEMM_NR + j] = j < nr ? src[j * b_j] : 0.0; }
+                    }
+                }
+                for (int i0 = 0; i0 < mb; i0 += GEMM_MR) {
+                    const int mr = mb - i0 < GEMM_MR ? mb - i0 : GEMM_MR;
+                    // pack A(ib+i0 : +GEMM_MR, k0:k0+kc) k-major; rows past the block are zero
+                    for (int k = 0; k < kc; k++) {
+                        const float* src = A + (size_t)(ib + i0) * a_i + (size_t)(k0 + k) * a_k;
+                        for (int r = 0; r < GEMM_MR; r++) { Ap[(size_t)k * GEMM_MR + r] = r < mr ? src[r * a_i] : 0.0; }
+                    }
+                    for (int p = 0; p < npanels; p++) {
+                        gemm_tile(kc, Ap, Bp + (size_t)p * kc * GEMM_NR, csum + (size_t)i0 * GEMM_NC + p * GEMM_NR, GEMM_NC);
+                    }
+                }
+            }
+            // C += the block's sums
+            for (int i = 0; i < mb; i++) {
+                float* dst = C + (size_t)(ib + i) * c_i + (size_t)jb * c_j;
+                const double* src = csum + (size_t)i * GEMM_NC;
+                if (c_j == 1) {
+                    #pragma omp simd
+                    for (int j = 0; j < nb; j++) { dst[j] = (float)((double)dst[j] + src[j]); }
+                } else {
+                    for (int j = 0; j < nb; j++) { dst[j * c_j] = (float)((double)dst[j * c_j] + src[j]); }
+                }
+            }
+        }
+        free(Bp);
+        free(Ap);
+        free(csum);
+    }
+}
+
 // out = inp weight^T + bias; inp (N,C), weight (OC,C), bias (OC) or NULL, out (N,OC)
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
-        const float* x = inp + (size_t)n * C;
         float* o = out + (size_t)n * OC;
-        for (int j = 0; j < OC; j++) {
-            const float* w = weight + (size_t)j * C;
-            double acc = bias != NULL ? bias[j] : 0.0;
-            for (int i = 0; i < C; i++) { acc += (double)x[i] * w[i]; }
-            o[j] = (float)acc;
-        }
+        #pragma omp simd
+        for (int j = 0; j < OC; j++) { o[j] = bias != NULL ? bias[j] : 0.0f; }
     }
+    // out(n, o) += sum_i inp(n, i) weight(o, i): B(k=i, j=o) = weight[o*C + i]
+    gemm_accumulate(N, OC, C, inp, (size_t)C, 1, weight, 1, (size_t)C, out, (size_t)OC, 1);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
-    #pragma omp parallel
-    {
-        double* acc = (double*)mallocCheck((size_t)C * sizeof(double));
-        // dinp (N,C) += dout (N,OC) weight (OC,C)
-        #pragma omp for
-        for (int n = 0; n < N; n++) {
-            const float* d = dout + (size_t)n * OC;
-            for (int i = 0; i < C; i++) { acc[i] = 0.0; }
-            for (int j = 0; j < OC; j++) {
-                const float* w = weight + (size_t)j * C;
-                const double dj = d[j];
-                for (int i = 0; i < C; i++) { acc[i] += dj * w[i]; }
-            }
-            float* dx = dinp + (size_t)n * C;
-            for (int i = 0; i < C; i++) { dx[i] += (float)acc[i]; }
-        }
-        // dweight (OC,C) += dout^T (OC,N) inp (N,C); dbias (OC) += sum over rows of dout
-        #pragma omp for
-        for (int j = 0; j < OC; j++) {
-            for (int i = 0; i < C; i++) { acc[i] = 0.0; }
-            double db = 0.0;
+    // dinp (N,C) += dout (N,OC) weight (OC,C)
+    gemm_accumulate(N, C, OC, dout, (size_t)OC, 1, weight, (size_t)C, 1, dinp, (size_t)C, 1);
+    // dweight (OC,C) += dout^T (OC,N) inp (N,C): A(i=o, k=n) = dout[n*OC + o]
+    gemm_accumulate(OC, C, N, dout, 1, (size_t)OC, inp, (size_t)C, 1, dweight, (size_t)C, 1);
+    // dbias (OC) += sum over rows of dout, in double, each thread a range of columns
+    if (dbias != NULL) {
+        const int JB = 256;
+        #pragma omp parallel for
+        for (int j0 = 0; j0 < OC; j0 += JB) {
+            const int jn = OC - j0 < JB ? OC - j0 : JB;
+            double acc[JB];
+            for (int j = 0; j < jn; j++) { acc[j] = 0.0; }
             for (int n = 0; n < N; n++) {
-                const double dj = dout[(size_t)n * OC + j];
-                const float* x = inp + (size_t)n * C;
-                db += dj;
-                for (int i = 0; i < C; i++) { acc[i] += dj * x[i]; }
+                const float* d = dout + (size_t)n * OC + j0;
+                #pragma omp simd
+                for (int j = 0; j < jn; j++) { acc[j] += d[j]; }
             }
-            float* dw = dweight + (size_t)j * C;
-            for (int i = 0; i < C; i++) { dw[i] += (float)acc[i]; }
-            if (dbias != NULL) { dbias[j] += (float)db; }
+            for (int j = 0; j < jn; j++) { dbias[j0 + j] += (float)acc[j]; }
         }
-        free(acc);
     }
 }
 
-// GELU, tanh approximation (GPT-2's)
+// GELU, tanh approximation (GPT-2's): gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+// Computed as x * sigmoid(2u) = x / (1 + exp(-2u)), the same function without tanh's cancellation
+// in 1 + tanh(u) for negative x, and with the vectorizable exp_fast.
 #define GELU_SCALING_FACTOR 0.7978845608028654 // sqrt(2 / pi)
 
 void gelu_forward(float* out, const float* inp, size_t n) {
-    #pragma omp parallel for
+    const float k = (float)GELU_SCALING_FACTOR;
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i];
-        out[i] = (float)(0.5 * x * (1.0 + tanh(GELU_SCALING_FACTOR * (x + 0.044715 * x * x * x))));
+        const float x = inp[i];
+        const float u = k * (x + 0.044715f * x * x * x);
+        out[i] = x / (1.0f + exp_fast(-2.0f * u));
     }
 }
 
+// d gelu / dx = s + x s (1 - s) 2 u'(x), with s = sigmoid(2u) (0.5 (1 + tanh u) = s, sech^2 u = 4 s (1 - s))
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
-    #pragma omp parallel for
+    const float k = (float)GELU_SCALING_FACTOR;
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i];
-        double u = GELU_SCALING_FACTOR * (x + 0.044715 * x * x * x);
-        double th = tanh(u);
-        double sech2 = 1.0 - th * th;
-        double local = 0.5 * (1.0 + th) + 0.5 * x * sech2 * GELU_SCALING_FACTOR * (1.0 + 3.0 * 0.044715 * x * x);
-        dinp[i] += (float)(local * dout[i]);
+        const float x = inp[i];
+        const float u = k * (x + 0.044715f * x * x * x);
+        const float e = exp_fast(-2.0f * u);
+        const float s = 1.0f / (1.0f + e), one_minus_s = e / (1.0f + e);
+        const float local = s + 2.0f * x * s * one_minus_s * k * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += local * dout[i];
     }
 }
 
@@ -337,16 +469,45 @@ static RowView qkv_role_view(QKVRole role, float* proj, int width, float* x, flo
     return v;
 }
 
+// The max of the first V of a row of logits (vectorized: max is exact in any order)
+static inline float row_max(const float* l, int V) {
+    float maxval = -INFINITY;
+    #pragma omp simd reduction(max : maxval)
+    for (int i = 0; i < V; i++) { maxval = l[i] > maxval ? l[i] : maxval; }
+    return maxval;
+}
+
+// sum over i < V of exp(l[i] - maxval), also stored in e[i] when e != NULL: float partial sums
+// over chunks of 256 values (vectorized; a fixed order), the chunks added up in double
+static double sum_exp(const float* l, float maxval, int V, float* e) {
+    double sum = 0.0;
+    for (int i0 = 0; i0 < V; i0 += 256) {
+        const int i1 = V - i0 < 256 ? V : i0 + 256;
+        float s = 0.0f;
+        if (e != NULL) {
+            #pragma omp simd reduction(+ : s)
+            for (int i = i0; i < i1; i++) { e[i] = exp_fast(l[i] - maxval); s += e[i]; }
+        } else {
+            #pragma omp simd reduction(+ : s)
+            for (int i = i0; i < i1; i++) { s += exp_fast(l[i] - maxval); }
+        }
+        sum += s;
+    }
+    return sum;
+}
+
 // Causal multi-head attention with GQA, reading q, k, v in place.
 // q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous; att (B,H,T,T) probabilities;
 // lse (B,H,T) or NULL: each row's log-sum-exp of the scaled scores, log sum_{t2<=t} exp(scale q.k)
+// Vectorized over the head dimension: dot products and sums over keys accumulate in double
+// (exact float products), exp in float (exp_fast), each row's softmax sum in double (sum_exp).
 void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
                        int B, int T, int C, int H, int Hkv, float scale, float* lse = NULL) {
     const int hd = C / H;
     const int group = H / Hkv; // query heads per kv head
     #pragma omp parallel
     {
-        double* w = (double*)mallocCheck((size_t)T * sizeof(double));
+        float* w = (float*)mallocCheck((size_t)T * sizeof(float));
         double* acc = (double*)mallocCheck((size_t)hd * sizeof(double));
         #pragma omp for collapse(3)
         for (int b = 0; b < B; b++) {
@@ -355,29 +516,28 @@ void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
                     const int kvh = h / group;
                     const float* q_t = q.ptr + ((size_t)b * T + t) * q.stride + (size_t)h * hd;
                     float* att_bth = att + (((size_t)b * H + h) * T + t) * T;
-                    // scores against keys 0..t, and the max for a stable softmax
-                    double maxval = -INFINITY;
+                    // scaled scores against keys 0..t, and the max for a stable softmax
+                    float maxval = -INFINITY;
                     for (int t2 = 0; t2 <= t; t2++) {
                         const float* k_t2 = k.ptr + ((size_t)b * T + t2) * k.stride + (size_t)kvh * hd;
                         double dot = 0.0;
+                        #pragma omp simd reduction(+ : dot)
                         for (int i = 0; i < hd; i++) { dot += (double)q_t[i] * k_t2[i]; }
-                        w[t2] = dot * scale;
-                        if (w[t2] > maxval) { maxval = w[t2]; }
+                        w[t2] = (float)(dot * scale);
+                        maxval = w[t2] > maxval ? w[t2] : maxval;
                     }
-                    double sum = 0.0;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        w[t2] = exp(w[t2] - maxval);
-                        sum += w[t2];
-                    }
+                    const double sum = sum_exp(w, maxval, t + 1, w); // w[t2] = exp(w[t2] - max)
+                    const float inv = (float)(1.0 / sum);
                     for (int t2 = 0; t2 < T; t2++) {
-                        att_bth[t2] = t2 <= t ? (float)(w[t2] / sum) : 0.0f; // causal: 0 above the diagonal
+                        att_bth[t2] = t2 <= t ? w[t2] * inv : 0.0f; // causal: 0 above the diagonal
                     }
                     if (lse != NULL) { lse[((size_t)b * H + h) * T + t] = (float)(maxval + log(sum)); }
-                    // out = att v, with the unrounded probabilities
+                    // out = att v
                     for (int i = 0; i < hd; i++) { acc[i] = 0.0; }
                     for (int t2 = 0; t2 <= t; t2++) {
                         const float* v_t2 = v.ptr + ((size_t)b * T + t2) * v.stride + (size_t)kvh * hd;
-                        const double p = w[t2] / sum;
+                        const double p = att_bth[t2];
+                        #pragma omp simd
                         for (int i = 0; i < hd; i++) { acc[i] += p * v_t2[i]; }
                     }
                     float* out_bth = out + ((size_t)b * T + t) * C + (size_t)h * hd;
@@ -395,6 +555,7 @@ void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
 // A kv head's gradient sums over the H/Hkv query heads that read it. Work is split over
 // (b, kv head): each writes only its own slice of dq, dk and dv, so threads never collide,
 // even when the views alias (aliasing needs Hkv == H or k == v, both within one slice).
+// Vectorized over the head dimension, double accumulators, like the forward pass.
 void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
                         RowView q, RowView k, RowView v, const float* att,
                         int B, int T, int C, int H, int Hkv, float scale) {
@@ -419,22 +580,27 @@ void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
                         double datt_dot_att = 0.0;
                         for (int t2 = 0; t2 <= t; t2++) {
                             const float* v_t2 = v.ptr + ((size_t)b * T + t2) * v.stride + (size_t)kvh * hd;
+                            double* dv_t2 = dv_acc + (size_t)t2 * hd;
+                            const double a = att_bth[t2];
                             double d = 0.0;
+                            #pragma omp simd reduction(+ : d)
                             for (int i = 0; i < hd; i++) {
                                 d += (double)dout_bth[i] * v_t2[i];
-                                dv_acc[(size_t)t2 * hd + i] += (double)att_bth[t2] * dout_bth[i];
+                                dv_t2[i] += a * dout_bth[i];
                             }
                             datt[t2] = d;
-                            datt_dot_att += d * att_bth[t2];
+                            datt_dot_att += d * a;
                         }
                         // softmax backward: dscore = att * (datt - sum(att * datt)), then the scale
                         for (int i = 0; i < hd; i++) { dq_acc[i] = 0.0; }
                         for (int t2 = 0; t2 <= t; t2++) {
                             const float* k_t2 = k.ptr + ((size_t)b * T + t2) * k.stride + (size_t)kvh * hd;
+                            double* dk_t2 = dk_acc + (size_t)t2 * hd;
                             const double dpre = (double)att_bth[t2] * (datt[t2] - datt_dot_att) * scale;
+                            #pragma omp simd
                             for (int i = 0; i < hd; i++) {
                                 dq_acc[i] += dpre * k_t2[i];
-                                dk_acc[(size_t)t2 * hd + i] += dpre * q_t[i];
+                                dk_t2[i] += dpre * q_t[i];
                             }
                         }
                         float* dq_t = dq.ptr + ((size_t)b * T + t) * dq.stride + (size_t)h * hd;
@@ -458,17 +624,17 @@ void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
     }
 }
 
-// Softmax over the first V of Vp logits (the padded columns get probability 0)
+// Softmax over the first V of Vp logits (the padded columns get probability 0). exp in float
+// (exp_fast, ~2 ulp), the normalizing sum in double (sum_exp).
 void softmax_forward(float* probs, const float* logits, int N, int V, int Vp) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float* l = logits + (size_t)n * Vp;
         float* p = probs + (size_t)n * Vp;
-        double maxval = -INFINITY;
-        for (int i = 0; i < V; i++) { if (l[i] > maxval) { maxval = l[i]; } }
-        double sum = 0.0;
-        for (int i = 0; i < V; i++) { sum += exp(l[i] - maxval); }
-        for (int i = 0; i < V; i++) { p[i] = (float)(exp(l[i] - maxval) / sum); }
+        const double sum = sum_exp(l, row_max(l, V), V, p);
+        const float inv = (float)(1.0 / sum);
+        #pragma omp simd
+        for (int i = 0; i < V; i++) { p[i] *= inv; }
         for (int i = V; i < Vp; i++) { p[i] = 0.0f; }
     }
 }
@@ -476,13 +642,12 @@ void softmax_forward(float* probs, const float* logits, int N, int V, int Vp) {
 // losses (N) = -log probs[target]; computed from the logits (log-sum-exp) rather than from the
 // rounded probability, which would lose relative precision on small probabilities
 void crossentropy_forward(float* losses, const float* logits, const int* targets, int N, int V, int Vp) {
+    #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float* l = logits + (size_t)n * Vp;
-        double maxval = -INFINITY;
-        for (int i = 0; i < V; i++) { if (l[i] > maxval) { maxval = l[i]; } }
-        double sum = 0.0;
-        for (int i = 0; i < V; i++) { sum += exp(l[i] - maxval); }
-        losses[n] = (float)(log(sum) + maxval - l[targets[n]]);
+        const float maxval = row_max(l, V);
+        const double sum = sum_exp(l, maxval, V, NULL);
+        losses[n] = (float)(log(sum) + (double)maxval - (double)l[targets[n]]);
     }
 }
 
@@ -493,10 +658,12 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
     for (int n = 0; n < N; n++) {
         float* dl = dlogits + (size_t)n * Vp;
         const float* p = probs + (size_t)n * Vp;
-        const double d = dlosses[n];
+        const float d = dlosses[n];
+        const int target = targets[n];
+        #pragma omp simd
         for (int i = 0; i < V; i++) {
-            double indicator = i == targets[n] ? 1.0 : 0.0;
-            dl[i] += (float)(((double)p[i] - indicator) * d);
+            const float indicator = i == target ? 1.0f : 0.0f;
+            dl[i] += (p[i] - indicator) * d;
         }
     }
 }
@@ -1138,6 +1305,7 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
 // global L2 norm of all parameter gradients
 double gpt2_grad_norm(const GPT2* model) {
     double sum = 0.0;
+    #pragma omp simd reduction(+ : sum)
     for (size_t i = 0; i < model->num_parameters; i++) {
         double g = model->grads_memory[i];
         sum += g * g;
@@ -1159,7 +1327,7 @@ double gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, f
     size_t base = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const double wd = param_tensor_decayed[i] ? weight_decay : 0.0;
-        #pragma omp parallel for
+        #pragma omp parallel for simd
         for (size_t j = base; j < base + model->param_sizes[i]; j++) {
             const double g = model->grads_memory[j] * scale;
             const double m = beta1 * (double)model->m_memory[j] + (1.0 - beta1) * g;
