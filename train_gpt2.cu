@@ -61,6 +61,9 @@ static const cudaDataType CUBLAS_X_TYPE = CUDA_R_16BF;
 __device__ __forceinline__ float x2f(floatX v) { return __bfloat162float(v); }
 __device__ __forceinline__ floatX f2x(float v) { return __float2bfloat16(v); } // round to nearest even
 #endif
+// the flags, the file headers, the schedule and the sampling rule, shared with the CPU trainer
+#define TRAIN_COMMON_CUDA 1
+#include "dev/train_common.h"
 
 // host-side bfloat16 <-> float, round to nearest even like the reference's to_bf16_bits
 #if PRECISION_IS_BF16
@@ -2384,41 +2387,8 @@ static void gpt2_init_random(GPT2* model, unsigned long long seed) {
 }
 
 // ----------------------------------------------------------------------------
-// checkpoint files (dev/FORMATS.md): host-only inspection, so that every refusal happens before
-// the GPU is touched
-
-static long long file_size_of(FILE* f) {
-    if (fseeko(f, 0, SEEK_END) != 0) { return -1; }
-    const long long size = (long long)ftello(f);
-    if (fseeko(f, 0, SEEK_SET) != 0) { return -1; }
-    return size;
-}
-
-// Reads and checks a model file's header: magic, version, the config (with an optional attention
-// scale override, < 0 = none), gpt2_config_check, this build's scheme and the file size.
-// Returns 1, or 0 with a one-line message naming the file.
-static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2Config* config, int* version,
-                              char* msg, size_t msg_size) {
-    FILE* f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d6|d12|d24|d36|d48 or a .bin checkpoint)",
-                 path, strerror(errno));
-        return 0;
-    }
-    const long long size = file_size_of(f);
-    int header[256];
-    if (size < 1024 || fread(header, sizeof(int), 256, f) != 256) {
-        snprintf(msg, msg_size, "%s: truncated model file: %lld bytes, shorter than its 1024-byte header", path, size);
-        fclose(f);
-        return 0;
-    }
-    fclose(f);
-    if (!checkpoint_validate(header, size, path, config, msg, msg_size)) { return 0; }
-    *version = header[1];
-    // an --attn_scale override (validated with the flags) replaces the file's scale
-    if (attn_scale_override >= 0.0f) { config->attn_scale = attn_scale_override; }
-    return 1;
-}
+// checkpoint files (dev/FORMATS.md): dev/train_common.h reads and checks their headers before the
+// GPU is touched; here the tensors move between the files and the device
 
 // Loads the parameters of an inspected file into a built model (and its master weights, from the
 // file's own values: fp32 files give exact fp32 masters).
@@ -2458,33 +2428,6 @@ static void gpt2_load_params(GPT2* model, const char* path, int version) {
     free(xs);
 }
 
-// temp name + rename, so that a crash never leaves a half-written file under the real name
-static FILE* open_tmp_for(const char* path, char* tmp, size_t tmp_size) { // tmp_size > strlen(path) + 4
-    snprintf(tmp, tmp_size, "%s.tmp", path);
-    FILE* f = fopen(tmp, "wb");
-    if (f == NULL) {
-        fprintf(stderr, "error: %s: cannot write (%s)\n", tmp, strerror(errno));
-        exit(EXIT_FAILURE);
-    }
-    return f;
-}
-static void close_and_rename(FILE* f, const char* tmp, const char* path) {
-    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) {
-        fprintf(stderr, "error: %s: write failed (%s) (HINT: disk full?)\n", tmp, strerror(errno));
-        exit(EXIT_FAILURE);
-    }
-    if (rename(tmp, path) != 0) {
-        fprintf(stderr, "error: cannot rename %s to %s (%s)\n", tmp, path, strerror(errno));
-        exit(EXIT_FAILURE);
-    }
-}
-static void fwrite_or_die(const void* p, size_t size, size_t n, FILE* f, const char* path) {
-    if (fwrite(p, size, n, f) != n) {
-        fprintf(stderr, "error: %s: write failed (%s) (HINT: disk full?)\n", path, strerror(errno));
-        exit(EXIT_FAILURE);
-    }
-}
-
 // model file: version 7 (bf16) from BF16 builds, version 6 (fp32) from FP32 builds
 static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path < 4096 bytes
     char tmp[4200];
@@ -2505,21 +2448,6 @@ static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path
     close_and_rename(f, tmp, path);
 }
 
-// Training state (this trainer's own file, next to the model file of the same step):
-//   header 256 int32: [0] magic 20240330, [1] version 1, [2] step, [3] scheme, [4] 1 if fp32 master
-//   weights follow, [5] B, [6] T, [7] grad accumulation steps, [8..9] num_parameters (lo, hi),
-//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [16..27] the model header's [2..13]
-//   then the train DataLoaderState (64 bytes), then AdamW m, v (fp32, file order, num_parameters
-//   each), then the master weights (fp32) when [4] is 1.
-#define STATE_MAGIC 20240330
-#define STATE_VERSION 1
-
-typedef struct {
-    int step, B, T, grad_accum_steps, has_master;
-    unsigned long long rng_state;
-    DataLoaderState loader;
-} TrainState;
-
 static void fwrite_tensors_f32(const GPT2* model, const float* base, FILE* f, const char* path, float* scratch) {
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const size_t n = model->param_sizes[i];
@@ -2529,27 +2457,12 @@ static void fwrite_tensors_f32(const GPT2* model, const float* base, FILE* f, co
     }
 }
 
+// the training state file (layout above state_header_make in dev/train_common.h)
 static void gpt2_write_state(const GPT2* model, const TrainState* st, const char* path) {
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
-    memset(header, 0, sizeof(header));
-    header[0] = STATE_MAGIC;
-    header[1] = STATE_VERSION;
-    header[2] = st->step;
-    header[3] = model->config.scheme;
-    header[4] = model->master_memory != NULL;
-    header[5] = st->B;
-    header[6] = st->T;
-    header[7] = st->grad_accum_steps;
-    header[8] = (int)(uint32_t)(model->num_parameters & 0xFFFFFFFFu);
-    header[9] = (int)(uint32_t)(model->num_parameters >> 32);
-    header[10] = (int)(uint32_t)(st->rng_state & 0xFFFFFFFFu);
-    header[11] = (int)(uint32_t)(st->rng_state >> 32);
-    header[12] = PRECISION_IS_BF16;
-    int model_header[256]; // [16..27]: the model's shape (model header [2..13]), so a state only fits its model
-    gpt2_config_to_header(&model->config, PRECISION_IS_BF16, model_header);
-    memcpy(&header[16], &model_header[2], 12 * sizeof(int));
+    state_header_make(header, &model->config, st, model->master_memory != NULL);
     fwrite_or_die(header, sizeof(int), 256, f, tmp);
     fwrite_or_die(&st->loader, sizeof(DataLoaderState), 1, f, tmp);
     size_t max_n = 0;
@@ -2560,71 +2473,6 @@ static void gpt2_write_state(const GPT2* model, const TrainState* st, const char
     if (model->master_memory != NULL) { fwrite_tensors_f32(model, model->master_memory, f, tmp, scratch); }
     free(scratch);
     close_and_rename(f, tmp, path);
-}
-
-// Reads a state file's header (host only). Returns 1, or 0 with a one-line message.
-static int state_inspect(const char* path, const GPT2Config* config, TrainState* st, char* msg, size_t msg_size) {
-    FILE* f = fopen(path, "rb");
-    if (f == NULL) {
-        snprintf(msg, msg_size, "%s: cannot open training state (%s)", path, strerror(errno));
-        return 0;
-    }
-    const long long size = file_size_of(f);
-    int header[256];
-    if (fread(header, sizeof(int), 256, f) != 256 || fread(&st->loader, sizeof(DataLoaderState), 1, f) != 1) {
-        snprintf(msg, msg_size, "%s: truncated training state: shorter than its header", path);
-        fclose(f);
-        return 0;
-    }
-    fclose(f);
-    if (header[0] != STATE_MAGIC || header[1] != STATE_VERSION) {
-        snprintf(msg, msg_size, "%s: bad training state header (magic %d version %d), expected magic %d version %d",
-                 path, header[0], header[1], STATE_MAGIC, STATE_VERSION);
-        return 0;
-    }
-    if (header[3] != config->scheme) {
-        snprintf(msg, msg_size, "%s: training state of scheme %s, but the model is scheme %s", path,
-                 qkv_scheme_name(header[3]), qkv_scheme_name(config->scheme));
-        return 0;
-    }
-    int model_header[256];
-    gpt2_config_to_header(config, PRECISION_IS_BF16, model_header);
-    if (memcmp(&header[16], &model_header[2], 12 * sizeof(int)) != 0) {
-        char desc[256];
-        gpt2_config_describe(config, desc, sizeof(desc));
-        snprintf(msg, msg_size, "%s: training state of another model shape than its model file (%s, scheme %s)", path, desc,
-                 qkv_scheme_name(config->scheme));
-        return 0;
-    }
-    const size_t np = (size_t)(uint32_t)header[8] | ((size_t)(uint32_t)header[9] << 32);
-    if (np != gpt2_num_parameters(config)) {
-        snprintf(msg, msg_size, "%s: training state for %zu parameters, but the model has %zu", path, np,
-                 gpt2_num_parameters(config));
-        return 0;
-    }
-    if (header[2] < 0 || (header[4] != 0 && header[4] != 1) || header[5] < 1 || header[6] < 1 || header[7] < 1 ||
-        (header[12] != 0 && header[12] != 1)) {
-        snprintf(msg, msg_size, "%s: corrupt training state header (step %d, master %d, B %d, T %d, accumulation %d, bf16 %d)",
-                 path, header[2], header[4], header[5], header[6], header[7], header[12]);
-        return 0;
-    }
-    if (header[12] != PRECISION_IS_BF16) {
-        snprintf(msg, msg_size, "%s: training state of a %s build, but this binary is a %s build (HINT: resume with the "
-                 "binary that wrote it)", path, header[12] ? "bf16" : "fp32", PRECISION_NAME);
-        return 0;
-    }
-    st->step = header[2];
-    st->has_master = header[4];
-    st->B = header[5];
-    st->T = header[6];
-    st->grad_accum_steps = header[7];
-    st->rng_state = (unsigned long long)(uint32_t)header[10] | ((unsigned long long)(uint32_t)header[11] << 32);
-    const long long expected = 1024 + (long long)sizeof(DataLoaderState) + (long long)np * 4 * (2 + (st->has_master ? 1 : 0));
-    if (size != expected) {
-        snprintf(msg, msg_size, "%s: training state is %lld bytes, expected %lld", path, size, expected);
-        return 0;
-    }
-    return 1;
 }
 
 static void fread_tensors_f32(GPT2* model, float* base, FILE* f, const char* path, float* scratch) {
@@ -3043,289 +2891,15 @@ static double gpu_peak_flops(const char* device_name) {
 }
 
 // ----------------------------------------------------------------------------
-// command line: parsed and checked before the GPU is touched
+// command line: dev/train_common.h parses and resolves the flags both trainers share, all before
+// the GPU is touched; this is what the CUDA kernels add to its checks
 
-typedef struct {
-    const char* train_pattern;
-    const char* val_pattern;
-    const char* output_dir;
-    const char* model_arg;
-    const char* tokenizer_path;
-    int B, T;
-    long long total_batch;
-    int max_steps;
-    float lr;
-    int warmup;
-    float final_frac;
-    float weight_decay;
-    int val_every, val_max_steps, sample_every, gen_T, checkpoint_every, resume, recompute, master_weights;
-    int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
-    int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
-    // model shape flags; -1 = not given
-    int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
-    float attn_scale; // < 0 = not given
-    unsigned long long seed;
-    float beta1, beta2, eps, grad_clip;
-    // resolved by train_args_resolve
-    GPT2Config config;
-    int from_file;
-    int file_version;
-    char model_path[4096];
-    int resuming;
-    char state_path[4096];
-    TrainState state;
-    int grad_accum_steps;
-    // for tests: per-step train losses (index = step), NULL when not recorded
-    float* loss_record;
-    int loss_record_size;
-    unsigned long long final_rng; // the sampling RNG state at the end of train_run
-} TrainArgs;
-
-static void train_args_defaults(TrainArgs* a) {
-    memset(a, 0, sizeof(*a));
-    a->train_pattern = "dev/data/austen/austen_train_*.bin";
-    a->val_pattern = "dev/data/austen/austen_val_*.bin";
-    a->output_dir = NULL;
-    a->model_arg = "d12";
-    a->tokenizer_path = "dev/data/gpt2/gpt2_tokenizer.bin";
-    a->B = 4;
-    a->T = 1024;
-    a->total_batch = -1;
-    a->max_steps = -1;
-    a->lr = 3e-4f;
-    a->warmup = 0;
-    a->final_frac = 1.0f;
-    a->weight_decay = 0.0f;
-    a->val_every = 20;
-    a->val_max_steps = 20;
-    a->sample_every = 20;
-    a->gen_T = -1; // 64, or T when T < 64
-    a->checkpoint_every = 0;
-    a->resume = 0;
-    a->recompute = 0;
-    a->master_weights = 1;
-    a->attn_unfused = 0;
-    a->gelu_fusion = 1;
-    a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
-    a->attn_scale = -1.0f;
-    a->seed = 1337;
-    a->beta1 = 0.9f;
-    a->beta2 = 0.95f;
-    a->eps = 1e-8f;
-    a->grad_clip = 1.0f;
-}
-
-static void print_usage(const char* prog) {
-    printf("Usage: %s [options]\n", prog);
-    printf("GPT-2 trainer, Q/K/V scheme '%s' (compile time), %s precision.\n\n", qkv_scheme_name(kQKVScheme), PRECISION_NAME);
-    printf("Data and output:\n");
-    printf("  -i <pattern>  train token shards (default dev/data/austen/austen_train_*.bin)\n");
-    printf("  -j <pattern>  validation token shards (default dev/data/austen/austen_val_*.bin)\n");
-    printf("  -o <dir>      output folder: main.log and checkpoints (default none: no log file, no checkpoints)\n");
-    printf("  -e <model>    d6|d12|d24|d36|d48: new model of that depth, random init; or a checkpoint file\n");
-    printf("                (llm.c version 3/5 for the standard scheme, or versions 6/7) (default d12)\n");
-    printf("Batch and schedule:\n");
-    printf("  -b <int>      micro-batch size B (default 4)\n");
-    printf("  -t <int>      sequence length T, <= the model's max_seq_len (default 1024)\n");
-    printf("  -d <int>      total batch size in tokens, a multiple of B*T (default -1: B*T, no accumulation)\n");
-    printf("  -x <int>      number of steps (default -1: one epoch of the train data)\n");
-    printf("  -l <float>    peak learning rate (default 3e-4)\n");
-    printf("  -u <int>      linear warmup steps (default 0)\n");
-    printf("  -q <float>    final learning rate as a fraction of the peak, cosine decay (default 1.0)\n");
-    printf("  -c <float>    AdamW weight decay of the 2-D weights (default 0.0)\n");
-    printf("Evaluation and checkpoints:\n");
-    printf("  -v <int>      validation loss every N steps, 0 = never (default 20)\n");
-    printf("  -m <int>      validation batches, -1 = the whole validation set (default 20)\n");
-    printf("  -s <int>      sample text every N steps, 0 = never (default 20)\n");
-    printf("  -g <int>      tokens to sample, <= T (default 64, or T when shorter)\n");
-    printf("  -n <int>      checkpoint every N steps into -o, 0 = never (default 0)\n");
-    printf("  -y <0|1>      resume from the latest checkpoint in -o (default 0)\n");
-    printf("Memory:\n");
-    printf("  -r <0|1|2>    recompute in the backward pass to save activation memory: 1 the GELU,\n");
-    printf("                2 also both LayerNorms of each layer (default 0; build/params memory shows each)\n");
-    printf("  -w <0|1>      keep fp32 master weights for AdamW in BF16 builds (default 1)\n");
-    printf("Attention:\n");
-    printf("  --attention <fused|unfused>  fused: flash kernels (BF16 builds, head size 64 or 128; other\n");
-    printf("                       shapes use the unfused path); unfused: scores in memory, cuBLASLt\n");
-    printf("                       matmuls, for any head size (default fused)\n");
-    printf("  --gelu_fusion <0|1>  1: the MLP's GELU and its derivative in the cuBLASLt matmul epilogues;\n");
-    printf("                       0: separate kernels (default 1)\n");
-    printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
-    printf("  --n_kv_head <int>    key/value heads, divides the query heads (GQA; 1 = MQA) (default n_head)\n");
-    printf("  --mlp_hidden <int>   MLP hidden size (default 4 * n_embd)\n");
-    printf("  --bias <0|1>         GPT-2 biases in linears and LayerNorms (default 1)\n");
-    printf("  --tied <0|1>         LM head tied to the token embedding (default 1)\n");
-    printf("  --n_layer, --n_embd, --n_head <int>   override the depth preset's values\n");
-    printf("  --attn_scale <float> attention scale, 0 = the scheme's default (1/sqrt(hd), halved for\n");
-    printf("                       q_identity and q_residual); also overrides a checkpoint's\n");
-    printf("  --seed <int>         seed of the init, the data order and sampling (default 1337)\n");
-    printf("  -h                   this help\n");
-}
-
-static int parse_ll(const char* flag, const char* s, long long lo, long long hi, long long* out, char* msg, size_t msg_size) {
-    char* end = NULL;
-    errno = 0;
-    const long long v = strtoll(s, &end, 10);
-    if (s[0] == '\0' || end == NULL || *end != '\0' || errno != 0) {
-        snprintf(msg, msg_size, "%s %s: expected an integer (HINT: run with -h for usage)", flag, s);
-        return 0;
-    }
-    if (v < lo || v > hi) {
-        snprintf(msg, msg_size, "%s %s: expected an integer in [%lld, %lld] (HINT: run with -h for usage)", flag, s, lo, hi);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-static int parse_f(const char* flag, const char* s, float lo, float hi, float* out, char* msg, size_t msg_size) {
-    char* end = NULL;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (s[0] == '\0' || end == NULL || *end != '\0' || errno != 0 || !isfinite(v)) {
-        snprintf(msg, msg_size, "%s %s: expected a finite number (HINT: run with -h for usage)", flag, s);
-        return 0;
-    }
-    if (v < lo || v > hi) {
-        snprintf(msg, msg_size, "%s %s: expected a number in [%g, %g] (HINT: run with -h for usage)", flag, s, (double)lo, (double)hi);
-        return 0;
-    }
-    *out = (float)v;
-    return 1;
-}
-
-// Returns 1 when parsed, 2 for -h, 0 with a one-line message for a bad flag or value.
-static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size_t msg_size) {
-    const long long IMAX = 2147483647LL;
-    for (int i = 1; i < argc; i++) {
-        const char* arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) { return 2; }
-        char flag[64];
-        const char* val = NULL;
-        if (strncmp(arg, "--", 2) == 0) {
-            const char* eq = strchr(arg, '=');
-            const size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
-            if (len >= sizeof(flag)) {
-                snprintf(msg, msg_size, "unknown flag %.60s... (HINT: run with -h for usage)", arg);
-                return 0;
-            }
-            memcpy(flag, arg, len);
-            flag[len] = '\0';
-            if (eq != NULL) { val = eq + 1; }
-        } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') {
-            snprintf(flag, sizeof(flag), "%s", arg);
-        } else {
-            snprintf(msg, msg_size, "unexpected argument '%s': flags are -<letter> <value> or --<name> <value> "
-                     "(HINT: run with -h for usage)", arg);
-            return 0;
-        }
-        static const char* const known[] = {"-i", "-j", "-o", "-e", "-b", "-t", "-d", "-x", "-l", "-u", "-q", "-c",
-                                            "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
-                                            "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
-                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion"};
-        int is_known = 0;
-        for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
-        if (!is_known) {
-            snprintf(msg, msg_size, "unknown flag %s (HINT: run with -h for usage)", flag);
-            return 0;
-        }
-        if (val == NULL) {
-            if (i + 1 >= argc) {
-                snprintf(msg, msg_size, "flag %s needs a value (HINT: run with -h for usage)", flag);
-                return 0;
-            }
-            val = argv[++i];
-        }
-        long long v = 0;
-        int ok = 1;
-        if (strcmp(flag, "-i") == 0) { a->train_pattern = val; }
-        else if (strcmp(flag, "-j") == 0) { a->val_pattern = val; }
-        else if (strcmp(flag, "-o") == 0) { a->output_dir = val; }
-        else if (strcmp(flag, "-e") == 0) { a->model_arg = val; }
-        else if (strcmp(flag, "-b") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->B = (int)v; }
-        else if (strcmp(flag, "-t") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->T = (int)v; }
-        else if (strcmp(flag, "-d") == 0) {
-            ok = parse_ll(flag, val, -1, 1LL << 40, &v, msg, msg_size);
-            if (ok && v == 0) { snprintf(msg, msg_size, "-d 0: expected -1 (B*T) or a positive number of tokens"); ok = 0; }
-            a->total_batch = v;
-        }
-        else if (strcmp(flag, "-x") == 0) { ok = parse_ll(flag, val, -1, IMAX - 1, &v, msg, msg_size); a->max_steps = (int)v; }
-        else if (strcmp(flag, "-l") == 0) { ok = parse_f(flag, val, 0.0f, 1e3f, &a->lr, msg, msg_size); }
-        else if (strcmp(flag, "-u") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->warmup = (int)v; }
-        else if (strcmp(flag, "-q") == 0) { ok = parse_f(flag, val, 0.0f, 1.0f, &a->final_frac, msg, msg_size); }
-        else if (strcmp(flag, "-c") == 0) { ok = parse_f(flag, val, 0.0f, 1e3f, &a->weight_decay, msg, msg_size); }
-        else if (strcmp(flag, "-v") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->val_every = (int)v; }
-        else if (strcmp(flag, "-m") == 0) {
-            ok = parse_ll(flag, val, -1, IMAX, &v, msg, msg_size);
-            if (ok && v == 0) { snprintf(msg, msg_size, "-m 0: expected -1 (all) or a positive number of batches"); ok = 0; }
-            a->val_max_steps = (int)v;
-        }
-        else if (strcmp(flag, "-s") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->sample_every = (int)v; }
-        else if (strcmp(flag, "-g") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->gen_T = (int)v; }
-        else if (strcmp(flag, "-n") == 0) { ok = parse_ll(flag, val, 0, IMAX, &v, msg, msg_size); a->checkpoint_every = (int)v; }
-        else if (strcmp(flag, "-y") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->resume = (int)v; }
-        else if (strcmp(flag, "-r") == 0) { ok = parse_ll(flag, val, 0, 2, &v, msg, msg_size); a->recompute = (int)v; }
-        else if (strcmp(flag, "--gelu_fusion") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->gelu_fusion = (int)v; }
-        else if (strcmp(flag, "-w") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->master_weights = (int)v; }
-        else if (strcmp(flag, "--n_kv_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_kv_head = (int)v; }
-        else if (strcmp(flag, "--mlp_hidden") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->mlp_hidden = (int)v; }
-        else if (strcmp(flag, "--bias") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->bias = (int)v; }
-        else if (strcmp(flag, "--tied") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->tied = (int)v; }
-        else if (strcmp(flag, "--n_layer") == 0) { ok = parse_ll(flag, val, 1, 1 << 12, &v, msg, msg_size); a->n_layer = (int)v; }
-        else if (strcmp(flag, "--n_embd") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_embd = (int)v; }
-        else if (strcmp(flag, "--n_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 12, &v, msg, msg_size); a->n_head = (int)v; }
-        else if (strcmp(flag, "--attn_scale") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->attn_scale, msg, msg_size); }
-        else if (strcmp(flag, "--attention") == 0) {
-            if (strcmp(val, "fused") == 0) { a->attn_unfused = 0; }
-            else if (strcmp(val, "unfused") == 0) { a->attn_unfused = 1; }
-            else { snprintf(msg, msg_size, "--attention %s: expected fused or unfused (HINT: run with -h for usage)", val); ok = 0; }
-        }
-        else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
-        if (!ok) { return 0; }
-    }
-    return 1;
-}
-
-// "d12" -> 12, else -1
-static int parse_depth_descriptor(const char* s) {
-    if (s[0] != 'd' || s[1] == '\0') { return -1; }
-    for (const char* p = s + 1; *p; p++) { if (!isdigit((unsigned char)*p)) { return -1; } }
-    return atoi(s + 1);
-}
-
-static int file_exists(const char* path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// the latest step with both model_<step>.bin and state_<step>.bin in dir, or -1
-static int find_latest_checkpoint(const char* dir) {
-    DIR* d = opendir(dir);
-    if (d == NULL) { return -1; }
-    int best = -1;
-    struct dirent* ent;
-    while ((ent = readdir(d)) != NULL) {
-        int step = -1;
-        char tail[8] = {0};
-        if (sscanf(ent->d_name, "state_%d.bi%1s", &step, tail) == 2 && strcmp(tail, "n") == 0 && step > best) {
-            char model_path[4096];
-            snprintf(model_path, sizeof(model_path), "%s/model_%08d.bin", dir, step);
-            char name[64];
-            snprintf(name, sizeof(name), "state_%08d.bin", step);
-            if (strcmp(name, ent->d_name) == 0 && file_exists(model_path)) { best = step; }
-        }
-    }
-    closedir(d);
-    return best;
-}
-
-// The model config, checkpoint and resume decisions, all from the host: every refusal (bad
-// shape, forbidden scheme/shape, a checkpoint of another scheme, an inconsistent resume) is
-// reported here, before the GPU is touched. Returns 1, or 0 with a one-line message.
 // What the kernels need of a model's shape beyond gpt2_config_check: rows of 16-byte loads (n_embd,
 // mlp_hidden, q_residual's C/2 and the padded vocabulary multiples of 8), a LayerNorm row that fits
-// norm_backward_kernel's registers, and elementwise sizes with 32-bit indices.
-static int cuda_shape_check(const GPT2Config* c, const char* model_arg, char* msg, size_t msg_size) {
+// norm_backward_kernel's registers, elementwise sizes with 32-bit indices and the attention grid.
+static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    const GPT2Config* c = &a->config;
+    const char* model_arg = a->model_arg;
     const int C = c->channels, M = c->mlp_hidden, Vp = c->padded_vocab_size;
     const int max_c = NORM_BACKWARD_MAX_PACKS * 32 * x128::size;
     const char* fix = "(HINT: the CUDA kernels move 8 channels per 16-byte load; choose a multiple of 8)";
@@ -3341,149 +2915,17 @@ static int cuda_shape_check(const GPT2Config* c, const char* model_arg, char* ms
                  model_arg, C, max_c, PRECISION_NAME);
         return 0;
     }
-    return 1;
-}
-
-static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
-    char why[1024];
-    if (a->resume && a->output_dir == NULL) {
-        snprintf(msg, msg_size, "-y 1 needs -o <dir>, the folder holding the checkpoints to resume from");
-        return 0;
-    }
-    if (a->checkpoint_every > 0 && a->output_dir == NULL) {
-        snprintf(msg, msg_size, "-n %d needs -o <dir>, the folder to write checkpoints into", a->checkpoint_every);
-        return 0;
-    }
-    a->resuming = 0;
-    if (a->resume) {
-        const int step = find_latest_checkpoint(a->output_dir);
-        if (step >= 0) {
-            a->resuming = 1;
-            snprintf(a->model_path, sizeof(a->model_path), "%s/model_%08d.bin", a->output_dir, step);
-            snprintf(a->state_path, sizeof(a->state_path), "%s/state_%08d.bin", a->output_dir, step);
-        }
-    }
-    const int depth = a->resuming ? -1 : parse_depth_descriptor(a->model_arg);
-    if (depth >= 0 && !file_exists(a->model_arg)) {
-        int L = 0, C = 0, H = 0;
-        switch (depth) {
-            case 6: L = 6; C = 384; H = 6; break;
-            case 12: L = 12; C = 768; H = 12; break;
-            case 24: L = 24; C = 1024; H = 16; break;
-            case 36: L = 36; C = 1280; H = 20; break;
-            case 48: L = 48; C = 1600; H = 25; break;
-            default:
-                snprintf(msg, msg_size, "-e %s: unknown depth, expected d6, d12, d24, d36, d48 or a checkpoint file", a->model_arg);
-                return 0;
-        }
-        if (a->n_layer > 0) { L = a->n_layer; }
-        if (a->n_embd > 0) { C = a->n_embd; }
-        if (a->n_head > 0) { H = a->n_head; }
-        a->config = gpt2_config_default(L, H, C, 1024, 50257, 50304);
-        a->config.scheme = kQKVScheme;
-        if (a->n_kv_head > 0) { a->config.num_kv_heads = a->n_kv_head; }
-        if (a->mlp_hidden > 0) { a->config.mlp_hidden = a->mlp_hidden; }
-        if (a->bias >= 0) { a->config.use_bias = a->bias; }
-        if (a->tied >= 0) { a->config.tied_head = a->tied; }
-        if (a->attn_scale >= 0.0f) { a->config.attn_scale = a->attn_scale; }
-        if (!gpt2_config_check(&a->config, why, sizeof(why))) {
-            snprintf(msg, msg_size, "-e %s: %s", a->model_arg, why);
-            return 0;
-        }
-        a->from_file = 0;
-    } else {
-        if (!a->resuming) { snprintf(a->model_path, sizeof(a->model_path), "%s", a->model_arg); }
-        if (!checkpoint_inspect(a->model_path, a->attn_scale, &a->config, &a->file_version, msg, msg_size)) { return 0; }
-        a->from_file = 1;
-        // the shape comes from the file: a shape flag may only repeat it
-        const struct { const char* flag; int given; int has; } shape[] = {
-            {"--n_kv_head", a->n_kv_head, a->config.num_kv_heads}, {"--mlp_hidden", a->mlp_hidden, a->config.mlp_hidden},
-            {"--bias", a->bias, a->config.use_bias}, {"--tied", a->tied, a->config.tied_head},
-            {"--n_layer", a->n_layer, a->config.num_layers}, {"--n_embd", a->n_embd, a->config.channels},
-            {"--n_head", a->n_head, a->config.num_heads},
-        };
-        for (size_t k = 0; k < sizeof(shape) / sizeof(shape[0]); k++) {
-            if (shape[k].given >= 0 && shape[k].given != shape[k].has) {
-                snprintf(msg, msg_size, "%s %d: the model file %s has %s %d; a checkpoint's shape cannot be changed "
-                         "(only --attn_scale overrides it)", shape[k].flag, shape[k].given, a->model_path, shape[k].flag + 2,
-                         shape[k].has);
-                return 0;
-            }
-        }
-    }
-    if (a->T > a->config.max_seq_len) {
-        snprintf(msg, msg_size, "-t %d: expected T <= the model's max_seq_len %d", a->T, a->config.max_seq_len);
-        return 0;
-    }
-    if (!cuda_shape_check(&a->config, a->model_arg, msg, msg_size)) { return 0; }
-    if (a->gen_T < 0) { a->gen_T = a->T < 64 ? a->T : 64; }
-    if (a->gen_T > a->T) {
-        snprintf(msg, msg_size, "-g %d: expected at most T = %d tokens to sample", a->gen_T, a->T);
-        return 0;
-    }
     const long long BT = (long long)a->B * a->T;
-    const long long widest = a->config.mlp_hidden > a->config.channels ? a->config.mlp_hidden : a->config.channels;
+    const long long widest = M > C ? M : C;
     if (BT * widest > (long long)INT_MAX) { // the elementwise kernels index (B, T, M) with 32 bits
         snprintf(msg, msg_size, "-b %d -t %d: B*T*%lld = %lld elements exceed 2^31 - 1 (HINT: lower -b, use -d to keep "
                  "the total batch)", a->B, a->T, widest, BT * widest);
         return 0;
     }
-    if (!attention_fused_grid_fits(a->B, a->config.num_heads)) { // the unfused path's permute grid has the same limit
+    if (!attention_fused_grid_fits(a->B, c->num_heads)) { // the unfused path's permute grid has the same limit
         snprintf(msg, msg_size, "-b %d: B * n_head = %lld exceeds the %d blocks of the attention kernels' grid "
-                 "(HINT: lower -b, use -d to keep the total batch)", a->B, (long long)a->B * a->config.num_heads,
+                 "(HINT: lower -b, use -d to keep the total batch)", a->B, (long long)a->B * c->num_heads,
                  FLASH_MAX_GRID_Y);
-        return 0;
-    }
-    if (a->total_batch == -1) { a->total_batch = BT; }
-    if (a->total_batch % BT != 0) {
-        snprintf(msg, msg_size, "-d %lld: expected a multiple of B*T = %lld (-b %d -t %d)", a->total_batch, BT, a->B, a->T);
-        return 0;
-    }
-    if (a->total_batch / BT > (1LL << 24)) {
-        snprintf(msg, msg_size, "-d %lld: %lld accumulation steps of B*T = %lld tokens, expected at most 2^24 (HINT: raise -b)",
-                 a->total_batch, a->total_batch / BT, BT);
-        return 0;
-    }
-    a->grad_accum_steps = (int)(a->total_batch / BT);
-    if (a->resuming) {
-        if (!state_inspect(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }
-        if (a->state.B != a->B || a->state.T != a->T || a->state.grad_accum_steps != a->grad_accum_steps) {
-            snprintf(msg, msg_size, "-y 1: %s was trained with -b %d -t %d and %d accumulation steps, this run has -b %d -t %d "
-                     "and %d (HINT: resume with the same -b, -t and -d)", a->state_path, a->state.B, a->state.T,
-                     a->state.grad_accum_steps, a->B, a->T, a->grad_accum_steps);
-            return 0;
-        }
-    }
-    return 1;
-}
-
-static int make_dir(const char* dir);
-
-// The data and the output folder, checked from the host too (shard headers only, no tokens read),
-// so that a bad -i/-j/-o or a resume of other data is reported as such on a machine with no GPU.
-// train_run opens the loaders again. Returns 1, or 0 with a one-line message.
-static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size) {
-    char why[4096];
-    DataLoader loader;
-    if (!dataloader_init(&loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, why, sizeof(why))) {
-        snprintf(msg, msg_size, "-i %s: %s", a->train_pattern, why);
-        return 0;
-    }
-    if (a->resuming && !dataloader_set_state(&loader, &a->state.loader, why, sizeof(why))) {
-        snprintf(msg, msg_size, "%s: %s", a->state_path, why);
-        dataloader_free(&loader);
-        return 0;
-    }
-    dataloader_free(&loader);
-    if (a->val_every > 0) {
-        if (!dataloader_init(&loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, why, sizeof(why))) {
-            snprintf(msg, msg_size, "-j %s: %s (HINT: -v 0 turns validation off)", a->val_pattern, why);
-            return 0;
-        }
-        dataloader_free(&loader);
-    }
-    if (a->output_dir != NULL && !make_dir(a->output_dir)) {
-        snprintf(msg, msg_size, "-o %s: cannot create the output folder (%s)", a->output_dir, strerror(errno));
         return 0;
     }
     return 1;
@@ -3515,45 +2957,10 @@ static void cuda_setup(void) {
 // ----------------------------------------------------------------------------
 // training
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-// Steps 0..num_steps-1: linear warmup lr/warmup, 2 lr/warmup, ..., lr at step warmup-1; then
-// cosine from lr at step `warmup` to exactly lr * final_frac at the last step num_steps-1 (the last
-// update really uses the final fraction; llm.c's (num_steps - warmup) denominator never reaches it).
-static float learning_rate(const TrainArgs* a, int step, int num_steps) {
-    if (step < a->warmup) { return a->lr * (float)(step + 1) / (float)a->warmup; }
-    const float min_lr = a->lr * a->final_frac;
-    const int decay_steps = num_steps - 1 - a->warmup;
-    if (decay_steps <= 0) { return a->lr; } // no step after the warmup but the last: nothing to decay over
-    float ratio = (float)(step - a->warmup) / (float)decay_steps;
-    if (ratio > 1.0f) { ratio = 1.0f; }
-    const float coeff = 0.5f * (1.0f + cosf((float)M_PI * ratio));
-    return min_lr + coeff * (a->lr - min_lr);
-}
-
-static unsigned int random_u32(unsigned long long* state) {
-    *state ^= *state >> 12;
-    *state ^= *state << 25;
-    *state ^= *state >> 27;
-    return (unsigned int)((*state * 0x2545F4914F6CDD1DULL) >> 32);
-}
-static float random_f32(unsigned long long* state) { return (random_u32(state) >> 8) / 16777216.0f; }
-
 static size_t device_memory_in_use(void) {
     size_t free_b = 0, total_b = 0;
     cudaCheck(cudaMemGetInfo(&free_b, &total_b));
     return total_b - free_b;
-}
-
-static void logf_line(FILE* logf, const char* line) {
-    if (logf != NULL) {
-        fprintf(logf, "%s\n", line);
-        fflush(logf);
-    }
 }
 
 // Generates gen_T tokens after an end-of-text token, printing them as they come. Each token is one
@@ -3600,12 +3007,6 @@ static void sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, u
     free(gen);
     free(row_x);
     free(row);
-}
-
-static int make_dir(const char* dir) {
-    struct stat st;
-    if (stat(dir, &st) == 0) { return S_ISDIR(st.st_mode); }
-    return mkdir(dir, 0755) == 0;
 }
 
 // The training run of resolved arguments on a checked device. Returns the process exit code.

@@ -55,7 +55,13 @@ main() and the data loader are compiled only without TESTING.
 // OpenMP is optional: without -fopenmp the pragmas are ignored (g++ -Wall says so once per pragma)
 
 #include "../../attention_variants.cuh"
+#include "../../tokenizer.h"
 #include "../cuda/attention_tiled_cpu.h"
+// the flags, the file headers, the schedule and the sampling rule, shared with the CUDA trainer
+#define PRECISION_NAME "fp32"
+#define PRECISION_IS_BF16 0
+#define TRAIN_COMMON_CUDA 0
+#include "../train_common.h"
 
 // which attention the binary runs: plain (default) or the tiled flash twin (-DATTENTION_TILED)
 #ifdef ATTENTION_TILED
@@ -730,6 +736,100 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
     return 1;
 }
 
+// A new model of `config` with GPT-2's initialization, the CUDA trainer's numbers: gains 1, biases 0,
+// every other weight normal(0, 0.02), the projections into the residual stream normal(0, 0.02 /
+// sqrt(2 L)); padded vocabulary rows stay 0. The normals are counter-based (a hash of the seed,
+// the tensor and the index, then Box-Muller), so they do not depend on the order of filling.
+static uint64_t init_mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+int gpt2_build_random(GPT2* model, const GPT2Config* config, unsigned long long seed, char* msg, size_t msg_size) {
+    gpt2_init_empty(model);
+    if (!gpt2_config_check(config, msg, msg_size)) { return 0; }
+    model->config = *config;
+    model->layout = qkv_layout(config);
+    model->attn_scale = gpt2_attn_scale(config);
+    model->num_parameters = fill_param_sizes(config, model->param_sizes);
+    model->params_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
+    point_parameters(&model->params, model->params_memory, model->param_sizes);
+    const float std_res = 0.02f / sqrtf(2.0f * config->num_layers);
+    float* p = model->params_memory;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        size_t n = model->param_sizes[i];
+        if (n == 0) { continue; } // absent (lm_head when tied, biases with bias=0, ...)
+        const int is_gain = i == PARAM_LN1W || i == PARAM_LN2W || i == PARAM_LNFW || i == PARAM_QRES_RMSW || i == PARAM_QRES_LNW;
+        const int is_bias = i == PARAM_LN1B || i == PARAM_QKVB || i == PARAM_ATTPROJB || i == PARAM_LN2B ||
+                            i == PARAM_FCB || i == PARAM_FCPROJB || i == PARAM_LNFB;
+        if (is_gain) {
+            for (size_t j = 0; j < n; j++) { p[j] = 1.0f; }
+        } else if (!is_bias) {
+            if (i == PARAM_WTE || i == PARAM_LM_HEAD) { n = (size_t)config->vocab_size * config->channels; }
+            const float std = param_tensor_residual_scaled[i] ? std_res : 0.02f;
+            for (size_t j = 0; j < n; j++) {
+                const uint64_t h1 = init_mix64(seed * 0x9E3779B97F4A7C15ULL + (uint64_t)i * 0xD1B54A32D192ED03ULL + 2 * j + 1);
+                const uint64_t h2 = init_mix64(h1 ^ 0xABC98388FB8FAC03ULL);
+                const float u1 = ((float)(h1 >> 40) + 0.5f) / 16777216.0f; // in (0, 1)
+                const float u2 = (float)(h2 >> 40) / 16777216.0f;
+                p[j] = std * sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+            }
+        }
+        p += model->param_sizes[i];
+    }
+    return 1;
+}
+
+// Model file version 6 (fp32), written to a temporary name and renamed: what the FP32 CUDA build
+// writes, so either trainer reads the other's checkpoints.
+void gpt2_write_checkpoint(const GPT2* model, const char* path) {
+    char tmp[4200];
+    FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
+    int header[256];
+    gpt2_config_to_header(&model->config, 0, header);
+    fwrite_or_die(header, sizeof(int), 256, f, tmp);
+    fwrite_or_die(model->params_memory, sizeof(float), model->num_parameters, f, tmp);
+    close_and_rename(f, tmp, path);
+}
+
+// The training state (dev/train_common.h, above state_header_make): AdamW's m and v, no master
+// weights (the parameters are fp32 already).
+void gpt2_write_state(const GPT2* model, const TrainState* st, const char* path) {
+    char tmp[4200];
+    FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
+    int header[256];
+    state_header_make(header, &model->config, st, 0);
+    fwrite_or_die(header, sizeof(int), 256, f, tmp);
+    fwrite_or_die(&st->loader, sizeof(DataLoaderState), 1, f, tmp);
+    const size_t np = model->num_parameters;
+    // before the first update the moments are still unallocated: they are zero
+    float* zeros = model->m_memory == NULL ? (float*)callocCheck(np, sizeof(float)) : NULL;
+    fwrite_or_die(model->m_memory != NULL ? model->m_memory : zeros, sizeof(float), np, f, tmp);
+    fwrite_or_die(model->v_memory != NULL ? model->v_memory : zeros, sizeof(float), np, f, tmp);
+    free(zeros);
+    close_and_rename(f, tmp, path);
+}
+
+// Loads the AdamW moments of a state file that state_inspect accepted; master weights written by
+// another build (fp32 copies of parameters this model already holds in fp32) are skipped.
+int gpt2_load_state(GPT2* model, const char* path, char* msg, size_t msg_size) {
+    const size_t np = model->num_parameters;
+    if (model->m_memory == NULL) {
+        model->m_memory = (float*)callocCheck(np, sizeof(float));
+        model->v_memory = (float*)callocCheck(np, sizeof(float));
+    }
+    FILE* f = fopen(path, "rb");
+    if (f == NULL || fseek(f, 1024 + (long)sizeof(DataLoaderState), SEEK_SET) != 0 ||
+        fread(model->m_memory, sizeof(float), np, f) != np || fread(model->v_memory, sizeof(float), np, f) != np) {
+        snprintf(msg, msg_size, "%s: cannot read the AdamW moments of the training state", path);
+        if (f != NULL) { fclose(f); }
+        return 0;
+    }
+    fclose(f);
+    return 1;
+}
+
 // LM head weight: wte when tied, else lm_head
 static const float* gpt2_lm_head_weight(const GPT2* model) {
     return model->config.tied_head ? model->params.wte : model->params.lm_head;
@@ -1075,168 +1175,236 @@ void gpt2_free(GPT2* model) {
 }
 
 // ----------------------------------------------------------------------------
-// main training loop: llm.c shards through dataloader.h
+// training: the CUDA trainer's loop and flags (dev/train_common.h), on the CPU
 #ifndef TESTING
-#include "../../dataloader.h"
+#include <sys/resource.h>
 
-static void error_usage(void) {
-    fprintf(stderr, "Usage:   ./train_gpt2_cpu_<scheme> [options]\n");
-    fprintf(stderr, "Options:\n");
-    fprintf(stderr, "  -e <string> model checkpoint to start from (default = gpt2_124M.bin)\n");
-    fprintf(stderr, "  -i <string> train data filename pattern (default = dev/data/austen/austen_train_*.bin)\n");
-    fprintf(stderr, "  -j <string> val data filename pattern (default = dev/data/austen/austen_val_*.bin)\n");
-    fprintf(stderr, "  -o <string> log file: lines 's:<step> trl:<loss>' and 's:<step> tel:<loss>' (default = none)\n");
-    fprintf(stderr, "  -b <int>    batch size B (default = 4)\n");
-    fprintf(stderr, "  -t <int>    sequence length T (default = 64)\n");
-    fprintf(stderr, "  -x <int>    number of training steps (default = 40)\n");
-    fprintf(stderr, "  -l <float>  learning rate (default = 3e-4)\n");
-    fprintf(stderr, "  -w <float>  weight decay (default = 0.0)\n");
-    fprintf(stderr, "  -g <float>  gradient clip by global norm, 0 = off (default = 1.0)\n");
-    fprintf(stderr, "  -v <int>    val loss every how many steps (default = 20)\n");
-    fprintf(stderr, "  -m <int>    val batches per evaluation (default = 5)\n");
-    fprintf(stderr, "  -s <int>    data shuffle seed, 0 = no shuffling (default = 0)\n");
-    fprintf(stderr, "  -h          this help\n");
-    fprintf(stderr, "This binary is built for scheme %s (make build/train_gpt2_cpu_<scheme>).\n", qkv_scheme_name(kQKVScheme));
+// peak resident memory of this process, the CPU's "peak memory"
+static double peak_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0; // KiB on Linux
 }
 
-static int parse_int(const char* flag, const char* value, int minimum) {
-    char* end = NULL;
-    long v = strtol(value, &end, 10);
-    if (end == value || *end != '\0' || v < minimum || v > 1000000000L) {
-        fprintf(stderr, "error: %s expects an integer >= %d, got '%s'\n", flag, minimum, value);
-        exit(1);
+// Prints gen_T - 1 tokens sampled after an end-of-text token, one forward pass each.
+static int sample_text(GPT2* model, int B, int T, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg,
+                       size_t msg_size) {
+    const int V = model->config.vocab_size;
+    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
+    if (eot < 0 || eot >= V) { eot = 0; }
+    int* gen = (int*)mallocCheck((size_t)B * T * sizeof(int));
+    for (int i = 0; i < B * T; i++) { gen[i] = eot; }
+    printf("generating:\n---\n");
+    for (int t = 1; t < gen_T; t++) {
+        if (!gpt2_forward(model, gen, NULL, B, T, msg, msg_size)) { free(gen); return 0; }
+        const int next = sample_softmax(model->acts.logits + (size_t)(t - 1) * model->config.padded_vocab_size, V,
+                                        random_f32(rng));
+        gen[t] = next;
+        if (tokenizer->init_ok && (unsigned)next < tokenizer->vocab_size) {
+            safe_printf(tokenizer_decode(tokenizer, (unsigned)next));
+        } else {
+            printf("%d ", next);
+        }
+        fflush(stdout);
     }
-    return (int)v;
+    printf("\n---\n");
+    free(gen);
+    return 1;
 }
 
-static float parse_float(const char* flag, const char* value) {
-    char* end = NULL;
-    float v = strtof(value, &end);
-    if (end == value || *end != '\0' || !(v >= 0.0f) || isinf(v)) {
-        fprintf(stderr, "error: %s expects a finite number >= 0, got '%s'\n", flag, value);
-        exit(1);
+// The training run of resolved arguments. Returns the process exit code.
+static int train_run(TrainArgs* a, GPT2* model) {
+    char msg[16384];
+    DataLoader train_loader, val_loader;
+    if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
+        fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
+        return 1;
     }
-    return v;
-}
-
-// the log is written to <path>.tmp and renamed to <path> when training ends
-static void log_close(FILE* f, const char* path, const char* tmp) {
-    if (f == NULL) { return; }
-    fclose(f);
-    if (rename(tmp, path) != 0) { fprintf(stderr, "error: cannot rename %s to %s\n", tmp, path); exit(1); }
-}
-
-int main(int argc, char** argv) {
-    const char* model_path = "gpt2_124M.bin";
-    const char* train_pattern = "dev/data/austen/austen_train_*.bin";
-    const char* val_pattern = "dev/data/austen/austen_val_*.bin";
-    const char* log_path = NULL;
-    int B = 4, T = 64, steps = 40, val_every = 20, val_max_steps = 5;
-    unsigned long long seed = 0;
-    float lr = 3e-4f, weight_decay = 0.0f, grad_clip = 1.0f;
-    for (int i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) { error_usage(); return 0; }
-        if (argv[i][0] != '-' || strlen(argv[i]) != 2 || i + 1 >= argc) {
-            fprintf(stderr, "error: bad argument '%s' (flags are -x <value>)\n", argv[i]);
-            error_usage();
+    const int use_val = a->val_every > 0;
+    if (use_val && !dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg, sizeof(msg))) {
+        fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
+        return 1;
+    }
+    int start_step = 0;
+    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (rng == 0) { rng = 1; }
+    if (a->resuming) {
+        if (!gpt2_load_state(model, a->state_path, msg, sizeof(msg)) ||
+            !dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
             return 1;
         }
-        const char* val = argv[i + 1];
-        switch (argv[i][1]) {
-            case 'e': model_path = val; break;
-            case 'i': train_pattern = val; break;
-            case 'j': val_pattern = val; break;
-            case 'o': log_path = val; break;
-            case 'b': B = parse_int("-b", val, 1); break;
-            case 't': T = parse_int("-t", val, 1); break;
-            case 'x': steps = parse_int("-x", val, 0); break;
-            case 'l': lr = parse_float("-l", val); break;
-            case 'w': weight_decay = parse_float("-w", val); break;
-            case 'g': grad_clip = parse_float("-g", val); break;
-            case 'v': val_every = parse_int("-v", val, 1); break;
-            case 'm': val_max_steps = parse_int("-m", val, 0); break;
-            case 's': seed = (unsigned long long)parse_int("-s", val, 0); break;
-            default:
-                fprintf(stderr, "error: unknown flag '%s'\n", argv[i]);
-                error_usage();
-                return 1;
+        start_step = a->state.step;
+        rng = a->state.rng_state;
+    }
+    const long long tokens_per_step = a->total_batch;
+    int num_steps = a->max_steps >= 0 ? a->max_steps : (int)(train_loader.num_tokens / (size_t)tokens_per_step);
+    if (a->max_steps < 0 && num_steps < 1) { num_steps = 1; }
+    if (start_step > num_steps) {
+        fprintf(stderr, "error: -y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)\n", a->state_path,
+                start_step, num_steps);
+        return 1;
+    }
+    int val_batches = 0;
+    if (use_val) {
+        val_batches = (int)val_loader.num_batches;
+        if (a->val_max_steps > 0 && a->val_max_steps < val_batches) { val_batches = a->val_max_steps; }
+    }
+    Tokenizer tokenizer;
+    memset(&tokenizer, 0, sizeof(tokenizer));
+    if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
+
+    printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
+           a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
+    if (a->resuming) { printf("resuming from %s at step %d\n", a->state_path, start_step); }
+    fflush(stdout);
+
+    FILE* logf = NULL;
+    if (a->output_dir != NULL) {
+        char log_path[4096];
+        snprintf(log_path, sizeof(log_path), "%s/main.log", a->output_dir);
+        logf = fopen(log_path, a->resuming ? "a" : "w");
+        if (logf == NULL) {
+            fprintf(stderr, "error: %s: cannot open the log file (%s)\n", log_path, strerror(errno));
+            return 1;
         }
     }
 
-    char msg[1024];
-    GPT2 model;
-    if (!gpt2_build_from_checkpoint(&model, model_path, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    char shape[256];
-    gpt2_config_describe(&model.config, shape, sizeof(shape));
-    printf("[GPT-2 CPU] scheme %s: %s\n", qkv_scheme_name(model.config.scheme), shape);
-    printf("num_parameters: %zu, attention scale %g, fused qkv width %d\n", model.num_parameters,
-           (double)model.attn_scale, model.layout.width);
-    printf("%s\n", attention_path_description());
-    if (T > model.config.max_seq_len) {
-        fprintf(stderr, "error: -t %d exceeds the model's max_seq_len %d\n", T, model.config.max_seq_len);
-        return 1;
-    }
-
-    DataLoader train_loader, val_loader;
-    if (!dataloader_init(&train_loader, train_pattern, (size_t)B, (size_t)T, seed != 0, seed, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    if (!dataloader_init(&val_loader, val_pattern, (size_t)B, (size_t)T, 0, 0, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    printf("train dataset num_tokens: %zu, val dataset num_tokens: %zu\n", train_loader.num_tokens, val_loader.num_tokens);
-
-    char log_tmp[4096];
-    FILE* logf = NULL;
-    if (log_path != NULL) {
-        snprintf(log_tmp, sizeof(log_tmp), "%s.tmp", log_path);
-        logf = fopen(log_tmp, "w");
-        if (logf == NULL) { fprintf(stderr, "error: cannot open log file %s for writing\n", log_tmp); return 1; }
-    }
-
-    for (int step = 0; step <= steps; step++) {
-        const int last_step = step == steps;
-        if (val_max_steps > 0 && (step % val_every == 0 || last_step)) {
+    double total_time = 0.0;
+    int timed_steps = 0;
+    char line[1024];
+    for (int step = start_step; step <= num_steps; step++) {
+        const int last_step = step == num_steps;
+        if (use_val && (step % a->val_every == 0 || last_step)) {
             dataloader_reset(&val_loader);
             double val_loss = 0.0;
-            for (int i = 0; i < val_max_steps; i++) {
+            for (int i = 0; i < val_batches; i++) {
                 dataloader_next_batch(&val_loader);
-                if (!gpt2_forward(&model, val_loader.inputs, val_loader.targets, B, T, msg, sizeof(msg))) {
-                    fprintf(stderr, "error: %s: %s\n", val_pattern, msg);
+                if (!gpt2_forward(model, val_loader.inputs, val_loader.targets, a->B, a->T, msg, sizeof(msg))) {
+                    fprintf(stderr, "error: -j %s: %s\n", a->val_pattern, msg);
                     return 1;
                 }
-                val_loss += model.mean_loss;
+                val_loss += model->mean_loss;
             }
-            val_loss /= val_max_steps;
-            printf("val loss %f\n", val_loss);
-            if (logf != NULL) { fprintf(logf, "s:%d tel:%f\n", step, val_loss); fflush(logf); }
+            val_loss = val_batches > 0 ? val_loss / val_batches : 0.0; // every batch has B*T losses: the mean of the means
+            snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
+            printf("%s\n", line);
+            logf_line(logf, line);
+        }
+        // not at the step a resume starts from: the interrupted run sampled there before saving the RNG state
+        if (a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
+            (step % a->sample_every == 0 || last_step)) {
+            if (!sample_text(model, a->B, a->T, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
+                fprintf(stderr, "error: sampling: %s\n", msg);
+                return 1;
+            }
+        }
+        if (a->checkpoint_every > 0 && step > 0 && step != start_step && (step % a->checkpoint_every == 0 || last_step)) {
+            char model_path[4096], state_path[4096];
+            snprintf(model_path, sizeof(model_path), "%s/model_%08d.bin", a->output_dir, step);
+            snprintf(state_path, sizeof(state_path), "%s/state_%08d.bin", a->output_dir, step);
+            TrainState st;
+            memset(&st, 0, sizeof(st));
+            st.step = step;
+            st.B = a->B;
+            st.T = a->T;
+            st.grad_accum_steps = a->grad_accum_steps;
+            st.rng_state = rng;
+            dataloader_get_state(&train_loader, &st.loader);
+            gpt2_write_checkpoint(model, model_path); // the model first: a state file marks a complete pair
+            gpt2_write_state(model, &st, state_path);
+            printf("wrote checkpoint %s + %s\n", model_path, state_path);
         }
         if (last_step) { break; }
 
-        struct timespec start, end;
-        clock_gettime(CLOCK_MONOTONIC, &start);
-        dataloader_next_batch(&train_loader);
-        if (!gpt2_forward(&model, train_loader.inputs, train_loader.targets, B, T, msg, sizeof(msg))) {
-            fprintf(stderr, "error: %s: %s\n", train_pattern, msg);
+        const double t0 = now_seconds();
+        gpt2_zero_grad(model);
+        double loss = 0.0;
+        for (int micro = 0; micro < a->grad_accum_steps; micro++) {
+            dataloader_next_batch(&train_loader);
+            if (!gpt2_forward(model, train_loader.inputs, train_loader.targets, a->B, a->T, msg, sizeof(msg)) ||
+                !gpt2_backward(model, msg, sizeof(msg))) {
+                fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
+                return 1;
+            }
+            loss += model->mean_loss;
+        }
+        loss /= a->grad_accum_steps;
+        if (a->grad_accum_steps > 1) { // each micro-step's gradient is of its own mean loss: average them
+            const float inv = 1.0f / (float)a->grad_accum_steps;
+            for (size_t i = 0; i < model->num_parameters; i++) { model->grads_memory[i] *= inv; }
+        }
+        const float lr = learning_rate(a, step, num_steps);
+        const double norm = gpt2_update(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1);
+        const double dt = now_seconds() - t0;
+        if (step > start_step) { // the first step pays one-time costs (allocations)
+            total_time += dt;
+            timed_steps++;
+        }
+        snprintf(line, sizeof(line), "step %d/%d | loss %.6f | lr %.4e | norm %.4f | %.2f ms | %.0f tok/s", step + 1,
+                 num_steps, loss, (double)lr, norm, dt * 1e3, (double)tokens_per_step / dt);
+        printf("%s\n", line);
+        fflush(stdout);
+        logf_line(logf, line);
+        if (!isfinite(loss)) {
+            fprintf(stderr, "error: the loss is not finite at step %d (HINT: lower -l)\n", step + 1);
             return 1;
         }
-        gpt2_zero_grad(&model);
-        if (!gpt2_backward(&model, msg, sizeof(msg))) { fprintf(stderr, "error: %s\n", msg); return 1; }
-        double norm = gpt2_update(&model, lr, 0.9f, 0.95f, 1e-8f, weight_decay, grad_clip, step + 1);
-        clock_gettime(CLOCK_MONOTONIC, &end);
-        double ms = (end.tv_sec - start.tv_sec) * 1e3 + (end.tv_nsec - start.tv_nsec) / 1e6;
-        printf("step %4d/%d: train loss %f norm %.4f (%.1f ms)\n", step + 1, steps, model.mean_loss, norm, ms);
-        if (logf != NULL) { fprintf(logf, "s:%d trl:%f\n", step, model.mean_loss); fflush(logf); }
     }
-    log_close(logf, log_path, log_tmp);
+    if (timed_steps > 0) {
+        snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | peak memory %.0f MiB", timed_steps,
+                 1e3 * total_time / timed_steps, (double)tokens_per_step * timed_steps / total_time, peak_rss_mib());
+        printf("%s\n", line);
+        logf_line(logf, line);
+    }
+    if (logf != NULL) { fclose(logf); }
+    if (a->sample_every > 0) { tokenizer_free(&tokenizer); }
     dataloader_free(&train_loader);
-    dataloader_free(&val_loader);
-    gpt2_free(&model);
+    if (use_val) { dataloader_free(&val_loader); }
     return 0;
+}
+
+// The CPU has no kernel limits beyond gpt2_config_check.
+static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
+
+int main(int argc, char** argv) {
+    char msg[16384];
+    TrainArgs args;
+    train_args_defaults(&args);
+    const int parsed = train_args_parse(&args, argc, argv, msg, sizeof(msg));
+    if (parsed == 2) {
+        print_usage(argv[0]);
+        return 0;
+    }
+    if (parsed == 0 || !train_args_resolve(&args, msg, sizeof(msg)) || !train_args_check_data(&args, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    GPT2 model;
+    if (args.from_file) {
+        if (!gpt2_build_from_checkpoint(&model, args.model_path, msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s\n", msg);
+            return 1;
+        }
+        model.config.attn_scale = args.config.attn_scale; // an --attn_scale override
+        model.attn_scale = gpt2_attn_scale(&model.config);
+    } else if (!gpt2_build_random(&model, &args.config, args.seed, msg, sizeof(msg))) {
+        fprintf(stderr, "error: -e %s: %s\n", args.model_arg, msg);
+        return 1;
+    }
+    char desc[256];
+    gpt2_config_describe(&model.config, desc, sizeof(desc));
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+#else
+    const int threads = 1;
+#endif
+    printf("device: CPU, %d OpenMP threads | precision fp32 | %s\n", threads, attention_path_description());
+    printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
+           (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
+    fflush(stdout);
+    const int rc = train_run(&args, &model);
+    gpt2_free(&model);
+    return rc;
 }
 #endif
