@@ -6,6 +6,7 @@
 #   bash dev/ablate/ablate.sh CONFIG [OUT]      OUT defaults to ablate_<config name>/ at the root
 #   ABLATE_DEVICE=cpu|gpu                       force the trainer (default: gpu when nvidia-smi -L
 #                                               lists a GPU, else cpu)
+#   ABLATE_PLAN_ONLY=1                          check the config, print each run's command, stop
 #
 # The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole story):
 #   key = value lines, the shared block:
@@ -273,6 +274,24 @@ build_trainer() { # SCHEME
   fi
 }
 
+# the trainer command of a run (an array in CMD), its steps (STEPS)
+run_command() { # NAME
+  local name=$1
+  merged_flags "$name"
+  STEPS=${RUN_STEPS[$name]}
+  CMD=("$(binary_of "${RUN_SCHEME[$name]}")" -i "$TRAIN" -j "$VAL" -o "$OUT/$name" --seed "${KEY[seed]}" -x "$STEPS"
+       -v "$EVAL_EVERY" -n "${KEY[checkpoint_every]:-$(((STEPS + 3) / 4))}" -y 1 "${MERGED[@]}")
+}
+
+if [ "${ABLATE_PLAN_ONLY:-0}" = 1 ]; then
+  info "$CONFIG_SHOW is valid: ${#RUNS[@]} runs on the $DEVICE trainer, $TOKENS tokens each; baseline ${BASELINE:-none}"
+  for name in "${RUNS[@]}"; do
+    run_command "$name"
+    info "$name (${RUN_SCHEME[$name]}, $STEPS steps x ${RUN_TPS[$name]} tokens): ${CMD[*]}"
+  done
+  exit 0
+fi
+
 "$PYTHON" -c "import matplotlib, numpy" 2>/dev/null ||
   die "$PYTHON cannot import matplotlib and numpy, which dev/ablate/report.py plots with (HINT: apt-get install python3-matplotlib python3-numpy)"
 
@@ -295,11 +314,9 @@ info "$CONFIG_SHOW: runs ${#RUNS[@]}, on the $DEVICE trainer, $TOKENS tokens eac
 for name in "${RUNS[@]}"; do
   scheme=${RUN_SCHEME[$name]}
   dir=$OUT/$name
-  merged_flags "$name"
-  steps=${RUN_STEPS[$name]}
-  ckpt=${KEY[checkpoint_every]:-$(((steps + 3) / 4))}
-  cmd=("$(binary_of "$scheme")" -i "$TRAIN" -j "$VAL" -o "$dir" --seed "${KEY[seed]}" -x "$steps"
-       -v "$EVAL_EVERY" -n "$ckpt" -y 1 "${MERGED[@]}")
+  run_command "$name"
+  steps=$STEPS
+  cmd=("${CMD[@]}")
   printf "%s\t%s\t%s\t%s\t%s\n" "$name" "$scheme" "$steps" "${RUN_TPS[$name]}" "${cmd[*]}" >>"$OUT/plan.tsv"
   mkdir -p "$dir"
   if [ -f "$dir/cmd.txt" ] && [ "$(cat "$dir/cmd.txt")" != "${cmd[*]}" ]; then

@@ -17,9 +17,10 @@ occurrence wins. Writes three files into OUT:
                loss     mean cross-entropy, nats per token
                tok_s    train: that step's tokens/s; val: empty
   loss.png   1200 x 800 pixels (12 x 8 inches at 100 dpi): per run one colour, the training loss
-             smoothed by a bias-corrected exponential moving average (EMA, beta 0.9 per step) as a
-             line and the validation losses as markers; log-scale y. Left: the whole run; right:
-             the second half of the tokens, zoomed in, where the runs differ.
+             smoothed by a centered moving average (the mean of the w steps around each step, w odd,
+             about 4% of the steps; no lag, so it lines up with the validation markers; the window
+             shrinks symmetrically at both ends) as a line, and the validation losses as markers;
+             log-scale y. Left: the whole run; right: the second half of the tokens, zoomed in.
   table.md   per run: scheme, shape, parameters (total and non-embedding) and KV-cache bytes per
              token from build/params (attention_variants.cuh), tokens/s and peak memory from the
              trainer's summary line, final validation loss, and the validation loss and perplexity
@@ -36,13 +37,13 @@ import sys
 
 PNG_SIZE_INCHES = (12, 8)
 PNG_DPI = 100  # 1200 x 800 pixels; dev/test/test_ablate.sh checks the size
-EMA_BETA = 0.9
+SMOOTH_FRACTION = 0.04  # the moving average spans about this fraction of the steps
 
 STEP_RE = re.compile(r"^step (\d+)/(\d+) \| loss (\S+) \|.*\| ([0-9.]+) tok/s")
 VAL_RE = re.compile(r"^step (\d+) \| val loss (\S+)")
 SUMMARY_RE = re.compile(r"^summary: .*\| ([0-9.]+) tok/s \|.*peak memory ([0-9.]+) MiB")
 MODEL_RE = re.compile(r"^model: scheme (\S+) \| n_layer=(\d+) n_embd=(\d+) n_head=(\d+) n_kv_head=(\d+) "
-                      r"mlp=(\d+) bias=(\d+) tied=(\d+) T=(\d+)")
+                      r"mlp=(\d+) bias=(\d+) tied=(\d+) T=(\d+) .*\| (\d+) parameters \|")
 BATCH_RE = re.compile(r"^batch: .*\| (\d+) tokens per step \|")
 
 
@@ -98,11 +99,14 @@ def read_run(out, run):
             for line in f:
                 m = MODEL_RE.match(line)
                 if m:  # the last one: a resume prints it again
-                    run["shape"] = dict(zip(("scheme", "L", "C", "H", "Hkv", "M", "bias", "tied", "T"), m.groups()))
+                    run["shape"] = dict(zip(("scheme", "L", "C", "H", "Hkv", "M", "bias", "tied", "T", "n"), m.groups()))
                 m = BATCH_RE.match(line)
                 if m and int(m.group(1)) != run["tps"]:
                     die("%s: the trainer ran %s tokens per step, plan.tsv says %d" % (stdout, m.group(1), run["tps"]))
     run["params"] = params_of(run["shape"]) if run["shape"] else None
+    if run["params"] and run["params"][0] != int(run["shape"]["n"]):  # two computations of one number
+        print("report: warning: run %s: the trainer counts %s parameters, build/params %d" %
+              (run["name"], run["shape"]["n"], run["params"][0]), file=sys.stderr)
 
 
 def params_of(s):
@@ -129,12 +133,18 @@ def write_csv(out, runs):
                 w.writerow([r["name"], r["scheme"], "val", step, step * r["tps"], "%.6f" % loss, ""])
 
 
-def ema(values, beta):
-    """bias-corrected exponential moving average: starts at the first value, no lag towards 0"""
-    out, avg = [], 0.0
-    for i, v in enumerate(values):
-        avg = beta * avg + (1 - beta) * v
-        out.append(avg / (1 - beta ** (i + 1)))
+def smoothing_window(n_steps):
+    """an odd number of steps, about SMOOTH_FRACTION of them (1 = no smoothing)"""
+    return 2 * int(round(SMOOTH_FRACTION * n_steps / 2)) + 1
+
+
+def centered_mean(values, w):
+    """the mean of the w values centered on each one; near the ends the window shrinks to the
+    values available on both sides, so the curve never lags"""
+    n, half, out = len(values), w // 2, []
+    for i in range(n):
+        h = min(half, i, n - 1 - i)
+        out.append(sum(values[i - h:i + h + 1]) / (2 * h + 1))
     return out
 
 
@@ -172,7 +182,7 @@ def write_png(out, runs, title):
             c = colors[i % len(colors)]
             if r["train"]:
                 steps = [s for s, _ in r["train"]]
-                smooth = ema([l for _, (l, _) in r["train"]], EMA_BETA)
+                smooth = centered_mean([l for _, (l, _) in r["train"]], smoothing_window(r["steps"]))
                 xs = [s * r["tps"] / unit for s in steps]
                 keep = [k for k, s in enumerate(steps) if s * r["tps"] >= start * max_tokens]
                 ax.plot([xs[k] for k in keep], [smooth[k] for k in keep], color=c, lw=1.6)
@@ -197,8 +207,11 @@ def write_png(out, runs, title):
         ax.set_title(panel)
         ax.grid(True, which="major", alpha=0.3)
     handles = [Line2D([], [], color=colors[i % len(colors)], lw=2.5,
-                      label="%s (%s)" % (r["name"], r["scheme"])) for i, r in enumerate(runs)]
-    handles += [Line2D([], [], color="gray", lw=1.6, label="train loss, EMA beta %g" % EMA_BETA),
+                      label=r["name"] if r["name"] == r["scheme"] else "%s (%s)" % (r["name"], r["scheme"]))
+               for i, r in enumerate(runs)]
+    windows = sorted(set(smoothing_window(r["steps"]) for r in runs))
+    handles += [Line2D([], [], color="gray", lw=1.6, label="train loss, centered mean of %s steps" %
+                       "/".join(str(w) for w in windows)),
                 Line2D([], [], color="gray", ls="none", marker="o", mec="black", mew=0.5, label="validation loss")]
     axes[0].legend(handles=handles, loc="upper right", fontsize=9, framealpha=0.9)
     fig.suptitle(title)
@@ -269,7 +282,7 @@ def main():
         read_run(out, r)
     write_csv(out, runs)
     config = os.path.basename(meta.get("config", "?"))
-    write_png(out, runs, "make ablate CONFIG=%s: train loss (EMA) and validation loss, same data, seed and tokens"
+    write_png(out, runs, "make ablate CONFIG=%s: train loss (smoothed) and validation loss, same data, seed and tokens"
               % meta.get("config", config))
     write_table(out, meta, runs)
     print("report: wrote %s/runs.csv, %s/loss.png, %s/table.md" % (out, out, out))
