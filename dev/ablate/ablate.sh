@@ -302,30 +302,37 @@ flock -n 9 || die "another make ablate is writing into $OUT (HINT: wait for it, 
 # ---------------------------------------------------------------------------------------------
 # 3. the plan, then the runs, one after another
 
+# the plan (report.py reads it), and a run already started with another command is refused
+# before anything trains
 {
   printf "# config\t%s\n# device\t%s\n# baseline\t%s\n" "$CONFIG_SHOW" "$DEVICE" "${BASELINE:-}"
+  printf "# data\t%s\n# seed\t%s\n# tokens\t%s\n" "$TRAIN" "${KEY[seed]}" "$TOKENS"
   printf "name\tscheme\tsteps\ttokens_per_step\tcommand\n"
 } >"$OUT/plan.tsv"
 pending=0
-for name in "${RUNS[@]}"; do [ -f "$OUT/$name/DONE" ] || pending=$((pending + 1)); done
+for name in "${RUNS[@]}"; do
+  run_command "$name"
+  printf "%s\t%s\t%s\t%s\t%s\n" "$name" "${RUN_SCHEME[$name]}" "$STEPS" "${RUN_TPS[$name]}" "${CMD[*]}" >>"$OUT/plan.tsv"
+  f=$OUT/$name/cmd.txt
+  if [ -f "$f" ] && [ "$(cat "$f")" != "${CMD[*]}" ]; then
+    die "run '$name' in $OUT/$name was started with another command ($(cat "$f")), the config now gives: ${CMD[*]} (HINT: rm -r $OUT/$name to redo it, or use another OUT=)"
+  fi
+  [ -f "$OUT/$name/DONE" ] || pending=$((pending + 1))
+done
 if [ $pending -gt 0 ] && [ -n "$DATA" ]; then bash "dev/data/prepare_$DATA.sh"; fi
 
-info "$CONFIG_SHOW: runs ${#RUNS[@]}, on the $DEVICE trainer, $TOKENS tokens each, seed ${KEY[seed]}, data $TRAIN; output in $OUT"
+info "$CONFIG_SHOW: runs ${#RUNS[@]} ($pending to train), on the $DEVICE trainer, $TOKENS tokens each, seed ${KEY[seed]}, data $TRAIN; output in $OUT"
 for name in "${RUNS[@]}"; do
   scheme=${RUN_SCHEME[$name]}
   dir=$OUT/$name
   run_command "$name"
   steps=$STEPS
   cmd=("${CMD[@]}")
-  printf "%s\t%s\t%s\t%s\t%s\n" "$name" "$scheme" "$steps" "${RUN_TPS[$name]}" "${cmd[*]}" >>"$OUT/plan.tsv"
-  mkdir -p "$dir"
-  if [ -f "$dir/cmd.txt" ] && [ "$(cat "$dir/cmd.txt")" != "${cmd[*]}" ]; then
-    die "run '$name' in $dir was started with another command ($(cat "$dir/cmd.txt")), the config now gives: ${cmd[*]} (HINT: rm -r $dir to redo it, or use another OUT=)"
-  fi
   if [ -f "$dir/DONE" ]; then
     info "skip $name: done ($dir/DONE)"
     continue
   fi
+  mkdir -p "$dir"
   echo "${cmd[*]}" >"$dir/cmd.txt"
   build_trainer "$scheme"
   info "run $name ($scheme): $steps steps x ${RUN_TPS[$name]} tokens, log $dir/main.log"

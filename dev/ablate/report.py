@@ -176,22 +176,29 @@ def write_png(out, runs, title):
     colors = plt.get_cmap("tab10" if len(runs) <= 10 else "tab20").colors
     max_tokens = max([r["steps"] * r["tps"] for r in runs] + [1])
     unit, unit_name = tokens_unit(max_tokens)
+    # runs that coincide must all stay visible: each later run is drawn on top, thinner, smaller,
+    # with its own dash pattern and marker shape
+    def style(i):
+        shrink = i / max(1, len(runs) - 1)
+        return dict(color=colors[i % len(colors)], lw=3.0 - 1.8 * shrink, ls=("-", "--", "-.", ":")[i % 4],
+                    marker="osD^vP*Xph"[i % 10], ms=9 - 4 * shrink)
     for ax, start, panel in ((axes[0], 0.0, "whole run"), (axes[1], 0.5, "second half, zoomed")):
         lo, hi = math.inf, 0.0
         for i, r in enumerate(runs):
-            c = colors[i % len(colors)]
+            st = style(i)
             if r["train"]:
                 steps = [s for s, _ in r["train"]]
                 smooth = centered_mean([l for _, (l, _) in r["train"]], smoothing_window(r["steps"]))
                 xs = [s * r["tps"] / unit for s in steps]
                 keep = [k for k, s in enumerate(steps) if s * r["tps"] >= start * max_tokens]
-                ax.plot([xs[k] for k in keep], [smooth[k] for k in keep], color=c, lw=1.6)
+                ax.plot([xs[k] for k in keep], [smooth[k] for k in keep], color=st["color"], lw=st["lw"], ls=st["ls"],
+                        zorder=2 + i)
                 if keep:
                     lo, hi = min(lo, min(smooth[k] for k in keep)), max(hi, max(smooth[k] for k in keep))
             vals = [(s, l) for s, l in r["val"] if s * r["tps"] >= start * max_tokens]
             if vals:
-                ax.plot([s * r["tps"] / unit for s, _ in vals], [l for _, l in vals], color=c, ls="none", marker="o",
-                        ms=5, mec="black", mew=0.5)
+                ax.plot([s * r["tps"] / unit for s, _ in vals], [l for _, l in vals], color=st["color"], ls="none",
+                        marker=st["marker"], ms=st["ms"], mec="black", mew=0.5, zorder=20 + i)
                 lo, hi = min(lo, min(l for _, l in vals)), max(hi, max(l for _, l in vals))
         ax.set_yscale("log")
         if hi > 0:
@@ -206,13 +213,14 @@ def write_png(out, runs, title):
         ax.set_ylabel("loss (nats per token, log scale)")
         ax.set_title(panel)
         ax.grid(True, which="major", alpha=0.3)
-    handles = [Line2D([], [], color=colors[i % len(colors)], lw=2.5,
+    handles = [Line2D([], [], color=style(i)["color"], lw=2.0, ls=style(i)["ls"], marker=style(i)["marker"], ms=6,
+                      mec="black", mew=0.5,
                       label=r["name"] if r["name"] == r["scheme"] else "%s (%s)" % (r["name"], r["scheme"]))
                for i, r in enumerate(runs)]
     windows = sorted(set(smoothing_window(r["steps"]) for r in runs))
-    handles += [Line2D([], [], color="gray", lw=1.6, label="train loss, centered mean of %s steps" %
+    handles += [Line2D([], [], color="gray", lw=2.0, label="line: train loss, centered mean of %s steps" %
                        "/".join(str(w) for w in windows)),
-                Line2D([], [], color="gray", ls="none", marker="o", mec="black", mew=0.5, label="validation loss")]
+                Line2D([], [], color="gray", ls="none", marker="o", mec="black", mew=0.5, label="markers: validation loss")]
     axes[0].legend(handles=handles, loc="upper right", fontsize=9, framealpha=0.9)
     fig.suptitle(title)
     fig.tight_layout()
@@ -233,9 +241,10 @@ def write_table(out, meta, runs):
     baseline = meta.get("baseline", "")
     base = next((r for r in runs if r["name"] == baseline), None)
     base_loss = base["val"][-1][1] if base and base["val"] else None
-    lines = ["# %s" % meta.get("config", ""), "",
-             "device: %s; every run: the same data, seed and %s training tokens." %
-             (meta.get("device", "?"), fmt_int(runs[0]["steps"] * runs[0]["tps"]) if runs else "0"), "",
+    lines = ["# make ablate CONFIG=%s" % meta.get("config", ""), "",
+             "Every run: %s training tokens of `%s`, seed %s, on the %s trainer." %
+             (fmt_int(int(meta.get("tokens", "0"))), meta.get("data", "?"), meta.get("seed", "?"),
+              {"gpu": "CUDA", "cpu": "CPU"}.get(meta.get("device"), "?")), "",
              "| run | scheme | shape | parameters | non-embedding | KV-cache bytes/token | tokens/s | peak memory (MiB) "
              "| final val loss | val loss vs %s | perplexity vs %s |" % (baseline or "standard", baseline or "standard"),
              "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
