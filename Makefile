@@ -59,10 +59,10 @@ train_gpt2cu: train_gpt2cu$(SUFFIX)
 test_gpt2cu: test_gpt2cu$(SUFFIX)
 endif
 
-train_gpt2cu$(SUFFIX): train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
-test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
 # ---------------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)
 LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h dev/cuda/lab_basics.h dev/cuda/lab_common.h \
-            dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu attention_variants.cuh \
+            dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu dev/train_common.h attention_variants.cuh \
             dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 .PHONY: labs labs-list
 labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS))) \
@@ -100,23 +100,36 @@ $(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 .PHONY: cpu
 cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)
 
-CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h
+# the CPU trainer is the no-GPU training path: -O3 -march=native lets the compiler vectorize its
+# layer loops (the binaries are built on the machine that runs them); -fno-math-errno lets it
+# vectorize loops that call sqrt (AdamW)
+CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno
+CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h dev/train_common.h \
+                    dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 CPU_TEST_DEPS := dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h
 
 $(BUILD)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/train_gpt2_cpu_tiled_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_gpt2_cpu_tiled_%: $(CPU_TEST_DEPS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+# KV-cached generation (gpt2_decode_step) against the full forward pass, per scheme
+$(BUILD)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(BUILD)
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
-	$(CXX) $(CXXFLAGS) $(OPENMP) $< -o $@ -lm
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $< -o $@ -lm
+
+# speed of a training step and of each layer function (dev/cpu/bench_cpu.cpp; standard scheme)
+$(BUILD)/bench_cpu: dev/cpu/bench_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,standard) $< -o $@ -lm
 
 # ---------------------------------------------------------------------------------------------
 # Tokenizer (owner: tokenizer)

@@ -15,7 +15,7 @@ functions that compile with nvcc and with any C++11 compiler:
   - the CUDA trainer's training memory: the tensor lists its allocations are carved from
     (gpt2_training_memory; `build/params memory` prints them).
 
-The specification is ../shared/VARIANTS.md (a copy of the tables is in README.md).
+The specification is dev/SCHEMES.md (the schemes' math, constraints, counts and the papers' numbers).
 To add a scheme: add an enum value and a name below, give it a layout in qkv_layout(),
 its constraint in gpt2_config_check() and, if it has parameters of its own, tensors in
 fill_param_sizes(); then teach the reference script (dev/reference/train_gpt2.py) and the
@@ -440,13 +440,26 @@ static inline size_t gpt2_num_non_embedding_parameters(const GPT2Config* c) {
     return total - sizes[PARAM_WTE] - sizes[PARAM_WPE];
 }
 
-// Inference KV cache, bf16: 2 bytes x n_layer x (k channels + v channels), a tensor shared by
-// k and v stored once. Q is never cached, so q = k sharing saves nothing here.
-static inline size_t qkv_kv_cache_bytes_per_token(const GPT2Config* c) {
-    QKVLayout L = qkv_layout(c);
+// Inference KV cache: what one token adds to it. Each layer caches k and v as the layout has them
+// (a projection's columns, or x itself for k_identity / v_identity), a tensor shared by k and v
+// (kv_shared, qkv_shared) once; GQA keeps only the Hkv heads (k.channels = Hkv * hd). Q is never
+// cached (a new token's query meets only cached keys), so q = k sharing saves nothing here.
+// Per layer: the values of one cached row ([k | v], or the one shared tensor).
+static inline size_t qkv_kv_cache_layer_channels(const GPT2Config* c) {
+    const QKVLayout L = qkv_layout(c);
     size_t channels = (size_t)L.k.channels;
     if (!qkv_roles_share(L.k, L.v)) { channels += (size_t)L.v.channels; }
-    return 2 * (size_t)c->num_layers * channels;
+    return channels;
+}
+
+// over all layers: values per token (the CPU trainer's fp32 cache is 4 bytes x this)
+static inline size_t qkv_kv_cache_channels(const GPT2Config* c) {
+    return (size_t)c->num_layers * qkv_kv_cache_layer_channels(c);
+}
+
+// bf16: 2 bytes x n_layer x (k channels + v channels, a shared tensor once)
+static inline size_t qkv_kv_cache_bytes_per_token(const GPT2Config* c) {
+    return 2 * qkv_kv_cache_channels(c);
 }
 
 // Training FLOPs per token, llm.c's formula (gpt2_estimate_mfu): 6 N for the parameters plus

@@ -21,7 +21,10 @@ A fixture whose head size has a flash kernel (64, 128; BF16 builds) runs twice, 
 and <fixture>/unfused (the `--attention unfused` path): the fused path checks each layer's att_lse,
 the unfused path its att probabilities; q, k and v are read in place, where attention reads them.
 Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
-"FAIL ..." line per fixture and path, then resume_<scheme>, log_<scheme> (and v5_read); "SKIP ..." when
+"FAIL ..." line per fixture and path, one "PASS/FAIL cuda-<precision> kv_cache <fixture>" line per
+fixture (run_kv_cache_check: greedy KV-cached generation against the full forward pass, logits within
+1e-2 in BF16 and 1e-4 in FP32, the cache's bytes per token against qkv_kv_cache_bytes_per_token),
+then resume_<scheme>, log_<scheme> (and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 
   make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv]
@@ -337,6 +340,121 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
 }
 
 // ----------------------------------------------------------------------------
+// KV-cached generation: gpt2_decode_step against the full forward pass that sampling used before
+
+#if PRECISION_IS_BF16
+static const double KV_LOGITS_TOLERANCE = 1e-2;
+#else
+static const double KV_LOGITS_TOLERANCE = 1e-4;
+#endif
+
+static int argmax_of(const float* x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (x[i] > x[best]) { best = i; }
+    }
+    return best;
+}
+
+// Greedy generation of up to 16 tokens after a 4-token prompt with the KV cache; then, on the same
+// tokens, the full forward pass with B = 1 that sample_text ran before the cache (T rounded up to 64,
+// the model's attention path: fused where a flash kernel exists and `fused`), its last position's
+// logits at each step. Passes when ||logits_cached - logits_full|| / ||logits_full|| over all steps is
+// within KV_LOGITS_TOLERANCE, each generated token is the full pass's argmax (a different token only
+// where the full pass's top two are within that tolerance of the row's largest |logit|: a near-tie,
+// counted), the cache holds qkv_kv_cache_bytes_per_token x sizeof(floatX) / 2 bytes per token, and
+// after kv_cache_reset the first step's logits come back bit for bit (the decode step is deterministic).
+// The full pass reads the cached path's tokens (teacher forcing), so that one near-tie cannot turn
+// every later step into a comparison of different sequences.
+static int run_kv_cache_check(const char* fixture, const char* model_path, int fused) {
+    char msg[16384];
+    GPT2Config config;
+    int version = 0;
+    if (!checkpoint_inspect(model_path, -1.0f, &config, &version, msg, sizeof(msg))) {
+        printf("FAIL %s kv_cache %s: %s\n", LABEL, fixture, msg);
+        return 0;
+    }
+    const int V = config.vocab_size, Vp = config.padded_vocab_size;
+    const int T = config.max_seq_len < 64 ? config.max_seq_len : 64;
+    const int P = 4 < T ? 4 : T - 1;
+    const int gen = T - P < 16 ? T - P : 16;
+    if (P < 1 || gen < 1) {
+        printf("FAIL %s kv_cache %s: max_seq_len %d is too short for a prompt and a generated token\n", LABEL, fixture, T);
+        return 0;
+    }
+    GPT2 model;
+    gpt2_build(&model, &config, 1, T, 1, 0, fused);
+    gpt2_load_params(&model, model_path, version);
+    KVCache cache;
+    kv_cache_build(&cache, &model, P + gen);
+    std::vector<int> seq;
+    for (int i = 0; i < P; i++) { seq.push_back((7 + 31 * i) % V); }
+    std::vector<float> cached((size_t)gen * V), step((size_t)V), first((size_t)V);
+    for (int pos = 0; pos < P + gen - 1; pos++) {
+        gpt2_decode_step(&model, &cache, seq[(size_t)pos], step.data());
+        if (pos == 0) { first = step; }
+        if (pos >= P - 1) {
+            memcpy(&cached[(size_t)(pos - (P - 1)) * V], step.data(), (size_t)V * sizeof(float));
+            seq.push_back(argmax_of(step.data(), V));
+        }
+    }
+    kv_cache_reset(&cache);
+    gpt2_decode_step(&model, &cache, seq[0], step.data());
+    const int reset_same = memcmp(step.data(), first.data(), (size_t)V * sizeof(float)) == 0;
+    const size_t bytes = kv_cache_bytes_per_token(&cache);
+    const size_t header_bf16 = qkv_kv_cache_bytes_per_token(&config);
+    const int bytes_ok = bytes == header_bf16 * sizeof(floatX) / 2;
+    kv_cache_free(&cache);
+
+    std::vector<int> buf((size_t)T, 0);
+    for (size_t i = 0; i < seq.size() && i < (size_t)T; i++) { buf[i] = seq[i]; }
+    double num = 0.0, den = 0.0;
+    int identical = 0, near_ties = 0, mismatches = 0;
+    for (int g = 0; g < gen; g++) {
+        const int len = P + g; // tokens the logits of generated token g see
+        int T_pass = (len + 63) / 64 * 64;
+        if (T_pass > model.T) { T_pass = model.T; }
+        gpt2_stage_batch(&model, buf.data(), NULL, 1, T_pass);
+        gpt2_forward_staged(&model, 0.0f);
+        const std::vector<float> ref = fetch_x(model.acts.output + (size_t)(len - 1) * Vp, (size_t)V);
+        const float* mine = &cached[(size_t)g * V];
+        float max_abs = 0.0f;
+        for (int i = 0; i < V; i++) {
+            const double d = (double)mine[i] - ref[(size_t)i];
+            num += d * d;
+            den += (double)ref[(size_t)i] * ref[(size_t)i];
+            max_abs = fmaxf(max_abs, fabsf(ref[(size_t)i]));
+        }
+        const int tok = seq[(size_t)(P + g)], best = argmax_of(ref.data(), V);
+        if (tok == best) {
+            identical++;
+        } else if (ref[(size_t)best] - ref[(size_t)tok] <= KV_LOGITS_TOLERANCE * max_abs) {
+            near_ties++;
+        } else {
+            mismatches++;
+            printf("  kv_cache %s step %d: cached token %d, the full pass's argmax %d (logits %.6f vs %.6f)\n", fixture, g,
+                   tok, best, ref[(size_t)tok], ref[(size_t)best]);
+        }
+    }
+    const double rel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    printf("  kv_cache %s logits rel_err=%.3e over %d steps; tokens:", fixture, rel, gen);
+    for (int g = 0; g < gen; g++) { printf(" %d", seq[(size_t)(P + g)]); }
+    printf("\n  kv_cache %s %zu bytes/token (header: %zu bf16 bytes/token)\n", fixture, bytes, header_bf16);
+    gpt2_free(&model);
+    const int ok = rel <= KV_LOGITS_TOLERANCE && mismatches == 0 && bytes_ok && reset_same;
+    if (ok) {
+        printf("PASS %s kv_cache %s (%d greedy tokens: %d the full pass's argmax, %d near-ties; logits rel_err=%.3e <= %.0e; "
+               "%zu bytes/token = the header's bf16 %zu x %zu / 2; reset repeats step 0 bit for bit)\n", LABEL, fixture, gen,
+               identical, near_ties, rel, KV_LOGITS_TOLERANCE, bytes, header_bf16, sizeof(floatX));
+    } else {
+        printf("FAIL %s kv_cache %s (logits rel_err=%.3e (tolerance %.0e), %d of %d tokens not the full pass's argmax, "
+               "%zu bytes/token (expected %zu), reset %s)\n", LABEL, fixture, rel, KV_LOGITS_TOLERANCE, mismatches, gen,
+               bytes, header_bf16 * sizeof(floatX) / 2, reset_same ? "repeats step 0" : "does NOT repeat step 0");
+    }
+    return ok;
+}
+
+// ----------------------------------------------------------------------------
 // resume: 10 steps uninterrupted vs. 5 steps, checkpoint, and a resumed process-equivalent run
 
 static int write_token_shard(const char* path, int num_tokens, int vocab, unsigned long long seed) {
@@ -632,6 +750,8 @@ int main(int argc, char** argv) {
         } else {
             failed++;
         }
+        // KV-cached generation against the full forward pass, on the fixture's default attention path
+        if (run_kv_cache_check(fields[0], fields[2], both)) { passed++; } else { failed++; }
         // the scheme's first fixture twice more, through every non-default path of the trainer: the
         // classifier in chunks of 37 rows (several chunks, the last one partial), the GELU and its
         // derivative as separate kernels and -r 2 (GELU and both LayerNorms recomputed); then -r 1

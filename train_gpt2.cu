@@ -2853,6 +2853,296 @@ static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float 
     cudaCheck(cudaMemcpy(&sumsq, norm_sq, sizeof(float), cudaMemcpyDeviceToHost));
     return sqrtf(sumsq);
 }
+
+// ----------------------------------------------------------------------------
+// kernels: decode attention (KV-cached generation, below)
+
+#define DECODE_THREADS 256
+// the decode kernel keeps one fp32 score per cached position in shared memory, without an opt-in
+#define DECODE_MAX_SMEM_BYTES (48 * 1024)
+
+// max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
+__device__ float block_max(float v, float* shared32) {
+    __syncthreads(); // shared32 may still be read by a previous call
+    v = warp_max(v);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) { shared32[warp] = v; }
+    __syncthreads();
+    const float t = lane < nwarps ? shared32[lane] : -INFINITY;
+    return warp_max(t);
+}
+
+// Attention of one new token at position t: for query head h (one block each), against the cached
+// keys and values 0..t of its kv head kvh = h / (H / Hkv):
+//   S_j = scale * q_h . k_j,  P_j = exp(S_j - max S),  out_h = (sum_j P_j v_j) / (sum_j P_j)
+// in fp32 from the floatX cache, as attention_decode_forward of the CPU trainer (there in double).
+// q: (H * hd) one row; k, v: (t + 1, Hkv * hd) views with row stride kv_stride (one cache row);
+// out: (H * hd). Work per layer and token: 4 * H * (t + 1) * hd FLOPs against
+// 2 * (t + 1) * Hkv * hd * sizeof(floatX) bytes of cache (once when k and v are one tensor; the H / Hkv
+// heads of a group read the same rows, from L2): about 1 FLOP per byte, memory-bound, and at GPT-2
+// small (t = 1024) 3 MFLOP / 3 MB per layer, a few microseconds: launches dominate a decode step.
+// Deterministic: fixed reduction orders (warp_sum / block reductions, group partials added in order).
+__global__ void __launch_bounds__(DECODE_THREADS) attention_decode_kernel(floatX* out, const floatX* q, const floatX* k,
+                                                                          const floatX* v, int kv_stride, int t, int H,
+                                                                          int Hkv, int hd, float scale) {
+    extern __shared__ float s_mem[];
+    const int n = t + 1;
+    float* s_p = s_mem;        // (n)                 scores S, then probabilities P (unnormalised)
+    float* s_q = s_p + n;      // (hd)                the query head
+    float* s_part = s_q + hd;  // (groups, hd)        partial sums of P v, groups = blockDim.x / hd (<= blockDim.x floats)
+    __shared__ float s_red[32];
+    const int h = blockIdx.x, kvh = h / (H / Hkv);
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nwarps = blockDim.x / 32;
+    const floatX* k_h = k + (size_t)kvh * hd;
+    const floatX* v_h = v + (size_t)kvh * hd;
+    for (int i = tid; i < hd; i += blockDim.x) { s_q[i] = x2f(q[(size_t)h * hd + i]); }
+    __syncthreads(); // every warp reads all of s_q
+    // S_j = scale * q . k_j: a warp per key, lanes over the head's channels
+    for (int j = warp; j < n; j += nwarps) {
+        const floatX* k_j = k_h + (size_t)j * kv_stride;
+        float dot = 0.0f;
+        for (int i = lane; i < hd; i += 32) { dot += s_q[i] * x2f(k_j[i]); }
+        dot = warp_sum(dot);
+        if (lane == 0) { s_p[j] = dot * scale; }
+    }
+    __syncthreads(); // every score is written before any thread reads them for the max
+    float m = -INFINITY;
+    for (int j = tid; j < n; j += blockDim.x) { m = fmaxf(m, s_p[j]); }
+    m = block_max(m, s_red);
+    // P_j = exp(S_j - m), l = sum_j P_j; each thread rewrites only the scores it reads
+    float l = 0.0f;
+    for (int j = tid; j < n; j += blockDim.x) {
+        const float p = expf(s_p[j] - m);
+        s_p[j] = p;
+        l += p;
+    }
+    l = block_sum(l, s_red); // its __syncthreads also make every P_j visible to the whole block
+    // O = sum_j P_j v_j: thread (g, i) sums keys j = g, g + groups, ... of channel i (a group reads
+    // whole rows, coalesced); then the group partials are added in group order. A head wider than
+    // the block: each thread sums all keys for channels i = tid, tid + blockDim.x, ...
+    if (hd > (int)blockDim.x) {
+        for (int i = tid; i < hd; i += blockDim.x) {
+            float acc = 0.0f;
+            for (int j = 0; j < n; j++) { acc += s_p[j] * x2f(v_h[(size_t)j * kv_stride + i]); }
+            out[(size_t)h * hd + i] = f2x(acc / l);
+        }
+        return;
+    }
+    const int groups = blockDim.x / hd;
+    const int g = tid / hd, i = tid % hd;
+    if (g < groups) {
+        float acc = 0.0f;
+        for (int j = g; j < n; j += groups) { acc += s_p[j] * x2f(v_h[(size_t)j * kv_stride + i]); }
+        s_part[g * hd + i] = acc;
+    }
+    __syncthreads(); // the partials of every group are in shared memory
+    if (tid < hd) {
+        float o = 0.0f;
+        for (int gg = 0; gg < groups; gg++) { o += s_part[gg * hd + tid]; }
+        out[(size_t)h * hd + tid] = f2x(o / l);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// KV-cached generation: one token's forward pass per new token against a cache of every earlier
+// token's k and v per layer (dev/cpu/train_gpt2_cpu.cpp has the same API and is the reference).
+//
+// What a layer caches is what attention reads as k and v, as qkv_layout() says (attn_role_rows):
+// a column range of the fused projection, or x itself (k_identity, v_identity); a tensor k and v
+// share (kv_shared, qkv_shared) is stored once; with GQA only the Hkv heads exist. q is never cached.
+// A row of layer l is [k | v] (or the one shared tensor) in floatX, as the training forward's q/k/v:
+// qkv_kv_cache_layer_channels() values, so the cache per token is qkv_kv_cache_bytes_per_token()
+// x sizeof(floatX) / 2 bytes. The decode step is gpt2_forward_staged at N = 1 row with the same
+// launchers and fusions (matmul_lt, residual_layernorm_forward, the GELU epilogue, q_residual's
+// branch), its attention attention_decode_kernel above; its scratch lives in the cache, so sampling
+// leaves the model's training activations alone.
+
+// dynamic shared memory of attention_decode_kernel for n cached positions: scores, q, partials
+static size_t attention_decode_smem_bytes(int n, int hd) {
+    return ((size_t)n + (size_t)hd + DECODE_THREADS) * sizeof(float);
+}
+
+// out (H * hd) for the query row q (H * hd) at position t against k, v (t + 1, Hkv * hd) views of
+// row stride kv_stride; kv_cache_build checked that the shared memory fits
+static void attention_decode_forward(floatX* out, const floatX* q, const floatX* k, const floatX* v, int kv_stride, int t,
+                                     int H, int Hkv, int hd, float scale) {
+    attention_decode_kernel<<<H, DECODE_THREADS, attention_decode_smem_bytes(t + 1, hd)>>>(out, q, k, v, kv_stride, t,
+                                                                                        H, Hkv, hd, scale);
+    launchCheck();
+}
+
+typedef struct {
+    GPT2Config config;     // the model it was built for (gpt2_decode_step refuses another)
+    int max_T;             // positions it holds
+    int len;               // positions filled: the next decode step runs at position len
+    int row;               // elements of one cached row of one layer
+    int k_offset;          // where k starts in a row
+    int v_offset;          // where v starts in a row (== k_offset when k and v are one tensor)
+    floatX* kv;            // (L, max_T, row): layer l's rows at kv + l * max_T * row
+    size_t kv_bytes;       // L * max_T * row * sizeof(floatX)
+    // one row of activations, the decode step's scratch (gpt2_forward_staged's tensors at B = T = 1)
+    int* token_d;          // (1) the input token
+    floatX* residual;      // (C) the residual stream into a layer (encoded, then each layer's residual3)
+    floatX* residual2;     // (C)
+    floatX* ln1;           // (C) x
+    floatX* qkv;           // (width)
+    floatX* qres[6];       // q_residual: r (C), h (C/2), hg (C/2), u (C), f (C), q (C); NULL otherwise
+    floatX* atty;          // (C)
+    floatX* proj_out;      // (C)
+    floatX* ln2;           // (C)
+    floatX* fch;           // (M)
+    floatX* fch_gelu;      // (M)
+    floatX* lnf;           // (C)
+    floatX* logits;        // (Vp)
+    float* stats;          // (2) mean, rstd of the norm just run (not needed afterwards)
+    void* memory;          // the one device allocation: kv, then the scratch
+    void* logits_host;     // (V) floatX, the logits copied back
+} KVCache;
+
+// A cache for max_T positions (at most the model's max_seq_len, the rows of wpe) of a built model.
+static void kv_cache_build(KVCache* cache, const GPT2* model, int max_T) {
+    memset(cache, 0, sizeof(*cache));
+    const GPT2Config* c = &model->config;
+    const int C = c->channels, M = c->mlp_hidden, Vp = c->padded_vocab_size, L = c->num_layers;
+    const int hd = qkv_head_dim(c), W = model->layout.width;
+    if (max_T < 1 || max_T > c->max_seq_len) {
+        fprintf(stderr, "error: kv cache: %d positions requested, expected 1..max_seq_len=%d\n", max_T, c->max_seq_len);
+        exit(EXIT_FAILURE);
+    }
+    if (attention_decode_smem_bytes(max_T, hd) > DECODE_MAX_SMEM_BYTES) {
+        fprintf(stderr, "error: kv cache: decode attention keeps one score per position in %d bytes of shared memory: "
+                "%d positions of head size %d do not fit (HINT: sample fewer tokens, -g)\n", DECODE_MAX_SMEM_BYTES,
+                max_T, hd);
+        exit(EXIT_FAILURE);
+    }
+    // the row layout from the scheme's layout: v after k, or on top of it when they are one tensor
+    const QKVLayout* lay = &model->layout;
+    cache->config = *c;
+    cache->max_T = max_T;
+    cache->k_offset = 0;
+    cache->v_offset = qkv_roles_share(lay->k, lay->v) ? cache->k_offset : cache->k_offset + lay->k.channels;
+    cache->row = cache->v_offset + lay->v.channels;
+    cache->kv_bytes = (size_t)L * max_T * cache->row * sizeof(floatX);
+    const int qres = lay->q.source == QKV_SRC_RESIDUAL_QUERY;
+    const size_t X = sizeof(floatX);
+    const size_t qres_sizes[6] = {(size_t)C, (size_t)C / 2, (size_t)C / 2, (size_t)C, (size_t)C, (size_t)C};
+    struct { void** slot; size_t bytes; } parts[] = {
+        {(void**)&cache->kv, cache->kv_bytes}, {(void**)&cache->token_d, sizeof(int)},
+        {(void**)&cache->residual, C * X}, {(void**)&cache->residual2, C * X}, {(void**)&cache->ln1, C * X},
+        {(void**)&cache->qkv, W * X},
+        {(void**)&cache->qres[0], qres * qres_sizes[0] * X}, {(void**)&cache->qres[1], qres * qres_sizes[1] * X},
+        {(void**)&cache->qres[2], qres * qres_sizes[2] * X}, {(void**)&cache->qres[3], qres * qres_sizes[3] * X},
+        {(void**)&cache->qres[4], qres * qres_sizes[4] * X}, {(void**)&cache->qres[5], qres * qres_sizes[5] * X},
+        {(void**)&cache->atty, C * X}, {(void**)&cache->proj_out, C * X}, {(void**)&cache->ln2, C * X},
+        {(void**)&cache->fch, M * X}, {(void**)&cache->fch_gelu, M * X}, {(void**)&cache->lnf, C * X},
+        {(void**)&cache->logits, Vp * X}, {(void**)&cache->stats, 2 * sizeof(float)},
+    };
+    const int nparts = (int)(sizeof(parts) / sizeof(parts[0]));
+    size_t total = 0;
+    for (int i = 0; i < nparts; i++) { total += qkv_round_up(parts[i].bytes, TENSOR_ALIGN_BYTES); }
+    cache->memory = device_malloc(total, "kv cache");
+    cudaCheck(cudaMemset(cache->memory, 0, total));
+    size_t off = 0;
+    for (int i = 0; i < nparts; i++) {
+        *parts[i].slot = parts[i].bytes > 0 ? (char*)cache->memory + off : NULL;
+        off += qkv_round_up(parts[i].bytes, TENSOR_ALIGN_BYTES);
+    }
+    cache->logits_host = host_malloc((size_t)c->vocab_size * X, "decode logits");
+}
+
+// empties the cache (the next step runs at position 0), keeping its memory. `unused`: the trainer
+// itself does not call it (test_gpt2.cu does), and nvcc warns otherwise
+static __attribute__((unused)) void kv_cache_reset(KVCache* cache) { cache->len = 0; }
+
+static void kv_cache_free(KVCache* cache) {
+    if (cache->memory != NULL) { cudaCheck(cudaFree(cache->memory)); }
+    free(cache->logits_host);
+    memset(cache, 0, sizeof(*cache));
+}
+
+// the k/v bytes allocated per position (not the scratch): qkv_kv_cache_bytes_per_token x sizeof(floatX) / 2
+static size_t kv_cache_bytes_per_token(const KVCache* cache) {
+    return cache->max_T > 0 ? cache->kv_bytes / (size_t)cache->max_T : 0;
+}
+
+// One token's forward pass at position cache->len: appends its k and v to every layer's cache and
+// copies the logits over the V real tokens into logits_host (V floats; waits for the GPU); then len++.
+// A token outside the vocabulary, a full cache or a cache of another model stop with one line.
+static void gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits_host) {
+    const GPT2Config* c = &model->config;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
+    const int C = c->channels, M = c->mlp_hidden, W = model->layout.width;
+    const int t = cache->len;
+    if (cache->memory == NULL || memcmp(&cache->config, c, sizeof(*c)) != 0) {
+        fprintf(stderr, "error: internal: decode step with a kv cache not built for this model (kv_cache_build)\n");
+        exit(EXIT_FAILURE);
+    }
+    if (token < 0 || token >= V) {
+        fprintf(stderr, "error: decode step: token %d is outside the model's vocabulary [0, %d)\n", token, V);
+        exit(EXIT_FAILURE);
+    }
+    if (t >= cache->max_T) {
+        fprintf(stderr, "error: decode step: kv cache full: position %d, the cache holds %d positions "
+                "(HINT: kv_cache_reset, or build it with more)\n", t, cache->max_T);
+        exit(EXIT_FAILURE);
+    }
+    floatX* const* p = model->params;
+    const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
+    const AttnShape shape = attn_shape_make(c, 1, 1, 0); // for the roles' places (attn_role_rows)
+    float* mean = cache->stats;
+    float* rstd = cache->stats + 1;
+    cudaCheck(cudaMemcpyAsync(cache->token_d, &token, sizeof(int), cudaMemcpyHostToDevice, 0));
+    // position t's embedding: the encoder at B = T = 1 with wpe's row t
+    encoder_forward_kernel<<<(C / x128::size + 255) / 256, 256>>>(cache->residual, cache->token_d, p[PARAM_WTE],
+                                                                  p[PARAM_WPE] + (size_t)t * C, 1, 1, C);
+    launchCheck();
+    layernorm_forward(cache->ln1, mean, rstd, cache->residual, p[PARAM_LN1W], p[PARAM_LN1B], 1, C);
+    for (int l = 0; l < L; l++) {
+        matmul_forward(cache->qkv, cache->ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), 1, C, W);
+        const floatX* qres_q = NULL;
+        if (cache->qres[0] != NULL) { // q_residual's branch, for the new token's q only
+            floatX *r = cache->qres[0], *h = cache->qres[1], *hg = cache->qres[2], *u = cache->qres[3];
+            floatX *f = cache->qres[4], *q = cache->qres[5];
+            rmsnorm_forward(r, rstd, cache->ln1, lslice(p[PARAM_QRES_RMSW], l, C), 1, C);
+            matmul_forward_gelu(hg, h, r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, 1, C, C / 2);
+            matmul_forward(u, hg, lslice(p[PARAM_QRES_W2], l, C * Ch), NULL, 1, C / 2, C);
+            layernorm_forward(f, mean, rstd, u, lslice(p[PARAM_QRES_LNW], l, C), NULL, 1, C);
+            add_forward(q, cache->ln1, f, (size_t)C);
+            qres_q = q;
+        }
+        // k and v of the new token, from where the layout puts them, into row t (a shared tensor once)
+        floatX* layer_kv = cache->kv + (size_t)l * cache->max_T * cache->row;
+        floatX* row_t = layer_kv + (size_t)t * cache->row;
+        const AttnRows k_new = attn_role_rows(&shape, 1, cache->ln1, cache->qkv, qres_q);
+        cudaCheck(cudaMemcpyAsync(row_t + cache->k_offset, k_new.ptr, (size_t)shape.layout.k.channels * sizeof(floatX),
+                                  cudaMemcpyDeviceToDevice, 0));
+        if (cache->v_offset != cache->k_offset) {
+            const AttnRows v_new = attn_role_rows(&shape, 2, cache->ln1, cache->qkv, qres_q);
+            cudaCheck(cudaMemcpyAsync(row_t + cache->v_offset, v_new.ptr, (size_t)shape.layout.v.channels * sizeof(floatX),
+                                      cudaMemcpyDeviceToDevice, 0));
+        }
+        const AttnRows q_new = attn_role_rows(&shape, 0, cache->ln1, cache->qkv, qres_q);
+        attention_decode_forward(cache->atty, q_new.ptr, layer_kv + cache->k_offset, layer_kv + cache->v_offset,
+                                 cache->row, t, shape.H, shape.Hkv, shape.hd, shape.scale);
+        matmul_forward(cache->proj_out, cache->atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), 1, C, C);
+        residual_layernorm_forward(cache->residual2, cache->ln2, mean, rstd, cache->residual, cache->proj_out,
+                                   lslice(p[PARAM_LN2W], l, C), lslice(p[PARAM_LN2B], l, C), 1, C);
+        matmul_forward_gelu(cache->fch_gelu, cache->fch, cache->ln2, lslice(p[PARAM_FCW], l, MC), lslice(p[PARAM_FCB], l, M),
+                            1, C, M);
+        matmul_forward(cache->proj_out, cache->fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), lslice(p[PARAM_FCPROJB], l, C), 1, M, C);
+        // residual3 into `residual` (this layer's input is no longer needed), then the next LayerNorm
+        const int last = l + 1 == L;
+        residual_layernorm_forward(cache->residual, last ? cache->lnf : cache->ln1, mean, rstd, cache->residual2,
+                                   cache->proj_out, last ? p[PARAM_LNFW] : lslice(p[PARAM_LN1W], l + 1, C),
+                                   last ? p[PARAM_LNFB] : lslice(p[PARAM_LN1B], l + 1, C), 1, C);
+    }
+    const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
+    matmul_forward(cache->logits, cache->lnf, head, NULL, 1, C, Vp); // (Vp), the padded columns are 0
+    cudaCheck(cudaMemcpy(cache->logits_host, cache->logits, (size_t)V * sizeof(floatX), cudaMemcpyDeviceToHost));
+    host_x_to_floats(logits_host, cache->logits_host, (size_t)V);
+    cache->len = t + 1;
+}
+
 // ----------------------------------------------------------------------------
 // MFU: dense peak FLOP/s by GPU name (bf16 tensor cores; fp32 builds: plain fp32, TF32 is off)
 
@@ -2963,50 +3253,33 @@ static size_t device_memory_in_use(void) {
     return total_b - free_b;
 }
 
-// Generates gen_T tokens after an end-of-text token, printing them as they come. Each token is one
-// forward pass with B = 1 over the tokens so far, T rounded up to a multiple of 64 (the flash
-// kernels' tile; causal attention makes the padding invisible to the positions before it), instead
-// of a pass over the whole (B, T) training shape.
-static void sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng) {
-    const GPT2Config* c = &model->config;
-    const int V = c->vocab_size, Vp = c->padded_vocab_size;
-    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
-    if (eot < 0 || eot >= V) { eot = 0; }
-    int* gen = (int*)host_malloc((size_t)model->T * sizeof(int), "sampling tokens");
-    for (int i = 0; i < model->T; i++) { gen[i] = eot; }
-    void* row_x = host_malloc((size_t)Vp * sizeof(floatX), "sampling logits");
-    float* row = (float*)host_malloc((size_t)Vp * sizeof(float), "sampling logits");
-    printf("generating:\n---\n");
-    for (int t = 1; t < a->gen_T; t++) {
-        int T_pass = (t + 63) / 64 * 64;
-        if (T_pass > model->T) { T_pass = model->T; }
-        gpt2_stage_batch(model, gen, NULL, 1, T_pass);
-        gpt2_forward_staged(model, 0.0f);
-        cudaCheck(cudaMemcpy(row_x, model->acts.output + (size_t)(t - 1) * Vp, (size_t)Vp * sizeof(floatX), cudaMemcpyDeviceToHost));
-        host_x_to_floats(row, row_x, (size_t)Vp);
-        float m = -INFINITY;
-        for (int v = 0; v < V; v++) { m = fmaxf(m, row[v]); }
-        double sum = 0.0;
-        for (int v = 0; v < V; v++) { sum += exp((double)(row[v] - m)); }
-        const double coin = (double)random_f32(rng) * sum;
-        double cdf = 0.0;
-        int next = V - 1;
-        for (int v = 0; v < V; v++) {
-            cdf += exp((double)(row[v] - m));
-            if (coin < cdf) { next = v; break; }
-        }
-        gen[t] = next;
-        if (tokenizer->init_ok && (unsigned)next < tokenizer->vocab_size) {
-            safe_printf(tokenizer_decode(tokenizer, (unsigned)next));
-        } else {
-            printf("%d ", next);
-        }
-        fflush(stdout);
+// Feeds the prompt through the cache, then samples n_new tokens after it, printing them as they
+// come: one decode step (one token's forward pass) per token, instead of a forward pass over the
+// whole sequence so far; one random_f32 per sampled token (the resume test compares the RNG state).
+// The model's training activations are not touched: the decode scratch lives in the cache.
+static void generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
+                            unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */) {
+    const int V = model->config.vocab_size;
+    for (int i = 0; i < n_prompt; i++) { gpt2_decode_step(model, cache, prompt[i], logits); }
+    for (int i = 0; i < n_new; i++) {
+        const int next = sample_softmax(logits, V, random_f32(rng));
+        print_token(tokenizer, next);
+        if (i + 1 < n_new) { gpt2_decode_step(model, cache, next, logits); }
     }
+}
+
+// The sample printed during training: gen_T - 1 tokens after an end-of-text token.
+static void sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng) {
+    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
+    if (eot < 0 || eot >= model->config.vocab_size) { eot = 0; }
+    KVCache cache;
+    kv_cache_build(&cache, model, a->gen_T);
+    float* logits = (float*)host_malloc((size_t)model->config.vocab_size * sizeof(float), "sampling logits");
+    printf("generating:\n---\n");
+    generate_tokens(model, &cache, &eot, 1, a->gen_T - 1, rng, tokenizer, logits);
     printf("\n---\n");
-    free(gen);
-    free(row_x);
-    free(row);
+    kv_cache_free(&cache);
+    free(logits);
 }
 
 // The training run of resolved arguments on a checked device. Returns the process exit code.
@@ -3211,6 +3484,52 @@ static int train_run(TrainArgs* a) {
     return 0;
 }
 
+// --generate: the model of -e (a checkpoint, or a random init of dN), the prompt, N new tokens
+// with the KV cache, then their speed and the cache's size. Returns the process exit code.
+static int generate_run(const TrainArgs* a) {
+    char msg[4096];
+    cuda_setup();
+    Tokenizer tokenizer;
+    tokenizer_init(&tokenizer, a->tokenizer_path);
+    const int V = a->config.vocab_size;
+    int eot = tokenizer.init_ok ? tokenizer.eot_token : 50256;
+    if (eot < 0 || eot >= V) { eot = 0; }
+    std::vector<int> prompt;
+    if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    // the decode step uses only the parameters and the cache: the smallest training shape will do
+    GPT2 model;
+    gpt2_build(&model, &a->config, 1, a->config.max_seq_len < 64 ? a->config.max_seq_len : 64, 0, 0, 1);
+    if (a->from_file) { gpt2_load_params(&model, a->model_path, a->file_version); }
+    else { gpt2_init_random(&model, a->seed); }
+    printf("model: scheme %s | %zu parameters | %s | %s\n", qkv_scheme_name(model.config.scheme), model.num_parameters,
+           a->from_file ? a->model_path : "random init", PRECISION_NAME);
+    KVCache cache;
+    const int n_prompt = (int)prompt.size();
+    kv_cache_build(&cache, &model, n_prompt + a->generate);
+    float* logits = (float*)host_malloc((size_t)V * sizeof(float), "generation logits");
+    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (rng == 0) { rng = 1; }
+    printf("---\n");
+    for (int i = 0; i < n_prompt; i++) { if (i > 0 || prompt[0] != eot) { print_token(&tokenizer, prompt[i]); } }
+    double t0 = now_seconds();
+    for (int i = 0; i < n_prompt; i++) { gpt2_decode_step(&model, &cache, prompt[i], logits); }
+    const double prefill_s = now_seconds() - t0;
+    t0 = now_seconds();
+    generate_tokens(&model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits);
+    const double decode_s = now_seconds() - t0;
+    printf("\n---\n");
+    generate_report(&model.config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
+                    (int)sizeof(floatX));
+    kv_cache_free(&cache);
+    free(logits);
+    tokenizer_free(&tokenizer);
+    gpt2_free(&model);
+    return 0;
+}
+
 #ifndef TESTING
 int main(int argc, char** argv) {
     char msg[16384];
@@ -3229,6 +3548,6 @@ int main(int argc, char** argv) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    return train_run(&args);
+    return args.generate > 0 ? generate_run(&args) : train_run(&args);
 }
 #endif

@@ -3,7 +3,7 @@ train_common.h: the host-side code both trainers share, so that train_gpt2.cu (C
 dev/cpu/train_gpt2_cpu.cpp (CPU) take the same flags with the same meanings and read and write the
 same files: the command line (TrainArgs, -h, parsing, the dN depth presets, checkpoint and resume
 decisions), the checkpoint and training-state headers (dev/FORMATS.md), the learning-rate schedule,
-the sampling RNG and the rule that turns logits into a sampled token.
+the sampling RNG, the rule that turns logits into a sampled token and --generate's prompt and report.
 
 Plain C++ with no GPU code. The includer defines, before including:
   PRECISION_NAME, PRECISION_IS_BF16   its parameter precision ("fp32"/0 on the CPU)
@@ -28,8 +28,12 @@ and defines after it
 #include <time.h>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 #include "../attention_variants.cuh"
 #include "../dataloader.h"
+#include "../tokenizer.h"
 
 #if !defined(PRECISION_NAME) || !defined(PRECISION_IS_BF16) || !defined(TRAIN_COMMON_CUDA)
 #error "define PRECISION_NAME, PRECISION_IS_BF16 and TRAIN_COMMON_CUDA before including dev/train_common.h"
@@ -134,7 +138,7 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
                               char* msg, size_t msg_size) {
     FILE* f = fopen(path, "rb");
     if (f == NULL) {
-        snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d6|d12|d24|d36|d48 or a .bin checkpoint)",
+        snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d2|d4|d6|d12|d24|d36|d48 or a .bin checkpoint)",
                  path, strerror(errno));
         return 0;
     }
@@ -640,6 +644,7 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
             }
         }
     }
+    if (a->generate > 0 && a->T > a->config.max_seq_len) { a->T = a->config.max_seq_len; } // generation has no -t
     if (a->T > a->config.max_seq_len) {
         snprintf(msg, msg_size, "-t %d: expected T <= the model's max_seq_len %d", a->T, a->config.max_seq_len);
         return 0;
@@ -708,6 +713,59 @@ static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size)
         return 0;
     }
     return 1;
+}
+
+// ----------------------------------------------------------------------------
+// generation (--generate, and the samples during training): the trainers' KV-cached decode loops
+// share these pieces
+
+// The tokens a generation starts from: an end-of-text token (what GPT-2 saw before every
+// document), then --prompt in GPT-2's BPE (dev/data/gpt2/encoder.json + vocab.bpe). Returns 1, or
+// 0 with a one-line message.
+static int generate_prompt(const TrainArgs* a, int eot, int vocab_size, std::vector<int>* tokens, char* msg, size_t msg_size) {
+    tokens->assign(1, eot);
+    if (a->prompt == NULL || a->prompt[0] == '\0') { return 1; }
+    GPT2Encoder encoder;
+    std::string err;
+    if (!encoder.load_openai("dev/data/gpt2/encoder.json", "dev/data/gpt2/vocab.bpe", &err)) {
+        snprintf(msg, msg_size, "--prompt: %s (HINT: bash dev/data/fetch_gpt2_vocab.sh fetches GPT-2's vocabulary)", err.c_str());
+        return 0;
+    }
+    encoder.encode(a->prompt, strlen(a->prompt), tokens);
+    for (size_t i = 0; i < tokens->size(); i++) {
+        if ((*tokens)[i] >= vocab_size) {
+            snprintf(msg, msg_size, "--prompt: token %d of the prompt is outside this model's vocabulary of %d",
+                     (*tokens)[i], vocab_size);
+            return 0;
+        }
+    }
+    if ((long long)tokens->size() + a->generate > a->config.max_seq_len) {
+        snprintf(msg, msg_size, "--prompt of %zu tokens + --generate %d exceed the model's max_seq_len %d",
+                 tokens->size(), a->generate, a->config.max_seq_len);
+        return 0;
+    }
+    return 1;
+}
+
+// one generated token as text (token ids where there is no tokenizer file)
+static void print_token(Tokenizer* tokenizer, int token) {
+    if (tokenizer->init_ok && (unsigned)token < tokenizer->vocab_size) {
+        safe_printf(tokenizer_decode(tokenizer, (unsigned)token));
+    } else {
+        printf("%d ", token);
+    }
+    fflush(stdout);
+}
+
+// --generate's closing line: speed, and the cache the scheme needs per token, measured (what the
+// trainer allocated) beside attention_variants.cuh's formula
+static void generate_report(const GPT2Config* c, int n_prompt, int n_new, double prefill_s, double decode_s,
+                            size_t cache_bytes_per_token, int elem_bytes) {
+    printf("generate: %d prompt tokens in %.1f ms, %d new tokens in %.1f ms (%.1f tok/s, one forward pass of one "
+           "token each)\n", n_prompt, prefill_s * 1e3, n_new, decode_s * 1e3, decode_s > 0 ? n_new / decode_s : 0.0);
+    printf("kv cache: %zu bytes per token allocated (%d-byte elements; qkv_kv_cache_bytes_per_token, bf16: %zu), "
+           "%.1f KiB for the %d positions of this run\n", cache_bytes_per_token, elem_bytes,
+           qkv_kv_cache_bytes_per_token(c), cache_bytes_per_token * (double)(n_prompt + n_new) / 1024.0, n_prompt + n_new);
 }
 
 #endif // TRAIN_COMMON_H

@@ -94,6 +94,32 @@ static void* calloc_check(size_t n, size_t size, const char* file, int line) {
 #define callocCheck(n, size) calloc_check(n, size, __FILE__, __LINE__)
 
 // ----------------------------------------------------------------------------
+// exp in float that the compiler can vectorize (libm's expf is a call per element): the
+// softmaxes over the vocabulary, attention and GELU spend most of their time in exp.
+// exp(x) = 2^n exp(r) with n = round(x / ln 2) and r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in
+// two parts so r is exact), exp(r) by its Taylor series to r^7 (truncation error < 1e-8), and 2^n
+// built directly in the exponent bits. About 2 ulp; exp(x) = 0 below -87.3, and x is clamped at 88
+// above (exp(88) = 1.6e38, finite: GELU divides by 1 + exp(-2u) and gets 0 either way).
+static inline float exp_fast(float x) {
+    const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
+    // round to nearest by adding and removing 1.5 * 2^23 (floorf would not vectorize)
+    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const int32_t bits = ((int32_t)n + 127) << 23; // 2^n, n in [-126, 127]
+    float scale;
+    memcpy(&scale, &bits, sizeof(scale));
+    return x < -87.3f ? 0.0f : p * scale;
+}
+
+// ----------------------------------------------------------------------------
 // all the individual layers' forward and backward passes
 // N = B * T rows, C channels; every backward ADDS (+=) into its gradient outputs, so gradients
 // from several consumers of one tensor sum up (the caller zeroes them once per step)
@@ -222,78 +248,184 @@ void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const floa
     free(dw);
 }
 
+// ---- matmul: one blocked kernel for the three products of a linear layer ----
+//
+// gemm_accumulate adds C(i,j) += sum_k A(i,k) B(k,j) for i < m, j < n, where each operand is
+// addressed with element strides, so one kernel serves every product without transposing:
+//   A(i,k) = A[i*a_i + k*a_k],  B(k,j) = B[k*b_k + j*b_j],  C(i,j) = C[i*c_i + j*c_j]
+//
+// Blocking (the GotoBLAS scheme, simplified):
+//  - C is cut into blocks of mc rows x GEMM_NC columns; the threads share out whole blocks, so
+//    each C element is computed by exactly one thread (no reduction is ever split between
+//    threads, and there is no barrier but the one at the end);
+//  - within its block, a thread runs k in chunks of GEMM_KC. For each chunk it copies ("packs")
+//    B's kc x GEMM_NC slice, widened to double, into panels of GEMM_NR columns, each stored
+//    k-major (GEMM_NR consecutive values per k), so the inner loop reads it contiguously from cache;
+//  - then, for each micro-panel of GEMM_MR rows, it packs A's GEMM_MR x kc slice k-major too and,
+//    for each B panel, updates a GEMM_MR x GEMM_NR tile of sums in registers: per k, GEMM_MR
+//    broadcasts of A times one GEMM_NR-wide row of B. That inner loop (gemm_tile) is plain C++
+//    that the compiler vectorizes over the GEMM_NR columns (8 x 16 doubles: 16 AVX-512
+//    registers of accumulators, each row of B reused for 8 rows of A);
+//  - the block's sums live in a double buffer across the chunks and are added into C once.
+// Accumulation is in double, k ascending: products of floats are exact in double, so each C
+// element is its float value plus a sum that is rounded once, as accurate as a sequential double
+// loop (the fixtures' chaotic 10-step AdamW runs need that: float sums of 128 terms fail them).
+// The order does not depend on the blocks or on the thread that runs one, so the results are
+// bit-identical for any OMP_NUM_THREADS.
+enum { GEMM_MR = 8, GEMM_NR = 16, GEMM_KC = 256, GEMM_NC = 128 };
+
+// the register tile: c (GEMM_MR x GEMM_NR) += Ap (kc x GEMM_MR)^T Bp (kc x GEMM_NR), both k-major;
+// c is a tile of the block's sums, with row stride ldc
+static inline void gemm_tile(int kc, const double* __restrict Ap, const double* __restrict Bp,
+                             double* __restrict csum, int ldc) {
+    double c[GEMM_MR][GEMM_NR];
+    for (int r = 0; r < GEMM_MR; r++) {
+        #pragma omp simd
+        for (int j = 0; j < GEMM_NR; j++) { c[r][j] = csum[(size_t)r * ldc + j]; }
+    }
+    for (int k = 0; k < kc; k++) {
+        const double* a = Ap + (size_t)k * GEMM_MR;
+        const double* b = Bp + (size_t)k * GEMM_NR;
+        for (int r = 0; r < GEMM_MR; r++) {
+            #pragma omp simd
+            for (int j = 0; j < GEMM_NR; j++) { c[r][j] += a[r] * b[j]; }
+        }
+    }
+    for (int r = 0; r < GEMM_MR; r++) {
+        #pragma omp simd
+        for (int j = 0; j < GEMM_NR; j++) { csum[(size_t)r * ldc + j] = c[r][j]; }
+    }
+}
+
+static void gemm_accumulate(int m, int n, int K, const float* A, size_t a_i, size_t a_k,
+                            const float* B, size_t b_k, size_t b_j, float* C, size_t c_i, size_t c_j) {
+    if (m <= 0 || n <= 0 || K <= 0) { return; }
+    // rows per block: up to 256, fewer when that leaves too few blocks to share out (each block
+    // packs its own copy of B, so the blocks should not be needlessly small either)
+    int nthreads = 1;
+#ifdef _OPENMP
+    nthreads = omp_get_max_threads();
+#endif
+    const int nblocks = (n + GEMM_NC - 1) / GEMM_NC;
+    int mc = 256;
+    while (mc > 4 * GEMM_MR && ((m + mc - 1) / mc) * nblocks < 4 * nthreads) { mc /= 2; }
+    const int mblocks = (m + mc - 1) / mc;
+    #pragma omp parallel
+    {
+        double* Bp = (double*)mallocCheck((size_t)GEMM_KC * GEMM_NC * sizeof(double));
+        double* Ap = (double*)mallocCheck((size_t)GEMM_KC * GEMM_MR * sizeof(double));
+        double* csum = (double*)mallocCheck((size_t)mc * GEMM_NC * sizeof(double)); // row stride GEMM_NC
+        #pragma omp for schedule(dynamic)
+        for (int blk = 0; blk < mblocks * nblocks; blk++) {
+            const int ib = (blk / nblocks) * mc, jb = (blk % nblocks) * GEMM_NC;
+            const int mb = m - ib < mc ? m - ib : mc;
+            const int nb = n - jb < GEMM_NC ? n - jb : GEMM_NC;
+            const int npanels = (nb + GEMM_NR - 1) / GEMM_NR;
+            for (size_t i = 0; i < (size_t)mc * GEMM_NC; i++) { csum[i] = 0.0; }
+            for (int k0 = 0; k0 < K; k0 += GEMM_KC) {
+                const int kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
+                // pack B(k0:k0+kc, jb:jb+nb) into panels; columns past n are zero
+                for (int p = 0; p < npanels; p++) {
+                    double* dst = Bp + (size_t)p * kc * GEMM_NR;
+                    const int j0 = jb + p * GEMM_NR;
+                    const int nr = n - j0 < GEMM_NR ? n - j0 : GEMM_NR;
+                    for (int k = 0; k < kc; k++) {
+                        const float* src = B + (size_t)(k0 + k) * b_k + (size_t)j0 * b_j;
+                        for (int j = 0; j < GEMM_NR; j++) { dst[(size_t)k * GEMM_NR + j] = j < nr ? src[j * b_j] : 0.0; }
+                    }
+                }
+                for (int i0 = 0; i0 < mb; i0 += GEMM_MR) {
+                    const int mr = mb - i0 < GEMM_MR ? mb - i0 : GEMM_MR;
+                    // pack A(ib+i0 : +GEMM_MR, k0:k0+kc) k-major; rows past the block are zero
+                    for (int k = 0; k < kc; k++) {
+                        const float* src = A + (size_t)(ib + i0) * a_i + (size_t)(k0 + k) * a_k;
+                        for (int r = 0; r < GEMM_MR; r++) { Ap[(size_t)k * GEMM_MR + r] = r < mr ? src[r * a_i] : 0.0; }
+                    }
+                    for (int p = 0; p < npanels; p++) {
+                        gemm_tile(kc, Ap, Bp + (size_t)p * kc * GEMM_NR, csum + (size_t)i0 * GEMM_NC + p * GEMM_NR, GEMM_NC);
+                    }
+                }
+            }
+            // C += the block's sums
+            for (int i = 0; i < mb; i++) {
+                float* dst = C + (size_t)(ib + i) * c_i + (size_t)jb * c_j;
+                const double* src = csum + (size_t)i * GEMM_NC;
+                if (c_j == 1) {
+                    #pragma omp simd
+                    for (int j = 0; j < nb; j++) { dst[j] = (float)((double)dst[j] + src[j]); }
+                } else {
+                    for (int j = 0; j < nb; j++) { dst[j * c_j] = (float)((double)dst[j * c_j] + src[j]); }
+                }
+            }
+        }
+        free(Bp);
+        free(Ap);
+        free(csum);
+    }
+}
+
 // out = inp weight^T + bias; inp (N,C), weight (OC,C), bias (OC) or NULL, out (N,OC)
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C, int OC) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
-        const float* x = inp + (size_t)n * C;
         float* o = out + (size_t)n * OC;
-        for (int j = 0; j < OC; j++) {
-            const float* w = weight + (size_t)j * C;
-            double acc = bias != NULL ? bias[j] : 0.0;
-            for (int i = 0; i < C; i++) { acc += (double)x[i] * w[i]; }
-            o[j] = (float)acc;
-        }
+        #pragma omp simd
+        for (int j = 0; j < OC; j++) { o[j] = bias != NULL ? bias[j] : 0.0f; }
     }
+    // out(n, o) += sum_i inp(n, i) weight(o, i): B(k=i, j=o) = weight[o*C + i]
+    gemm_accumulate(N, OC, C, inp, (size_t)C, 1, weight, 1, (size_t)C, out, (size_t)OC, 1);
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
-    #pragma omp parallel
-    {
-        double* acc = (double*)mallocCheck((size_t)C * sizeof(double));
-        // dinp (N,C) += dout (N,OC) weight (OC,C)
-        #pragma omp for
-        for (int n = 0; n < N; n++) {
-            const float* d = dout + (size_t)n * OC;
-            for (int i = 0; i < C; i++) { acc[i] = 0.0; }
-            for (int j = 0; j < OC; j++) {
-                const float* w = weight + (size_t)j * C;
-                const double dj = d[j];
-                for (int i = 0; i < C; i++) { acc[i] += dj * w[i]; }
-            }
-            float* dx = dinp + (size_t)n * C;
-            for (int i = 0; i < C; i++) { dx[i] += (float)acc[i]; }
-        }
-        // dweight (OC,C) += dout^T (OC,N) inp (N,C); dbias (OC) += sum over rows of dout
-        #pragma omp for
-        for (int j = 0; j < OC; j++) {
-            for (int i = 0; i < C; i++) { acc[i] = 0.0; }
-            double db = 0.0;
+    // dinp (N,C) += dout (N,OC) weight (OC,C)
+    gemm_accumulate(N, C, OC, dout, (size_t)OC, 1, weight, (size_t)C, 1, dinp, (size_t)C, 1);
+    // dweight (OC,C) += dout^T (OC,N) inp (N,C): A(i=o, k=n) = dout[n*OC + o]
+    gemm_accumulate(OC, C, N, dout, 1, (size_t)OC, inp, (size_t)C, 1, dweight, (size_t)C, 1);
+    // dbias (OC) += sum over rows of dout, in double, each thread a range of columns
+    if (dbias != NULL) {
+        const int JB = 256;
+        #pragma omp parallel for
+        for (int j0 = 0; j0 < OC; j0 += JB) {
+            const int jn = OC - j0 < JB ? OC - j0 : JB;
+            double acc[JB];
+            for (int j = 0; j < jn; j++) { acc[j] = 0.0; }
             for (int n = 0; n < N; n++) {
-                const double dj = dout[(size_t)n * OC + j];
-                const float* x = inp + (size_t)n * C;
-                db += dj;
-                for (int i = 0; i < C; i++) { acc[i] += dj * x[i]; }
+                const float* d = dout + (size_t)n * OC + j0;
+                #pragma omp simd
+                for (int j = 0; j < jn; j++) { acc[j] += d[j]; }
             }
-            float* dw = dweight + (size_t)j * C;
-            for (int i = 0; i < C; i++) { dw[i] += (float)acc[i]; }
-            if (dbias != NULL) { dbias[j] += (float)db; }
+            for (int j = 0; j < jn; j++) { dbias[j0 + j] += (float)acc[j]; }
         }
-        free(acc);
     }
 }
 
-// GELU, tanh approximation (GPT-2's)
+// GELU, tanh approximation (GPT-2's): gelu(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
+// Computed as x * sigmoid(2u) = x / (1 + exp(-2u)), the same function without tanh's cancellation
+// in 1 + tanh(u) for negative x, and with the vectorizable exp_fast.
 #define GELU_SCALING_FACTOR 0.7978845608028654 // sqrt(2 / pi)
 
 void gelu_forward(float* out, const float* inp, size_t n) {
-    #pragma omp parallel for
+    const float k = (float)GELU_SCALING_FACTOR;
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i];
-        out[i] = (float)(0.5 * x * (1.0 + tanh(GELU_SCALING_FACTOR * (x + 0.044715 * x * x * x))));
+        const float x = inp[i];
+        const float u = k * (x + 0.044715f * x * x * x);
+        out[i] = x / (1.0f + exp_fast(-2.0f * u));
     }
 }
 
+// d gelu / dx = s + x s (1 - s) 2 u'(x), with s = sigmoid(2u) (0.5 (1 + tanh u) = s, sech^2 u = 4 s (1 - s))
 void gelu_backward(float* dinp, const float* inp, const float* dout, size_t n) {
-    #pragma omp parallel for
+    const float k = (float)GELU_SCALING_FACTOR;
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
-        double x = inp[i];
-        double u = GELU_SCALING_FACTOR * (x + 0.044715 * x * x * x);
-        double th = tanh(u);
-        double sech2 = 1.0 - th * th;
-        double local = 0.5 * (1.0 + th) + 0.5 * x * sech2 * GELU_SCALING_FACTOR * (1.0 + 3.0 * 0.044715 * x * x);
-        dinp[i] += (float)(local * dout[i]);
+        const float x = inp[i];
+        const float u = k * (x + 0.044715f * x * x * x);
+        const float e = exp_fast(-2.0f * u);
+        const float s = 1.0f / (1.0f + e), one_minus_s = e / (1.0f + e);
+        const float local = s + 2.0f * x * s * one_minus_s * k * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += local * dout[i];
     }
 }
 
@@ -337,16 +469,45 @@ static RowView qkv_role_view(QKVRole role, float* proj, int width, float* x, flo
     return v;
 }
 
+// The max of the first V of a row of logits (vectorized: max is exact in any order)
+static inline float row_max(const float* l, int V) {
+    float maxval = -INFINITY;
+    #pragma omp simd reduction(max : maxval)
+    for (int i = 0; i < V; i++) { maxval = l[i] > maxval ? l[i] : maxval; }
+    return maxval;
+}
+
+// sum over i < V of exp(l[i] - maxval), also stored in e[i] when e != NULL: float partial sums
+// over chunks of 256 values (vectorized; a fixed order), the chunks added up in double
+static double sum_exp(const float* l, float maxval, int V, float* e) {
+    double sum = 0.0;
+    for (int i0 = 0; i0 < V; i0 += 256) {
+        const int i1 = V - i0 < 256 ? V : i0 + 256;
+        float s = 0.0f;
+        if (e != NULL) {
+            #pragma omp simd reduction(+ : s)
+            for (int i = i0; i < i1; i++) { e[i] = exp_fast(l[i] - maxval); s += e[i]; }
+        } else {
+            #pragma omp simd reduction(+ : s)
+            for (int i = i0; i < i1; i++) { s += exp_fast(l[i] - maxval); }
+        }
+        sum += s;
+    }
+    return sum;
+}
+
 // Causal multi-head attention with GQA, reading q, k, v in place.
 // q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous; att (B,H,T,T) probabilities;
 // lse (B,H,T) or NULL: each row's log-sum-exp of the scaled scores, log sum_{t2<=t} exp(scale q.k)
+// Vectorized over the head dimension: dot products and sums over keys accumulate in double
+// (exact float products), exp in float (exp_fast), each row's softmax sum in double (sum_exp).
 void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
                        int B, int T, int C, int H, int Hkv, float scale, float* lse = NULL) {
     const int hd = C / H;
     const int group = H / Hkv; // query heads per kv head
     #pragma omp parallel
     {
-        double* w = (double*)mallocCheck((size_t)T * sizeof(double));
+        float* w = (float*)mallocCheck((size_t)T * sizeof(float));
         double* acc = (double*)mallocCheck((size_t)hd * sizeof(double));
         #pragma omp for collapse(3)
         for (int b = 0; b < B; b++) {
@@ -355,29 +516,28 @@ void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
                     const int kvh = h / group;
                     const float* q_t = q.ptr + ((size_t)b * T + t) * q.stride + (size_t)h * hd;
                     float* att_bth = att + (((size_t)b * H + h) * T + t) * T;
-                    // scores against keys 0..t, and the max for a stable softmax
-                    double maxval = -INFINITY;
+                    // scaled scores against keys 0..t, and the max for a stable softmax
+                    float maxval = -INFINITY;
                     for (int t2 = 0; t2 <= t; t2++) {
                         const float* k_t2 = k.ptr + ((size_t)b * T + t2) * k.stride + (size_t)kvh * hd;
                         double dot = 0.0;
+                        #pragma omp simd reduction(+ : dot)
                         for (int i = 0; i < hd; i++) { dot += (double)q_t[i] * k_t2[i]; }
-                        w[t2] = dot * scale;
-                        if (w[t2] > maxval) { maxval = w[t2]; }
+                        w[t2] = (float)(dot * scale);
+                        maxval = w[t2] > maxval ? w[t2] : maxval;
                     }
-                    double sum = 0.0;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        w[t2] = exp(w[t2] - maxval);
-                        sum += w[t2];
-                    }
+                    const double sum = sum_exp(w, maxval, t + 1, w); // w[t2] = exp(w[t2] - max)
+                    const float inv = (float)(1.0 / sum);
                     for (int t2 = 0; t2 < T; t2++) {
-                        att_bth[t2] = t2 <= t ? (float)(w[t2] / sum) : 0.0f; // causal: 0 above the diagonal
+                        att_bth[t2] = t2 <= t ? w[t2] * inv : 0.0f; // causal: 0 above the diagonal
                     }
                     if (lse != NULL) { lse[((size_t)b * H + h) * T + t] = (float)(maxval + log(sum)); }
-                    // out = att v, with the unrounded probabilities
+                    // out = att v
                     for (int i = 0; i < hd; i++) { acc[i] = 0.0; }
                     for (int t2 = 0; t2 <= t; t2++) {
                         const float* v_t2 = v.ptr + ((size_t)b * T + t2) * v.stride + (size_t)kvh * hd;
-                        const double p = w[t2] / sum;
+                        const double p = att_bth[t2];
+                        #pragma omp simd
                         for (int i = 0; i < hd; i++) { acc[i] += p * v_t2[i]; }
                     }
                     float* out_bth = out + ((size_t)b * T + t) * C + (size_t)h * hd;
@@ -395,6 +555,7 @@ void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
 // A kv head's gradient sums over the H/Hkv query heads that read it. Work is split over
 // (b, kv head): each writes only its own slice of dq, dk and dv, so threads never collide,
 // even when the views alias (aliasing needs Hkv == H or k == v, both within one slice).
+// Vectorized over the head dimension, double accumulators, like the forward pass.
 void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
                         RowView q, RowView k, RowView v, const float* att,
                         int B, int T, int C, int H, int Hkv, float scale) {
@@ -419,22 +580,27 @@ void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
                         double datt_dot_att = 0.0;
                         for (int t2 = 0; t2 <= t; t2++) {
                             const float* v_t2 = v.ptr + ((size_t)b * T + t2) * v.stride + (size_t)kvh * hd;
+                            double* dv_t2 = dv_acc + (size_t)t2 * hd;
+                            const double a = att_bth[t2];
                             double d = 0.0;
+                            #pragma omp simd reduction(+ : d)
                             for (int i = 0; i < hd; i++) {
                                 d += (double)dout_bth[i] * v_t2[i];
-                                dv_acc[(size_t)t2 * hd + i] += (double)att_bth[t2] * dout_bth[i];
+                                dv_t2[i] += a * dout_bth[i];
                             }
                             datt[t2] = d;
-                            datt_dot_att += d * att_bth[t2];
+                            datt_dot_att += d * a;
                         }
                         // softmax backward: dscore = att * (datt - sum(att * datt)), then the scale
                         for (int i = 0; i < hd; i++) { dq_acc[i] = 0.0; }
                         for (int t2 = 0; t2 <= t; t2++) {
                             const float* k_t2 = k.ptr + ((size_t)b * T + t2) * k.stride + (size_t)kvh * hd;
+                            double* dk_t2 = dk_acc + (size_t)t2 * hd;
                             const double dpre = (double)att_bth[t2] * (datt[t2] - datt_dot_att) * scale;
+                            #pragma omp simd
                             for (int i = 0; i < hd; i++) {
                                 dq_acc[i] += dpre * k_t2[i];
-                                dk_acc[(size_t)t2 * hd + i] += dpre * q_t[i];
+                                dk_t2[i] += dpre * q_t[i];
                             }
                         }
                         float* dq_t = dq.ptr + ((size_t)b * T + t) * dq.stride + (size_t)h * hd;
@@ -458,17 +624,17 @@ void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
     }
 }
 
-// Softmax over the first V of Vp logits (the padded columns get probability 0)
+// Softmax over the first V of Vp logits (the padded columns get probability 0). exp in float
+// (exp_fast, ~2 ulp), the normalizing sum in double (sum_exp).
 void softmax_forward(float* probs, const float* logits, int N, int V, int Vp) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float* l = logits + (size_t)n * Vp;
         float* p = probs + (size_t)n * Vp;
-        double maxval = -INFINITY;
-        for (int i = 0; i < V; i++) { if (l[i] > maxval) { maxval = l[i]; } }
-        double sum = 0.0;
-        for (int i = 0; i < V; i++) { sum += exp(l[i] - maxval); }
-        for (int i = 0; i < V; i++) { p[i] = (float)(exp(l[i] - maxval) / sum); }
+        const double sum = sum_exp(l, row_max(l, V), V, p);
+        const float inv = (float)(1.0 / sum);
+        #pragma omp simd
+        for (int i = 0; i < V; i++) { p[i] *= inv; }
         for (int i = V; i < Vp; i++) { p[i] = 0.0f; }
     }
 }
@@ -476,13 +642,12 @@ void softmax_forward(float* probs, const float* logits, int N, int V, int Vp) {
 // losses (N) = -log probs[target]; computed from the logits (log-sum-exp) rather than from the
 // rounded probability, which would lose relative precision on small probabilities
 void crossentropy_forward(float* losses, const float* logits, const int* targets, int N, int V, int Vp) {
+    #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float* l = logits + (size_t)n * Vp;
-        double maxval = -INFINITY;
-        for (int i = 0; i < V; i++) { if (l[i] > maxval) { maxval = l[i]; } }
-        double sum = 0.0;
-        for (int i = 0; i < V; i++) { sum += exp(l[i] - maxval); }
-        losses[n] = (float)(log(sum) + maxval - l[targets[n]]);
+        const float maxval = row_max(l, V);
+        const double sum = sum_exp(l, maxval, V, NULL);
+        losses[n] = (float)(log(sum) + (double)maxval - (double)l[targets[n]]);
     }
 }
 
@@ -493,10 +658,12 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
     for (int n = 0; n < N; n++) {
         float* dl = dlogits + (size_t)n * Vp;
         const float* p = probs + (size_t)n * Vp;
-        const double d = dlosses[n];
+        const float d = dlosses[n];
+        const int target = targets[n];
+        #pragma omp simd
         for (int i = 0; i < V; i++) {
-            double indicator = i == targets[n] ? 1.0 : 0.0;
-            dl[i] += (float)(((double)p[i] - indicator) * d);
+            const float indicator = i == target ? 1.0f : 0.0f;
+            dl[i] += (p[i] - indicator) * d;
         }
     }
 }
@@ -623,9 +790,14 @@ static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GP
     memcpy(sizes, s, sizeof(s));
 }
 
-// one allocation for all the tensors of `sizes`; returns it (and its number of floats in *total_out)
-static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS],
-                                           size_t* total_out) {
+static size_t activation_floats(const size_t sizes[NUM_ACTIVATION_TENSORS]) {
+    size_t total = 0;
+    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
+    return total;
+}
+
+// points the tensors of `sizes` one after the other into `memory` (activation_floats(sizes) floats)
+static void point_activations(ActivationTensors* acts, float* memory, const size_t sizes[NUM_ACTIVATION_TENSORS]) {
     float** ptrs[NUM_ACTIVATION_TENSORS] = {
         &acts->encoded, &acts->ln1, &acts->ln1_mean, &acts->ln1_rstd, &acts->qkv,
         &acts->qres_r, &acts->qres_rrstd, &acts->qres_h, &acts->qres_hg, &acts->qres_u,
@@ -634,14 +806,19 @@ static float* malloc_and_point_activations(ActivationTensors* acts, const size_t
         &acts->ln2, &acts->ln2_mean, &acts->ln2_rstd, &acts->fch, &acts->fch_gelu, &acts->fcproj, &acts->residual3,
         &acts->lnf, &acts->lnf_mean, &acts->lnf_rstd, &acts->logits, &acts->probs, &acts->losses,
     };
-    size_t total = 0;
-    for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) { total += sizes[i]; }
-    float* memory = (float*)mallocCheck(total * sizeof(float));
     float* it = memory;
     for (int i = 0; i < NUM_ACTIVATION_TENSORS; i++) {
         *ptrs[i] = sizes[i] > 0 ? it : NULL;
         it += sizes[i];
     }
+}
+
+// one allocation for all the tensors of `sizes`; returns it (and its number of floats in *total_out)
+static float* malloc_and_point_activations(ActivationTensors* acts, const size_t sizes[NUM_ACTIVATION_TENSORS],
+                                           size_t* total_out) {
+    const size_t total = activation_floats(sizes);
+    float* memory = (float*)mallocCheck(total * sizeof(float));
+    point_activations(acts, memory, sizes);
     if (total_out != NULL) { *total_out = total; }
     return memory;
 }
@@ -735,6 +912,9 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
     point_parameters(&model->params, model->params_memory, model->param_sizes);
     return 1;
 }
+
+// what dev/train_common.h asks of a trainer: the CPU has no limits beyond gpt2_config_check
+static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
 
 // A new model of `config` with GPT-2's initialization, the CUDA trainer's numbers: gains 1, biases 0,
 // every other weight normal(0, 0.02), the projections into the residual stream normal(0, 0.02 /
@@ -1125,6 +1305,7 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
 // global L2 norm of all parameter gradients
 double gpt2_grad_norm(const GPT2* model) {
     double sum = 0.0;
+    #pragma omp simd reduction(+ : sum)
     for (size_t i = 0; i < model->num_parameters; i++) {
         double g = model->grads_memory[i];
         sum += g * g;
@@ -1146,7 +1327,7 @@ double gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, f
     size_t base = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const double wd = param_tensor_decayed[i] ? weight_decay : 0.0;
-        #pragma omp parallel for
+        #pragma omp parallel for simd
         for (size_t j = base; j < base + model->param_sizes[i]; j++) {
             const double g = model->grads_memory[j] * scale;
             const double m = beta1 * (double)model->m_memory[j] + (1.0 - beta1) * g;
@@ -1175,6 +1356,197 @@ void gpt2_free(GPT2* model) {
 }
 
 // ----------------------------------------------------------------------------
+// KV-cached generation: one token's forward pass per new token, against a cache of every earlier
+// token's k and v per layer, instead of a full forward pass over the whole sequence per token.
+//
+// What a layer caches is what attention reads as k and v, as qkv_layout() says: a column range of
+// the fused projection, or x itself (k_identity, v_identity); a tensor k and v share (kv_shared,
+// qkv_shared) is stored once; with GQA only the Hkv heads exist. q is never cached (q_residual's
+// branch, like every q, is computed for the new token only). A row of layer l holds [k | v], or the
+// one shared tensor: qkv_kv_cache_layer_channels() floats, so the cache per token is
+// 4 x qkv_kv_cache_channels() bytes (attention_variants.cuh; the header's bf16 figure is half).
+// The decode step reuses the layer functions above with N = 1 row; its scratch activations live in
+// the cache, so it never touches the model's training activations or gradients.
+
+typedef struct {
+    GPT2Config config;      // the model it was built for (gpt2_decode_step refuses another)
+    int max_T;              // positions it holds
+    int len;                // positions filled: the next decode step runs at position len
+    size_t row;             // floats of one cached row of one layer
+    size_t k_offset;        // where k starts in a row
+    size_t v_offset;        // where v starts in a row (== k_offset when k and v are one tensor)
+    float* kv;              // (L, max_T, row): layer l's rows at kv + l * max_T * row
+    size_t kv_floats;       // L * max_T * row
+    ActivationTensors acts; // one row (B = T = 1) of every activation: the decode step's scratch
+    float* memory;          // the one allocation: kv, then acts
+} KVCache;
+
+// Attention of one new token: the query row q (C: H heads) at position t against the cached keys
+// and values of positions 0..t, k and v (t + 1, Hkv * hd) views; out (C). It is attention_forward's
+// row t with the causal mask being the end of the cache: the same GQA mapping (query head h reads kv
+// head h / (H / Hkv)) and the same arithmetic (double dot products, max-subtracted softmax, the
+// unrounded probabilities times v), so cached and full-forward generation agree bit for bit.
+// No probabilities are kept: nothing goes backward through generation.
+void attention_decode_forward(float* out, const float* q, RowView k, RowView v, int t, int C, int H, int Hkv,
+                              float scale) {
+    const int hd = C / H;
+    const int group = H / Hkv;
+    #pragma omp parallel
+    {
+        double* w = (double*)mallocCheck((size_t)(t + 1) * sizeof(double));
+        double* acc = (double*)mallocCheck((size_t)hd * sizeof(double));
+        #pragma omp for
+        for (int h = 0; h < H; h++) {
+            const int kvh = h / group;
+            const float* q_h = q + (size_t)h * hd;
+            double maxval = -INFINITY;
+            for (int t2 = 0; t2 <= t; t2++) {
+                const float* k_t2 = k.ptr + (size_t)t2 * k.stride + (size_t)kvh * hd;
+                double dot = 0.0;
+                for (int i = 0; i < hd; i++) { dot += (double)q_h[i] * k_t2[i]; }
+                w[t2] = dot * scale;
+                if (w[t2] > maxval) { maxval = w[t2]; }
+            }
+            double sum = 0.0;
+            for (int t2 = 0; t2 <= t; t2++) {
+                w[t2] = exp(w[t2] - maxval);
+                sum += w[t2];
+            }
+            for (int i = 0; i < hd; i++) { acc[i] = 0.0; }
+            for (int t2 = 0; t2 <= t; t2++) {
+                const float* v_t2 = v.ptr + (size_t)t2 * v.stride + (size_t)kvh * hd;
+                const double p = w[t2] / sum;
+                for (int i = 0; i < hd; i++) { acc[i] += p * v_t2[i]; }
+            }
+            float* out_h = out + (size_t)h * hd;
+            for (int i = 0; i < hd; i++) { out_h[i] = (float)acc[i]; }
+        }
+        free(w);
+        free(acc);
+    }
+}
+
+// A cache for max_T positions (at most the model's max_seq_len: wpe has that many rows) of a model
+// read from a checkpoint. Returns 1, or 0 with a one-line message.
+int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, char* msg, size_t msg_size) {
+    memset(cache, 0, sizeof(*cache));
+    const GPT2Config* c = &model->config;
+    if (model->params_memory == NULL) {
+        snprintf(msg, msg_size, "kv cache: the model was not initialized from a checkpoint");
+        return 0;
+    }
+    if (max_T < 1 || max_T > c->max_seq_len) {
+        snprintf(msg, msg_size, "kv cache: %d positions requested, expected 1..max_seq_len=%d", max_T, c->max_seq_len);
+        return 0;
+    }
+    // the row layout from the scheme's layout: v after k, or on top of it when they are one tensor
+    const QKVLayout* lay = &model->layout;
+    cache->config = *c;
+    cache->max_T = max_T;
+    cache->k_offset = 0;
+    cache->v_offset = qkv_roles_share(lay->k, lay->v) ? cache->k_offset : cache->k_offset + (size_t)lay->k.channels;
+    cache->row = cache->v_offset + (size_t)lay->v.channels;
+    cache->kv_floats = (size_t)c->num_layers * max_T * cache->row;
+    size_t sizes[NUM_ACTIVATION_TENSORS];
+    fill_activation_sizes(sizes, c, lay, 1, 1, 0);
+    cache->memory = (float*)mallocCheck((cache->kv_floats + activation_floats(sizes)) * sizeof(float));
+    cache->kv = cache->memory;
+    point_activations(&cache->acts, cache->memory + cache->kv_floats, sizes);
+    return 1;
+}
+
+// empties the cache (the next step runs at position 0), keeping its memory
+void kv_cache_reset(KVCache* cache) { cache->len = 0; }
+
+void kv_cache_free(KVCache* cache) {
+    free(cache->memory);
+    memset(cache, 0, sizeof(*cache));
+}
+
+// the k/v bytes allocated per position (not the scratch): 4 x qkv_kv_cache_channels(config)
+size_t kv_cache_bytes_per_token(const KVCache* cache) {
+    return cache->max_T > 0 ? cache->kv_floats * sizeof(float) / (size_t)cache->max_T : 0;
+}
+
+// One token's forward pass at position cache->len: appends its k and v to every layer's cache, and
+// writes the logits over the V real tokens into `logits` (V floats); then len++. Returns 1, or 0 with
+// a one-line message (the cache belongs to another model, token out of range, cache full).
+int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char* msg, size_t msg_size) {
+    const GPT2Config* c = &model->config;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
+    const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
+    const int W = model->layout.width;
+    if (model->params_memory == NULL || cache->memory == NULL || memcmp(&cache->config, c, sizeof(*c)) != 0) {
+        snprintf(msg, msg_size, "decode step: the kv cache was not built for this model (kv_cache_build)");
+        return 0;
+    }
+    if (token < 0 || token >= V) {
+        snprintf(msg, msg_size, "decode step: token %d out of range, expected 0..%d", token, V - 1);
+        return 0;
+    }
+    const int t = cache->len;
+    if (t >= cache->max_T) {
+        snprintf(msg, msg_size, "decode step: kv cache full: position %d, the cache holds %d positions (HINT: "
+                 "kv_cache_reset, or build it with more)", t, cache->max_T);
+        return 0;
+    }
+    const QKVLayout* lay = &model->layout;
+    const int qres = lay->q.source == QKV_SRC_RESIDUAL_QUERY;
+    ParameterTensors p = model->params;
+    ActivationTensors a = cache->acts; // one row: layer l's slice of an (L, 1, 1, X) tensor is at l * X
+    encoder_forward(a.encoded, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C); // position t's embedding
+    for (int l = 0; l < L; l++) {
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * C;
+        const float* l_ln1b = p.ln1b != NULL ? p.ln1b + (size_t)l * C : NULL;
+        const float* l_qkvb = p.qkvb != NULL ? p.qkvb + (size_t)l * W : NULL;
+        const float* l_attprojb = p.attprojb != NULL ? p.attprojb + (size_t)l * C : NULL;
+        const float* l_ln2b = p.ln2b != NULL ? p.ln2b + (size_t)l * C : NULL;
+        const float* l_fcb = p.fcb != NULL ? p.fcb + (size_t)l * M : NULL;
+        const float* l_fcprojb = p.fcprojb != NULL ? p.fcprojb + (size_t)l * C : NULL;
+        float* l_ln1 = a.ln1 + (size_t)l * C;
+        float* l_qkv = a.qkv + (size_t)l * W;
+        float* l_atty = a.atty + (size_t)l * C;
+        float* l_attproj = a.attproj + (size_t)l * C;
+        float* l_residual2 = a.residual2 + (size_t)l * C;
+        float* l_ln2 = a.ln2 + (size_t)l * C;
+        float* l_fch = a.fch + (size_t)l * M;
+        float* l_fch_gelu = a.fch_gelu + (size_t)l * M;
+        float* l_fcproj = a.fcproj + (size_t)l * C;
+        float* l_residual3 = a.residual3 + (size_t)l * C;
+
+        layernorm_forward(l_ln1, a.ln1_mean + l, a.ln1_rstd + l, residual, p.ln1w + (size_t)l * C, l_ln1b, 1, C);
+        matmul_forward(l_qkv, l_ln1, p.qkvw + (size_t)l * W * C, l_qkvb, 1, C, W); // (width)
+        if (qres) {
+            qres_forward(qres_layer(&a, l, 1, C), l_ln1, p.qres_rmsw + (size_t)l * C,
+                         p.qres_w1 + (size_t)l * (C / 2) * C, p.qres_w2 + (size_t)l * C * (C / 2),
+                         p.qres_lnw + (size_t)l * C, 1, C);
+        }
+        // the new token's q, k, v where the layout puts them; k and v join the cache at row t
+        RowView q, k, v;
+        gpt2_qkv_views(model, &a, l, 1, &q, &k, &v);
+        float* layer_kv = cache->kv + (size_t)l * cache->max_T * cache->row;
+        float* row_t = layer_kv + (size_t)t * cache->row;
+        memcpy(row_t + cache->k_offset, k.ptr, (size_t)lay->k.channels * sizeof(float));
+        memcpy(row_t + cache->v_offset, v.ptr, (size_t)lay->v.channels * sizeof(float)); // shared: k again
+        RowView k_cached = {layer_kv + cache->k_offset, cache->row};
+        RowView v_cached = {layer_kv + cache->v_offset, cache->row};
+        attention_decode_forward(l_atty, q.ptr, k_cached, v_cached, t, C, H, Hkv, model->attn_scale);
+        matmul_forward(l_attproj, l_atty, p.attprojw + (size_t)l * C * C, l_attprojb, 1, C, C);
+        residual_forward(l_residual2, residual, l_attproj, (size_t)C);
+        layernorm_forward(l_ln2, a.ln2_mean + l, a.ln2_rstd + l, l_residual2, p.ln2w + (size_t)l * C, l_ln2b, 1, C);
+        matmul_forward(l_fch, l_ln2, p.fcw + (size_t)l * M * C, l_fcb, 1, C, M); // (M)
+        gelu_forward(l_fch_gelu, l_fch, (size_t)M);
+        matmul_forward(l_fcproj, l_fch_gelu, p.fcprojw + (size_t)l * C * M, l_fcprojb, 1, M, C);
+        residual_forward(l_residual3, l_residual2, l_fcproj, (size_t)C);
+    }
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (size_t)(L - 1) * C, p.lnfw, p.lnfb, 1, C);
+    matmul_forward(a.logits, a.lnf, gpt2_lm_head_weight(model), NULL, 1, C, Vp); // (Vp)
+    memcpy(logits, a.logits, (size_t)V * sizeof(float));
+    cache->len = t + 1;
+    return 1;
+}
+
+// ----------------------------------------------------------------------------
 // training: the CUDA trainer's loop and flags (dev/train_common.h), on the CPU
 #ifndef TESTING
 #include <sys/resource.h>
@@ -1186,30 +1558,77 @@ static double peak_rss_mib(void) {
     return (double)ru.ru_maxrss / 1024.0; // KiB on Linux
 }
 
-// Prints gen_T - 1 tokens sampled after an end-of-text token, one forward pass each.
-static int sample_text(GPT2* model, int B, int T, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg,
-                       size_t msg_size) {
+// Feeds the prompt through the cache, then samples n_new tokens after it, printing them as they
+// come: one decode step (one token's forward pass) per token, instead of a forward pass over the
+// whole sequence so far; one random_f32 per sampled token, the CUDA trainer's rule. Returns 1, or 0
+// with a message.
+static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
+                           unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size;
-    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
-    if (eot < 0 || eot >= V) { eot = 0; }
-    int* gen = (int*)mallocCheck((size_t)B * T * sizeof(int));
-    for (int i = 0; i < B * T; i++) { gen[i] = eot; }
-    printf("generating:\n---\n");
-    for (int t = 1; t < gen_T; t++) {
-        if (!gpt2_forward(model, gen, NULL, B, T, msg, msg_size)) { free(gen); return 0; }
-        const int next = sample_softmax(model->acts.logits + (size_t)(t - 1) * model->config.padded_vocab_size, V,
-                                        random_f32(rng));
-        gen[t] = next;
-        if (tokenizer->init_ok && (unsigned)next < tokenizer->vocab_size) {
-            safe_printf(tokenizer_decode(tokenizer, (unsigned)next));
-        } else {
-            printf("%d ", next);
-        }
-        fflush(stdout);
+    for (int i = 0; i < n_prompt; i++) {
+        if (!gpt2_decode_step(model, cache, prompt[i], logits, msg, msg_size)) { return 0; }
     }
-    printf("\n---\n");
-    free(gen);
+    for (int i = 0; i < n_new; i++) {
+        const int next = sample_softmax(logits, V, random_f32(rng));
+        print_token(tokenizer, next);
+        if (i + 1 < n_new && !gpt2_decode_step(model, cache, next, logits, msg, msg_size)) { return 0; }
+    }
     return 1;
+}
+
+// The sample printed during training: gen_T - 1 tokens after an end-of-text token.
+static int sample_text(GPT2* model, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg, size_t msg_size) {
+    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
+    if (eot < 0 || eot >= model->config.vocab_size) { eot = 0; }
+    KVCache cache;
+    if (!kv_cache_build(&cache, model, gen_T, msg, msg_size)) { return 0; }
+    float* logits = (float*)mallocCheck((size_t)model->config.vocab_size * sizeof(float));
+    printf("generating:\n---\n");
+    const int ok = generate_tokens(model, &cache, &eot, 1, gen_T - 1, rng, tokenizer, logits, msg, msg_size);
+    printf("\n---\n");
+    kv_cache_free(&cache);
+    free(logits);
+    return ok;
+}
+
+// --generate: the prompt, N new tokens with the KV cache, then their speed and the cache's size.
+static int generate_run(const TrainArgs* a, GPT2* model) {
+    char msg[4096];
+    Tokenizer tokenizer;
+    tokenizer_init(&tokenizer, a->tokenizer_path);
+    const int V = model->config.vocab_size;
+    int eot = tokenizer.init_ok ? tokenizer.eot_token : 50256;
+    if (eot < 0 || eot >= V) { eot = 0; }
+    std::vector<int> prompt;
+    KVCache cache;
+    if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg)) ||
+        !kv_cache_build(&cache, model, (int)prompt.size() + a->generate, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    const int n_prompt = (int)prompt.size();
+    float* logits = (float*)mallocCheck((size_t)V * sizeof(float));
+    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    if (rng == 0) { rng = 1; }
+    printf("---\n");
+    for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
+    double t0 = now_seconds();
+    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &rng, &tokenizer, logits, msg, sizeof(msg));
+    const double prefill_s = now_seconds() - t0;
+    t0 = now_seconds();
+    ok = ok && generate_tokens(model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits, msg, sizeof(msg));
+    const double decode_s = now_seconds() - t0;
+    printf("\n---\n");
+    if (!ok) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    generate_report(&model->config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
+                    (int)sizeof(float));
+    kv_cache_free(&cache);
+    free(logits);
+    tokenizer_free(&tokenizer);
+    return 0;
 }
 
 // The training run of resolved arguments. Returns the process exit code.
@@ -1294,7 +1713,7 @@ static int train_run(TrainArgs* a, GPT2* model) {
         // not at the step a resume starts from: the interrupted run sampled there before saving the RNG state
         if (a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
             (step % a->sample_every == 0 || last_step)) {
-            if (!sample_text(model, a->B, a->T, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
+            if (!sample_text(model, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
                 fprintf(stderr, "error: sampling: %s\n", msg);
                 return 1;
             }
@@ -1364,9 +1783,6 @@ static int train_run(TrainArgs* a, GPT2* model) {
     return 0;
 }
 
-// The CPU has no kernel limits beyond gpt2_config_check.
-static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
-
 int main(int argc, char** argv) {
     char msg[16384];
     TrainArgs args;
@@ -1399,11 +1815,12 @@ int main(int argc, char** argv) {
 #else
     const int threads = 1;
 #endif
-    printf("device: CPU, %d OpenMP threads | precision fp32 | %s\n", threads, attention_path_description());
+    printf("device: CPU, %d OpenMP threads | precision fp32\n", threads);
+    printf("%s\n", attention_path_description());
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
     fflush(stdout);
-    const int rc = train_run(&args, &model);
+    const int rc = args.generate > 0 ? generate_run(&args, &model) : train_run(&args, &model);
     gpt2_free(&model);
     return rc;
 }

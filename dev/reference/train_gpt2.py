@@ -6,8 +6,7 @@ explicit attention (q @ k^T * scale, causal mask, softmax, @ v), explicit LayerN
 AdamW written out by hand. It mirrors, name for name, ../../attention_variants.cuh (the schemes,
 the config check and its messages, the fused projection layout, the parameter tensors and their
 decay flags) and ../FORMATS.md (checkpoints, debug-state file, model math, AdamW step).
-The specification of the schemes is the project's VARIANTS.md, kept outside this repository
-(the scheme table of ../../README.md summarizes it).
+The specification of the schemes is ../SCHEMES.md.
 
 Runs on torch 1.13 (CPU) and torch 2.x (CUDA). Examples:
 

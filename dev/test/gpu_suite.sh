@@ -11,7 +11,8 @@
 #   fixtures  regenerate dev/fixtures with the PyTorch reference (they are too large to carry)
 #   tests     dev/test/test_cuda.sh: flags and refusals, then test_gpt2cu of every scheme, FP32
 #             before BF16 (every activation, gradient and 10 AdamW steps against the fixtures,
-#             bit-identical resume), then the trainer's checkpoint/resume run
+#             KV-cached generation against the full forward pass, bit-identical resume), then the
+#             trainer's checkpoint/resume run
 #   lab       the kernel labs (dev/cuda/README.md): `make labs` (BF16, FP32) for this GPU's architecture,
 #             `--check` of each (every version x scheme x shape against the CPU twin), `--bench` of the
 #             BF16 ones, and dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes and units); the bench

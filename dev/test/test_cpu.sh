@@ -8,6 +8,9 @@
 #     (test_gpt2_cpu_tiled_<scheme>, dev/cuda/attention_tiled_cpu.h), each line "cpu" or "cpu_tiled"
 # (a2) the tiled twin against the plain attention on random inputs (build/test_attention_tiled_cpu):
 #     T = 1..130, Hkv = H..1, aliased q/k/v views, several tile sizes
+# (a3) KV-cached generation on every fixture (test_kv_cache_cpu_<scheme>): greedy tokens and logits
+#     of gpt2_decode_step equal the full forward's, cache bytes per token = 2 x the header's bf16
+#     qkv_kv_cache_bytes_per_token, a full cache and a bad token refused
 # (b) cross-scheme refusal: a binary given another scheme's checkpoint names both schemes
 # (c) forbidden shapes of dev/fixtures/forbidden.tsv: a crafted v6 header is refused by the
 #     shape check (naming the scheme and n_kv_head / n_embd), before any size check
@@ -15,8 +18,12 @@
 #     file, missing files: one line naming the file, exit code 1..127 (no signal)
 # (e) the llm.c v3 checkpoint fixture matches the reference; bf16 v5/v7 checkpoints load exactly;
 #     1 and 2 OpenMP threads give identical results (both attentions)
-# (f) the training binary: 12 steps on a synthetic llm.c shard, val loss goes down, log written
+# (f) the training binary: 12 steps on a synthetic llm.c shard, val loss goes down, main.log written
 #     (standard also with the tiled attention)
+# (g) random init (-e d2), checkpoints (-n) and resume (-y 1) identical to an uninterrupted run;
+#     a checkpoint reloads to the same validation loss
+# (h) the flags shared with the CUDA trainer (dev/train_common.h): -h and one-line refusals
+# (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
 cd "$(dirname "$0")/../.."
@@ -40,16 +47,16 @@ trap 'rm -rf "$TMP"' EXIT
 # build: per scheme a test binary for each attention and a training binary, plus the tiled
 # training binary of standard and the twin's unit test
 targets="build/train_gpt2_cpu_tiled_standard build/test_attention_tiled_cpu"
-for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/train_gpt2_cpu_$s"; done
+for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/test_kv_cache_cpu_$s build/train_gpt2_cpu_$s"; done
 nbin=$(echo $targets | wc -w)
 if make -j2 $targets > "$TMP/build.log" 2>&1; then
-    pass "cpu build ($nbin binaries: test_gpt2_cpu_[tiled_]<scheme>, train_gpt2_cpu_<scheme>, train_gpt2_cpu_tiled_standard, test_attention_tiled_cpu)"
+    pass "cpu build ($nbin binaries: test_gpt2_cpu_[tiled_]<scheme>, test_kv_cache_cpu_<scheme>, train_gpt2_cpu_<scheme>, train_gpt2_cpu_tiled_standard, test_attention_tiled_cpu)"
 else
     # the test binaries do not need dataloader.h: try them alone before giving up
     tail -n 20 "$TMP/build.log"
     fail "cpu build of all $nbin binaries (see above)"
     targets="build/test_attention_tiled_cpu"
-    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s"; done
+    for s in $SCHEMES; do targets="$targets build/test_gpt2_cpu_$s build/test_gpt2_cpu_tiled_$s build/test_kv_cache_cpu_$s"; done
     make -j2 $targets > "$TMP/build_test.log" 2>&1 || { tail -n 20 "$TMP/build_test.log"; fail "cpu build of the test binaries"; echo "$npass passed, $nfail failed"; exit 1; }
 fi
 
@@ -109,6 +116,25 @@ if [ -x build/test_attention_tiled_cpu ]; then
 else
     fail "cpu_tiled unit (no binary build/test_attention_tiled_cpu)"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# (a3) KV-cached generation against the full forward pass, every fixture
+while IFS=$'\t' read -r name scheme model debug; do
+    [ -z "$name" ] && continue
+    case "$name" in \#*) continue ;; esac
+    bin=build/test_kv_cache_cpu_$scheme
+    if [ ! -x "$bin" ]; then fail "kv_cache_cpu $name (no binary $bin for scheme '$scheme')"; continue; fi
+    run_capture "$bin" "$name" "$model" "$debug"
+    sed -n '/^  /p' "$TMP/out"
+    result=$(grep -E "^(PASS|FAIL) kv_cache_cpu $name " "$TMP/out")
+    if [ "$rc" -eq 0 ] && [[ "$result" == PASS* ]]; then
+        pass "${result#PASS }"
+    elif [ -n "$result" ]; then
+        fail "${result#FAIL }"
+    else
+        fail "kv_cache_cpu $name (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"
+    fi
+done < "$MANIFEST"
 
 # path of the model of the first fixture of a scheme in the manifest
 model_of() { awk -F'\t' -v s="$1" '$2 == s { print $3; exit }' "$MANIFEST"; }
@@ -293,7 +319,7 @@ done
 
 # ---------------------------------------------------------------------------------------------
 # (f) the training binary: 12 steps on a synthetic shard (tokens < the tiny fixtures' vocab of 500),
-# the training loss must go down and the log must be written
+# the validation loss must go down and -o's main.log must hold the CUDA trainer's lines
 "$PY" - "$TMP" <<'EOF'
 import struct, sys, random
 rng = random.Random(1234)
@@ -310,23 +336,121 @@ for s in standard q_residual tiled_standard; do
     m=$(model_of "${s#tiled_}")
     [ -z "$m" ] && { fail "cpu train $s (no ${s#tiled_} fixture in $MANIFEST)"; continue; }
     run_capture "build/train_gpt2_cpu_$s" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" \
-        -b 4 -t 32 -x 12 -l 3e-3 -v 6 -m 2 -o "$TMP/train_$s.log"
-    first=$(grep -m1 "^val loss" "$TMP/out" | awk '{ print $3 }')
-    last=$(grep "^val loss" "$TMP/out" | tail -n 1 | awk '{ print $3 }')
+        -b 4 -t 32 -x 12 -l 3e-3 -v 6 -m 2 -s 0 -o "$TMP/train_$s"
+    log="$TMP/train_$s/main.log"
+    first=$(grep -m1 "| val loss" "$TMP/out" | awk '{ print $NF }')
+    last=$(grep "| val loss" "$TMP/out" | tail -n 1 | awk '{ print $NF }')
     want_path=plain
     [ "${s%%_*}" = tiled ] && want_path=tiled
     if [ "$rc" -ne 0 ]; then
         fail "cpu train $s (exit code $rc: $(tail -n 1 "$TMP/out"))"
     elif ! grep -q "^attention: $want_path" "$TMP/out"; then
         fail "cpu train $s (no start-up line 'attention: $want_path ...')"
-    elif [ ! -f "$TMP/train_$s.log" ] || [ "$(grep -c "tel:" "$TMP/train_$s.log")" -ne 3 ] || [ "$(grep -c "trl:" "$TMP/train_$s.log")" -ne 12 ]; then
-        fail "cpu train $s (log file $TMP/train_$s.log missing or without 3 tel: and 12 trl: lines)"
+    elif [ ! -f "$log" ] || [ "$(grep -c "| val loss" "$log")" -ne 3 ] || [ "$(grep -c "^step [0-9]*/12 | loss .* tok/s$" "$log")" -ne 12 ] ||
+         [ "$(grep -c "^summary: 11 timed steps | .* tok/s | peak memory [0-9]* MiB$" "$log")" -ne 1 ]; then
+        fail "cpu train $s ($log missing or without 3 val lines, 12 step lines ending in tok/s and a summary line)"
     elif "$PY" -c "import sys; sys.exit(0 if float('$last') < float('$first') - 1.0 else 1)"; then
-        pass "cpu train $s (12 steps on a synthetic shard, $want_path attention: val loss $first -> $last, log written)"
+        pass "cpu train $s (12 steps on a synthetic shard, $want_path attention: val loss $first -> $last, $log written)"
     else
         fail "cpu train $s (val loss did not go down by 1.0: $first -> $last)"
     fi
 done
+
+# ---------------------------------------------------------------------------------------------
+# (g) random init, checkpoints and resume, the CUDA trainer's way (-e dN, -o, -n, -y 1): run A trains
+# 6 steps; run B the same with checkpoints every 3 steps, then loses its step-6 files (as a run
+# killed after step 5 would) and resumes with -y 1. The losses, the validation losses and the text
+# sampled at the end (the RNG is in the state file) must be identical to A's. GQA (kv_shared,
+# one kv head) to cover a shape no fixture has.
+common=(-e d2 --n_embd 64 --n_head 2 --n_kv_head 1 -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin"
+        -b 2 -t 32 -x 6 -l 1e-3 -u 2 -q 0.1 -c 0.1 -v 3 -m 2 -s 6 -g 12)
+bin=build/train_gpt2_cpu_kv_shared
+# a log without timings, each line once (a resumed run logs the validation of its first step again)
+strip_times() { grep -v '^summary' "$1" | sed 's/ | [0-9.]* ms | .*//' | awk '!seen[$0]++'; }
+# the text between the two --- lines after "generating:"
+sample_of() { awk '/^generating:/ { g = 1; next } g && /^---$/ { n++; next } g && n == 1' "$1"; }
+"$bin" "${common[@]}" -o "$TMP/run_a" > "$TMP/run_a.out" 2>&1; rc_a=$?
+"$bin" "${common[@]}" -o "$TMP/run_b" -n 3 > "$TMP/run_b.out" 2>&1; rc_b=$?
+rm -f "$TMP/run_b/model_00000006.bin" "$TMP/run_b/state_00000006.bin"
+sed -i '/^step [456]/d; /^summary/d' "$TMP/run_b/main.log"
+"$bin" "${common[@]}" -o "$TMP/run_b" -n 3 -y 1 > "$TMP/run_b2.out" 2>&1; rc_b2=$?
+if [ $rc_a -ne 0 ] || [ $rc_b -ne 0 ] || [ $rc_b2 -ne 0 ]; then
+    fail "cpu train resume (exit codes $rc_a/$rc_b/$rc_b2: $(tail -n 1 "$TMP/run_b2.out"))"
+elif ! grep -q "random init" "$TMP/run_a.out" || ! grep -q "^resuming from $TMP/run_b/state_00000003.bin at step 3" "$TMP/run_b2.out"; then
+    fail "cpu train resume (no 'random init' start-up line or no 'resuming from ... at step 3' line)"
+elif [ ! -f "$TMP/run_b/model_00000006.bin" ] || [ ! -f "$TMP/run_b/state_00000006.bin" ] || ls "$TMP/run_b"/*.tmp >/dev/null 2>&1; then
+    fail "cpu train resume (no model/state files of step 6 after the resume, or a .tmp file left behind)"
+elif ! diff <(strip_times "$TMP/run_a/main.log") <(strip_times "$TMP/run_b/main.log") > "$TMP/diff" ||
+     [ "$(strip_times "$TMP/run_a/main.log" | grep -c '^step')" -ne 9 ]; then
+    fail "cpu train resume (the resumed run's log differs from the uninterrupted run's: $(head -c 300 "$TMP/diff" | tr '\n' '|'))"
+elif [ -z "$(sample_of "$TMP/run_a.out")" ] || [ "$(sample_of "$TMP/run_a.out")" != "$(sample_of "$TMP/run_b2.out")" ]; then
+    fail "cpu train resume (the samples at step 6 differ or are empty)"
+else
+    pass "cpu train resume (kv_shared GQA d2, 6 steps: interrupted after step 3 and resumed with -y 1, losses, val losses and the sample identical to the uninterrupted run)"
+fi
+# the model file of step 6 reloads to the same validation loss (write/read round trip, fp32)
+want=$(grep "^step 6 | val loss" "$TMP/run_a/main.log" | awk '{ print $NF }')
+run_capture "$bin" -e "$TMP/run_b/model_00000006.bin" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 2 -t 32 -x 0 -v 1 -m 2 -s 0
+got=$(grep "^step 0 | val loss" "$TMP/out" | awk '{ print $NF }')
+if [ "$rc" -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
+    pass "cpu checkpoint round trip (model_00000006.bin reloads to val loss $got, as at step 6)"
+else
+    fail "cpu checkpoint round trip (val loss '$got' after reloading, '$want' at step 6, exit $rc)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (h) the CUDA trainer's flags (dev/train_common.h) and their one-line refusals, from this binary
+bin=build/train_gpt2_cpu_standard
+run_capture "$bin" -h
+if [ "$rc" -eq 0 ] && grep -q "^Usage:" "$TMP/out" && grep -q "scheme 'standard'" "$TMP/out" && grep -q -- "--generate" "$TMP/out" &&
+   ! grep -q -- "--gelu_fusion <" "$TMP/out"; then
+    pass "cpu flags -h (usage of the shared flags, naming the scheme, without the CUDA-only flags)"
+else
+    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate and without --gelu_fusion)"
+fi
+m=$(model_of standard)
+while IFS='|' read -r what needle args; do
+    # shellcheck disable=SC2086 # the arguments are words on purpose
+    run_capture "$bin" $args
+    refused "cpu flags $what" "$needle"
+done <<FLAGS
+unknown flag|unknown flag -z|-z 3
+bad value|-b 0|-b 0
+bad number|--attn_scale abc|--attn_scale abc
+bad depth|-e d7|-e d7
+-d not a multiple|-d 100|-e d2 -b 2 -t 64 -d 100
+-t too long|-t 2048|-e d2 -t 2048
+CUDA-only -r|the CUDA trainer|-r 1
+CUDA-only --gelu_fusion|the CUDA trainer|--gelu_fusion 0
+checkpoint shape flag|cannot be changed|-e $m -t 32 --n_kv_head 2
+resume without -o|-y 1 needs -o|-e $m -t 32 -y 1
+missing train data|-i $TMP/nope_*.bin|-e d2 -t 64 -b 2 -i $TMP/nope_*.bin
+--generate too long|--generate 5000|-e d2 --generate 5000
+FLAGS
+
+# ---------------------------------------------------------------------------------------------
+# (i) --generate: every scheme's binary generates from a prompt with the KV cache (d2-sized model,
+# random init) and reports the cache it allocated per token: twice (fp32) the bf16 bytes that
+# build/params prints for that shape, so a shared K=V tensor is stored once and GQA keeps Hkv heads
+make -s build/params > /dev/null 2>&1 || fail "cpu generate: build/params did not build"
+for s in $SCHEMES; do
+    kv=2
+    case "$s" in standard|q_identity|kv_shared|q_residual) kv=1 ;; esac # GQA (MQA here) where the scheme allows it
+    run_capture "build/train_gpt2_cpu_$s" -e d2 --n_embd 64 --n_head 2 --n_kv_head $kv --generate 12 --prompt "It is a truth"
+    got=$(sed -n 's/^kv cache: \([0-9]*\) bytes per token allocated.*/\1/p' "$TMP/out")
+    want=$(./build/params "$s" 2 64 2 $kv 256 1 | sed -n 's/.*kv_bytes_per_token=\([0-9]*\).*/\1/p')
+    if [ "$rc" -eq 0 ] && grep -q "^generate: 4 prompt tokens in .* 12 new tokens" "$TMP/out" && [ -n "$want" ] && [ "$got" = "$((2 * want))" ]; then
+        pass "cpu generate $s (n_kv_head $kv: 12 tokens after a 4-token prompt; cache $got bytes/token = 2 x build/params' bf16 $want)"
+    else
+        fail "cpu generate $s (exit $rc; cache '$got' bytes/token, expected 2 x build/params' '$want'; $(tail -n 1 "$TMP/out"))"
+    fi
+done
+run_capture build/train_gpt2_cpu_standard -e d2 --generate 1020 --prompt "It is a truth universally acknowledged"
+if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --prompt of 7 tokens + --generate 1020 exceed the model's max_seq_len 1024"; then
+    pass "cpu generate refuses a prompt + tokens past max_seq_len ($(tail -n 1 "$TMP/out"))"
+else
+    fail "cpu generate past max_seq_len (exit $rc, expected 1 and an error line naming --prompt and --generate: $(tail -n 1 "$TMP/out"))"
+fi
 
 echo "cpu: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `make train [QKV=<scheme>]`: prepares the GPT-2 vocabulary and the default corpus (Jane Austen,
 # ~1M tokens) if missing, then trains a d12 GPT-2 from scratch with the given Q/K/V scheme on one
-# GPU, printing a progress line per step, the validation loss and a generated sample.
+# GPU (a d2 on the CPU where there is none), printing a progress line per step, the validation
+# loss and a generated sample.
 #
 #   bash dev/train/train.sh [SCHEME] [extra trainer flags...]     (SCHEME defaults to standard)
 #   TRAIN_ARGS="-x 50" make train                                  (extra flags through make)
 #
-# Order: data first (so a machine without a GPU still ends with the data ready), then the GPU
-# check, then the nvcc build (minutes, and only where it can run), then training.
+# Order: data first, then the GPU check, then the nvcc build (minutes, and only where it can run),
+# then training. Without a GPU, the CPU trainer trains a small model instead (see the CPU recipe).
 #
 # The recipe, for ~0.94M training tokens and a budget of about 5 minutes on one H100:
 #   B=16, T=1024, 32768 tokens per step (2 micro-steps of gradient accumulation), 150 steps
@@ -17,6 +18,13 @@
 #   windows are reshuffled every epoch by the trainer's data loader.
 #   Validation loss (all of the ~48K validation tokens) every 25 steps and at the end; a 128-token
 #   sample and a checkpoint at the end, in log_<scheme>/.
+#
+# The CPU recipe (no GPU; a few minutes on 2 cores; CPU_STEPS=<n> changes its length):
+#   d2 (2 layers, 128 channels, 2 heads, 7.0M parameters of which 6.4M are the token embedding),
+#   B=8, T=128, 1024 tokens per step, 150 steps = 154K tokens (a sixth of an epoch); AdamW lr 2e-3
+#   (a small model takes a larger rate), 10 warmup steps, cosine to 10%, weight decay 0.1;
+#   validation on 4 batches every 50 steps, a 64-token sample and a checkpoint at the end, in
+#   log_cpu_<scheme>/.
 source "$(dirname "$0")/../data/common.sh"  # set -euo pipefail, the repository root, count_tokens
 
 SCHEME=${1:-standard}
@@ -33,9 +41,20 @@ DATA=dev/data/austen
 TRAIN_TOKENS=$(count_tokens "$DATA/austen_train_*.bin")
 VAL_TOKENS=$(count_tokens "$DATA/austen_val_*.bin")
 
-# 2. a GPU?
+# 2. no GPU: the CPU trainer (dev/cpu/train_gpt2_cpu.cpp, OpenMP), same flags, a corpus-sized recipe
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  echo "make train: data is ready in $DATA ($TRAIN_TOKENS train + $VAL_TOKENS val tokens); no CUDA GPU on this machine, so training stops here (HINT: run make train QKV=$SCHEME on a machine with an NVIDIA GPU)"
+  BIN=build/train_gpt2_cpu_$SCHEME
+  OUT=log_cpu_$SCHEME
+  mkdir -p "$OUT"
+  echo "make train: no CUDA GPU on this machine: training a d2 model ($SCHEME) with the CPU trainer $BIN on $(nproc) cores, logs in $OUT/"
+  make -s "$BIN"
+  set -x
+  "$BIN" \
+    -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d2 \
+    -b 8 -t 128 -x ${CPU_STEPS:-150} \
+    -l 2e-3 -u 10 -q 0.1 -c 0.1 \
+    -v 50 -m 4 -s ${CPU_STEPS:-150} -g 64 -n ${CPU_STEPS:-150} \
+    ${TRAIN_ARGS:-} "$@"
   exit 0
 fi
 

@@ -1,0 +1,177 @@
+/*
+test_kv_cache_cpu.cpp: KV-cached generation (gpt2_decode_step) against the full forward pass.
+
+  build/test_kv_cache_cpu_<scheme> <fixture name> <model.bin> <debug.bin>
+
+Loads the fixture checkpoint, takes the first PROMPT tokens of the debug state's inputs as a
+prompt and greedily generates up to GEN tokens twice:
+  cached: one gpt2_decode_step per token (the prompt's tokens, then each generated one);
+  full:   gpt2_forward with B = 1 on the whole sequence so far, the last position's logits
+          (the model's activations are reallocated for each length).
+Passes when the tokens are identical and ||logits_cached - logits_full|| / ||logits_full|| over all
+steps is at most 1e-5, and
+  - the cache's bytes per token are 4 x qkv_kv_cache_channels = 2 x qkv_kv_cache_bytes_per_token
+    (fp32 here, bf16 there: attention_variants.cuh),
+  - a step at position max_T (cache full) and a token outside the vocabulary are refused with a
+    message, and the cache stays usable,
+  - after kv_cache_reset the first step gives the same logits again,
+  - decoding leaves the model's own activations untouched.
+Prints "PASS kv_cache_cpu <fixture> (...)" or "FAIL kv_cache_cpu <fixture> (...)". Bad input (missing
+or corrupt files) prints one "error: ..." line and exits 1.
+*/
+#define TESTING
+#include "train_gpt2_cpu.cpp"
+#include "../test/debug_state.h"
+
+#include <string>
+#include <vector>
+
+static const double kThreshold = 1e-5;
+static const int PROMPT = 4;
+static const int GEN = 24;
+
+static int die(const char* msg) {
+    fprintf(stderr, "error: %s\n", msg);
+    return 1;
+}
+
+static int argmax(const float* x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (x[i] > x[best]) { best = i; }
+    }
+    return best;
+}
+
+// drops the model's activations so that the next gpt2_forward allocates them for its own (B, T)
+static void forget_batch_shape(GPT2* model) {
+    free(model->acts_memory);
+    free(model->inputs);
+    free(model->targets);
+    model->acts_memory = NULL;
+    model->inputs = NULL;
+    model->targets = NULL;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s <fixture name> <model.bin> <debug.bin>  (this binary: scheme %s)\n",
+                argc > 0 ? argv[0] : "test_kv_cache_cpu", qkv_scheme_name(kQKVScheme));
+        return 1;
+    }
+    const char* fixture = argv[1];
+    char msg[1024];
+    GPT2 model;
+    if (!gpt2_build_from_checkpoint(&model, argv[2], msg, sizeof(msg))) { return die(msg); }
+    DebugState ds;
+    if (!debug_state_load(argv[3], &ds, msg, sizeof(msg))) { gpt2_free(&model); return die(msg); }
+    const DebugTensor* inputs = debug_state_find(&ds, "inputs");
+    if (inputs == NULL || inputs->i == NULL || inputs->numel < (size_t)PROMPT) {
+        snprintf(msg, sizeof(msg), "%s: needs an int32 record 'inputs' of at least %d tokens", argv[3], PROMPT);
+        return die(msg);
+    }
+    const GPT2Config* c = &model.config;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size;
+    const int gen = c->max_seq_len - PROMPT < GEN ? c->max_seq_len - PROMPT : GEN;
+    if (gen < 1) {
+        snprintf(msg, sizeof(msg), "%s: max_seq_len %d leaves no room after a %d-token prompt", argv[2], c->max_seq_len, PROMPT);
+        return die(msg);
+    }
+    const int max_T = PROMPT + gen; // the prompt, gen - 1 generated tokens fed back, one spare position
+    std::vector<std::string> failures;
+
+    // the model's own activations before decoding (a forward pass over the prompt), to check afterwards
+    if (!gpt2_forward(&model, inputs->i, NULL, 1, PROMPT, msg, sizeof(msg))) { return die(msg); }
+    const std::vector<float> acts_before(model.acts_memory, model.acts_memory + activation_floats(model.act_sizes));
+
+    // cached: the prompt, then each generated token fed back
+    KVCache cache;
+    if (!kv_cache_build(&cache, &model, max_T, msg, sizeof(msg))) { return die(msg); }
+    std::vector<int> tok_cached;
+    std::vector<float> logits_cached((size_t)gen * V), first_logits(V), step_logits(V);
+    int next = -1;
+    for (int pos = 0; pos < PROMPT + gen - 1; pos++) {
+        const int token = pos < PROMPT ? inputs->i[pos] : next;
+        if (!gpt2_decode_step(&model, &cache, token, step_logits.data(), msg, sizeof(msg))) { return die(msg); }
+        if (pos == 0) { first_logits = step_logits; }
+        if (pos >= PROMPT - 1) {
+            memcpy(&logits_cached[(size_t)(pos - (PROMPT - 1)) * V], step_logits.data(), (size_t)V * sizeof(float));
+            next = argmax(step_logits.data(), V);
+            tok_cached.push_back(next);
+        }
+    }
+    if (memcmp(acts_before.data(), model.acts_memory, acts_before.size() * sizeof(float)) != 0) {
+        failures.push_back("decoding changed the model's activations");
+    }
+
+    // refusals: a token outside the vocabulary, then position max_T once the last spare position is used
+    int refused_token = !gpt2_decode_step(&model, &cache, V, step_logits.data(), msg, sizeof(msg));
+    printf("  token %d refused: %s\n", V, refused_token ? msg : "NO");
+    if (!refused_token) { failures.push_back("token V was accepted"); }
+    const int spare_ok = gpt2_decode_step(&model, &cache, tok_cached.back(), step_logits.data(), msg, sizeof(msg));
+    if (!spare_ok) { failures.push_back(std::string("the last position was refused: ") + msg); }
+    const int refused_full = !gpt2_decode_step(&model, &cache, 0, step_logits.data(), msg, sizeof(msg));
+    printf("  position %d refused: %s\n", max_T, refused_full ? msg : "NO");
+    if (!refused_full || cache.len != max_T) { failures.push_back("position max_T was not refused"); }
+    // reset: the same first step again
+    kv_cache_reset(&cache);
+    if (!gpt2_decode_step(&model, &cache, inputs->i[0], step_logits.data(), msg, sizeof(msg)) ||
+        memcmp(step_logits.data(), first_logits.data(), (size_t)V * sizeof(float)) != 0) {
+        failures.push_back("after kv_cache_reset the first step differs");
+    }
+
+    // bytes per token: fp32 here, the header's figure is bf16
+    const size_t bytes = kv_cache_bytes_per_token(&cache);
+    const size_t header_bf16 = qkv_kv_cache_bytes_per_token(c);
+    const size_t channels = qkv_kv_cache_channels(c);
+    printf("  kv cache %zu bytes/token (fp32; header: %zu channels, %zu bf16 bytes/token)\n", bytes, channels, header_bf16);
+    if (bytes != 2 * header_bf16 || bytes != channels * sizeof(float)) {
+        failures.push_back("cache bytes per token " + std::to_string(bytes) + " != 2 x qkv_kv_cache_bytes_per_token " +
+                           std::to_string(header_bf16));
+    }
+    kv_cache_free(&cache);
+
+    // full forward on the growing sequence
+    std::vector<int> seq(inputs->i, inputs->i + PROMPT);
+    std::vector<int> tok_full;
+    double num = 0.0, den = 0.0;
+    for (int g = 0; g < gen; g++) {
+        const int T = (int)seq.size();
+        forget_batch_shape(&model);
+        if (!gpt2_forward(&model, seq.data(), NULL, 1, T, msg, sizeof(msg))) { return die(msg); }
+        const float* last = model.acts.logits + (size_t)(T - 1) * Vp;
+        const float* mine = &logits_cached[(size_t)g * V];
+        for (int i = 0; i < V; i++) {
+            const double d = (double)mine[i] - last[i];
+            num += d * d;
+            den += (double)last[i] * last[i];
+        }
+        tok_full.push_back(argmax(last, V));
+        seq.push_back(tok_full.back());
+    }
+    const double rel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    int same = 0;
+    while (same < gen && tok_cached[same] == tok_full[same]) { same++; }
+    printf("  tokens (cached):");
+    for (int g = 0; g < gen; g++) { printf(" %d", tok_cached[g]); }
+    printf("\n  logits rel_err=%.1e over %d steps\n", rel, gen);
+    if (same != gen) { failures.push_back("tokens differ from step " + std::to_string(same)); }
+    if (!(rel <= kThreshold)) {
+        char buf[96];
+        snprintf(buf, sizeof(buf), "logits rel_err=%.1e > %.0e", rel, kThreshold);
+        failures.push_back(buf);
+    }
+
+    if (failures.empty()) {
+        printf("PASS kv_cache_cpu %s (%d greedy tokens identical to the full forward, logits rel_err=%.1e; "
+               "%zu bytes/token = 2 x the header's bf16 %zu; position %d refused)\n", fixture, gen, rel, bytes,
+               header_bf16, max_T);
+    } else {
+        std::string all = failures[0];
+        for (size_t i = 1; i < failures.size(); i++) { all += "; " + failures[i]; }
+        printf("FAIL kv_cache_cpu %s (%s)\n", fixture, all.c_str());
+    }
+    debug_state_free(&ds);
+    gpt2_free(&model);
+    return failures.empty() ? 0 : 1;
+}
