@@ -7,6 +7,9 @@
 #   make labs [PRECISION=BF16|FP32] kernel labs build/lab_<op> (dev/cuda/README.md; the attention labs in
 #                                  both precisions, layernorm, encoder_backward, classifier, matmul_gelu BF16 only)
 #   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
+#   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]
+#                                  train every run of an ablation config, then runs.csv, loss.png, table.md
+#                                  in OUT (default ablate_<name>/); dev/ablate/README.md
 #
 # Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
 
@@ -143,6 +146,13 @@ dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode
 
 $(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
+
+# ---------------------------------------------------------------------------------------------
+# Ablations (owner: ablate): every run of CONFIG, one after another, on the GPU trainer if there is
+# a GPU, else the CPU trainer; OUT only from the command line (the environment's $OUT is not ours)
+.PHONY: ablate
+ablate:
+	@bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
 
 # ---------------------------------------------------------------------------------------------
 # Tools and the test runner (owner: lead)

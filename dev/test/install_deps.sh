@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs on a fresh Debian machine (CI runs as root): the reference's
-# PyTorch and NumPy for /usr/bin/python3, R's janeaustenr (the default corpus), Node.js and npm
-# (the independent GPT-2 tokenizer). Each is installed only when missing; no GPU is needed.
+# PyTorch and NumPy for /usr/bin/python3, matplotlib (make ablate's plot), R's janeaustenr (the
+# default corpus), Node.js and npm (the independent GPT-2 tokenizer). Each is installed only when
+# missing; no GPU is needed.
 set -u
 PYTHON=${PYTHON:-/usr/bin/python3}
 missing=()
 "$PYTHON" -c "import torch, numpy" >/dev/null 2>&1 || missing+=(python3-torch python3-numpy)
+"$PYTHON" -c "import matplotlib" >/dev/null 2>&1 || missing+=(python3-matplotlib)
 [ -d /usr/lib/R/site-library/janeaustenr ] || missing+=(r-cran-janeaustenr)
 command -v Rscript >/dev/null 2>&1 || missing+=(r-base-core)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
@@ -21,5 +23,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null || {
     echo "install_deps: apt-get install ${missing[*]} failed" >&2; exit 1; }
 fi
-"$PYTHON" -c "import torch, numpy" >/dev/null 2>&1 || { echo "install_deps: $PYTHON still cannot import torch and numpy" >&2; exit 1; }
-echo "PASS deps: torch, numpy, R janeaustenr, node present (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), node $(node --version))"
+"$PYTHON" -c "import torch, numpy, matplotlib" >/dev/null 2>&1 || { echo "install_deps: $PYTHON still cannot import torch, numpy and matplotlib" >&2; exit 1; }
+echo "PASS deps: torch, numpy, matplotlib, R janeaustenr, node present (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), node $(node --version))"
