@@ -1384,8 +1384,9 @@ typedef struct {
 // Attention of one new token: the query row q (C: H heads) at position t against the cached keys
 // and values of positions 0..t, k and v (t + 1, Hkv * hd) views; out (C). It is attention_forward's
 // row t with the causal mask being the end of the cache: the same GQA mapping (query head h reads kv
-// head h / (H / Hkv)) and the same arithmetic (double dot products, max-subtracted softmax, the
-// unrounded probabilities times v), so cached and full-forward generation agree bit for bit.
+// head h / (H / Hkv)) and the same math in double (dot products, max-subtracted softmax, the
+// unrounded probabilities times v); the blocked matmuls of the full pass sum in another order, so
+// cached and full-forward logits agree to float rounding (test_kv_cache_cpu checks 1e-5).
 // No probabilities are kept: nothing goes backward through generation.
 void attention_decode_forward(float* out, const float* q, RowView k, RowView v, int t, int C, int H, int Hkv,
                               float scale) {
@@ -1426,13 +1427,13 @@ void attention_decode_forward(float* out, const float* q, RowView k, RowView v, 
     }
 }
 
-// A cache for max_T positions (at most the model's max_seq_len: wpe has that many rows) of a model
-// read from a checkpoint. Returns 1, or 0 with a one-line message.
+// A cache for max_T positions (at most the model's max_seq_len: wpe has that many rows) of a built
+// model. Returns 1, or 0 with a one-line message.
 int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, char* msg, size_t msg_size) {
     memset(cache, 0, sizeof(*cache));
     const GPT2Config* c = &model->config;
     if (model->params_memory == NULL) {
-        snprintf(msg, msg_size, "kv cache: the model was not initialized from a checkpoint");
+        snprintf(msg, msg_size, "kv cache: the model has no parameters (build it from a checkpoint or -e dN first)");
         return 0;
     }
     if (max_T < 1 || max_T > c->max_seq_len) {

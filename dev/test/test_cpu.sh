@@ -439,8 +439,8 @@ for s in $SCHEMES; do
     run_capture "build/train_gpt2_cpu_$s" -e d2 --n_embd 64 --n_head 2 --n_kv_head $kv --generate 12 --prompt "It is a truth"
     got=$(sed -n 's/^kv cache: \([0-9]*\) bytes per token allocated.*/\1/p' "$TMP/out")
     want=$(./build/params "$s" 2 64 2 $kv 256 1 | sed -n 's/.*kv_bytes_per_token=\([0-9]*\).*/\1/p')
-    if [ "$rc" -eq 0 ] && grep -q "^generate: 4 prompt tokens in .* 12 new tokens" "$TMP/out" && [ -n "$want" ] && [ "$got" = "$((2 * want))" ]; then
-        pass "cpu generate $s (n_kv_head $kv: 12 tokens after a 4-token prompt; cache $got bytes/token = 2 x build/params' bf16 $want)"
+    if [ "$rc" -eq 0 ] && grep -q "^generate: 5 prompt tokens in .* 12 new tokens" "$TMP/out" && [ -n "$want" ] && [ "$got" = "$((2 * want))" ]; then
+        pass "cpu generate $s (n_kv_head $kv: 12 tokens after an end-of-text token and a 4-token prompt; cache $got bytes/token = 2 x build/params' bf16 $want)"
     else
         fail "cpu generate $s (exit $rc; cache '$got' bytes/token, expected 2 x build/params' '$want'; $(tail -n 1 "$TMP/out"))"
     fi
