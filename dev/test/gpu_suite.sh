@@ -17,7 +17,9 @@
 #             `--check` of each (every version x scheme x shape against the CPU twin), `--bench` of the
 #             BF16 ones, and dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes and units); the bench
 #             lines go into the summary
-#   train     `make train` as a new user types it (Austen, d12, 150 steps)
+#   train     `make train` as a new user types it (Austen, d12, 150 steps), then `--generate` with
+#             the KV cache from its model (standard) and from a random d12 of kv_shared (half the cache)
+#   ablate    `make ablate CONFIG=dev/ablate/seed002.txt` (2 runs of ~3 min, mix corpus): its table
 #   sanitize  compute-sanitizer memcheck (FP32 and BF16) and racecheck (BF16) on a tiny run of each
 #             scheme and of GQA/MQA fixtures (train, validate, sample, checkpoint); initcheck on one
 #             step of each scheme in FP32, and of the standard scheme in BF16; the fused attention:
@@ -28,14 +30,15 @@
 #   bench     dev/bench/bench.sh: ours vs llm.c vs PyTorch, then every scheme, then d24
 #
 # Needs, beside the repository: dev/data/austen and dev/data/gpt2 (made by `make test` or
-# dev/data/prepare_austen.sh where the registries are reachable) and, for the bench stage, the
+# dev/data/prepare_austen.sh where the registries are reachable), for the ablate stage dev/data/mix
+# (bash dev/data/prepare_mix.sh), and, for the bench stage, the
 # peers' sources under dev/bench/peers/ (see dev/bench/bench.sh). The device machine has no
 # network, so all of these are carried.
 set -u
 cd "$(dirname "$0")/../.."
-[ $# -ge 1 ] || { echo "usage: bash dev/test/gpu_suite.sh LOG_DIR [build fixtures tests lab train sanitize bench]" >&2; exit 1; }
+[ $# -ge 1 ] || { echo "usage: bash dev/test/gpu_suite.sh LOG_DIR [build fixtures tests lab train ablate sanitize bench]" >&2; exit 1; }
 LOG=$1; shift
-ALL_STAGES="build fixtures tests lab train sanitize bench"
+ALL_STAGES="build fixtures tests lab train ablate sanitize bench"
 STAGES=${*:-$ALL_STAGES}
 for st in $STAGES; do
   case " $ALL_STAGES " in *" $st "*) ;; *) echo "gpu_suite: stage '$st': expected one of: $ALL_STAGES" >&2; exit 1;; esac
@@ -190,6 +193,34 @@ if has train; then
     row train "make train (standard, Austen, 150 steps)" PASS "val loss $val, $(stage_secs) s | $summary"
   else
     row train "make train (standard, Austen, 150 steps)" FAIL "exit $rc, $steps step lines, val loss '${val}': $(grep -m1 -i error "$LOG/make_train.log" | cut -c1-100)"
+  fi
+  # --generate with the KV cache: make train's model, then a random d12 of kv_shared, whose cache
+  # must be half of standard's (build/params: 36864 and 18432 bf16 bytes per token at d12)
+  for g in "standard ./train_gpt2cu log_standard/model_00000150.bin 36864" "kv_shared ./train_gpt2cu_kv_shared d12 18432"; do
+    set -- $g
+    timeout 300 "$2" -e "$3" --generate 256 --prompt "It is a truth universally acknowledged" >"$LOG/generate_$1.log" 2>&1
+    rc=$?
+    report=$(grep '^generate:' "$LOG/generate_$1.log" | sed -E 's/.*\(([0-9.]+ tok\/s).*/\1/')
+    if [ $rc -eq 0 ] && grep -q "^kv cache: $4 bytes per token allocated" "$LOG/generate_$1.log"; then
+      row train "--generate 256, $1 ($3)" PASS "$report, kv cache $4 bytes/token"
+    else
+      row train "--generate 256, $1 ($3)" FAIL "exit $rc, expected 'kv cache: $4 bytes per token': $(grep -m1 -i 'error\|kv cache' "$LOG/generate_$1.log" | cut -c1-100)"
+    fi
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------
+# the paper config of seed 002 (standard vs q_residual, d12 on the mix corpus, ~3 min per run):
+# its table.md goes into the README (needs dev/data/mix carried, or registries to prepare it)
+if has ablate; then
+  stage_start ablate
+  timeout 1500 make ablate CONFIG=dev/ablate/seed002.txt OUT="$LOG/ablate_seed002" >"$LOG/ablate.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && [ -f "$LOG/ablate_seed002/table.md" ]; then
+    row ablate "make ablate CONFIG=dev/ablate/seed002.txt" PASS "$(stage_secs) s, table in $LOG/ablate_seed002/table.md"
+    cat "$LOG/ablate_seed002/table.md" | tee -a "$SUMMARY"
+  else
+    row ablate "make ablate CONFIG=dev/ablate/seed002.txt" FAIL "exit $rc: $(grep -m1 '^ablate:.*\(error\|failed\|exited\)' "$LOG/ablate.log" | cut -c1-100)"
   fi
 fi
 
