@@ -21,6 +21,7 @@ and defines after it
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,6 +396,7 @@ static void print_usage(const char* prog) {
     printf("  --attn_scale <float> attention scale, 0 = the scheme's default (1/sqrt(hd), halved for\n");
     printf("                       q_identity and q_residual); also overrides a checkpoint's\n");
     printf("  --seed <int>         seed of the init, the data order and sampling (default 1337)\n");
+    printf("  -h                   this help\n");
     printf("Generation (instead of training; no data needed):\n");
     printf("  --generate <int>     load or build the model of -e, generate N tokens after --prompt with the\n");
     printf("                       KV cache, print them, tokens/s and the cache's bytes, and exit (default 0: train)\n");
@@ -403,7 +405,6 @@ static void print_usage(const char* prog) {
 #if !TRAIN_COMMON_CUDA
     printf("The CUDA trainer's -r, -w, --attention and --gelu_fusion do not apply here and are refused.\n");
 #endif
-    printf("  -h                   this help\n");
 }
 
 static int parse_ll(const char* flag, const char* s, long long lo, long long hi, long long* out, char* msg, size_t msg_size) {
