@@ -548,6 +548,12 @@ static int parse_depth_descriptor(const char* s) {
     return atoi(s + 1);
 }
 
+// the two files of the checkpoint at `step` in dir (-n writes them, -y 1 looks for them)
+static void checkpoint_paths(const char* dir, int step, char model_path[4096], char state_path[4096]) {
+    snprintf(model_path, 4096, "%s/model_%08d.bin", dir, step);
+    snprintf(state_path, 4096, "%s/state_%08d.bin", dir, step);
+}
+
 // the latest step with both model_<step>.bin and state_<step>.bin in dir, or -1
 static int find_latest_checkpoint(const char* dir) {
     DIR* d = opendir(dir);
@@ -558,8 +564,8 @@ static int find_latest_checkpoint(const char* dir) {
         int step = -1;
         char tail[8] = {0};
         if (sscanf(ent->d_name, "state_%d.bi%1s", &step, tail) == 2 && strcmp(tail, "n") == 0 && step > best) {
-            char model_path[4096];
-            snprintf(model_path, sizeof(model_path), "%s/model_%08d.bin", dir, step);
+            char model_path[4096], state_path[4096];
+            checkpoint_paths(dir, step, model_path, state_path);
             char name[64];
             snprintf(name, sizeof(name), "state_%08d.bin", step);
             if (strcmp(name, ent->d_name) == 0 && file_exists(model_path)) { best = step; }
@@ -591,8 +597,7 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         const int step = find_latest_checkpoint(a->output_dir);
         if (step >= 0) {
             a->resuming = 1;
-            snprintf(a->model_path, sizeof(a->model_path), "%s/model_%08d.bin", a->output_dir, step);
-            snprintf(a->state_path, sizeof(a->state_path), "%s/state_%08d.bin", a->output_dir, step);
+            checkpoint_paths(a->output_dir, step, a->model_path, a->state_path);
         }
     }
     const int depth = a->resuming ? -1 : parse_depth_descriptor(a->model_arg);
@@ -717,8 +722,78 @@ static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size)
 }
 
 // ----------------------------------------------------------------------------
+// the training loop's bookkeeping, the same in both trainers
+
+// the sampling RNG's first state for --seed (xorshift64* must not start at 0)
+static unsigned long long sampling_rng_init(unsigned long long seed) {
+    const unsigned long long rng = seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
+    return rng != 0 ? rng : 1;
+}
+
+// the steps of the run: -x, or one epoch of the train data (at least one step)
+static int train_num_steps(const TrainArgs* a, size_t train_tokens) {
+    if (a->max_steps >= 0) { return a->max_steps; }
+    const int steps = (int)(train_tokens / (size_t)a->total_batch);
+    return steps >= 1 ? steps : 1;
+}
+
+// batches per validation: the whole validation set, or its first -m batches
+static int val_num_batches(const TrainArgs* a, size_t loader_batches) {
+    const int all = (int)loader_batches;
+    return a->val_max_steps > 0 && a->val_max_steps < all ? a->val_max_steps : all;
+}
+
+// Whether the loop, at the top of `step` (0..num_steps, before that step's update), samples text or
+// writes a checkpoint: every N steps and at the end, never at step 0. A resumed run skips the step
+// it starts from: the interrupted run sampled there before it saved the RNG state, and that
+// checkpoint is the one it resumes from.
+static int sample_due(const TrainArgs* a, int step, int start_step, int num_steps) {
+    return a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
+           (step % a->sample_every == 0 || step == num_steps);
+}
+static int checkpoint_due(const TrainArgs* a, int step, int start_step, int num_steps) {
+    return a->checkpoint_every > 0 && step > 0 && step != start_step &&
+           (step % a->checkpoint_every == 0 || step == num_steps);
+}
+
+// what a checkpoint at `step` saves beside the model
+static TrainState train_state_at(const TrainArgs* a, int step, unsigned long long rng, const DataLoader* train_loader) {
+    TrainState st;
+    memset(&st, 0, sizeof(st));
+    st.step = step;
+    st.B = a->B;
+    st.T = a->T;
+    st.grad_accum_steps = a->grad_accum_steps;
+    st.rng_state = rng;
+    dataloader_get_state(train_loader, &st.loader);
+    return st;
+}
+
+// -o's main.log, appended to by a resumed run. Returns 1 with *logf (NULL without -o), or 0 after
+// printing the error.
+static int main_log_open(const TrainArgs* a, FILE** logf) {
+    *logf = NULL;
+    if (a->output_dir == NULL) { return 1; }
+    char log_path[4096];
+    snprintf(log_path, sizeof(log_path), "%s/main.log", a->output_dir);
+    *logf = fopen(log_path, a->resuming ? "a" : "w");
+    if (*logf == NULL) {
+        fprintf(stderr, "error: %s: cannot open the log file (%s)\n", log_path, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+// ----------------------------------------------------------------------------
 // generation (--generate, and the samples during training): the trainers' KV-cached decode loops
 // share these pieces
+
+// the end-of-text token samples start from: the tokenizer file's, else GPT-2's 50256; 0 for a
+// model whose vocabulary is smaller (the test fixtures)
+static int sampling_eot_token(const Tokenizer* tokenizer, int vocab_size) {
+    const int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
+    return eot >= 0 && eot < vocab_size ? eot : 0;
+}
 
 // The tokens a generation starts from: an end-of-text token (what GPT-2 saw before every
 // document), then --prompt in GPT-2's BPE (dev/data/gpt2/encoder.json + vocab.bpe). Returns 1, or

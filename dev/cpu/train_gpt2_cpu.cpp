@@ -1579,8 +1579,7 @@ static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.
 static int sample_text(GPT2* model, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg, size_t msg_size) {
-    int eot = tokenizer->init_ok ? tokenizer->eot_token : 50256;
-    if (eot < 0 || eot >= model->config.vocab_size) { eot = 0; }
+    const int eot = sampling_eot_token(tokenizer, model->config.vocab_size);
     KVCache cache;
     if (!kv_cache_build(&cache, model, gen_T, msg, msg_size)) { return 0; }
     float* logits = (float*)mallocCheck((size_t)model->config.vocab_size * sizeof(float));
@@ -1598,8 +1597,7 @@ static int generate_run(const TrainArgs* a, GPT2* model) {
     Tokenizer tokenizer;
     tokenizer_init(&tokenizer, a->tokenizer_path);
     const int V = model->config.vocab_size;
-    int eot = tokenizer.init_ok ? tokenizer.eot_token : 50256;
-    if (eot < 0 || eot >= V) { eot = 0; }
+    const int eot = sampling_eot_token(&tokenizer, V);
     std::vector<int> prompt;
     KVCache cache;
     if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg)) ||
@@ -1609,8 +1607,7 @@ static int generate_run(const TrainArgs* a, GPT2* model) {
     }
     const int n_prompt = (int)prompt.size();
     float* logits = (float*)mallocCheck((size_t)V * sizeof(float));
-    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
-    if (rng == 0) { rng = 1; }
+    unsigned long long rng = sampling_rng_init(a->seed);
     printf("---\n");
     for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
     double t0 = now_seconds();
@@ -1646,8 +1643,7 @@ static int train_run(TrainArgs* a, GPT2* model) {
         return 1;
     }
     int start_step = 0;
-    unsigned long long rng = a->seed * 0x9E3779B97F4A7C15ULL + 0x2545F4914F6CDD1DULL;
-    if (rng == 0) { rng = 1; }
+    unsigned long long rng = sampling_rng_init(a->seed);
     if (a->resuming) {
         if (!gpt2_load_state(model, a->state_path, msg, sizeof(msg)) ||
             !dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg))) {
@@ -1658,18 +1654,13 @@ static int train_run(TrainArgs* a, GPT2* model) {
         rng = a->state.rng_state;
     }
     const long long tokens_per_step = a->total_batch;
-    int num_steps = a->max_steps >= 0 ? a->max_steps : (int)(train_loader.num_tokens / (size_t)tokens_per_step);
-    if (a->max_steps < 0 && num_steps < 1) { num_steps = 1; }
+    const int num_steps = train_num_steps(a, train_loader.num_tokens);
     if (start_step > num_steps) {
         fprintf(stderr, "error: -y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)\n", a->state_path,
                 start_step, num_steps);
         return 1;
     }
-    int val_batches = 0;
-    if (use_val) {
-        val_batches = (int)val_loader.num_batches;
-        if (a->val_max_steps > 0 && a->val_max_steps < val_batches) { val_batches = a->val_max_steps; }
-    }
+    const int val_batches = use_val ? val_num_batches(a, val_loader.num_batches) : 0;
     Tokenizer tokenizer;
     memset(&tokenizer, 0, sizeof(tokenizer));
     if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
@@ -1680,15 +1671,7 @@ static int train_run(TrainArgs* a, GPT2* model) {
     fflush(stdout);
 
     FILE* logf = NULL;
-    if (a->output_dir != NULL) {
-        char log_path[4096];
-        snprintf(log_path, sizeof(log_path), "%s/main.log", a->output_dir);
-        logf = fopen(log_path, a->resuming ? "a" : "w");
-        if (logf == NULL) {
-            fprintf(stderr, "error: %s: cannot open the log file (%s)\n", log_path, strerror(errno));
-            return 1;
-        }
-    }
+    if (!main_log_open(a, &logf)) { return 1; }
 
     double total_time = 0.0;
     int timed_steps = 0;
@@ -1711,26 +1694,16 @@ static int train_run(TrainArgs* a, GPT2* model) {
             printf("%s\n", line);
             logf_line(logf, line);
         }
-        // not at the step a resume starts from: the interrupted run sampled there before saving the RNG state
-        if (a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
-            (step % a->sample_every == 0 || last_step)) {
+        if (sample_due(a, step, start_step, num_steps)) {
             if (!sample_text(model, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
                 fprintf(stderr, "error: sampling: %s\n", msg);
                 return 1;
             }
         }
-        if (a->checkpoint_every > 0 && step > 0 && step != start_step && (step % a->checkpoint_every == 0 || last_step)) {
+        if (checkpoint_due(a, step, start_step, num_steps)) {
             char model_path[4096], state_path[4096];
-            snprintf(model_path, sizeof(model_path), "%s/model_%08d.bin", a->output_dir, step);
-            snprintf(state_path, sizeof(state_path), "%s/state_%08d.bin", a->output_dir, step);
-            TrainState st;
-            memset(&st, 0, sizeof(st));
-            st.step = step;
-            st.B = a->B;
-            st.T = a->T;
-            st.grad_accum_steps = a->grad_accum_steps;
-            st.rng_state = rng;
-            dataloader_get_state(&train_loader, &st.loader);
+            checkpoint_paths(a->output_dir, step, model_path, state_path);
+            const TrainState st = train_state_at(a, step, rng, &train_loader);
             gpt2_write_checkpoint(model, model_path); // the model first: a state file marks a complete pair
             gpt2_write_state(model, &st, state_path);
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
