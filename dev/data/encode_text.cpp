@@ -10,8 +10,22 @@ model sees a document boundary before each document. Shards are PREFIX_train_NNN
 PREFIX_val_NNNNNN.bin, each at most --shard-size tokens (a document may continue in the next shard).
 The validation split is either the last fraction of every document (cut at a line boundary, else
 a sentence end or a space, so every document is represented in both splits) or the documents of --val-file.
+
+Re-running with the same -o replaces the dataset as a whole or not at all: every input is checked
+before anything is written, new shards are written as PREFIX_<split>_NNNNNN.bin.tmp (a name the
+trainers' globs PREFIX_train_*.bin do not match), and only when all inputs are encoded and both
+splits are non-empty are they fsync'ed, renamed over the old shards, and the old shards the new
+dataset does not have removed. Any error or Ctrl-C before that removes the .tmp files and leaves
+the old dataset byte-identical. The one window: a crash (SIGKILL, power loss) between the first
+and the last rename leaves some new and some old shards. It lasts a few renames of one directory
+(microseconds, no data written), signals that the user sends are held off until it is over, and
+rerunning the same command repairs it; an atomic swap would need a directory per dataset
+(a symlink to flip), which changes the PREFIX layout that every script and trainer uses.
 */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +49,8 @@ static void usage(FILE* f) {
         "Each FILE (\"-\" is standard input) holds documents separated by the text <|endoftext|>;\n"
         "in the shards every document starts with the <|endoftext|> token.\n"
         "\n"
-        "  -o PREFIX            write PREFIX_train_000000.bin, ... and PREFIX_val_000000.bin, ...\n"
+        "  -o PREFIX            write PREFIX_train_000000.bin, ... and PREFIX_val_000000.bin, ...;\n"
+        "                       an earlier dataset there is replaced whole, and only on success\n"
         "  --val-fraction F     the last fraction F (0 <= F < 1) of every document, cut at a line\n"
         "                       boundary (else a sentence end or a space), goes to the validation\n"
         "                       split (default 0: no validation shards)\n"
@@ -53,8 +68,47 @@ static void usage(FILE* f) {
         kDefaultEncoder, kDefaultVocab);
 }
 
+// shards written so far under their .tmp names: removed by DIE, so a failed run leaves nothing behind
+static std::vector<std::string> g_tmp_files;
+static void remove_tmp_files() {
+    for (const std::string& t : g_tmp_files) { remove(t.c_str()); }
+    g_tmp_files.clear();
+}
+
 // one-line error and exit: names the file or flag and what was expected
-#define DIE(...) do { fprintf(stderr, "encode_text: "); fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+#define DIE(...) do { remove_tmp_files(); fprintf(stderr, "encode_text: "); fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+
+// Ctrl-C / SIGTERM / SIGHUP only set a flag: the encoding loop then stops through DIE (which removes
+// the .tmp files), and the renames of the commit, once begun, are not cut short
+static volatile sig_atomic_t g_signal = 0;
+static void on_signal(int sig) { g_signal = sig; }
+static void install_signal_handlers() {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a read of a stalled stdin returns EINTR instead of waiting on
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int sig : sigs) {
+        struct sigaction old;
+        // a signal the parent ignores (nohup, a background job's SIGINT) stays ignored
+        if (sigaction(sig, NULL, &old) == 0 && old.sa_handler != SIG_IGN) { sigaction(sig, &sa, NULL); }
+    }
+}
+static void check_signal(const char* prefix) {
+    if (g_signal) { DIE("interrupted by signal %d: nothing written, %s_* left as it was", (int)g_signal, prefix); }
+}
+
+// before anything is written: every input exists, is a file (not a directory) and opens for reading
+static void check_input(const char* path) {
+    if (strcmp(path, "-") == 0) { return; }
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) { DIE("cannot read '%s': %s (expected a text file)", path, strerror(errno)); }
+    struct stat st;
+    bool dir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
+    fclose(f);
+    if (dir) { DIE("'%s' is a directory (expected a text file)", path); }
+}
 
 static std::string read_input(const char* path) {
     FILE* f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -64,7 +118,10 @@ static std::string read_input(const char* path) {
         if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) { DIE("'%s' is a directory (expected a text file)", path); }
     }
     std::string s;
-    if (!read_all_bytes(f, &s)) { DIE("error reading '%s': %s", path, strerror(errno)); }
+    if (!read_all_bytes(f, &s)) {
+        if (g_signal) { if (f != stdin) { fclose(f); } return s; }  // the caller's check_signal says why
+        DIE("error reading '%s': %s", path, strerror(errno));
+    }
     if (f != stdin) { fclose(f); }
     return s;
 }
@@ -86,7 +143,7 @@ static std::vector<std::string> split_documents(const std::string& text) {
     return docs;
 }
 
-// writes PREFIX_<split>_NNNNNN.bin shards of at most shard_size tokens
+// writes PREFIX_<split>_NNNNNN.bin.tmp shards of at most shard_size tokens; commit_shards renames them
 struct ShardWriter {
     std::string prefix, split;
     size_t shard_size;
@@ -113,6 +170,7 @@ struct ShardWriter {
         std::string tmp = path + ".tmp";
         FILE* f = fopen(tmp.c_str(), "wb");
         if (f == NULL) { DIE("cannot write '%s': %s (expected a writable directory for -o)", tmp.c_str(), strerror(errno)); }
+        g_tmp_files.push_back(tmp);
         int32_t header[DATALOADER_HEADER_INTS];
         memset(header, 0, sizeof(header));
         header[0] = DATALOADER_MAGIC;
@@ -120,24 +178,78 @@ struct ShardWriter {
         header[2] = (int32_t)buf.size();
         bool ok = fwrite(header, sizeof(int32_t), DATALOADER_HEADER_INTS, f) == DATALOADER_HEADER_INTS &&
                   fwrite(buf.data(), sizeof(uint16_t), buf.size(), f) == buf.size();
-        if (fclose(f) != 0 || !ok || rename(tmp.c_str(), path.c_str()) != 0) {
-            remove(tmp.c_str());
-            DIE("failed writing '%s' (disk full?)", path.c_str());
-        }
+        if (fclose(f) != 0 || !ok) { DIE("failed writing '%s': %s (disk full?)", tmp.c_str(), strerror(errno)); }
         tokens += buf.size();
         shards++;
         buf.clear();
     }
-    // shards left over from an earlier, larger run would be picked up by a glob: remove them
-    void finish() {
-        flush();
-        for (int i = shards;; i++) {
-            struct stat st;
-            if (stat(name(i).c_str(), &st) != 0) { break; }
-            remove(name(i).c_str());
+};
+
+static void fsync_path(const std::string& path, int flags) {
+    int fd = open(path.c_str(), flags);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) { close(fd); }
+        DIE("cannot fsync '%s': %s (expected a writable local file system for -o)", path.c_str(), strerror(e));
+    }
+    close(fd);
+}
+
+// the directory and file-name start of -o PREFIX: "a/b/c" -> "a/b", "c"
+static void split_prefix(const std::string& prefix, std::string* dir, std::string* base) {
+    size_t slash = prefix.rfind('/');
+    *dir = slash == std::string::npos ? "." : slash == 0 ? "/" : prefix.substr(0, slash);
+    *base = slash == std::string::npos ? prefix : prefix.substr(slash + 1);
+}
+
+// the shard number of NAME if it is BASE_<split>_<digits><ext>, else -1
+static long shard_index(const char* name, const std::string& base, const char* split, const char* ext = ".bin") {
+    std::string head = base + "_" + split + "_";
+    if (strncmp(name, head.c_str(), head.size()) != 0) { return -1; }
+    const char* p = name + head.size();
+    const char* q = p;
+    while (*q >= '0' && *q <= '9') { q++; }
+    if (q - p < 6 || q - p > 9 || strcmp(q, ext) != 0) { return -1; }
+    return strtol(p, NULL, 10);
+}
+
+// the new dataset goes live: all .tmp shards to disk, renamed over the old ones, then the old
+// shards numbered past the new ones (which a glob would still pick up) removed, with any .tmp
+// shards an earlier run killed by SIGKILL left behind. Returns how many old shards were removed.
+static int commit_shards(const std::string& prefix, const ShardWriter& train, const ShardWriter& val) {
+    for (const std::string& t : g_tmp_files) { fsync_path(t, O_RDONLY); }
+    std::string dir, base;
+    split_prefix(prefix, &dir, &base);
+    // the renames run to the end even if a signal arrives now (on_signal only sets a flag)
+    for (size_t i = 0; i < g_tmp_files.size(); i++) {
+        std::string t = g_tmp_files[i];
+        std::string path = t.substr(0, t.size() - 4);
+        if (rename(t.c_str(), path.c_str()) != 0) {
+            int e = errno;
+            g_tmp_files.erase(g_tmp_files.begin(), g_tmp_files.begin() + i);
+            DIE("cannot rename '%s' to '%s': %s; %s_* now mixes %zu new shards with old ones (HINT: run the same command again)",
+                t.c_str(), path.c_str(), strerror(e), prefix.c_str(), i);
         }
     }
-};
+    g_tmp_files.clear();
+    fsync_path(dir, O_RDONLY | O_DIRECTORY);
+    std::vector<std::string> stale;
+    DIR* d = opendir(dir.c_str());
+    if (d == NULL) { DIE("cannot list '%s' to remove the old shards: %s", dir.c_str(), strerror(errno)); }
+    for (struct dirent* e; (e = readdir(d)) != NULL;) {
+        long ti = shard_index(e->d_name, base, "train"), vi = shard_index(e->d_name, base, "val");
+        if ((ti >= 0 && ti >= train.shards) || (vi >= 0 && vi >= val.shards)) { stale.push_back(dir + "/" + e->d_name); }
+        else if (shard_index(e->d_name, base, "train", ".bin.tmp") >= 0 || shard_index(e->d_name, base, "val", ".bin.tmp") >= 0) {
+            remove((dir + "/" + e->d_name).c_str());
+        }
+    }
+    closedir(d);
+    for (const std::string& s : stale) {
+        if (remove(s.c_str()) != 0) { DIE("cannot remove the old shard '%s': %s (expected a writable directory for -o)", s.c_str(), strerror(errno)); }
+    }
+    if (!stale.empty()) { fsync_path(dir, O_RDONLY | O_DIRECTORY); }
+    return (int)stale.size();
+}
 
 static void make_parent_dir(const std::string& prefix) {
     size_t slash = prefix.rfind('/');
@@ -257,7 +369,16 @@ int main(int argc, char** argv) {
         return 0;
     }
 
+    // everything that can be checked before writing: the inputs, then the output directory
+    for (const char* path : inputs) { check_input(path); }
+    for (const char* path : val_files) { check_input(path); }
     make_parent_dir(prefix);
+    {
+        std::string dir, base;
+        split_prefix(prefix, &dir, &base);
+        if (access(dir.c_str(), W_OK | X_OK) != 0) { DIE("cannot write in '%s' for -o %s: %s (expected a writable directory)", dir.c_str(), prefix, strerror(errno)); }
+    }
+    install_signal_handlers();
     ShardWriter train(prefix, "train", shard_size), val(prefix, "val", shard_size);
     const bool want_val = val_fraction > 0.0 || !val_files.empty();
     const int eot = enc.eot_token();
@@ -265,6 +386,7 @@ int main(int argc, char** argv) {
     clock_t t0 = clock();
     std::vector<int> ids;
     auto encode_doc = [&](const char* s, size_t len, ShardWriter* w) {
+        check_signal(prefix);
         ids.clear();
         ids.push_back(eot);
         enc.encode_ordinary(s, len, &ids);
@@ -273,6 +395,7 @@ int main(int argc, char** argv) {
     };
     for (const char* path : inputs) {
         std::string text = read_input(path);
+        check_signal(prefix);
         for (const std::string& doc : split_documents(text)) {
             n_docs++;
             if (val_fraction <= 0.0) { encode_doc(doc.data(), doc.size(), &train); continue; }
@@ -291,18 +414,23 @@ int main(int argc, char** argv) {
     }
     for (const char* path : val_files) {
         std::string text = read_input(path);
+        check_signal(prefix);
         for (const std::string& doc : split_documents(text)) { encode_doc(doc.data(), doc.size(), &val); }
     }
-    train.finish();
-    if (want_val) { val.finish(); }
+    train.flush();
+    val.flush();
+    check_signal(prefix);
     double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-    if (train.tokens == 0) { DIE("the inputs hold no text (expected non-empty documents in %s ...)", inputs[0]); }
-    if (want_val && val.tokens == 0) { DIE("the validation split is empty (expected some text: a larger --val-fraction or a non-empty --val-file)"); }
+    // refused before the old dataset is touched
+    if (train.tokens == 0) { DIE("the inputs hold no text (expected non-empty documents in %s ...; %s_* left as it was)", inputs[0], prefix); }
+    if (want_val && val.tokens == 0) { DIE("the validation split is empty (expected some text: a larger --val-fraction or a non-empty --val-file; %s_* left as it was)", prefix); }
+    int removed = commit_shards(prefix, train, val);
     if (!quiet) {
         printf("encode_text: %zu documents, %zu bytes in %.1f s (%.1f MB/s)\n", n_docs, n_bytes, secs,
                secs > 0 ? n_bytes / secs / 1e6 : 0.0);
         printf("encode_text: train %zu tokens in %d shard(s) %s_train_*.bin\n", train.tokens, train.shards, prefix);
         if (want_val) { printf("encode_text: val %zu tokens in %d shard(s) %s_val_*.bin\n", val.tokens, val.shards, prefix); }
+        if (removed > 0) { printf("encode_text: removed %d shard(s) of the earlier dataset %s_* that the new one does not have\n", removed, prefix); }
     }
     return 0;
 }

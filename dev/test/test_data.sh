@@ -235,6 +235,71 @@ else
   fail "sharding: $(tail -n 1 "$tmp/enc.log")"
 fi
 
+# re-encoding over an existing dataset (same -o): replaced whole on success; on any error (empty
+# input, empty validation split, a missing or unreadable later input, a read error or a signal
+# mid-way) one line, exit 1, and every file of the old dataset byte-identical, no *.tmp left
+for i in $(seq 1 30); do echo "Row $i of a newer, shorter text."; done >"$tmp/new.txt"
+: >"$tmp/empty.txt"
+re_make() { # the old dataset: 11 train shards + 1 val shard of 64 tokens
+  rm -rf "$tmp/re" && $ET -q -o "$tmp/re/old" --val-fraction 0.1 --shard-size 64 "$tmp/long.txt"
+}
+re_sums() { # a checksum line per file (any *.tmp included), so a change, a loss or a leftover shows
+  (cd "$tmp/re" && for f in *; do echo "$(cksum <"$f") $f"; done)
+}
+re_kept() { # NAME NEEDLE RC OUT: the check's verdict from encode_text's exit status and stderr
+  local name=$1 needle=$2 rc=$3 out=$4 after
+  after=$(re_sums)
+  if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$needle"* ]] && [ "$after" = "$before" ]; then
+    pass "reencode_keeps_dataset_$name: $(echo "$before" | wc -l) shards byte-identical, no *.tmp; $out"
+  else
+    fail "reencode_keeps_dataset_$name: rc=$rc (expected 1), stderr '$out' (expected one line with '$needle'), checksum lines that differ: $(diff <(echo "$before") <(echo "$after") | grep -c "^[<>]")"
+  fi
+}
+re_case() { # NAME NEEDLE ARGS...: encode_text -o over the old dataset
+  local name=$1 needle=$2 out rc; shift 2
+  re_make; before=$(re_sums)
+  out=$($ET -q -o "$tmp/re/old" --shard-size 64 "$@" 2>&1 >/dev/null); rc=$?
+  re_kept "$name" "$needle" "$rc" "$out"
+}
+re_case empty_input "hold no text" --val-fraction 0.1 "$tmp/empty.txt"
+re_case empty_val_split "validation split is empty" --val-fraction 0.0001 "$tmp/new.txt"
+re_case missing_later_input "$tmp/nope.txt" --val-fraction 0.1 "$tmp/new.txt" "$tmp/nope.txt"
+re_case directory_later_input "is a directory" --val-fraction 0.1 "$tmp/new.txt" "$tmp"
+re_case missing_val_file "$tmp/nope.txt" --val-file "$tmp/nope.txt" "$tmp/new.txt"
+# opens fine, fails while reading (EIO at offset 0): the error comes after new shards were written
+re_case read_error_midway "error reading '/proc/self/mem'" --val-fraction 0.1 "$tmp/new.txt" /proc/self/mem
+# SIGTERM while it waits on standard input, the second input, after the first one's shards were written
+re_make; before=$(re_sums)
+rm -f "$tmp/fifo" && mkfifo "$tmp/fifo"
+$ET -q -o "$tmp/re/old" --shard-size 64 --val-fraction 0.1 "$tmp/new.txt" - <"$tmp/fifo" 2>"$tmp/sig.err" >/dev/null &
+pid=$!
+exec 7>"$tmp/fifo"  # the writer end stays open: encode_text blocks reading it
+for i in $(seq 1 100); do  # until the first input is encoded (new or changed files), at most 10 s
+  [ "$(re_sums)" != "$before" ] && break
+  sleep 0.1
+done
+sleep 0.3
+kill -TERM "$pid" 2>/dev/null
+exec 7>&-
+wait "$pid"; rc=$?
+re_kept sigterm_midway "interrupted by signal 15" "$rc" "$(cat "$tmp/sig.err")"
+# a successful re-encode with fewer shards and no validation split: exactly the new shards remain
+# (the old dataset's other train shards and its val shard removed), also a .tmp an earlier killed run left
+re_make; touch "$tmp/re/old_train_000099.bin.tmp"
+if out=$($ET -o "$tmp/re/old" --shard-size 1000 "$tmp/new.txt" 2>&1); then
+  left=$(cd "$tmp/re" && ls | tr '\n' ' ')
+  got=$("$PY" "$tmp/shards.py" --ids "$tmp/re/old_train_000000.bin")
+  printf '%s' "$(cat "$tmp/new.txt")" >"$tmp/new_s.txt"  # the document as the shard holds it: no final newline
+  exp="50256 $($ET --print-ids "$tmp/new_s.txt")"
+  if [ "$left" = "old_train_000000.bin " ] && [ "$got" = "$exp" ] && [[ "$out" == *"removed 11 shard(s)"* ]]; then
+    pass "reencode_fewer_shards_replaces_dataset: 11 train + 1 val shards -> $left(the new text), $(echo "$out" | tail -n 1 | sed 's/ of the earlier.*//')"
+  else
+    fail "reencode_fewer_shards_replaces_dataset: files left '$left' (expected old_train_000000.bin only), ids equal $([ "$got" = "$exp" ] && echo yes || echo no), output '$(echo "$out" | tail -n 1)'"
+  fi
+else
+  fail "reencode_fewer_shards_replaces_dataset: $(echo "$out" | tail -n 1)"
+fi
+
 # bad input: exit 1 with one line on stderr that names the flag or file
 bad() { # NAME NEEDLE ARGS...
   local name=$1 needle=$2; shift 2
