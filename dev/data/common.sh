@@ -14,7 +14,10 @@ die() { # MESSAGE...: one line on stderr, exit 1
 
 info() { echo "$SCRIPT_NAME: $*"; }
 
-# installs Debian packages that are missing (apt-get update once first); needs root
+source dev/data/apt.sh  # apt_get
+
+# installs Debian packages that are missing (apt-get update once first); needs root. Waits for
+# another apt or dpkg, shows apt's output if it fails (apt_get, dev/data/apt.sh)
 APT_UPDATED=0
 apt_ensure() { # PACKAGE...
   local missing=()
@@ -26,12 +29,11 @@ apt_ensure() { # PACKAGE...
   command -v apt-get >/dev/null 2>&1 || die "needs the Debian packages ${missing[*]}, and apt-get is not available (HINT: install them by hand)"
   [ "$(id -u)" = 0 ] || die "needs the Debian packages ${missing[*]} (HINT: run as root, or sudo apt-get install ${missing[*]})"
   info "installing ${missing[*]} with apt-get"
-  export DEBIAN_FRONTEND=noninteractive
   if [ "$APT_UPDATED" = 0 ]; then
-    apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed (HINT: is the Debian archive reachable?)"
+    apt_get "$SCRIPT_NAME" update || exit 1
     APT_UPDATED=1
   fi
-  apt-get install -y -qq "${missing[@]}" >/dev/null 2>&1 || die "apt-get install ${missing[*]} failed (HINT: run it by hand to see why)"
+  apt_get "$SCRIPT_NAME" install "${missing[@]}" || exit 1
 }
 
 # builds the shard writer

@@ -4,6 +4,7 @@
 # default corpus), Node.js and npm (the independent GPT-2 tokenizer). Each is installed only when
 # missing; no GPU is needed.
 set -u
+source "$(dirname "$0")/../data/apt.sh"  # apt_get: waits for another apt, shows its output on failure
 PYTHON=${PYTHON:-/usr/bin/python3}
 missing=()
 "$PYTHON" -c "import torch, numpy" >/dev/null 2>&1 || missing+=(python3-torch python3-numpy)
@@ -19,9 +20,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install_deps: need root to apt-get install ${missing[*]} (HINT: run as root or install them yourself)" >&2
     exit 1
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null && apt-get install -y -qq "${missing[@]}" >/dev/null || {
-    echo "install_deps: apt-get install ${missing[*]} failed" >&2; exit 1; }
+  apt_get install_deps update && apt_get install_deps install "${missing[@]}" || exit 1
 fi
 "$PYTHON" -c "import torch, numpy, matplotlib" >/dev/null 2>&1 || { echo "install_deps: $PYTHON still cannot import torch, numpy and matplotlib" >&2; exit 1; }
 echo "PASS deps: torch, numpy, matplotlib, R janeaustenr, node present (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), node $(node --version))"

@@ -362,6 +362,79 @@ for s in tinyshakespeare fineweb; do
   fi
 done
 
+# ---------------------------------------------------------------- apt-get in make train and install_deps
+# a fake apt-get, dpkg-query and id on PATH (nothing is installed): apt-get logs its arguments and
+# answers as FAKE_APT says: "fail" (install fails after 30 lines of output), "update_fail", "lock N"
+# (the first N calls find the package lists locked, as apt 2.6 does while another apt runs)
+mkdir -p "$tmp/fakebin"
+cat >"$tmp/fakebin/apt-get" <<'EOF'
+#!/bin/bash
+echo "$*" >>"$FAKE_APT_DIR/args"
+calls=$(wc -l <"$FAKE_APT_DIR/args")
+set -- $FAKE_APT "$@"
+case "$1" in
+  lock) if [ "$calls" -le "$2" ]; then echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)"; echo "E: Unable to lock directory /var/lib/apt/lists/"; exit 100; fi ;;
+  fail) if [[ " $* " == *" install "* ]]; then for i in $(seq 1 30); do echo "Reading line $i"; done; echo "E: Unable to locate package llmc-fake-pkg"; exit 100; fi ;;
+  update_fail) if [[ " $* " == *" update "* ]]; then echo "Err:1 http://deb.debian.org/debian bookworm InRelease"; echo "E: Failed to fetch http://deb.debian.org/debian/dists/bookworm/InRelease  Temporary failure resolving 'deb.debian.org'"; exit 100; fi ;;
+esac
+exit 0
+EOF
+printf '#!/bin/sh\nexit 1\n' >"$tmp/fakebin/dpkg-query"  # every package is missing
+printf '#!/bin/sh\n[ "$1" = -u ] && { echo 0; exit 0; }\nexec /usr/bin/id "$@"\n' >"$tmp/fakebin/id"  # root
+chmod +x "$tmp/fakebin/"*
+printf 'source %q/dev/data/common.sh\napt_ensure llmc-fake-pkg\necho "installed"\n' "$PWD" >"$tmp/apt_user.sh"
+fake_apt() { # MODE [COMMAND...]: runs COMMAND (default: apt_ensure llmc-fake-pkg via common.sh) with the fakes
+  local mode=$1; shift
+  rm -rf "$tmp/apt" && mkdir -p "$tmp/apt" && : >"$tmp/apt/args"
+  [ $# -gt 0 ] || set -- bash "$tmp/apt_user.sh"
+  FAKE_APT="$mode" FAKE_APT_DIR="$tmp/apt" APT_LOG="$tmp/apt/apt.log" APT_LOCK_RETRY=0.1 PATH="$tmp/fakebin:$PATH" \
+    "$@" >"$tmp/apt/out" 2>"$tmp/apt/err"
+}
+apt_failed() { # NAME RC NEEDLE...: exit 1; apt's last output line shown; the last stderr line one error naming the command, with a HINT
+  local name=$1 rc=$2 last n; shift 2
+  last=$(tail -n 1 "$tmp/apt/err")
+  local ok=1
+  [ "$rc" = 1 ] && [[ "$last" == *HINT* ]] || ok=0
+  for n in "$@"; do [[ "$last" == *"$n"* ]] || ok=0; done
+  grep -q 'DPkg::Lock::Timeout=' "$tmp/apt/args" || ok=0
+  if [ "$ok" = 1 ]; then
+    pass "$name: $(grep -c '^    ' "$tmp/apt/err") lines of apt's output shown, then: $last"
+  else
+    fail "$name: rc=$rc (expected 1), stderr ends '$last' (expected one line with $* and a HINT), apt-get was called as '$(head -n 1 "$tmp/apt/args")' (expected -o DPkg::Lock::Timeout=...)"
+  fi
+}
+fake_apt fail; rc=$?
+if grep -q '^    E: Unable to locate package llmc-fake-pkg$' "$tmp/apt/err"; then
+  apt_failed apt_install_failure_shows_output "$rc" "apt_user: apt-get install llmc-fake-pkg failed with exit code 100: E: Unable to locate package llmc-fake-pkg"
+else
+  fail "apt_install_failure_shows_output: apt's error 'E: Unable to locate package llmc-fake-pkg' not shown; stderr: '$(tr '\n' '|' <"$tmp/apt/err")'"
+fi
+fake_apt update_fail; rc=$?
+if grep -q "^    E: Failed to fetch" "$tmp/apt/err" && [ "$(grep -c ' install ' "$tmp/apt/args")" = 0 ]; then
+  apt_failed apt_update_failure_shows_output "$rc" "apt_user: apt-get update failed" "Temporary failure resolving" "reachable"
+else
+  fail "apt_update_failure_shows_output: apt's error 'E: Failed to fetch ...' not shown or install still tried; stderr: '$(tr '\n' '|' <"$tmp/apt/err")'"
+fi
+# another apt holds the lock for the first 3 calls: waited for (one line saying so), then installed
+fake_apt "lock 3"; rc=$?
+calls=$(tr '\n' '|' <"$tmp/apt/args")
+if [ "$rc" = 0 ] && grep -q '^installed$' "$tmp/apt/out" && [ "$(grep -c 'waiting up to 600 s for another apt-get' "$tmp/apt/out")" = 1 ] &&
+   [ "$(grep -c ' update$' "$tmp/apt/args")" = 4 ] && grep -q 'DPkg::Lock::Timeout=[0-9]* -y -qq install llmc-fake-pkg$' "$tmp/apt/args"; then
+  pass "apt_waits_for_lock: 3 tries found the lock held, the 4th update and the install ran; $(grep waiting "$tmp/apt/out")"
+else
+  fail "apt_waits_for_lock: rc=$rc (expected 0 after waiting), output '$(tr '\n' '|' <"$tmp/apt/out")', stderr '$(tail -n 1 "$tmp/apt/err")', apt-get calls '$calls'"
+fi
+# held longer than APT_LOCK_TIMEOUT: one error saying so
+APT_LOCK_TIMEOUT=1 fake_apt "lock 1000"; rc=$?
+apt_failed apt_lock_timeout "$rc" "apt_user: apt-get update failed" "held its lock for 1 s"
+# install_deps.sh (make test's first suite): the same apt_get (PYTHON=false: torch counts as missing)
+fake_apt fail env PYTHON=/bin/false bash dev/test/install_deps.sh; rc=$?
+if grep -q '^    E: Unable to locate package llmc-fake-pkg$' "$tmp/apt/err"; then
+  apt_failed install_deps_apt_failure_shows_output "$rc" "install_deps: apt-get install python3-torch" "failed with exit code 100"
+else
+  fail "install_deps_apt_failure_shows_output: apt's error not shown; stderr: '$(tr '\n' '|' <"$tmp/apt/err")'"
+fi
+
 # ---------------------------------------------------------------- make train without a GPU
 # trains on the CPU instead (the CPU trainer, d2): 12 steps of the recipe, into a folder of the test
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
