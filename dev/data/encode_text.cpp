@@ -18,7 +18,7 @@ splits are non-empty are they fsync'ed, renamed over the old shards, and the old
 dataset does not have removed. Any error or Ctrl-C before that removes the .tmp files and leaves
 the old dataset byte-identical. The one window: a crash (SIGKILL, power loss) between the first
 and the last rename leaves some new and some old shards. It lasts a few renames of one directory
-(microseconds, no data written), signals that the user sends are held off until it is over, and
+(microseconds, no data written), Ctrl-C or SIGTERM wait until it is over, and
 rerunning the same command repairs it; an atomic swap would need a directory per dataset
 (a symlink to flip), which changes the PREFIX layout that every script and trainer uses.
 */
@@ -87,7 +87,7 @@ static void install_signal_handlers() {
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;  // no SA_RESTART: a read of a stalled stdin returns EINTR instead of waiting on
+    sa.sa_flags = 0;  // no SA_RESTART: a read of a stalled stdin returns EINTR instead of blocking on
     const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
     for (int sig : sigs) {
         struct sigaction old;
@@ -96,7 +96,7 @@ static void install_signal_handlers() {
     }
 }
 static void check_signal(const char* prefix) {
-    if (g_signal) { DIE("interrupted by signal %d: nothing written, %s_* left as it was", (int)g_signal, prefix); }
+    if (g_signal) { DIE("interrupted by signal %d: %s_* left as it was", (int)g_signal, prefix); }
 }
 
 // before anything is written: every input exists, is a file (not a directory) and opens for reading
@@ -218,6 +218,7 @@ static long shard_index(const char* name, const std::string& base, const char* s
 // shards an earlier run killed by SIGKILL left behind. Returns how many old shards were removed.
 static int commit_shards(const std::string& prefix, const ShardWriter& train, const ShardWriter& val) {
     for (const std::string& t : g_tmp_files) { fsync_path(t, O_RDONLY); }
+    check_signal(prefix.c_str());  // the last moment a Ctrl-C still leaves the old dataset whole
     std::string dir, base;
     split_prefix(prefix, &dir, &base);
     // the renames run to the end even if a signal arrives now (on_signal only sets a flag)
