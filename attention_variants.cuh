@@ -512,22 +512,48 @@ static inline int gpt2_config_from_header(const int header[256], const char* pat
     return 1;
 }
 
+// Whether llm.c's version 3/5 header describes c completely. It has no fields beyond the shape, so
+// it implies what gpt2_config_from_header fills in for it (gpt2_config_default): the standard
+// scheme, Hkv = H, MLP 4C, biases, tied head, the default attention scale.
+static inline int gpt2_config_is_llmc(const GPT2Config* c) {
+    return c->scheme == QKV_STANDARD && c->num_kv_heads == c->num_heads && (long long)c->mlp_hidden == 4LL * c->channels &&
+           c->use_bias == 1 && c->tied_head == 1 && c->attn_scale == 0.0f;
+}
+
+// The version a writer uses: llm.c's 3 (fp32) or 5 (bf16) wherever llm.c can express the model, so
+// that llm.c loads plain GPT-2 checkpoints of ours; our 6 or 7 for everything else.
+static inline int checkpoint_version_for(const GPT2Config* c, int bf16) {
+    if (gpt2_config_is_llmc(c)) { return bf16 ? CHECKPOINT_VERSION_LLMC_BF16 : CHECKPOINT_VERSION_LLMC_FP32; }
+    return bf16 ? CHECKPOINT_VERSION_BF16 : CHECKPOINT_VERSION_FP32;
+}
+
+// A model file header's fields [2..13] as versions 6/7 store them: the whole config. (The
+// training state keeps these too, whatever version its model file has.)
+static inline void gpt2_config_to_fields(const GPT2Config* c, int fields[12]) {
+    fields[0] = c->max_seq_len;
+    fields[1] = c->vocab_size;
+    fields[2] = c->num_layers;
+    fields[3] = c->num_heads;
+    fields[4] = c->channels;
+    fields[5] = c->padded_vocab_size;
+    fields[6] = c->scheme;
+    fields[7] = c->num_kv_heads;
+    fields[8] = c->mlp_hidden;
+    fields[9] = c->use_bias;
+    fields[10] = c->tied_head;
+    memcpy(&fields[11], &c->attn_scale, sizeof(float));
+}
+
+// The header every checkpoint writer uses (both trainers), version from checkpoint_version_for;
+// fields 8..13 stay zero in llm.c's versions 3/5, as llm.c writes them.
 static inline void gpt2_config_to_header(const GPT2Config* c, int bf16, int header[256]) {
     memset(header, 0, 256 * sizeof(int));
     header[0] = CHECKPOINT_MAGIC;
-    header[1] = bf16 ? CHECKPOINT_VERSION_BF16 : CHECKPOINT_VERSION_FP32;
-    header[2] = c->max_seq_len;
-    header[3] = c->vocab_size;
-    header[4] = c->num_layers;
-    header[5] = c->num_heads;
-    header[6] = c->channels;
-    header[7] = c->padded_vocab_size;
-    header[8] = c->scheme;
-    header[9] = c->num_kv_heads;
-    header[10] = c->mlp_hidden;
-    header[11] = c->use_bias;
-    header[12] = c->tied_head;
-    memcpy(&header[13], &c->attn_scale, sizeof(float));
+    header[1] = checkpoint_version_for(c, bf16);
+    const int llmc = header[1] == CHECKPOINT_VERSION_LLMC_FP32 || header[1] == CHECKPOINT_VERSION_LLMC_BF16;
+    int fields[12];
+    gpt2_config_to_fields(c, fields);
+    memcpy(&header[2], fields, (llmc ? 6 : 12) * sizeof(int));
 }
 
 // A binary is built for one scheme: refuse a checkpoint of another, naming both.

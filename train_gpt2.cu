@@ -2428,7 +2428,8 @@ static void gpt2_load_params(GPT2* model, const char* path, int version) {
     free(xs);
 }
 
-// model file: version 7 (bf16) from BF16 builds, version 6 (fp32) from FP32 builds
+// model file: bf16 from BF16 builds, fp32 from FP32 builds; llm.c's version 5/3 where llm.c can
+// express the model (checkpoint_version_for: plain GPT-2), so that llm.c loads it, else our 7/6
 static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path < 4096 bytes
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));

@@ -162,7 +162,7 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
 // what an FP32 CUDA build writes, so either can resume the other's run):
 //   header 256 int32: [0] magic 20240330, [1] version 1, [2] step, [3] scheme, [4] 1 if fp32 master
 //   weights follow, [5] B, [6] T, [7] grad accumulation steps, [8..9] num_parameters (lo, hi),
-//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [16..27] the model header's [2..13]
+//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [16..27] the shape as a v6/7 model header's [2..13]
 //   then the train DataLoaderState (64 bytes), then AdamW m, v (fp32, file order, num_parameters
 //   each), then the master weights (fp32) when [4] is 1.
 #define STATE_MAGIC 20240330
@@ -191,9 +191,8 @@ static void state_header_make(int header[256], const GPT2Config* config, const T
     header[10] = (int)(uint32_t)(st->rng_state & 0xFFFFFFFFu);
     header[11] = (int)(uint32_t)(st->rng_state >> 32);
     header[12] = PRECISION_IS_BF16;
-    int model_header[256]; // [16..27]: the model's shape (model header [2..13]), so a state only fits its model
-    gpt2_config_to_header(config, PRECISION_IS_BF16, model_header);
-    memcpy(&header[16], &model_header[2], 12 * sizeof(int));
+    // [16..27]: the model's shape (a version 6/7 model header's [2..13]), so a state only fits its model
+    gpt2_config_to_fields(config, &header[16]);
 }
 
 // Reads a state file's header. Returns 1, or 0 with a one-line message.
@@ -221,9 +220,9 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
                  qkv_scheme_name(header[3]), qkv_scheme_name(config->scheme));
         return 0;
     }
-    int model_header[256];
-    gpt2_config_to_header(config, PRECISION_IS_BF16, model_header);
-    if (memcmp(&header[16], &model_header[2], 12 * sizeof(int)) != 0) {
+    int fields[12];
+    gpt2_config_to_fields(config, fields);
+    if (memcmp(&header[16], fields, sizeof(fields)) != 0) {
         char desc[256];
         gpt2_config_describe(config, desc, sizeof(desc));
         snprintf(msg, msg_size, "%s: training state of another model shape than its model file (%s, scheme %s)", path, desc,

@@ -961,8 +961,9 @@ int gpt2_build_random(GPT2* model, const GPT2Config* config, unsigned long long 
     return 1;
 }
 
-// Model file version 6 (fp32), written to a temporary name and renamed: what the FP32 CUDA build
-// writes, so either trainer reads the other's checkpoints.
+// The model file in fp32, written to a temporary name and renamed: llm.c's version 3 where llm.c
+// can express the model (checkpoint_version_for), else version 6; what the FP32 CUDA build writes,
+// so either trainer (and llm.c, for plain GPT-2) reads the other's checkpoints.
 void gpt2_write_checkpoint(const GPT2* model, const char* path) {
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));

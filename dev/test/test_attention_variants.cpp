@@ -162,6 +162,50 @@ static void test_header_round_trip() {
     check(!ok && contains(msg, "weird.bin") && contains(msg, "version 4"), "unknown version refused naming the file", msg);
 }
 
+// The writers' version choice (both trainers write through gpt2_config_to_header): a model llm.c
+// can express is written as llm.c's version 3 (fp32) or 5 (bf16), with llm.c's zero fields 8..255,
+// and reads back as the same config; a model with anything llm.c's header cannot store (another
+// scheme, GQA, another MLP width, no biases, an untied head, an attention scale) stays 6 or 7.
+static void test_llmc_versions() {
+    char msg[512];
+    for (int bf16 = 0; bf16 <= 1; bf16++) {
+        const GPT2Config plain = gpt2_config_default(2, 4, 64, 64, 500, 512);
+        int header[256];
+        gpt2_config_to_header(&plain, bf16, header);
+        int zeros = 1;
+        for (int k = 8; k < 256; k++) { zeros = zeros && header[k] == 0; }
+        GPT2Config back;
+        const int read = gpt2_config_from_header(header, "plain.bin", &back, msg, sizeof(msg));
+        char detail[64];
+        snprintf(detail, sizeof(detail), "version %d", header[1]);
+        check(header[1] == (bf16 ? 5 : 3) && zeros && read && memcmp(&plain, &back, sizeof(plain)) == 0,
+              std::string("plain GPT-2 written as llm.c's version ") + (bf16 ? "5 (bf16)" : "3 (fp32)") +
+              ", fields 8..255 zero, reads back as the same config", detail);
+        struct { const char* what; GPT2Config c; } others[QKV_NUM_SCHEMES + 5];
+        int n = 0;
+        for (int s = 1; s < QKV_NUM_SCHEMES; s++) {
+            others[n].what = qkv_scheme_name(s);
+            others[n].c = plain;
+            others[n++].c.scheme = s;
+        }
+        others[n].what = "n_kv_head=2"; others[n].c = plain; others[n++].c.num_kv_heads = 2;
+        others[n].what = "mlp=192"; others[n].c = plain; others[n++].c.mlp_hidden = 192;
+        others[n].what = "bias=0"; others[n].c = plain; others[n++].c.use_bias = 0;
+        others[n].what = "tied=0"; others[n].c = plain; others[n++].c.tied_head = 0;
+        others[n].what = "attn_scale=0.25"; others[n].c = plain; others[n++].c.attn_scale = 0.25f;
+        std::string wrong;
+        for (int i = 0; i < n; i++) {
+            gpt2_config_to_header(&others[i].c, bf16, header);
+            const int ok = header[1] == (bf16 ? 7 : 6) && gpt2_config_from_header(header, "x.bin", &back, msg, sizeof(msg)) &&
+                           memcmp(&others[i].c, &back, sizeof(back)) == 0;
+            if (!ok) { wrong += std::string(wrong.empty() ? "" : ", ") + others[i].what; }
+        }
+        check(wrong.empty(), std::string("models llm.c cannot express stay version ") + (bf16 ? "7" : "6") + " (" +
+              std::to_string(n) + " cases: every other scheme, GQA, MLP width, no bias, untied, attention scale)",
+              wrong.c_str());
+    }
+}
+
 // the checks every trainer runs on a checkpoint before reading its weights
 static void test_checkpoint_validate() {
     char msg[1024];
@@ -331,6 +375,7 @@ int main() {
     test_constraints();
     test_scales_and_names();
     test_header_round_trip();
+    test_llmc_versions();
     test_scheme_mismatch();
     test_checkpoint_validate();
     test_kv_cache_paper_figures();

@@ -399,6 +399,45 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+# (g2) llm.c's format both ways: a model llm.c can express (standard scheme, GPT-2's shape) is
+# written as llm.c's version 3, fields 8..255 zero, exactly 1024 + 4 x parameters bytes, and a run
+# resumes from it as from a version 6 file; where an llm.c tree was prepared (dev/bench/peers/llm.c,
+# dev/bench/prepare_peers.sh; never in a fresh clone), llm.c's own loader reads it to the same loss.
+common=(-e d2 -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 2 -t 32 -x 4 -l 1e-3 -v 2 -m 2 -s 0)
+bin=build/train_gpt2_cpu_standard
+"$bin" "${common[@]}" -o "$TMP/v3_a" > "$TMP/v3_a.out" 2>&1; rc_a=$?
+"$bin" "${common[@]}" -o "$TMP/v3_b" -n 2 > "$TMP/v3_b.out" 2>&1; rc_b=$?
+m="$TMP/v3_b/model_00000002.bin"
+np=$(sed -n 's/^model: .* | \([0-9]*\) parameters | .*/\1/p' "$TMP/v3_b.out")
+header=$(od -An -t d4 -N 1024 -v "$m" 2>/dev/null | tr -s ' \n' ' ')
+read -r -a h <<< "$header"
+nonzero=$(printf '%s\n' "${h[@]:8}" | grep -vc '^0$')
+size=$(stat -c %s "$m" 2>/dev/null || echo 0)
+if [ $rc_a -ne 0 ] || [ $rc_b -ne 0 ] || [ -z "$np" ]; then
+    fail "cpu checkpoint llm.c v3 (exit codes $rc_a/$rc_b, parameters '$np': $(tail -n 1 "$TMP/v3_b.out"))"
+elif [ "${h[0]:-}" != 20240326 ] || [ "${h[1]:-}" != 3 ] || [ "$nonzero" -ne 0 ] || [ "$size" -ne $((1024 + 4 * np)) ]; then
+    fail "cpu checkpoint llm.c v3 ($m: magic ${h[0]:-?} version ${h[1]:-?}, $nonzero nonzero fields in 8..255, $size bytes for $np parameters; expected 20240326, 3, 0, $((1024 + 4 * np)))"
+else
+    pass "cpu checkpoint llm.c v3 (standard d2 from the CPU trainer: version 3, fields 8..255 zero, $size = 1024 + 4 x $np bytes)"
+fi
+rm -f "$TMP/v3_b/model_00000004.bin" "$TMP/v3_b/state_00000004.bin"
+sed -i '/^step [34]/d; /^summary/d' "$TMP/v3_b/main.log"
+"$bin" "${common[@]}" -o "$TMP/v3_b" -n 2 -y 1 > "$TMP/v3_b2.out" 2>&1; rc_b2=$?
+if [ $rc_b2 -eq 0 ] && grep -q "^resuming from $TMP/v3_b/state_00000002.bin at step 2" "$TMP/v3_b2.out" &&
+   diff <(strip_times "$TMP/v3_a/main.log") <(strip_times "$TMP/v3_b/main.log") > "$TMP/diff"; then
+    pass "cpu resume from a version 3 model file (standard d2, 4 steps: resumed at step 2, losses identical to the uninterrupted run)"
+else
+    fail "cpu resume from a version 3 model file (exit $rc_b2: $(tail -n 1 "$TMP/v3_b2.out"); log diff: $(head -c 300 "$TMP/diff" | tr '\n' '|'))"
+fi
+if [ -f dev/bench/peers/llm.c/train_gpt2.c ]; then
+    bash dev/tools/llmc_roundtrip.sh dev/bench/peers/llm.c "$TMP/synth_train_000.bin" "$TMP/synth_val_000.bin" > "$TMP/llmc.out" 2>&1
+    grep -q '^PASS llmc round trip' "$TMP/llmc.out" && pass "cpu $(sed -n 's/^PASS //p' "$TMP/llmc.out")" ||
+        fail "cpu $(sed -n 's/^FAIL //p' "$TMP/llmc.out" | head -n 1)$(grep -q '^FAIL' "$TMP/llmc.out" || tail -n 2 "$TMP/llmc.out" | tr '\n' ' ')"
+else
+    echo "SKIP cpu llmc round trip: no llm.c tree in dev/bench/peers/llm.c (bash dev/bench/prepare_peers.sh <llm.c clone>, then bash dev/tools/llmc_roundtrip.sh)"
+fi
+
+# ---------------------------------------------------------------------------------------------
 # (h) the CUDA trainer's flags (dev/train_common.h) and their one-line refusals, from this binary
 bin=build/train_gpt2_cpu_standard
 run_capture "$bin" -h

@@ -277,6 +277,20 @@ else
   else
     fail "gpu train_gpt2cu -o/-n/-y: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
   fi
+  # the BF16 trainer writes a plain GPT-2 (the standard fixture: Hkv = H, MLP 4C, biases, tied) as
+  # llm.c's version 5, fields 8..255 zero, so that llm.c's train_gpt2cu loads it
+  m5=build/test_cuda_trainer/model_00000004.bin
+  if [ -f "$m5" ]; then
+    read -r -a h5 <<< "$(od -An -t d4 -N 1024 -v "$m5" | tr -s ' \n' ' ')"
+    nz5=$(printf '%s\n' "${h5[@]:8}" | grep -vc '^0$')
+    if [ "${h5[1]:-}" = 5 ] && [ "$nz5" -eq 0 ]; then
+      pass "gpu train_gpt2cu checkpoint of a plain GPT-2 is llm.c's version 5 (fields 8..255 zero)"
+    else
+      fail "gpu train_gpt2cu checkpoint of a plain GPT-2: $m5 is version ${h5[1]:-?} with $nz5 nonzero fields in 8..255, expected llm.c's 5 and 0"
+    fi
+  else
+    fail "gpu train_gpt2cu checkpoint of a plain GPT-2: $m5 was not written"
+  fi
   # the kernel labs: every version x scheme x shape against the CPU twin (FAIL lines shown, PASS lines counted)
   for bin in "${lab_bins[@]}"; do
     [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
