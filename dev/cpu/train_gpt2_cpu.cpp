@@ -870,6 +870,11 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
                  "writes test checkpoints, llm.c's gpt2_124M.bin also loads)", path);
         return 0;
     }
+    if (file_is_directory(f)) {
+        snprintf(msg, msg_size, "%s: is a directory, expected a model file", path);
+        fclose(f);
+        return 0;
+    }
     int header[256];
     if (fread(header, sizeof(int), 256, f) != 256) {
         snprintf(msg, msg_size, "%s: truncated model file: shorter than its 1024-byte header", path);
