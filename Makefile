@@ -155,13 +155,16 @@ $(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
 ASAN := $(BUILD)/asan
 ASAN_CXXFLAGS := $(CXXFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 .PHONY: asan
-asan: $(ASAN)/train_gpt2_cpu_standard $(ASAN)/test_gpt2_cpu_standard $(ASAN)/params $(ASAN)/encode_text \
-      $(ASAN)/test_tokenizer $(ASAN)/test_dataloader
+asan: $(ASAN)/train_gpt2_cpu_standard $(ASAN)/test_gpt2_cpu_standard $(ASAN)/test_kv_cache_cpu_standard $(ASAN)/params \
+      $(ASAN)/encode_text $(ASAN)/test_tokenizer $(ASAN)/test_dataloader
 
 $(ASAN)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(ASAN)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(ASAN)/params: dev/tools/params.cpp attention_variants.cuh | $(ASAN)

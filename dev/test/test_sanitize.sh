@@ -10,10 +10,12 @@
 # (a) train_gpt2_cpu: the flag refusals of test_cpu.sh (h) (its FLAGS list, read from the file),
 #     the corrupt checkpoints and debug states of test_cpu.sh (d) (same recipes), a checkpoint of
 #     another scheme (b), the forbidden shapes of the standard scheme (c), and errors after the model
-#     is loaded (tokens outside the vocabulary in -i / -j / --prompt)
-# (b) test_gpt2_cpu: the same corrupt files, debug states without inputs or with a bad token
+#     is loaded (tokens outside the vocabulary in -i / -j / --prompt, -y 1 past -x)
+# (b) test_gpt2_cpu: the same corrupt files, debug states without inputs or with a bad token;
+#     test_kv_cache_cpu: a debug state without inputs
 # (c) the happy paths: a fresh d2 run (2 steps, validation, a sample, a checkpoint) on 2 OpenMP
-#     threads, a resume (-y 1) of a fixture run, --generate, a fixture check, build/params
+#     threads, a resume (-y 1) of a fixture run, --generate, a fixture through test_gpt2_cpu and
+#     test_kv_cache_cpu, build/params
 # (d) build/params: the refusals of test_params.sh (its bad_args list)
 # (e) encode_text: the refusals of test_data.sh (its `bad` lines), broken vocabulary files, and
 #     an encoding with a validation split
@@ -43,7 +45,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_sanitize.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
 if nice make -s -j2 asan > "$TMP/build.log" 2>&1; then
-    pass "build (make asan: train_gpt2_cpu_standard, test_gpt2_cpu_standard, params, encode_text, test_tokenizer, test_dataloader in $A/)"
+    pass "build (make asan: train_gpt2_cpu, test_gpt2_cpu, test_kv_cache_cpu (standard), params, encode_text, test_tokenizer, test_dataloader in $A/)"
 else
     tail -n 20 "$TMP/build.log"
     fail "build (make asan failed, see above)"
@@ -101,6 +103,7 @@ debug_of() { awk -F'\t' -v s="$1" '$2 == s { print $4; exit }' "$MANIFEST"; }
 m=$(model_of standard); d=$(debug_of standard)
 TRAIN=$A/train_gpt2_cpu_standard
 TEST=$A/test_gpt2_cpu_standard
+KV=$A/test_kv_cache_cpu_standard
 
 # ---------------------------------------------------------------------------------------------
 # inputs: test_cpu.sh's synthetic shards (tokens < the fixtures' vocab of 500), a shard of tokens
@@ -162,6 +165,7 @@ done
 for f in debug_truncated missing_debug a_dir debug_no_inputs debug_bad_token; do
     refusal "test_gpt2_cpu debug state $f.bin" "$(needle_of $f)" -- "$TEST" corrupt "$m" "$TMP/$f.bin"
 done
+refusal "test_kv_cache_cpu debug state debug_no_inputs.bin" "$TMP/debug_no_inputs.bin" -- "$KV" corrupt "$m" "$TMP/debug_no_inputs.bin"
 # (b) of test_cpu.sh: another scheme's checkpoint
 mq=$(model_of q_identity)
 [ -n "$mq" ] && refusal "train_gpt2_cpu -e a q_identity checkpoint" "scheme q_identity" -- "$TRAIN" -e "$mq"
@@ -215,8 +219,11 @@ common=(-e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 2 -t 32
 clean "train_gpt2_cpu fixture run with checkpoints" '[ -f "$TMP/fix/state_00000004.bin" ]' -- "$TRAIN" "${common[@]}"
 rm -f "$TMP/fix/model_00000004.bin" "$TMP/fix/state_00000004.bin"
 clean "train_gpt2_cpu resume (-y 1)" 'grep -q "^resuming from .* at step 2" "$TMP/out"' -- "$TRAIN" "${common[@]}" -y 1
+# after the model and the loaders are built: a state past the run's last step
+refusal "train_gpt2_cpu -y 1 at a step past -x" "past this run's 1 steps" -- "$TRAIN" "${common[@]}" -y 1 -x 1
 clean "train_gpt2_cpu --generate" 'grep -q "^generate: " "$TMP/out"' -- "$TRAIN" -e "$m" --generate 8
 clean "test_gpt2_cpu standard fixture" 'grep -q "^PASS cpu " "$TMP/out"' -- "$TEST" sanitize "$m" "$d"
+clean "test_kv_cache_cpu standard fixture" 'grep -q "^PASS kv_cache_cpu " "$TMP/out"' -- "$KV" sanitize "$m" "$d"
 clean "params (the VARIANTS.md table)" '[ "$(grep -c "^scheme=" "$TMP/out")" -ge 20 ]' -- "$A/params"
 clean "params memory d12" 'grep -q "^total " "$TMP/out"' -- "$A/params" memory d12 1024 64
 
