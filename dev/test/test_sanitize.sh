@@ -34,7 +34,8 @@ export OMP_NUM_THREADS=1 # the machine is shared; the happy path uses 2 threads 
 # exitcode: a leak report alone must not pass as the refusal's own exit code 1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-REPORT='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error'
+# (a LeakSanitizer that cannot run, e.g. under ptrace in some containers, says "fatal error": a report too)
+REPORT='ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error|LeakSanitizer has encountered a fatal error'
 
 npass=0
 nfail=0
@@ -92,6 +93,26 @@ clean() {
         pass "$what (exit 0, no report)"
     fi
 }
+
+# control: the same flags and options must report a leak at exit and a signed overflow, or every
+# "no report" below would prove nothing (LSan needs ptrace; some containers forbid it)
+printf '%s\n' '#include <stdio.h>' '#include <stdlib.h>' 'int main(int argc, char** argv) {' \
+    '    if (argc > 1) { printf("%d\n", atoi(argv[1]) * 4); return 0; } // overflows for 2^29' \
+    '    for (int i = 0; i < 8; i++) { volatile char* q = (char*)malloc(100); q[0] = 1; } // 7 at least unreachable' \
+    '    return 1;' '}' > "$TMP/control.cpp"
+asan_flags=$(make -s --no-print-directory -f Makefile -f - print_asan_flags <<< 'print_asan_flags: ; @echo $(ASAN_CXXFLAGS)')
+# shellcheck disable=SC2086 # the flags are words
+if ! g++ $asan_flags "$TMP/control.cpp" -o "$TMP/control" > "$TMP/control.log" 2>&1; then
+    fail "control: cannot build a program with the asan flags '$asan_flags': $(head -n 1 "$TMP/control.log")"
+else
+    "$TMP/control" > /dev/null 2> "$TMP/err"; leak=$(report_of)
+    "$TMP/control" 536870912 > /dev/null 2> "$TMP/err"; ub=$(report_of)
+    if [[ "$leak" == *"ERROR: LeakSanitizer: detected memory leaks"* ]] && [[ "$ub" == *"runtime error"* ]]; then
+        pass "control: a deliberate leak and a signed overflow are reported with these flags and options (so the checks below can fail)"
+    else
+        fail "control: a deliberate leak gave '${leak:-no report}', a signed overflow '${ub:-no report}' (HINT: LeakSanitizer needs ptrace; in a container run with --cap-add SYS_PTRACE)"
+    fi
+fi
 
 if [ ! -f "$MANIFEST" ]; then
     fail "fixtures: $MANIFEST not found (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
