@@ -6,6 +6,7 @@
 #   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
 #   make labs [PRECISION=BF16|FP32] kernel labs build/lab_<op> (dev/cuda/README.md; the attention labs in
 #                                  both precisions, layernorm, encoder_backward, classifier, matmul_gelu BF16 only)
+#   make asan                      the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
 #   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
 #   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]
 #                                  train every run of an ablation config, then runs.csv, loss.png, table.md
@@ -146,6 +147,40 @@ dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode
 
 $(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
+
+# ---------------------------------------------------------------------------------------------
+# Sanitizer twins of the CPU tools (dev/test/test_sanitize.sh runs their error paths): the same
+# sources with ASan + UBSan, any UB fatal, -O1 -g for readable reports; standard scheme only, the
+# error paths do not depend on it. OpenMP stays on so the trainer runs as it does in production.
+ASAN := $(BUILD)/asan
+ASAN_CXXFLAGS := $(CXXFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+.PHONY: asan
+asan: $(ASAN)/train_gpt2_cpu_standard $(ASAN)/test_gpt2_cpu_standard $(ASAN)/test_kv_cache_cpu_standard $(ASAN)/params \
+      $(ASAN)/encode_text $(ASAN)/test_tokenizer $(ASAN)/test_dataloader
+
+$(ASAN)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(ASAN)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+
+$(ASAN)/params: dev/tools/params.cpp attention_variants.cuh | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
+
+$(ASAN)/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
+
+$(ASAN)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
+
+$(ASAN)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(ASAN)
+	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
+
+$(ASAN):
+	mkdir -p $(ASAN)
 
 # ---------------------------------------------------------------------------------------------
 # Ablations (owner: ablate): every run of CONFIG, one after another, on the GPU trainer if there is

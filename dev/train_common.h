@@ -125,6 +125,13 @@ static void fwrite_or_die(const void* p, size_t size, size_t n, FILE* f, const c
 // checkpoint files (dev/FORMATS.md): host-only inspection, so that every refusal happens before
 // a model is built
 
+// fopen of a directory succeeds on Linux; it then seeks to a size of LLONG_MAX and reads nothing,
+// which would be reported as a truncated file: the loaders ask this first
+static int file_is_directory(FILE* f) {
+    struct stat st;
+    return fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static long long file_size_of(FILE* f) {
     if (fseeko(f, 0, SEEK_END) != 0) { return -1; }
     const long long size = (long long)ftello(f);
@@ -141,6 +148,12 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
     if (f == NULL) {
         snprintf(msg, msg_size, "%s: cannot open model file (%s) (HINT: -e takes d2|d4|d6|d12|d24|d36|d48 or a .bin checkpoint)",
                  path, strerror(errno));
+        return 0;
+    }
+    if (file_is_directory(f)) {
+        snprintf(msg, msg_size, "%s: is a directory, expected a model file (HINT: -e takes d2|d4|d6|d12|d24|d36|d48 or a "
+                 ".bin checkpoint)", path);
+        fclose(f);
         return 0;
     }
     const long long size = file_size_of(f);

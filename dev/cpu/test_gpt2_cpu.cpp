@@ -139,41 +139,30 @@ static int die(const char* msg) {
     return 1;
 }
 
-int main(int argc, char** argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s <fixture name> <model.bin> <debug.bin>  (this binary: scheme %s, %s)\n",
-                argc > 0 ? argv[0] : "test_gpt2_cpu", qkv_scheme_name(kQKVScheme), attention_path_description());
-        return 1;
-    }
-    const char* fixture = argv[1];
-    const char* model_path = argv[2];
-    const char* debug_path = argv[3];
+// forward, backward and the recorded AdamW steps of a loaded model against the debug state: the
+// PASS/FAIL line, or an error; returns the exit code
+static int check_fixture(const char* fixture, const char* debug_path, GPT2* model, DebugState* ds) {
     char msg[1024];
-
-    GPT2 model;
-    if (!gpt2_build_from_checkpoint(&model, model_path, msg, sizeof(msg))) { return die(msg); }
-    DebugState ds;
-    if (!debug_state_load(debug_path, &ds, msg, sizeof(msg))) { gpt2_free(&model); return die(msg); }
-    const int B = ds.B, T = ds.T;
-    const DebugTensor* inputs = debug_state_find(&ds, "inputs");
-    const DebugTensor* targets = debug_state_find(&ds, "targets");
-    const DebugTensor* adamw = debug_state_find(&ds, "adamw");
+    const int B = ds->B, T = ds->T;
+    const DebugTensor* inputs = debug_state_find(ds, "inputs");
+    const DebugTensor* targets = debug_state_find(ds, "targets");
+    const DebugTensor* adamw = debug_state_find(ds, "adamw");
     if (inputs == NULL || targets == NULL || inputs->i == NULL || targets->i == NULL ||
         inputs->numel != (size_t)B * T || targets->numel != (size_t)B * T) {
         snprintf(msg, sizeof(msg), "%s: needs int32 records 'inputs' and 'targets' of shape (B=%d, T=%d)", debug_path, B, T);
         return die(msg);
     }
-    if (ds.num_steps > 0 && (adamw == NULL || adamw->f == NULL || adamw->numel != 6)) {
-        snprintf(msg, sizeof(msg), "%s: records %d optimizer steps but no float record 'adamw' of 6 values", debug_path, ds.num_steps);
+    if (ds->num_steps > 0 && (adamw == NULL || adamw->f == NULL || adamw->numel != 6)) {
+        snprintf(msg, sizeof(msg), "%s: records %d optimizer steps but no float record 'adamw' of 6 values", debug_path, ds->num_steps);
         return die(msg);
     }
-    if (!gpt2_forward(&model, inputs->i, targets->i, B, T, msg, sizeof(msg))) {
+    if (!gpt2_forward(model, inputs->i, targets->i, B, T, msg, sizeof(msg))) {
         char full[1200];
         snprintf(full, sizeof(full), "%s: %s", debug_path, msg);
         return die(full);
     }
-    gpt2_zero_grad(&model);
-    if (!gpt2_backward(&model, msg, sizeof(msg))) { return die(msg); }
+    gpt2_zero_grad(model);
+    if (!gpt2_backward(model, msg, sizeof(msg))) { return die(msg); }
 
     printf("  %s\n", attention_path_description());
     Tally tally;
@@ -183,8 +172,8 @@ int main(int argc, char** argv) {
     tally.worst_name = "-";
     const DebugTensor* step_losses = NULL;
     const DebugTensor* step_grad_norms = NULL;
-    for (int n = 0; n < ds.num_tensors; n++) {
-        const DebugTensor* ref = &ds.tensors[n];
+    for (int n = 0; n < ds->num_tensors; n++) {
+        const DebugTensor* ref = &ds->tensors[n];
         if (strcmp(ref->name, "inputs") == 0 || strcmp(ref->name, "targets") == 0 || strcmp(ref->name, "adamw") == 0) {
             continue; // the inputs of the test, not results
         }
@@ -195,7 +184,7 @@ int main(int argc, char** argv) {
             printf("  %s: not stored by the tiled attention (info, not compared: see att_lse and atty)\n", ref->name);
             continue;
         }
-        OwnTensor mine = find_own_tensor(&model, ref->name);
+        OwnTensor mine = find_own_tensor(model, ref->name);
         if (mine.ptr == NULL || ref->f == NULL) {
             printf("  %s: not a tensor this trainer knows (or not a float record)\n", ref->name);
             record_failure(&tally, std::string("unknown record ") + ref->name);
@@ -207,40 +196,37 @@ int main(int argc, char** argv) {
     // att_lse (the one check of the tiled attention's softmax)
     std::vector<std::string> required = {"loss", "logits"};
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        if (model.param_sizes[i] > 0) { required.push_back(std::string("grad.") + param_tensor_names[i]); }
+        if (model->param_sizes[i] > 0) { required.push_back(std::string("grad.") + param_tensor_names[i]); }
     }
-    for (int l = 0; l < model.config.num_layers; l++) { required.push_back("L" + std::to_string(l) + ".att_lse"); }
+    for (int l = 0; l < model->config.num_layers; l++) { required.push_back("L" + std::to_string(l) + ".att_lse"); }
     for (size_t i = 0; i < required.size(); i++) {
-        if (debug_state_find(&ds, required[i].c_str()) == NULL) {
+        if (debug_state_find(ds, required[i].c_str()) == NULL) {
             printf("  %s: missing from the debug state\n", required[i].c_str());
             record_failure(&tally, "missing record " + required[i]);
         }
     }
 
     // the recorded AdamW steps on this same batch
-    if (ds.num_steps > 0) {
+    if (ds->num_steps > 0) {
         if (step_losses == NULL || step_grad_norms == NULL || step_losses->f == NULL || step_grad_norms->f == NULL ||
-            step_losses->numel != (size_t)ds.num_steps || step_grad_norms->numel != (size_t)ds.num_steps) {
-            printf("  step_losses/step_grad_norms: missing or not of %d values\n", ds.num_steps);
+            step_losses->numel != (size_t)ds->num_steps || step_grad_norms->numel != (size_t)ds->num_steps) {
+            printf("  step_losses/step_grad_norms: missing or not of %d values\n", ds->num_steps);
             record_failure(&tally, "step records missing");
         } else {
             const double* hp = adamw->f; // lr, beta1, beta2, eps, weight_decay, grad_clip
-            float* losses = (float*)mallocCheck((size_t)ds.num_steps * sizeof(float));
-            float* norms = (float*)mallocCheck((size_t)ds.num_steps * sizeof(float));
-            for (int step = 1; step <= ds.num_steps; step++) {
-                if (!gpt2_forward(&model, inputs->i, targets->i, B, T, msg, sizeof(msg))) { return die(msg); }
-                gpt2_zero_grad(&model);
-                if (!gpt2_backward(&model, msg, sizeof(msg))) { return die(msg); }
-                losses[step - 1] = model.mean_loss;
-                norms[step - 1] = (float)gpt2_update(&model, (float)hp[0], (float)hp[1], (float)hp[2], (float)hp[3],
+            std::vector<float> losses(ds->num_steps), norms(ds->num_steps);
+            for (int step = 1; step <= ds->num_steps; step++) {
+                if (!gpt2_forward(model, inputs->i, targets->i, B, T, msg, sizeof(msg))) { return die(msg); }
+                gpt2_zero_grad(model);
+                if (!gpt2_backward(model, msg, sizeof(msg))) { return die(msg); }
+                losses[step - 1] = model->mean_loss;
+                norms[step - 1] = (float)gpt2_update(model, (float)hp[0], (float)hp[1], (float)hp[2], (float)hp[3],
                                                      (float)hp[4], (float)hp[5], step);
                 printf("  step %d: loss %.6f (ref %.6f) grad norm %.6f (ref %.6f)\n", step, losses[step - 1],
                        step_losses->f[step - 1], norms[step - 1], step_grad_norms->f[step - 1]);
             }
-            compare(&tally, "step_losses", own(losses, 1, ds.num_steps, 0), step_losses);
-            compare(&tally, "step_grad_norms", own(norms, 1, ds.num_steps, 0), step_grad_norms);
-            free(losses);
-            free(norms);
+            compare(&tally, "step_losses", own(losses.data(), 1, ds->num_steps, 0), step_losses);
+            compare(&tally, "step_grad_norms", own(norms.data(), 1, ds->num_steps, 0), step_grad_norms);
         }
     } else if (step_losses != NULL || step_grad_norms != NULL) {
         printf("  step records present but the header records 0 steps\n");
@@ -256,7 +242,27 @@ int main(int argc, char** argv) {
                tally.compared + tally.failed, tally.compared == 0 ? "nothing compared" : tally.first_failure.c_str(),
                tally.worst, tally.worst_name.c_str());
     }
+    return tally.failed == 0 && tally.compared > 0 ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s <fixture name> <model.bin> <debug.bin>  (this binary: scheme %s, %s)\n",
+                argc > 0 ? argv[0] : "test_gpt2_cpu", qkv_scheme_name(kQKVScheme), attention_path_description());
+        return 1;
+    }
+    const char* fixture = argv[1];
+    const char* model_path = argv[2];
+    const char* debug_path = argv[3];
+    char msg[1024];
+
+    GPT2 model;
+    if (!gpt2_build_from_checkpoint(&model, model_path, msg, sizeof(msg))) { return die(msg); }
+    DebugState ds;
+    if (!debug_state_load(debug_path, &ds, msg, sizeof(msg))) { gpt2_free(&model); return die(msg); }
+    // one cleanup for every exit of the check, errors included (the sanitizer builds look for leaks)
+    const int rc = check_fixture(fixture, debug_path, &model, &ds);
     debug_state_free(&ds);
     gpt2_free(&model);
-    return tally.failed == 0 && tally.compared > 0 ? 0 : 1;
+    return rc;
 }

@@ -53,46 +53,42 @@ static void forget_batch_shape(GPT2* model) {
     model->targets = NULL;
 }
 
-int main(int argc, char** argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s <fixture name> <model.bin> <debug.bin>  (this binary: scheme %s)\n",
-                argc > 0 ? argv[0] : "test_kv_cache_cpu", qkv_scheme_name(kQKVScheme));
-        return 1;
-    }
-    const char* fixture = argv[1];
+// the cached decode of a loaded model against its full forward pass: the PASS/FAIL line, or an
+// error; returns the exit code
+static int check_fixture(const char* fixture, const char* model_path, const char* debug_path, GPT2* model,
+                         const DebugState* ds) {
     char msg[1024];
-    GPT2 model;
-    if (!gpt2_build_from_checkpoint(&model, argv[2], msg, sizeof(msg))) { return die(msg); }
-    DebugState ds;
-    if (!debug_state_load(argv[3], &ds, msg, sizeof(msg))) { gpt2_free(&model); return die(msg); }
-    const DebugTensor* inputs = debug_state_find(&ds, "inputs");
+    const DebugTensor* inputs = debug_state_find(ds, "inputs");
     if (inputs == NULL || inputs->i == NULL || inputs->numel < (size_t)PROMPT) {
-        snprintf(msg, sizeof(msg), "%s: needs an int32 record 'inputs' of at least %d tokens", argv[3], PROMPT);
+        snprintf(msg, sizeof(msg), "%s: needs an int32 record 'inputs' of at least %d tokens", debug_path, PROMPT);
         return die(msg);
     }
-    const GPT2Config* c = &model.config;
+    const GPT2Config* c = &model->config;
     const int V = c->vocab_size, Vp = c->padded_vocab_size;
     const int gen = c->max_seq_len - PROMPT < GEN ? c->max_seq_len - PROMPT : GEN;
     if (gen < 1) {
-        snprintf(msg, sizeof(msg), "%s: max_seq_len %d leaves no room after a %d-token prompt", argv[2], c->max_seq_len, PROMPT);
+        snprintf(msg, sizeof(msg), "%s: max_seq_len %d leaves no room after a %d-token prompt", model_path, c->max_seq_len, PROMPT);
         return die(msg);
     }
     const int max_T = PROMPT + gen; // the prompt, gen - 1 generated tokens fed back, one spare position
     std::vector<std::string> failures;
 
     // the model's own activations before decoding (a forward pass over the prompt), to check afterwards
-    if (!gpt2_forward(&model, inputs->i, NULL, 1, PROMPT, msg, sizeof(msg))) { return die(msg); }
-    const std::vector<float> acts_before(model.acts_memory, model.acts_memory + activation_floats(model.act_sizes));
+    if (!gpt2_forward(model, inputs->i, NULL, 1, PROMPT, msg, sizeof(msg))) { return die(msg); }
+    const std::vector<float> acts_before(model->acts_memory, model->acts_memory + activation_floats(model->act_sizes));
 
     // cached: the prompt, then each generated token fed back
     KVCache cache;
-    if (!kv_cache_build(&cache, &model, max_T, msg, sizeof(msg))) { return die(msg); }
+    if (!kv_cache_build(&cache, model, max_T, msg, sizeof(msg))) { return die(msg); }
     std::vector<int> tok_cached;
     std::vector<float> logits_cached((size_t)gen * V), first_logits(V), step_logits(V);
     int next = -1;
     for (int pos = 0; pos < PROMPT + gen - 1; pos++) {
         const int token = pos < PROMPT ? inputs->i[pos] : next;
-        if (!gpt2_decode_step(&model, &cache, token, step_logits.data(), msg, sizeof(msg))) { return die(msg); }
+        if (!gpt2_decode_step(model, &cache, token, step_logits.data(), msg, sizeof(msg))) {
+            kv_cache_free(&cache);
+            return die(msg);
+        }
         if (pos == 0) { first_logits = step_logits; }
         if (pos >= PROMPT - 1) {
             memcpy(&logits_cached[(size_t)(pos - (PROMPT - 1)) * V], step_logits.data(), (size_t)V * sizeof(float));
@@ -100,22 +96,22 @@ int main(int argc, char** argv) {
             tok_cached.push_back(next);
         }
     }
-    if (memcmp(acts_before.data(), model.acts_memory, acts_before.size() * sizeof(float)) != 0) {
+    if (memcmp(acts_before.data(), model->acts_memory, acts_before.size() * sizeof(float)) != 0) {
         failures.push_back("decoding changed the model's activations");
     }
 
     // refusals: a token outside the vocabulary, then position max_T once the last spare position is used
-    int refused_token = !gpt2_decode_step(&model, &cache, V, step_logits.data(), msg, sizeof(msg));
+    int refused_token = !gpt2_decode_step(model, &cache, V, step_logits.data(), msg, sizeof(msg));
     printf("  token %d refused: %s\n", V, refused_token ? msg : "NO");
     if (!refused_token) { failures.push_back("token V was accepted"); }
-    const int spare_ok = gpt2_decode_step(&model, &cache, tok_cached.back(), step_logits.data(), msg, sizeof(msg));
+    const int spare_ok = gpt2_decode_step(model, &cache, tok_cached.back(), step_logits.data(), msg, sizeof(msg));
     if (!spare_ok) { failures.push_back(std::string("the last position was refused: ") + msg); }
-    const int refused_full = !gpt2_decode_step(&model, &cache, 0, step_logits.data(), msg, sizeof(msg));
+    const int refused_full = !gpt2_decode_step(model, &cache, 0, step_logits.data(), msg, sizeof(msg));
     printf("  position %d refused: %s\n", max_T, refused_full ? msg : "NO");
     if (!refused_full || cache.len != max_T) { failures.push_back("position max_T was not refused"); }
     // reset: the same first step again
     kv_cache_reset(&cache);
-    if (!gpt2_decode_step(&model, &cache, inputs->i[0], step_logits.data(), msg, sizeof(msg)) ||
+    if (!gpt2_decode_step(model, &cache, inputs->i[0], step_logits.data(), msg, sizeof(msg)) ||
         memcmp(step_logits.data(), first_logits.data(), (size_t)V * sizeof(float)) != 0) {
         failures.push_back("after kv_cache_reset the first step differs");
     }
@@ -137,9 +133,9 @@ int main(int argc, char** argv) {
     double num = 0.0, den = 0.0;
     for (int g = 0; g < gen; g++) {
         const int T = (int)seq.size();
-        forget_batch_shape(&model);
-        if (!gpt2_forward(&model, seq.data(), NULL, 1, T, msg, sizeof(msg))) { return die(msg); }
-        const float* last = model.acts.logits + (size_t)(T - 1) * Vp;
+        forget_batch_shape(model);
+        if (!gpt2_forward(model, seq.data(), NULL, 1, T, msg, sizeof(msg))) { return die(msg); }
+        const float* last = model->acts.logits + (size_t)(T - 1) * Vp;
         const float* mine = &logits_cached[(size_t)g * V];
         for (int i = 0; i < V; i++) {
             const double d = (double)mine[i] - last[i];
@@ -171,7 +167,23 @@ int main(int argc, char** argv) {
         for (size_t i = 1; i < failures.size(); i++) { all += "; " + failures[i]; }
         printf("FAIL kv_cache_cpu %s (%s)\n", fixture, all.c_str());
     }
+    return failures.empty() ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s <fixture name> <model.bin> <debug.bin>  (this binary: scheme %s)\n",
+                argc > 0 ? argv[0] : "test_kv_cache_cpu", qkv_scheme_name(kQKVScheme));
+        return 1;
+    }
+    char msg[1024];
+    GPT2 model;
+    if (!gpt2_build_from_checkpoint(&model, argv[2], msg, sizeof(msg))) { return die(msg); }
+    DebugState ds;
+    if (!debug_state_load(argv[3], &ds, msg, sizeof(msg))) { gpt2_free(&model); return die(msg); }
+    // one cleanup for every exit of the check, errors included (the sanitizer builds look for leaks)
+    const int rc = check_fixture(argv[1], argv[2], argv[3], &model, &ds);
     debug_state_free(&ds);
     gpt2_free(&model);
-    return failures.empty() ? 0 : 1;
+    return rc;
 }

@@ -870,6 +870,11 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
                  "writes test checkpoints, llm.c's gpt2_124M.bin also loads)", path);
         return 0;
     }
+    if (file_is_directory(f)) {
+        snprintf(msg, msg_size, "%s: is a directory, expected a model file", path);
+        fclose(f);
+        return 0;
+    }
     int header[256];
     if (fread(header, sizeof(int), 256, f) != 256) {
         snprintf(msg, msg_size, "%s: truncated model file: shorter than its 1024-byte header", path);
@@ -1592,22 +1597,43 @@ static int sample_text(GPT2* model, int gen_T, Tokenizer* tokenizer, unsigned lo
     return ok;
 }
 
-// --generate: the prompt, N new tokens with the KV cache, then their speed and the cache's size.
-static int generate_run(const TrainArgs* a, GPT2* model) {
-    char msg[4096];
+// What a run holds besides the model. train_run and generate_run free it all in one place, on
+// every return, so an error exit leaks nothing (the sanitizer builds check, dev/test/test_sanitize.sh).
+// Zeroed, every member is safe to free.
+typedef struct {
+    DataLoader train_loader, val_loader;
     Tokenizer tokenizer;
+    FILE* logf;
+    KVCache cache;
+    float* logits;
+} RunResources;
+
+static void run_resources_free(RunResources* r) {
+    dataloader_free(&r->train_loader);
+    dataloader_free(&r->val_loader);
+    tokenizer_free(&r->tokenizer);
+    if (r->logf != NULL) { fclose(r->logf); }
+    kv_cache_free(&r->cache);
+    free(r->logits);
+    memset(r, 0, sizeof(*r));
+}
+
+// --generate: the prompt, N new tokens with the KV cache, then their speed and the cache's size.
+static int generate_body(const TrainArgs* a, GPT2* model, RunResources* r) {
+    char msg[4096];
+    Tokenizer& tokenizer = r->tokenizer;
+    KVCache& cache = r->cache;
     tokenizer_init(&tokenizer, a->tokenizer_path);
     const int V = model->config.vocab_size;
     const int eot = sampling_eot_token(&tokenizer, V);
     std::vector<int> prompt;
-    KVCache cache;
     if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg)) ||
         !kv_cache_build(&cache, model, (int)prompt.size() + a->generate, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
     const int n_prompt = (int)prompt.size();
-    float* logits = (float*)mallocCheck((size_t)V * sizeof(float));
+    float* logits = r->logits = (float*)mallocCheck((size_t)V * sizeof(float));
     unsigned long long rng = sampling_rng_init(a->seed);
     printf("---\n");
     for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
@@ -1624,16 +1650,22 @@ static int generate_run(const TrainArgs* a, GPT2* model) {
     }
     generate_report(&model->config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
                     (int)sizeof(float));
-    kv_cache_free(&cache);
-    free(logits);
-    tokenizer_free(&tokenizer);
     return 0;
 }
 
+static int generate_run(const TrainArgs* a, GPT2* model) {
+    RunResources r;
+    memset(&r, 0, sizeof(r));
+    const int rc = generate_body(a, model, &r);
+    run_resources_free(&r);
+    return rc;
+}
+
 // The training run of resolved arguments. Returns the process exit code.
-static int train_run(TrainArgs* a, GPT2* model) {
+static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     char msg[16384];
-    DataLoader train_loader, val_loader;
+    DataLoader& train_loader = r->train_loader;
+    DataLoader& val_loader = r->val_loader;
     if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
         fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
         return 1;
@@ -1662,8 +1694,7 @@ static int train_run(TrainArgs* a, GPT2* model) {
         return 1;
     }
     const int val_batches = use_val ? val_num_batches(a, val_loader.num_batches) : 0;
-    Tokenizer tokenizer;
-    memset(&tokenizer, 0, sizeof(tokenizer));
+    Tokenizer& tokenizer = r->tokenizer;
     if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
 
     printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
@@ -1671,7 +1702,7 @@ static int train_run(TrainArgs* a, GPT2* model) {
     if (a->resuming) { printf("resuming from %s at step %d\n", a->state_path, start_step); }
     fflush(stdout);
 
-    FILE* logf = NULL;
+    FILE*& logf = r->logf;
     if (!main_log_open(a, &logf)) { return 1; }
 
     double total_time = 0.0;
@@ -1751,11 +1782,15 @@ static int train_run(TrainArgs* a, GPT2* model) {
         printf("%s\n", line);
         logf_line(logf, line);
     }
-    if (logf != NULL) { fclose(logf); }
-    if (a->sample_every > 0) { tokenizer_free(&tokenizer); }
-    dataloader_free(&train_loader);
-    if (use_val) { dataloader_free(&val_loader); }
     return 0;
+}
+
+static int train_run(TrainArgs* a, GPT2* model) {
+    RunResources r;
+    memset(&r, 0, sizeof(r));
+    const int rc = train_body(a, model, &r);
+    run_resources_free(&r);
+    return rc;
 }
 
 int main(int argc, char** argv) {

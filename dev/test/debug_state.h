@@ -10,6 +10,7 @@ of named tensors, and measures relative errors against it. Used by the CPU test
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define DEBUG_STATE_MAGIC 20240327
 #define DEBUG_STATE_VERSION 3
@@ -49,6 +50,12 @@ static inline int debug_state_load(const char* path, DebugState* s, char* msg, s
     if (f == NULL) {
         snprintf(msg, msg_size, "%s: cannot open debug state file (HINT: make test generates it with "
                  "dev/reference/train_gpt2.py)", path);
+        return 0;
+    }
+    struct stat st; // a directory opens, then reads as an empty file
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(msg, msg_size, "%s: is a directory, expected a debug state file", path);
+        fclose(f);
         return 0;
     }
     int header[256];

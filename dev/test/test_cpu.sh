@@ -15,7 +15,7 @@
 # (c) forbidden shapes of dev/fixtures/forbidden.tsv: a crafted v6 header is refused by the
 #     shape check (naming the scheme and n_kv_head / n_embd), before any size check
 # (d) corrupt inputs: truncated/oversized/bad-magic/bad-version checkpoints, truncated debug
-#     file, missing files: one line naming the file, exit code 1..127 (no signal)
+#     file, missing files, a directory given as a file: one line naming the file, exit code 1..127 (no signal)
 # (e) the llm.c v3 checkpoint fixture matches the reference; bf16 v5/v7 checkpoints load exactly;
 #     1 and 2 OpenMP threads give identical results (both attentions)
 # (f) the training binary: 12 steps on a synthetic llm.c shard, val loss goes down, main.log written
@@ -239,6 +239,14 @@ run_capture build/test_gpt2_cpu_standard corrupt "$m" "$TMP/missing_debug.bin"
 refused "cpu refuse missing debug file" "$TMP/missing_debug.bin"
 run_capture build/train_gpt2_cpu_standard -e "$TMP/missing_model.bin"
 refused "cpu train refuse missing model file" "$TMP/missing_model.bin"
+# a directory opens like a file on Linux (and used to read as a truncated file of 2^63-1 bytes)
+mkdir -p "$TMP/a_dir.bin"
+run_capture build/train_gpt2_cpu_standard -e "$TMP/a_dir.bin"
+refused "cpu train refuse a directory as -e" "$TMP/a_dir.bin: is a directory, expected a model file"
+run_capture build/test_gpt2_cpu_standard corrupt "$TMP/a_dir.bin" "$d"
+refused "cpu refuse a directory as the model file" "$TMP/a_dir.bin: is a directory, expected a model file"
+run_capture build/test_gpt2_cpu_standard corrupt "$m" "$TMP/a_dir.bin"
+refused "cpu refuse a directory as the debug state file" "$TMP/a_dir.bin: is a directory, expected a debug state file"
 
 # ---------------------------------------------------------------------------------------------
 # (e) llm.c's version 3 checkpoint (the same weights as standard_tiny, llm.c's header)

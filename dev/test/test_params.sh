@@ -158,6 +158,9 @@ bad_args=(
   "memory nope 12 768 12 12 3072 1 1024 64"
   "memory standard 12 768 12 5 3072 1 1024 64"
   "memory standard 12 768 12 12 3072 1 1024"
+  # shapes whose counts do not fit in 64 bits: refused, not wrapped (once printed total=4612389687757832193)
+  "standard 2147483647 65536 1 1 2147483647 1"
+  "kv_shared 2147483647 65536 2 1 2147483647 0 2147483647"
 )
 for args in "${bad_args[@]}"; do
   # shellcheck disable=SC2086 # word splitting of the argument list is wanted

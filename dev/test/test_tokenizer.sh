@@ -5,8 +5,10 @@
 # Needs node + npm (dev/tokenizer/package.json, installed into dev/tokenizer/node_modules) and the
 # GPT-2 files in dev/data/gpt2/ (fetched by dev/data/fetch_gpt2_vocab.sh when missing). Anything
 # missing is a FAIL, never a silent skip.
+# TEST_TOKENIZER=build/asan/test_tokenizer runs the same checks with the sanitizer build (test_sanitize.sh).
 set -u
 cd "$(dirname "$0")/../.."
+BIN=${TEST_TOKENIZER:-build/test_tokenizer}
 WORK=build/tokenizer_test
 VOCAB=dev/data/gpt2
 REF="node dev/tokenizer/reference_ids.js"
@@ -43,8 +45,8 @@ else
 fi
 [ -s "$AUSTEN" ] || die "setup: $AUSTEN is empty"
 
-make -s build/test_tokenizer || die "build: make build/test_tokenizer failed"
-./build/test_tokenizer gen "$WORK" >/dev/null || die "setup: build/test_tokenizer gen $WORK failed"
+make -s "$BIN" || die "build: make $BIN failed"
+"./$BIN" gen "$WORK" >/dev/null || die "setup: $BIN gen $WORK failed"
 
 # reference ids (node)
 ref() { # OUT ARGS...: one reference file, or a FAIL naming the step
@@ -62,4 +64,4 @@ ref long_ordinary.ref strings "$WORK/long.bin" ordinary
 ref invalid_pieces.ref pieces "$WORK/invalid.bin"
 ref invalid_ordinary.ref strings "$WORK/invalid.bin" ordinary
 
-./build/test_tokenizer check "$VOCAB" "$WORK" "$AUSTEN" dev/tokenizer/torture.txt
+"./$BIN" check "$VOCAB" "$WORK" "$AUSTEN" dev/tokenizer/torture.txt
