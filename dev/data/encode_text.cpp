@@ -333,6 +333,9 @@ int main(int argc, char** argv) {
     if (have_val_fraction && !val_files.empty()) { DIE("--val-fraction and --val-file exclude each other (expected one way to choose the validation split)"); }
     if (!write_decoder && inputs.empty()) { DIE("no input files (expected text files after the flags; HINT: encode_text -h)"); }
     if (!write_decoder && !print_ids && prefix == NULL) { DIE("-o PREFIX is required to write shards (or --print-ids to print ids; HINT: encode_text -h)"); }
+    if (prefix != NULL && (prefix[0] == '\0' || prefix[strlen(prefix) - 1] == '/')) {
+        DIE("-o '%s': expected a file-name prefix such as dev/data/mine/mine (shards are PREFIX_train_000000.bin, ...)", prefix);
+    }
     if (print_ids && (prefix != NULL || !val_files.empty() || have_val_fraction)) {
         DIE("--print-ids prints ids and writes no shards (expected no -o, --val-fraction or --val-file with it)");
     }

@@ -316,6 +316,8 @@ bad missing_input "$tmp/nope.txt" -o "$tmp/x" "$tmp/nope.txt"
 bad val_fraction_range "--val-fraction expects a number in [0, 1), got '1.5'" -o "$tmp/x" --val-fraction 1.5 "$tmp/doc1.txt"
 bad val_fraction_text "got 'abc'" -o "$tmp/x" --val-fraction abc "$tmp/doc1.txt"
 bad no_output "-o PREFIX is required" "$tmp/doc1.txt"
+bad empty_output "-o '': expected a file-name prefix" -o "" "$tmp/doc1.txt"
+bad folder_output "-o '$tmp/': expected a file-name prefix" -o "$tmp/" "$tmp/doc1.txt"
 bad no_input "no input files" -o "$tmp/x"
 bad fraction_and_file "exclude each other" -o "$tmp/x" --val-fraction 0.1 --val-file "$tmp/doc2.txt" "$tmp/doc1.txt"
 bad missing_value "-o expects a value" "$tmp/doc1.txt" -o
