@@ -392,9 +392,12 @@ static StepAction step_guard_decide(StepGuard* g, float skip_loss_z, float skip_
 // the top of the next step, writes a checkpoint there and returns 128 + the signal. The handler
 // puts the default action back, so a second signal kills at once (a stuck step can still be
 // interrupted). SA_RESTART: a checkpoint being written when the signal comes is not cut short by
-// EINTR.
+// EINTR. A signal ignored when the run starts stays ignored (nohup, a script's background job,
+// which the shell starts with SIGINT ignored so that Ctrl-C at the terminal spares it).
 
 static volatile sig_atomic_t g_train_stop_signal = 0;
+static const int kTrainStopSignals[2] = {SIGINT, SIGTERM};
+static int g_train_stop_caught[2] = {0, 0}; // which of them train_signals_install caught
 
 static void train_stop_handler(int sig) {
     g_train_stop_signal = sig;
@@ -402,8 +405,9 @@ static void train_stop_handler(int sig) {
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    sigaction(SIGINT, &dfl, NULL);
-    sigaction(SIGTERM, &dfl, NULL);
+    for (int i = 0; i < 2; i++) {
+        if (g_train_stop_caught[i]) { sigaction(kTrainStopSignals[i], &dfl, NULL); }
+    }
 }
 
 static void train_signals_install(void) {
@@ -413,8 +417,11 @@ static void train_signals_install(void) {
     sa.sa_handler = train_stop_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        g_train_stop_caught[i] = sigaction(kTrainStopSignals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN &&
+                                 sigaction(kTrainStopSignals[i], &sa, NULL) == 0;
+    }
 }
 
 static const char* train_signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }

@@ -179,10 +179,13 @@ done
 # (e) signals. A long run (-x 400 of a few ms each) is signalled once its step 20 is logged; the
 # loop sees the signal at the top of the next step, writes a checkpoint there, and exits 128 + sig.
 sig_common=(-e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 400 -v 50 -m 1 -s 100 -g 8 -l 1e-3 -u 5 -q 0.1 -c 0.1)
-# starts the trainer in the background ($pid), waits for a step line past 20 in FILE
+# starts the trainer in the background ($pid), waits for a step line past 20 in FILE. Through exec
+# with SIGINT at its default: a script's background job starts with SIGINT ignored, which the
+# trainer (rightly) keeps.
 start_and_wait() { # OUTFILE args...
     local out=$1; shift
-    "$BIN" "$@" > "$out" 2>&1 &
+    "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$BIN" "$@" > "$out" 2>&1 &
     pid=$!
     for _ in $(seq 1 1000); do grep -q '^step [2-9][0-9]/' "$out" 2>/dev/null && return 0; kill -0 $pid 2>/dev/null || return 1; sleep 0.01; done
     return 1
