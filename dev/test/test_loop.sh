@@ -236,10 +236,10 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # (f) the kill test: a d2 model narrowed to 64 channels (its 13 MB model and 26 MB state files take
-# a while to write and fsync) checkpoints every step; SIGKILL lands at varied points of the writes
-# (the 1st, 2nd, 3rd ... .tmp file seen, and fixed delays), each time followed by -y 1 (or a fresh
-# --overwrite 1 run while no checkpoint is complete). Then it runs to the end and its log must equal
-# an uninterrupted run's.
+# a while to write and fsync) checkpoints every step; SIGKILL lands inside the writes (0 to 30 ms
+# after the 1st, 2nd, 3rd or 4th .tmp file of the process appears), each time followed by -y 1 (or a
+# fresh --overwrite 1 run while no checkpoint is complete). Then it runs to the end and its log must
+# equal an uninterrupted run's.
 kill_common=(-e d2 --n_embd 64 --n_head 2 "${DATA[@]}" -b 2 -t 32 -x 10 -v 5 -m 1 -s 0 -l 1e-3 -u 2 -q 0.1 -c 0.1)
 "$BIN" "${kill_common[@]}" -o "$TMP/kill_ref" > "$TMP/kill_ref.out" 2>&1 || fail "kill: the uninterrupted reference run failed"
 if msg=$("$PY" - "$BIN" "$TMP/kill" "$TMP/kill_ref/main.log" "${kill_common[@]}" -n 1 <<'EOF'
@@ -248,28 +248,29 @@ binary, d, ref_log, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 def complete(d):  # steps with both files, as find_latest_checkpoint
     names = set(os.listdir(d)) if os.path.isdir(d) else set()
     return sorted(int(n[6:14]) for n in names if re.fullmatch(r"state_\d{8}\.bin", n) and "model_" + n[6:] in names)
-# kill points: the n-th .tmp file seen by this process ("tmp", n), or seconds after its start
-schedule = [("tmp", 1), ("tmp", 2), ("tmp", 3), ("delay", 0.5), ("tmp", 2), ("tmp", 4), ("delay", 1.0), ("tmp", 1), ("tmp", 2)]
+# kill points: seconds after this process's n-th .tmp file is seen (model, state, model, ... of
+# successive checkpoints), so that each kill lands inside a write, at varied depths into it, on a
+# fast machine as on a slow one; no schedule point lets the run finish (it has 10 checkpoints to write)
+schedule = [(1, 0), (2, 0), (3, 0), (1, 0.005), (2, 0.01), (4, 0), (1, 0.02), (3, 0.005), (2, 0.03)]
 kills, notes = 0, []
-for kind, value in schedule:
+for nth, after in schedule:
     done = complete(d)
     extra = ["-y", "1"] if done else (["--overwrite", "1"] if os.path.isdir(d) and os.listdir(d) else [])
     with open(d + ".out", "a") as out:
         p = subprocess.Popen([binary] + flags + ["-o", d] + extra, stdout=out, stderr=subprocess.STDOUT)
-    seen, start, killed = set(), time.time(), False
+    seen, killed = set(), False
     while p.poll() is None:
-        if kind == "delay" and time.time() - start >= value:
-            p.send_signal(signal.SIGKILL); killed = True; break
-        if kind == "tmp" and os.path.isdir(d):
+        if os.path.isdir(d):
             seen |= {n for n in os.listdir(d) if n.endswith(".tmp")}
-            if len(seen) >= value:
+            if len(seen) >= nth:
+                time.sleep(after)
                 p.send_signal(signal.SIGKILL); killed = True; break
         time.sleep(0.0005)
     rc = p.wait()
     if not killed:
         if rc != 0:
             sys.exit("a run between the kills exited %d (see %s.out)" % (rc, d))
-        notes.append("finished before kill %s %s" % (kind, value)); break
+        notes.append("finished before kill at .tmp %d + %g s" % (nth, after)); break
     kills += 1
     tmps = sorted(n for n in os.listdir(d) if n.endswith(".tmp"))
     latest = complete(d)
@@ -279,7 +280,7 @@ for kind, value in schedule:
                             "-t", "32", "-x", "0", "-v", "0", "-s", "0"], capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit("after kill %d the latest complete checkpoint, step %d, does not load: %s" % (kills, step, r.stderr.strip()))
-    notes.append("%s %s: latest %s%s" % (kind, value, latest[-1] if latest else "none", ", left " + "+".join(tmps) if tmps else ""))
+    notes.append("tmp %d+%gs: latest %s%s" % (nth, after, latest[-1] if latest else "none", ", left " + "+".join(tmps) if tmps else ""))
     # the next run resumes from exactly that checkpoint (never a .tmp)
     expect = latest[-1] if latest else None
     if expect is not None:
@@ -305,7 +306,7 @@ ref, got = lines(ref_log), lines(d + "/main.log")
 bad = [k for k in ref if got.get(k) != ref[k]] + [k for k in got if k not in ref]
 if bad:
     sys.exit("steps %s differ from the uninterrupted run: %s vs %s" % (bad[:3], [sorted(got.get(k, [])) for k in bad[:2]], [sorted(ref.get(k, [])) for k in bad[:2]]))
-if kills < 5:
+if kills < len(schedule):
     sys.exit("only %d kills landed before the run finished (%s)" % (kills, "; ".join(notes)))
 print("%d kills (%s); every logged step equals the uninterrupted run's %d step and val lines" % (kills, "; ".join(notes), len(ref)))
 EOF
