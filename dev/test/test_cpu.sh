@@ -407,7 +407,7 @@ if [ "$rc" -eq 0 ] && grep -q "^Usage:" "$TMP/out" && grep -q "scheme 'standard'
    ! grep -q -- "--gelu_fusion <" "$TMP/out"; then
     pass "cpu flags -h (usage of the shared flags with -sl, -sg, --overwrite, naming the scheme, without the CUDA-only flags)"
 else
-    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate and without --gelu_fusion)"
+    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate, -sl, -sg and --overwrite and without --gelu_fusion)"
 fi
 m=$(model_of standard)
 while IFS='|' read -r what needle args; do
