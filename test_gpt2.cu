@@ -24,7 +24,7 @@ Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <
 "FAIL ..." line per fixture and path, one "PASS/FAIL cuda-<precision> kv_cache <fixture>" line per
 fixture (run_kv_cache_check: greedy KV-cached generation against the full forward pass, logits within
 1e-2 in BF16 and 1e-4 in FP32, the cache's bytes per token against qkv_kv_cache_bytes_per_token),
-then resume_<scheme>, log_<scheme> (and v5_read); "SKIP ..." when
+then resume_<scheme>, log_<scheme>, bad_steps (NaN weights and -sg skipping; and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 
   make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv]
@@ -496,6 +496,7 @@ static void resume_args(TrainArgs* a, const char* model_path, const char* shard,
     a->total_batch = 2 * 4 * 32; // two accumulation steps: the data position moves twice per step
     a->loss_record = record;
     a->loss_record_size = 10;
+    a->overwrite = 1; // the folders of this test's previous invocation
 }
 
 // tag: "" for the scheme's first fixture, "_fused" for its first fixture on the flash attention path
@@ -549,6 +550,7 @@ static int run_resume_check(const char* model_path, const char* tag) {
     TrainArgs c;
     resume_args(&c, "d12", shard, dir_b, lc); // -e is ignored when a checkpoint is found
     c.resume = 1;
+    c.overwrite = 0;
     c.checkpoint_every = 5;
     if (!train_args_resolve(&c, msg, sizeof(msg))) {
         printf("FAIL %s resume_%s: %s\n", LABEL, scheme, msg);
@@ -689,6 +691,108 @@ static int check_main_log(void) {
     return 0;
 }
 
+// counts the lines of a file that start with `prefix`, or -1 when it cannot be read
+static int count_lines_starting(const char* path, const char* prefix) {
+    FILE* f = fopen(path, "r");
+    if (f == NULL) { return -1; }
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof(line), f) != NULL) { n += strncmp(line, prefix, strlen(prefix)) == 0; }
+    fclose(f);
+    return n;
+}
+
+// Bad steps on the GPU (the decision is dev/train_common.h's, tested on the CPU; this checks the
+// CUDA loop's wiring): (1) a model whose weights are all NaN: steps 1-4 are skipped with a line
+// each, step 5 stops the run with an error and train_run returns 1; (2) -sg 1e-6 over 140 steps:
+// once the 128-step window is full, steps are skipped as outliers, the run ends normally, and the
+// state file of the last step counts exactly the skipped steps (AdamW's t on resume).
+static int run_bad_steps_check(const char* model_path) {
+    char msg[16384];
+    char dir[512], shard[640], nan_model[640], dir_nan[640], dir_sg[640];
+    snprintf(dir, sizeof(dir), "build/test_cuda_bad_steps_%s_%s", qkv_scheme_name(kQKVScheme), PRECISION_NAME);
+    snprintf(shard, sizeof(shard), "%s/tokens_train_000.bin", dir);
+    snprintf(nan_model, sizeof(nan_model), "%s/nan_model.bin", dir);
+    snprintf(dir_nan, sizeof(dir_nan), "%s/nan", dir);
+    snprintf(dir_sg, sizeof(dir_sg), "%s/sg", dir);
+    GPT2Config config;
+    int version = 0;
+    if (!make_dir("build") || !make_dir(dir) || !checkpoint_inspect(model_path, -1.0f, &config, &version, msg, sizeof(msg)) ||
+        !write_token_shard(shard, 4 * 32 * 13 + 1, config.vocab_size, 11)) {
+        printf("FAIL %s bad_steps: cannot prepare %s\n", LABEL, dir);
+        return 0;
+    }
+    // the model with every parameter byte 0xFF: NaN in fp32 and in bf16 files alike
+    FILE* in = fopen(model_path, "rb");
+    FILE* out = fopen(nan_model, "wb");
+    int copied = in != NULL && out != NULL;
+    long long pos = 0;
+    for (int c; copied && (c = fgetc(in)) != EOF; pos++) { fputc(pos < 1024 ? c : 0xFF, out); }
+    if (in != NULL) { fclose(in); }
+    if (out == NULL || fclose(out) != 0 || !copied) {
+        printf("FAIL %s bad_steps: cannot write %s\n", LABEL, nan_model);
+        return 0;
+    }
+    TrainArgs a;
+    train_args_defaults(&a);
+    a.model_arg = nan_model;
+    a.train_pattern = shard;
+    a.output_dir = dir_nan;
+    a.overwrite = 1;
+    a.B = 4;
+    a.T = 32;
+    a.max_steps = 10;
+    a.val_every = 0;
+    a.sample_every = 0;
+    if (!train_args_resolve(&a, msg, sizeof(msg))) {
+        printf("FAIL %s bad_steps: %s\n", LABEL, msg);
+        return 0;
+    }
+    const int rc_nan = train_run(&a);
+    char log[700];
+    snprintf(log, sizeof(log), "%s/main.log", dir_nan);
+    const int skips_nan = count_lines_starting(log, "skip step "), errors_nan = count_lines_starting(log, "error: step 5: ");
+    // (2) outliers by the gradient norm
+    TrainArgs b;
+    train_args_defaults(&b);
+    b.model_arg = model_path;
+    b.train_pattern = shard;
+    b.output_dir = dir_sg;
+    b.overwrite = 1;
+    b.B = 4;
+    b.T = 32;
+    b.max_steps = 140;
+    b.val_every = 0;
+    b.sample_every = 0;
+    b.checkpoint_every = 140;
+    b.lr = 0.0f; // the model stays as it is: the norms of the batches stay alike, and about half are above the mean
+    b.skip_grad_z = 1e-6f;
+    if (!train_args_resolve(&b, msg, sizeof(msg))) {
+        printf("FAIL %s bad_steps: %s\n", LABEL, msg);
+        return 0;
+    }
+    const int rc_sg = train_run(&b);
+    snprintf(log, sizeof(log), "%s/main.log", dir_sg);
+    const int skips_sg = count_lines_starting(log, "skip step ");
+    char model_140[4096], state_140[4096];
+    checkpoint_paths(dir_sg, 140, model_140, state_140);
+    TrainState st;
+    memset(&st, 0, sizeof(st));
+    const int state_ok = state_inspect(state_140, &config, &st, msg, sizeof(msg));
+    printf("  bad_steps all-NaN model: train_run %d, %d skip lines, %d error lines; -sg 1e-6: train_run %d, %d skip lines, "
+           "state skipped %d\n", rc_nan, skips_nan, errors_nan, rc_sg, skips_sg, state_ok ? st.skipped : -1);
+    if (rc_nan == 1 && skips_nan == NONFINITE_STEPS_MAX - 1 && errors_nan == 1 && rc_sg == 0 && skips_sg > 0 && state_ok &&
+        st.skipped == skips_sg) {
+        printf("PASS %s bad_steps (NaN weights: %d skipped steps then a stop with exit 1; -sg: %d outlier steps skipped, "
+               "counted in the state file)\n", LABEL, skips_nan, skips_sg);
+        return 1;
+    }
+    printf("FAIL %s bad_steps (NaN weights: train_run %d, %d skip lines, %d error lines, expected 1, %d, 1; -sg 1e-6: "
+           "train_run %d, %d skip lines, state skipped %d, expected 0, > 0, the same)\n", LABEL, rc_nan, skips_nan, errors_nan,
+           NONFINITE_STEPS_MAX - 1, rc_sg, skips_sg, state_ok ? st.skipped : -1);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     char msg[16384];
     const char* manifest = argc > 1 ? argv[1] : "dev/fixtures/manifest.tsv";
@@ -778,6 +882,7 @@ int main(int argc, char** argv) {
             if (run_resume_check(first_fused_model.c_str(), "_fused")) { passed++; } else { failed++; }
         }
         if (check_main_log()) { passed++; } else { failed++; }
+        if (run_bad_steps_check(first_model.c_str())) { passed++; } else { failed++; }
         if (kQKVScheme == QKV_STANDARD) {
             if (run_v5_check("dev/fixtures/standard_tiny_model.bin")) { passed++; } else { failed++; }
         }

@@ -2830,11 +2830,20 @@ static void gpt2_grad_norm_sq(GPT2* model) {
     launchCheck();
 }
 
-// One AdamW step (t = 1, 2, ...) with global gradient-norm clipping; returns the norm before clipping.
-// The clipping is decided on the device; the one wait for the GPU is the norm's copy at the end.
-static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
-                         float grad_clip, int t) {
+// The global gradient norm before clipping, on the host: the step's wait for the GPU, before the
+// trainer decides whether the step updates at all (step_guard_decide). The squared norm stays on
+// the device too, where gpt2_update_apply's clipping reads it.
+static float gpt2_grad_norm(GPT2* model) {
     gpt2_grad_norm_sq(model);
+    float sumsq = 0.0f;
+    cudaCheck(cudaMemcpy(&sumsq, model->norm_partial_d + NORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost));
+    return sqrtf(sumsq);
+}
+
+// One AdamW step (t counts the updates: 1, 2, ...) with global gradient-norm clipping, after
+// gpt2_grad_norm (the clipping is decided on the device from the norm it left there). Launches only.
+static void gpt2_update_apply(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay,
+                              float grad_clip, int t) {
     const float* norm_sq = model->norm_partial_d + NORM_BLOCKS;
     const float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     const float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
@@ -2850,9 +2859,14 @@ static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float 
                                       lr, beta1, beta2, bc1, bc2, eps, wd, norm_sq, grad_clip);
         launchCheck();
     }
-    float sumsq = 0.0f;
-    cudaCheck(cudaMemcpy(&sumsq, norm_sq, sizeof(float), cudaMemcpyDeviceToHost));
-    return sqrtf(sumsq);
+}
+
+// the norm, then the update (the tests); returns the norm before clipping
+static __attribute__((unused)) float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps,
+                                                 float weight_decay, float grad_clip, int t) {
+    const float norm = gpt2_grad_norm(model);
+    gpt2_update_apply(model, lr, beta1, beta2, eps, weight_decay, grad_clip, t);
+    return norm;
 }
 
 // ----------------------------------------------------------------------------
@@ -3301,8 +3315,10 @@ static int train_run(TrainArgs* a) {
         dataloader_free(&train_loader);
         return 1;
     }
-    if (a->output_dir != NULL && !make_dir(a->output_dir)) {
-        fprintf(stderr, "error: -o %s: cannot create the output folder (%s)\n", a->output_dir, strerror(errno));
+    if (!output_dir_check(a, msg, sizeof(msg))) { // again: the tests call train_run without train_args_check_data
+        fprintf(stderr, "error: %s\n", msg);
+        dataloader_free(&train_loader);
+        if (use_val) { dataloader_free(&val_loader); }
         return 1;
     }
 
@@ -3363,8 +3379,13 @@ static int train_run(TrainArgs* a) {
     fflush(stdout);
 
     FILE* logf = NULL;
-    if (!main_log_open(a, &logf)) { return 1; }
+    if (!output_dir_clear(a) || !main_log_open(a, &logf)) { return 1; }
 
+    StepGuard guard;
+    step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
+    train_signals_install();
+    int rc = 0;
+    char guard_line[1024];
     const double flops_per_step = gpt2_flops_per_token(&model.config, a->T) * (double)tokens_per_step;
     const float dloss = 1.0f / (float)((double)a->B * a->T * a->grad_accum_steps);
     double total_time = 0.0;
@@ -3373,7 +3394,8 @@ static int train_run(TrainArgs* a) {
     char line[1024];
     for (int step = start_step; step <= num_steps; step++) {
         const int last_step = step == num_steps;
-        if (use_val && (step % a->val_every == 0 || last_step)) {
+        const int stop_sig = g_train_stop_signal; // read once: this step's decisions agree
+        if (use_val && !stop_sig && (step % a->val_every == 0 || last_step)) {
             dataloader_reset(&val_loader);
             double val_loss = 0.0;
             for (int i = 0; i < val_batches; i++) {
@@ -3388,13 +3410,21 @@ static int train_run(TrainArgs* a) {
         if (sample_due(a, step, start_step, num_steps)) {
             sample_text(&model, a, &tokenizer, &rng);
         }
-        if (checkpoint_due(a, step, start_step, num_steps)) {
-            char model_path[4096], state_path[4096];
+        char model_path[4096] = "", state_path[4096] = "";
+        if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, rng, &train_loader);
+            const TrainState st = train_state_at(a, step, guard.skipped, rng, &train_loader);
             gpt2_write_checkpoint(&model, model_path); // the model first: a state file marks a complete pair
             gpt2_write_state(&model, &st, state_path);
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
+        }
+        if (stop_sig) {
+            char stop_line[8400];
+            stop_report(a, stop_sig, step, start_step, model_path, stop_line, sizeof(stop_line));
+            printf("%s\n", stop_line);
+            logf_line(logf, stop_line);
+            rc = 128 + stop_sig;
+            break;
         }
         if (last_step) { break; }
 
@@ -3414,8 +3444,17 @@ static int train_run(TrainArgs* a) {
             }
         }
         const float lr = learning_rate(a, step, num_steps);
-        const float norm = gpt2_update(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1);
+        // the norm and the loss (the step's waits for the GPU), then whether this step may update at
+        // all, then the update: a skipped step leaves the weights, the AdamW moments (and master
+        // weights) and AdamW's step count t as they were
+        const float norm = gpt2_grad_norm(&model);
         const double loss = gpt2_mean_loss(&model); // every micro-step has B*T losses: the mean of the means
+        const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
+                                                    guard_line, sizeof(guard_line));
+        if (action == STEP_UPDATE) {
+            gpt2_update_apply(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1 - guard.skipped);
+        }
+        cudaCheck(cudaDeviceSynchronize()); // the step's time includes its update
         const double dt = now_seconds() - t0;
         const size_t mem = device_memory_in_use();
         if (mem > peak_mem) { peak_mem = mem; }
@@ -3434,9 +3473,14 @@ static int train_run(TrainArgs* a) {
         fflush(stdout);
         logf_line(logf, line);
         if (a->loss_record != NULL && step < a->loss_record_size) { a->loss_record[step] = (float)loss; }
-        if (!isfinite(loss)) {
-            fprintf(stderr, "error: the loss is not finite at step %d (HINT: lower -l)\n", step + 1);
-            return 1;
+        if (action != STEP_UPDATE) {
+            fprintf(action == STEP_STOP ? stderr : stdout, "%s\n", guard_line);
+            fflush(stdout);
+            logf_line(logf, guard_line);
+        }
+        if (action == STEP_STOP) {
+            rc = 1;
+            break;
         }
     }
     a->final_rng = rng;
@@ -3457,7 +3501,7 @@ static int train_run(TrainArgs* a) {
     dataloader_free(&train_loader);
     if (use_val) { dataloader_free(&val_loader); }
     gpt2_free(&model);
-    return 0;
+    return rc;
 }
 
 // --generate: the model of -e (a checkpoint, or a random init of dN), the prompt, N new tokens

@@ -19,8 +19,10 @@ and defines after it
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@ and defines after it
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -104,8 +107,12 @@ static FILE* open_tmp_for(const char* path, char* tmp, size_t tmp_size) { // tmp
     }
     return f;
 }
+// The file's bytes reach the disk before the rename and the rename before we go on: without the
+// first fsync a power loss after the rename can leave PATH empty or short (ext4 and xfs may commit
+// the rename first); without the folder's fsync the new name itself may be lost, and -y 1 would
+// resume an older checkpoint than the log says was written.
 static void close_and_rename(FILE* f, const char* tmp, const char* path) {
-    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) {
+    if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0 || fclose(f) != 0) {
         fprintf(stderr, "error: %s: write failed (%s) (HINT: disk full?)\n", tmp, strerror(errno));
         exit(EXIT_FAILURE);
     }
@@ -113,6 +120,16 @@ static void close_and_rename(FILE* f, const char* tmp, const char* path) {
         fprintf(stderr, "error: cannot rename %s to %s (%s)\n", tmp, path, strerror(errno));
         exit(EXIT_FAILURE);
     }
+    char dir[4096];
+    const char* slash = strrchr(path, '/');
+    if (slash == NULL) { snprintf(dir, sizeof(dir), "."); }
+    else { snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path); }
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0 || fsync(fd) != 0) {
+        fprintf(stderr, "error: %s: cannot sync the folder after renaming %s into it (%s)\n", dir, path, strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+    close(fd);
 }
 static void fwrite_or_die(const void* p, size_t size, size_t n, FILE* f, const char* path) {
     if (fwrite(p, size, n, f) != n) {
@@ -175,7 +192,10 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
 // what an FP32 CUDA build writes, so either can resume the other's run):
 //   header 256 int32: [0] magic 20240330, [1] version 1, [2] step, [3] scheme, [4] 1 if fp32 master
 //   weights follow, [5] B, [6] T, [7] grad accumulation steps, [8..9] num_parameters (lo, hi),
-//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [16..27] the shape as a v6/7 model header's [2..13]
+//   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [13] steps whose update was
+//   skipped (non-finite or outlier loss/norm; AdamW's bias correction counts updates, not steps: t =
+//   step - skipped; 0 in files from before the skipping), [16..27] the shape as a v6/7 model
+//   header's [2..13] stores it, whatever the model file's version
 //   then the train DataLoaderState (64 bytes), then AdamW m, v (fp32, file order, num_parameters
 //   each), then the master weights (fp32) when [4] is 1.
 #define STATE_MAGIC 20240330
@@ -183,6 +203,7 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
 
 typedef struct {
     int step, B, T, grad_accum_steps, has_master;
+    int skipped; // steps before `step` whose update was skipped (step_guard_decide)
     unsigned long long rng_state;
     DataLoaderState loader;
 } TrainState;
@@ -204,6 +225,7 @@ static void state_header_make(int header[256], const GPT2Config* config, const T
     header[10] = (int)(uint32_t)(st->rng_state & 0xFFFFFFFFu);
     header[11] = (int)(uint32_t)(st->rng_state >> 32);
     header[12] = PRECISION_IS_BF16;
+    header[13] = st->skipped;
     // [16..27]: the model's shape (a version 6/7 model header's [2..13]), so a state only fits its model
     gpt2_config_to_fields(config, &header[16]);
 }
@@ -249,9 +271,9 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
         return 0;
     }
     if (header[2] < 0 || (header[4] != 0 && header[4] != 1) || header[5] < 1 || header[6] < 1 || header[7] < 1 ||
-        (header[12] != 0 && header[12] != 1)) {
-        snprintf(msg, msg_size, "%s: corrupt training state header (step %d, master %d, B %d, T %d, accumulation %d, bf16 %d)",
-                 path, header[2], header[4], header[5], header[6], header[7], header[12]);
+        (header[12] != 0 && header[12] != 1) || header[13] < 0 || header[13] > header[2]) {
+        snprintf(msg, msg_size, "%s: corrupt training state header (step %d, master %d, B %d, T %d, accumulation %d, bf16 %d, "
+                 "skipped %d)", path, header[2], header[4], header[5], header[6], header[7], header[12], header[13]);
         return 0;
     }
     if (header[12] != PRECISION_IS_BF16) {
@@ -264,6 +286,7 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
     st->B = header[5];
     st->T = header[6];
     st->grad_accum_steps = header[7];
+    st->skipped = header[13];
     st->rng_state = (unsigned long long)(uint32_t)header[10] | ((unsigned long long)(uint32_t)header[11] << 32);
     const long long expected = 1024 + (long long)sizeof(DataLoaderState) + (long long)np * 4 * (2 + (st->has_master ? 1 : 0));
     if (size != expected) {
@@ -272,6 +295,149 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
     }
     return 1;
 }
+
+// ----------------------------------------------------------------------------
+// bad steps: the decision, after the backward pass and before AdamW, whether a step's update is
+// applied (both trainers: the gradient norm first, then step_guard_decide, then the update or not)
+
+// llm.c's window (llmc/outlier_detector.h): the last 128 steps
+#define OUTLIER_WINDOW 128
+// Non-finite steps in a row that stop the run. A skipped step leaves the model as it was, so only
+// the data changes from one attempt to the next: one bad batch (an fp overflow on rare data) is
+// skipped and the run goes on, but five batches in a row failing the same way mean the model or the
+// learning rate is broken (NaN/Inf weights, a diverged run), and every further step would fail too.
+#define NONFINITE_STEPS_MAX 5
+
+// The last OUTLIER_WINDOW finite values of a series (a ring).
+typedef struct {
+    double values[OUTLIER_WINDOW];
+    int count; // values held, up to OUTLIER_WINDOW
+    int next;  // where the next value goes
+} OutlierWindow;
+
+// The z-score of x against the values already in the window: (x - mean) / std (population std),
+// NAN while the window is not yet full (as llm.c: too few values to judge), 0 when all values are
+// equal. Then x joins the window, dropping the oldest; a non-finite x returns NAN and is not
+// added, so one NaN step cannot poison the window. Unlike llm.c, x is scored against the window
+// before it joins: an outlier does not widen the spread it is measured against. Mean and variance
+// are summed afresh each time (128 values): no running sums that drift.
+static double outlier_window_push(OutlierWindow* w, double x) {
+    if (!isfinite(x)) { return NAN; }
+    double z = NAN;
+    if (w->count == OUTLIER_WINDOW) {
+        double mean = 0.0;
+        for (int i = 0; i < OUTLIER_WINDOW; i++) { mean += w->values[i]; }
+        mean /= OUTLIER_WINDOW;
+        double var = 0.0;
+        for (int i = 0; i < OUTLIER_WINDOW; i++) { var += (w->values[i] - mean) * (w->values[i] - mean); }
+        const double sd = sqrt(var / OUTLIER_WINDOW);
+        z = sd > 0.0 ? (x - mean) / sd : 0.0;
+    }
+    w->values[w->next] = x;
+    w->next = (w->next + 1) % OUTLIER_WINDOW;
+    if (w->count < OUTLIER_WINDOW) { w->count++; }
+    return z;
+}
+
+typedef struct {
+    OutlierWindow loss, norm;
+    int nonfinite_in_a_row;
+    int skipped; // steps whose update was skipped, this run and the runs it resumes (TrainState.skipped)
+} StepGuard;
+
+typedef enum { STEP_UPDATE = 0, STEP_SKIP = 1, STEP_STOP = 2 } StepAction;
+
+// A resumed run continues the count of skipped steps; the outlier windows start empty (they are not
+// in the state file), so -sl/-sg judge again from the 129th step after a resume.
+static void step_guard_init(StepGuard* g, int skipped) {
+    memset(g, 0, sizeof(*g));
+    g->skipped = skipped;
+}
+
+// Whether step `step` (1-based, as its log line) applies its update, from its mean loss and its
+// gradient norm before clipping:
+//   STEP_UPDATE   apply it; AdamW's t is then step - g->skipped
+//   STEP_SKIP     a non-finite loss or norm, or a z-score above -sl / -sg (> 0): no update; *line
+//                 says which, for stdout and main.log
+//   STEP_STOP     the NONFINITE_STEPS_MAX-th non-finite step in a row: *line is the error
+// Every finite loss and norm joins its window, skipped or not (as llm.c): a lasting change of level
+// becomes the new normal instead of skipping every step after it.
+static StepAction step_guard_decide(StepGuard* g, float skip_loss_z, float skip_grad_z, int step, double loss, double norm,
+                                    char* line, size_t line_size) {
+    line[0] = '\0';
+    const double zl = outlier_window_push(&g->loss, loss);
+    const double zg = outlier_window_push(&g->norm, norm);
+    if (!isfinite(loss) || !isfinite(norm)) {
+        g->nonfinite_in_a_row++;
+        g->skipped++;
+        char what[128];
+        if (!isfinite(loss) && !isfinite(norm)) { snprintf(what, sizeof(what), "the loss (%g) and the gradient norm (%g) are", loss, norm); }
+        else if (!isfinite(loss)) { snprintf(what, sizeof(what), "the loss (%g) is", loss); }
+        else { snprintf(what, sizeof(what), "the gradient norm (%g) is", norm); }
+        if (g->nonfinite_in_a_row >= NONFINITE_STEPS_MAX) {
+            snprintf(line, line_size, "error: step %d: %s not finite, as in each of steps %d-%d: %d steps in a row, stopping "
+                     "the run (HINT: lower -l, or check the model file for NaN/Inf weights)", step, what,
+                     step - g->nonfinite_in_a_row + 1, step, g->nonfinite_in_a_row);
+            return STEP_STOP;
+        }
+        snprintf(line, line_size, "skip step %d: %s not finite: no update (%d in a row; %d in a row stop the run)", step, what,
+                 g->nonfinite_in_a_row, NONFINITE_STEPS_MAX);
+        return STEP_SKIP;
+    }
+    g->nonfinite_in_a_row = 0;
+    if (skip_loss_z > 0.0f && isfinite(zl) && zl > skip_loss_z) {
+        g->skipped++;
+        snprintf(line, line_size, "skip step %d: loss %.6f is %.2f standard deviations above the mean of the last %d steps "
+                 "(-sl %g): no update", step, loss, zl, OUTLIER_WINDOW, (double)skip_loss_z);
+        return STEP_SKIP;
+    }
+    if (skip_grad_z > 0.0f && isfinite(zg) && zg > skip_grad_z) {
+        g->skipped++;
+        snprintf(line, line_size, "skip step %d: gradient norm %.4f is %.2f standard deviations above the mean of the last %d "
+                 "steps (-sg %g): no update", step, norm, zg, OUTLIER_WINDOW, (double)skip_grad_z);
+        return STEP_SKIP;
+    }
+    return STEP_UPDATE;
+}
+
+// ----------------------------------------------------------------------------
+// SIGINT and SIGTERM during training: the handler only records the signal; the loop sees it at
+// the top of the next step, writes a checkpoint there and returns 128 + the signal. The handler
+// puts the default action back, so a second signal kills at once (a stuck step can still be
+// interrupted). SA_RESTART: a checkpoint being written when the signal comes is not cut short by
+// EINTR. A signal ignored when the run starts stays ignored (nohup, a script's background job,
+// which the shell starts with SIGINT ignored so that Ctrl-C at the terminal spares it).
+
+static volatile sig_atomic_t g_train_stop_signal = 0;
+static const int kTrainStopSignals[2] = {SIGINT, SIGTERM};
+static int g_train_stop_caught[2] = {0, 0}; // which of them train_signals_install caught
+
+static void train_stop_handler(int sig) {
+    g_train_stop_signal = sig;
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int i = 0; i < 2; i++) {
+        if (g_train_stop_caught[i]) { sigaction(kTrainStopSignals[i], &dfl, NULL); }
+    }
+}
+
+static void train_signals_install(void) {
+    g_train_stop_signal = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = train_stop_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        g_train_stop_caught[i] = sigaction(kTrainStopSignals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN &&
+                                 sigaction(kTrainStopSignals[i], &sa, NULL) == 0;
+    }
+}
+
+static const char* train_signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
 // ----------------------------------------------------------------------------
 // command line: parsed and checked before the GPU is touched
@@ -299,6 +465,8 @@ typedef struct {
     float beta1, beta2, eps, grad_clip;
     int generate;       // --generate N: generate N tokens and exit, no training
     const char* prompt; // --prompt, NULL = one end-of-text token
+    float skip_loss_z, skip_grad_z; // -sl, -sg: skip the update of a step this many standard deviations above; 0 = off
+    int overwrite;                  // --overwrite 1: a fresh run may replace the run in -o
     // resolved by train_args_resolve
     GPT2Config config;
     int from_file;
@@ -386,7 +554,16 @@ static void print_usage(const char* prog) {
     printf("  -s <int>      sample text every N steps, 0 = never (default 20)\n");
     printf("  -g <int>      tokens to sample, <= T (default 64, or T when shorter)\n");
     printf("  -n <int>      checkpoint every N steps into -o, 0 = never (default 0)\n");
-    printf("  -y <0|1>      resume from the latest checkpoint in -o (default 0)\n");
+    printf("  -y <0|1>      resume from the latest checkpoint in -o; an error when there is none (default 0)\n");
+    printf("  --overwrite <0|1>  1: a fresh run (no -y 1) may use an -o holding another run: its main.log\n");
+    printf("                and checkpoints are removed first; 0 refuses such an -o (default 0)\n");
+    printf("Bad steps (a skipped step changes neither the weights nor AdamW's state or step count):\n");
+    printf("  -sl <float>   skip the update of a step whose loss is more than this many standard deviations\n");
+    printf("                above the mean of the last %d steps, 0 = off (default 0; llm.c's -sl)\n", OUTLIER_WINDOW);
+    printf("  -sg <float>   the same for the gradient norm (default 0 = off; llm.c's -sg)\n");
+    printf("                A non-finite loss or gradient norm always skips the update; %d such steps in a row\n", NONFINITE_STEPS_MAX);
+    printf("                stop the run with an error. SIGINT/SIGTERM: the current step ends, a checkpoint is\n");
+    printf("                written into -o, and the exit status is 128 + the signal; a second signal kills.\n");
 #if TRAIN_COMMON_CUDA
     printf("Memory:\n");
     printf("  -r <0|1|2>    recompute in the backward pass to save activation memory: 1 the GELU,\n");
@@ -469,7 +646,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             memcpy(flag, arg, len);
             flag[len] = '\0';
             if (eq != NULL) { val = eq + 1; }
-        } else if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') {
+        } else if ((arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') || strcmp(arg, "-sl") == 0 || strcmp(arg, "-sg") == 0) {
             snprintf(flag, sizeof(flag), "%s", arg);
         } else {
             snprintf(msg, msg_size, "unexpected argument '%s': flags are -<letter> <value> or --<name> <value> "
@@ -480,7 +657,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
                                             "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention",
-                                            "--generate", "--prompt"};
+                                            "--generate", "--prompt", "-sl", "-sg", "--overwrite"};
         static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
@@ -547,6 +724,9 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         }
         else if (strcmp(flag, "--generate") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->generate = (int)v; }
         else if (strcmp(flag, "--prompt") == 0) { a->prompt = val; }
+        else if (strcmp(flag, "-sl") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->skip_loss_z, msg, msg_size); }
+        else if (strcmp(flag, "-sg") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->skip_grad_z, msg, msg_size); }
+        else if (strcmp(flag, "--overwrite") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->overwrite = (int)v; }
         else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
         if (!ok) { return 0; }
     }
@@ -587,6 +767,108 @@ static int find_latest_checkpoint(const char* dir) {
     return best;
 }
 
+// ----------------------------------------------------------------------------
+// the output folder (-o): one run's main.log and checkpoints
+
+// a file a training run writes into -o: main.log, model_N.bin, state_N.bin, or one of the latter
+// two's .tmp left by a run killed while writing it
+static int is_run_file(const char* name) {
+    if (strcmp(name, "main.log") == 0) { return 1; }
+    if (strncmp(name, "model_", 6) != 0 && strncmp(name, "state_", 6) != 0) { return 0; }
+    const char* p = name + 6;
+    if (!isdigit((unsigned char)*p)) { return 0; }
+    while (isdigit((unsigned char)*p)) { p++; }
+    return strcmp(p, ".bin") == 0 || strcmp(p, ".bin.tmp") == 0;
+}
+
+// the run files in dir, sorted. Returns 0 (errno set) when dir cannot be read.
+static int run_files_in(const char* dir, std::vector<std::string>* names) {
+    names->clear();
+    DIR* d = opendir(dir);
+    if (d == NULL) { return 0; }
+    struct dirent* ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (is_run_file(ent->d_name)) { names->push_back(ent->d_name); }
+    }
+    closedir(d);
+    std::sort(names->begin(), names->end());
+    return 1;
+}
+
+static int same_file(const char* p, const char* q) {
+    struct stat a, b;
+    return stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// -o of a training run: a folder, created when missing, and one that holds no other run's files
+// unless this run continues it (-y 1) or replaces it (--overwrite 1; output_dir_clear then removes
+// them as the run starts). A fresh run writing into an old one would truncate its log and replace
+// its checkpoints at the same steps, and a later -y 1 would resume a mix of the two.
+// Returns 1, or 0 with a one-line message.
+static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    if (a->output_dir == NULL) { return 1; }
+    const char* dir = a->output_dir;
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(msg, msg_size, "-o %s: exists and is not a folder (HINT: -o names the folder for main.log and the "
+                     "checkpoints; a new name creates it)", dir);
+            return 0;
+        }
+    } else if (mkdir(dir, 0755) != 0) {
+        snprintf(msg, msg_size, "-o %s: cannot create the output folder (%s)", dir, strerror(errno));
+        return 0;
+    }
+    if (a->resuming) { return 1; }
+    std::vector<std::string> files;
+    if (!run_files_in(dir, &files)) {
+        snprintf(msg, msg_size, "-o %s: cannot read the folder (%s)", dir, strerror(errno));
+        return 0;
+    }
+    if (files.empty()) { return 1; }
+    if (!a->overwrite) {
+        std::string some;
+        for (size_t i = 0; i < files.size() && i < 3; i++) { some += (i > 0 ? ", " : "") + files[i]; }
+        if (files.size() > 3) { some += ", ..."; }
+        snprintf(msg, msg_size, "-o %s holds another run's files (%s: %zu in all) (HINT: -y 1 resumes that run, "
+                 "--overwrite 1 replaces it, or choose another -o)", dir, some.c_str(), files.size());
+        return 0;
+    }
+    for (size_t i = 0; i < files.size(); i++) { // never delete the model this run starts from
+        const std::string path = std::string(dir) + "/" + files[i];
+        if (a->from_file && same_file(path.c_str(), a->model_path)) {
+            snprintf(msg, msg_size, "--overwrite 1 would remove -e %s, the model this run starts from, from -o %s "
+                     "(HINT: copy it out of %s first)", a->model_path, dir, dir);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// --overwrite 1, as the run starts (after output_dir_check, once the model is loaded): removes the
+// old run's files from -o, saying which. Returns 1, or 0 after printing the error.
+static int output_dir_clear(const TrainArgs* a) {
+    if (a->output_dir == NULL || a->resuming || !a->overwrite) { return 1; }
+    std::vector<std::string> files;
+    if (!run_files_in(a->output_dir, &files)) {
+        fprintf(stderr, "error: -o %s: cannot read the folder (%s)\n", a->output_dir, strerror(errno));
+        return 0;
+    }
+    if (files.empty()) { return 1; }
+    std::string removed;
+    for (size_t i = 0; i < files.size(); i++) {
+        const std::string path = std::string(a->output_dir) + "/" + files[i];
+        if (unlink(path.c_str()) != 0) {
+            fprintf(stderr, "error: --overwrite 1: cannot remove %s (%s)\n", path.c_str(), strerror(errno));
+            return 0;
+        }
+        removed += " " + files[i];
+    }
+    printf("--overwrite 1: removed the previous run's files from %s:%s\n", a->output_dir, removed.c_str());
+    fflush(stdout);
+    return 1;
+}
+
 // what the including trainer's kernels need of a shape and batch beyond gpt2_config_check (defined
 // by the includer; the CUDA trainer's 16-byte loads, 32-bit indices and grid limits)
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size);
@@ -604,13 +886,20 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "-n %d needs -o <dir>, the folder to write checkpoints into", a->checkpoint_every);
         return 0;
     }
+    if (a->resume && a->overwrite) {
+        snprintf(msg, msg_size, "-y 1 resumes the run in -o %s, --overwrite 1 replaces it: give one of them", a->output_dir);
+        return 0;
+    }
     a->resuming = 0;
     if (a->resume) {
         const int step = find_latest_checkpoint(a->output_dir);
-        if (step >= 0) {
-            a->resuming = 1;
-            checkpoint_paths(a->output_dir, step, a->model_path, a->state_path);
+        if (step < 0) { // starting afresh instead would silently throw away what the caller meant to continue
+            snprintf(msg, msg_size, "-y 1: no checkpoint to resume from in -o %s (no state_NNNNNNNN.bin beside its "
+                     "model_NNNNNNNN.bin) (HINT: drop -y 1 to start a fresh run)", a->output_dir);
+            return 0;
         }
+        a->resuming = 1;
+        checkpoint_paths(a->output_dir, step, a->model_path, a->state_path);
     }
     const int depth = a->resuming ? -1 : parse_depth_descriptor(a->model_arg);
     if (depth >= 0 && !file_exists(a->model_arg)) {
@@ -726,11 +1015,7 @@ static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size)
         }
         dataloader_free(&loader);
     }
-    if (a->output_dir != NULL && !make_dir(a->output_dir)) {
-        snprintf(msg, msg_size, "-o %s: cannot create the output folder (%s)", a->output_dir, strerror(errno));
-        return 0;
-    }
-    return 1;
+    return output_dir_check(a, msg, msg_size);
 }
 
 // ----------------------------------------------------------------------------
@@ -768,11 +1053,37 @@ static int checkpoint_due(const TrainArgs* a, int step, int start_step, int num_
            (step % a->checkpoint_every == 0 || step == num_steps);
 }
 
+// A signal seen at the top of `step` (g_train_stop_signal) ends the run there, after the sample
+// due at that step (so that the saved RNG state is the one an uninterrupted run has there): a
+// checkpoint at `step` when there is -o and a step was trained since the run started; the
+// checkpoint at `step` is then the one -n would write, and -y 1 continues exactly.
+static int stop_checkpoint_due(const TrainArgs* a, int step, int start_step) {
+    return a->output_dir != NULL && step != start_step;
+}
+// the line that says how the run ended on signal `sig` at the top of `step`
+static void stop_report(const TrainArgs* a, int sig, int step, int start_step, const char* model_path, char* line,
+                        size_t line_size) {
+    const char* name = train_signal_name(sig);
+    if (a->output_dir == NULL) {
+        snprintf(line, line_size, "stopped by %s at step %d: no checkpoint was written (no -o)", name, step);
+    } else if (step == start_step && a->resuming) {
+        snprintf(line, line_size, "stopped by %s at step %d, before any step of this run: no new checkpoint, %s is still "
+                 "the latest", name, step, a->state_path);
+    } else if (step == start_step) {
+        snprintf(line, line_size, "stopped by %s before the first step: nothing trained, no checkpoint was written", name);
+    } else {
+        snprintf(line, line_size, "stopped by %s at step %d: checkpoint %s written (-y 1 resumes from it)", name, step,
+                 model_path);
+    }
+}
+
 // what a checkpoint at `step` saves beside the model
-static TrainState train_state_at(const TrainArgs* a, int step, unsigned long long rng, const DataLoader* train_loader) {
+static TrainState train_state_at(const TrainArgs* a, int step, int skipped, unsigned long long rng,
+                                 const DataLoader* train_loader) {
     TrainState st;
     memset(&st, 0, sizeof(st));
     st.step = step;
+    st.skipped = skipped;
     st.B = a->B;
     st.T = a->T;
     st.grad_accum_steps = a->grad_accum_steps;

@@ -21,13 +21,14 @@
 #     baseline = <run name>      optional: the run table.md compares with (default: the first
 #                                run of scheme standard; none: the relative columns are n/a)
 #   one run per line:  <name> <scheme> [trainer flags]   (a run's flag replaces the shared one)
-# The runner owns -i -j -o -x -v -n -y --seed (from the shared block) and passes -s 0 unless the
+# The runner owns -i -j -o -x -v -n -y --overwrite --seed (from the shared block) and passes -s 0 unless the
 # config sets -s. -b and -t must be given, so that it can compute the steps.
 #
 # Output, in OUT: plan.tsv (the runs and their commands), <run>/ with the trainer's main.log, its
 # stdout (stdout.log), cmd.txt and, once the trainer exits 0, DONE; then runs.csv, loss.png,
 # table.md. A run with DONE is skipped; an unfinished one resumes from its latest checkpoint
-# (-n, -y 1). A finished run keeps only its final model_*.bin (state_*.bin and older models go).
+# (-n, -y 1), or, when it died before its first checkpoint, starts again (--overwrite 1 replaces
+# its main.log). A finished run keeps only its final model_*.bin (state_*.bin and older models go).
 # A run whose command changed since it started is refused: delete its folder or use another OUT.
 set -euo pipefail
 
@@ -59,7 +60,7 @@ declare -A KEY KEY_LINE
 RUNS=()                                  # run names in config order
 declare -A RUN_SCHEME RUN_FLAGS RUN_LINE # by name; RUN_FLAGS as one string
 KNOWN_KEYS=" data train val seed tokens eval_every flags checkpoint_every baseline "
-RUNNER_FLAGS=" -i -j -o -x -v -n -y --seed -h "
+RUNNER_FLAGS=" -i -j -o -x -v -n -y --overwrite --seed -h "
 
 # FLAGS...: checks that the words are (flag value) pairs; line number in $1
 check_flags() {
@@ -274,13 +275,29 @@ build_trainer() { # SCHEME
   fi
 }
 
-# the trainer command of a run (an array in CMD), its steps (STEPS)
+# the trainer command of a run (an array in CMD), its steps (STEPS); how it starts (-y 1 or
+# --overwrite 1) is start_flags', from what its folder holds
 run_command() { # NAME
   local name=$1
   merged_flags "$name"
   STEPS=${RUN_STEPS[$name]}
   CMD=("$(binary_of "${RUN_SCHEME[$name]}")" -i "$TRAIN" -j "$VAL" -o "$OUT/$name" --seed "${KEY[seed]}" -x "$STEPS"
-       -v "$EVAL_EVERY" -n "${KEY[checkpoint_every]:-$(((STEPS + 3) / 4))}" -y 1 "${MERGED[@]}")
+       -v "$EVAL_EVERY" -n "${KEY[checkpoint_every]:-$(((STEPS + 3) / 4))}" "${MERGED[@]}")
+}
+
+# The flags that start a run in DIR (array START): -y 1 when it holds a checkpoint to resume (a
+# state_N.bin beside its model_N.bin, what the trainer looks for), else --overwrite 1 when an
+# attempt that died before its first checkpoint left files there (the trainer refuses a used
+# folder otherwise), else nothing. The trainer errors on -y 1 with nothing to resume.
+start_flags() { # DIR
+  local s
+  START=()
+  for s in "$1"/state_*.bin; do
+    [ -f "$s" ] && [ -f "$1/model_${s##*/state_}" ] && { START=(-y 1); return; }
+  done
+  if compgen -G "$1/main.log" >/dev/null || compgen -G "$1/model_*.bin*" >/dev/null || compgen -G "$1/state_*.bin*" >/dev/null; then
+    START=(--overwrite 1)
+  fi
 }
 
 if [ "${ABLATE_PLAN_ONLY:-0}" = 1 ]; then
@@ -335,7 +352,9 @@ for name in "${RUNS[@]}"; do
   mkdir -p "$dir"
   echo "${cmd[*]}" >"$dir/cmd.txt"
   build_trainer "$scheme"
-  info "run $name ($scheme): $steps steps x ${RUN_TPS[$name]} tokens, log $dir/main.log"
+  start_flags "$dir"
+  cmd+=("${START[@]}")
+  info "run $name ($scheme): $steps steps x ${RUN_TPS[$name]} tokens, log $dir/main.log${START[*]:+ (${START[*]})}"
   echo "${cmd[*]}" >>"$dir/stdout.log"
   start=$SECONDS
   set +e

@@ -1319,15 +1319,15 @@ double gpt2_grad_norm(const GPT2* model) {
     return sqrt(sum);
 }
 
-// One AdamW step (dev/FORMATS.md): clip by the global gradient norm, decay only the tensors of
-// param_tensor_decayed. t is the step number, from 1. Returns the norm before clipping.
-double gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps,
-                   float weight_decay, float grad_clip, int t) {
+// One AdamW step (dev/FORMATS.md) given the global gradient norm (gpt2_grad_norm, taken first so
+// that the trainer can skip the update of a bad step): clip by it, decay only the tensors of
+// param_tensor_decayed. t counts the updates, from 1.
+void gpt2_update_with_norm(GPT2* model, float learning_rate, float beta1, float beta2, float eps,
+                           float weight_decay, float grad_clip, int t, double norm) {
     if (model->m_memory == NULL) {
         model->m_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
         model->v_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
     }
-    const double norm = gpt2_grad_norm(model);
     const double scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0;
     const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
     size_t base = 0;
@@ -1346,6 +1346,13 @@ double gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, f
         }
         base += model->param_sizes[i];
     }
+}
+
+// the norm, then the update. Returns the norm before clipping.
+double gpt2_update(GPT2* model, float learning_rate, float beta1, float beta2, float eps,
+                   float weight_decay, float grad_clip, int t) {
+    const double norm = gpt2_grad_norm(model);
+    gpt2_update_with_norm(model, learning_rate, beta1, beta2, eps, weight_decay, grad_clip, t, norm);
     return norm;
 }
 
@@ -1703,14 +1710,19 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     fflush(stdout);
 
     FILE*& logf = r->logf;
-    if (!main_log_open(a, &logf)) { return 1; }
+    if (!output_dir_clear(a) || !main_log_open(a, &logf)) { return 1; }
 
+    StepGuard guard;
+    step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
+    train_signals_install();
+    int rc = 0;
     double total_time = 0.0;
     int timed_steps = 0;
-    char line[1024];
+    char line[1024], guard_line[1024];
     for (int step = start_step; step <= num_steps; step++) {
         const int last_step = step == num_steps;
-        if (use_val && (step % a->val_every == 0 || last_step)) {
+        const int stop_sig = g_train_stop_signal; // read once: this step's decisions agree
+        if (use_val && !stop_sig && (step % a->val_every == 0 || last_step)) {
             dataloader_reset(&val_loader);
             double val_loss = 0.0;
             for (int i = 0; i < val_batches; i++) {
@@ -1732,13 +1744,21 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
                 return 1;
             }
         }
-        if (checkpoint_due(a, step, start_step, num_steps)) {
-            char model_path[4096], state_path[4096];
+        char model_path[4096] = "", state_path[4096] = "";
+        if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, rng, &train_loader);
+            const TrainState st = train_state_at(a, step, guard.skipped, rng, &train_loader);
             gpt2_write_checkpoint(model, model_path); // the model first: a state file marks a complete pair
             gpt2_write_state(model, &st, state_path);
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
+        }
+        if (stop_sig) {
+            char stop_line[8400];
+            stop_report(a, stop_sig, step, start_step, model_path, stop_line, sizeof(stop_line));
+            printf("%s\n", stop_line);
+            logf_line(logf, stop_line);
+            rc = 128 + stop_sig;
+            break;
         }
         if (last_step) { break; }
 
@@ -1760,7 +1780,15 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
             for (size_t i = 0; i < model->num_parameters; i++) { model->grads_memory[i] *= inv; }
         }
         const float lr = learning_rate(a, step, num_steps);
-        const double norm = gpt2_update(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1);
+        // the norm, then whether this step may update at all, then the update; a skipped step leaves
+        // the weights, the AdamW moments and AdamW's step count t as they were
+        const double norm = gpt2_grad_norm(model);
+        const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
+                                                    guard_line, sizeof(guard_line));
+        if (action == STEP_UPDATE) {
+            gpt2_update_with_norm(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip,
+                                  step + 1 - guard.skipped, norm);
+        }
         const double dt = now_seconds() - t0;
         if (step > start_step) { // the first step pays one-time costs (allocations)
             total_time += dt;
@@ -1771,9 +1799,14 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         printf("%s\n", line);
         fflush(stdout);
         logf_line(logf, line);
-        if (!isfinite(loss)) {
-            fprintf(stderr, "error: the loss is not finite at step %d (HINT: lower -l)\n", step + 1);
-            return 1;
+        if (action != STEP_UPDATE) {
+            fprintf(action == STEP_STOP ? stderr : stdout, "%s\n", guard_line);
+            fflush(stdout);
+            logf_line(logf, guard_line);
+        }
+        if (action == STEP_STOP) {
+            rc = 1;
+            break;
         }
     }
     if (timed_steps > 0) {
@@ -1782,7 +1815,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         printf("%s\n", line);
         logf_line(logf, line);
     }
-    return 0;
+    return rc;
 }
 
 static int train_run(TrainArgs* a, GPT2* model) {

@@ -199,4 +199,53 @@ else
   fail "no_baseline_gives_na: $(head -c 300 "$tmp/nobase.err") $(grep -c 'n/a' "$tmp/out_nobase/table.md" 2>/dev/null) n/a rows"
 fi
 
+# ---------------------------------------------------------------- restarts: -y 1 only with a checkpoint
+# A one-run config on the tiny fixture (seconds). The trainer refuses -y 1 with nothing to resume and
+# a fresh run into a used folder, so the runner must choose: (1) a folder with only the main.log of an
+# attempt that died before its first checkpoint starts again with --overwrite 1; (2) a folder with
+# checkpoints at steps 2 and 4 of 8 (the plan's command run by hand with -x 4) resumes with -y 1.
+"$PY" - "$tmp" <<'EOF2'
+import struct, sys, random
+rng = random.Random(1234)
+for split, n in (("train", 6000), ("val", 3000)):
+    toks = [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)]
+    with open(f"{sys.argv[1]}/synth_{split}_000.bin", "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
+        f.write(struct.pack(f"<{n}H", *toks))
+EOF2
+cat >"$tmp/restart.txt" <<EOF2
+train = $tmp/synth_train_*.bin
+val = $tmp/synth_val_*.bin
+seed = 1337
+tokens = 8 * 128
+eval_every = 4
+checkpoint_every = 2
+flags = -e dev/fixtures/standard_tiny_model.bin -b 4 -t 32 -l 1e-3 -m 1
+standard standard
+EOF2
+mkdir -p "$tmp/restart1/standard" && echo "a log of an attempt that died at step 1" >"$tmp/restart1/standard/main.log"
+ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart.txt" "$tmp/restart1" >"$tmp/restart1.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -f "$tmp/restart1/standard/DONE" ] && grep -q "^--overwrite 1: removed the previous run's files from $tmp/restart1/standard: main.log$" "$tmp/restart1/standard/stdout.log" &&
+   ! grep -q 'died at step 1' "$tmp/restart1/standard/main.log" && [ "$(grep -c '^step [0-9]/8 | loss' "$tmp/restart1/standard/main.log")" = 8 ]; then
+  pass "restart_without_checkpoint: a folder with only an old main.log starts again with --overwrite 1 (8 steps, the old log replaced)"
+else
+  fail "restart_without_checkpoint: exit $rc: $(grep -m1 'error\|ablate:.*exited' "$tmp/restart1.log" "$tmp/restart1/standard/stdout.log" 2>/dev/null | head -n 1)"
+fi
+plan=$(ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart.txt" "$tmp/restart2" 2>&1 | sed -n 's/^ablate: standard (standard, 8 steps x 128 tokens): //p')
+read -ra planned <<<"$plan"
+mkdir -p "$tmp/restart2/standard"
+if [ ${#planned[@]} -gt 0 ] && "${planned[@]}" -x 4 >"$tmp/restart2_first.log" 2>&1 && [ -f "$tmp/restart2/standard/state_00000004.bin" ]; then
+  ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart.txt" "$tmp/restart2" >"$tmp/restart2.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && [ -f "$tmp/restart2/standard/DONE" ] &&
+     grep -q "^resuming from $tmp/restart2/standard/state_00000004.bin at step 4" "$tmp/restart2/standard/stdout.log"; then
+    pass "restart_from_checkpoint: a folder with checkpoints at steps 2 and 4 resumes from step 4 with -y 1"
+  else
+    fail "restart_from_checkpoint: exit $rc: $(grep -m1 'error\|resuming' "$tmp/restart2/standard/stdout.log" 2>/dev/null || tail -n 1 "$tmp/restart2.log")"
+  fi
+else
+  fail "restart_from_checkpoint: the plan's command with -x 4 did not write a checkpoint at step 4 (plan: '${plan}': $(tail -n 1 "$tmp/restart2_first.log" 2>/dev/null))"
+fi
+
 [ $fails -eq 0 ] || { echo "ablate: $fails failed"; exit 1; }

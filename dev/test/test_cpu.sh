@@ -450,10 +450,11 @@ fi
 bin=build/train_gpt2_cpu_standard
 run_capture "$bin" -h
 if [ "$rc" -eq 0 ] && grep -q "^Usage:" "$TMP/out" && grep -q "scheme 'standard'" "$TMP/out" && grep -q -- "--generate" "$TMP/out" &&
+   grep -q -- "-sl <float>" "$TMP/out" && grep -q -- "-sg <float>" "$TMP/out" && grep -q -- "--overwrite <0|1>" "$TMP/out" &&
    ! grep -q -- "--gelu_fusion <" "$TMP/out"; then
-    pass "cpu flags -h (usage of the shared flags, naming the scheme, without the CUDA-only flags)"
+    pass "cpu flags -h (usage of the shared flags with -sl, -sg, --overwrite, naming the scheme, without the CUDA-only flags)"
 else
-    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate and without --gelu_fusion)"
+    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate, -sl, -sg and --overwrite and without --gelu_fusion)"
 fi
 m=$(model_of standard)
 while IFS='|' read -r what needle args; do
@@ -471,6 +472,10 @@ CUDA-only -r|the CUDA trainer|-r 1
 CUDA-only --gelu_fusion|the CUDA trainer|--gelu_fusion 0
 checkpoint shape flag|cannot be changed|-e $m -t 32 --n_kv_head 2
 resume without -o|-y 1 needs -o|-e $m -t 32 -y 1
+resume with nothing to resume|-y 1: no checkpoint to resume from in -o $TMP/no_run_here|-e $m -t 32 -o $TMP/no_run_here -y 1
+-sl out of range|-sl -1|-sl -1
+-sg not a number|-sg abc|-sg abc
+--overwrite not 0 or 1|--overwrite 2|--overwrite 2
 missing train data|-i $TMP/nope_*.bin|-e d2 -t 64 -b 2 -i $TMP/nope_*.bin
 --generate too long|--generate 5000|-e d2 --generate 5000
 FLAGS

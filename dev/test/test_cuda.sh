@@ -208,6 +208,16 @@ f=$(fixture_of standard)
 if [ -n "$f" ]; then
   expect_one_line "checkpoint shape flag" 1 "cannot be changed" ./train_gpt2cu -e "$f" -t 64 --n_kv_head 2
   expect_one_line "resume without -o" 1 "-y 1 needs -o" ./train_gpt2cu -e "$f" -t 64 -y 1
+  # the output folder (dev/train_common.h, checked before any CUDA call)
+  rm -rf "$log_dir/nogpu_used" && mkdir -p "$log_dir/nogpu_used" && echo "an old run" >"$log_dir/nogpu_used/main.log"
+  expect_one_line "resume with nothing to resume" 1 "-y 1: no checkpoint to resume from in -o $log_dir/nogpu_empty" \
+    ./train_gpt2cu -e "$f" -t 64 -o "$log_dir/nogpu_empty" -y 1
+  expect_one_line "fresh run into a used -o" 1 "-o $log_dir/nogpu_used holds another run's files (main.log: 1 in all)" \
+    ./train_gpt2cu -e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -o "$log_dir/nogpu_used"
+  sum=$(md5sum <"$f")
+  expect_one_line "-o naming a file" 1 "-o $f: exists and is not a folder" ./train_gpt2cu -e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -o "$f"
+  [ "$(md5sum <"$f")" = "$sum" ] || fail "nogpu -o naming a file: $f changed"
+  expect_one_line "-sg out of range" 1 "-sg -1: expected a number in [0, 1e+06]" ./train_gpt2cu -e "$f" -t 64 -sg -1
 else
   fail "nogpu checkpoint shape flag, resume without -o: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
 fi
@@ -273,6 +283,32 @@ else
       pass "gpu train_gpt2cu -o/-n/-y: 4 steps, checkpoints, resumed to 6 (6 step lines in $run_dir/main.log)"
     else
       fail "gpu train_gpt2cu -o/-n/-y: exits $rc1/$rc2, $steps step lines (expected 0/0, 6), see $log_dir/trainer_run.log, trainer_resume.log"
+    fi
+    # the same folder again without -y 1: refused (it holds that run), then replaced with --overwrite 1
+    ./train_gpt2cu "${common[@]}" -x 2 >"$log_dir/trainer_again.log" 2>&1; rc1=$?
+    ./train_gpt2cu "${common[@]}" -x 2 --overwrite 1 >"$log_dir/trainer_overwrite.log" 2>&1; rc2=$?
+    if [ $rc1 -eq 1 ] && grep -q "holds another run's files" "$log_dir/trainer_again.log" && [ $rc2 -eq 0 ] &&
+       grep -q "^--overwrite 1: removed the previous run's files from $run_dir: main.log model_00000002.bin model_00000004.bin model_00000006.bin state_" "$log_dir/trainer_overwrite.log" &&
+       [ ! -f "$run_dir/model_00000006.bin" ] && [ -f "$run_dir/model_00000002.bin" ]; then
+      pass "gpu train_gpt2cu reused -o: refused without -y 1, replaced with --overwrite 1 (the removed files listed)"
+    else
+      fail "gpu train_gpt2cu reused -o: exits $rc1/$rc2 (expected 1/0), see $log_dir/trainer_again.log, trainer_overwrite.log"
+    fi
+    # SIGTERM mid-run: a checkpoint at the next step, exit 143, and -y 1 continues from it
+    sig_dir=build/test_cuda_trainer_sigterm
+    rm -rf "$sig_dir"
+    ./train_gpt2cu "${common[@]}" -x 100000 -v 0 -s 0 -n 0 -o "$sig_dir" >"$log_dir/trainer_sigterm.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 3000); do grep -q '^step [2-9][0-9]*/' "$log_dir/trainer_sigterm.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.01; done
+    kill -TERM $pid 2>/dev/null; wait $pid; rc1=$?
+    sig_step=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .* written.*/\1/p' "$log_dir/trainer_sigterm.log")
+    rc2=1
+    [ -n "$sig_step" ] && { ./train_gpt2cu "${common[@]}" -x $((sig_step + 2)) -v 0 -s 0 -n 0 -o "$sig_dir" -y 1 >"$log_dir/trainer_sigterm_resume.log" 2>&1; rc2=$?; }
+    if [ $rc1 -eq 143 ] && [ -n "$sig_step" ] && [ -f "$sig_dir/state_$(printf %08d "$sig_step").bin" ] && [ $rc2 -eq 0 ] &&
+       grep -q "^resuming from $sig_dir/state_$(printf %08d "$sig_step").bin at step $sig_step" "$log_dir/trainer_sigterm_resume.log"; then
+      pass "gpu train_gpt2cu SIGTERM: exit 143, checkpoint at step $sig_step, -y 1 resumes from it"
+    else
+      fail "gpu train_gpt2cu SIGTERM: exit $rc1 (expected 143), stop line at step '${sig_step}', resume exit $rc2; see $log_dir/trainer_sigterm.log"
     fi
   else
     fail "gpu train_gpt2cu -o/-n/-y: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"

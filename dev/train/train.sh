@@ -7,6 +7,10 @@
 #   bash dev/train/train.sh [SCHEME] [extra trainer flags...]     (SCHEME defaults to standard)
 #   TRAIN_ARGS="-x 50" make train                                  (extra flags through make)
 #   TRAIN_OUT=dir                                                   (logs and checkpoints there, not log_*/)
+#   TRAIN_ARGS="-y 1" make train                                   (continue the run in the folder instead)
+#
+# `make train` trains from scratch: a previous run in its folder is replaced (the trainer's
+# --overwrite 1, which lists the files it removes), unless the extra flags resume it (-y 1).
 #
 # Order: data first, then the GPU check, then the nvcc build (minutes, and only where it can run),
 # then training. Without a GPU, the CPU trainer trains a small model instead (see the CPU recipe).
@@ -42,6 +46,16 @@ DATA=dev/data/austen
 TRAIN_TOKENS=$(count_tokens "$DATA/austen_train_*.bin")
 VAL_TOKENS=$(count_tokens "$DATA/austen_val_*.bin")
 
+# --overwrite 1 unless the caller resumes: the trainer refuses a fresh run into a used folder
+start_flags() { # OUT, then the extra flags
+  local out=$1; shift
+  case " $* " in *" -y 1 "*) return ;; esac
+  if [ -e "$out/main.log" ] || compgen -G "$out/model_*.bin" >/dev/null || compgen -G "$out/state_*.bin" >/dev/null; then
+    echo "make train: $out/ holds a previous run: replacing it (TRAIN_ARGS=\"-y 1\" continues it instead)" >&2
+    echo --overwrite 1
+  fi
+}
+
 # 2. no GPU: the CPU trainer (dev/cpu/train_gpt2_cpu.cpp, OpenMP), same flags, a corpus-sized recipe
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   BIN=build/train_gpt2_cpu_$SCHEME
@@ -52,13 +66,14 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   # threads that sleep at a barrier instead of spinning: on a busy machine a spinning thread that
   # lost its core makes every OpenMP barrier wait (halves the step time under load, costs ~nothing idle)
   export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+  START=$(start_flags "$OUT" ${TRAIN_ARGS:-} "$@")
   set -x
   "$BIN" \
     -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d2 \
     -b 8 -t 128 -x ${CPU_STEPS:-250} \
     -l 2e-3 -u 10 -q 0.1 -c 0.1 \
     -v 50 -m 4 -s ${CPU_STEPS:-250} -g 64 -n ${CPU_STEPS:-250} \
-    ${TRAIN_ARGS:-} "$@"
+    $START ${TRAIN_ARGS:-} "$@"
   exit 0
 fi
 
@@ -72,10 +87,11 @@ make -s train_gpt2cu QKV="$SCHEME"
 OUT=${TRAIN_OUT:-log_$SCHEME}
 mkdir -p "$OUT"
 echo "make train: d12 from scratch, scheme $SCHEME, $TRAIN_TOKENS train tokens, 150 steps x 32768 tokens, logs in $OUT/"
+START=$(start_flags "$OUT" ${TRAIN_ARGS:-} "$@")
 set -x
 "$BIN" \
   -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d12 \
   -b 16 -t 1024 -d 32768 -x 150 \
   -l 6e-4 -u 15 -q 0.0 -c 0.1 \
   -v 25 -m -1 -s 150 -g 128 -n 150 \
-  ${TRAIN_ARGS:-} "$@"
+  $START ${TRAIN_ARGS:-} "$@"

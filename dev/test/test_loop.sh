@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# test_loop.sh: the training loop's safety rules (dev/train_common.h, both trainers; run here with
+# the CPU trainer, test_gpt2.cu checks the CUDA loop's wiring on a GPU):
+#
+#   bash dev/test/test_loop.sh            (from anywhere; runs in the repository root)
+#
+# (a) the decision logic alone (build/test_step_guard): outlier windows, -sl/-sg, non-finite steps
+# (b) NaN, Inf and 3e38 weights: 4 skipped steps with a line each, the 5th stops the run (exit 1,
+#     one error line); -l 1e30 refused
+# (c) a step skipped by -sg leaves the weights and the AdamW moments byte-identical (checkpoints
+#     before and after it), and the state file counts it (AdamW's t on resume)
+# (d) the output folder: -y 1 with nothing to resume, a fresh run into another run's -o, -o naming
+#     a file (its own -e checkpoint, its -i shard: both byte-identical afterwards), --overwrite 1
+# (e) SIGINT/SIGTERM: a checkpoint at the next step, exit 128 + signal, -y 1 continues exactly;
+#     no -o: no checkpoint, said so; a second signal kills at once
+# (f) the kill test: SIGKILL during checkpoint writes, again and again, then -y 1: the last complete
+#     checkpoint loads, no .tmp is taken for one, and the losses equal an uninterrupted run's
+# Prints one PASS/FAIL line per check, exits non-zero on any FAIL. About 30-60 s on 2 busy cores.
+set -u
+cd "$(dirname "$0")/../.."
+PY=/usr/bin/python3
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+npass=0
+nfail=0
+pass() { echo "PASS loop $*"; npass=$((npass + 1)); }
+fail() { echo "FAIL loop $*"; nfail=$((nfail + 1)); }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_loop.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+BIN=build/train_gpt2_cpu_standard
+FIX=dev/fixtures/standard_tiny_model.bin
+if ! make -s "$BIN" > "$TMP/build.log" 2>&1; then
+    fail "build $BIN: $(grep -m1 -i error "$TMP/build.log")"
+    echo "loop: $npass passed, $nfail failed"; exit 1
+fi
+[ -f "$FIX" ] || { fail "fixture $FIX missing (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"; exit 1; }
+
+# runs a command, captures stdout+stderr into $TMP/out, sets $rc
+run_capture() { "$@" > "$TMP/out" 2>&1; rc=$?; }
+# a refusal in $TMP/out / $rc: exit 1..127, one line, every pattern given
+refused() {
+    local what=$1; shift
+    local lines
+    lines=$(wc -l < "$TMP/out")
+    if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ]; then fail "$what (exit code $rc, expected a refusal: $(head -c 300 "$TMP/out" | tr '\n' '|'))"; return 1; fi
+    if [ "$lines" -ne 1 ]; then fail "$what (expected a one-line error, got $lines lines: $(head -c 300 "$TMP/out" | tr '\n' '|'))"; return 1; fi
+    for p in "$@"; do
+        if ! grep -qF -- "$p" "$TMP/out"; then fail "$what (message does not mention '$p': $(cat "$TMP/out"))"; return 1; fi
+    done
+    pass "$what (exit $rc: $(cat "$TMP/out"))"
+}
+
+# synthetic shards (tokens < the fixture's vocabulary of 500), and bad-weight copies of the fixture
+"$PY" - "$TMP" "$FIX" <<'EOF'
+import struct, sys, random
+import numpy as np
+out, fix = sys.argv[1], sys.argv[2]
+rng = random.Random(1234)
+for split, n in (("train", 6000), ("val", 3000)):
+    toks = [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)]
+    h = [0] * 256
+    h[0], h[1], h[2] = 20240520, 1, n
+    with open(f"{out}/synth_{split}_000.bin", "wb") as f:
+        f.write(struct.pack("<256i", *h))
+        f.write(struct.pack(f"<{n}H", *toks))
+raw = np.fromfile(fix, dtype=np.uint8)
+for name, val in (("nan", np.nan), ("inf", np.inf), ("3e38", 3e38)):
+    w = raw.copy()
+    p = w[1024:].view(np.float32)  # standard_tiny is an fp32 file (dev/FORMATS.md): params after the 1024-byte header
+    if name == "3e38":
+        p[:] = np.float32(3e38)    # finite weights whose activations overflow
+    else:
+        p[::7] = np.float32(val)   # every 7th parameter
+    w.tofile(f"{out}/weights_{name}.bin")
+EOF
+DATA=(-i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin")
+
+# ---------------------------------------------------------------------------------------------
+# (a) the decision logic alone
+if g++ -O1 -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-function -I. dev/test/test_step_guard.cpp \
+       -o build/test_step_guard > "$TMP/sg_build.log" 2>&1; then
+    ./build/test_step_guard > "$TMP/sg.out" 2>&1; rc=$?
+    grep -E '^(PASS|FAIL) ' "$TMP/sg.out" | sed 's/^\(PASS\|FAIL\) loop /\1 /' | while read -r verdict rest; do echo "$verdict loop $rest"; done
+    npass=$((npass + $(grep -c '^PASS ' "$TMP/sg.out")))
+    nfail=$((nfail + $(grep -c '^FAIL ' "$TMP/sg.out")))
+    if [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$TMP/sg.out"; then fail "step_guard: exit $rc without a FAIL line: $(tail -n 1 "$TMP/sg.out")"; fi
+else
+    fail "step_guard: build failed: $(grep -m1 error "$TMP/sg_build.log")"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (b) non-finite steps: bad weights never train, and the run says so and fails
+for w in nan inf 3e38; do
+    "$BIN" -e "$TMP/weights_$w.bin" "${DATA[@]}" -b 4 -t 32 -x 20 -v 0 -s 0 -o "$TMP/bad_$w" > "$TMP/bad.out" 2> "$TMP/bad.err"; rc=$?
+    log="$TMP/bad_$w/main.log"
+    skips=$(grep -c '^skip step [1-4]: the loss .*not finite: no update' "$log" 2>/dev/null)
+    if [ "$rc" -eq 1 ] && [ "$(wc -l < "$TMP/bad.err")" -eq 1 ] && grep -q '^error: step 5: .* not finite, as in each of steps 1-5: 5 steps in a row, stopping the run (HINT' "$TMP/bad.err" &&
+       [ "${skips:-0}" -eq 4 ] && [ "$(grep -c '^step [0-9]*/20 | loss' "$log")" -eq 5 ] && grep -q '^error: step 5' "$log"; then
+        pass "non-finite $w weights (4 skipped steps logged, then exit 1: $(cat "$TMP/bad.err"))"
+    else
+        fail "non-finite $w weights (exit $rc, $skips skip lines in $log, stderr: $(head -c 300 "$TMP/bad.err" | tr '\n' '|'); expected exit 1, 4 skips, one error line at step 5)"
+    fi
+done
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 3 -l 1e30
+refused "non-finite -l 1e30 refused" "-l 1e30"
+
+# ---------------------------------------------------------------------------------------------
+# (c) a skipped step changes nothing: -sg 1e-6 with -l 0 (the model stays put, so the batches' norms
+# stay alike and about half are above the window's mean once it is full). Run 1 finds a skipped step
+# k > 128 and a step u that updated; runs of -x k-1 and -x k end with checkpoints of the model before
+# and after step k (-q 1: a constant schedule, so -x changes nothing else). The model and the AdamW
+# moments must be byte-identical across a skipped step and differ across an updating one; the state
+# file's header[13] counts the skipped steps.
+sg_run() { # STEPS DIR
+    "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x "$1" -l 0 -sg 1e-6 -v 0 -s 0 -n 100000 -o "$2" > "$2.out" 2>&1
+}
+sg_run 150 "$TMP/sg1"; rc1=$?
+# the first skipped and the first updating step after the window filled (steps 129..150)
+k=$(awk '/^skip step [0-9]+: gradient norm/ { s = $3 + 0; if (s > 128) { print s; exit } }' "$TMP/sg1/main.log" 2>/dev/null)
+u=$(awk '/^skip step/ { skipped[$3 + 0] = 1 }
+         END { for (i = 129; i <= 150; i++) if (!(i in skipped)) { print i; exit } }' "$TMP/sg1/main.log" 2>/dev/null)
+if [ "$rc1" -ne 0 ] || [ -z "$k" ] || [ -z "$u" ]; then
+    fail "skipped step changes nothing (-sg 1e-6 run: exit $rc1, skipped step > 128 '${k}', updated step '${u}': $(tail -n 1 "$TMP/sg1.out"))"
+else
+    for s in $((k - 1)) "$k" $((u - 1)) "$u"; do [ -d "$TMP/sg_x$s" ] || sg_run "$s" "$TMP/sg_x$s"; done
+    same() { cmp -s "$TMP/sg_x$1/model_$(printf %08d "$1").bin" "$TMP/sg_x$2/model_$(printf %08d "$2").bin" &&
+             cmp -s <(tail -c +1089 "$TMP/sg_x$1/state_$(printf %08d "$1").bin") <(tail -c +1089 "$TMP/sg_x$2/state_$(printf %08d "$2").bin"); }
+    skipped_of() { od -An -t d4 -j 52 -N 4 "$TMP/sg_x$1/state_$(printf %08d "$1").bin" | tr -d ' '; }
+    nskip_k=$(grep -c '^skip step ' "$TMP/sg_x$k/main.log")
+    if same $((k - 1)) "$k" && ! same $((u - 1)) "$u" && [ "$(skipped_of "$k")" = "$nskip_k" ] &&
+       [ "$(skipped_of "$k")" = "$(( $(skipped_of $((k - 1))) + 1 ))" ]; then
+        pass "skipped step changes nothing (step $k skipped by -sg: model and AdamW moments byte-identical before and after it, step $u updated: they differ; state files count $(skipped_of $((k - 1))) then $(skipped_of "$k") skipped steps)"
+    else
+        fail "skipped step changes nothing (step $k skipped, step $u updated: identical across $k: $(same $((k - 1)) "$k" && echo yes || echo no), across $u: $(same $((u - 1)) "$u" && echo yes || echo no); skipped in the states $(skipped_of $((k - 1))) -> $(skipped_of "$k"), $nskip_k skip lines)"
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (d) the output folder
+run1=(-e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 2 -m 1 -s 0)
+"$BIN" "${run1[@]}" -o "$TMP/used" -n 2 > /dev/null 2>&1 || fail "folder: the first run into $TMP/used failed"
+sums() { (cd "$1" && md5sum main.log model_*.bin state_*.bin 2>/dev/null); }
+before=$(sums "$TMP/used")
+run_capture "$BIN" "${run1[@]}" -o "$TMP/used"
+refused "folder: a fresh run refuses another run's -o" "-o $TMP/used holds another run's files" "main.log, model_00000002.bin, model_00000004.bin, ...: 5 in all" "HINT: -y 1 resumes" "--overwrite 1"
+[ "$(sums "$TMP/used")" = "$before" ] && pass "folder: the refused run left the old run's files byte-identical" ||
+    fail "folder: the refused run changed the old run's files"
+mkdir -p "$TMP/logonly" && echo "an old log" > "$TMP/logonly/main.log"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/logonly"
+refused "folder: a fresh run refuses an -o with only a main.log" "(main.log: 1 in all)"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/used" --overwrite 1
+if [ "$rc" -eq 0 ] && grep -q "^--overwrite 1: removed the previous run's files from $TMP/used: main.log model_00000002.bin model_00000004.bin state_00000002.bin state_00000004.bin$" "$TMP/out" &&
+   [ -z "$(ls "$TMP/used" | grep -v '^main.log$')" ] && [ "$(grep -c '^step [0-9]/4 | loss' "$TMP/used/main.log")" -eq 4 ]; then
+    pass "folder: --overwrite 1 removes the old run's checkpoints and log, saying which ($(grep '^--overwrite' "$TMP/out"))"
+else
+    fail "folder: --overwrite 1 (exit $rc; files now: $(ls "$TMP/used" | tr '\n' ' '); $(grep -m1 'overwrite\|error' "$TMP/out"))"
+fi
+run_capture "$BIN" "${run1[@]}" -o "$TMP/nothing_here" -y 1
+refused "folder: -y 1 with nothing to resume" "-y 1: no checkpoint to resume from in -o $TMP/nothing_here" "HINT: drop -y 1"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/logonly" -y 1
+refused "folder: -y 1 with a log but no checkpoint" "-y 1: no checkpoint to resume from"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/logonly" -y 1 --overwrite 1
+refused "folder: -y 1 with --overwrite 1" "give one of them"
+"$BIN" "${run1[@]}" -o "$TMP/inside" -n 2 > /dev/null 2>&1
+run_capture "$BIN" -e "$TMP/inside/model_00000004.bin" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -o "$TMP/inside" --overwrite 1
+refused "folder: --overwrite 1 keeps the -e model it starts from" "would remove -e $TMP/inside/model_00000004.bin"
+# -o naming a file: the run's own -e checkpoint, its own -i shard (both must stay byte-identical)
+cp "$FIX" "$TMP/own_model.bin"
+for target in "$TMP/own_model.bin" "$TMP/synth_train_000.bin"; do
+    sum=$(md5sum < "$target")
+    run_capture "$BIN" -e "$TMP/own_model.bin" "${DATA[@]}" -b 4 -t 32 -x 2 -v 0 -s 0 -o "$target"
+    if refused "folder: -o naming $(basename "$target") (a file)" "-o $target: exists and is not a folder"; then
+        [ "$(md5sum < "$target")" = "$sum" ] && pass "folder: $(basename "$target") byte-identical after the refused -o" ||
+            fail "folder: $(basename "$target") changed by the refused -o"
+    fi
+done
+
+# ---------------------------------------------------------------------------------------------
+# (e) signals. A long run (-x 400 of a few ms each) is signalled once its step 20 is logged; the
+# loop sees the signal at the top of the next step, writes a checkpoint there, and exits 128 + sig.
+sig_common=(-e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 400 -v 50 -m 1 -s 100 -g 8 -l 1e-3 -u 5 -q 0.1 -c 0.1)
+# starts the trainer in the background ($pid), waits for a step line past 20 in FILE. Through exec
+# with SIGINT at its default: a script's background job starts with SIGINT ignored, which the
+# trainer (rightly) keeps.
+start_and_wait() { # OUTFILE args...
+    local out=$1; shift
+    "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+        "$BIN" "$@" > "$out" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 1000); do grep -q '^step [2-9][0-9]/' "$out" 2>/dev/null && return 0; kill -0 $pid 2>/dev/null || return 1; sleep 0.01; done
+    return 1
+}
+"$BIN" "${sig_common[@]}" -o "$TMP/sig_ref" > "$TMP/sig_ref.out" 2>&1 || fail "signal: the uninterrupted reference run failed"
+# a log without timings, each line once (the resumed run logs some lines again)
+strip_times() { grep -v '^summary\|^stopped' "$1" | sed 's/ | [0-9.]* ms | .*//' | awk '!seen[$0]++'; }
+for sig in INT TERM; do
+    want=130; [ $sig = TERM ] && want=143
+    d="$TMP/sig_$sig"
+    start_and_wait "$TMP/sig_$sig.out" "${sig_common[@]}" -o "$d"; started=$?
+    kill -$sig $pid 2>/dev/null; wait $pid; rc=$?
+    line=$(grep '^stopped by' "$TMP/sig_$sig.out")
+    step=$(sed -n 's/^stopped by SIG[A-Z]* at step \([0-9]*\): checkpoint .* written (-y 1 resumes from it)$/\1/p' <<< "$line")
+    "$BIN" "${sig_common[@]}" -o "$d" -y 1 > "$TMP/sig_${sig}_2.out" 2>&1; rc2=$?
+    if [ $started -ne 0 ] || [ $rc -ne $want ] || [ -z "$step" ] || [ ! -f "$d/state_$(printf %08d "$step").bin" ] || ! grep -q "^stopped by SIG$sig at step $step" "$d/main.log"; then
+        fail "signal SIG$sig (started $started, exit $rc, expected $want; line '$line'; files $(ls "$d" 2>/dev/null | tr '\n' ' '))"
+    elif [ $rc2 -ne 0 ] || ! grep -q "^resuming from $d/state_$(printf %08d "$step").bin at step $step" "$TMP/sig_${sig}_2.out"; then
+        fail "signal SIG$sig: the resume failed (exit $rc2: $(grep -m1 'error\|resuming' "$TMP/sig_${sig}_2.out"))"
+    elif ! diff <(strip_times "$TMP/sig_ref/main.log") <(strip_times "$d/main.log") > "$TMP/diff"; then
+        fail "signal SIG$sig: the resumed run's log differs from the uninterrupted run's: $(head -c 300 "$TMP/diff" | tr '\n' '|')"
+    else
+        pass "signal SIG$sig (exit $rc = 128 + $( [ $sig = INT ] && echo 2 || echo 15); '$line'; -y 1 then gives the uninterrupted run's 400 steps exactly)"
+    fi
+done
+start_and_wait "$TMP/sig_noout.out" "${sig_common[@]}"; started=$?
+kill -INT $pid 2>/dev/null; wait $pid; rc=$?
+if [ $started -eq 0 ] && [ $rc -eq 130 ] && grep -q '^stopped by SIGINT at step [0-9]*: no checkpoint was written (no -o)$' "$TMP/sig_noout.out"; then
+    pass "signal without -o (exit 130: $(grep '^stopped' "$TMP/sig_noout.out"))"
+else
+    fail "signal without -o (started $started, exit $rc, expected 130 and a line saying no checkpoint was written: $(tail -n 1 "$TMP/sig_noout.out"))"
+fi
+# a second signal kills at once: the first is only noted (the loop takes it at the next step) and
+# its handler puts the default actions back. The second is sent once the process no longer catches
+# SIGTERM (/proc/PID/status SigCgt, bit 14), within the same step (steps of 2048 tokens here).
+start_and_wait "$TMP/sig_twice.out" "${sig_common[@]}" -b 32 -t 64 -o "$TMP/sig_twice"; started=$?
+kill -INT $pid 2>/dev/null
+for _ in $(seq 1 20000); do
+    cgt=; while read -r key value; do [ "$key" = SigCgt: ] && cgt=$value; done < /proc/$pid/status
+    [ -n "$cgt" ] && (( (0x$cgt & 0x4000) == 0 )) && break
+done
+kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
+if [ $started -eq 0 ] && [ $rc -eq 143 ] && ! grep -q '^stopped by' "$TMP/sig_twice.out" && ! ls "$TMP/sig_twice"/state_*.bin > /dev/null 2>&1; then
+    pass "signal twice (SIGINT noted, then SIGTERM kills at once: status 143, no 'stopped by' line, no checkpoint)"
+else
+    fail "signal twice (started $started, status $rc; $(grep -c '^stopped by' "$TMP/sig_twice.out") 'stopped by' lines, checkpoints: $(ls "$TMP/sig_twice" | tr '\n' ' '))"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (f) the kill test: a d2 model narrowed to 64 channels (its 13 MB model and 26 MB state files take
+# a while to write and fsync) checkpoints every step; SIGKILL lands inside the writes (0 to 30 ms
+# after the 1st, 2nd, 3rd or 4th .tmp file of the process appears), each time followed by -y 1 (or a
+# fresh --overwrite 1 run while no checkpoint is complete). Then it runs to the end and its log must
+# equal an uninterrupted run's.
+kill_common=(-e d2 --n_embd 64 --n_head 2 "${DATA[@]}" -b 2 -t 32 -x 10 -v 5 -m 1 -s 0 -l 1e-3 -u 2 -q 0.1 -c 0.1)
+"$BIN" "${kill_common[@]}" -o "$TMP/kill_ref" > "$TMP/kill_ref.out" 2>&1 || fail "kill: the uninterrupted reference run failed"
+if msg=$("$PY" - "$BIN" "$TMP/kill" "$TMP/kill_ref/main.log" "${kill_common[@]}" -n 1 <<'EOF'
+import os, re, signal, subprocess, sys, time
+binary, d, ref_log, flags = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+def complete(d):  # steps with both files, as find_latest_checkpoint
+    names = set(os.listdir(d)) if os.path.isdir(d) else set()
+    return sorted(int(n[6:14]) for n in names if re.fullmatch(r"state_\d{8}\.bin", n) and "model_" + n[6:] in names)
+# kill points: seconds after this process's n-th .tmp file is seen (model, state, model, ... of
+# successive checkpoints), so that each kill lands inside a write, at varied depths into it, on a
+# fast machine as on a slow one; no schedule point lets the run finish (it has 10 checkpoints to write)
+schedule = [(1, 0), (2, 0), (3, 0), (1, 0.005), (2, 0.01), (4, 0), (1, 0.02), (3, 0.005), (2, 0.03)]
+kills, notes = 0, []
+for nth, after in schedule:
+    done = complete(d)
+    extra = ["-y", "1"] if done else (["--overwrite", "1"] if os.path.isdir(d) and os.listdir(d) else [])
+    with open(d + ".out", "a") as out:
+        p = subprocess.Popen([binary] + flags + ["-o", d] + extra, stdout=out, stderr=subprocess.STDOUT)
+    seen, killed = set(), False
+    while p.poll() is None:
+        if os.path.isdir(d):
+            seen |= {n for n in os.listdir(d) if n.endswith(".tmp")}
+            if len(seen) >= nth:
+                time.sleep(after)
+                p.send_signal(signal.SIGKILL); killed = True; break
+        time.sleep(0.0005)
+    rc = p.wait()
+    if not killed:
+        if rc != 0:
+            sys.exit("a run between the kills exited %d (see %s.out)" % (rc, d))
+        notes.append("finished before kill at .tmp %d + %g s" % (nth, after)); break
+    kills += 1
+    tmps = sorted(n for n in os.listdir(d) if n.endswith(".tmp"))
+    latest = complete(d)
+    if latest:  # the last complete checkpoint loads (the trainer checks the model file's size and header)
+        step = latest[-1]
+        r = subprocess.run([binary, "-e", "%s/model_%08d.bin" % (d, step), "-i", flags[flags.index("-i") + 1], "-b", "2",
+                            "-t", "32", "-x", "0", "-v", "0", "-s", "0"], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("after kill %d the latest complete checkpoint, step %d, does not load: %s" % (kills, step, r.stderr.strip()))
+    notes.append("tmp %d+%gs: latest %s%s" % (nth, after, latest[-1] if latest else "none", ", left " + "+".join(tmps) if tmps else ""))
+    # the next run resumes from exactly that checkpoint (never a .tmp)
+    expect = latest[-1] if latest else None
+    if expect is not None:
+        want = "resuming from %s/state_%08d.bin at step %d" % (d, expect, expect)
+        r = subprocess.run([binary] + flags + ["-o", d, "-y", "1", "-x", str(expect), "-v", "0"], capture_output=True, text=True)
+        if want not in r.stdout:
+            sys.exit("after kill %d: expected '%s', got: %s" % (kills, want, (r.stdout + r.stderr).strip().splitlines()[-1:]))
+# to the end
+extra = ["-y", "1"] if complete(d) else ["--overwrite", "1"]
+with open(d + ".out", "a") as out:
+    rc = subprocess.call([binary] + flags + ["-o", d] + extra, stdout=out, stderr=subprocess.STDOUT)
+if rc != 0:
+    sys.exit("the final resume exited %d" % rc)
+# every step's line (each time it was logged, by any process) equals the uninterrupted run's
+def lines(path):
+    got = {}
+    for line in open(path):
+        m = re.match(r"^step (\d+)/\d+ \| (loss \S+ \| lr \S+ \| norm \S+)", line) or re.match(r"^step (\d+) \| (val loss \S+)", line)
+        if m:
+            got.setdefault((m.group(1), m.group(2)[:3]), set()).add(m.group(2))
+    return got
+ref, got = lines(ref_log), lines(d + "/main.log")
+bad = [k for k in ref if got.get(k) != ref[k]] + [k for k in got if k not in ref]
+if bad:
+    sys.exit("steps %s differ from the uninterrupted run: %s vs %s" % (bad[:3], [sorted(got.get(k, [])) for k in bad[:2]], [sorted(ref.get(k, [])) for k in bad[:2]]))
+if kills < len(schedule):
+    sys.exit("only %d kills landed before the run finished (%s)" % (kills, "; ".join(notes)))
+print("%d kills (%s); every logged step equals the uninterrupted run's %d step and val lines" % (kills, "; ".join(notes), len(ref)))
+EOF
+); then
+    pass "kill test: $msg"
+else
+    fail "kill test: $msg"
+fi
+
+echo "loop: $npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
