@@ -760,7 +760,7 @@ static int find_latest_checkpoint(const char* dir) {
             checkpoint_paths(dir, step, model_path, state_path);
             char name[64];
             snprintf(name, sizeof(name), "state_%08d.bin", step);
-            if (strcmp(name, ent->d_name) == 0 && file_exists(model_path)) { best = step; }
+            if (strcmp(name, ent->d_name) == 0 && file_exists(state_path) && file_exists(model_path)) { best = step; }
         }
     }
     closedir(d);

@@ -159,6 +159,9 @@ run_capture "$BIN" "${run1[@]}" -o "$TMP/nothing_here" -y 1
 refused "folder: -y 1 with nothing to resume" "-y 1: no checkpoint to resume from in -o $TMP/nothing_here" "HINT: drop -y 1"
 run_capture "$BIN" "${run1[@]}" -o "$TMP/logonly" -y 1
 refused "folder: -y 1 with a log but no checkpoint" "-y 1: no checkpoint to resume from"
+mkdir -p "$TMP/dirstate/state_00000002.bin" && touch "$TMP/dirstate/model_00000002.bin"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/dirstate" -y 1
+refused "folder: -y 1 where state_00000002.bin is a folder" "-y 1: no checkpoint to resume from"
 run_capture "$BIN" "${run1[@]}" -o "$TMP/logonly" -y 1 --overwrite 1
 refused "folder: -y 1 with --overwrite 1" "give one of them"
 "$BIN" "${run1[@]}" -o "$TMP/inside" -n 2 > /dev/null 2>&1
