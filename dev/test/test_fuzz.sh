@@ -18,7 +18,7 @@ mkdir -p "$WORK/artifacts"
 die() { echo "FAIL fuzz $*"; exit 1; }
 
 command -v clang++ >/dev/null 2>&1 || die "setup: clang++ not found (HINT: apt-get install clang libclang-rt-14-dev, or bash dev/test/install_deps.sh)"
-make -s fuzz-build FUZZ_TARGETS="$TARGETS" >"$WORK/build.log" 2>&1 ||
+make -s -j2 fuzz-build FUZZ_TARGETS="$TARGETS" >"$WORK/build.log" 2>&1 ||
   die "build: make fuzz-build failed: $(grep -m 1 -E 'error|cannot find' "$WORK/build.log") (see $WORK/build.log; HINT: libclang-rt-14-dev provides -fsanitize=fuzzer)"
 # bpe_text encodes with the real GPT-2 vocabulary (the tokenizer suite fetched it before)
 case " $TARGETS " in *" bpe_text "*)
@@ -59,7 +59,7 @@ for t in $TARGETS; do
     echo "PASS fuzz $t: ${execs:-?} executions in ${SECS} s, corpus ${corpus:-?} (inputs/bytes), no finding"
   else
     failed=1
-    what=$(grep -a -m 1 -E 'fuzz property failed|runtime error|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|SUMMARY' "$log" | cut -c1-240)
+    what=$(grep -a -m 1 -E 'fuzz property failed|^fuzz_[a-z_]+: |runtime error|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|SUMMARY' "$log" | cut -c1-240)
     artifact=$(grep -a -o "Test unit written to [^ ]*" "$log" | tail -n 1 | sed 's/Test unit written to //')
     echo "FAIL fuzz $t: exit status $rc: ${what:-see $log} (replay: ./$WORK/fuzz_$t ${artifact:-<input>}; log $log)"
   fi
