@@ -8,6 +8,8 @@
 #                                  both precisions, layernorm, encoder_backward, classifier, matmul_gelu BF16 only)
 #   make asan                      the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
 #   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
+#   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]
+#                                  libFuzzer on every file parser, FUZZ_SECONDS each (dev/fuzz/README.md)
 #   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]
 #                                  train every run of an ablation config, then runs.csv, loss.png, table.md
 #                                  in OUT (default ablate_<name>/); dev/ablate/README.md
@@ -181,6 +183,26 @@ $(ASAN)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(ASAN)
 
 $(ASAN):
 	mkdir -p $(ASAN)
+
+# ---------------------------------------------------------------------------------------------
+# Fuzzing (dev/fuzz/README.md): one libFuzzer binary per parser a user can hand a file to, built with
+# Debian's clang 14 under ASan and UBSan (a UBSan report is a crash). `make test` runs each for about
+# 20 s (dev/test/test_fuzz.sh); `make fuzz` for FUZZ_SECONDS each.
+FUZZ_TARGETS ?= checkpoint state debug_state dataloader tokenizer_bin bpe_files bpe_text
+FUZZ_CXX ?= clang++
+FUZZ_FLAGS := -g -O1 -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+              -fsanitize-coverage-ignorelist=dev/fuzz/coverage_ignore.txt -Wall -Wextra -Wno-unused-parameter -Wno-unused-function
+FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/coverage_ignore.txt dev/train_common.h attention_variants.cuh dataloader.h \
+             tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz fuzz-build
+fuzz-build: $(addprefix $(BUILD)/fuzz/fuzz_,$(FUZZ_TARGETS))
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_TARGETS="$(FUZZ_TARGETS)" bash dev/test/test_fuzz.sh
+
+$(BUILD)/fuzz/fuzz_%: dev/fuzz/fuzz_%.cpp $(FUZZ_DEPS)
+	@mkdir -p $(BUILD)/fuzz
+	$(FUZZ_CXX) $(FUZZ_FLAGS) $< -o $@
 
 # ---------------------------------------------------------------------------------------------
 # Ablations (owner: ablate): every run of CONFIG, one after another, on the GPU trainer if there is

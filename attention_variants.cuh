@@ -25,6 +25,7 @@ attn_role_rows and qkv_fused_grad_plan; dev/cuda/attention_lab_common.h: lab_rol
 #ifndef ATTENTION_VARIANTS_CUH
 #define ATTENTION_VARIANTS_CUH
 
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -95,6 +96,11 @@ typedef struct {
     float attn_scale;      // 0: the scheme's default (qkv_default_attn_scale), else the override
 } GPT2Config;
 
+// The largest value of any shape field (n_layer, n_head, n_kv_head, n_embd, mlp, T, vocab): far above
+// any real model, and small enough that the int arithmetic on shapes (4 * n_embd, C + 2 * KV) cannot
+// overflow. A header or a flag beyond it is refused before any arithmetic on it.
+#define GPT2_MAX_DIM (1 << 24)
+
 // GPT-2 as llm.c knows it: the shape implied by a v3/v5 checkpoint of the standard scheme.
 static inline GPT2Config gpt2_config_default(int num_layers, int num_heads, int channels,
                                              int max_seq_len, int vocab_size, int padded_vocab_size) {
@@ -107,7 +113,9 @@ static inline GPT2Config gpt2_config_default(int num_layers, int num_heads, int 
     c.num_heads = num_heads;
     c.num_kv_heads = num_heads;
     c.channels = channels;
-    c.mlp_hidden = 4 * channels;
+    // saturates instead of overflowing for an absurd n_embd, which gpt2_config_check then refuses by name
+    const long long mlp = 4LL * channels;
+    c.mlp_hidden = mlp > INT_MAX ? INT_MAX : (mlp < INT_MIN ? INT_MIN : (int)mlp);
     c.use_bias = 1;
     c.tied_head = 1;
     c.attn_scale = 0.0f;
@@ -138,6 +146,17 @@ static inline int gpt2_config_check(const GPT2Config* c, char* msg, size_t msg_s
         snprintf(msg, msg_size, "scheme %s: n_layer=%d n_head=%d n_embd=%d T=%d vocab=%d mlp=%d must all be >= 1",
                  name, c->num_layers, c->num_heads, c->channels, c->max_seq_len, c->vocab_size, c->mlp_hidden);
         return 0;
+    }
+    const struct { const char* name; int value; } dims[] = {
+        {"n_layer", c->num_layers}, {"n_head", c->num_heads}, {"n_kv_head", c->num_kv_heads}, {"n_embd", c->channels},
+        {"mlp", c->mlp_hidden}, {"T", c->max_seq_len}, {"vocab", c->vocab_size}, {"padded vocab", c->padded_vocab_size},
+    };
+    for (size_t i = 0; i < sizeof(dims) / sizeof(dims[0]); i++) {
+        if (dims[i].value > GPT2_MAX_DIM) {
+            snprintf(msg, msg_size, "scheme %s: %s=%d is out of range, expected at most %d", name, dims[i].name,
+                     dims[i].value, GPT2_MAX_DIM);
+            return 0;
+        }
     }
     if (c->padded_vocab_size < c->vocab_size) {
         snprintf(msg, msg_size, "scheme %s: padded vocab %d is smaller than vocab %d", name, c->padded_vocab_size, c->vocab_size);
@@ -500,8 +519,23 @@ static inline int gpt2_config_from_header(const int header[256], const char* pat
                  "(see dev/FORMATS.md)", path, v);
         return 0;
     }
+    // every shape field is range-checked before any arithmetic on it (gpt2_config_default computes
+    // 4 * n_embd, qkv_layout C + 2 * KV); 0 is left to gpt2_config_check, which names the scheme
+    const int extended = v == CHECKPOINT_VERSION_FP32 || v == CHECKPOINT_VERSION_BF16;
+    const struct { int index; const char* name; } fields[] = {
+        {2, "max_seq_len"}, {3, "vocab_size"}, {4, "n_layer"}, {5, "n_head"}, {6, "n_embd"}, {7, "padded_vocab_size"},
+        {9, "n_kv_head"}, {10, "mlp_hidden"},
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const int value = header[fields[i].index];
+        if ((fields[i].index <= 7 || extended) && (value < 0 || value > GPT2_MAX_DIM)) {
+            snprintf(msg, msg_size, "%s: header field %s (int %d) is %d, expected 1..%d (HINT: corrupt or not a "
+                     "GPT-2 checkpoint? see dev/FORMATS.md)", path, fields[i].name, fields[i].index, value, GPT2_MAX_DIM);
+            return 0;
+        }
+    }
     *c = gpt2_config_default(header[4], header[5], header[6], header[2], header[3], header[7]);
-    if (v == CHECKPOINT_VERSION_FP32 || v == CHECKPOINT_VERSION_BF16) {
+    if (extended) {
         c->scheme = header[8];
         c->num_kv_heads = header[9];
         c->mlp_hidden = header[10];
@@ -571,10 +605,19 @@ static inline int qkv_check_scheme_matches_build(const GPT2Config* c, const char
 // the scheme, then the size. The parameter count is first computed in double, so that an absurd
 // header cannot overflow size_t into a size that happens to match. Returns 1 with *c filled in, or
 // 0 with a one-line message naming `path` and what was expected.
+static inline int checkpoint_validate_shape(const int header[256], long long file_size, const char* path,
+                                            const GPT2Config* c, char* msg, size_t msg_size);
 static inline int checkpoint_validate(const int header[256], long long file_size, const char* path,
                                       GPT2Config* c, char* msg, size_t msg_size) {
     if (!gpt2_config_from_header(header, path, c, msg, msg_size)) { return 0; }
     if (!qkv_check_scheme_matches_build(c, path, msg, msg_size)) { return 0; }
+    return checkpoint_validate_shape(header, file_size, path, c, msg, msg_size);
+}
+
+// checkpoint_validate after the scheme check: the shape allowed for the scheme, then the size (the
+// fuzzer, dev/fuzz/, runs it for every scheme in one binary)
+static inline int checkpoint_validate_shape(const int header[256], long long file_size, const char* path,
+                                            const GPT2Config* c, char* msg, size_t msg_size) {
     char why[512];
     if (!gpt2_config_check(c, why, sizeof(why))) {
         snprintf(msg, msg_size, "%s: %s", path, why);

@@ -101,6 +101,17 @@ inline void tokenizer_init(Tokenizer* t, const char* filename) {
         fclose(f);
         return;
     }
+    // every token takes at least its length byte: a vocab size the file cannot hold is refused before
+    // its table (up to 128 MB) is allocated
+    long long left = -1;
+    const long pos = ftell(f);
+    if (pos >= 0 && fseek(f, 0, SEEK_END) == 0) { left = (long long)ftell(f) - pos; }
+    if (left < (long long)header[2] || fseek(f, pos, SEEK_SET) != 0) {
+        fprintf(stderr, "WARNING: %s holds %lld bytes of tokens, fewer than its vocab size %u (truncated file?); "
+                        "samples are printed as token ids\n", filename, left, header[2]);
+        fclose(f);
+        return;
+    }
     t->vocab_size = header[2];
     t->eot_token = tokenizer_header_eot(header);
     t->token_table = (char**)calloc(t->vocab_size, sizeof(char*));

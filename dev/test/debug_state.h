@@ -43,6 +43,16 @@ static inline void debug_state_free(DebugState* s) {
     s->num_tensors = 0;
 }
 
+// a record name for a message: bytes outside printable ASCII (a corrupt file's newlines) become '?'
+static inline void debug_state_printable_name(const char* name, char out[64]) {
+    for (int k = 0; k < 64; k++) {
+        const unsigned char ch = (unsigned char)name[k];
+        out[k] = ch == '\0' ? '\0' : (ch >= 0x20 && ch < 0x7f ? (char)ch : '?');
+        if (ch == '\0') { break; }
+    }
+    out[63] = '\0';
+}
+
 // Returns 1 on success, else 0 with a one-line message naming the file and what was wrong.
 static inline int debug_state_load(const char* path, DebugState* s, char* msg, size_t msg_size) {
     memset(s, 0, sizeof(*s));
@@ -58,8 +68,11 @@ static inline int debug_state_load(const char* path, DebugState* s, char* msg, s
         fclose(f);
         return 0;
     }
+    // the file size bounds every record, so that a corrupt count is refused before it is allocated
+    long long file_size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) { file_size = (long long)ftell(f); }
     int header[256];
-    if (fread(header, sizeof(int), 256, f) != 256) {
+    if (fseek(f, 0, SEEK_SET) != 0 || fread(header, sizeof(int), 256, f) != 256) {
         snprintf(msg, msg_size, "%s: truncated debug state file: shorter than its 1024-byte header", path);
         fclose(f);
         return 0;
@@ -102,31 +115,47 @@ static inline int debug_state_load(const char* path, DebugState* s, char* msg, s
             ok = t->dims[d] >= 1 && t->dims[d] <= (1 << 28);
             t->numel *= ok ? (size_t)t->dims[d] : 1;
         }
+        char name[64];
+        debug_state_printable_name(t->name, name);
         if (!ok || t->numel > ((size_t)1 << 31)) {
-            snprintf(msg, msg_size, "%s: corrupt record %d ('%s'): dtype %d ndim %d", path, n, t->name, meta[0], meta[1]);
+            snprintf(msg, msg_size, "%s: corrupt record %d ('%s'): dtype %d ndim %d", path, n, name, meta[0], meta[1]);
             s->num_tensors = n + 1;
             debug_state_free(s);
             fclose(f);
             return 0;
         }
-        size_t got = 0;
-        if (t->dtype == DEBUG_I32) {
-            t->i = (int*)malloc(t->numel * sizeof(int));
-            got = fread(t->i, sizeof(int), t->numel, f);
-        } else {
-            t->f = (double*)malloc(t->numel * sizeof(double));
-            if (t->dtype == DEBUG_F64) {
+        const size_t elem = t->dtype == DEBUG_F64 ? 8 : 4;
+        const long long left = file_size - (long long)ftell(f);
+        size_t got = left > 0 ? (size_t)left / elem : 0;
+        if (got >= t->numel) {
+            float* tmp = NULL;
+            if (t->dtype == DEBUG_I32) {
+                t->i = (int*)malloc(t->numel * sizeof(int));
+            } else {
+                t->f = (double*)malloc(t->numel * sizeof(double));
+                if (t->dtype == DEBUG_F32) { tmp = (float*)malloc(t->numel * sizeof(float)); }
+            }
+            if ((t->i == NULL && t->f == NULL) || (t->dtype == DEBUG_F32 && tmp == NULL)) {
+                snprintf(msg, msg_size, "%s: out of memory for record '%s' (%zu values)", path, name, t->numel);
+                free(tmp);
+                s->num_tensors = n + 1;
+                debug_state_free(s);
+                fclose(f);
+                return 0;
+            }
+            if (t->dtype == DEBUG_I32) {
+                got = fread(t->i, sizeof(int), t->numel, f);
+            } else if (t->dtype == DEBUG_F64) {
                 got = fread(t->f, sizeof(double), t->numel, f);
             } else {
-                float* tmp = (float*)malloc(t->numel * sizeof(float));
                 got = fread(tmp, sizeof(float), t->numel, f);
-                for (size_t k = 0; k < t->numel; k++) { t->f[k] = tmp[k]; }
+                for (size_t k = 0; k < got; k++) { t->f[k] = tmp[k]; }
                 free(tmp);
             }
         }
-        if (got != t->numel) {
+        if (got < t->numel) {
             snprintf(msg, msg_size, "%s: truncated debug state file: record '%s' has %zu of %zu values",
-                     path, t->name, got, t->numel);
+                     path, name, got, t->numel);
             s->num_tensors = n + 1;
             debug_state_free(s);
             fclose(f);

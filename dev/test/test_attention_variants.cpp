@@ -4,6 +4,7 @@ checkpoint header round trip and the refusals. The numbers of VARIANTS.md are ch
 test_params.sh against `make params`; this file checks the structure behind them.
 Built with the default QKV_SCHEME (standard), which the scheme-mismatch test relies on.
 */
+#include <limits.h>
 #include <stdlib.h>
 #include <string>
 #include "../../attention_variants.cuh"
@@ -221,7 +222,7 @@ static void test_checkpoint_validate() {
     ok = checkpoint_validate(header, exact + 4, "long.bin", &back, msg, sizeof(msg));
     check(!ok && contains(msg, "oversized"), "checkpoint_validate refuses an oversized file", msg);
     // a huge shape whose parameter count would wrap size_t must not pass on a lucky file size
-    header[4] = 1 << 30; header[5] = 1 << 10; header[6] = 1 << 30; header[9] = 1 << 10; header[10] = 1 << 30;
+    header[4] = 1 << 20; header[5] = 1 << 10; header[6] = 1 << 20; header[9] = 1 << 10; header[10] = 1 << 20;
     ok = checkpoint_validate(header, exact, "huge.bin", &back, msg, sizeof(msg));
     check(!ok && contains(msg, "huge.bin") && contains(msg, "implausible"), "checkpoint_validate refuses an absurd shape", msg);
     GPT2Config other = tiny(QKV_Q_IDENTITY, 2);
@@ -234,6 +235,52 @@ static void test_checkpoint_validate() {
     ok = checkpoint_validate(header, 0, "bad.bin", &back, msg, sizeof(msg));
     check(!ok && contains(msg, "bad.bin") && contains(msg, "n_kv_head=3") && !contains(msg, "file size"),
           "checkpoint_validate reports a forbidden shape before the size", msg);
+}
+
+// Header fields are range-checked before any arithmetic on them: n_embd >= 2^29 overflowed 4 * n_embd
+// in gpt2_config_default and n_embd >= 2^30 C + 2 * KV in qkv_layout (signed overflow; build with
+// -fsanitize=undefined to see it), before the shape checks could refuse the file.
+static void test_header_ranges() {
+    char msg[1024];
+    GPT2Config c = tiny(QKV_STANDARD, 4), back;
+    int header[256];
+    const int cases[][3] = { // field index, value, then whether a v3 header reads it too
+        {6, 1 << 29, 1}, {6, 1 << 30, 1}, {6, INT_MAX, 1}, {4, -5, 1}, {2, INT_MIN, 1}, {7, (1 << 24) + 1, 1},
+        {9, 1 << 30, 0}, {10, INT_MAX, 0},
+    };
+    const char* names[] = {"", "", "max_seq_len", "vocab_size", "n_layer", "n_head", "n_embd", "padded_vocab_size", "",
+                           "n_kv_head", "mlp_hidden"};
+    for (const auto& t : cases) {
+        for (int version = 3; version <= 6; version += 3) {
+            gpt2_config_to_header(&c, 0, header);
+            header[1] = version;
+            if (version == 3) { memset(&header[8], 0, 248 * sizeof(int)); }
+            header[t[0]] = t[1];
+            if (t[0] == 6) { header[5] = 1 << 10; header[9] = 1 << 10; } // heads that divide it
+            int ok = checkpoint_validate(header, 1 << 20, "big.bin", &back, msg, sizeof(msg));
+            const bool refused = !ok && contains(msg, "big.bin") && contains(msg, names[t[0]]) && contains(msg, "expected 1..16777216");
+            // a v3 header has no n_kv_head / mlp_hidden: its value is ignored (then the size is wrong)
+            check(t[2] || version == 6 ? refused : (!ok && !contains(msg, "header field")),
+                  "v" + std::to_string(version) + " header " + names[t[0]] + "=" + std::to_string(t[1]) +
+                  (t[2] || version == 6 ? " refused naming the field" : " ignored"), msg);
+        }
+    }
+    // the largest allowed values pass the header and are then judged by shape and size
+    gpt2_config_to_header(&c, 0, header);
+    header[2] = header[3] = header[7] = 1 << 24;
+    msg[0] = '\0';
+    int ok = gpt2_config_from_header(header, "edge.bin", &back, msg, sizeof(msg));
+    check(ok && back.max_seq_len == 1 << 24 && back.vocab_size == 1 << 24, "header fields of 2^24 are read", msg);
+    // configs made from flags: gpt2_config_default saturates, gpt2_config_check refuses by name, and
+    // a checked config never reaches qkv_layout's arithmetic out of range
+    GPT2Config big = gpt2_config_default(2, 1 << 10, 1 << 30, 64, 500, 512);
+    ok = gpt2_config_check(&big, msg, sizeof(msg));
+    check(!ok && contains(msg, "n_embd=1073741824") && contains(msg, "out of range"), "n_embd=2^30 from flags refused", msg);
+    big = tiny(QKV_STANDARD, 4);
+    big.channels = 1 << 30; big.num_heads = 1 << 10; big.num_kv_heads = 1 << 10;
+    ok = gpt2_config_check(&big, msg, sizeof(msg));
+    if (ok) { ok = qkv_layout(&big).width > 0; }
+    check(!ok && contains(msg, "n_embd=1073741824"), "n_embd=2^30 with a small mlp refused before qkv_layout", msg);
 }
 
 static void test_scheme_mismatch() {
@@ -378,6 +425,7 @@ int main() {
     test_llmc_versions();
     test_scheme_mismatch();
     test_checkpoint_validate();
+    test_header_ranges();
     test_kv_cache_paper_figures();
     test_training_memory();
     test_fused_grad_plan();
