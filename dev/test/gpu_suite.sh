@@ -321,6 +321,25 @@ if has bench; then
   sed -n '/^== table/,$p' "$LOG/bench.log" | tee -a "$SUMMARY"
   if [ $rc -eq 0 ]; then row bench "bench.sh" PASS "$(stage_secs) s"
   else row bench "bench.sh" FAIL "exit $rc: $(grep -m1 '^bench:' "$LOG/bench.log" | cut -c1-110)"; fi
+  # llm.c's own train_gpt2cu (built by bench.sh) loads make train's checkpoint, a plain GPT-2 that
+  # our BF16 trainer writes as llm.c's version 5: its validation loss on the first 4 batches of the
+  # Austen val shard against ours on the same batches (both bf16: within 2%)
+  m=log_standard/model_00000150.bin llmc=dev/bench/peers/llm.c/train_gpt2cu
+  val=(-i "dev/data/austen/austen_val_*.bin" -j "dev/data/austen/austen_val_*.bin" -b 4 -t 1024 -v 1 -m 4)
+  if [ -f "$m" ] && [ -x "$llmc" ]; then
+    ./train_gpt2cu -e "$m" "${val[@]}" -x 0 -s 0 >"$LOG/llmc_v5_ours.log" 2>&1
+    "$llmc" -e "$m" "${val[@]}" -x 1 -s 0 >"$LOG/llmc_v5_llmc.log" 2>&1
+    ours=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$LOG/llmc_v5_ours.log" | head -n 1)
+    theirs=$(sed -n 's/^val loss \([0-9.]*\).*/\1/p' "$LOG/llmc_v5_llmc.log" | head -n 1)
+    if [ "$(od -An -t d4 -j 4 -N 4 "$m" | tr -d ' ')" = 5 ] && [ -n "$ours" ] && [ -n "$theirs" ] &&
+       awk -v a="$ours" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d / a < 0.02) }'; then
+      row bench "llm.c loads our v5 checkpoint ($m)" PASS "val loss llm.c $theirs, ours $ours"
+    else
+      row bench "llm.c loads our v5 checkpoint ($m)" FAIL "version $(od -An -t d4 -j 4 -N 4 "$m" | tr -d ' '), val loss llm.c '$theirs' ours '$ours': $(grep -m1 -i 'error\|bad\|version' "$LOG/llmc_v5_llmc.log" | cut -c1-100)"
+    fi
+  else
+    row bench "llm.c loads our v5 checkpoint" FAIL "needs $m (the train stage) and $llmc (bench.sh builds it)"
+  fi
 fi
 
 echo
