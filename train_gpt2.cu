@@ -3473,11 +3473,7 @@ static int train_run(TrainArgs* a) {
         fflush(stdout);
         logf_line(logf, line);
         if (a->loss_record != NULL && step < a->loss_record_size) { a->loss_record[step] = (float)loss; }
-        if (action != STEP_UPDATE) {
-            fprintf(action == STEP_STOP ? stderr : stdout, "%s\n", guard_line);
-            fflush(stdout);
-            logf_line(logf, guard_line);
-        }
+        step_guard_report(action, guard_line, logf);
         if (action == STEP_STOP) {
             rc = 1;
             break;

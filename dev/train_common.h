@@ -400,6 +400,15 @@ static StepAction step_guard_decide(StepGuard* g, float skip_loss_z, float skip_
     return STEP_UPDATE;
 }
 
+// after a step's own line: the guard's line when it did not let the step update, on stdout (stderr
+// when it stops the run) and in main.log
+static void step_guard_report(StepAction action, const char* line, FILE* logf) {
+    if (action == STEP_UPDATE) { return; }
+    fprintf(action == STEP_STOP ? stderr : stdout, "%s\n", line);
+    fflush(stdout);
+    logf_line(logf, line);
+}
+
 // ----------------------------------------------------------------------------
 // SIGINT and SIGTERM during training: the handler only records the signal; the loop sees it at
 // the top of the next step, writes a checkpoint there and returns 128 + the signal. The handler

@@ -1799,11 +1799,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         printf("%s\n", line);
         fflush(stdout);
         logf_line(logf, line);
-        if (action != STEP_UPDATE) {
-            fprintf(action == STEP_STOP ? stderr : stdout, "%s\n", guard_line);
-            fflush(stdout);
-            logf_line(logf, guard_line);
-        }
+        step_guard_report(action, guard_line, logf);
         if (action == STEP_STOP) {
             rc = 1;
             break;

@@ -79,7 +79,10 @@ refusal() {
     elif [ -n "$needle" ] && ! grep -qF -- "$needle" "$TMP/err"; then
         fail "$what (error does not mention '$needle': $(cat "$TMP/err"))"
     else
-        pass "$what (exit $rc, no report: $(head -c 160 "$TMP/err"))"
+        local shown
+        shown=$(head -n 1 "$TMP/err" | cut -c1-160)
+        [ "${#shown}" -lt "$(head -n 1 "$TMP/err" | wc -c | awk '{ print $1 - 1 }')" ] && shown="$shown ..."
+        pass "$what (exit $rc, no report: $shown)"
     fi
 }
 
