@@ -192,7 +192,7 @@ FUZZ_TARGETS ?= checkpoint state debug_state dataloader tokenizer_bin bpe_files 
 FUZZ_CXX ?= clang++
 FUZZ_FLAGS := -g -O1 -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -fsanitize-coverage-ignorelist=dev/fuzz/coverage_ignore.txt -Wall -Wextra -Wno-unused-parameter -Wno-unused-function
-FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/coverage_ignore.txt dev/train_common.h attention_variants.cuh dataloader.h \
+FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/fuzz_bpe.h dev/fuzz/coverage_ignore.txt dev/train_common.h attention_variants.cuh dataloader.h \
              tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 FUZZ_SECONDS ?= 600
 .PHONY: fuzz fuzz-build

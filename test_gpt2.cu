@@ -702,6 +702,21 @@ static int count_lines_starting(const char* path, const char* prefix) {
     return n;
 }
 
+// the runs of run_bad_steps_check: `steps` steps of B 4, T 32 from `model` on `shard` into a fresh
+// `out`, without validation or samples
+static void bad_steps_args(TrainArgs* a, const char* model, const char* shard, const char* out, int steps) {
+    train_args_defaults(a);
+    a->model_arg = model;
+    a->train_pattern = shard;
+    a->output_dir = out;
+    a->overwrite = 1;
+    a->B = 4;
+    a->T = 32;
+    a->max_steps = steps;
+    a->val_every = 0;
+    a->sample_every = 0;
+}
+
 // Bad steps on the GPU (the decision is dev/train_common.h's, tested on the CPU; this checks the
 // CUDA loop's wiring): (1) a model whose weights are all NaN: steps 1-4 are skipped with a line
 // each, step 5 stops the run with an error and train_run returns 1; (2) -sg 1e-6 over 140 steps:
@@ -734,16 +749,7 @@ static int run_bad_steps_check(const char* model_path) {
         return 0;
     }
     TrainArgs a;
-    train_args_defaults(&a);
-    a.model_arg = nan_model;
-    a.train_pattern = shard;
-    a.output_dir = dir_nan;
-    a.overwrite = 1;
-    a.B = 4;
-    a.T = 32;
-    a.max_steps = 10;
-    a.val_every = 0;
-    a.sample_every = 0;
+    bad_steps_args(&a, nan_model, shard, dir_nan, 10);
     if (!train_args_resolve(&a, msg, sizeof(msg))) {
         printf("FAIL %s bad_steps: %s\n", LABEL, msg);
         return 0;
@@ -754,16 +760,7 @@ static int run_bad_steps_check(const char* model_path) {
     const int skips_nan = count_lines_starting(log, "skip step "), errors_nan = count_lines_starting(log, "error: step 5: ");
     // (2) outliers by the gradient norm
     TrainArgs b;
-    train_args_defaults(&b);
-    b.model_arg = model_path;
-    b.train_pattern = shard;
-    b.output_dir = dir_sg;
-    b.overwrite = 1;
-    b.B = 4;
-    b.T = 32;
-    b.max_steps = 140;
-    b.val_every = 0;
-    b.sample_every = 0;
+    bad_steps_args(&b, model_path, shard, dir_sg, 140);
     b.checkpoint_every = 140;
     b.lr = 0.0f; // the model stays as it is: the norms of the batches stay alike, and about half are above the mean
     b.skip_grad_z = 1e-6f;

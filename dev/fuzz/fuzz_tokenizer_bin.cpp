@@ -6,13 +6,7 @@ promises it for every byte string).
 */
 #include "../../tokenizer.h"
 #include "fuzz_common.h"
-
-static void check_round_trip(GPT2Encoder* enc, const std::string& text) {
-    std::vector<int> ids = enc->encode(text);
-    for (int id : ids) { FUZZ_CHECK(id >= 0 && (size_t)id < enc->vocab_size(), "id %d of %zu", id, enc->vocab_size()); }
-    FUZZ_CHECK(enc->decode(ids) == text, "decode(encode(x)) != x for %zu bytes", text.size());
-    FUZZ_CHECK(enc->decode(enc->encode_ordinary(text)) == text, "decode(encode_ordinary(x)) != x");
-}
+#include "fuzz_bpe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string path = fuzz_write("input.bin", data, size);
@@ -36,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     GPT2Encoder& enc = *encoder;
     std::string err;
     if (enc.load_llmc(path.c_str(), &err)) {
-        check_round_trip(&enc, "Hello world, it's 2024!<|endoftext|> \xff\xc3\xa9  \n\n x");
-        check_round_trip(&enc, std::string((const char*)data, size < 512 ? size : 512));
+        fuzz_check_round_trip(&enc, "Hello world, it's 2024!<|endoftext|> \xff\xc3\xa9  \n\n x");
+        fuzz_check_round_trip(&enc, std::string((const char*)data, size < 512 ? size : 512));
     } else {
         fuzz_check_message(err.c_str());
     }
