@@ -204,15 +204,7 @@ fi
 # a fresh run into a used folder, so the runner must choose: (1) a folder with only the main.log of an
 # attempt that died before its first checkpoint starts again with --overwrite 1; (2) a folder with
 # checkpoints at steps 2 and 4 of 8 (the plan's command run by hand with -x 4) resumes with -y 1.
-"$PY" - "$tmp" <<'EOF2'
-import struct, sys, random
-rng = random.Random(1234)
-for split, n in (("train", 6000), ("val", 3000)):
-    toks = [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)]
-    with open(f"{sys.argv[1]}/synth_{split}_000.bin", "wb") as f:
-        f.write(struct.pack("<256i", 20240520, 1, n, *([0] * 253)))
-        f.write(struct.pack(f"<{n}H", *toks))
-EOF2
+"$PY" dev/test/synth_shards.py "$tmp"
 cat >"$tmp/restart.txt" <<EOF2
 train = $tmp/synth_train_*.bin
 val = $tmp/synth_val_*.bin

@@ -328,18 +328,7 @@ done
 # ---------------------------------------------------------------------------------------------
 # (f) the training binary: 12 steps on a synthetic shard (tokens < the tiny fixtures' vocab of 500),
 # the validation loss must go down and -o's main.log must hold the CUDA trainer's lines
-"$PY" - "$TMP" <<'EOF'
-import struct, sys, random
-rng = random.Random(1234)
-for split, n in (("train", 6000), ("val", 3000)):
-    # a short repeating cycle with a little noise: a tiny model learns it within a few steps
-    toks = [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)]
-    h = [0] * 256
-    h[0], h[1], h[2] = 20240520, 1, n
-    with open(f"{sys.argv[1]}/synth_{split}_000.bin", "wb") as f:
-        f.write(struct.pack("<256i", *h))
-        f.write(struct.pack(f"<{n}H", *toks))
-EOF
+"$PY" dev/test/synth_shards.py "$TMP"
 for s in standard q_residual tiled_standard; do
     m=$(model_of "${s#tiled_}")
     [ -z "$m" ] && { fail "cpu train $s (no ${s#tiled_} fixture in $MANIFEST)"; continue; }

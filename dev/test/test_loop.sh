@@ -51,18 +51,11 @@ refused() {
 }
 
 # synthetic shards (tokens < the fixture's vocabulary of 500), and bad-weight copies of the fixture
+"$PY" dev/test/synth_shards.py "$TMP"
 "$PY" - "$TMP" "$FIX" <<'EOF'
-import struct, sys, random
+import sys
 import numpy as np
 out, fix = sys.argv[1], sys.argv[2]
-rng = random.Random(1234)
-for split, n in (("train", 6000), ("val", 3000)):
-    toks = [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)]
-    h = [0] * 256
-    h[0], h[1], h[2] = 20240520, 1, n
-    with open(f"{out}/synth_{split}_000.bin", "wb") as f:
-        f.write(struct.pack("<256i", *h))
-        f.write(struct.pack(f"<{n}H", *toks))
 raw = np.fromfile(fix, dtype=np.uint8)
 for name, val in (("nan", np.nan), ("inf", np.inf), ("3e38", 3e38)):
     w = raw.copy()

@@ -139,8 +139,9 @@ KV=$A/test_kv_cache_cpu_standard
 # ---------------------------------------------------------------------------------------------
 # inputs: test_cpu.sh's synthetic shards (tokens < the fixtures' vocab of 500), a shard of tokens
 # outside it, its corrupt checkpoints (d), debug states without inputs / with a bad token
+"$PY" dev/test/synth_shards.py "$TMP"
 "$PY" - "$TMP" "$d" <<'EOF'
-import struct, sys, random
+import struct, sys
 out, debug = sys.argv[1], sys.argv[2]
 def shard(path, toks):
     h = [0] * 256
@@ -148,9 +149,6 @@ def shard(path, toks):
     with open(path, "wb") as f:
         f.write(struct.pack("<256i", *h))
         f.write(struct.pack(f"<{len(toks)}H", *toks))
-rng = random.Random(1234)
-for split, n in (("train", 6000), ("val", 3000)):
-    shard(f"{out}/synth_{split}_000.bin", [(i % 16) * 31 if rng.random() < 0.9 else rng.randrange(499) for i in range(n)])
 shard(f"{out}/vocab60000_train_000.bin", [60000] * 3000)
 # debug states: the records (name, 8 ints, data) of the fixture, filtered or patched
 data = bytearray(open(debug, "rb").read())
