@@ -1069,10 +1069,12 @@ static int checkpoint_due(const TrainArgs* a, int step, int start_step, int num_
 static int stop_checkpoint_due(const TrainArgs* a, int step, int start_step) {
     return a->output_dir != NULL && step != start_step;
 }
-// the line that says how the run ended on signal `sig` at the top of `step`
-static void stop_report(const TrainArgs* a, int sig, int step, int start_step, const char* model_path, char* line,
-                        size_t line_size) {
+// says how the run ended on signal `sig` at the top of `step`, on stdout and in main.log; returns the
+// exit code (128 + sig, the shell's convention for a process ended by a signal)
+static int stop_report(const TrainArgs* a, int sig, int step, int start_step, const char* model_path, FILE* logf) {
     const char* name = train_signal_name(sig);
+    char line[8400];
+    const size_t line_size = sizeof(line);
     if (a->output_dir == NULL) {
         snprintf(line, line_size, "stopped by %s at step %d: no checkpoint was written (no -o)", name, step);
     } else if (step == start_step && a->resuming) {
@@ -1084,6 +1086,9 @@ static void stop_report(const TrainArgs* a, int sig, int step, int start_step, c
         snprintf(line, line_size, "stopped by %s at step %d: checkpoint %s written (-y 1 resumes from it)", name, step,
                  model_path);
     }
+    printf("%s\n", line);
+    logf_line(logf, line);
+    return 128 + sig;
 }
 
 // what a checkpoint at `step` saves beside the model

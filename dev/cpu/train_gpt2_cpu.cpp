@@ -1753,11 +1753,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
         }
         if (stop_sig) {
-            char stop_line[8400];
-            stop_report(a, stop_sig, step, start_step, model_path, stop_line, sizeof(stop_line));
-            printf("%s\n", stop_line);
-            logf_line(logf, stop_line);
-            rc = 128 + stop_sig;
+            rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
             break;
         }
         if (last_step) { break; }
