@@ -430,6 +430,21 @@ static inline void fill_param_shapes(const GPT2Config* c, int ndims[NUM_PARAMETE
 #undef QKV_SHAPE
 }
 
+// the total counted in double: fill_param_sizes' size_t products wrap for a huge shape (a corrupt header,
+// n_layer and mlp near 2^31) into a plausible number; callers refuse a shape whose double count is too large
+static inline double gpt2_num_parameters_double(const GPT2Config* c) {
+    int ndims[NUM_PARAMETER_TENSORS];
+    size_t dims[NUM_PARAMETER_TENSORS][3];
+    fill_param_shapes(c, ndims, dims);
+    double total = 0.0;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        double n = ndims[i] > 0 ? 1.0 : 0.0;
+        for (int d = 0; d < ndims[i]; d++) { n *= (double)dims[i][d]; }
+        total += n;
+    }
+    return total;
+}
+
 // number of elements of each tensor (0 for absent tensors); returns the total
 static inline size_t fill_param_sizes(const GPT2Config* c, size_t sizes[NUM_PARAMETER_TENSORS]) {
     int ndims[NUM_PARAMETER_TENSORS];
@@ -626,15 +641,7 @@ static inline int checkpoint_validate_shape(const int header[256], long long fil
     char shape[256];
     gpt2_config_describe(c, shape, sizeof(shape));
     const int elem = checkpoint_version_is_bf16(header[1]) ? 2 : 4;
-    int ndims[NUM_PARAMETER_TENSORS];
-    size_t dims[NUM_PARAMETER_TENSORS][3];
-    fill_param_shapes(c, ndims, dims);
-    double nparams_d = 0.0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        double n = ndims[i] > 0 ? 1.0 : 0.0;
-        for (int d = 0; d < ndims[i]; d++) { n *= (double)dims[i][d]; }
-        nparams_d += n;
-    }
+    const double nparams_d = gpt2_num_parameters_double(c);
     if (nparams_d * elem > 1e13) {
         snprintf(msg, msg_size, "%s: implausible shape in header (%s: %.3g parameters)", path, shape, nparams_d);
         return 0;

@@ -32,18 +32,6 @@ static GPT2Config make_config(int scheme, int L, int C, int H, int Hkv, int M, i
 // The counts are size_t: a huge shape (n_layer and mlp near 2^31) would wrap them into a plausible
 // number. As checkpoint_validate does for a header, count in double first and refuse what cannot fit.
 #define PARAMS_MAX_COUNT 1e18
-static double num_parameters_double(const GPT2Config* c) {
-    int ndims[NUM_PARAMETER_TENSORS];
-    size_t dims[NUM_PARAMETER_TENSORS][3];
-    fill_param_shapes(c, ndims, dims);
-    double total = 0.0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        double n = ndims[i] > 0 ? 1.0 : 0.0;
-        for (int d = 0; d < ndims[i]; d++) { n *= (double)dims[i][d]; }
-        total += n;
-    }
-    return total;
-}
 
 static int print_line(const GPT2Config* c) {
     char msg[512];
@@ -51,7 +39,7 @@ static int print_line(const GPT2Config* c) {
         fprintf(stderr, "params: %s\n", msg);
         return 0;
     }
-    const double nparams = num_parameters_double(c);
+    const double nparams = gpt2_num_parameters_double(c);
     if (nparams > PARAMS_MAX_COUNT) {
         char shape[256];
         gpt2_config_describe(c, shape, sizeof(shape));
