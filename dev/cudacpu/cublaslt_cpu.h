@@ -1,0 +1,363 @@
+/*
+cublaslt_cpu.h: a reference GEMM behind cuBLASLt's own API (the declarations of CUDA's cublasLt.h),
+for the CPU runtime (cuda_cpu.h includes it).
+
+It computes exactly what the descriptors ask, column-major as cuBLAS sees it:
+  D (m x n, ldd) = epilogue(alpha * op(A) op(B) + beta * C), summed in double, rounded once to D's type
+with strided batches, transposes, CUBLAS_COMPUTE_32F, and the epilogues DEFAULT, BIAS, GELU, GELU_BIAS,
+GELU_AUX, GELU_AUX_BIAS (aux = the GELU's input), DGELU, DGELU_BGRAD (D = result * gelu'(aux)), BGRADA,
+BGRADB (bias = the sum of op(A)'s rows / op(B)'s columns over k). The GELU is the tanh form.
+
+It refuses what cuBLASLt documents it refuses, with its status codes, so that the trainer's own
+fallbacks run: an attribute of the wrong size or value (INVALID_VALUE); inconsistent shapes, a leading
+dimension below the rows, batch counts that differ (INVALID_VALUE); a type or compute combination it
+has no kernel for, an epilogue aux leading dimension that is not a multiple of 8 or below D's rows, a
+pointer or preference alignment below the element size (the heuristic: NOT_SUPPORTED, no algorithm);
+and in cublasLtMatmul, a pointer less aligned than the preference promised when the algorithm was
+chosen, or a workspace smaller than the algorithm needs (INVALID_VALUE).
+*/
+#ifndef CUDACPU_CUBLASLT_CPU_H
+#define CUDACPU_CUBLASLT_CPU_H
+
+namespace cudacpu {
+
+struct LtHandle { int magic = 0x4C54; };
+struct LtDesc {
+    cublasComputeType_t compute;
+    cudaDataType_t scale;
+    cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    const void* bias = nullptr;
+    int bias_type = -1; // -1: D's type
+    void* aux = nullptr;
+    int64_t aux_ld = 0;
+};
+struct LtLayout {
+    cudaDataType_t type;
+    uint64_t rows, cols;
+    int64_t ld;
+    int32_t batch = 1;
+    int64_t stride = 0;
+    int32_t order = CUBLASLT_ORDER_COL;
+};
+struct LtPref {
+    size_t max_workspace = 0;
+    uint32_t reduction_mask = CUBLASLT_REDUCTION_SCHEME_MASK;
+    uint32_t align[4] = {256, 256, 256, 256}; // A, B, C, D: cuBLASLt assumes 256 unless told
+};
+// what the heuristic chose, kept in cublasLtMatmulAlgo_t's data
+struct LtAlgo {
+    uint32_t magic;
+    uint32_t align[4]; // the alignments it was chosen for
+    uint64_t workspace;
+};
+static_assert(sizeof(LtAlgo) <= sizeof(cublasLtMatmulAlgo_t), "LtAlgo must fit cublasLtMatmulAlgo_t");
+static const uint32_t kAlgoMagic = 0xC0FFEE42u;
+
+static size_t lt_type_size(int t) { return t == CUDA_R_32F ? 4 : (t == CUDA_R_16BF || t == CUDA_R_16F) ? 2 : 0; }
+static double lt_load(const void* p, int type, size_t i) {
+    if (type == CUDA_R_32F) { return ((const float*)p)[i]; }
+    return (double)__bfloat162float(((const __nv_bfloat16*)p)[i]);
+}
+static void lt_store(void* p, int type, size_t i, double v) {
+    if (type == CUDA_R_32F) { ((float*)p)[i] = (float)v; }
+    else { ((__nv_bfloat16*)p)[i] = __float2bfloat16((float)v); } // round to nearest even, as the GPU's epilogue
+}
+static inline double lt_gelu(double x) {
+    const double s = 0.7978845608028654, u = s * (x + 0.044715 * x * x * x);
+    return 0.5 * x * (1.0 + tanh(u));
+}
+static inline double lt_gelu_grad(double x) {
+    const double s = 0.7978845608028654, u = s * (x + 0.044715 * x * x * x), t = tanh(u);
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * s * (1.0 + 3.0 * 0.044715 * x * x);
+}
+static bool lt_uses_aux(cublasLtEpilogue_t e) {
+    return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_DGELU ||
+           e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+}
+static bool lt_uses_bias(cublasLtEpilogue_t e) {
+    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS ||
+           e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB;
+}
+static bool lt_epilogue_known(cublasLtEpilogue_t e) {
+    return e == CUBLASLT_EPILOGUE_DEFAULT || e == CUBLASLT_EPILOGUE_GELU || lt_uses_aux(e) || lt_uses_bias(e);
+}
+static uint32_t lt_ptr_alignment(const void* p) {
+    uint32_t a = 256;
+    while (a > 1 && ((uintptr_t)p % a) != 0) { a >>= 1; }
+    return a;
+}
+
+// the checks cuBLASLt makes of a problem, before any algorithm: INVALID_VALUE for what is malformed
+static cublasStatus_t lt_validate(const LtDesc* d, const LtLayout* a, const LtLayout* b, const LtLayout* c, const LtLayout* dl) {
+    if (!d || !a || !b || !c || !dl) { return CUBLAS_STATUS_INVALID_VALUE; }
+    const uint64_t m = dl->rows, n = dl->cols;
+    const uint64_t am = d->transa == CUBLAS_OP_N ? a->rows : a->cols, ak = d->transa == CUBLAS_OP_N ? a->cols : a->rows;
+    const uint64_t bk = d->transb == CUBLAS_OP_N ? b->rows : b->cols, bn = d->transb == CUBLAS_OP_N ? b->cols : b->rows;
+    if (am != m || bn != n || ak != bk || c->rows != m || c->cols != n) { return CUBLAS_STATUS_INVALID_VALUE; }
+    for (const LtLayout* l : {a, b, c, dl}) {
+        if (l->ld < (int64_t)std::max<uint64_t>(1, l->rows) || l->batch < 1) { return CUBLAS_STATUS_INVALID_VALUE; }
+    }
+    if (a->batch != dl->batch || b->batch != dl->batch || c->batch != dl->batch) { return CUBLAS_STATUS_INVALID_VALUE; }
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+// whether cuBLASLt has a kernel for this problem at these alignments (NOT_SUPPORTED when not)
+static bool lt_supported(const LtDesc* d, const LtLayout* a, const LtLayout* b, const LtLayout* c, const LtLayout* dl,
+                         const uint32_t align[4]) {
+    if (d->compute != CUBLAS_COMPUTE_32F || d->scale != CUDA_R_32F) { return false; }
+    if (a->order != CUBLASLT_ORDER_COL || b->order != CUBLASLT_ORDER_COL || c->order != CUBLASLT_ORDER_COL ||
+        dl->order != CUBLASLT_ORDER_COL) { return false; }
+    if (a->type != b->type || c->type != dl->type) { return false; }
+    if (a->type == CUDA_R_32F && dl->type != CUDA_R_32F) { return false; }
+    if (a->type != CUDA_R_32F && a->type != CUDA_R_16BF) { return false; }
+    if (dl->type != CUDA_R_32F && dl->type != a->type) { return false; }
+    if (!lt_epilogue_known(d->epilogue)) { return false; }
+    const size_t es[4] = {lt_type_size(a->type), lt_type_size(b->type), lt_type_size(c->type), lt_type_size(dl->type)};
+    for (int i = 0; i < 4; i++) {
+        if (align[i] < es[i]) { return false; }
+    }
+    if (lt_uses_bias(d->epilogue)) {
+        const int bt = d->bias_type >= 0 ? d->bias_type : dl->type;
+        if (bt != dl->type && bt != a->type) { return false; }
+        if (d->bias == nullptr || lt_ptr_alignment(d->bias) < lt_type_size(bt)) { return false; }
+    }
+    if (lt_uses_aux(d->epilogue)) {
+        // cublasLt.h: the GELU input's leading dimension "must be divisible by 8 and be no less than
+        // the number of rows in the output matrix"
+        if (d->aux == nullptr || d->aux_ld % 8 != 0 || d->aux_ld < (int64_t)dl->rows) { return false; }
+        if (lt_ptr_alignment(d->aux) < lt_type_size(dl->type)) { return false; }
+        if (dl->batch > 1) { return false; } // no aux batch stride is set by this API's users
+    }
+    return true;
+}
+
+static void lt_compute(LtDesc d, LtLayout a, LtLayout b, LtLayout c, LtLayout dl, float alpha, float beta,
+                       const void* A, const void* B, const void* C, void* D) {
+    const int64_t m = (int64_t)dl.rows, n = (int64_t)dl.cols;
+    const int64_t k = d.transa == CUBLAS_OP_N ? (int64_t)a.cols : (int64_t)a.rows;
+    const int bias_type = d.bias_type >= 0 ? d.bias_type : dl.type;
+    const cublasLtEpilogue_t e = d.epilogue;
+    std::vector<double> bgrad;
+    if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADA) { bgrad.assign((size_t)m, 0.0); }
+    if (e == CUBLASLT_EPILOGUE_BGRADB) { bgrad.assign((size_t)n, 0.0); }
+    for (int32_t bi = 0; bi < dl.batch; bi++) {
+        const size_t oa = (size_t)(bi * a.stride), ob = (size_t)(bi * b.stride), oc = (size_t)(bi * c.stride), od = (size_t)(bi * dl.stride);
+        for (int64_t j = 0; j < n; j++) {
+            for (int64_t i = 0; i < m; i++) {
+                double acc = 0.0;
+                for (int64_t p = 0; p < k; p++) {
+                    const size_t ia = d.transa == CUBLAS_OP_N ? (size_t)(i + p * a.ld) : (size_t)(p + i * a.ld);
+                    const size_t ib = d.transb == CUBLAS_OP_N ? (size_t)(p + j * b.ld) : (size_t)(j + p * b.ld);
+                    acc += lt_load(A, a.type, oa + ia) * lt_load(B, b.type, ob + ib);
+                }
+                double r = (double)alpha * acc;
+                if (beta != 0.0f) { r += (double)beta * lt_load(C, c.type, oc + (size_t)(i + j * c.ld)); }
+                if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+                    r += lt_load(d.bias, bias_type, (size_t)i);
+                }
+                const size_t iaux = (size_t)(i + j * d.aux_ld);
+                if (e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+                    lt_store(d.aux, dl.type, iaux, r);
+                    r = lt_gelu(lt_load(d.aux, dl.type, iaux)); // the GELU of the stored (rounded) input
+                } else if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS) {
+                    r = lt_gelu(r);
+                } else if (e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
+                    r *= lt_gelu_grad(lt_load(d.aux, dl.type, iaux));
+                    if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD) { bgrad[(size_t)i] += r; }
+                }
+                lt_store(D, dl.type, od + (size_t)(i + j * dl.ld), r);
+            }
+        }
+        if (e == CUBLASLT_EPILOGUE_BGRADA) {
+            for (int64_t i = 0; i < m; i++) {
+                for (int64_t p = 0; p < k; p++) {
+                    const size_t ia = d.transa == CUBLAS_OP_N ? (size_t)(i + p * a.ld) : (size_t)(p + i * a.ld);
+                    bgrad[(size_t)i] += lt_load(A, a.type, oa + ia);
+                }
+            }
+        }
+        if (e == CUBLASLT_EPILOGUE_BGRADB) {
+            for (int64_t j = 0; j < n; j++) {
+                for (int64_t p = 0; p < k; p++) {
+                    const size_t ib = d.transb == CUBLAS_OP_N ? (size_t)(p + j * b.ld) : (size_t)(j + p * b.ld);
+                    bgrad[(size_t)j] += lt_load(B, b.type, ob + ib);
+                }
+            }
+        }
+    }
+    for (size_t i = 0; i < bgrad.size(); i++) { lt_store((void*)d.bias, bias_type, i, bgrad[i]); }
+}
+
+// an attribute's value of exactly the documented size
+template <class T>
+static cublasStatus_t lt_set(T* field, const void* buf, size_t size) {
+    if (buf == nullptr || size != sizeof(T)) { return CUBLAS_STATUS_INVALID_VALUE; }
+    memcpy(field, buf, sizeof(T));
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+} // namespace cudacpu
+
+extern "C" {
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+    if (handle == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    *handle = reinterpret_cast<cublasLtHandle_t>(new cudacpu::LtHandle());
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+    delete reinterpret_cast<cudacpu::LtHandle*>(handle);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComputeType_t compute, cudaDataType_t scale) {
+    if (desc == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    cudacpu::LtDesc* d = new cudacpu::LtDesc();
+    d->compute = compute;
+    d->scale = scale;
+    *desc = reinterpret_cast<cublasLtMatmulDesc_t>(d);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+    delete reinterpret_cast<cudacpu::LtDesc*>(desc);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const void* buf,
+                                              size_t size) {
+    cudacpu::LtDesc* d = reinterpret_cast<cudacpu::LtDesc*>(desc);
+    if (d == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    switch (attr) {
+    case CUBLASLT_MATMUL_DESC_TRANSA: return cudacpu::lt_set((int32_t*)&d->transa, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSB: return cudacpu::lt_set((int32_t*)&d->transb, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: return cudacpu::lt_set((uint32_t*)&d->epilogue, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER: return cudacpu::lt_set(&d->bias, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE: return cudacpu::lt_set((int32_t*)&d->bias_type, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: return cudacpu::lt_set(&d->aux, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD: return cudacpu::lt_set(&d->aux_ld, buf, size);
+    default: return CUBLAS_STATUS_INVALID_VALUE; // an attribute this reference does not know: not silently ignored
+    }
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows, uint64_t cols,
+                                          int64_t ld) {
+    if (layout == nullptr || cudacpu::lt_type_size(type) == 0) { return CUBLAS_STATUS_INVALID_VALUE; }
+    cudacpu::LtLayout* l = new cudacpu::LtLayout();
+    l->type = type;
+    l->rows = rows;
+    l->cols = cols;
+    l->ld = ld;
+    *layout = reinterpret_cast<cublasLtMatrixLayout_t>(l);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+    delete reinterpret_cast<cudacpu::LtLayout*>(layout);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr,
+                                                const void* buf, size_t size) {
+    cudacpu::LtLayout* l = reinterpret_cast<cudacpu::LtLayout*>(layout);
+    if (l == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    switch (attr) {
+    case CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT: return cudacpu::lt_set(&l->batch, buf, size);
+    case CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET: return cudacpu::lt_set(&l->stride, buf, size);
+    case CUBLASLT_MATRIX_LAYOUT_ORDER: return cudacpu::lt_set(&l->order, buf, size);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+    }
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+    if (pref == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    *pref = reinterpret_cast<cublasLtMatmulPreference_t>(new cudacpu::LtPref());
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+    delete reinterpret_cast<cudacpu::LtPref*>(pref);
+    return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void* buf, size_t size) {
+    cudacpu::LtPref* p = reinterpret_cast<cudacpu::LtPref*>(pref);
+    if (p == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES: return cudacpu::lt_set((uint64_t*)&p->max_workspace, buf, size);
+    case CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK: return cudacpu::lt_set(&p->reduction_mask, buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES: return cudacpu::lt_set(&p->align[0], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES: return cudacpu::lt_set(&p->align[1], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES: return cudacpu::lt_set(&p->align[2], buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES: return cudacpu::lt_set(&p->align[3], buf, size);
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+    }
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a,
+                                              cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                              cublasLtMatmulPreference_t pref, int requested,
+                                              cublasLtMatmulHeuristicResult_t results[], int* returned) {
+    using namespace cudacpu;
+    if (handle == nullptr || pref == nullptr || results == nullptr || returned == nullptr || requested < 1) {
+        return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    *returned = 0;
+    const LtDesc* od = reinterpret_cast<const LtDesc*>(op);
+    const LtLayout *la = reinterpret_cast<const LtLayout*>(a), *lb = reinterpret_cast<const LtLayout*>(b);
+    const LtLayout *lc = reinterpret_cast<const LtLayout*>(c), *ld = reinterpret_cast<const LtLayout*>(d);
+    const LtPref* p = reinterpret_cast<const LtPref*>(pref);
+    const cublasStatus_t v = lt_validate(od, la, lb, lc, ld);
+    if (v != CUBLAS_STATUS_SUCCESS) { return v; }
+    if (!lt_supported(od, la, lb, lc, ld, p->align)) { return CUBLAS_STATUS_NOT_SUPPORTED; }
+    memset(&results[0], 0, sizeof(results[0]));
+    LtAlgo algo{kAlgoMagic, {p->align[0], p->align[1], p->align[2], p->align[3]}, 0};
+    memcpy(&results[0].algo, &algo, sizeof algo);
+    results[0].workspaceSize = 0;
+    results[0].state = CUBLAS_STATUS_SUCCESS;
+    results[0].wavesCount = 1.0f;
+    *returned = 1;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* A,
+                              cublasLtMatrixLayout_t a, const void* B, cublasLtMatrixLayout_t b, const void* beta, const void* C,
+                              cublasLtMatrixLayout_t c, void* D, cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t* algo,
+                              void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+    using namespace cudacpu;
+    (void)stream;
+    if (handle == nullptr || alpha == nullptr || beta == nullptr || algo == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    const LtDesc* od = reinterpret_cast<const LtDesc*>(op);
+    const LtLayout *la = reinterpret_cast<const LtLayout*>(a), *lb = reinterpret_cast<const LtLayout*>(b);
+    const LtLayout *lc = reinterpret_cast<const LtLayout*>(c), *ld = reinterpret_cast<const LtLayout*>(d);
+    const cublasStatus_t v = lt_validate(od, la, lb, lc, ld);
+    if (v != CUBLAS_STATUS_SUCCESS) { return v; }
+    LtAlgo chosen;
+    memcpy(&chosen, algo, sizeof chosen);
+    if (chosen.magic != kAlgoMagic) { return CUBLAS_STATUS_INVALID_VALUE; } // not from the heuristic
+    if (workspace_bytes < chosen.workspace || (chosen.workspace > 0 && workspace == nullptr)) { return CUBLAS_STATUS_INVALID_VALUE; }
+    // the algorithm was chosen for the alignments the preference promised: the pointers must keep them
+    const void* ptrs[4] = {A, B, C, D};
+    for (int i = 0; i < 4; i++) {
+        if (lt_ptr_alignment(ptrs[i]) < chosen.align[i]) { return CUBLAS_STATUS_INVALID_VALUE; }
+    }
+    if (!lt_supported(od, la, lb, lc, ld, chosen.align)) { return CUBLAS_STATUS_NOT_SUPPORTED; }
+    if (C != D && memcmp(lc, ld, sizeof *lc) != 0) { return CUBLAS_STATUS_NOT_SUPPORTED; }
+    // every matrix inside device memory (cuBLASLt would read or write out of bounds)
+    const LtLayout* lays[4] = {la, lb, lc, ld};
+    for (int i = 0; i < 4; i++) {
+        const LtLayout* l = lays[i];
+        const size_t span = ((size_t)(l->batch - 1) * (size_t)l->stride + (size_t)(l->cols - 1) * (size_t)l->ld + l->rows) *
+                            lt_type_size(l->type);
+        if (l->rows * l->cols > 0 && !is_device(ptrs[i], span)) {
+            fprintf(stderr, "cuda-cpu: cublasLtMatmul: matrix %c (%llu x %llu, ld %lld, batch %d) is not inside one device allocation\n",
+                    "ABCD"[i], (unsigned long long)l->rows, (unsigned long long)l->cols, (long long)l->ld, l->batch);
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+    }
+    const float al = *(const float*)alpha, be = *(const float*)beta;
+    const LtDesc dd = *od;
+    const LtLayout A_ = *la, B_ = *lb, C_ = *lc, D_ = *ld;
+    enqueue([=]() { lt_compute(dd, A_, B_, C_, D_, al, be, A, B, C, D); });
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+} // extern "C"
+
+#endif // CUDACPU_CUBLASLT_CPU_H

@@ -1,0 +1,385 @@
+/*
+cuda_cpu.h: a CUDA runtime on the CPU, so that the real train_gpt2.cu and test_gpt2.cu run as host
+C++ with no GPU (dev/cudacpu/README.md). g++ force-includes this header (-include) into the output of
+dev/cudacpu/rewrite.py, which changes only what C++ cannot spell: kernel launches, inline PTX and
+`extern __shared__` arrays.
+
+The CUDA headers themselves give the types, enums and declarations (cudaError_t, cudaDeviceProp,
+dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the functions:
+  - memory: cudaMalloc'd memory sits between guard pages (an access past either end faults: the
+    fault handler names the kernel, block and thread) and is filled with 0xFF, a NaN in fp32 and
+    bf16, so a read before any write shows up. cudaMallocHost memory is "pinned": asynchronous
+    copies read and write it when they execute, not when they are issued.
+  - one device queue: kernel launches, async copies and memsets, cuBLASLt matmuls and event records
+    are queued in issue order and run only when the host synchronizes (cudaDeviceSynchronize, an
+    event or stream sync, a synchronous cudaMemcpy, cudaFree). A pinned buffer that an async copy
+    will write holds NaN until then, so a use before the copy has finished shows up; a pinned buffer
+    that an async copy will read can still be changed by the host until the copy runs, as on a GPU.
+  - launches: grid and block limits of an H100 (grid.y, grid.z <= 65535, 1024 threads, block.z <=
+    64), dynamic shared memory <= 48 KiB unless cudaFuncSetAttribute raised the kernel's limit (at
+    most 227 KiB): a bad launch is reported by cudaGetLastError, as by the driver. An error found
+    while a kernel runs (a barrier or warp collective misuse, a deadlock) is printed with its
+    kernel, block and thread and becomes the sticky cudaErrorLaunchFailure of the next sync.
+  - device properties of an H100 SXM (132 SMs, 227 KiB opt-in shared memory, ...).
+  - kernels (simt.h): threads as fibers, several live CTAs, real barriers, warp collectives, the
+    PTX mma.sync m16n8k16 bf16 with the ISA's fragment layout, atomics and fences as points where
+    another CTA runs first.
+  - cuBLASLt (cublaslt_cpu.h): a reference GEMM behind cuBLASLt's own API.
+
+CUDA_CPU_SCHEDULE=asc|desc|random|rotate (default rotate: launch k uses thread order and CTA order
+k mod 3, and k / 3 mod 3) and CUDA_CPU_SEED pick the interleaving. What it does not model: see the
+README.
+*/
+#ifndef CUDACPU_CUDA_CPU_H
+#define CUDACPU_CUDA_CPU_H
+
+#include <cuda_runtime.h>
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+// ---------------------------------------------------------------------------------------------
+// CUDA's qualifiers as C++. A kernel is an inline function so that its static `__shared__` arrays
+// (COMDAT statics) may share one section, cudacpu_shared, with the template kernels' statics:
+// simt.h swaps that section's contents when it switches between live CTAs.
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __noinline__
+#undef __shared__
+#undef __constant__
+#undef __launch_bounds__
+#define __global__ inline
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __shared__ static __attribute__((section("cudacpu_shared")))
+#define __constant__ static
+#define __launch_bounds__(...)
+
+#include "simt.h"
+
+namespace cudacpu {
+
+// ---------------------------------------------------------------------------------------------
+// memory
+
+struct Allocation {
+    unsigned char* map;
+    size_t map_len;
+    size_t bytes;
+    bool pinned; // cudaMallocHost: host memory the device queue reads and writes when it runs
+};
+inline std::map<uintptr_t, Allocation> allocations; // by data address
+inline size_t device_bytes_in_use = 0;
+static const size_t kDeviceMemoryBytes = 80ull << 30; // an H100 SXM's 80 GB
+
+// data between two guard pages, ending where the second begins (16-byte aligned end)
+static unsigned char* guarded_alloc(size_t bytes, Allocation* a) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t rounded = (bytes + 255) & ~(size_t)255; // cudaMalloc's 256-byte alignment
+    const size_t data_pages = (rounded + page - 1) / page + (rounded == 0 ? 1 : 0);
+    a->map_len = (data_pages + 2) * page;
+    a->map = (unsigned char*)mmap(nullptr, a->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a->map == MAP_FAILED) { return nullptr; }
+    mprotect(a->map, page, PROT_NONE);
+    mprotect(a->map + (data_pages + 1) * page, page, PROT_NONE);
+    a->bytes = bytes;
+    // past the end faults only at the next page: the data ends 256-byte rounded before the guard
+    return a->map + (data_pages + 1) * page - rounded;
+}
+
+// the allocation holding [p, p + n), or null
+static const Allocation* find_allocation(const void* p, size_t n, uintptr_t* base = nullptr) {
+    const uintptr_t a = (uintptr_t)p;
+    auto it = allocations.upper_bound(a);
+    if (it == allocations.begin()) { return nullptr; }
+    --it;
+    if (a < it->first || a + n > it->first + it->second.bytes) { return nullptr; }
+    if (base) { *base = it->first; }
+    return &it->second;
+}
+static bool is_device(const void* p, size_t n) { const Allocation* a = find_allocation(p, n); return a && !a->pinned; }
+static bool is_pinned(const void* p, size_t n) { const Allocation* a = find_allocation(p, n); return a && a->pinned; }
+
+// ---------------------------------------------------------------------------------------------
+// errors
+
+inline cudaError_t last_error = cudaSuccess;   // cudaGetLastError's (a launch's configuration)
+inline cudaError_t sticky_error = cudaSuccess; // a kernel failed: every later call reports it
+static cudaError_t set_last(cudaError_t e) { if (e != cudaSuccess) { last_error = e; } return e; }
+
+// ---------------------------------------------------------------------------------------------
+// the device queue
+
+struct Work {
+    std::function<void()> run;
+};
+inline std::deque<Work> queue;
+inline long long queued_total = 0, completed_total = 0;
+
+static void drain() {
+    while (!queue.empty()) {
+        Work w = std::move(queue.front());
+        queue.pop_front();
+        if (sticky_error == cudaSuccess) { w.run(); }
+        completed_total++;
+    }
+}
+static void enqueue(std::function<void()> f) {
+    queue.push_back(Work{std::move(f)});
+    queued_total++;
+    if (queue.size() > 4096) { drain(); } // a bound on the memory the captured arguments hold
+}
+
+// ---------------------------------------------------------------------------------------------
+// launches
+
+struct KernelAttrs {
+    int max_dynamic_smem = 48 * 1024;
+};
+inline std::map<const void*, KernelAttrs> kernel_attrs;
+static const int kSmemOptinMax = 232448; // an H100's sharedMemPerBlockOptin (227 KiB)
+inline long long launch_count = 0;
+
+static int env_schedule() {
+    static int s = -2;
+    if (s == -2) {
+        const char* e = getenv("CUDA_CPU_SCHEDULE");
+        s = -1; // rotate
+        if (e && strcmp(e, "asc") == 0) { s = SCHED_ASC; }
+        if (e && strcmp(e, "desc") == 0) { s = SCHED_DESC; }
+        if (e && strcmp(e, "random") == 0) { s = SCHED_RANDOM; }
+        const char* seed = getenv("CUDA_CPU_SEED");
+        if (seed) { m.rng.seed((unsigned)strtoul(seed, nullptr, 10)); }
+    }
+    return s;
+}
+
+inline const char* fault_kernel = nullptr; // the running kernel (for the fault handler), else null
+
+static void run_kernel(const char* name, int line, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+    const int forced = env_schedule();
+    const long long k = launch_count++;
+    const int schedule = forced >= 0 ? forced : (int)(k % 3);
+    const int order = forced >= 0 ? forced : (int)((k / 3) % 3);
+    std::string error;
+    fault_kernel = name;
+    const bool ok = run_grid(name, line, grid, block, smem, schedule, order, body, &error);
+    fault_kernel = nullptr;
+    if (!ok) {
+        fprintf(stderr, "cuda-cpu: kernel error: %s\n", error.c_str());
+        sticky_error = cudaErrorLaunchFailure;
+    }
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) becomes
+// cudacpu::Launch("kernel", __LINE__, grid, block, smem, stream)(kernel, args...) (rewrite.py):
+// the arguments are converted to the kernel's parameter types at the launch, as CUDA copies them
+struct Launch {
+    const char* name;
+    int line;
+    dim3 grid, block;
+    size_t smem;
+    Launch(const char* n, int l, dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : name(n), line(l), grid(g), block(b), smem(s) {
+        (void)st; // one queue: every stream is the default stream
+    }
+    template <class... P, class... A>
+    void operator()(void (*kernel)(P...), A&&... args) const {
+        if (sticky_error != cudaSuccess) { return; }
+        const long long threads = (long long)block.x * block.y * block.z;
+        const auto attrs = kernel_attrs.find((const void*)kernel);
+        const size_t smem_limit = attrs != kernel_attrs.end() ? (size_t)attrs->second.max_dynamic_smem : 48 * 1024;
+        if (grid.x == 0 || grid.y == 0 || grid.z == 0 || block.x == 0 || block.y == 0 || block.z == 0 ||
+            grid.x > 2147483647u || grid.y > 65535u || grid.z > 65535u || block.x > 1024u || block.y > 1024u ||
+            block.z > 64u || threads > 1024) {
+            set_last(cudaErrorInvalidConfiguration);
+            return;
+        }
+        if (smem > smem_limit) { set_last(cudaErrorInvalidValue); return; }
+        std::tuple<typename std::decay<P>::type...> params(std::forward<A>(args)...);
+        const char* nm = name;
+        const int ln = line;
+        const dim3 g = grid, b = block;
+        const size_t sm = smem;
+        enqueue([=]() {
+            const std::function<void()> body = [&]() { std::apply(kernel, params); };
+            run_kernel(nm, ln, g, b, sm, body);
+        });
+    }
+};
+
+// the running CTA's dynamic shared memory (replaces `extern __shared__ T name[];`)
+static inline void* dynamic_smem() { return cta().dyn_smem; }
+
+// ---------------------------------------------------------------------------------------------
+// faults: a guard page hit (out of bounds) or a fiber stack overflow, in a kernel or on the host
+static void on_fault(int sig, siginfo_t* si, void*) {
+    char msg[512];
+    int n;
+    if (fault_kernel != nullptr) {
+        n = snprintf(msg, sizeof msg,
+                     "cuda-cpu: kernel %s (launched at train_gpt2.cu:%d) block (%u,%u,%u) thread (%u,%u,%u): signal %d at "
+                     "address %p (a guard page: an out-of-bounds global or shared access, or a thread's stack overflow)\n",
+                     fault_kernel, m.launch_line, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+                     sig, si->si_addr);
+    } else {
+        n = snprintf(msg, sizeof msg, "cuda-cpu: signal %d at address %p outside a kernel (a host access past a "
+                     "buffer's end, or a bug of the host code)\n", sig, si->si_addr);
+    }
+    if (n > 0) { ssize_t w = write(2, msg, (size_t)std::min(n, (int)sizeof msg - 1)); (void)w; }
+    _exit(3);
+}
+struct FaultHandlerInstaller {
+    FaultHandlerInstaller() {
+        static unsigned char altstack[64 * 1024];
+        stack_t ss{};
+        ss.ss_sp = altstack;
+        ss.ss_size = sizeof altstack;
+        sigaltstack(&ss, nullptr);
+        struct sigaction sa{};
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigaction(SIGSEGV, &sa, nullptr);
+        sigaction(SIGBUS, &sa, nullptr);
+    }
+};
+inline FaultHandlerInstaller fault_handler_installer;
+
+// ---------------------------------------------------------------------------------------------
+// PTX: the one inline PTX instruction family the trainer uses, read from the asm statement's own
+// text (rewrite.py passes the template and the operands); anything else stops the kernel
+struct PtxOperand {
+    char constraint; // 'f', 'r', ...
+    bool output;
+    void* ptr;       // an output's location
+    uint32_t bits;   // an input's value
+};
+static inline PtxOperand ptx_out(const char* c, float* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0}; }
+static inline PtxOperand ptx_out(const char* c, uint32_t* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0}; }
+static inline PtxOperand ptx_in(const char* c, uint32_t v) { return PtxOperand{c[strlen(c) - 1], false, nullptr, v}; }
+static inline PtxOperand ptx_in(const char* c, float v) {
+    uint32_t b;
+    memcpy(&b, &v, 4);
+    return PtxOperand{c[strlen(c) - 1], false, nullptr, b};
+}
+
+// "{%0, %1, %2, %3}" -> operand numbers
+static std::vector<int> ptx_group(const std::string& s, size_t* pos) {
+    std::vector<int> out;
+    const size_t open = s.find('{', *pos), close = s.find('}', open);
+    if (open == std::string::npos || close == std::string::npos) { return out; }
+    for (size_t i = open; i < close; i++) {
+        if (s[i] == '%') { out.push_back(atoi(s.c_str() + i + 1)); }
+    }
+    *pos = close + 1;
+    return out;
+}
+
+static void ptx(int line, const char* tmpl, std::vector<PtxOperand> outs, std::vector<PtxOperand> ins) {
+    std::vector<PtxOperand> ops = outs; // GCC's numbering: outputs, then inputs ("+" operands once)
+    ops.insert(ops.end(), ins.begin(), ins.end());
+    const std::string s(tmpl);
+    const std::string mnemonic = s.substr(0, s.find_first_of(" \t"));
+    auto value = [&](int i) -> uint32_t {
+        if (i < 0 || i >= (int)ops.size()) { fail("PTX operand %" + std::to_string(i) + " out of range at " + line_str(line)); }
+        if (ops[i].output) { uint32_t b; memcpy(&b, ops[i].ptr, 4); return b; } // a "+" operand's input
+        return ops[i].bits;
+    };
+    if (mnemonic == "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") {
+        size_t pos = mnemonic.size();
+        const std::vector<int> d = ptx_group(s, &pos), a = ptx_group(s, &pos), b = ptx_group(s, &pos), c = ptx_group(s, &pos);
+        if (d.size() != 4 || a.size() != 4 || b.size() != 2 || c.size() != 4) { fail("malformed mma.sync operands at " + line_str(line)); }
+        uint32_t ar[4], br[2];
+        float cr[4], dr[4];
+        for (int i = 0; i < 4; i++) { ar[i] = value(a[i]); uint32_t cb = value(c[i]); memcpy(&cr[i], &cb, 4); }
+        for (int i = 0; i < 2; i++) { br[i] = value(b[i]); }
+        mma_16816(dr, ar, br, cr, line);
+        for (int i = 0; i < 4; i++) {
+            if (d[i] < 0 || d[i] >= (int)ops.size() || !ops[d[i]].output || ops[d[i]].constraint != 'f') {
+                fail("mma.sync's D operand is not an fp32 output at " + line_str(line));
+            }
+            memcpy(ops[d[i]].ptr, &dr[i], 4);
+        }
+        return;
+    }
+    fail("inline PTX '" + mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");
+}
+
+} // namespace cudacpu
+
+// ---------------------------------------------------------------------------------------------
+// device functions and intrinsics the kernels call
+#define __syncthreads() cudacpu::syncthreads(__LINE__)
+#define __shfl_xor_sync(mask, v, lanemask) cudacpu::shfl(cudacpu::OP_SHFL_XOR, (mask), (v), (lanemask), __LINE__)
+#define __shfl_down_sync(mask, v, delta) cudacpu::shfl(cudacpu::OP_SHFL_DOWN, (mask), (v), (delta), __LINE__)
+#define __shfl_up_sync(mask, v, delta) cudacpu::shfl(cudacpu::OP_SHFL_UP, (mask), (v), (delta), __LINE__)
+#define __shfl_sync(mask, v, src_lane) cudacpu::shfl(cudacpu::OP_SHFL_IDX, (mask), (v), (src_lane), __LINE__)
+#define __ballot_sync(mask, pred) cudacpu::ballot((mask), (pred), __LINE__)
+#define __syncwarp(...) cudacpu::syncwarp((__VA_ARGS__ + 0) ? (__VA_ARGS__ + 0) : 0xFFFFFFFFu, __LINE__)
+
+// CUDA's device overloads of min and max (mixed signedness goes unsigned, as in CUDA's headers)
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline unsigned int min(int a, unsigned int b) { return min((unsigned int)a, b); }
+static inline unsigned int min(unsigned int a, int b) { return min(a, (unsigned int)b); }
+static inline unsigned int max(int a, unsigned int b) { return max((unsigned int)a, b); }
+static inline unsigned int max(unsigned int a, int b) { return max(a, (unsigned int)b); }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+static inline size_t min(size_t a, size_t b) { return a < b ? a : b; }
+static inline size_t max(size_t a, size_t b) { return a > b ? a : b; }
+static inline float min(float a, float b) { return fminf(a, b); }
+static inline float max(float a, float b) { return fmaxf(a, b); }
+// Fast-math intrinsics: computed exactly (glibc); their documented error on the GPU is not modelled
+// (README, "What only a GPU can prove"); __expf, __logf are glibc's own (exact)
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __frcp_rn(float x) { return 1.0f / x; }
+static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+
+// atomics: another live CTA runs first, then the read-modify-write happens at once
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o + v; return o; }
+static inline int atomicAdd(int* p, int v) { cudacpu::cta_switch_point(); const int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); return o; }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { cudacpu::cta_switch_point(); const unsigned long long o = *p; *p = o + v; return o; }
+static inline float atomicAdd(float* p, float v) { cudacpu::cta_switch_point(); const float o = *p; *p = o + v; return o; }
+static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o >= limit ? 0u : o + 1u; return o; }
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = v; return o; }
+static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (o == cmp) { *p = v; } return o; }
+static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (v > o) { *p = v; } return o; }
+static inline void __threadfence() { cudacpu::cta_switch_point(); }
+static inline void __threadfence_block() {}
+// cache-hinted loads and stores: plain ones of the same type
+template <class T> static inline T __ldcs(const T* p) { return *p; }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+template <class T> static inline T __ldca(const T* p) { return *p; }
+template <class T> static inline T __ldlu(const T* p) { return *p; }
+template <class T> static inline T __ldcv(const T* p) { return *p; }
+template <class T> static inline T __ldg(const T* p) { return *p; }
+template <class T> static inline void __stcs(T* p, T v) { *p = v; }
+template <class T> static inline void __stcg(T* p, T v) { *p = v; }
+template <class T> static inline void __stwb(T* p, T v) { *p = v; }
+template <class T> static inline void __stwt(T* p, T v) { *p = v; }
+
+#include "runtime_api.h"
+#include "cublaslt_cpu.h"
+
+#endif // CUDACPU_CUDA_CPU_H

@@ -1,0 +1,294 @@
+/*
+runtime_api.h: the CUDA runtime functions the trainer calls, defined against the declarations of
+CUDA's own cuda_runtime_api.h (included by cuda_cpu.h, which includes this file). Every function
+that touches the device goes through the device queue of cuda_cpu.h; see its header for the model.
+*/
+#ifndef CUDACPU_RUNTIME_API_H
+#define CUDACPU_RUNTIME_API_H
+
+namespace cudacpu {
+
+// an H100 SXM's numbers (cudaGetDeviceProperties, cudaDeviceGetAttribute)
+static cudaDeviceProp h100_properties() {
+    cudaDeviceProp p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.name, sizeof p.name, "NVIDIA H100 80GB HBM3 (dev/cudacpu on the CPU)");
+    p.totalGlobalMem = kDeviceMemoryBytes;
+    p.sharedMemPerBlock = 48 * 1024;
+    p.regsPerBlock = 65536;
+    p.warpSize = 32;
+    p.memPitch = 2147483647;
+    p.maxThreadsPerBlock = 1024;
+    p.maxThreadsDim[0] = 1024; p.maxThreadsDim[1] = 1024; p.maxThreadsDim[2] = 64;
+    p.maxGridSize[0] = 2147483647; p.maxGridSize[1] = 65535; p.maxGridSize[2] = 65535;
+    p.totalConstMem = 65536;
+    p.major = 9;
+    p.minor = 0;
+    p.textureAlignment = 512;
+    p.multiProcessorCount = 132;
+    p.integrated = 0;
+    p.canMapHostMemory = 1;
+    p.concurrentKernels = 1;
+    p.ECCEnabled = 1;
+    p.pciBusID = 0;
+    p.asyncEngineCount = 3;
+    p.unifiedAddressing = 1;
+    p.memoryBusWidth = 5120;
+    p.l2CacheSize = 50 * 1024 * 1024;
+    p.persistingL2CacheMaxSize = 32 * 1024 * 1024;
+    p.maxThreadsPerMultiProcessor = 2048;
+    p.sharedMemPerMultiprocessor = 233472;
+    p.regsPerMultiprocessor = 65536;
+    p.managedMemory = 1;
+    p.sharedMemPerBlockOptin = kSmemOptinMax;
+    p.maxBlocksPerMultiProcessor = 32;
+    p.reservedSharedMemPerBlock = 1024;
+    return p;
+}
+
+static cudaError_t check_sticky() { return sticky_error != cudaSuccess ? sticky_error : cudaSuccess; }
+
+// a copy's direction from its pointers (cudaMemcpyDefault), checked against the declared kind
+static cudaError_t copy_check(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+    const bool dst_dev = is_device(dst, n), src_dev = is_device(src, n);
+    switch (kind) {
+    case cudaMemcpyHostToDevice: if (!dst_dev || src_dev) { return cudaErrorInvalidValue; } break;
+    case cudaMemcpyDeviceToHost: if (dst_dev || !src_dev) { return cudaErrorInvalidValue; } break;
+    case cudaMemcpyDeviceToDevice: if (!dst_dev || !src_dev) { return cudaErrorInvalidValue; } break;
+    case cudaMemcpyHostToHost: if (dst_dev || src_dev) { return cudaErrorInvalidValue; } break;
+    case cudaMemcpyDefault: break;
+    default: return cudaErrorInvalidMemcpyDirection;
+    }
+    // a pointer that looks like device memory but is not inside one allocation: past the end
+    if ((kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice) && !dst_dev) { return cudaErrorInvalidValue; }
+    return cudaSuccess;
+}
+
+} // namespace cudacpu
+
+extern "C" {
+
+const char* cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorLaunchFailure: return "unspecified launch failure (dev/cudacpu: the kernel error above)";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    default: return "CUDA error (dev/cudacpu)";
+    }
+}
+const char* cudaGetErrorName(cudaError_t e) { return cudaGetErrorString(e); }
+
+cudaError_t cudaGetLastError(void) {
+    const cudaError_t e = cudacpu::sticky_error != cudaSuccess ? cudacpu::sticky_error : cudacpu::last_error;
+    cudacpu::last_error = cudaSuccess;
+    return e;
+}
+cudaError_t cudaPeekAtLastError(void) {
+    return cudacpu::sticky_error != cudaSuccess ? cudacpu::sticky_error : cudacpu::last_error;
+}
+
+cudaError_t cudaGetDeviceCount(int* count) { *count = 1; return cudaSuccess; }
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudacpu::set_last(cudaErrorInvalidDevice); }
+cudaError_t cudaGetDevice(int* device) { *device = 0; return cudaSuccess; }
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device) {
+    if (device != 0) { return cudacpu::set_last(cudaErrorInvalidDevice); }
+    *prop = cudacpu::h100_properties();
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr, int device) {
+    if (device != 0) { return cudacpu::set_last(cudaErrorInvalidDevice); }
+    const cudaDeviceProp p = cudacpu::h100_properties();
+    switch (attr) {
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; return cudaSuccess;
+    case cudaDevAttrWarpSize: *value = p.warpSize; return cudaSuccess;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; return cudaSuccess;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; return cudaSuccess;
+    default: return cudacpu::set_last(cudaErrorInvalidValue);
+    }
+}
+cudaError_t cudaDeviceSynchronize(void) {
+    cudacpu::drain();
+    return cudacpu::check_sticky();
+}
+cudaError_t cudaDeviceReset(void) {
+    cudacpu::drain();
+    return cudaSuccess;
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory
+cudaError_t cudaMalloc(void** ptr, size_t size) {
+    if (cudacpu::sticky_error != cudaSuccess) { return cudacpu::sticky_error; }
+    if (size > cudacpu::kDeviceMemoryBytes - cudacpu::device_bytes_in_use) {
+        *ptr = nullptr;
+        return cudacpu::set_last(cudaErrorMemoryAllocation);
+    }
+    cudacpu::Allocation a;
+    unsigned char* p = cudacpu::guarded_alloc(size, &a);
+    if (p == nullptr) { *ptr = nullptr; return cudacpu::set_last(cudaErrorMemoryAllocation); }
+    a.pinned = false;
+    memset(p, 0xFF, size); // a NaN in fp32 and bf16: what no kernel wrote reads as NaN
+    cudacpu::allocations[(uintptr_t)p] = a;
+    cudacpu::device_bytes_in_use += size;
+    *ptr = p;
+    return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+    cudacpu::drain(); // cudaMallocHost synchronizes with the device
+    cudacpu::Allocation a;
+    unsigned char* p = cudacpu::guarded_alloc(size, &a);
+    if (p == nullptr) { *ptr = nullptr; return cudacpu::set_last(cudaErrorMemoryAllocation); }
+    a.pinned = true;
+    memset(p, 0xFF, size);
+    cudacpu::allocations[(uintptr_t)p] = a;
+    *ptr = p;
+    return cudaSuccess;
+}
+static cudaError_t cudacpu_free(void* ptr, bool pinned) {
+    if (ptr == nullptr) { return cudaSuccess; }
+    cudacpu::drain(); // cudaFree synchronizes with the device
+    auto it = cudacpu::allocations.find((uintptr_t)ptr);
+    if (it == cudacpu::allocations.end() || it->second.pinned != pinned) {
+        return cudacpu::set_last(pinned ? cudaErrorInvalidValue : cudaErrorInvalidDevicePointer);
+    }
+    if (!pinned) { cudacpu::device_bytes_in_use -= it->second.bytes; }
+    munmap(it->second.map, it->second.map_len);
+    cudacpu::allocations.erase(it);
+    return cudacpu::check_sticky();
+}
+cudaError_t cudaFree(void* ptr) { return cudacpu_free(ptr, false); }
+cudaError_t cudaFreeHost(void* ptr) { return cudacpu_free(ptr, true); }
+
+cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
+    *total_bytes = cudacpu::kDeviceMemoryBytes;
+    *free_bytes = cudacpu::kDeviceMemoryBytes - cudacpu::device_bytes_in_use;
+    return cudaSuccess;
+}
+
+// synchronous: the queue runs first, then the copy
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
+    const cudaError_t e = cudacpu::copy_check(dst, src, count, kind);
+    if (e != cudaSuccess) { return cudacpu::set_last(e); }
+    cudacpu::drain();
+    if (cudacpu::sticky_error != cudaSuccess) { return cudacpu::sticky_error; }
+    if (count) { memmove(dst, src, count); }
+    return cudaSuccess;
+}
+
+// Asynchronous: queued. Pageable host memory is staged at the call (CUDA copies a pageable source
+// before returning, and a pageable destination makes the call synchronous); pinned memory is read
+// or written when the copy runs, and a pinned destination holds NaN until then.
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
+    (void)stream;
+    const cudaError_t e = cudacpu::copy_check(dst, src, count, kind);
+    if (e != cudaSuccess) { return cudacpu::set_last(e); }
+    if (cudacpu::sticky_error != cudaSuccess) { return cudacpu::sticky_error; }
+    const bool src_pageable = !cudacpu::is_device(src, count) && !cudacpu::is_pinned(src, count);
+    const bool dst_pageable = !cudacpu::is_device(dst, count) && !cudacpu::is_pinned(dst, count);
+    if (dst_pageable) { // synchronous in effect
+        cudacpu::drain();
+        if (count) { memmove(dst, src, count); }
+        return cudacpu::check_sticky();
+    }
+    if (src_pageable) {
+        std::vector<unsigned char> staged((const unsigned char*)src, (const unsigned char*)src + count);
+        cudacpu::enqueue([dst, staged]() { if (!staged.empty()) { memcpy(dst, staged.data(), staged.size()); } });
+        return cudaSuccess;
+    }
+    if (cudacpu::is_pinned(dst, count)) { memset(dst, 0xFF, count); } // undefined until the copy runs
+    cudacpu::enqueue([dst, src, count]() { if (count) { memmove(dst, src, count); } });
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* ptr, int value, size_t count) {
+    if (!cudacpu::is_device(ptr, count)) { return cudacpu::set_last(cudaErrorInvalidValue); }
+    cudacpu::enqueue([ptr, value, count]() { memset(ptr, value, count); });
+    return cudacpu::check_sticky();
+}
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
+    (void)stream;
+    return cudaMemset(ptr, value, count);
+}
+
+// ---------------------------------------------------------------------------------------------
+// streams and events: one queue, so an event is the queue position at its record
+struct CUevent_st {
+    long long position = -1; // queued_total at the record; -1: never recorded
+};
+cudaError_t cudaEventCreate(cudaEvent_t* event) { *event = new CUevent_st(); return cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) { (void)flags; return cudaEventCreate(event); }
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+    if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
+    delete event;
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+    (void)stream;
+    if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
+    event->position = cudacpu::queued_total;
+    return cudacpu::check_sticky();
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+    if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
+    while (cudacpu::completed_total < event->position && !cudacpu::queue.empty()) {
+        cudacpu::Work w = std::move(cudacpu::queue.front());
+        cudacpu::queue.pop_front();
+        if (cudacpu::sticky_error == cudaSuccess) { w.run(); }
+        cudacpu::completed_total++;
+    }
+    return cudacpu::check_sticky();
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+    return cudacpu::completed_total >= event->position ? cudaSuccess : cudaErrorNotReady;
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+    (void)start; (void)end;
+    *ms = 0.0f; // no timing on the CPU
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { *stream = nullptr; return cudaSuccess; }
+cudaError_t cudaStreamDestroy(cudaStream_t stream) { (void)stream; return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) { (void)stream; cudacpu::drain(); return cudacpu::check_sticky(); }
+
+// ---------------------------------------------------------------------------------------------
+// kernels' attributes and occupancy
+cudaError_t cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr, int value) {
+    if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+        if (value < 0 || value > cudacpu::kSmemOptinMax) { return cudacpu::set_last(cudaErrorInvalidValue); }
+        cudacpu::kernel_attrs[func].max_dynamic_smem = value;
+        return cudaSuccess;
+    }
+    if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) { return cudaSuccess; }
+    return cudacpu::set_last(cudaErrorInvalidValue);
+}
+// threads and shared memory only (registers are the compiler's, unknown here)
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_blocks, const void* func, int block_size,
+                                                                    size_t dynamic_smem, unsigned int flags) {
+    (void)func; (void)flags;
+    if (block_size <= 0 || block_size > 1024) { *num_blocks = 0; return cudacpu::set_last(cudaErrorInvalidValue); }
+    int by_threads = 2048 / (((block_size + 31) / 32) * 32);
+    const size_t per_block = dynamic_smem + cudacpu::static_shared_bytes() + 1024;
+    int by_smem = (int)(233472 / per_block);
+    int n = std::min(std::min(by_threads, by_smem), 32);
+    *num_blocks = n;
+    return cudaSuccess;
+}
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const void* func, int block_size, size_t dynamic_smem) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, func, block_size, dynamic_smem, 0);
+}
+
+} // extern "C"
+
+#endif // CUDACPU_RUNTIME_API_H

@@ -1,0 +1,557 @@
+/*
+simt.h: the SIMT machine of the CPU runtime (dev/cudacpu/README.md): CUDA threads as fibers, CTAs,
+barriers, warp collectives, atomics, shared memory. cuda_cpu.h includes it; kernels see it through
+the macros at the end of cuda_cpu.h.
+
+Threads are fibers (user-level contexts on one OS thread): a fiber switch costs tens of nanoseconds,
+an OS-thread barrier ~150 us on a 2-core machine. Fibers also make the interleaving a choice: within
+a CTA the scheduler always resumes the runnable thread that comes first in a priority order
+(ascending thread id, descending, or a random permutation), so one warp runs as far ahead of the
+others as the barriers allow, and a missing __syncthreads shows up as a wrong result.
+
+Several CTAs are live at once (kLiveCtas). The running CTA keeps the processor until its threads
+all wait or exit, or until one of them reaches an atomic or a fence: there the scheduler moves to
+another live CTA, so that a cross-block protocol (a ticket counter, a partial written after the
+ticket) interleaves with other blocks at exactly the points where it can go wrong. CTAs start in
+ascending, descending or random order (per launch).
+
+Checked (each ends the launch with a message naming the kernel, the block, the thread and
+train_gpt2.cu's line):
+  - __syncthreads reached at different lines by threads of one CTA, or after some threads exited;
+  - a warp collective whose 32 lanes disagree on the operation or line, in a partial warp, after a
+    lane exited, or with a mask other than 0xFFFFFFFF;
+  - deadlock (no thread of a CTA can run).
+*/
+#ifndef CUDACPU_SIMT_H
+#define CUDACPU_SIMT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <algorithm>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+#include <sys/mman.h>
+#include <unistd.h>
+
+// the running thread's coordinates, set by the scheduler at every switch. External linkage (inline
+// variables), so that the compiler must assume the context switch (an opaque call) changes them.
+inline uint3 threadIdx, blockIdx;
+inline dim3 blockDim, gridDim;
+
+namespace cudacpu {
+
+// ---------------------------------------------------------------------------------------------
+// context switch: save callee-saved registers and the FP control words on the current stack, store
+// sp, load the other one
+#if !defined(__x86_64__)
+#error "dev/cudacpu: the fiber switch is written for x86-64"
+#endif
+extern "C" void cudacpu_ctx_switch(void** save_sp, void* load_sp);
+asm(".text\n"
+    ".globl cudacpu_ctx_switch\n"
+    ".type cudacpu_ctx_switch,@function\n"
+    "cudacpu_ctx_switch:\n"
+    "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n    pushq %r13\n    pushq %r14\n    pushq %r15\n"
+    "    subq $8, %rsp\n    stmxcsr (%rsp)\n    fnstcw 4(%rsp)\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    ldmxcsr (%rsp)\n    fldcw 4(%rsp)\n    addq $8, %rsp\n"
+    "    popq %r15\n    popq %r14\n    popq %r13\n    popq %r12\n    popq %rbx\n    popq %rbp\n"
+    "    ret\n"
+    ".size cudacpu_ctx_switch,.-cudacpu_ctx_switch\n");
+
+enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, DONE };
+enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_SHFL_IDX = 5, OP_SYNCWARP = 6,
+              OP_BALLOT = 7 };
+enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
+static const int kMaxThreads = 1024;
+static const int kLiveCtas = 4;
+static const size_t kStackBytes = 256 * 1024;
+
+struct LaneOp {
+    int kind, line;
+    unsigned mask;
+    int arg;    // shuffles: the lane mask, delta or source lane; ballot: the predicate
+    uint32_t v; // shuffles: the value's bits
+    uint32_t a[4], b[2];
+    float c[4];
+};
+
+struct Fiber {
+    void* sp = nullptr;
+    unsigned char* stack_lo = nullptr;
+    int state = DONE;
+    int line = 0; // where it waits
+};
+
+// one live CTA: its threads, barrier state and shared memory
+struct Cta {
+    bool live = false;
+    uint3 idx{0, 0, 0};
+    Fiber* fibers = nullptr; // kMaxThreads, stacks made on first use
+    std::vector<int> tid_of_rank, rank_of;
+    uint64_t ready[kMaxThreads / 64];
+    int block_arrived = 0, block_line = 0, done_count = 0;
+    std::vector<int> warp_arrived;
+    std::vector<LaneOp> ops;
+    std::vector<uint32_t> res_v;
+    std::vector<float> res_d;
+    unsigned char* dyn_smem = nullptr; // this launch's dynamic shared memory, guard page after it
+    unsigned char* dyn_map = nullptr;
+    size_t dyn_map_len = 0;
+    std::vector<unsigned char> static_save; // the static __shared__ variables while another CTA runs
+};
+
+struct Machine {
+    Cta ctas[kLiveCtas];
+    int cur_cta = -1, cur = -1; // running CTA slot, thread
+    int nthreads = 0;
+    void* sched_sp = nullptr;
+    const std::function<void()>* body = nullptr;
+    bool yield_cta = false;     // the running thread asked the scheduler to move to another CTA
+    int shared_owner = -1;      // the CTA whose static __shared__ variables are in the section now
+    int schedule = SCHED_ASC;
+    std::string error;
+    const char* kernel_name = "";
+    int launch_line = 0;
+    std::mt19937 rng{12345};
+    long long switches = 0;
+};
+inline Machine m; // external linkage, for the same reason as threadIdx
+
+// the static __shared__ variables (every kernel's, in one section; null when there are none)
+extern "C" __attribute__((weak)) unsigned char __start_cudacpu_shared[];
+extern "C" __attribute__((weak)) unsigned char __stop_cudacpu_shared[];
+static inline size_t static_shared_bytes() {
+    return __start_cudacpu_shared != nullptr ? (size_t)(__stop_cudacpu_shared - __start_cudacpu_shared) : 0;
+}
+
+static inline Cta& cta() { return m.ctas[m.cur_cta]; }
+static inline void set_ready(Cta& c, int tid) { const int r = c.rank_of[tid]; c.ready[r >> 6] |= 1ull << (r & 63); }
+static inline void clear_ready(Cta& c, int tid) { const int r = c.rank_of[tid]; c.ready[r >> 6] &= ~(1ull << (r & 63)); }
+
+static void switch_to_scheduler() {
+    cudacpu_ctx_switch(&cta().fibers[m.cur].sp, m.sched_sp);
+    // resumed: the scheduler set threadIdx, blockIdx, m.cur_cta and m.cur
+}
+
+static std::string line_str(int line) { return "train_gpt2.cu:" + std::to_string(line); }
+
+// ends the launch: the scheduler sees m.error and abandons every fiber (they hold no resources)
+[[noreturn]] static void fail(const std::string& msg) {
+    if (m.error.empty()) {
+        char where[256];
+        snprintf(where, sizeof where, "%s (launched at %s) block (%u,%u,%u) thread (%u,%u,%u): ", m.kernel_name,
+                 line_str(m.launch_line).c_str(), blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+        m.error = std::string(where) + msg;
+    }
+    Cta& c = cta();
+    c.fibers[m.cur].state = DONE;
+    clear_ready(c, m.cur);
+    switch_to_scheduler();
+    abort(); // never resumed
+}
+
+// ---------------------------------------------------------------------------------------------
+// the m16n8k16 fragment layout, from the PTX ISA (not from the kernel's comment):
+// groupID = lane >> 2, threadID_in_group = lane % 4; every register holds two bf16, the element
+// with the lower column (A, C) or lower k (B) in the low 16 bits.
+//   A 16x16 (row, col):  a0 (g, 2t..2t+1)  a1 (g+8, 2t..2t+1)  a2 (g, 2t+8..2t+9)  a3 (g+8, 2t+8..2t+9)
+//   B 16x8  (k, n):      b0 (k 2t..2t+1, n g)  b1 (k 2t+8..2t+9, n g)
+//   C/D 16x8 (row, col): c0 (g, 2t)  c1 (g, 2t+1)  c2 (g+8, 2t)  c3 (g+8, 2t+1)
+static inline void frag_a_coord(int lane, int reg, int half, int* row, int* col) {
+    const int g = lane >> 2, t = lane & 3;
+    *row = g + ((reg & 1) ? 8 : 0);
+    *col = 2 * t + half + ((reg & 2) ? 8 : 0);
+}
+static inline void frag_b_coord(int lane, int reg, int half, int* k, int* n) {
+    const int g = lane >> 2, t = lane & 3;
+    *k = 2 * t + half + (reg ? 8 : 0);
+    *n = g;
+}
+static inline void frag_c_coord(int lane, int e, int* row, int* col) {
+    const int g = lane >> 2, t = lane & 3;
+    *row = g + (e >= 2 ? 8 : 0);
+    *col = 2 * t + (e & 1);
+}
+static inline float bf16_bits_to_float(uint32_t bits16) {
+    const uint32_t u = bits16 << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+// D = A B + C for one warp; the products summed in double, then rounded once to fp32
+static void mma_compute(Cta& c, int warp0) {
+    float A[16][16], B[16][8], C[16][8];
+    for (int lane = 0; lane < 32; lane++) {
+        const LaneOp& op = c.ops[warp0 + lane];
+        for (int reg = 0; reg < 4; reg++) {
+            for (int half = 0; half < 2; half++) {
+                int r, cl;
+                frag_a_coord(lane, reg, half, &r, &cl);
+                A[r][cl] = bf16_bits_to_float((op.a[reg] >> (16 * half)) & 0xFFFFu);
+            }
+        }
+        for (int reg = 0; reg < 2; reg++) {
+            for (int half = 0; half < 2; half++) {
+                int k, n;
+                frag_b_coord(lane, reg, half, &k, &n);
+                B[k][n] = bf16_bits_to_float((op.b[reg] >> (16 * half)) & 0xFFFFu);
+            }
+        }
+        for (int e = 0; e < 4; e++) {
+            int r, cl;
+            frag_c_coord(lane, e, &r, &cl);
+            C[r][cl] = op.c[e];
+        }
+    }
+    for (int lane = 0; lane < 32; lane++) {
+        for (int e = 0; e < 4; e++) {
+            int r, cl;
+            frag_c_coord(lane, e, &r, &cl);
+            double acc = C[r][cl];
+            for (int k = 0; k < 16; k++) { acc += (double)A[r][k] * (double)B[k][cl]; }
+            c.res_d[(size_t)(warp0 + lane) * 4 + e] = (float)acc;
+        }
+    }
+}
+
+// a lane arrives at a warp collective; the last one checks agreement, computes, releases the warp
+static void warp_collective(const LaneOp& op) {
+    Cta& c = cta();
+    const int tid = m.cur, warp = tid / 32, warp0 = warp * 32;
+    if (warp0 + 32 > m.nthreads) { fail("warp collective at " + line_str(op.line) + " in a partial warp"); }
+    c.ops[tid] = op;
+    for (int l = 0; l < 32; l++) {
+        if (c.fibers[warp0 + l].state == DONE) {
+            fail("warp collective at " + line_str(op.line) + " while lane " + std::to_string(l) + " has exited");
+        }
+    }
+    if (++c.warp_arrived[warp] < 32) {
+        c.fibers[tid].state = WAIT_WARP;
+        c.fibers[tid].line = op.line;
+        clear_ready(c, tid);
+        switch_to_scheduler();
+        return;
+    }
+    c.warp_arrived[warp] = 0;
+    for (int l = 0; l < 32; l++) {
+        const LaneOp& o = c.ops[warp0 + l];
+        // a shfl_sync's source lane and a ballot's predicate may differ per lane; nothing else may
+        const bool per_lane_arg = op.kind == OP_SHFL_IDX || op.kind == OP_BALLOT;
+        if (o.kind != op.kind || o.line != op.line || o.mask != op.mask || (o.arg != op.arg && !per_lane_arg)) {
+            fail("divergent warp collective: lane " + std::to_string(l) + " at " + line_str(o.line) + " (kind " +
+                 std::to_string(o.kind) + "), last lane at " + line_str(op.line) + " (kind " + std::to_string(op.kind) + ")");
+        }
+    }
+    if (op.kind == OP_MMA) {
+        mma_compute(c, warp0);
+    } else if (op.kind == OP_BALLOT) {
+        uint32_t bits = 0;
+        for (int l = 0; l < 32; l++) { bits |= (c.ops[warp0 + l].arg != 0 ? 1u : 0u) << l; }
+        for (int l = 0; l < 32; l++) { c.res_v[warp0 + l] = bits; }
+    } else if (op.kind != OP_SYNCWARP) {
+        for (int l = 0; l < 32; l++) {
+            const int d = c.ops[warp0 + l].arg;
+            int src = l;
+            if (op.kind == OP_SHFL_XOR) { src = l ^ d; }
+            if (op.kind == OP_SHFL_DOWN && l + d < 32) { src = l + d; } // past the warp: the lane's own value
+            if (op.kind == OP_SHFL_UP && l - d >= 0) { src = l - d; }
+            if (op.kind == OP_SHFL_IDX) { src = d & 31; }
+            c.res_v[warp0 + l] = c.ops[warp0 + src].v;
+        }
+    }
+    for (int l = 0; l < 32; l++) {
+        c.fibers[warp0 + l].state = RUNNABLE;
+        set_ready(c, warp0 + l);
+    }
+    switch_to_scheduler(); // so that the priority order decides who runs next
+}
+
+static inline uint32_t shfl_bits(int kind, unsigned mask, uint32_t v, int arg, int line) {
+    static const char* names[] = {"", "__shfl_xor_sync", "", "__shfl_down_sync", "__shfl_up_sync", "__shfl_sync"};
+    if (mask != 0xFFFFFFFFu) { fail(std::string(names[kind]) + " with a partial mask at " + line_str(line)); }
+    if (kind != OP_SHFL_IDX && (arg < 0 || arg > 31)) { fail(std::string(names[kind]) + " lane argument out of range at " + line_str(line)); }
+    LaneOp op{};
+    op.kind = kind;
+    op.line = line;
+    op.mask = mask;
+    op.arg = arg;
+    op.v = v;
+    warp_collective(op);
+    return cta().res_v[m.cur];
+}
+
+// any 1, 2, 4 or 8-byte value (CUDA's overloads: int, unsigned, float, double, bf16, bf16x2, ...)
+template <class T>
+static inline T shfl(int kind, unsigned mask, T v, int arg, int line) {
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "shuffle of an unsupported type");
+    uint32_t w[2] = {0, 0};
+    memcpy(w, &v, sizeof(T));
+    w[0] = shfl_bits(kind, mask, w[0], arg, line);
+    if (sizeof(T) == 8) { w[1] = shfl_bits(kind, mask, w[1], arg, line); }
+    T r;
+    memcpy(&r, w, sizeof(T));
+    return r;
+}
+
+static inline unsigned ballot(unsigned mask, int pred, int line) {
+    if (mask != 0xFFFFFFFFu) { fail("__ballot_sync with a partial mask at " + line_str(line)); }
+    LaneOp op{};
+    op.kind = OP_BALLOT;
+    op.line = line;
+    op.mask = mask;
+    op.arg = pred != 0;
+    warp_collective(op);
+    return cta().res_v[m.cur];
+}
+
+static inline void syncwarp(unsigned mask, int line) {
+    if (mask != 0xFFFFFFFFu) { fail("__syncwarp with a partial mask at " + line_str(line)); }
+    LaneOp op{};
+    op.kind = OP_SYNCWARP;
+    op.line = line;
+    op.mask = mask;
+    warp_collective(op);
+}
+
+static inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4], int line) {
+    LaneOp op{};
+    op.kind = OP_MMA;
+    op.line = line;
+    op.mask = 0xFFFFFFFFu;
+    for (int i = 0; i < 4; i++) { op.a[i] = a[i]; op.c[i] = c[i]; }
+    op.b[0] = b[0];
+    op.b[1] = b[1];
+    warp_collective(op);
+    for (int i = 0; i < 4; i++) { d[i] = cta().res_d[(size_t)m.cur * 4 + i]; }
+}
+
+static void syncthreads(int line) {
+    Cta& c = cta();
+    const int tid = m.cur;
+    if (c.done_count > 0) { fail("__syncthreads at " + line_str(line) + " after some threads of the CTA exited"); }
+    if (c.block_arrived > 0 && c.block_line != line) {
+        fail("__syncthreads at " + line_str(line) + " while others wait at " + line_str(c.block_line));
+    }
+    c.block_line = line;
+    if (++c.block_arrived < m.nthreads) {
+        c.fibers[tid].state = WAIT_BLOCK;
+        c.fibers[tid].line = line;
+        clear_ready(c, tid);
+        switch_to_scheduler();
+        return;
+    }
+    c.block_arrived = 0;
+    for (int t = 0; t < m.nthreads; t++) {
+        if (c.fibers[t].state == WAIT_BLOCK || t == tid) {
+            c.fibers[t].state = RUNNABLE;
+            set_ready(c, t);
+        }
+    }
+    switch_to_scheduler();
+}
+
+// an atomic or a fence: another live CTA runs first (the running thread stays runnable)
+static inline void cta_switch_point() {
+    m.yield_cta = true;
+    switch_to_scheduler();
+}
+
+static void fiber_main() {
+    (*m.body)();
+    Cta& c = cta();
+    const int tid = m.cur;
+    c.fibers[tid].state = DONE;
+    c.done_count++;
+    clear_ready(c, tid);
+    if (c.block_arrived > 0) {
+        fail("exited while other threads wait at __syncthreads (" + line_str(c.block_line) + ")");
+    }
+    if (c.warp_arrived[tid / 32] > 0) { fail("exited while its warp waits at a collective"); }
+    switch_to_scheduler();
+    abort();
+}
+extern "C" void cudacpu_fiber_entry() { fiber_main(); }
+
+static void fiber_reset(Fiber& f) {
+    if (f.stack_lo == nullptr) {
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        unsigned char* p = (unsigned char*)mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE,
+                                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) { perror("cudacpu: mmap fiber stack"); exit(2); }
+        mprotect(p, page, PROT_NONE); // overflow guard
+        f.stack_lo = p + page;
+    }
+    uint64_t* p = (uint64_t*)(f.stack_lo + kStackBytes); // 16-byte aligned
+    *--p = 0;                                              // fake return address of the entry
+    *--p = (uint64_t)(uintptr_t)&cudacpu_fiber_entry;      // ret target
+    for (int i = 0; i < 6; i++) { *--p = 0; }              // rbp rbx r12 r13 r14 r15
+    *--p = (uint64_t)0x1F80u | ((uint64_t)0x037Fu << 32);  // mxcsr, x87 control word
+    f.sp = p;
+    f.state = RUNNABLE;
+    f.line = 0;
+}
+
+// the static __shared__ section holds the running CTA's variables: swap them on a change of CTA
+static void shared_switch_to(int slot) {
+    const size_t n = static_shared_bytes();
+    if (n == 0 || m.shared_owner == slot) { return; }
+    if (m.shared_owner >= 0) { memcpy(m.ctas[m.shared_owner].static_save.data(), __start_cudacpu_shared, n); }
+    memcpy(__start_cudacpu_shared, m.ctas[slot].static_save.data(), n);
+    m.shared_owner = slot;
+}
+
+// a CTA starts in a slot: fresh fibers, shared memory filled with 0xFF (a bf16 and fp32 NaN), so
+// that reading what no thread of this CTA wrote shows up
+static void cta_start(int slot, uint3 idx, size_t smem) {
+    Cta& c = m.ctas[slot];
+    const int n = m.nthreads;
+    if (c.fibers == nullptr) { c.fibers = new Fiber[kMaxThreads]; }
+    c.live = true;
+    c.idx = idx;
+    c.tid_of_rank.resize(n);
+    c.rank_of.resize(n);
+    for (int i = 0; i < n; i++) { c.tid_of_rank[i] = m.schedule == SCHED_DESC ? n - 1 - i : i; }
+    if (m.schedule == SCHED_RANDOM) { std::shuffle(c.tid_of_rank.begin(), c.tid_of_rank.end(), m.rng); }
+    for (int i = 0; i < n; i++) { c.rank_of[c.tid_of_rank[i]] = i; }
+    memset(c.ready, 0, sizeof c.ready);
+    c.warp_arrived.assign((n + 31) / 32, 0);
+    c.ops.assign(n, LaneOp{});
+    c.res_v.assign(n, 0u);
+    c.res_d.assign((size_t)n * 4, 0.0f);
+    c.block_arrived = 0;
+    c.done_count = 0;
+    for (int t = 0; t < n; t++) {
+        fiber_reset(c.fibers[t]);
+        set_ready(c, t);
+    }
+    if (smem) { memset(c.dyn_smem, 0xFF, smem); }
+    c.static_save.assign(static_shared_bytes(), 0xFF);
+    if (m.shared_owner == slot) { m.shared_owner = -1; } // the section holds the finished CTA's values
+}
+
+static int pick_fiber(Cta& c) {
+    for (int w = 0; w < (m.nthreads + 63) / 64; w++) {
+        if (c.ready[w]) { return c.tid_of_rank[w * 64 + __builtin_ctzll(c.ready[w])]; }
+    }
+    return -1;
+}
+
+// the next live CTA after `from`: round robin, or a random one for the random schedule
+static int next_live_cta(int from) {
+    int live[kLiveCtas], n = 0;
+    for (int k = 1; k <= kLiveCtas; k++) {
+        const int s = (from + k) % kLiveCtas;
+        if (m.ctas[s].live) { live[n++] = s; }
+    }
+    if (n == 0) { return -1; }
+    return m.schedule == SCHED_RANDOM ? live[m.rng() % n] : live[0];
+}
+
+static uint3 cta_coord(size_t c, dim3 g) {
+    return uint3{(unsigned)(c % g.x), (unsigned)((c / g.x) % g.y), (unsigned)(c / ((size_t)g.x * g.y))};
+}
+
+// Runs a grid to completion: CTAs in `order` (x fastest for ascending), up to kLiveCtas at once,
+// each as its block's fibers. Returns false with *error on a detected error.
+static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, size_t smem, int schedule, int order,
+                     const std::function<void()>& body, std::string* error) {
+    const int n = (int)(block.x * block.y * block.z);
+    m.nthreads = n;
+    m.body = &body;
+    m.kernel_name = name;
+    m.launch_line = launch_line;
+    m.schedule = schedule;
+    m.error.clear();
+    m.yield_cta = false;
+    gridDim = grid;
+    blockDim = block;
+    const size_t ctas = (size_t)grid.x * grid.y * grid.z;
+    std::vector<size_t> seq(ctas);
+    for (size_t i = 0; i < ctas; i++) { seq[i] = order == SCHED_DESC ? ctas - 1 - i : i; }
+    if (order == SCHED_RANDOM) { std::shuffle(seq.begin(), seq.end(), m.rng); }
+    // dynamic shared memory: exactly smem bytes per slot, a guard page right after it
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int s = 0; s < kLiveCtas; s++) {
+        Cta& c = m.ctas[s];
+        c.live = false;
+        c.dyn_smem = nullptr;
+        if (smem) {
+            const size_t rounded = (smem + 15) & ~(size_t)15, pages = (rounded + page - 1) / page;
+            c.dyn_map_len = (pages + 1) * page;
+            c.dyn_map = (unsigned char*)mmap(nullptr, c.dyn_map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (c.dyn_map == MAP_FAILED) { perror("cudacpu: mmap shared memory"); exit(2); }
+            mprotect(c.dyn_map + pages * page, page, PROT_NONE);
+            c.dyn_smem = c.dyn_map + pages * page - rounded;
+        }
+    }
+    m.shared_owner = -1;
+    size_t next = 0;
+    for (int s = 0; s < kLiveCtas && next < ctas; s++) { cta_start(s, cta_coord(seq[next++], grid), smem); }
+    m.cur_cta = 0;
+    bool ok = true;
+    while (ok) {
+        if (!m.ctas[m.cur_cta].live) {
+            const int s = next_live_cta(m.cur_cta);
+            if (s < 0) { break; } // every CTA has finished
+            m.cur_cta = s;
+        }
+        Cta& c = m.ctas[m.cur_cta];
+        const int tid = pick_fiber(c);
+        if (tid < 0) {
+            if (c.done_count == n) { // finished: the next CTA of the grid takes the slot
+                c.live = false;
+                if (next < ctas) { cta_start(m.cur_cta, cta_coord(seq[next++], grid), smem); }
+                continue;
+            }
+            std::string who;
+            for (int t = 0; t < n && who.size() < 300; t++) {
+                if (c.fibers[t].state == WAIT_WARP || c.fibers[t].state == WAIT_BLOCK) {
+                    who += " t" + std::to_string(t) + (c.fibers[t].state == WAIT_WARP ? "@warp:" : "@block:") +
+                           std::to_string(c.fibers[t].line);
+                }
+            }
+            char where[256];
+            snprintf(where, sizeof where, "%s (launched at %s) block (%u,%u,%u): ", name, line_str(launch_line).c_str(),
+                     c.idx.x, c.idx.y, c.idx.z);
+            m.error = std::string(where) + "deadlock, waiting:" + who;
+            ok = false;
+            break;
+        }
+        shared_switch_to(m.cur_cta);
+        m.cur = tid;
+        blockIdx = c.idx;
+        threadIdx.x = (unsigned)tid % block.x; // CUDA's linear thread id: x fastest, then y, then z
+        threadIdx.y = ((unsigned)tid / block.x) % block.y;
+        threadIdx.z = (unsigned)tid / (block.x * block.y);
+        m.switches++;
+        cudacpu_ctx_switch(&m.sched_sp, c.fibers[tid].sp);
+        if (!m.error.empty()) { ok = false; break; }
+        if (m.yield_cta) {
+            m.yield_cta = false;
+            const int s = next_live_cta(m.cur_cta);
+            if (s >= 0) { m.cur_cta = s; }
+        }
+    }
+    for (int s = 0; s < kLiveCtas; s++) {
+        Cta& c = m.ctas[s];
+        c.live = false;
+        if (c.dyn_map) { munmap(c.dyn_map, c.dyn_map_len); }
+        c.dyn_map = nullptr;
+        c.dyn_smem = nullptr;
+    }
+    m.shared_owner = -1;
+    m.cur_cta = -1;
+    if (!ok) { *error = m.error; }
+    return ok;
+}
+
+} // namespace cudacpu
+
+#endif // CUDACPU_SIMT_H
