@@ -1949,6 +1949,17 @@ static void flash_attention_backward(AttnGradRows dq, AttnGradRows dk, AttnGradR
     exit(EXIT_FAILURE);
 }
 
+// the grid of permute_heads_kernel / unpermute_heads_kernel: x covers one (b, h) plane of T * hd
+// elements, y the B * NH planes (the kernels read the plane from blockIdx.y)
+static dim3 heads_grid(int B, int NH, int T, int hd, int block) {
+    const long long planes = (long long)B * NH;
+    if (planes > 65535) {
+        fprintf(stderr, "error: the unfused attention needs B * heads = %lld <= 65535 (grid.y) (HINT: lower -b)\n", planes);
+        exit(EXIT_FAILURE);
+    }
+    return dim3((unsigned)(((long long)T * hd + block - 1) / block), (unsigned)planes);
+}
+
 // The forward pass of one layer's attention: atty (B, T, C) from x = LN1 output (B, T, C), the
 // projection qkv (B, T, width) and q_residual's query qres (B, T, C) or NULL; bufs: what the
 // backward pass needs, of the shape's path.
@@ -1965,8 +1976,7 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, const float
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { role_ptr[r] = bufs->perm[s->owner[r]]; continue; }
         const AttnRows rows = attn_role_rows(s, r, x, qkv, qres);
-        const size_t n = (size_t)B * nheads[r] * T * hd;
-        permute_heads_kernel<<<grid_for(n, 256), 256>>>(bufs->perm[r], rows.ptr, B, T, nheads[r], hd, rows.stride, 0);
+        permute_heads_kernel<<<heads_grid(B, nheads[r], T, hd, 256), 256>>>(bufs->perm[r], rows.ptr, B, T, nheads[r], hd, rows.stride, 0);
         launchCheck();
         role_ptr[r] = bufs->perm[r];
     }
@@ -1983,8 +1993,7 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, const float
     launchCheck();
     // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
     matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
-    const size_t n = (size_t)B * T * C;
-    unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
+    unpermute_heads_kernel<<<heads_grid(B, H, T, hd, 256), 256>>>(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
     launchCheck();
 }
 
@@ -2030,7 +2039,7 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
     const int g = H / Hkv, gT = g * T, batches = B * Hkv;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
     // dy in the head layout of y
-    permute_heads_kernel<<<grid_for((size_t)B * T * C, 256), 256>>>(dyperm, datty, B, T, H, hd, C, 0);
+    permute_heads_kernel<<<heads_grid(B, H, T, hd, 256), 256>>>(dyperm, datty, B, T, H, hd, C, 0);
     launchCheck();
     // datt (gT, T) = dy (gT, hd) @ v^T
     matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, 1.0f, 0.0f, batches, s_kv, s_q, s_att);
@@ -2053,14 +2062,14 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { continue; }
         const QKVRole role = attn_role(s, r);
-        const size_t n = (size_t)B * T * nheads[r] * hd;
+        const dim3 grid = heads_grid(B, nheads[r], T, hd, 256);
         if (role.source == QKV_SRC_PROJECTION) {
-            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqkv, gbufs->dperm[r], B, T, nheads[r], hd, s->layout.width, role.offset, 0);
+            unpermute_heads_kernel<<<grid, 256>>>(dqkv, gbufs->dperm[r], B, T, nheads[r], hd, s->layout.width, role.offset, 0);
         } else if (role.source == QKV_SRC_INPUT) {
-            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dx, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, wrote_dx);
+            unpermute_heads_kernel<<<grid, 256>>>(dx, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, wrote_dx);
             wrote_dx = 1;
         } else {
-            unpermute_heads_kernel<<<grid_for(n, 256), 256>>>(dqres, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, 0);
+            unpermute_heads_kernel<<<grid, 256>>>(dqres, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, 0);
         }
         launchCheck();
     }

@@ -141,17 +141,34 @@ static void lt_compute(LtDesc d, LtLayout a, LtLayout b, LtLayout c, LtLayout dl
     std::vector<double> bgrad;
     if (e == CUBLASLT_EPILOGUE_DGELU_BGRAD || e == CUBLASLT_EPILOGUE_BGRADA) { bgrad.assign((size_t)m, 0.0); }
     if (e == CUBLASLT_EPILOGUE_BGRADB) { bgrad.assign((size_t)n, 0.0); }
+    // op(A) as (m, k) and op(B)^T as (n, k) row-major floats: the dot products then run over
+    // contiguous memory, summed in double
+    std::vector<float> Af((size_t)m * k), Bf((size_t)n * k);
     for (int32_t bi = 0; bi < dl.batch; bi++) {
         const size_t oa = (size_t)(bi * a.stride), ob = (size_t)(bi * b.stride), oc = (size_t)(bi * c.stride), od = (size_t)(bi * dl.stride);
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t p = 0; p < k; p++) {
+                const size_t ia = d.transa == CUBLAS_OP_N ? (size_t)(i + p * a.ld) : (size_t)(p + i * a.ld);
+                Af[(size_t)(i * k + p)] = (float)lt_load(A, a.type, oa + ia);
+            }
+        }
         for (int64_t j = 0; j < n; j++) {
+            for (int64_t p = 0; p < k; p++) {
+                const size_t ib = d.transb == CUBLAS_OP_N ? (size_t)(p + j * b.ld) : (size_t)(j + p * b.ld);
+                Bf[(size_t)(j * k + p)] = (float)lt_load(B, b.type, ob + ib);
+            }
+        }
+        for (int64_t j = 0; j < n; j++) {
+            const float* bj = &Bf[(size_t)(j * k)];
             for (int64_t i = 0; i < m; i++) {
-                double acc = 0.0;
-                for (int64_t p = 0; p < k; p++) {
-                    const size_t ia = d.transa == CUBLAS_OP_N ? (size_t)(i + p * a.ld) : (size_t)(p + i * a.ld);
-                    const size_t ib = d.transb == CUBLAS_OP_N ? (size_t)(p + j * b.ld) : (size_t)(j + p * b.ld);
-                    acc += lt_load(A, a.type, oa + ia) * lt_load(B, b.type, ob + ib);
+                const float* ai = &Af[(size_t)(i * k)];
+                double acc[4] = {0.0, 0.0, 0.0, 0.0};
+                int64_t p = 0;
+                for (; p + 4 <= k; p += 4) {
+                    for (int u = 0; u < 4; u++) { acc[u] += (double)ai[p + u] * (double)bj[p + u]; }
                 }
-                double r = (double)alpha * acc;
+                for (; p < k; p++) { acc[0] += (double)ai[p] * (double)bj[p]; }
+                double r = (double)alpha * ((acc[0] + acc[1]) + (acc[2] + acc[3]));
                 if (beta != 0.0f) { r += (double)beta * lt_load(C, c.type, oc + (size_t)(i + j * c.ld)); }
                 if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
                     r += lt_load(d.bias, bias_type, (size_t)i);
@@ -354,7 +371,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     const float al = *(const float*)alpha, be = *(const float*)beta;
     const LtDesc dd = *od;
     const LtLayout A_ = *la, B_ = *lb, C_ = *lc, D_ = *ld;
-    enqueue([=]() { lt_compute(dd, A_, B_, C_, D_, al, be, A, B, C, D); });
+    enqueue([=]() {
+        const double t0 = profiling() ? now_seconds() : 0.0;
+        lt_compute(dd, A_, B_, C_, D_, al, be, A, B, C, D);
+        if (profiling()) { profile_add("cublasLtMatmul (reference GEMM)", now_seconds() - t0, 0); }
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 

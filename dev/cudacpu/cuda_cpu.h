@@ -38,6 +38,7 @@ README.
 #include <cuda_bf16.h>
 #include <math.h>
 #include <signal.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,9 +52,8 @@ README.
 #include <vector>
 
 // ---------------------------------------------------------------------------------------------
-// CUDA's qualifiers as C++. A kernel is an inline function so that its static `__shared__` arrays
-// (COMDAT statics) may share one section, cudacpu_shared, with the template kernels' statics:
-// simt.h swaps that section's contents when it switches between live CTAs.
+// CUDA's qualifiers as C++. rewrite.py turns every `__shared__` declaration into per-CTA storage
+// (simt.h's shared_var), so one that is left is an error.
 #undef __global__
 #undef __device__
 #undef __host__
@@ -67,7 +67,7 @@ README.
 #define __host__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
-#define __shared__ static __attribute__((section("cudacpu_shared")))
+#define __shared__ __shared___not_rewritten_by_dev_cudacpu_rewrite_py
 #define __constant__ static
 #define __launch_bounds__(...)
 
@@ -164,6 +164,8 @@ static int env_schedule() {
         if (e && strcmp(e, "asc") == 0) { s = SCHED_ASC; }
         if (e && strcmp(e, "desc") == 0) { s = SCHED_DESC; }
         if (e && strcmp(e, "random") == 0) { s = SCHED_RANDOM; }
+        const char* live = getenv("CUDA_CPU_LIVE_CTAS");
+        if (live) { m.live_ctas = std::max(1, std::min(kLiveCtas, atoi(live))); }
         const char* seed = getenv("CUDA_CPU_SEED");
         if (seed) { m.rng.seed((unsigned)strtoul(seed, nullptr, 10)); }
     }
@@ -172,14 +174,49 @@ static int env_schedule() {
 
 inline const char* fault_kernel = nullptr; // the running kernel (for the fault handler), else null
 
-static void run_kernel(const char* name, int line, dim3 grid, dim3 block, size_t smem, const std::function<void()>& body) {
+// CUDA_CPU_PROFILE=1: seconds and launches per kernel (and for the cuBLASLt reference), printed at exit
+struct ProfileEntry { double seconds = 0.0; long long calls = 0; long long threads = 0; };
+inline std::map<std::string, ProfileEntry> profile;
+static bool profiling() {
+    static int on = -1;
+    if (on < 0) { const char* e = getenv("CUDA_CPU_PROFILE"); on = e != nullptr && e[0] == '1'; }
+    return on == 1;
+}
+static double now_seconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static void profile_print() {
+    std::vector<std::pair<std::string, ProfileEntry>> rows(profile.begin(), profile.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    double total = 0.0;
+    for (const auto& r : rows) { total += r.second.seconds; }
+    fprintf(stderr, "cuda-cpu profile: %.2f s in device work\n", total);
+    for (const auto& r : rows) {
+        fprintf(stderr, "  %8.3f s %7lld calls %12lld threads  %s\n", r.second.seconds, r.second.calls, r.second.threads, r.first.c_str());
+    }
+}
+static void profile_add(const char* name, double seconds, long long threads) {
+    static bool registered = false;
+    if (!registered) { atexit(profile_print); registered = true; }
+    ProfileEntry& e = profile[name];
+    e.seconds += seconds;
+    e.calls++;
+    e.threads += threads;
+}
+
+static void run_kernel(const char* name, int line, dim3 grid, dim3 block, size_t smem, size_t smem_limit,
+                       const std::function<void()>& body) {
     const int forced = env_schedule();
     const long long k = launch_count++;
     const int schedule = forced >= 0 ? forced : (int)(k % 3);
     const int order = forced >= 0 ? forced : (int)((k / 3) % 3);
     std::string error;
     fault_kernel = name;
-    const bool ok = run_grid(name, line, grid, block, smem, schedule, order, body, &error);
+    const double t0 = profiling() ? now_seconds() : 0.0;
+    const bool ok = run_grid(name, line, grid, block, smem, smem_limit, schedule, order, body, &error);
+    if (profiling()) { profile_add(name, now_seconds() - t0, (long long)grid.x * grid.y * grid.z * block.x * block.y * block.z); }
     fault_kernel = nullptr;
     if (!ok) {
         fprintf(stderr, "cuda-cpu: kernel error: %s\n", error.c_str());
@@ -218,7 +255,7 @@ struct Launch {
         const size_t sm = smem;
         enqueue([=]() {
             const std::function<void()> body = [&]() { std::apply(kernel, params); };
-            run_kernel(nm, ln, g, b, sm, body);
+            run_kernel(nm, ln, g, b, sm, smem_limit, body);
         });
     }
 };

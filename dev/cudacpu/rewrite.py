@@ -9,6 +9,9 @@ runtime of dev/cudacpu (cuda_cpu.h). It changes only what C++ cannot spell, and 
      (the runtime reads the instruction from the template, as ptxas would)
   3. dynamic shared memory  extern __shared__ [__align__(n)] T name[];
      becomes    T* const name = (T*)cudacpu::dynamic_smem();
+  4. static shared memory   __shared__ [__align__(n)] T a[N], b;
+     becomes    auto& a = cudacpu::shared_var<T[N]>(key, n); auto& b = cudacpu::shared_var<T>(key + 1, n);
+     (storage of the running CTA, one key per declarator of the file)
 
 Every rewrite keeps the line count (a statement spread over several lines becomes one line and blank
 lines), and the output starts with `#line 1 "<file>"`, so compiler messages, __LINE__ and __FILE__ name
@@ -22,6 +25,7 @@ import sys
 
 LAUNCH = re.compile(r'\b([A-Za-z_]\w*(?:<[^<>;]*>)?)\s*<<<(.*?)>>>\s*\(')
 EXTERN_SHARED = re.compile(r'^(\s*)extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?(.+?)\s*\b([A-Za-z_]\w*)\s*\[\s*\]\s*;(.*)$')
+STATIC_SHARED = re.compile(r'^(\s*)__shared__\s+(?:__align__\((\d+)\)\s+)?([A-Za-z_][\w:<> ]*?)\s+([A-Za-z_]\w*\s*(?:\[[^\]]*\]\s*)*(?:,\s*[A-Za-z_]\w*\s*(?:\[[^\]]*\]\s*)*)*);(.*)$')
 ASM = re.compile(r'\basm\s*(?:volatile\s*)?\(')
 
 
@@ -122,7 +126,8 @@ def main():
     src, dst = sys.argv[1], sys.argv[2]
     lines = open(src, encoding='utf-8').read().split('\n')
     out = []
-    counts = {'launch': 0, 'asm': 0, 'extern_shared': 0}
+    counts = {'launch': 0, 'asm': 0, 'extern_shared': 0, 'static_shared': 0}
+    key = 0
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -150,6 +155,24 @@ def main():
             continue
         if '__shared__' in line and 'extern' in line.split('//')[0]:
             fail(src, no, "an extern __shared__ declaration the rewrite cannot read")
+        ms = STATIC_SHARED.match(line)
+        if ms:
+            indent, align, typ, decls, tail = ms.groups()
+            parts = []
+            for d in split_top(decls, ','):
+                md = re.match(r'^\s*([A-Za-z_]\w*)\s*((?:\[[^\]]*\]\s*)*)$', d)
+                if not md:
+                    fail(src, no, f"a __shared__ declarator the rewrite cannot read: '{d}'")
+                name, dims = md.group(1), md.group(2).replace(' ', '')
+                al = align if align else f'alignof({typ})'
+                parts.append(f'auto& {name} = cudacpu::shared_var<{typ}{dims}>({key}, {al});')
+                key += 1
+                counts['static_shared'] += 1
+            out.append(indent + ' '.join(parts) + tail)
+            i += 1
+            continue
+        if re.search(r'\b__shared__\b', line.split('//')[0]):
+            fail(src, no, "a __shared__ declaration the rewrite cannot read")
 
         def launch(mo):
             name, cfg = mo.group(1), mo.group(2)
@@ -164,7 +187,7 @@ def main():
     with open(dst, 'w', encoding='utf-8') as f:
         f.write(f'#line 1 "{src}"\n' + '\n'.join(out))
     sys.stderr.write(f"rewrite.py: {src}: {counts['launch']} launches, {counts['asm']} asm statements, "
-                     f"{counts['extern_shared']} extern __shared__ arrays\n")
+                     f"{counts['extern_shared']} extern __shared__ arrays, {counts['static_shared']} static __shared__ variables\n")
 
 
 if __name__ == '__main__':

@@ -279,7 +279,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* num_bloc
     (void)func; (void)flags;
     if (block_size <= 0 || block_size > 1024) { *num_blocks = 0; return cudacpu::set_last(cudaErrorInvalidValue); }
     int by_threads = 2048 / (((block_size + 31) / 32) * 32);
-    const size_t per_block = dynamic_smem + cudacpu::static_shared_bytes() + 1024;
+    const size_t per_block = dynamic_smem + 1024; // + the kernel's static shared memory, unknown before it runs
     int by_smem = (int)(233472 / per_block);
     int n = std::min(std::min(by_threads, by_smem), 32);
     *num_blocks = n;

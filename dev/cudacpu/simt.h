@@ -18,8 +18,8 @@ ascending, descending or random order (per launch).
 Checked (each ends the launch with a message naming the kernel, the block, the thread and
 train_gpt2.cu's line):
   - __syncthreads reached at different lines by threads of one CTA, or after some threads exited;
-  - a warp collective whose 32 lanes disagree on the operation or line, in a partial warp, after a
-    lane exited, or with a mask other than 0xFFFFFFFF;
+  - a warp collective whose 32 lanes disagree on the operation or line, in a partial warp, or with a
+    mask other than 0xFFFFFFFF (one that a lane exited before never completes: a deadlock);
   - deadlock (no thread of a CTA can run).
 */
 #ifndef CUDACPU_SIMT_H
@@ -51,15 +51,14 @@ namespace cudacpu {
 #error "dev/cudacpu: the fiber switch is written for x86-64"
 #endif
 extern "C" void cudacpu_ctx_switch(void** save_sp, void* load_sp);
+// the floating-point control words are not switched: no kernel changes them
 asm(".text\n"
     ".globl cudacpu_ctx_switch\n"
     ".type cudacpu_ctx_switch,@function\n"
     "cudacpu_ctx_switch:\n"
     "    pushq %rbp\n    pushq %rbx\n    pushq %r12\n    pushq %r13\n    pushq %r14\n    pushq %r15\n"
-    "    subq $8, %rsp\n    stmxcsr (%rsp)\n    fnstcw 4(%rsp)\n"
     "    movq %rsp, (%rdi)\n"
     "    movq %rsi, %rsp\n"
-    "    ldmxcsr (%rsp)\n    fldcw 4(%rsp)\n    addq $8, %rsp\n"
     "    popq %r15\n    popq %r14\n    popq %r13\n    popq %r12\n    popq %rbx\n    popq %rbp\n"
     "    ret\n"
     ".size cudacpu_ctx_switch,.-cudacpu_ctx_switch\n");
@@ -70,7 +69,8 @@ enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_
 enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
 static const int kMaxThreads = 1024;
 static const int kLiveCtas = 4;
-static const size_t kStackBytes = 256 * 1024;
+static const size_t kStackBytes = 64 * 1024;
+static const uint64_t kStackCanary = 0x5AFE57AC4CA9A21Eull;
 
 struct LaneOp {
     int kind, line;
@@ -103,8 +103,12 @@ struct Cta {
     unsigned char* dyn_smem = nullptr; // this launch's dynamic shared memory, guard page after it
     unsigned char* dyn_map = nullptr;
     size_t dyn_map_len = 0;
-    std::vector<unsigned char> static_save; // the static __shared__ variables while another CTA runs
+    // the static __shared__ variables (rewrite.py: each declaration is a shared_var call with its own key)
+    unsigned char* static_smem = nullptr; // kStaticSmemBytes, filled with 0xFF at the CTA's start
+    size_t static_used = 0;
+    std::vector<long> static_offset; // by declaration key; -1: not declared yet in this CTA
 };
+static const size_t kStaticSmemBytes = 48 * 1024; // CUDA's limit for static shared memory
 
 struct Machine {
     Cta ctas[kLiveCtas];
@@ -113,7 +117,9 @@ struct Machine {
     void* sched_sp = nullptr;
     const std::function<void()>* body = nullptr;
     bool yield_cta = false;     // the running thread asked the scheduler to move to another CTA
-    int shared_owner = -1;      // the CTA whose static __shared__ variables are in the section now
+    int live_ctas = kLiveCtas;  // CTAs live at once (CUDA_CPU_LIVE_CTAS, 1 to kLiveCtas)
+    size_t dyn_smem_bytes = 0;  // this launch's dynamic shared memory
+    size_t smem_limit = 48 * 1024; // static + dynamic may not exceed it (the kernel's opt-in)
     int schedule = SCHED_ASC;
     std::string error;
     const char* kernel_name = "";
@@ -123,13 +129,6 @@ struct Machine {
 };
 inline Machine m; // external linkage, for the same reason as threadIdx
 
-// the static __shared__ variables (every kernel's, in one section; null when there are none)
-extern "C" __attribute__((weak)) unsigned char __start_cudacpu_shared[];
-extern "C" __attribute__((weak)) unsigned char __stop_cudacpu_shared[];
-static inline size_t static_shared_bytes() {
-    return __start_cudacpu_shared != nullptr ? (size_t)(__stop_cudacpu_shared - __start_cudacpu_shared) : 0;
-}
-
 static inline Cta& cta() { return m.ctas[m.cur_cta]; }
 static inline void set_ready(Cta& c, int tid) { const int r = c.rank_of[tid]; c.ready[r >> 6] |= 1ull << (r & 63); }
 static inline void clear_ready(Cta& c, int tid) { const int r = c.rank_of[tid]; c.ready[r >> 6] &= ~(1ull << (r & 63)); }
@@ -137,6 +136,23 @@ static inline void clear_ready(Cta& c, int tid) { const int r = c.rank_of[tid]; 
 static void switch_to_scheduler() {
     cudacpu_ctx_switch(&cta().fibers[m.cur].sp, m.sched_sp);
     // resumed: the scheduler set threadIdx, blockIdx, m.cur_cta and m.cur
+}
+
+static int pick_fiber(Cta& c);
+// a thread waits (barrier, warp collective): the next runnable thread of its CTA in the priority
+// order runs, switched to directly (half the cost of a detour through the scheduler); with none,
+// the scheduler decides (the CTA's end, a deadlock)
+static void wait_and_run_next() {
+    Cta& c = cta();
+    const int next = pick_fiber(c);
+    if (next < 0) { switch_to_scheduler(); return; }
+    void** self = &c.fibers[m.cur].sp;
+    m.cur = next;
+    threadIdx.x = (unsigned)next % blockDim.x;
+    threadIdx.y = ((unsigned)next / blockDim.x) % blockDim.y;
+    threadIdx.z = (unsigned)next / (blockDim.x * blockDim.y);
+    m.switches++;
+    cudacpu_ctx_switch(self, c.fibers[next].sp);
 }
 
 static std::string line_str(int line) { return "train_gpt2.cu:" + std::to_string(line); }
@@ -227,16 +243,11 @@ static void warp_collective(const LaneOp& op) {
     const int tid = m.cur, warp = tid / 32, warp0 = warp * 32;
     if (warp0 + 32 > m.nthreads) { fail("warp collective at " + line_str(op.line) + " in a partial warp"); }
     c.ops[tid] = op;
-    for (int l = 0; l < 32; l++) {
-        if (c.fibers[warp0 + l].state == DONE) {
-            fail("warp collective at " + line_str(op.line) + " while lane " + std::to_string(l) + " has exited");
-        }
-    }
     if (++c.warp_arrived[warp] < 32) {
         c.fibers[tid].state = WAIT_WARP;
         c.fibers[tid].line = op.line;
         clear_ready(c, tid);
-        switch_to_scheduler();
+        wait_and_run_next();
         return;
     }
     c.warp_arrived[warp] = 0;
@@ -270,7 +281,6 @@ static void warp_collective(const LaneOp& op) {
         c.fibers[warp0 + l].state = RUNNABLE;
         set_ready(c, warp0 + l);
     }
-    switch_to_scheduler(); // so that the priority order decides who runs next
 }
 
 static inline uint32_t shfl_bits(int kind, unsigned mask, uint32_t v, int arg, int line) {
@@ -344,7 +354,7 @@ static void syncthreads(int line) {
         c.fibers[tid].state = WAIT_BLOCK;
         c.fibers[tid].line = line;
         clear_ready(c, tid);
-        switch_to_scheduler();
+        wait_and_run_next();
         return;
     }
     c.block_arrived = 0;
@@ -354,13 +364,33 @@ static void syncthreads(int line) {
             set_ready(c, t);
         }
     }
-    switch_to_scheduler();
+    switch_to_scheduler(); // the priority order decides who runs first after the barrier
 }
 
 // an atomic or a fence: another live CTA runs first (the running thread stays runnable)
 static inline void cta_switch_point() {
     m.yield_cta = true;
     switch_to_scheduler();
+}
+
+// `__shared__ T name;` in a kernel (rewritten by rewrite.py to `T& name = shared_var<T>(key, align)`):
+// every thread of the running CTA gets the same storage, each CTA its own, poisoned (0xFF) at its start
+template <class T>
+static T& shared_var(int key, size_t align) {
+    Cta& c = cta();
+    if ((size_t)key >= c.static_offset.size()) { c.static_offset.resize((size_t)key + 1, -1); }
+    if (c.static_offset[(size_t)key] < 0) {
+        const size_t off = (c.static_used + align - 1) / align * align;
+        if (off + sizeof(T) > kStaticSmemBytes) { fail("static __shared__ memory over 48 KiB"); }
+        if (off + sizeof(T) + m.dyn_smem_bytes > m.smem_limit) {
+            fail("static __shared__ (" + std::to_string(off + sizeof(T)) + " bytes) plus dynamic (" +
+                 std::to_string(m.dyn_smem_bytes) + ") over the kernel's limit of " + std::to_string(m.smem_limit) + " bytes");
+        }
+        memset(c.static_smem + off, 0xFF, sizeof(T));
+        c.static_offset[(size_t)key] = (long)off;
+        c.static_used = off + sizeof(T);
+    }
+    return *reinterpret_cast<T*>(c.static_smem + c.static_offset[(size_t)key]);
 }
 
 static void fiber_main() {
@@ -370,6 +400,10 @@ static void fiber_main() {
     c.fibers[tid].state = DONE;
     c.done_count++;
     clear_ready(c, tid);
+    if (memcmp(c.fibers[tid].stack_lo, &kStackCanary, sizeof kStackCanary) != 0) {
+        fprintf(stderr, "cuda-cpu: %s: a thread overflowed its %zu KiB stack\n", m.kernel_name, kStackBytes / 1024);
+        abort();
+    }
     if (c.block_arrived > 0) {
         fail("exited while other threads wait at __syncthreads (" + line_str(c.block_line) + ")");
     }
@@ -379,32 +413,30 @@ static void fiber_main() {
 }
 extern "C" void cudacpu_fiber_entry() { fiber_main(); }
 
+// A CTA slot's stacks are one mapping (transparent huge pages where the kernel allows: one TLB entry
+// covers 32 stacks, which matters with 1024 fibers); a canary at each stack's low end, checked when
+// the thread exits, stands in for guard pages (which would split the huge pages).
+static Fiber* fibers_alloc() {
+    Fiber* f = new Fiber[kMaxThreads];
+    const size_t bytes = (size_t)kMaxThreads * kStackBytes;
+    unsigned char* p = (unsigned char*)mmap(nullptr, bytes + (2u << 20), PROT_READ | PROT_WRITE,
+                                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) { perror("cudacpu: mmap fiber stacks"); exit(2); }
+    unsigned char* base = (unsigned char*)(((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
+    madvise(base, bytes, MADV_HUGEPAGE);
+    for (int t = 0; t < kMaxThreads; t++) { f[t].stack_lo = base + (size_t)t * kStackBytes; }
+    return f;
+}
+
 static void fiber_reset(Fiber& f) {
-    if (f.stack_lo == nullptr) {
-        const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        unsigned char* p = (unsigned char*)mmap(nullptr, kStackBytes + page, PROT_READ | PROT_WRITE,
-                                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) { perror("cudacpu: mmap fiber stack"); exit(2); }
-        mprotect(p, page, PROT_NONE); // overflow guard
-        f.stack_lo = p + page;
-    }
+    memcpy(f.stack_lo, &kStackCanary, sizeof kStackCanary);
     uint64_t* p = (uint64_t*)(f.stack_lo + kStackBytes); // 16-byte aligned
     *--p = 0;                                              // fake return address of the entry
     *--p = (uint64_t)(uintptr_t)&cudacpu_fiber_entry;      // ret target
     for (int i = 0; i < 6; i++) { *--p = 0; }              // rbp rbx r12 r13 r14 r15
-    *--p = (uint64_t)0x1F80u | ((uint64_t)0x037Fu << 32);  // mxcsr, x87 control word
     f.sp = p;
     f.state = RUNNABLE;
     f.line = 0;
-}
-
-// the static __shared__ section holds the running CTA's variables: swap them on a change of CTA
-static void shared_switch_to(int slot) {
-    const size_t n = static_shared_bytes();
-    if (n == 0 || m.shared_owner == slot) { return; }
-    if (m.shared_owner >= 0) { memcpy(m.ctas[m.shared_owner].static_save.data(), __start_cudacpu_shared, n); }
-    memcpy(__start_cudacpu_shared, m.ctas[slot].static_save.data(), n);
-    m.shared_owner = slot;
 }
 
 // a CTA starts in a slot: fresh fibers, shared memory filled with 0xFF (a bf16 and fp32 NaN), so
@@ -412,7 +444,7 @@ static void shared_switch_to(int slot) {
 static void cta_start(int slot, uint3 idx, size_t smem) {
     Cta& c = m.ctas[slot];
     const int n = m.nthreads;
-    if (c.fibers == nullptr) { c.fibers = new Fiber[kMaxThreads]; }
+    if (c.fibers == nullptr) { c.fibers = fibers_alloc(); }
     c.live = true;
     c.idx = idx;
     c.tid_of_rank.resize(n);
@@ -432,11 +464,13 @@ static void cta_start(int slot, uint3 idx, size_t smem) {
         set_ready(c, t);
     }
     if (smem) { memset(c.dyn_smem, 0xFF, smem); }
-    c.static_save.assign(static_shared_bytes(), 0xFF);
-    if (m.shared_owner == slot) { m.shared_owner = -1; } // the section holds the finished CTA's values
+    if (c.static_smem == nullptr) { c.static_smem = (unsigned char*)aligned_alloc(256, kStaticSmemBytes); }
+    memset(c.static_smem, 0xFF, c.static_used);
+    c.static_used = 0;
+    c.static_offset.clear();
 }
 
-static int pick_fiber(Cta& c) {
+static int pick_fiber(Cta& c) { // the first ready thread in the priority order
     for (int w = 0; w < (m.nthreads + 63) / 64; w++) {
         if (c.ready[w]) { return c.tid_of_rank[w * 64 + __builtin_ctzll(c.ready[w])]; }
     }
@@ -460,8 +494,9 @@ static uint3 cta_coord(size_t c, dim3 g) {
 
 // Runs a grid to completion: CTAs in `order` (x fastest for ascending), up to kLiveCtas at once,
 // each as its block's fibers. Returns false with *error on a detected error.
-static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, size_t smem, int schedule, int order,
-                     const std::function<void()>& body, std::string* error) {
+static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, size_t smem, size_t smem_limit, int schedule,
+                     int order, const std::function<void()>& body, std::string* error) {
+    m.smem_limit = smem_limit;
     const int n = (int)(block.x * block.y * block.z);
     m.nthreads = n;
     m.body = &body;
@@ -491,9 +526,9 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
             c.dyn_smem = c.dyn_map + pages * page - rounded;
         }
     }
-    m.shared_owner = -1;
+    m.dyn_smem_bytes = smem;
     size_t next = 0;
-    for (int s = 0; s < kLiveCtas && next < ctas; s++) { cta_start(s, cta_coord(seq[next++], grid), smem); }
+    for (int s = 0; s < m.live_ctas && next < ctas; s++) { cta_start(s, cta_coord(seq[next++], grid), smem); }
     m.cur_cta = 0;
     bool ok = true;
     while (ok) {
@@ -524,7 +559,6 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
             ok = false;
             break;
         }
-        shared_switch_to(m.cur_cta);
         m.cur = tid;
         blockIdx = c.idx;
         threadIdx.x = (unsigned)tid % block.x; // CUDA's linear thread id: x fastest, then y, then z
@@ -546,7 +580,6 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         c.dyn_map = nullptr;
         c.dyn_smem = nullptr;
     }
-    m.shared_owner = -1;
     m.cur_cta = -1;
     if (!ok) { *error = m.error; }
     return ok;
