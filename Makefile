@@ -6,6 +6,8 @@
 #   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
 #   make labs [PRECISION=BF16|FP32] kernel labs build/lab_<op> (dev/cuda/README.md; the attention labs in
 #                                  both precisions, layernorm, encoder_backward, classifier, matmul_gelu BF16 only)
+#   make build/cudacpu/test_gpt2cu_<scheme>[_fp32]
+#                                  the CUDA trainer's test on the CPU runtime of dev/cudacpu (no GPU)
 #   make asan                      the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
 #   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]
@@ -67,6 +69,29 @@ train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h attention_variants.cuh d
 
 test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
+
+# ---------------------------------------------------------------------------------------------
+# The CUDA trainer on the CPU (dev/cudacpu/README.md): train_gpt2.cu and test_gpt2.cu as they are,
+# through dev/cudacpu/rewrite.py (launches, inline PTX, __shared__), built with g++ against the CPU
+# runtime dev/cudacpu/cuda_cpu.h: build/cudacpu/{test,train}_gpt2cu_<scheme>[_fp32]. No GPU needed.
+CUDACPU := $(BUILD)/cudacpu
+CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
+                dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+CUDACPU_FLAGS := -std=c++17 -O2 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas -x c++ -include dev/cudacpu/cuda_cpu.h \
+                 -I$(CUDA_HOME)/include -I. -Idev/cudacpu
+# the stem is <scheme> or <scheme>_fp32
+CUDACPU_DEFINES = $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(if $(filter %_fp32,$(1)),-DENABLE_FP32,-DENABLE_BF16)
+
+.PRECIOUS: $(CUDACPU)/src/%.cu
+$(CUDACPU)/src/%.cu: %.cu dev/cudacpu/rewrite.py
+	@mkdir -p $(CUDACPU)/src
+	python3 dev/cudacpu/rewrite.py $< $@
+
+$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) dev/test/debug_state.h
+	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
+
+$(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
 # ---------------------------------------------------------------------------------------------
 # Kernel labs (owner: kernel labs): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for

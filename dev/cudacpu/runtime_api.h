@@ -291,4 +291,10 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const
 
 } // extern "C"
 
+// CUDA's C++ overload for a kernel (a template instance included), which nvcc's headers give only to nvcc
+template <class... P>
+static inline cudaError_t cudaFuncSetAttribute(void (*kernel)(P...), enum cudaFuncAttribute attr, int value) {
+    return cudaFuncSetAttribute((const void*)kernel, attr, value);
+}
+
 #endif // CUDACPU_RUNTIME_API_H

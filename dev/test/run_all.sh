@@ -45,6 +45,7 @@ run_suite tokenizer bash dev/test/test_tokenizer.sh
 run_suite data bash dev/test/test_data.sh
 run_suite sanitize bash dev/test/test_sanitize.sh
 run_suite fuzz bash dev/test/test_fuzz.sh
+run_suite cudacpu bash dev/test/test_cudacpu.sh
 run_suite cuda bash dev/test/test_cuda.sh
 
 echo

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The CUDA trainer on the CPU (`make test`, suite cudacpu; dev/cudacpu/README.md): the real
+# test_gpt2.cu and train_gpt2.cu, built with g++ against the CPU runtime of dev/cudacpu, run against
+# the reference's fixtures with no GPU. Every kernel runs from its own launcher, every matmul through
+# the cuBLASLt API (a reference GEMM behind it).
+#
+#   FP32, every scheme, its tiny fixture (the unfused attention path, head size 16: the permute
+#        kernels, the causal softmax, the batched cuBLASLt matmuls): every activation, every gradient,
+#        10 AdamW steps at 1e-4, two more option sets (-r 1; -r 2 with the classifier in 37-row chunks
+#        and the GELU unfused), the KV-cached generation, the bit-identical resume, bad steps
+#   BF16, standard: the head-size-64 fixture on both attention paths (the flash kernels, mma.sync),
+#        and the MQA fixture (Hkv = 1 < H)
+#   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint
+#
+# One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
+#   bash dev/test/test_cudacpu.sh
+set -u
+cd "$(dirname "$0")/../.."
+log_dir=build/test_logs/cudacpu
+mkdir -p "$log_dir"
+failed=0
+start=$SECONDS
+manifest=dev/fixtures/manifest.tsv
+[ -f "$manifest" ] || { echo "FAIL cpu-run: no $manifest (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"; exit 1; }
+SCHEMES=$(make -s --no-print-directory schemes)
+
+# (binary stem, fixtures) of each run
+runs=()
+for s in $SCHEMES; do runs+=("${s}_fp32 ${s}_tiny"); done
+runs+=("standard standard_hd64,standard_mqa")
+
+# --- build: the rewrite once, then two g++ at a time ----------------------------------------------
+build_start=$SECONDS
+make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu >"$log_dir/rewrite.log" 2>&1 ||
+  { echo "FAIL cpu-run rewrite: $(grep -m1 'rewrite.py' "$log_dir/rewrite.log")"; exit 1; }
+build_one() { # target
+  local log="$log_dir/build_$(basename "$1").log"
+  if ! make -s "$1" >"$log" 2>&1; then
+    echo "FAIL cpu-run compile $1: $(grep -m1 -i 'error' "$log" || tail -n1 "$log")"
+  elif grep -qi 'warning' "$log"; then
+    echo "FAIL cpu-run compile $1: compiler warning: $(grep -m1 -i 'warning' "$log")"
+  fi
+}
+targets=(build/cudacpu/train_gpt2cu_standard_fp32)
+for r in "${runs[@]}"; do targets+=("build/cudacpu/test_gpt2cu_${r%% *}"); done
+build_out="$log_dir/builds.txt"
+: >"$build_out"
+running=0
+for t in "${targets[@]}"; do
+  build_one "$t" >>"$build_out" &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+cat "$build_out"
+grep -q '^FAIL' "$build_out" && failed=1
+echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
+
+# --- the test binaries, two at a time ----------------------------------------------------------------
+run_one() { # stem fixtures(comma-separated)
+  local bin=build/cudacpu/test_gpt2cu_$1 m="$log_dir/manifest_$1.tsv" log="$log_dir/test_$1.log" t0=$SECONDS
+  [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
+  : >"$m"
+  for f in ${2//,/ }; do
+    grep -P "^$f\t" "$manifest" >>"$m" || { echo "FAIL cpu-run $1: fixture $f not in $manifest"; return; }
+  done
+  timeout 1500 "$bin" "$m" >"$log" 2>&1
+  local rc=$?
+  grep -E '^(PASS|FAIL) ' "$log" | sed -E 's/^(PASS|FAIL) /\1 cpu-run /'
+  if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
+    echo "FAIL cpu-run $1: exited $rc without a FAIL line (timeout is 124; see $log: $(grep -m1 'cuda-cpu\|^error' "$log"))"
+  fi
+  echo "  cpu-run $1: $((SECONDS - t0)) s"
+}
+test_out="$log_dir/tests.txt"
+: >"$test_out"
+running=0
+for r in "${runs[@]}"; do
+  # shellcheck disable=SC2086
+  run_one $r >>"$test_out" &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+cat "$test_out"
+grep -q '^FAIL' "$test_out" && failed=1
+
+# --- the trainer binary: checkpoints, -y 1, SIGTERM ----------------------------------------------------
+trainer=build/cudacpu/train_gpt2cu_standard_fp32
+shard="$log_dir/tokens_000.bin"
+python3 dev/test/tiny_shard.py "$shard" $((4 * 32 * 16 + 1)) 5
+f=dev/fixtures/standard_tiny_model.bin
+if [ -x "$trainer" ] && [ -f "$f" ]; then
+  run_dir=build/test_cudacpu_trainer
+  rm -rf "$run_dir"
+  common=(-e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -v 2 -m 1 -s 0 -g 4 -n 2 -l 1e-3 -u 1 -q 0.1 -c 0.1 -o "$run_dir")
+  "$trainer" "${common[@]}" -x 4 >"$log_dir/trainer_run.log" 2>&1; rc1=$?
+  "$trainer" "${common[@]}" -x 6 -y 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
+  steps=$(grep -c '^step [0-9]*/[0-9]* | loss ' "$run_dir/main.log" 2>/dev/null)
+  if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "${steps:-0}" -eq 6 ] && grep -q '^resuming from .*state_00000004.bin' "$log_dir/trainer_resume.log" &&
+     [ -f "$run_dir/model_00000004.bin" ] && [ -f "$run_dir/state_00000006.bin" ] && ! ls "$run_dir"/*.tmp >/dev/null 2>&1; then
+    echo "PASS cpu-run train_gpt2cu -o/-n/-y: 4 steps, checkpoints, resumed to 6 (6 step lines in $run_dir/main.log)"
+  else
+    echo "FAIL cpu-run train_gpt2cu -o/-n/-y: exits $rc1/$rc2, ${steps:-0} step lines (expected 0/0, 6), see $log_dir/trainer_run.log, trainer_resume.log"
+    failed=1
+  fi
+  sig_dir=build/test_cudacpu_trainer_sigterm
+  rm -rf "$sig_dir"
+  "$trainer" "${common[@]}" -x 100000 -v 0 -n 0 -o "$sig_dir" >"$log_dir/trainer_sigterm.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 6000); do grep -q '^step [2-9][0-9]*/' "$log_dir/trainer_sigterm.log" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+  kill -TERM $pid 2>/dev/null; wait $pid; rc1=$?
+  sig_step=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .* written.*/\1/p' "$log_dir/trainer_sigterm.log")
+  rc2=1
+  [ -n "$sig_step" ] && { "$trainer" "${common[@]}" -x $((sig_step + 1)) -v 0 -n 0 -o "$sig_dir" -y 1 >"$log_dir/trainer_sigterm_resume.log" 2>&1; rc2=$?; }
+  if [ $rc1 -eq 143 ] && [ -n "$sig_step" ] && [ $rc2 -eq 0 ] &&
+     grep -q "^resuming from $sig_dir/state_$(printf %08d "$sig_step").bin at step $sig_step" "$log_dir/trainer_sigterm_resume.log"; then
+    echo "PASS cpu-run train_gpt2cu SIGTERM: exit 143, checkpoint at step $sig_step, -y 1 resumes from it"
+  else
+    echo "FAIL cpu-run train_gpt2cu SIGTERM: exit $rc1 (expected 143), stop line at step '${sig_step}', resume exit $rc2; see $log_dir/trainer_sigterm.log"
+    failed=1
+  fi
+else
+  echo "FAIL cpu-run train_gpt2cu: $trainer or $f missing"
+  failed=1
+fi
+echo "  cpu-run: $((SECONDS - start)) s in all"
+exit $failed
