@@ -228,8 +228,18 @@ def gelu(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def matmul(a, b):
+    """a @ b. In bfloat16 it accumulates in float32 and rounds the result to bfloat16, as the CUDA BF16
+    build's cuBLASLt GEMMs do, on any host: torch's own CPU bf16 matmul accumulates in bf16 where the
+    CPU lacks AVX512-BF16 (7% error at K = 4096), which made the bf16floor check depend on the machine.
+    Autograd's backward goes through the same float32 products, its gradients rounded to bfloat16."""
+    if a.dtype != torch.bfloat16:
+        return a @ b
+    return (a.float() @ b.float()).bfloat16()
+
+
 def linear(x, w, b):
-    out = x @ w.t()
+    out = matmul(x, w.t())
     return out + b if b is not None else out
 
 
@@ -289,14 +299,14 @@ class GPT2(nn.Module):
         # GQA: query head h reads kv head h // (H // Hkv)
         kh = kh.repeat_interleave(H // Hkv, dim=1)  # (B, H, T, hd)
         vh = vh.repeat_interleave(H // Hkv, dim=1)
-        scores = (qh @ kh.transpose(-2, -1)) * attn_scale(c)  # (B, H, T, T)
+        scores = matmul(qh, kh.transpose(-2, -1)) * attn_scale(c)  # (B, H, T, T)
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         scores = scores.masked_fill(~causal, float("-inf"))
         att = torch.softmax(scores, dim=-1)  # exactly 0 above the diagonal
         rec["L%d.att" % l] = att
         # what a flash-attention forward keeps of att for its backward: att = exp(scores - lse)
         rec["L%d.att_lse" % l] = torch.logsumexp(scores, dim=-1)  # (B, H, T), natural log, masked keys add 0
-        atty = (att @ vh).transpose(1, 2).reshape(B, T, C)  # (B, T, C), heads side by side again
+        atty = matmul(att, vh).transpose(1, 2).reshape(B, T, C)  # (B, T, C), heads side by side again
         rec["L%d.atty" % l] = atty
         return atty
 
@@ -325,7 +335,7 @@ class GPT2(nn.Module):
         lnf = layernorm(h, self.lnfw, self.p("lnfb"))
         rec["lnf"] = lnf
         head = self.wte if c.tied_head else self.lm_head
-        logits = lnf @ head[:c.vocab_size].t()  # (B, T, V): the padded rows are never used
+        logits = matmul(lnf, head[:c.vocab_size].t())  # (B, T, V): the padded rows are never used
         rec["logits"] = logits
         loss = None
         if targets is not None:
