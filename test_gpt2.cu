@@ -6,7 +6,7 @@ For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's sch
   record of the debug state (activations, logits, loss, every parameter gradient), then run the
   recorded AdamW steps and compare the step losses and gradient norms. Each tensor's relative
   error ||out - ref|| / ||ref|| is printed; a fixture passes when every one is at or under the
-  precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2, and 5e-2 for the gradient
+  precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2, and 1e-1 for the gradient
   norms of the 10-step trajectory, which BF16 rounding alone moves that far). A record this test does
   not know is a failure (the reference added something the trainers must follow), and so is a
   record it expects that is missing (every activation, gradient and step record of the model).
@@ -27,7 +27,13 @@ fixture (run_kv_cache_check: greedy KV-cached generation against the full forwar
 then resume_<scheme>, log_<scheme>, bad_steps (NaN weights and -sg skipping; and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 
-  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv]
+  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv] [--fixtures-only]
+
+--fixtures-only runs the fixtures and their KV-cache checks (what differs between schemes) and prints
+one SKIP line for the rest (the two option sets, resume, log, bad_steps, v5_read): that rest checks
+the training loop's host code and the scheme-independent kernel paths, and takes most of a scheme's
+time on the CPU runtime (dev/cudacpu), so dev/test/test_cudacpu.sh runs it once per precision, on
+standard.
 */
 #define TESTING
 #include "train_gpt2.cu"
@@ -38,10 +44,11 @@ there is no GPU. Exit status 1 on any FAIL.
 
 #if PRECISION_IS_BF16
 static const double TOLERANCE = 2e-2;
-// The gradient norms of the 10-step trajectory: BF16 rounding alone moves v_identity's by 2.7e-2
-// (its last steps by up to 6%), measured on the reference itself with fp32 master weights and bf16
-// compute: dev/reference/check_reference.py bf16floor, which holds this number too.
-static const double STEP_GRAD_NORMS_TOLERANCE = 5e-2;
+// The gradient norms of the 10-step trajectory: BF16 rounding alone moves q_identity_hd64_mqa's by
+// 5.4e-2 (its norms climb to 7.5, and steps 6 and 8 move by 7% and 16%; every other fixture 1.5e-2 or
+// less), measured on the reference itself with fp32 master weights, bf16 compute and fp32
+// accumulation: dev/reference/check_reference.py bf16floor, on every fixture, holds this number too.
+static const double STEP_GRAD_NORMS_TOLERANCE = 1e-1;
 #else
 static const double TOLERANCE = 1e-4;
 static const double STEP_GRAD_NORMS_TOLERANCE = 1e-4;
@@ -792,8 +799,20 @@ static int run_bad_steps_check(const char* model_path) {
 
 int main(int argc, char** argv) {
     char msg[16384];
-    const char* manifest = argc > 1 ? argv[1] : "dev/fixtures/manifest.tsv";
+    const char* manifest = "dev/fixtures/manifest.tsv";
     const char* scheme = qkv_scheme_name(kQKVScheme);
+    int fixtures_only = 0, positional = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--fixtures-only") == 0) {
+            fixtures_only = 1;
+        } else if (argv[i][0] != '-' && positional++ == 0) {
+            manifest = argv[i];
+        } else {
+            printf("FAIL %s %s: unknown argument '%s' (HINT: test_gpt2cu [manifest.tsv] [--fixtures-only])\n", LABEL,
+                   scheme, argv[i]);
+            return 1;
+        }
+    }
     if (!cuda_device_check(msg, sizeof(msg))) {
         printf("SKIP %s %s: %s\n", LABEL, scheme, msg);
         return 0;
@@ -857,7 +876,7 @@ int main(int argc, char** argv) {
         // classifier in chunks of 37 rows (several chunks, the last one partial), the GELU and its
         // derivative as separate kernels and -r 2 (GELU and both LayerNorms recomputed); then -r 1
         // with the fused GELU (the backward recomputes gelu from the rounded pre-activation)
-        if (ran == 1) {
+        if (ran == 1 && !fixtures_only) {
             const RunOptions other[2] = {{2, 0, 37}, {1, 1, 0}};
             const char* const suffix[2] = {"/chunk37_nogelufusion_r2", "/r1"};
             for (int k = 0; k < 2; k++) {
@@ -873,6 +892,8 @@ int main(int argc, char** argv) {
         printf("FAIL %s %s: no fixture of scheme %s in %s (HINT: /usr/bin/python3 dev/reference/make_fixtures.py "
                "--out dev/fixtures)\n", LABEL, scheme, scheme, manifest);
         failed++;
+    } else if (fixtures_only) {
+        printf("SKIP %s %s option sets, resume, log, bad_steps, v5_read: --fixtures-only\n", LABEL, scheme);
     } else {
         if (run_resume_check(first_model.c_str(), "")) { passed++; } else { failed++; }
         if (!first_fused_model.empty()) { // the flash kernels must be as deterministic as the rest

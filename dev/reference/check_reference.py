@@ -8,7 +8,7 @@ case, "PASS ..." or "FAIL ..." with the measured numbers; the exit status is 1 i
   check_reference.py roundtrip  <manifest.tsv>     checkpoints write/read back; bad files refused
   check_reference.py crosscheck <manifest.tsv>     fixtures against an independent formulation
                                                    (torch.nn.functional + torch.optim.AdamW)
-  check_reference.py bf16floor  <manifest.tsv>     the reference's own BF16 error on each scheme's
+  check_reference.py bf16floor  <manifest.tsv>     the reference's own BF16 error on each fixture's
                                                    10-step trajectory, under test_gpt2.cu's BF16 tolerances
 """
 
@@ -455,7 +455,7 @@ def check_crosscheck(manifest):
 
 # test_gpt2.cu's BF16 tolerances of the 10-step trajectory records (keep the two files in step)
 BF16_STEP_LOSSES_TOLERANCE = 2e-2
-BF16_STEP_GRAD_NORMS_TOLERANCE = 5e-2
+BF16_STEP_GRAD_NORMS_TOLERANCE = 1e-1
 
 
 def bf16_trajectory(model_path, inputs, targets, adamw, steps):
@@ -481,12 +481,11 @@ def bf16_trajectory(model_path, inputs, targets, adamw, steps):
 
 
 def check_bf16_floor(manifest):
-    """How far BF16 arithmetic alone moves each scheme's 10-step trajectory from the float64 record.
-    A chaotic trajectory (v_identity: gradient norms of steps 7-10 move by up to 6%) needs a looser
-    tolerance than one step's tensors; this check shows the tolerance covers the format's own error."""
+    """How far BF16 arithmetic alone moves each fixture's 10-step trajectory from the float64 record.
+    A chaotic trajectory (q_identity_hd64_mqa: gradient norms climb to 7.5, steps 6 and 8 move by 7% and
+    16%, 5.4e-2 in all) needs a looser tolerance than one step's tensors; this check shows the tolerance
+    covers the format's own error, on every fixture (the CUDA BF16 build runs each of them)."""
     for name, scheme, model_path, debug_path in read_manifest(manifest):
-        if not name.endswith("_tiny"):
-            continue
         ds = read_debug_state(debug_path)
         inputs, targets = ds["inputs"].long(), ds["targets"].long()
         want_losses, want_norms = ds["step_losses"], ds["step_grad_norms"]

@@ -6,7 +6,7 @@
 #   roundtrip   checkpoints v6/v7 written and re-loaded give identical logits; v3 reads; bad files refused
 #   crosscheck  every fixture against an independent formulation (torch.nn.functional, torch.optim.AdamW);
 #               att rebuilt from q, k and att_lse equals att
-#   bf16floor   the reference's own BF16 error on each scheme's 10-step trajectory is under test_gpt2.cu's
+#   bf16floor   the reference's own BF16 error on each fixture's 10-step trajectory is under test_gpt2.cu's
 #               BF16 tolerances (fp32 master weights, bf16 compute, as the CUDA BF16 build)
 # Assumes the fixtures exist: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures
 set -u
