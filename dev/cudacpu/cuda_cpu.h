@@ -47,6 +47,8 @@ README.
 #include <functional>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <initializer_list>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -327,34 +329,59 @@ static std::vector<int> ptx_group(const std::string& s, size_t* pos) {
     return out;
 }
 
-static void ptx(int line, const char* tmpl, std::vector<PtxOperand> outs, std::vector<PtxOperand> ins) {
-    std::vector<PtxOperand> ops = outs; // GCC's numbering: outputs, then inputs ("+" operands once)
-    ops.insert(ops.end(), ins.begin(), ins.end());
+// an asm statement's template, read once per call site (the template is a string literal: its
+// address names the site)
+struct PtxParsed {
+    bool mma = false;
+    std::string mnemonic;
+    std::vector<int> d, a, b, c;
+};
+static const PtxParsed& ptx_parse(const char* tmpl) {
+    static std::unordered_map<const char*, PtxParsed> parsed;
+    auto it = parsed.find(tmpl);
+    if (it != parsed.end()) { return it->second; }
+    PtxParsed p;
     const std::string s(tmpl);
-    const std::string mnemonic = s.substr(0, s.find_first_of(" \t"));
+    p.mnemonic = s.substr(0, s.find_first_of(" \t"));
+    if (p.mnemonic == "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") {
+        size_t pos = p.mnemonic.size();
+        p.d = ptx_group(s, &pos);
+        p.a = ptx_group(s, &pos);
+        p.b = ptx_group(s, &pos);
+        p.c = ptx_group(s, &pos);
+        p.mma = true;
+    }
+    return parsed.emplace(tmpl, std::move(p)).first->second;
+}
+
+static void ptx(int line, const char* tmpl, std::initializer_list<PtxOperand> outs, std::initializer_list<PtxOperand> ins) {
+    PtxOperand ops[32]; // GCC's numbering: outputs, then inputs ("+" operands once)
+    int n = 0;
+    for (const PtxOperand& o : outs) { if (n < 32) { ops[n++] = o; } }
+    for (const PtxOperand& o : ins) { if (n < 32) { ops[n++] = o; } }
+    const PtxParsed& p = ptx_parse(tmpl);
     auto value = [&](int i) -> uint32_t {
-        if (i < 0 || i >= (int)ops.size()) { fail("PTX operand %" + std::to_string(i) + " out of range at " + line_str(line)); }
+        if (i < 0 || i >= n) { fail("PTX operand %" + std::to_string(i) + " out of range at " + line_str(line)); }
         if (ops[i].output) { uint32_t b; memcpy(&b, ops[i].ptr, 4); return b; } // a "+" operand's input
         return ops[i].bits;
     };
-    if (mnemonic == "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") {
-        size_t pos = mnemonic.size();
-        const std::vector<int> d = ptx_group(s, &pos), a = ptx_group(s, &pos), b = ptx_group(s, &pos), c = ptx_group(s, &pos);
-        if (d.size() != 4 || a.size() != 4 || b.size() != 2 || c.size() != 4) { fail("malformed mma.sync operands at " + line_str(line)); }
+    if (p.mma) {
+        if (p.d.size() != 4 || p.a.size() != 4 || p.b.size() != 2 || p.c.size() != 4) { fail("malformed mma.sync operands at " + line_str(line)); }
         uint32_t ar[4], br[2];
         float cr[4], dr[4];
-        for (int i = 0; i < 4; i++) { ar[i] = value(a[i]); uint32_t cb = value(c[i]); memcpy(&cr[i], &cb, 4); }
-        for (int i = 0; i < 2; i++) { br[i] = value(b[i]); }
+        for (int i = 0; i < 4; i++) { ar[i] = value(p.a[i]); uint32_t cb = value(p.c[i]); memcpy(&cr[i], &cb, 4); }
+        for (int i = 0; i < 2; i++) { br[i] = value(p.b[i]); }
         mma_16816(dr, ar, br, cr, line);
         for (int i = 0; i < 4; i++) {
-            if (d[i] < 0 || d[i] >= (int)ops.size() || !ops[d[i]].output || ops[d[i]].constraint != 'f') {
+            const int di = p.d[i];
+            if (di < 0 || di >= n || !ops[di].output || ops[di].constraint != 'f') {
                 fail("mma.sync's D operand is not an fp32 output at " + line_str(line));
             }
-            memcpy(ops[d[i]].ptr, &dr[i], 4);
+            memcpy(ops[di].ptr, &dr[i], 4);
         }
         return;
     }
-    fail("inline PTX '" + mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");
+    fail("inline PTX '" + p.mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");
 }
 
 } // namespace cudacpu

@@ -84,8 +84,10 @@ struct LaneOp {
 struct Fiber {
     void* sp = nullptr;
     unsigned char* stack_lo = nullptr;
+    unsigned char* stack_hi = nullptr; // where the stack starts, staggered (fibers_alloc)
     int state = DONE;
     int line = 0; // where it waits
+    uint3 tidx{0, 0, 0}; // its threadIdx (cta_start), so that a switch needs no division
 };
 
 // one live CTA: its threads, barrier state and shared memory
@@ -148,9 +150,7 @@ static void wait_and_run_next() {
     if (next < 0) { switch_to_scheduler(); return; }
     void** self = &c.fibers[m.cur].sp;
     m.cur = next;
-    threadIdx.x = (unsigned)next % blockDim.x;
-    threadIdx.y = ((unsigned)next / blockDim.x) % blockDim.y;
-    threadIdx.z = (unsigned)next / (blockDim.x * blockDim.y);
+    threadIdx = c.fibers[next].tidx;
     m.switches++;
     cudacpu_ctx_switch(self, c.fibers[next].sp);
 }
@@ -201,8 +201,9 @@ static inline float bf16_bits_to_float(uint32_t bits16) {
     return f;
 }
 
-// D = A B + C for one warp; the products summed in double, then rounded once to fp32
-static void mma_compute(Cta& c, int warp0) {
+// D = A B + C for one warp; the products summed in double, then rounded once to fp32. Not inlined:
+// its 2 KiB of fragments would otherwise sit in warp_collective's frame, on every waiting lane's stack
+__attribute__((noinline)) static void mma_compute(Cta& c, int warp0) {
     float A[16][16], B[16][8], C[16][8];
     for (int lane = 0; lane < 32; lane++) {
         const LaneOp& op = c.ops[warp0 + lane];
@@ -237,12 +238,23 @@ static void mma_compute(Cta& c, int warp0) {
     }
 }
 
-// a lane arrives at a warp collective; the last one checks agreement, computes, releases the warp
-static void warp_collective(const LaneOp& op) {
+// a lane's slot for a warp collective, its operation filled in (in place: no copy to load back)
+static inline LaneOp& lane_op(int kind, int line, unsigned mask, int arg) {
+    LaneOp& op = cta().ops[m.cur];
+    op.kind = kind;
+    op.line = line;
+    op.mask = mask;
+    op.arg = arg;
+    return op;
+}
+
+// a lane arrives at a warp collective (its lane_op filled in); the last one checks agreement,
+// computes, releases the warp
+static void warp_collective() {
     Cta& c = cta();
     const int tid = m.cur, warp = tid / 32, warp0 = warp * 32;
+    const LaneOp& op = c.ops[tid];
     if (warp0 + 32 > m.nthreads) { fail("warp collective at " + line_str(op.line) + " in a partial warp"); }
-    c.ops[tid] = op;
     if (++c.warp_arrived[warp] < 32) {
         c.fibers[tid].state = WAIT_WARP;
         c.fibers[tid].line = op.line;
@@ -251,10 +263,10 @@ static void warp_collective(const LaneOp& op) {
         return;
     }
     c.warp_arrived[warp] = 0;
+    // a shfl_sync's source lane and a ballot's predicate may differ per lane; nothing else may
+    const bool per_lane_arg = op.kind == OP_SHFL_IDX || op.kind == OP_BALLOT;
     for (int l = 0; l < 32; l++) {
         const LaneOp& o = c.ops[warp0 + l];
-        // a shfl_sync's source lane and a ballot's predicate may differ per lane; nothing else may
-        const bool per_lane_arg = op.kind == OP_SHFL_IDX || op.kind == OP_BALLOT;
         if (o.kind != op.kind || o.line != op.line || o.mask != op.mask || (o.arg != op.arg && !per_lane_arg)) {
             fail("divergent warp collective: lane " + std::to_string(l) + " at " + line_str(o.line) + " (kind " +
                  std::to_string(o.kind) + "), last lane at " + line_str(op.line) + " (kind " + std::to_string(op.kind) + ")");
@@ -267,13 +279,14 @@ static void warp_collective(const LaneOp& op) {
         for (int l = 0; l < 32; l++) { bits |= (c.ops[warp0 + l].arg != 0 ? 1u : 0u) << l; }
         for (int l = 0; l < 32; l++) { c.res_v[warp0 + l] = bits; }
     } else if (op.kind != OP_SYNCWARP) {
+        const int kind = op.kind;
         for (int l = 0; l < 32; l++) {
             const int d = c.ops[warp0 + l].arg;
             int src = l;
-            if (op.kind == OP_SHFL_XOR) { src = l ^ d; }
-            if (op.kind == OP_SHFL_DOWN && l + d < 32) { src = l + d; } // past the warp: the lane's own value
-            if (op.kind == OP_SHFL_UP && l - d >= 0) { src = l - d; }
-            if (op.kind == OP_SHFL_IDX) { src = d & 31; }
+            if (kind == OP_SHFL_XOR) { src = l ^ d; }
+            if (kind == OP_SHFL_DOWN && l + d < 32) { src = l + d; } // past the warp: the lane's own value
+            if (kind == OP_SHFL_UP && l - d >= 0) { src = l - d; }
+            if (kind == OP_SHFL_IDX) { src = d & 31; }
             c.res_v[warp0 + l] = c.ops[warp0 + src].v;
         }
     }
@@ -287,13 +300,8 @@ static inline uint32_t shfl_bits(int kind, unsigned mask, uint32_t v, int arg, i
     static const char* names[] = {"", "__shfl_xor_sync", "", "__shfl_down_sync", "__shfl_up_sync", "__shfl_sync"};
     if (mask != 0xFFFFFFFFu) { fail(std::string(names[kind]) + " with a partial mask at " + line_str(line)); }
     if (kind != OP_SHFL_IDX && (arg < 0 || arg > 31)) { fail(std::string(names[kind]) + " lane argument out of range at " + line_str(line)); }
-    LaneOp op{};
-    op.kind = kind;
-    op.line = line;
-    op.mask = mask;
-    op.arg = arg;
-    op.v = v;
-    warp_collective(op);
+    lane_op(kind, line, mask, arg).v = v;
+    warp_collective();
     return cta().res_v[m.cur];
 }
 
@@ -312,33 +320,23 @@ static inline T shfl(int kind, unsigned mask, T v, int arg, int line) {
 
 static inline unsigned ballot(unsigned mask, int pred, int line) {
     if (mask != 0xFFFFFFFFu) { fail("__ballot_sync with a partial mask at " + line_str(line)); }
-    LaneOp op{};
-    op.kind = OP_BALLOT;
-    op.line = line;
-    op.mask = mask;
-    op.arg = pred != 0;
-    warp_collective(op);
+    lane_op(OP_BALLOT, line, mask, pred != 0);
+    warp_collective();
     return cta().res_v[m.cur];
 }
 
 static inline void syncwarp(unsigned mask, int line) {
     if (mask != 0xFFFFFFFFu) { fail("__syncwarp with a partial mask at " + line_str(line)); }
-    LaneOp op{};
-    op.kind = OP_SYNCWARP;
-    op.line = line;
-    op.mask = mask;
-    warp_collective(op);
+    lane_op(OP_SYNCWARP, line, mask, 0);
+    warp_collective();
 }
 
 static inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4], int line) {
-    LaneOp op{};
-    op.kind = OP_MMA;
-    op.line = line;
-    op.mask = 0xFFFFFFFFu;
+    LaneOp& op = lane_op(OP_MMA, line, 0xFFFFFFFFu, 0);
     for (int i = 0; i < 4; i++) { op.a[i] = a[i]; op.c[i] = c[i]; }
     op.b[0] = b[0];
     op.b[1] = b[1];
-    warp_collective(op);
+    warp_collective();
     for (int i = 0; i < 4; i++) { d[i] = cta().res_d[(size_t)m.cur * 4 + i]; }
 }
 
@@ -424,13 +422,19 @@ static Fiber* fibers_alloc() {
     if (p == MAP_FAILED) { perror("cudacpu: mmap fiber stacks"); exit(2); }
     unsigned char* base = (unsigned char*)(((uintptr_t)p + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1));
     madvise(base, bytes, MADV_HUGEPAGE);
-    for (int t = 0; t < kMaxThreads; t++) { f[t].stack_lo = base + (size_t)t * kStackBytes; }
+    // Stacks 64 KiB apart would put every thread's hot frames in the same cache sets (L1 repeats every
+    // 4 KiB, L2 every 64 KiB): the 32 lanes of a warp collective then evict each other at every switch.
+    // Each stack starts at its own offset below its top (a multiple of 320 bytes, within 16 KiB).
+    for (int t = 0; t < kMaxThreads; t++) {
+        f[t].stack_lo = base + (size_t)t * kStackBytes;
+        f[t].stack_hi = f[t].stack_lo + kStackBytes - (size_t)t * 320 % (16 * 1024);
+    }
     return f;
 }
 
 static void fiber_reset(Fiber& f) {
     memcpy(f.stack_lo, &kStackCanary, sizeof kStackCanary);
-    uint64_t* p = (uint64_t*)(f.stack_lo + kStackBytes); // 16-byte aligned
+    uint64_t* p = (uint64_t*)f.stack_hi; // 16-byte aligned
     *--p = 0;                                              // fake return address of the entry
     *--p = (uint64_t)(uintptr_t)&cudacpu_fiber_entry;      // ret target
     for (int i = 0; i < 6; i++) { *--p = 0; }              // rbp rbx r12 r13 r14 r15
@@ -461,6 +465,9 @@ static void cta_start(int slot, uint3 idx, size_t smem) {
     c.done_count = 0;
     for (int t = 0; t < n; t++) {
         fiber_reset(c.fibers[t]);
+        // CUDA's linear thread id: x fastest, then y, then z
+        c.fibers[t].tidx = uint3{(unsigned)t % blockDim.x, ((unsigned)t / blockDim.x) % blockDim.y,
+                                 (unsigned)t / (blockDim.x * blockDim.y)};
         set_ready(c, t);
     }
     if (smem) { memset(c.dyn_smem, 0xFF, smem); }
@@ -561,9 +568,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         }
         m.cur = tid;
         blockIdx = c.idx;
-        threadIdx.x = (unsigned)tid % block.x; // CUDA's linear thread id: x fastest, then y, then z
-        threadIdx.y = ((unsigned)tid / block.x) % block.y;
-        threadIdx.z = (unsigned)tid / (block.x * block.y);
+        threadIdx = c.fibers[tid].tidx;
         m.switches++;
         cudacpu_ctx_switch(&m.sched_sp, c.fibers[tid].sp);
         if (!m.error.empty()) { ok = false; break; }

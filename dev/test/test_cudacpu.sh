@@ -2,14 +2,18 @@
 # The CUDA trainer on the CPU (`make test`, suite cudacpu; dev/cudacpu/README.md): the real
 # test_gpt2.cu and train_gpt2.cu, built with g++ against the CPU runtime of dev/cudacpu, run against
 # the reference's fixtures with no GPU. Every kernel runs from its own launcher, every matmul through
-# the cuBLASLt API (a reference GEMM behind it).
+# the cuBLASLt API (a reference GEMM behind it). Every fixture of the manifest runs once:
 #
-#   FP32, every scheme, its tiny fixture (the unfused attention path, head size 16: the permute
-#        kernels, the causal softmax, the batched cuBLASLt matmuls): every activation, every gradient,
-#        10 AdamW steps at 1e-4, two more option sets (-r 1; -r 2 with the classifier in 37-row chunks
-#        and the GELU unfused), the KV-cached generation, the bit-identical resume, bad steps
-#   BF16, standard: the head-size-64 fixture on both attention paths (the flash kernels, mma.sync),
-#        and the MQA fixture (Hkv = 1 < H)
+#   FP32, every scheme: its fixtures of head size 12 and 16 (tiny, GQA, MQA, no bias, untied, T not a
+#        multiple of the tile, ...) on the unfused attention path (the permute kernels, the causal
+#        softmax, the batched cuBLASLt matmuls): every activation, every gradient, 10 AdamW steps at
+#        1e-4, and the KV-cached generation
+#   BF16, every scheme: its head-size-64 fixtures (and standard's 128) on both attention paths (the
+#        flash kernels and mma.sync; the unfused path), GQA and MQA among them, at 2e-2
+#   standard, in both precisions, also runs test_gpt2cu's scheme-independent rest: two more option sets
+#        (-r 1; -r 2 with the classifier in 37-row chunks and the GELU unfused), the bit-identical
+#        resume (both attention paths), the log, bad steps, the v5 read; the other schemes skip it
+#        (--fixtures-only) to fit CI
 #   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint
 #
 # One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
@@ -24,10 +28,20 @@ manifest=dev/fixtures/manifest.tsv
 [ -f "$manifest" ] || { echo "FAIL cpu-run: no $manifest (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"; exit 1; }
 SCHEMES=$(make -s --no-print-directory schemes)
 
-# (binary stem, fixtures) of each run
-runs=()
-for s in $SCHEMES; do runs+=("${s}_fp32 ${s}_tiny"); done
-runs+=("standard standard_hd64,standard_mqa")
+# (binary stem, fixtures, flags) of each run, the longest first: head sizes 64 and 128 in BF16, the
+# others in FP32
+fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
+  awk -F'\t' -v s="$1" -v p="$2" '$2 == s && (($1 ~ /_hd(64|128)/) == (p == "bf16")) { printf "%s%s", n++ ? "," : "", $1 }' "$manifest"
+}
+runs=("standard $(fixtures_of standard bf16) full" "standard_fp32 $(fixtures_of standard fp32) full")
+for s in $SCHEMES; do
+  [ "$s" = standard ] && continue
+  for p in bf16 fp32; do
+    f=$(fixtures_of "$s" $p)
+    [ -n "$f" ] || { echo "FAIL cpu-run $s: no $p fixture in $manifest"; failed=1; continue; }
+    runs+=("$s$([ $p = fp32 ] && echo _fp32) $f --fixtures-only")
+  done
+done
 
 # --- build: the rewrite once, then two g++ at a time ----------------------------------------------
 build_start=$SECONDS
@@ -57,20 +71,22 @@ grep -q '^FAIL' "$build_out" && failed=1
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
-run_one() { # stem fixtures(comma-separated)
+run_one() { # stem fixtures(comma-separated) full|--fixtures-only
   local bin=build/cudacpu/test_gpt2cu_$1 m="$log_dir/manifest_$1.tsv" log="$log_dir/test_$1.log" t0=$SECONDS
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
   : >"$m"
   for f in ${2//,/ }; do
     grep -P "^$f\t" "$manifest" >>"$m" || { echo "FAIL cpu-run $1: fixture $f not in $manifest"; return; }
   done
-  timeout 1500 "$bin" "$m" >"$log" 2>&1
+  local flags=()
+  [ "$3" = full ] || flags=("$3")
+  timeout 1200 "$bin" "$m" "${flags[@]}" >"$log" 2>&1
   local rc=$?
   grep -E '^(PASS|FAIL) ' "$log" | sed -E 's/^(PASS|FAIL) /\1 cpu-run /'
   if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
     echo "FAIL cpu-run $1: exited $rc without a FAIL line (timeout is 124; see $log: $(grep -m1 'cuda-cpu\|^error' "$log"))"
   fi
-  echo "  cpu-run $1: $((SECONDS - t0)) s"
+  echo "  cpu-run $1 ($2${flags[*]:+ ${flags[*]}}): $((SECONDS - t0)) s"
 }
 test_out="$log_dir/tests.txt"
 : >"$test_out"
