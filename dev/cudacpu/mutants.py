@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The CPU runtime's self-test: planted bugs that the CPU run of the CUDA trainer must catch.
+
+For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu with the one edit, through rewrite.py,
+test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
+on the mutant's fixtures. The mutant is caught when the run fails: a FAIL line, a runtime error
+("cuda-cpu: ..."), a crash, or the time limit. One line per mutant:
+
+  PASS mutant m01 (dropped __syncthreads: ...): caught: <the run's first FAIL or error line>
+  FAIL mutant m01 (...): the CPU run passed with the bug in place
+  FAIL mutant m01 (...): stale: the text to find occurs 0 times in train_gpt2.cu (expected once)
+
+  python3 dev/cudacpu/mutants.py [--jobs N] [--only m01,m05] [--list]
+Build trees and logs: build/mutants/<id>/.
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LIST = os.path.join(ROOT, "dev", "cudacpu", "mutants.txt")
+OUT = os.path.join(ROOT, "build", "mutants")
+RUN_TIMEOUT_S = 300
+
+
+def parse(path):
+    """mutants.txt -> [dict(id, kind, run_stem, fixtures, find, replace)]"""
+    mutants, cur, section = [], None, None
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for n, line in enumerate(lines, 1):
+        if line.startswith("## "):
+            m = re.match(r"## (m\d+) (.+)$", line)
+            if not m:
+                sys.exit("%s:%d: expected '## m<NN> <kind>: <what>'" % (path, n))
+            cur = dict(id=m.group(1), kind=m.group(2), run_stem=None, fixtures=None, find=[], replace=[], line=n)
+            mutants.append(cur)
+            section = None
+        elif cur is None or line == "end":
+            section = None if line == "end" else section
+        elif section is None and line.startswith("run: "):
+            parts = line[5:].split()
+            if len(parts) != 2:
+                sys.exit("%s:%d: expected 'run: <binary stem> <fixtures>'" % (path, n))
+            cur["run_stem"], cur["fixtures"] = parts[0], parts[1].split(",")
+        elif line in ("find:", "replace:"):
+            section = line[:-1]
+        elif section is not None:
+            cur[section].append(line)
+        elif line.strip() and not line.startswith("#"):
+            sys.exit("%s:%d: unexpected line outside a find/replace block: %s" % (path, n, line))
+    for m in mutants:
+        if not m["run_stem"] or not m["find"]:
+            sys.exit("%s:%d: mutant %s needs a run: line and a find: block" % (path, m["line"], m["id"]))
+    return mutants
+
+
+def sh(cmd, log, timeout=None):
+    with open(log, "w") as f:
+        try:
+            return subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            return None
+
+
+def run_mutant(m, source, manifest_rows):
+    """-> (ok, message)"""
+    find, replace = "\n".join(m["find"]) + "\n", "\n".join(m["replace"]) + ("\n" if m["replace"] else "")
+    count = source.count(find)
+    if count != 1:
+        return False, "stale: the text to find occurs %d times in train_gpt2.cu (expected once)" % count
+    d = os.path.join(OUT, m["id"])
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "src"))
+    with open(os.path.join(d, "train_gpt2.cu"), "w") as f:
+        f.write(source.replace(find, replace))
+    # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
+    for name, src in (("train_gpt2.cu", os.path.join(d, "train_gpt2.cu")), ("test_gpt2.cu", os.path.join(ROOT, "test_gpt2.cu"))):
+        if sh([sys.executable, "dev/cudacpu/rewrite.py", src, os.path.join(d, "src", name)], os.path.join(d, "rewrite.log")) != 0:
+            return False, "rewrite.py failed on the mutant (see %s)" % os.path.join(d, "rewrite.log")
+    stem = m["run_stem"]
+    scheme = stem[:-5] if stem.endswith("_fp32") else stem
+    precision = "-DENABLE_FP32" if stem.endswith("_fp32") else "-DENABLE_BF16"
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    binary = os.path.join(d, "test_gpt2cu_" + stem)
+    cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g0", "-fno-strict-aliasing", "-w", "-x", "c++",
+           "-include", "dev/cudacpu/cuda_cpu.h", "-I" + cuda_home + "/include", "-I.", "-Idev/cudacpu",
+           "-DQKV_SCHEME=QKV_" + scheme.upper(), precision, os.path.join(d, "src", "test_gpt2.cu"), "-o", binary]
+    if sh(cmd, os.path.join(d, "build.log")) != 0:
+        with open(os.path.join(d, "build.log")) as f:
+            first = next((l.strip() for l in f if "error" in l), "see build.log")
+        return False, "the mutant does not compile, so it tests nothing (fix the edit): %s" % first
+    manifest = os.path.join(d, "manifest.tsv")
+    with open(manifest, "w") as f:
+        for name in m["fixtures"]:
+            if name not in manifest_rows:
+                return False, "fixture %s not in dev/fixtures/manifest.tsv" % name
+            f.write(manifest_rows[name])
+    log = os.path.join(d, "run.log")
+    rc = sh([binary, manifest, "--fixtures-only"], log, timeout=RUN_TIMEOUT_S)
+    with open(log, errors="replace") as f:
+        text = f.read()
+    evidence = re.search(r"^(FAIL .*|cuda-cpu: .*|error: .*)$", text, re.M)
+    if rc is None:
+        return True, "caught: the run did not finish in %d s (a hang)" % RUN_TIMEOUT_S
+    if rc != 0:
+        return True, "caught: " + (evidence.group(1)[:300] if evidence else "exit status %d" % rc)
+    return False, "the CPU run passed with the bug in place (see %s)" % log
+
+
+def main():
+    ap = argparse.ArgumentParser(description="planted bugs the CPU run of the CUDA trainer must catch")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--list", action="store_true", help="print the mutants and exit")
+    args = ap.parse_args()
+    mutants = parse(LIST)
+    if args.list:
+        for m in mutants:
+            print("%s %s [%s on %s]" % (m["id"], m["kind"], m["run_stem"], ",".join(m["fixtures"])))
+        return 0
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - {m["id"] for m in mutants}
+        if unknown:
+            print("FAIL mutants: unknown id(s) %s (HINT: --list)" % ",".join(sorted(unknown)))
+            return 1
+        mutants = [m for m in mutants if m["id"] in wanted]
+    manifest_path = os.path.join(ROOT, "dev", "fixtures", "manifest.tsv")
+    if not os.path.exists(manifest_path):
+        print("FAIL mutants: no %s (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)" % manifest_path)
+        return 1
+    with open(manifest_path) as f:
+        rows = {l.split("\t")[0]: l for l in f if l.strip() and not l.startswith("#")}
+    with open(os.path.join(ROOT, "train_gpt2.cu")) as f:
+        source = f.read()
+    start = time.time()
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [(m, pool.submit(run_mutant, m, source, rows)) for m in mutants]
+        for m, fut in futures:
+            t0 = time.time()
+            ok, msg = fut.result()
+            failed += not ok
+            print("%s mutant %s (%s): %s" % ("PASS" if ok else "FAIL", m["id"], m["kind"], msg), flush=True)
+    print("  mutants: %d planted bugs, %d caught, in %d s" % (len(mutants), len(mutants) - failed, time.time() - start))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
