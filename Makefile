@@ -93,6 +93,21 @@ $(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.
 $(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS)
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
+# the kernel labs on the same runtime: build/cudacpu/lab_<op>[_fp32], run with --check against their
+# CPU twins (dev/test/test_cudacpu.sh). Their headers are rewritten beside them, so that the labs'
+# `#include "../../train_gpt2.cu"` finds the rewritten trainer.
+.PRECIOUS: $(CUDACPU)/src/%.h
+$(CUDACPU)/src/%.h: %.h dev/cudacpu/rewrite.py
+	@mkdir -p $(dir $@)
+	python3 dev/cudacpu/rewrite.py $< $@
+CUDACPU_LAB_DEPS := $(CUDACPU_DEPS) $(CUDACPU)/src/train_gpt2.cu \
+                    $(patsubst %,$(CUDACPU)/src/dev/cuda/%,attention_lab_common.h attention_tiled_cpu.h lab_basics.h \
+                                                          lab_common.h kernels_cpu.h lab_matmul_common.h)
+$(CUDACPU)/lab_%_fp32: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_FP32 $< -o $@
+$(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_BF16 $< -o $@
+
 # ---------------------------------------------------------------------------------------------
 # Kernel labs (owner: kernel labs): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for
 # PRECISION=FP32. A lab includes train_gpt2.cu (its kernels are the trainer's) and covers every

@@ -1,4 +1,4 @@
-# emulator_common.sh: what flash_emulator.sh and kernel_emulator.sh share, sourced by both after they
+# emulator_common.sh: what kernel_emulator.sh needs, sourced by it after it
 # set EMU_TAG (their FAIL lines' name), EMU_OPT (g++ optimization level) and OUT (the build folder):
 # the compiler, cuda_bf16.h's folder, UBSan's alignment check when the compiler has it (every packed
 # access must be aligned as on the GPU), and build(), which fails on any error or warning.

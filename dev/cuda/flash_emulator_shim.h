@@ -1,6 +1,7 @@
 /*
-flash_emulator_shim.h: a small SIMT runtime on the CPU, enough to run the flash attention kernels of
-train_gpt2.cu (their source text, extracted by dev/cuda/flash_emulator.sh) as host C++.
+flash_emulator_shim.h: a small SIMT runtime on the CPU, enough to run kernels of train_gpt2.cu (their
+source text, extracted by dev/cuda/kernel_emulator.sh) as host C++. It first ran the flash kernels;
+those now run on dev/cudacpu, which is to replace this file too (issue 25).
 
 What it provides to the extracted text: the CUDA qualifiers as nothing, floatX = __nv_bfloat16 (the
 host side of cuda_bf16.h, round to nearest even), x2f/f2x, threadIdx/blockIdx/gridDim/blockDim,

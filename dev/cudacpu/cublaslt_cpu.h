@@ -333,6 +333,29 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
     return CUBLAS_STATUS_SUCCESS;
 }
 
+// the heuristic's one algorithm, as the labs print it: id 0 (the reference GEMM), no tile, no stages,
+// no split-k
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    void* buf, size_t size, size_t* written) {
+    using namespace cudacpu;
+    LtAlgo a;
+    if (algo == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
+    memcpy(&a, algo, sizeof a);
+    if (a.magic != kAlgoMagic) { return CUBLAS_STATUS_INVALID_VALUE; }
+    int32_t value;
+    switch (attr) {
+    case CUBLASLT_ALGO_CONFIG_ID: value = 0; break;
+    case CUBLASLT_ALGO_CONFIG_TILE_ID: value = 0; break; // CUBLASLT_MATMUL_TILE_UNDEFINED
+    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM: value = 1; break;
+    case CUBLASLT_ALGO_CONFIG_STAGES_ID: value = 0; break; // CUBLASLT_MATMUL_STAGES_UNDEFINED
+    default: return CUBLAS_STATUS_INVALID_VALUE;
+    }
+    if (written != nullptr) { *written = sizeof value; }
+    if (buf == nullptr || size != sizeof value) { return CUBLAS_STATUS_INVALID_VALUE; }
+    memcpy(buf, &value, sizeof value);
+    return CUBLAS_STATUS_SUCCESS;
+}
+
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* A,
                               cublasLtMatrixLayout_t a, const void* B, cublasLtMatrixLayout_t b, const void* beta, const void* C,
                               cublasLtMatrixLayout_t c, void* D, cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t* algo,

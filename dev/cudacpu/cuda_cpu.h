@@ -237,8 +237,11 @@ struct Launch {
     Launch(const char* n, int l, dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : name(n), line(l), grid(g), block(b), smem(s) {
         (void)st; // one queue: every stream is the default stream
     }
-    template <class... P, class... A>
-    void operator()(void (*kernel)(P...), A&&... args) const {
+    // the arguments' types are not deduced (only the kernel's), so each converts to its parameter
+    // at the call, where `NULL` is still a null pointer constant
+    template <class T> struct as_is { using type = T; };
+    template <class... P>
+    void operator()(void (*kernel)(P...), typename as_is<P>::type... args) const {
         if (sticky_error != cudaSuccess) { return; }
         const long long threads = (long long)block.x * block.y * block.z;
         const auto attrs = kernel_attrs.find((const void*)kernel);
@@ -250,7 +253,7 @@ struct Launch {
             return;
         }
         if (smem > smem_limit) { set_last(cudaErrorInvalidValue); return; }
-        std::tuple<typename std::decay<P>::type...> params(std::forward<A>(args)...);
+        std::tuple<typename std::decay<P>::type...> params(args...);
         const char* nm = name;
         const int ln = line;
         const dim3 g = grid, b = block;

@@ -3,7 +3,8 @@
 
 For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu with the one edit, through rewrite.py,
 test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
-on the mutant's fixtures. The mutant is caught when the run fails: a FAIL line, a runtime error
+on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
+with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
 ("cuda-cpu: ..."), a crash, or the time limit. One line per mutant:
 
   PASS mutant m01 (dropped __syncthreads: ...): caught: <the run's first FAIL or error line>
@@ -24,6 +25,8 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LIST = os.path.join(ROOT, "dev", "cudacpu", "mutants.txt")
+LAB_HEADERS = ["attention_lab_common.h", "attention_tiled_cpu.h", "lab_basics.h", "lab_common.h", "kernels_cpu.h",
+               "lab_matmul_common.h"]
 OUT = os.path.join(ROOT, "build", "mutants")
 RUN_TIMEOUT_S = 300
 
@@ -38,16 +41,18 @@ def parse(path):
             m = re.match(r"## (m\d+) (.+)$", line)
             if not m:
                 sys.exit("%s:%d: expected '## m<NN> <kind>: <what>'" % (path, n))
-            cur = dict(id=m.group(1), kind=m.group(2), run_stem=None, fixtures=None, find=[], replace=[], line=n)
+            cur = dict(id=m.group(1), kind=m.group(2), run_stem=None, fixtures=None, lab_args=[], find=[], replace=[], line=n)
             mutants.append(cur)
             section = None
         elif cur is None or line == "end":
             section = None if line == "end" else section
         elif section is None and line.startswith("run: "):
             parts = line[5:].split()
-            if len(parts) != 2:
-                sys.exit("%s:%d: expected 'run: <binary stem> <fixtures>'" % (path, n))
-            cur["run_stem"], cur["fixtures"] = parts[0], parts[1].split(",")
+            if len(parts) < 1 or (not parts[0].startswith("lab_") and len(parts) != 2):
+                sys.exit("%s:%d: expected 'run: <binary stem> <fixtures>' or 'run: lab_<op> [lab arguments]'" % (path, n))
+            cur["run_stem"] = parts[0]
+            cur["fixtures"] = [] if parts[0].startswith("lab_") else parts[1].split(",")
+            cur["lab_args"] = parts[1:] if parts[0].startswith("lab_") else []
         elif line in ("find:", "replace:"):
             section = line[:-1]
         elif section is not None:
@@ -80,17 +85,29 @@ def run_mutant(m, source, manifest_rows):
     with open(os.path.join(d, "train_gpt2.cu"), "w") as f:
         f.write(source.replace(find, replace))
     # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
-    for name, src in (("train_gpt2.cu", os.path.join(d, "train_gpt2.cu")), ("test_gpt2.cu", os.path.join(ROOT, "test_gpt2.cu"))):
-        if sh([sys.executable, "dev/cudacpu/rewrite.py", src, os.path.join(d, "src", name)], os.path.join(d, "rewrite.log")) != 0:
-            return False, "rewrite.py failed on the mutant (see %s)" % os.path.join(d, "rewrite.log")
     stem = m["run_stem"]
+    lab = stem.startswith("lab_")
+    sources = [("train_gpt2.cu", os.path.join(d, "train_gpt2.cu"))]
+    if lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the mutant
+        op = stem[4:-5] if stem.endswith("_fp32") else stem[4:]
+        sources += [(os.path.join("dev", "cuda", f), os.path.join(ROOT, "dev", "cuda", f)) for f in LAB_HEADERS + [op + ".cu"]]
+        main_source = os.path.join(d, "src", "dev", "cuda", op + ".cu")
+    else:
+        sources.append(("test_gpt2.cu", os.path.join(ROOT, "test_gpt2.cu")))
+        main_source = os.path.join(d, "src", "test_gpt2.cu")
+    for name, src in sources:
+        dst = os.path.join(d, "src", name)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if sh([sys.executable, "dev/cudacpu/rewrite.py", src, dst], os.path.join(d, "rewrite.log")) != 0:
+            return False, "rewrite.py failed on the mutant (see %s)" % os.path.join(d, "rewrite.log")
     scheme = stem[:-5] if stem.endswith("_fp32") else stem
     precision = "-DENABLE_FP32" if stem.endswith("_fp32") else "-DENABLE_BF16"
     cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
-    binary = os.path.join(d, "test_gpt2cu_" + stem)
+    binary = os.path.join(d, ("" if lab else "test_gpt2cu_") + stem)
     cmd = [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-g0", "-fno-strict-aliasing", "-w", "-x", "c++",
-           "-include", "dev/cudacpu/cuda_cpu.h", "-I" + cuda_home + "/include", "-I.", "-Idev/cudacpu",
-           "-DQKV_SCHEME=QKV_" + scheme.upper(), precision, os.path.join(d, "src", "test_gpt2.cu"), "-o", binary]
+           "-include", "dev/cudacpu/cuda_cpu.h", "-I" + cuda_home + "/include", "-I.", "-Idev/cudacpu", precision]
+    cmd += ["-fopenmp"] if lab else ["-DQKV_SCHEME=QKV_" + scheme.upper()]
+    cmd += [main_source, "-o", binary]
     if sh(cmd, os.path.join(d, "build.log")) != 0:
         with open(os.path.join(d, "build.log")) as f:
             first = next((l.strip() for l in f if "error" in l), "see build.log")
@@ -101,8 +118,9 @@ def run_mutant(m, source, manifest_rows):
             if name not in manifest_rows:
                 return False, "fixture %s not in dev/fixtures/manifest.tsv" % name
             f.write(manifest_rows[name])
+    run_cmd = [binary, "--check"] + m["lab_args"] if lab else [binary, manifest, "--fixtures-only"]
     log = os.path.join(d, "run.log")
-    rc = sh([binary, manifest, "--fixtures-only"], log, timeout=RUN_TIMEOUT_S)
+    rc = sh(run_cmd, log, timeout=RUN_TIMEOUT_S)
     with open(log, errors="replace") as f:
         text = f.read()
     evidence = re.search(r"^(FAIL .*|cuda-cpu: .*|error: .*)$", text, re.M)
@@ -122,7 +140,7 @@ def main():
     mutants = parse(LIST)
     if args.list:
         for m in mutants:
-            print("%s %s [%s on %s]" % (m["id"], m["kind"], m["run_stem"], ",".join(m["fixtures"])))
+            print("%s %s [%s %s]" % (m["id"], m["kind"], m["run_stem"], " ".join(m["lab_args"]) or ",".join(m["fixtures"])))
         return 0
     if args.only:
         wanted = set(args.only.split(","))

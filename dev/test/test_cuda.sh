@@ -11,8 +11,8 @@
 # Kernel labs (dev/cuda/README.md): build/lab_attention_{forward,backward}[_fp32] are compiled (one
 # architecture; a warning fails), their flag errors checked; without a GPU each must print one SKIP
 # line and exit 0, with one `--check` must print PASS lines and no FAIL.
-# Always, last: dev/cuda/flash_emulator.sh --self-test, the flash kernels' source run on the CPU
-# (emulated warps) against float64 attention, and planted bugs that it must catch.
+# Always, last: dev/cuda/kernel_emulator.sh --self-test, the other kernels' source run on the CPU
+# (emulated warps) against float64 references at the trainer's shapes, and planted bugs it must catch.
 #
 #   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
 set -u
@@ -345,12 +345,9 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# the flash kernels' own source on the CPU (no GPU needed): dev/cuda/flash_emulator.sh extracts the
-# kernels from train_gpt2.cu and runs them lane by lane under an emulation of mma.sync's fragment
-# layouts and of the barriers, against a float64 attention; its self-test plants known bugs in a copy
-# of the kernels, each of which must make it fail (so the emulator's PASS means something);
-# one PASS/FAIL line per case and per planted bug
-bash dev/cuda/flash_emulator.sh --self-test || failed=1
+# the other kernels' own source on the CPU at the trainer's shapes (no GPU needed), with planted bugs
+# it must catch; the flash kernels run on dev/cudacpu instead (dev/test/test_cudacpu.sh: the trainer
+# on every fixture, and the attention labs' --check)
 bash dev/cuda/kernel_emulator.sh --self-test || failed=1
 # the cuBLASLt call sites (epilogues, the chunked classifier) and the other kernels' work split,
 # transcribed with the C code's argument lists and checked in float64 against torch autograd

@@ -14,6 +14,8 @@
 #        (-r 1; -r 2 with the classifier in 37-row chunks and the GELU unfused), the bit-identical
 #        resume (both attention paths), the log, bad steps, the v5 read; the other schemes skip it
 #        (--fixtures-only) to fit CI
+#   the attention labs (dev/cuda/attention_{forward,backward}.cu), every version, --check against their
+#        CPU twin, in BF16 and FP32
 #   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint
 #
 # One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
@@ -55,8 +57,15 @@ build_one() { # target
     echo "FAIL cpu-run compile $1: compiler warning: $(grep -m1 -i 'warning' "$log")"
   fi
 }
+# the attention labs' --check against their CPU twin (dev/cuda/README.md), every version, on this
+# runtime. The BF16-only labs (layernorm, encoder_backward, classifier, matmul_gelu) build and pass
+# here too, but their trainer-sized shapes take minutes each (dev/cudacpu/README.md): not in CI.
+for l in attention_forward attention_backward attention_forward_fp32 attention_backward_fp32; do
+  runs+=("lab_$l - --check")
+done
+binary_of() { case $1 in lab_*) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32)
-for r in "${runs[@]}"; do targets+=("build/cudacpu/test_gpt2cu_${r%% *}"); done
+for r in "${runs[@]}"; do targets+=("$(binary_of "${r%% *}")"); done
 build_out="$log_dir/builds.txt"
 : >"$build_out"
 running=0
@@ -71,16 +80,22 @@ grep -q '^FAIL' "$build_out" && failed=1
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
-run_one() { # stem fixtures(comma-separated) full|--fixtures-only
-  local bin=build/cudacpu/test_gpt2cu_$1 m="$log_dir/manifest_$1.tsv" log="$log_dir/test_$1.log" t0=$SECONDS
+run_one() { # stem fixtures(comma-separated) full|--fixtures-only, or lab_<op> - --check
+  local bin m="$log_dir/manifest_$1.tsv" log="$log_dir/test_$1.log" t0=$SECONDS
+  bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
-  : >"$m"
-  for f in ${2//,/ }; do
-    grep -P "^$f\t" "$manifest" >>"$m" || { echo "FAIL cpu-run $1: fixture $f not in $manifest"; return; }
-  done
+  local args=("$m")
+  if [ "$2" = - ]; then
+    args=()
+  else
+    : >"$m"
+    for f in ${2//,/ }; do
+      grep -P "^$f\t" "$manifest" >>"$m" || { echo "FAIL cpu-run $1: fixture $f not in $manifest"; return; }
+    done
+  fi
   local flags=()
   [ "$3" = full ] || flags=("$3")
-  timeout 1200 "$bin" "$m" "${flags[@]}" >"$log" 2>&1
+  timeout 1200 "$bin" "${args[@]}" "${flags[@]}" >"$log" 2>&1
   local rc=$?
   grep -E '^(PASS|FAIL) ' "$log" | sed -E 's/^(PASS|FAIL) /\1 cpu-run /'
   if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
