@@ -35,7 +35,14 @@ SCHEMES=$(make -s --no-print-directory schemes)
 fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
   awk -F'\t' -v s="$1" -v p="$2" '$2 == s && (($1 ~ /_hd(64|128)/) == (p == "bf16")) { printf "%s%s", n++ ? "," : "", $1 }' "$manifest"
 }
-runs=("standard $(fixtures_of standard bf16) full" "standard_fp32 $(fixtures_of standard fp32) full")
+runs=("standard $(fixtures_of standard bf16) full")
+# the attention labs' --check against their CPU twin (dev/cuda/README.md), every version, on this
+# runtime. The BF16-only labs (layernorm, encoder_backward, classifier, matmul_gelu) build here too,
+# but their trainer-sized shapes take minutes each (dev/cudacpu/README.md): not in CI.
+for l in attention_backward attention_forward attention_backward_fp32 attention_forward_fp32; do
+  runs+=("lab_$l - --check")
+done
+runs+=("standard_fp32 $(fixtures_of standard fp32) full")
 for s in $SCHEMES; do
   [ "$s" = standard ] && continue
   for p in bf16 fp32; do
@@ -57,12 +64,6 @@ build_one() { # target
     echo "FAIL cpu-run compile $1: compiler warning: $(grep -m1 -i 'warning' "$log")"
   fi
 }
-# the attention labs' --check against their CPU twin (dev/cuda/README.md), every version, on this
-# runtime. The BF16-only labs (layernorm, encoder_backward, classifier, matmul_gelu) build and pass
-# here too, but their trainer-sized shapes take minutes each (dev/cudacpu/README.md): not in CI.
-for l in attention_forward attention_backward attention_forward_fp32 attention_backward_fp32; do
-  runs+=("lab_$l - --check")
-done
 binary_of() { case $1 in lab_*) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32)
 for r in "${runs[@]}"; do targets+=("$(binary_of "${r%% *}")"); done
