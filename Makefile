@@ -84,7 +84,7 @@ CUDACPU_DEFINES = $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(if $(filter %_f
 
 .PRECIOUS: $(CUDACPU)/src/%.cu
 $(CUDACPU)/src/%.cu: %.cu dev/cudacpu/rewrite.py
-	@mkdir -p $(CUDACPU)/src
+	@mkdir -p $(dir $@)
 	python3 dev/cudacpu/rewrite.py $< $@
 
 $(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) dev/test/debug_state.h

@@ -5,7 +5,8 @@ For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu with the one edit, thr
 test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
 with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
-("cuda-cpu: ..."), a crash, or the time limit. One line per mutant:
+("cuda-cpu: ..."), a crash, or the time limit. Each distinct run is first made on the unmutated
+source (a control, c01 ...), which must pass: otherwise a "caught" would mean nothing. One line each:
 
   PASS mutant m01 (dropped __syncthreads: ...): caught: <the run's first FAIL or error line>
   FAIL mutant m01 (...): the CPU run passed with the bug in place
@@ -75,15 +76,16 @@ def sh(cmd, log, timeout=None):
 
 def run_mutant(m, source, manifest_rows):
     """-> (ok, message)"""
+    control = m.get("control", False)
     find, replace = "\n".join(m["find"]) + "\n", "\n".join(m["replace"]) + ("\n" if m["replace"] else "")
     count = source.count(find)
-    if count != 1:
+    if not control and count != 1:
         return False, "stale: the text to find occurs %d times in train_gpt2.cu (expected once)" % count
     d = os.path.join(OUT, m["id"])
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "src"))
     with open(os.path.join(d, "train_gpt2.cu"), "w") as f:
-        f.write(source.replace(find, replace))
+        f.write(source if control else source.replace(find, replace))
     # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
     stem = m["run_stem"]
     lab = stem.startswith("lab_")
@@ -124,6 +126,11 @@ def run_mutant(m, source, manifest_rows):
     with open(log, errors="replace") as f:
         text = f.read()
     evidence = re.search(r"^(FAIL .*|cuda-cpu: .*|error: .*)$", text, re.M)
+    if control: # the same build and run without the bug must pass, or a "caught" means nothing
+        if rc == 0:
+            return True, "the unmutated source passes this run"
+        return False, "the unmutated source fails this run, so no mutant on it proves anything: " + (
+            evidence.group(1)[:300] if evidence else "exit status %s (see %s)" % (rc, log))
     if rc is None:
         return True, "caught: the run did not finish in %d s (a hang)" % RUN_TIMEOUT_S
     if rc != 0:
@@ -157,16 +164,24 @@ def main():
         rows = {l.split("\t")[0]: l for l in f if l.strip() and not l.startswith("#")}
     with open(os.path.join(ROOT, "train_gpt2.cu")) as f:
         source = f.read()
+    # a control per distinct run: the same build and run on the unmutated source
+    controls, seen = [], set()
+    for m in mutants:
+        key = (m["run_stem"], tuple(m["fixtures"]), tuple(m["lab_args"]))
+        if key not in seen:
+            seen.add(key)
+            controls.append(dict(m, id="c%02d" % (len(controls) + 1), control=True,
+                                 kind="control: %s %s, unmutated" % (m["run_stem"], " ".join(m["lab_args"]) or ",".join(m["fixtures"]))))
     start = time.time()
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [(m, pool.submit(run_mutant, m, source, rows)) for m in mutants]
+        futures = [(m, pool.submit(run_mutant, m, source, rows)) for m in controls + mutants]
         for m, fut in futures:
-            t0 = time.time()
             ok, msg = fut.result()
             failed += not ok
             print("%s mutant %s (%s): %s" % ("PASS" if ok else "FAIL", m["id"], m["kind"], msg), flush=True)
-    print("  mutants: %d planted bugs, %d caught, in %d s" % (len(mutants), len(mutants) - failed, time.time() - start))
+    print("  mutants: %d controls and %d planted bugs, %d FAIL, in %d s" % (len(controls), len(mutants), failed,
+                                                                           time.time() - start))
     return 1 if failed else 0
 
 

@@ -20,6 +20,7 @@ statement of another shape) stops it with a message naming the line.
 
   python3 dev/cudacpu/rewrite.py IN.cu OUT.cu
 """
+import os
 import re
 import sys
 
@@ -184,8 +185,12 @@ def main():
             fail(src, no, "a kernel launch the rewrite cannot read (keep `name<<<...>>>(` on one line)")
         out.append(new)
         i += 1
-    with open(dst, 'w', encoding='utf-8') as f:
+    # written under a temporary name and renamed: a compiler started by a parallel make never reads
+    # half a file
+    tmp = f'{dst}.tmp{os.getpid()}'
+    with open(tmp, 'w', encoding='utf-8') as f:
         f.write(f'#line 1 "{src}"\n' + '\n'.join(out))
+    os.replace(tmp, dst)
     sys.stderr.write(f"rewrite.py: {src}: {counts['launch']} launches, {counts['asm']} asm statements, "
                      f"{counts['extern_shared']} extern __shared__ arrays, {counts['static_shared']} static __shared__ variables\n")
 

@@ -54,8 +54,13 @@ done
 
 # --- build: the rewrite once, then two g++ at a time ----------------------------------------------
 build_start=$SECONDS
-make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu >"$log_dir/rewrite.log" 2>&1 ||
-  { echo "FAIL cpu-run rewrite: $(grep -m1 'rewrite.py' "$log_dir/rewrite.log")"; exit 1; }
+lab_sources=()
+for f in attention_forward.cu attention_backward.cu attention_lab_common.h attention_tiled_cpu.h lab_basics.h lab_common.h \
+         kernels_cpu.h lab_matmul_common.h; do
+  lab_sources+=("build/cudacpu/src/dev/cuda/$f")
+done
+make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu "${lab_sources[@]}" >"$log_dir/rewrite.log" 2>&1 ||
+  { echo "FAIL cpu-run rewrite: $(grep -m1 -i 'error' "$log_dir/rewrite.log" || tail -n1 "$log_dir/rewrite.log")"; exit 1; }
 build_one() { # target
   local log="$log_dir/build_$(basename "$1").log"
   if ! make -s "$1" >"$log" 2>&1; then
