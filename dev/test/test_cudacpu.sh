@@ -53,6 +53,23 @@ for s in $SCHEMES; do
   done
 done
 
+# `function item` for each item (its words as arguments), two at a time, their output collected in
+# out_file, then printed; a FAIL line there fails the suite
+two_at_a_time() { # out_file function items...
+  local out=$1 fn=$2 running=0 item
+  shift 2
+  : >"$out"
+  for item in "$@"; do
+    # shellcheck disable=SC2086
+    $fn $item >>"$out" &
+    running=$((running + 1))
+    if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+  done
+  wait
+  cat "$out"
+  if grep -q '^FAIL' "$out"; then failed=1; fi
+}
+
 # --- build: the rewrite once, then two g++ at a time ----------------------------------------------
 build_start=$SECONDS
 lab_sources=()
@@ -73,17 +90,7 @@ build_one() { # target
 binary_of() { case $1 in lab_*) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32)
 for r in "${runs[@]}"; do targets+=("$(binary_of "${r%% *}")"); done
-build_out="$log_dir/builds.txt"
-: >"$build_out"
-running=0
-for t in "${targets[@]}"; do
-  build_one "$t" >>"$build_out" &
-  running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-done
-wait
-cat "$build_out"
-grep -q '^FAIL' "$build_out" && failed=1
+two_at_a_time "$log_dir/builds.txt" build_one "${targets[@]}"
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
@@ -110,18 +117,7 @@ run_one() { # stem fixtures(comma-separated) full|--fixtures-only, or lab_<op> -
   fi
   echo "  cpu-run $1 ($2${flags[*]:+ ${flags[*]}}): $((SECONDS - t0)) s"
 }
-test_out="$log_dir/tests.txt"
-: >"$test_out"
-running=0
-for r in "${runs[@]}"; do
-  # shellcheck disable=SC2086
-  run_one $r >>"$test_out" &
-  running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-done
-wait
-cat "$test_out"
-grep -q '^FAIL' "$test_out" && failed=1
+two_at_a_time "$log_dir/tests.txt" run_one "${runs[@]}"
 
 # --- the trainer binary: checkpoints, -y 1, SIGTERM ----------------------------------------------------
 trainer=build/cudacpu/train_gpt2cu_standard_fp32
