@@ -3,7 +3,9 @@ test_gpt2.cu: checks train_gpt2.cu (included below) against the reference's debu
 
 For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's scheme:
   load the fixture checkpoint, run the forward pass on the recorded batch and compare every
-  record of the debug state (activations, logits, loss, every parameter gradient), then run the
+  record of the debug state (activations, logits, loss, every parameter gradient: the gradients are
+  formed as the trainer's gradient accumulation forms them, the batch as 2 micro-steps of half the
+  dloss added into the gradients), then run the
   recorded AdamW steps and compare the step losses and gradient norms. Each tensor's relative
   error ||out - ref|| / ||ref|| is printed; a fixture passes when every one is at or under the
   precision's tolerance (FP32 build, TF32 off: 1e-4; BF16 build: 2e-2, and 1e-1 for the gradient
@@ -174,6 +176,7 @@ typedef struct {
     int logits_rows; // > 0: the classifier's chunk in the passes with targets (at most the allocated rows)
 } RunOptions;
 static const RunOptions kDefaultRun = {0, 1, 0};
+static const int GRAD_CHECK_MICRO_STEPS = 2;
 
 // fused: the flash attention path (where the head size has one), else the unfused path
 static int run_fixture(const char* fixture, const char* model_path, const char* debug_path, int fused,
@@ -220,10 +223,15 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     const int V = config.vocab_size, Vp = config.padded_vocab_size;
     std::vector<float> logits = fetch_x(model.acts.output, BT * Vp);
     if (opt->logits_rows > 0 && opt->logits_rows < model.logits_rows) { model.logits_rows = opt->logits_rows; }
+    // The gradients are checked as the trainer forms them with -d: the batch as 2 micro-steps of
+    // dloss = 1 / (2 B T) each, added into the gradients (a kernel that overwrites instead of adding
+    // leaves half of them). The AdamW steps below run one micro-step each, so both paths are checked.
     gpt2_zero_grad(&model); // first: the forward pass with targets forms the classifier's gradients
-    gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)BT);
-    const float loss = gpt2_mean_loss(&model);
-    gpt2_backward(&model);
+    for (int micro = 0; micro < GRAD_CHECK_MICRO_STEPS; micro++) {
+        gpt2_forward(&model, rin->i, rtg->i, 1.0f / (float)(BT * GRAD_CHECK_MICRO_STEPS));
+        gpt2_backward(&model);
+    }
+    const float loss = gpt2_mean_loss(&model); // the mean over the micro-steps' B*T losses each
     cudaCheck(cudaDeviceSynchronize());
 
     std::set<std::string> seen; // every record the reference must have written, checked after the loop

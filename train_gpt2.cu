@@ -1684,7 +1684,11 @@ static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, f
                              const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
                              int backward) {
     matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
-    fused_classifier_kernel<<<rows, 1024>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
+    // one x128 pack per thread and sweep: GPT-2's 50304 columns fill 1024 threads, a small vocabulary
+    // gets whole warps for its packs and no idle ones
+    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernel's loads)
+    const int threads = packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
+    fused_classifier_kernel<<<rows, threads>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
     launchCheck();
     if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
 }
@@ -2830,12 +2834,15 @@ static void gpt2_backward(GPT2* model) {
 }
 
 // Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,
-// stays on the device: AdamW reads it there for the clipping)
+// stays on the device: AdamW reads it there for the clipping). NORM_BLOCKS blocks, fewer when the
+// gradients do not fill them (a small model: no block without a pack to read); the grid depends on
+// the size only, so the sum's order, and its bits, are the same at every step.
 static void gpt2_grad_norm_sq(GPT2* model) {
-    sum_squares_partial_kernel<<<NORM_BLOCKS, NORM_THREADS>>>(model->norm_partial_d, model->grads_memory,
-                                                             model->num_parameters_padded);
+    const size_t n = model->num_parameters_padded;
+    const unsigned int blocks = std::min(grid_for(n, NORM_THREADS * f128::size), (unsigned int)NORM_BLOCKS);
+    sum_squares_partial_kernel<<<blocks, NORM_THREADS>>>(model->norm_partial_d, model->grads_memory, n);
     launchCheck();
-    sum_partials_kernel<<<1, 1024>>>(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, NORM_BLOCKS);
+    sum_partials_kernel<<<1, 1024>>>(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, (int)blocks);
     launchCheck();
 }
 

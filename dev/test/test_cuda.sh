@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The CUDA suite of `make test` (owner: CUDA trainer).
 #
-# Always: builds the trainer and the test binary of every scheme x {BF16, FP32} (at most two
-# nvcc at a time; a build with a compiler warning fails), then checks what the trainers must do
+# Always: builds the trainer of every scheme x {BF16, FP32} and the test binary of standard (with a
+# GPU, of every scheme; at most two nvcc at a time; a build with a compiler warning fails), then checks what the trainers must do
 # before touching a GPU: -h, a bad flag, a bad value, every forbidden scheme/shape combination of
 # dev/fixtures/forbidden.tsv and a checkpoint of another scheme each give one clear line (exit 0
 # for -h, 1 otherwise).
@@ -59,9 +59,13 @@ build_one() { # kind scheme precision
 # make with a suffix-less target for standard BF16 needs the file name, which `binary` gives
 build_start=$SECONDS
 jobs_list=()
+# test_gpt2.cu has no kernel of its own: its device code is train_gpt2.cu's, which the trainers compile
+# for every scheme, and g++ compiles its host code for every scheme in the cudacpu suite. Without a
+# GPU to run them, nvcc builds it for standard only (both precisions); with one, every test binary.
 for s in $SCHEMES; do
   for p in $PRECISIONS; do
-    jobs_list+=("train_gpt2cu $s $p" "test_gpt2cu $s $p")
+    jobs_list+=("train_gpt2cu $s $p")
+    [ $has_gpu -eq 1 ] || [ "$s" = standard ] && jobs_list+=("test_gpt2cu $s $p")
   done
 done
 build_out="$log_dir/builds.txt"
