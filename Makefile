@@ -115,7 +115,7 @@ $(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
 # the local GPU's, else sm_90; LAB_SM=<nn> picks another. OpenMP for the CPU twin (the reference).
 LABS := attention_forward attention_backward
 # BF16-only labs (their tolerances and byte counts are bf16's): built by `make labs` in BF16 only
-LABS_BF16 := layernorm encoder_backward classifier matmul_gelu
+LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)

@@ -1677,6 +1677,13 @@ static void encoder_backward_wte(float* dwte, float* scratch, const floatX* dout
     }
 }
 
+// fused_classifier_kernel's block: one x128 pack per thread and sweep. GPT-2's 50304 columns fill
+// 1024 threads; a small vocabulary gets whole warps for its packs and no idle ones.
+static int classifier_threads(int Vp) {
+    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernel's loads)
+    return packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
+}
+
 // One chunk of the classifier: logits (rows, Vp) = lnf_rows (rows, C) @ head^T; losses (rows) of the
 // targets; with backward (training), the logits replaced in place by dlogits = dloss * (softmax -
 // onehot), then dlnf_rows (rows, C) = dlogits @ head and dhead (Vp, C) += dlogits^T @ lnf_rows.
@@ -1684,11 +1691,7 @@ static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, f
                              const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
                              int backward) {
     matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
-    // one x128 pack per thread and sweep: GPT-2's 50304 columns fill 1024 threads, a small vocabulary
-    // gets whole warps for its packs and no idle ones
-    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernel's loads)
-    const int threads = packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
-    fused_classifier_kernel<<<rows, threads>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
+    fused_classifier_kernel<<<rows, classifier_threads(Vp)>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
     launchCheck();
     if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
 }

@@ -2,8 +2,8 @@
 kernels_cpu.h: plain CPU references of the trainer's non-attention kernels (train_gpt2.cu, sections
 "reductions" to "elementwise" and "classifier, optimizer, norms, init"): the math of
 dev/FORMATS.md written the obvious way, one loop nest per formula, with no knowledge of how a kernel
-splits the work. Used by dev/cuda/kernel_emulator.cpp (the kernels' own source run on the CPU) and
-meant for the kernel labs as their CPU side.
+splits the work. The CPU side of the kernel labs (layernorm, encoder_backward, classifier,
+matmul_gelu, optimizer), which run on a GPU and, with --quick, on the CPU runtime of dev/cudacpu.
 
 Conventions: tensors are row-major float arrays (a bf16 tensor passes as its exact float values);
 every sum is accumulated in double and every result rounded once to float at the end, so a reference

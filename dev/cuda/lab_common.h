@@ -18,13 +18,14 @@ floatX and host_floats_to_x. The attention labs keep attention_lab_common.h (its
 #include "lab_basics.h"
 
 // ----------------------------------------------------------------------------
-// command line: <lab> [version] [--seed n] [--check] [--bench]
+// command line: <lab> [version] [--seed n] [--check] [--bench] [--quick]
 
 typedef struct {
     const char* name;       // "lab_layernorm"
     int version;            // 0: every version
     unsigned long long seed;
     int check, bench;
+    int quick;              // --check on the lab's short list of shapes (what the CPU runtime can afford)
 } LabArgs;
 
 // Parses argv, checked before any CUDA call. versions: the lab's version numbers; usage: the lines
@@ -36,22 +37,26 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const char* name, c
     a->version = 0;
     a->seed = 1337;
     a->check = a->bench = 0;
+    a->quick = 0;
     std::string list;
     for (int v : versions) { list += " " + std::to_string(v); }
     int have_version = 0;
     for (int i = 1; i < argc; i++) {
         const char* arg = argv[i];
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            printf("Usage: %s [version] [--seed n] [--check] [--bench]\n%s", name, usage);
+            printf("Usage: %s [version] [--seed n] [--check] [--bench] [--quick]\n%s", name, usage);
             printf("  version       one of:%s (default: all)\n", list.c_str());
             printf("  --seed n      base seed of the random inputs (default 1337); each trial mixes in its shape\n");
             printf("  --check       every version against the float64 CPU reference (neither flag: both)\n");
             printf("  --bench       time every version at the benchmark shape, L2 flushed before each run\n");
+            printf("  --quick       --check on a short list of shapes that still reaches every code path at the\n"
+                   "                trainer's widths (for dev/cudacpu, the CPU runtime; implies --check)\n");
             printf("Without a CUDA device: one SKIP line, exit 0.\n");
             return 0;
         }
         if (strcmp(arg, "--check") == 0) { a->check = 1; continue; }
         if (strcmp(arg, "--bench") == 0) { a->bench = 1; continue; }
+        if (strcmp(arg, "--quick") == 0) { a->quick = a->check = 1; continue; }
         if (strcmp(arg, "--seed") == 0) {
             const char* val = i + 1 < argc ? argv[++i] : "";
             char* end = NULL;
@@ -65,7 +70,7 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const char* name, c
             continue;
         }
         if (arg[0] == '-') {
-            fprintf(stderr, "error: %s: unknown flag '%s' (expected [version] --seed n --check --bench, or -h)\n", name, arg);
+            fprintf(stderr, "error: %s: unknown flag '%s' (expected [version] --seed n --check --bench --quick, or -h)\n", name, arg);
             exit(EXIT_FAILURE);
         }
         char* end = NULL;

@@ -55,9 +55,12 @@ Versions (./build/lab_layernorm [version] [--seed n] [--check] [--bench]; regist
      2 * SMs assumes; from PACKS 4 (C > 768: d24, d36, d48) only 1 block (8 warps) fits per SM and the grid
      runs in two waves. Deterministic for a fixed grid, that is for a given GPU (the grid follows its SMs).
 
---check: every version, for N in {1, 7, 64, 4099} x C in {48, 64, 256, 768, 1600}:
-  forward x bias {0, 1} x {residual: inp2 given, plain: inp2 NULL} (80 cases);
-  backward x {LayerNorm with bias, LayerNorm without bias, RMSNorm} x accumulate {0, 1} (120 cases).
+--check: every version, for N in {1, 7, 64, 4099} x C in {48, 64, 256, 768, 1016, 1272, 1528, 1600, 1784,
+  2048} (every PACKS of norm_backward_kernel, 1 to 8):
+  forward x bias {0, 1} x {residual: inp2 given, plain: inp2 NULL} (160 cases);
+  backward x {LayerNorm with bias, LayerNorm without bias, RMSNorm} x accumulate {0, 1} (240 cases).
+  --quick (the CPU runtime, dev/cudacpu): N 7 at every C, and N 4099 (each warp loops over rows, a full
+  wave of blocks) at C 48, 768, 1600: 13 shapes of the 40.
   Fresh inputs per case (seed printed): N(0, 1) in bf16, inp1 and x with a row offset of +-[0.5, 2) (see the
   tolerances), weight 1 + 0.25 N(0, 1), bias 0.1 N(0, 1); backward: mean and rstd computed on the host from
   x (the forward's fp32 values), the old dinp, dweight and dbias N(0, 1) (they are added to).
@@ -324,7 +327,11 @@ static std::vector<unsigned char> f32_bytes(const std::vector<float>& v) {
 }
 
 static const int kCheckN[] = {1, 7, 64, 4099};
-static const int kCheckC[] = {48, 64, 256, 768, 1600};
+// every PACKS of norm_backward_kernel (1: C <= 256, 3: 768, 4 to 8: 1016 to 2048; 7: 1600, d48)
+static const int kCheckC[] = {48, 64, 256, 768, 1016, 1272, 1528, 1600, 1784, 2048};
+// --quick: every width at N 7 (one row per warp); N 4099 (more rows than the grid has warps: each warp
+// loops, the grid is the H100's full wave) at PACKS 1, 3 and 7
+static int quick_keeps(int N, int C) { return N == 7 || (N == 4099 && (C == 48 || C == 768 || C == 1600)); }
 
 // ----------------------------------------------------------------------------
 // forward check
@@ -521,12 +528,13 @@ static int check_backward_case(const LabArgs* a, const ReduceScratch* rs, int N,
 }
 
 static int check(const LabArgs* a, const ReduceScratch* rs) {
-    printf("check: N {1, 7, 64, 4099} x C {48, 64, 256, 768, 1600}; forward x bias x {residual, plain}, backward x "
-           "{layernorm+bias, layernorm, rmsnorm} x accumulate; tolerances: bf16 %.0e, fp32 %.0e, residual exact\n",
-           TOL_X, TOL_F32);
+    printf("check: N {1, 7, 64, 4099} x C {48, 64, 256, 768, 1016, 1272, 1528, 1600, 1784, 2048}%s; forward x bias x "
+           "{residual, plain}, backward x {layernorm+bias, layernorm, rmsnorm} x accumulate; tolerances: bf16 %.0e, "
+           "fp32 %.0e, residual exact\n", a->quick ? " (--quick: N 7, and N 4099 at C 48, 768, 1600)" : "", TOL_X, TOL_F32);
     int failed = 0;
     for (int N : kCheckN) {
         for (int C : kCheckC) {
+            if (a->quick && !quick_keeps(N, C)) { continue; }
             for (int fused = 1; fused >= 0; fused--) {
                 for (int has_bias = 1; has_bias >= 0; has_bias--) { failed |= check_forward_case(a, N, C, has_bias, fused); }
             }
@@ -534,6 +542,7 @@ static int check(const LabArgs* a, const ReduceScratch* rs) {
     }
     for (int N : kCheckN) {
         for (int C : kCheckC) {
+            if (a->quick && !quick_keeps(N, C)) { continue; }
             for (int kind = 0; kind < 3; kind++) {
                 for (int acc = 0; acc < 2; acc++) { failed |= check_backward_case(a, rs, N, C, kind, acc); }
             }

@@ -14,7 +14,9 @@ dimension below the rows, batch counts that differ (INVALID_VALUE); a type or co
 has no kernel for, an epilogue aux leading dimension that is not a multiple of 8 or below D's rows, a
 pointer or preference alignment below the element size (the heuristic: NOT_SUPPORTED, no algorithm);
 and in cublasLtMatmul, a pointer less aligned than the preference promised when the algorithm was
-chosen, or a workspace smaller than the algorithm needs (INVALID_VALUE).
+chosen, or a workspace smaller than the algorithm needs (INVALID_VALUE). With CUDA_CPU_LT_NO_EPILOGUES=1
+the heuristic has no algorithm for any epilogue (NOT_SUPPORTED), as a cuBLASLt without those kernels
+for a shape would: the callers' fallbacks run instead.
 */
 #ifndef CUDACPU_CUBLASLT_CPU_H
 #define CUDACPU_CUBLASLT_CPU_H
@@ -346,6 +348,10 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
     const cublasStatus_t v = lt_validate(od, la, lb, lc, ld);
     if (v != CUBLAS_STATUS_SUCCESS) { return v; }
     if (!lt_supported(od, la, lb, lc, ld, p->align)) { return CUBLAS_STATUS_NOT_SUPPORTED; }
+    // CUDA_CPU_LT_NO_EPILOGUES=1: no algorithm for any epilogue (a cuBLASLt without kernels for them at
+    // this shape), so that every caller's own fallback runs (the trainer's add_bias, GELU and bias kernels)
+    static const int no_epilogues = [] { const char* e = getenv("CUDA_CPU_LT_NO_EPILOGUES"); return e != nullptr && e[0] == '1'; }();
+    if (no_epilogues && od->epilogue != CUBLASLT_EPILOGUE_DEFAULT) { return CUBLAS_STATUS_NOT_SUPPORTED; }
     memset(&results[0], 0, sizeof(results[0]));
     LtAlgo algo{kAlgoMagic, {p->align[0], p->align[1], p->align[2], p->align[3]}, 0};
     memcpy(&results[0].algo, &algo, sizeof algo);

@@ -6,7 +6,8 @@ test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run 
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
 with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
 ("cuda-cpu: ..."), a crash, or the time limit. Each distinct run is first made on the unmutated
-source (a control, c01 ...), which must pass: otherwise a "caught" would mean nothing. One line each:
+source (a control, c01 ...; one build per binary), which must pass: otherwise a "caught" would mean
+nothing. One line each:
 
   PASS mutant m01 (dropped __syncthreads: ...): caught: <the run's first FAIL or error line>
   FAIL mutant m01 (...): the CPU run passed with the bug in place
@@ -22,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -74,20 +76,13 @@ def sh(cmd, log, timeout=None):
             return None
 
 
-def run_mutant(m, source, manifest_rows):
-    """-> (ok, message)"""
-    control = m.get("control", False)
-    find, replace = "\n".join(m["find"]) + "\n", "\n".join(m["replace"]) + ("\n" if m["replace"] else "")
-    count = source.count(find)
-    if not control and count != 1:
-        return False, "stale: the text to find occurs %d times in train_gpt2.cu (expected once)" % count
-    d = os.path.join(OUT, m["id"])
+def build(d, stem, text):
+    """train_gpt2.cu = text, rewritten, and the test binary (or the lab) built in d -> (binary, None) or (None, why)"""
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "src"))
     with open(os.path.join(d, "train_gpt2.cu"), "w") as f:
-        f.write(source if control else source.replace(find, replace))
+        f.write(text)
     # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
-    stem = m["run_stem"]
     lab = stem.startswith("lab_")
     sources = [("train_gpt2.cu", os.path.join(d, "train_gpt2.cu"))]
     if lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the mutant
@@ -101,7 +96,7 @@ def run_mutant(m, source, manifest_rows):
         dst = os.path.join(d, "src", name)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if sh([sys.executable, "dev/cudacpu/rewrite.py", src, dst], os.path.join(d, "rewrite.log")) != 0:
-            return False, "rewrite.py failed on the mutant (see %s)" % os.path.join(d, "rewrite.log")
+            return None, "fails in rewrite.py (see %s)" % os.path.join(d, "rewrite.log")
     scheme = stem[:-5] if stem.endswith("_fp32") else stem
     precision = "-DENABLE_FP32" if stem.endswith("_fp32") else "-DENABLE_BF16"
     cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
@@ -113,7 +108,43 @@ def run_mutant(m, source, manifest_rows):
     if sh(cmd, os.path.join(d, "build.log")) != 0:
         with open(os.path.join(d, "build.log")) as f:
             first = next((l.strip() for l in f if "error" in l), "see build.log")
-        return False, "the mutant does not compile, so it tests nothing (fix the edit): %s" % first
+        return None, "does not compile: %s" % first
+    return binary, None
+
+
+# the controls' builds, one per binary (several controls may run the same binary on other fixtures)
+CONTROL_BUILDS, CONTROL_BUILDS_LOCK = {}, threading.Lock()
+
+
+def control_binary(stem, source):
+    with CONTROL_BUILDS_LOCK:
+        entry = CONTROL_BUILDS.setdefault(stem, {"lock": threading.Lock(), "result": None})
+    with entry["lock"]:
+        if entry["result"] is None:
+            entry["result"] = build(os.path.join(OUT, "control_" + stem), stem, source)
+    return entry["result"]
+
+
+def run_mutant(m, source, manifest_rows):
+    """-> (ok, message)"""
+    control = m.get("control", False)
+    find, replace = "\n".join(m["find"]) + "\n", "\n".join(m["replace"]) + ("\n" if m["replace"] else "")
+    count = source.count(find)
+    if not control and count != 1:
+        return False, "stale: the text to find occurs %d times in train_gpt2.cu (expected once)" % count
+    stem = m["run_stem"]
+    lab = stem.startswith("lab_")
+    d = os.path.join(OUT, m["id"])
+    if control:
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        binary, why = control_binary(stem, source)
+        if binary is None:
+            return False, "the unmutated source %s" % why
+    else:
+        binary, why = build(d, stem, source.replace(find, replace))
+        if binary is None:
+            return False, "the mutant %s, so it tests nothing (fix the edit)" % why
     manifest = os.path.join(d, "manifest.tsv")
     with open(manifest, "w") as f:
         for name in m["fixtures"]:

@@ -133,8 +133,9 @@ if has tests; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-LABS="attention_forward attention_backward"
-LABS_BF16="layernorm encoder_backward classifier matmul_gelu" # the Makefile's LABS_BF16: BF16 builds only
+lab_lists=$(make -s --no-print-directory labs-list) # the Makefile's "LABS / LABS_BF16" (BF16 builds only)
+LABS=${lab_lists%% / *}
+LABS_BF16=${lab_lists##* / }
 build_labs() { # -> 0 when both precisions built without a warning; log in LOG/lab_build.log
   { make -s -j2 labs LAB_SM="$SM" && make -s -j2 labs PRECISION=FP32 LAB_SM="$SM"; } >"$LOG/lab_build.log" 2>&1 &&
     ! grep -qi 'warning' "$LOG/lab_build.log"

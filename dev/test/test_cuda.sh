@@ -11,8 +11,8 @@
 # Kernel labs (dev/cuda/README.md): build/lab_attention_{forward,backward}[_fp32] are compiled (one
 # architecture; a warning fails), their flag errors checked; without a GPU each must print one SKIP
 # line and exit 0, with one `--check` must print PASS lines and no FAIL.
-# Always, last: dev/cuda/kernel_emulator.sh --self-test, the other kernels' source run on the CPU
-# (emulated warps) against float64 references at the trainer's shapes, and planted bugs it must catch.
+# The kernels themselves run on the CPU in the cudacpu suite (dev/test/test_cudacpu.sh): the trainer
+# against every fixture, and every lab's --check (or --quick) against its CPU twin.
 #
 #   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
 set -u
@@ -37,54 +37,39 @@ binary() {
 if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then has_gpu=1; else has_gpu=0; fi
 
 # ---------------------------------------------------------------------------------------------
-# builds: one make per binary, two at a time
-build_one() { # kind scheme precision
-  local bin log start rc
-  bin=$(binary "$1" "$2" "$3")
-  log="$log_dir/build_$bin.log"
-  start=$SECONDS
-  make -s "$bin" QKV="$2" PRECISION="$3" >"$log" 2>&1
+# builds: one make per binary, two at a time, the trainers and test binaries, then the kernel labs; a
+# make that fails or a compiler warning fails the build
+build_target() { # target [make variables]
+  local target=$1 log start=$SECONDS rc
+  shift
+  log="$log_dir/build_$(basename "$target").log"
+  make -s "$target" "$@" >"$log" 2>&1
   rc=$?
   local secs=$((SECONDS - start))
   if [ $rc -ne 0 ]; then
-    echo "FAIL compile $bin: make exited $rc (${secs}s): $(grep -m1 -i 'error' "$log" || tail -n1 "$log")"
+    echo "FAIL compile $target: make exited $rc (${secs}s): $(grep -m1 -i 'error' "$log" || tail -n1 "$log")"
   elif grep -qi 'warning' "$log"; then
-    echo "FAIL compile $bin: compiler warnings (${secs}s): $(grep -m1 -i 'warning' "$log")"
-  elif [ ! -x "$bin" ]; then
-    echo "FAIL compile $bin: make succeeded but $bin is missing"
+    echo "FAIL compile $target: compiler warnings (${secs}s): $(grep -m1 -i 'warning' "$log")"
+  elif [ ! -x "$target" ]; then
+    echo "FAIL compile $target: make succeeded but $target is missing"
   else
-    echo "PASS compile $bin (${secs}s)"
+    echo "PASS compile $target (${secs}s)"
   fi
 }
-# make with a suffix-less target for standard BF16 needs the file name, which `binary` gives
-build_start=$SECONDS
-jobs_list=()
 # test_gpt2.cu has no kernel of its own: its device code is train_gpt2.cu's, which the trainers compile
 # for every scheme, and g++ compiles its host code for every scheme in the cudacpu suite. Without a
 # GPU to run them, nvcc builds it for standard only (both precisions); with one, every test binary.
+# (make with a suffix-less target for standard BF16 needs the file name, which `binary` gives)
+targets=()
 for s in $SCHEMES; do
   for p in $PRECISIONS; do
-    jobs_list+=("train_gpt2cu $s $p")
-    [ $has_gpu -eq 1 ] || [ "$s" = standard ] && jobs_list+=("test_gpt2cu $s $p")
+    targets+=("$(binary train_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
+    [ $has_gpu -eq 1 ] || [ "$s" = standard ] && targets+=("$(binary test_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
   done
 done
-build_out="$log_dir/builds.txt"
-: >"$build_out"
-running=0
-for j in "${jobs_list[@]}"; do
-  # shellcheck disable=SC2086
-  build_one $j >>"$build_out" &
-  running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-done
-wait
-sort "$build_out"
-grep -q '^FAIL' "$build_out" && failed=1
-echo "  cuda builds: ${#jobs_list[@]} binaries in $((SECONDS - build_start))s"
-
-# the kernel labs: one make per binary, two at a time, the trainers' rules for failures and warnings
-LABS="attention_forward attention_backward"
-LABS_BF16="layernorm encoder_backward classifier matmul_gelu" # the Makefile's LABS_BF16: no FP32 build
+lab_lists=$(make -s --no-print-directory labs-list) # the Makefile's "LABS / LABS_BF16" (BF16 builds only)
+LABS=${lab_lists%% / *}
+LABS_BF16=${lab_lists##* / }
 lab_bins=()
 for l in $LABS; do
   for p in $PRECISIONS; do
@@ -92,35 +77,21 @@ for l in $LABS; do
   done
 done
 for l in $LABS_BF16; do lab_bins+=("build/lab_${l}"); done
-build_lab() { # target
-  local log start=$SECONDS rc
-  log="$log_dir/build_$(basename "$1").log"
-  make -s "$1" >"$log" 2>&1
-  rc=$?
-  local secs=$((SECONDS - start))
-  if [ $rc -ne 0 ]; then
-    echo "FAIL compile $1: make exited $rc (${secs}s): $(grep -m1 -i 'error' "$log" || tail -n1 "$log")"
-  elif grep -qi 'warning' "$log"; then
-    echo "FAIL compile $1: compiler warnings (${secs}s): $(grep -m1 -i 'warning' "$log")"
-  elif [ ! -x "$1" ]; then
-    echo "FAIL compile $1: make succeeded but $1 is missing"
-  else
-    echo "PASS compile $1 (${secs}s)"
-  fi
-}
-lab_build_start=$SECONDS
-lab_build_out="$log_dir/lab_builds.txt"
-: >"$lab_build_out"
+targets+=("${lab_bins[@]}")
+build_start=$SECONDS
+build_out="$log_dir/builds.txt"
+: >"$build_out"
 running=0
-for t in "${lab_bins[@]}"; do
-  build_lab "$t" >>"$lab_build_out" &
+for t in "${targets[@]}"; do
+  # shellcheck disable=SC2086
+  build_target $t >>"$build_out" &
   running=$((running + 1))
   if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
 done
 wait
-sort "$lab_build_out"
-grep -q '^FAIL' "$lab_build_out" && failed=1
-echo "  lab builds: ${#lab_bins[@]} binaries in $((SECONDS - lab_build_start))s"
+sort "$build_out"
+grep -q '^FAIL' "$build_out" && failed=1
+echo "  cuda builds: ${#targets[@]} binaries (${#lab_bins[@]} of them kernel labs) in $((SECONDS - build_start))s"
 
 # ---------------------------------------------------------------------------------------------
 # checks that need no GPU: flags, shapes, checkpoints
@@ -348,16 +319,4 @@ else
   done
 fi
 
-# ---------------------------------------------------------------------------------------------
-# the other kernels' own source on the CPU at the trainer's shapes (no GPU needed), with planted bugs
-# it must catch; the flash kernels run on dev/cudacpu instead (dev/test/test_cudacpu.sh: the trainer
-# on every fixture, and the attention labs' --check)
-bash dev/cuda/kernel_emulator.sh --self-test || failed=1
-# the cuBLASLt call sites (epilogues, the chunked classifier) and the other kernels' work split,
-# transcribed with the C code's argument lists and checked in float64 against torch autograd
-PY=/usr/bin/python3
-for py in dev/cuda/emulate_matmuls.py dev/cuda/emulate_rows.py; do
-  if ! "$PY" -c "import torch" 2>/dev/null; then fail "$py: $PY has no torch (HINT: bash dev/test/install_deps.sh)"; continue; fi
-  "$PY" "$py" || failed=1
-done
 exit $failed

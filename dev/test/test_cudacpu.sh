@@ -15,7 +15,10 @@
 #        resume (both attention paths), the log, bad steps, the v5 read; the other schemes skip it
 #        (--fixtures-only) to fit CI
 #   the attention labs (dev/cuda/attention_{forward,backward}.cu), BF16, every version, --check against
-#        their CPU twin
+#        their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
+#        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
+#   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
+#        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
 #   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint
 #
 # One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
@@ -31,15 +34,13 @@ manifest=dev/fixtures/manifest.tsv
 SCHEMES=$(make -s --no-print-directory schemes)
 
 # (binary stem, fixtures, flags) of each run, the longest first: head sizes 64 and 128 in BF16, the
-# others in FP32
+# others in FP32. A lab's run is (lab_<op>, -, its arguments); flags and arguments comma-separated.
 fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
   awk -F'\t' -v s="$1" -v p="$2" '$2 == s && (($1 ~ /_hd(64|128)/) == (p == "bf16")) { printf "%s%s", n++ ? "," : "", $1 }' "$manifest"
 }
 runs=("standard $(fixtures_of standard bf16) full")
 # the attention labs' --check against their CPU twin (dev/cuda/README.md), every version, on this
-# runtime. The BF16-only labs (layernorm, encoder_backward, classifier, matmul_gelu) build here too,
-# but their trainer-sized shapes take minutes each (dev/cudacpu/README.md): not in CI.
-# The FP32 builds have version 1 only, the unfused path the 25 FP32 fixtures run: not in CI either.
+# runtime. Their FP32 builds have version 1 only, the unfused path the 25 FP32 fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - --check")
 done
@@ -52,6 +53,16 @@ for s in $SCHEMES; do
     runs+=("$s$([ $p = fp32 ] && echo _fp32) $f --fixtures-only")
   done
 done
+# cuBLASLt without its epilogues (CUDA_CPU_LT_NO_EPILOGUES=1: no algorithm for any): the trainer's own
+# fallbacks (add_bias_kernel, gelu_forward/backward_kernel, bias sums) in place of BIAS, GELU_AUX_BIAS
+# and DGELU, against the same fixtures, with and without biases
+runs+=("standard_fp32 standard_tiny,standard_nobias --fixtures-only no_epilogues")
+runs+=("standard standard_hd64 --fixtures-only no_epilogues")
+# the other kernels at the trainer's widths (C to 2048, V 50257, 1.8M parameters) against their CPU
+# twins: the BF16 labs' --quick (their short shape lists), the trainer's version of each (matmul_gelu:
+# both, the GELU fused and not)
+runs+=("lab_layernorm - 2,--quick" "lab_classifier - 2,--quick" "lab_encoder_backward - 2,--quick"
+       "lab_optimizer - --quick" "lab_matmul_gelu - --quick")
 
 # `function item` for each item (its words as arguments), two at a time, their output collected in
 # out_file, then printed; a FAIL line there fails the suite
@@ -73,8 +84,8 @@ two_at_a_time() { # out_file function items...
 # --- build: the rewrite once, then two g++ at a time ----------------------------------------------
 build_start=$SECONDS
 lab_sources=()
-for f in attention_forward.cu attention_backward.cu attention_lab_common.h attention_tiled_cpu.h lab_basics.h lab_common.h \
-         kernels_cpu.h lab_matmul_common.h; do
+for f in attention_forward.cu attention_backward.cu layernorm.cu classifier.cu encoder_backward.cu optimizer.cu matmul_gelu.cu \
+         attention_lab_common.h attention_tiled_cpu.h lab_basics.h lab_common.h kernels_cpu.h lab_matmul_common.h; do
   lab_sources+=("build/cudacpu/src/dev/cuda/$f")
 done
 make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu "${lab_sources[@]}" >"$log_dir/rewrite.log" 2>&1 ||
@@ -89,13 +100,19 @@ build_one() { # target
 }
 binary_of() { case $1 in lab_*) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32)
-for r in "${runs[@]}"; do targets+=("$(binary_of "${r%% *}")"); done
+for r in "${runs[@]}"; do # each binary once (two makes of one target at a time would race)
+  t=$(binary_of "${r%% *}")
+  [[ " ${targets[*]} " == *" $t "* ]] || targets+=("$t")
+done
 two_at_a_time "$log_dir/builds.txt" build_one "${targets[@]}"
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
-run_one() { # stem fixtures(comma-separated) full|--fixtures-only, or lab_<op> - --check
-  local bin m="$log_dir/manifest_$1.tsv" log="$log_dir/test_$1.log" t0=$SECONDS
+run_one() { # stem fixtures full|--fixtures-only [no_epilogues], or lab_<op> - arguments (comma-separated)
+  local name=$1${4:+_$4}
+  local bin m="$log_dir/manifest_$name.tsv" log="$log_dir/test_$name.log" t0=$SECONDS
+  local env=() tag=""
+  [ "${4:-}" = no_epilogues ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=1); tag=" no-epilogues"; }
   bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
   local args=("$m")
@@ -108,14 +125,17 @@ run_one() { # stem fixtures(comma-separated) full|--fixtures-only, or lab_<op> -
     done
   fi
   local flags=()
-  [ "$3" = full ] || flags=("$3")
-  timeout 1200 "$bin" "${args[@]}" "${flags[@]}" >"$log" 2>&1
+  # shellcheck disable=SC2206
+  [ "$3" = full ] || flags=(${3//,/ })
+  env "${env[@]}" timeout 1200 "$bin" "${args[@]}" "${flags[@]}" >"$log" 2>&1
   local rc=$?
-  grep -E '^(PASS|FAIL) ' "$log" | sed -E 's/^(PASS|FAIL) /\1 cpu-run /'
+  grep -E '^(PASS|FAIL) ' "$log" | sed -E "s/^(PASS|FAIL) /\\1 cpu-run$tag /"
   if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$log"; then
-    echo "FAIL cpu-run $1: exited $rc without a FAIL line (timeout is 124; see $log: $(grep -m1 'cuda-cpu\|^error' "$log"))"
+    echo "FAIL cpu-run$tag $1: exited $rc without a FAIL line (timeout is 124; see $log: $(grep -m1 'cuda-cpu\|^error' "$log"))"
+  elif [ $rc -eq 0 ] && ! grep -q '^PASS ' "$log"; then
+    echo "FAIL cpu-run$tag $1: exited 0 without a PASS line (a SKIP is no check; see $log)"
   fi
-  echo "  cpu-run $1 ($2${flags[*]:+ ${flags[*]}}): $((SECONDS - t0)) s"
+  echo "  cpu-run$tag $1 ($2${flags[*]:+ ${flags[*]}}): $((SECONDS - t0)) s"
 }
 two_at_a_time "$log_dir/tests.txt" run_one "${runs[@]}"
 

@@ -2,11 +2,12 @@
 # Coverage-guided fuzzing of every parser a user can hand a file to (dev/fuzz/README.md): builds
 # each libFuzzer target (clang 14, ASan + UBSan), runs it for FUZZ_SECONDS (default 20) from the
 # committed corpus dev/fuzz/corpus/<target>/ plus seeds made from the files `make test` generated
-# (build/fuzz/seeds/, dev/fuzz/make_seeds.py), and prints one PASS/FAIL line per target with its
-# executions and corpus size. Any crash, sanitizer report, leak, timeout (10 s per input) or
-# broken property makes libFuzzer exit non-zero: a FAIL naming the saved input and how to replay
-# it. New inputs go to build/fuzz/corpus/<target>/; FUZZ_MERGE=1 then merges the ones that add
-# coverage into dev/fuzz/corpus/ (review and commit them). `make fuzz` runs this with 600 s each.
+# (build/fuzz/seeds/, dev/fuzz/make_seeds.py), two targets at a time (one core each), and prints one
+# PASS/FAIL line per target, in order, with its executions and corpus size. Any crash, sanitizer
+# report, leak, timeout (10 s per input) or broken property makes libFuzzer exit non-zero: a FAIL
+# naming the saved input and how to replay it. New inputs go to build/fuzz/corpus/<target>/;
+# FUZZ_MERGE=1 then merges the ones that add coverage into dev/fuzz/corpus/ (review and commit
+# them). `make fuzz` runs this with 600 s each.
 set -u
 cd "$(dirname "$0")/../.."
 SECS=${FUZZ_SECONDS:-20}
@@ -44,31 +45,48 @@ dict() {
   esac
 }
 
-failed=0
-for t in $TARGETS; do
-  log=$WORK/$t.log
-  dirs=("$WORK/corpus/$t")
+# one target: its PASS/FAIL line (and the merge's) on stdout
+fuzz_one() { # target
+  local t=$1 log=$WORK/$1.log rc
+  local dirs=("$WORK/corpus/$t")
   mkdir -p "$WORK/corpus/$t"
   for d in "dev/fuzz/corpus/$t" "$WORK/seeds/$t"; do [ -d "$d" ] && dirs+=("$d"); done
+  # shellcheck disable=SC2046
   "./$WORK/fuzz_$t" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len="$(max_len "$t")" $(dict "$t") \
     -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$WORK/artifacts/$t-" "${dirs[@]}" >"$log" 2>&1
   rc=$?
+  local execs corpus
   execs=$(grep -a '^stat::number_of_executed_units:' "$log" | awk '{print $2}')
   corpus=$(grep -a -o 'corp: [0-9]*/[0-9]*[a-zA-Z]*' "$log" | tail -n 1 | sed 's/corp: //')
   if [ "$rc" -eq 0 ]; then
     echo "PASS fuzz $t: ${execs:-?} executions in ${SECS} s, corpus ${corpus:-?} (inputs/bytes), no finding"
   else
-    failed=1
+    local what artifact
     what=$(grep -a -m 1 -E 'fuzz property failed|^fuzz_[a-z_]+: |runtime error|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|SUMMARY' "$log" | cut -c1-240)
     artifact=$(grep -a -o "Test unit written to [^ ]*" "$log" | tail -n 1 | sed 's/Test unit written to //')
     echo "FAIL fuzz $t: exit status $rc: ${what:-see $log} (replay: ./$WORK/fuzz_$t ${artifact:-<input>}; log $log)"
   fi
   if [ "${FUZZ_MERGE:-0}" = 1 ] && [ "$rc" -eq 0 ]; then
     mkdir -p "dev/fuzz/corpus/$t"
+    local before
     before=$(ls "dev/fuzz/corpus/$t" | wc -l)
     "./$WORK/fuzz_$t" -merge=1 -max_len="$(max_len "$t")" -close_fd_mask=3 "dev/fuzz/corpus/$t" "$WORK/corpus/$t" >"$WORK/$t.merge.log" 2>&1 ||
       echo "FAIL fuzz $t: merge into dev/fuzz/corpus/$t failed (see $WORK/$t.merge.log)"
     echo "  merged: dev/fuzz/corpus/$t has $(ls "dev/fuzz/corpus/$t" | wc -l) inputs (was $before), $(du -sh "dev/fuzz/corpus/$t" | cut -f1)"
   fi
+}
+
+# two targets at a time (each fuzzer is one process on one core), their lines printed in target order
+running=0
+for t in $TARGETS; do
+  fuzz_one "$t" >"$WORK/$t.result" &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait
+failed=0
+for t in $TARGETS; do
+  cat "$WORK/$t.result"
+  grep -q '^FAIL' "$WORK/$t.result" && failed=1
 done
 exit $failed
