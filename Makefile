@@ -64,10 +64,10 @@ train_gpt2cu: train_gpt2cu$(SUFFIX)
 test_gpt2cu: test_gpt2cu$(SUFFIX)
 endif
 
-train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
-test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
 # ---------------------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h attention_va
 # runtime dev/cudacpu/cuda_cpu.h: build/cudacpu/{test,train}_gpt2cu_<scheme>[_fp32]. No GPU needed.
 CUDACPU := $(BUILD)/cudacpu
 CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
-                dev/train_common.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+                dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 CUDACPU_FLAGS := -std=c++17 -O2 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas -x c++ -include dev/cudacpu/cuda_cpu.h \
                  -I$(CUDA_HOME)/include -I. -Idev/cudacpu
 # the stem is <scheme> or <scheme>_fp32
@@ -120,7 +120,7 @@ LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)
 LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h dev/cuda/lab_basics.h dev/cuda/lab_common.h \
-            dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu dev/train_common.h attention_variants.cuh \
+            dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh \
             dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 .PHONY: labs labs-list
 labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS))) \
@@ -147,7 +147,7 @@ cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_
 # layer loops (the binaries are built on the machine that runs them); -fno-math-errno lets it
 # vectorize loops that call sqrt (AdamW)
 CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno
-CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h dev/train_common.h \
+CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h dev/train_common.h dev/profile.h \
                     dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 CPU_TEST_DEPS := dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h
 
@@ -209,7 +209,7 @@ $(ASAN)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(ASAN)
 $(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
-$(ASAN)/params: dev/tools/params.cpp attention_variants.cuh | $(ASAN)
+$(ASAN)/params: dev/tools/params.cpp attention_variants.cuh dev/profile.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
 
 $(ASAN)/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h | $(ASAN)
@@ -257,7 +257,7 @@ ablate:
 schemes:
 	@echo $(SCHEMES)
 
-$(BUILD)/params: dev/tools/params.cpp attention_variants.cuh | $(BUILD)
+$(BUILD)/params: dev/tools/params.cpp attention_variants.cuh dev/profile.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 
 $(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh | $(BUILD)

@@ -33,6 +33,7 @@ Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu 
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include "attention_variants.cuh"
@@ -132,6 +133,61 @@ static int sync_check_enabled(void) {
 #define debugSync() do { if (sync_check_enabled()) { cudaCheck(cudaDeviceSynchronize()); } } while (0)
 // a kernel launch is checked right away so that a bad configuration names its call site
 #define launchCheck() do { cudaCheck(cudaGetLastError()); debugSync(); } while (0)
+
+// ----------------------------------------------------------------------------
+// --profile (dev/profile.h). During a profiled training step each profile_mark records a cudaEvent
+// in stream order; the GPU time since the previous event is charged to the mark's row, so the rows
+// partition the step. profile_step_end waits for the step's last event and adds the intervals up:
+// one wait per profiled step, which the step's own closing synchronization already makes. Outside a
+// profiled step, and in every run without --profile, a mark is one test of a flag.
+#include "dev/profile.h"
+
+static ProfileTotals g_profile;
+static int g_profile_active = 0;
+static std::vector<cudaEvent_t> g_profile_events; // reused step after step; [0] is the step's start
+static std::vector<int> g_profile_rows;           // the row each event closes
+static size_t g_profile_count = 0;                // events recorded in this step
+
+static void profile_record(int row) {
+    if (g_profile_count == g_profile_events.size()) {
+        cudaEvent_t e;
+        cudaCheck(cudaEventCreate(&e));
+        g_profile_events.push_back(e);
+        g_profile_rows.push_back(row);
+    }
+    g_profile_rows[g_profile_count] = row;
+    cudaCheck(cudaEventRecord(g_profile_events[g_profile_count], 0));
+    g_profile_count++;
+}
+
+static void profile_mark(int row) {
+    if (g_profile_active) { profile_record(row); }
+}
+
+static void profile_step_begin(void) {
+    g_profile_active = 1;
+    g_profile_count = 0;
+    profile_record(-1);
+}
+
+static void profile_step_end(double step_seconds) {
+    g_profile_active = 0;
+    cudaCheck(cudaEventSynchronize(g_profile_events[g_profile_count - 1]));
+    for (size_t i = 1; i < g_profile_count; i++) {
+        float ms = 0.0f;
+        cudaCheck(cudaEventElapsedTime(&ms, g_profile_events[i - 1], g_profile_events[i]));
+        g_profile.seconds[g_profile_rows[i]] += 1e-3 * ms;
+        g_profile.marks[g_profile_rows[i]]++;
+    }
+    g_profile.steps++;
+    g_profile.step_seconds += step_seconds;
+}
+
+static void profile_free(void) {
+    for (cudaEvent_t e : g_profile_events) { cudaCheck(cudaEventDestroy(e)); }
+    g_profile_events.clear();
+    g_profile_rows.clear();
+}
 
 static void* host_malloc(size_t bytes, const char* what) {
     void* p = malloc(bytes > 0 ? bytes : 1);
@@ -1901,10 +1957,12 @@ static void flash_attention_backward_hd(AttnGradRows dq, AttnGradRows dk, AttnGr
     flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem_dkdv>>>(
         dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
+    profile_mark(PROF_ATTN_BWD_DKDV);
     // after dK/dV: where q shares storage with k (or v), dq adds to what that kernel wrote
     flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem_dq>>>(
         dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
+    profile_mark(PROF_ATTN_BWD_DQ);
 }
 
 // the grids put B * H in their y dimension
@@ -1949,6 +2007,7 @@ static void flash_attention_backward(AttnGradRows dq, AttnGradRows dk, AttnGradR
     const int rows = s->B * s->T * s->H;
     flash_attention_delta_kernel<<<(rows + 7) / 8, 256>>>(delta, dout, out, s->B, s->T, s->H, s->hd);
     launchCheck();
+    profile_mark(PROF_ATTN_BWD_DELTA);
     if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     if (s->hd == 128) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
 #endif
@@ -2080,6 +2139,7 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
         }
         launchCheck();
     }
+    profile_mark(PROF_ATTN_BWD); // the fused path marks its three kernels instead
     return wrote_dx;
 }
 // ----------------------------------------------------------------------------
@@ -2647,8 +2707,10 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
     encoder_forward_kernel<<<(unsigned)((BT * (C / x128::size) + enc_threads - 1) / enc_threads), enc_threads>>>(
         a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
     launchCheck();
+    profile_mark(PROF_ENCODER_FWD);
     // every LayerNorm after the first runs fused with the residual add before it (residual_layernorm_forward)
     layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, p[PARAM_LN1W], p[PARAM_LN1B], N, C);
+    profile_mark(PROF_LN1_FWD);
     for (int l = 0; l < L; l++) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
         floatX* ln1 = a->ln1 + (size_t)l * ln_stride;
@@ -2664,6 +2726,7 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
         const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l, B, T);
 
         matmul_forward(qkv, ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), N, C, W);
+        profile_mark(PROF_QKV_FWD);
         floatX* qres_q = NULL;
         if (qres) {
             floatX* r = a->qres_r + (size_t)l * BT * C;
@@ -2679,13 +2742,19 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
             layernorm_forward(f, a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, u,
                               lslice(p[PARAM_QRES_LNW], l, C), NULL, N, C);
             add_forward(qres_q, ln1, f, BT * C);
+            profile_mark(PROF_QRES_FWD);
         }
         attention_forward(atty, &attn_bufs, ln1, qkv, qres_q, &shape);
+        profile_mark(PROF_ATTN_FWD);
         matmul_forward(a->proj_out, atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), N, C, C);
+        profile_mark(PROF_ATTPROJ_FWD);
         residual_layernorm_forward(residual2, ln2, ln2_mean, ln2_rstd, residual, a->proj_out, lslice(p[PARAM_LN2W], l, C),
                                    lslice(p[PARAM_LN2B], l, C), N, C);
+        profile_mark(PROF_LN2_FWD);
         matmul_forward_gelu(fch_gelu, fch, ln2, lslice(p[PARAM_FCW], l, MC), lslice(p[PARAM_FCB], l, M), N, C, M);
+        profile_mark(PROF_FC_FWD);
         matmul_forward(a->proj_out, fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), lslice(p[PARAM_FCPROJB], l, C), N, M, C);
+        profile_mark(PROF_FCPROJ_FWD);
         if (l + 1 < L) { // residual3, then the next layer's ln1 from it
             residual_layernorm_forward(residual3, a->ln1 + (size_t)(l + 1) * ln_stride, a->ln1_mean + (size_t)(l + 1) * BT,
                                        a->ln1_rstd + (size_t)(l + 1) * BT, residual2, a->proj_out,
@@ -2694,6 +2763,7 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
             residual_layernorm_forward(residual3, a->lnf, a->lnf_mean, a->lnf_rstd, residual2, a->proj_out,
                                        p[PARAM_LNFW], p[PARAM_LNFB], N, C);
         }
+        profile_mark(l + 1 < L ? PROF_LN1_FWD : PROF_LNF_FWD);
     }
     const floatX* head = c->tied_head ? p[PARAM_WTE] : p[PARAM_LM_HEAD];
     if (!has_targets) {
@@ -2712,6 +2782,7 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
     }
     loss_sum_kernel<<<1, 1024>>>(model->loss_sum_d, a->losses, N);
     launchCheck();
+    profile_mark(PROF_CLASSIFIER);
     model->loss_rows += N;
 }
 
@@ -2767,6 +2838,7 @@ static void gpt2_backward(GPT2* model) {
     const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
     norm_backward(g->dresidual, gr[PARAM_LNFW], gr[PARAM_LNFB], g->dbuf_c, last, p[PARAM_LNFW],
                        a->lnf_mean, a->lnf_rstd, N, C, 0);
+    profile_mark(PROF_LNF_BWD);
 
     for (int l = L - 1; l >= 0; l--) {
         const floatX* residual = l == 0 ? a->encoded : a->residual3 + (size_t)(l - 1) * BT * C;
@@ -2791,22 +2863,30 @@ static void gpt2_backward(GPT2* model) {
             layernorm_forward(ln2, ln2_mean, ln2_rstd, residual2, lslice(p[PARAM_LN2W], l, C), lslice(p[PARAM_LN2B], l, C), N, C);
         }
         // MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))); dresidual is d residual3
-        if (model->recompute >= 1) { gelu_forward(fch_gelu, fch, BT * M); }
+        if (model->recompute >= 1) {
+            gelu_forward(fch_gelu, fch, BT * M);
+            profile_mark(PROF_RECOMPUTE);
+        }
         matmul_backward_gelu(g->dbuf_m, lslice(gr[PARAM_FCPROJW], l, MC), lslice(gr[PARAM_FCPROJB], l, C), g->dresidual,
                              fch_gelu, lslice(p[PARAM_FCPROJW], l, MC), fch, N, M, C);
+        profile_mark(PROF_FCPROJ_BWD);
         matmul_backward(g->dbuf_c, lslice(gr[PARAM_FCW], l, MC), lslice(gr[PARAM_FCB], l, M), g->dbuf_m, ln2,
                         lslice(p[PARAM_FCW], l, MC), N, C, M, 0.0f);
+        profile_mark(PROF_FC_BWD);
         // dresidual becomes d residual2: the skip path plus LN2's input gradient
         norm_backward(g->dresidual, lslice(gr[PARAM_LN2W], l, C), lslice(gr[PARAM_LN2B], l, C), g->dbuf_c,
                            residual2, lslice(p[PARAM_LN2W], l, C), ln2_mean, ln2_rstd, N, C, 1);
+        profile_mark(PROF_LN2_BWD);
 
         // attention: residual2 = residual + attproj(attention(ln1(residual)))
         matmul_backward(g->dbuf_c, lslice(gr[PARAM_ATTPROJW], l, CC), lslice(gr[PARAM_ATTPROJB], l, C), g->dresidual,
                         atty, lslice(p[PARAM_ATTPROJW], l, CC), N, C, C, 0.0f);
+        profile_mark(PROF_ATTPROJ_BWD);
         const int wrote_dln1 = attention_backward(g->dqkv, g->dln1, g->dqres, &attn_gbufs, g->dbuf_c, atty, &attn_bufs,
                                                   ln1, qkv, qres_q, &shape);
         matmul_backward(g->dln1, lslice(gr[PARAM_QKVW], l, Wc), lslice(gr[PARAM_QKVB], l, W), g->dqkv, ln1,
                         lslice(p[PARAM_QKVW], l, Wc), N, C, W, wrote_dln1 ? 1.0f : 0.0f);
+        profile_mark(PROF_QKV_BWD);
         if (qres) {
             // q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))): dx gets dq directly and through f
             const floatX* r = a->qres_r + (size_t)l * BT * C;
@@ -2823,10 +2903,12 @@ static void gpt2_backward(GPT2* model) {
                             N, C, C / 2, 0.0f);
             rmsnorm_backward(g->dln1, lslice(gr[PARAM_QRES_RMSW], l, C), g->dr, ln1, lslice(p[PARAM_QRES_RMSW], l, C),
                              rrms, N, C, 1);
+            profile_mark(PROF_QRES_BWD);
         }
         // dresidual becomes d residual (this layer's input): skip path plus LN1's input gradient
         norm_backward(g->dresidual, lslice(gr[PARAM_LN1W], l, C), lslice(gr[PARAM_LN1B], l, C), g->dln1, residual,
                            lslice(p[PARAM_LN1W], l, C), ln1_mean, ln1_rstd, N, C, 1);
+        profile_mark(PROF_LN1_BWD);
     }
     // encoder: dresidual is d encoded
     const size_t cap = (size_t)model->B * model->T;
@@ -2834,6 +2916,7 @@ static void gpt2_backward(GPT2* model) {
     encoder_backward_wpe(gr[PARAM_WPE], g->dresidual, B, T, C);
     encoder_backward_wte(gr[PARAM_WTE], model->wte_scratch_d, g->dresidual, model->batch_d, &o, model->cur_chunks,
                          model->cur_reduce, C);
+    profile_mark(PROF_ENCODER_BWD);
 }
 
 // Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,
@@ -3368,6 +3451,10 @@ static int train_run(TrainArgs* a) {
                 start_step, num_steps);
         return 1;
     }
+    if (!profile_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
     const int val_batches = use_val ? val_num_batches(a, val_loader.num_batches) : 0;
     Tokenizer tokenizer;
     memset(&tokenizer, 0, sizeof(tokenizer));
@@ -3444,8 +3531,15 @@ static int train_run(TrainArgs* a) {
         if (last_step) { break; }
 
         cudaCheck(cudaDeviceSynchronize());
+        // --profile: the first profiled step is also the one an outside profiler sees (ncu
+        // --profile-from-start off captures exactly one training step)
+        const int profiled = a->profile_steps > 0 && step > start_step && step <= start_step + a->profile_steps;
+        const int profiler_window = profiled && step == start_step + 1;
+        if (profiler_window) { cudaCheck(cudaProfilerStart()); }
         const double t0 = now_seconds();
+        if (profiled) { profile_step_begin(); }
         gpt2_zero_grad(&model);
+        profile_mark(PROF_ZERO_GRAD);
         // the host stays ahead of the GPU: while micro-step i runs, it reads and stages batch i + 1
         // (data, token checks, encoder buckets); the step's one wait is for the norm and the loss
         dataloader_next_batch(&train_loader);
@@ -3464,13 +3558,17 @@ static int train_run(TrainArgs* a) {
         // weights) and AdamW's step count t as they were
         const float norm = gpt2_grad_norm(&model);
         const double loss = gpt2_mean_loss(&model); // every micro-step has B*T losses: the mean of the means
+        profile_mark(PROF_GRAD_NORM); // with the step's wait for the norm and the loss
         const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
                                                     guard_line, sizeof(guard_line));
         if (action == STEP_UPDATE) {
             gpt2_update_apply(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1 - guard.skipped);
         }
+        profile_mark(PROF_ADAMW);
         cudaCheck(cudaDeviceSynchronize()); // the step's time includes its update
         const double dt = now_seconds() - t0;
+        if (profiled) { profile_step_end(dt); }
+        if (profiler_window) { cudaCheck(cudaProfilerStop()); }
         const size_t mem = device_memory_in_use();
         if (mem > peak_mem) { peak_mem = mem; }
         if (step > start_step) { // the first step pays one-time costs
@@ -3495,6 +3593,12 @@ static int train_run(TrainArgs* a) {
         }
     }
     a->final_rng = rng;
+    if (a->profile_steps > 0 && g_profile.steps > 0) {
+        const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
+                                    model.master_memory != NULL, model.attn_fused, model.recompute};
+        if (!profile_write(&g_profile, &model.config, &shape, a->profile_csv)) { rc = 1; }
+    }
+    profile_free();
     if (timed_steps > 0) {
         const double ms = 1e3 * total_time / timed_steps;
         const double tok_s = (double)tokens_per_step * timed_steps / total_time;

@@ -476,6 +476,8 @@ typedef struct {
     const char* prompt; // --prompt, NULL = one end-of-text token
     float skip_loss_z, skip_grad_z; // -sl, -sg: skip the update of a step this many standard deviations above; 0 = off
     int overwrite;                  // --overwrite 1: a fresh run may replace the run in -o
+    int profile_steps;              // --profile N: time N steps after a warm-up step per sublayer (dev/profile.h)
+    const char* profile_csv;        // --profile_csv FILE: that table as CSV too, NULL = not written
     // resolved by train_args_resolve
     GPT2Config config;
     int from_file;
@@ -566,6 +568,11 @@ static void print_usage(const char* prog) {
     printf("  -y <0|1>      resume from the latest checkpoint in -o; an error when there is none (default 0)\n");
     printf("  --overwrite <0|1>  1: a fresh run (no -y 1) may use an -o holding another run: its main.log\n");
     printf("                and checkpoints are removed first; 0 refuses such an -o (default 0)\n");
+    printf("Profiling (dev/profile.h):\n");
+    printf("  --profile <int>      after the first step (a warm-up), time the next N steps per sublayer and\n");
+    printf("                       print a table: ms, %% of the step, FLOPs and bytes, against the H100's roofline\n");
+    printf("                       and the cost model; the run needs at least N + 1 steps (default 0 = off)\n");
+    printf("  --profile_csv <file> that table as CSV too (needs --profile)\n");
     printf("Bad steps (a skipped step changes neither the weights nor AdamW's state or step count):\n");
     printf("  -sl <float>   skip the update of a step whose loss is more than this many standard deviations\n");
     printf("                above the mean of the last %d steps, 0 = off (default 0; llm.c's -sl)\n", OUTLIER_WINDOW);
@@ -666,7 +673,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
                                             "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention",
-                                            "--generate", "--prompt", "-sl", "-sg", "--overwrite"};
+                                            "--generate", "--prompt", "-sl", "-sg", "--overwrite",
+                                            "--profile", "--profile_csv"};
         static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
@@ -736,6 +744,11 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "-sl") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->skip_loss_z, msg, msg_size); }
         else if (strcmp(flag, "-sg") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->skip_grad_z, msg, msg_size); }
         else if (strcmp(flag, "--overwrite") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->overwrite = (int)v; }
+        else if (strcmp(flag, "--profile") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->profile_steps = (int)v; }
+        else if (strcmp(flag, "--profile_csv") == 0) {
+            if (val[0] == '\0') { snprintf(msg, msg_size, "--profile_csv: expected a file name"); ok = 0; }
+            a->profile_csv = val;
+        }
         else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
         if (!ok) { return 0; }
     }
@@ -899,6 +912,15 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "-y 1 resumes the run in -o %s, --overwrite 1 replaces it: give one of them", a->output_dir);
         return 0;
     }
+    if (a->profile_csv != NULL && a->profile_steps == 0) {
+        snprintf(msg, msg_size, "--profile_csv %s: needs --profile N, the steps to profile", a->profile_csv);
+        return 0;
+    }
+    if (a->profile_steps > 0 && a->generate > 0) {
+        snprintf(msg, msg_size, "--profile %d profiles training steps; --generate %d trains none: give one of them",
+                 a->profile_steps, a->generate);
+        return 0;
+    }
     a->resuming = 0;
     if (a->resume) {
         const int step = find_latest_checkpoint(a->output_dir);
@@ -996,6 +1018,18 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
                      a->state.grad_accum_steps, a->B, a->T, a->grad_accum_steps);
             return 0;
         }
+    }
+    return 1;
+}
+
+// --profile N needs a warm-up step and N more in this run (num_steps, from start_step after a resume).
+// Returns 1, or 0 with a one-line message.
+static int profile_steps_check(const TrainArgs* a, int start_step, int num_steps, char* msg, size_t msg_size) {
+    if (a->profile_steps > 0 && num_steps - start_step < a->profile_steps + 1) {
+        snprintf(msg, msg_size, "--profile %d: this run trains %d steps%s, expected at least %d: a warm-up step, then "
+                 "the %d profiled (HINT: raise -x)", a->profile_steps, num_steps - start_step,
+                 start_step > 0 ? " after resuming" : "", a->profile_steps + 1, a->profile_steps);
+        return 0;
     }
     return 1;
 }

@@ -62,6 +62,31 @@ main() and the data loader are compiled only without TESTING.
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
 #include "../train_common.h"
+#include "../profile.h"
+
+// --profile: during a profiled training step, each profile_mark charges the time since the previous
+// mark to its row (dev/profile.h); outside one (and without --profile) it does nothing, so the
+// validation and sampling passes are not counted
+static ProfileTotals g_profile;
+static int g_profile_active = 0;
+static double g_profile_last = 0.0;
+
+static void profile_mark(int row) {
+    if (!g_profile_active) { return; }
+    const double t = now_seconds();
+    g_profile.seconds[row] += t - g_profile_last;
+    g_profile.marks[row]++;
+    g_profile_last = t;
+}
+static void profile_step_begin(void) {
+    g_profile_active = 1;
+    g_profile_last = now_seconds();
+}
+static void profile_step_end(double step_seconds) {
+    g_profile_active = 0;
+    g_profile.steps++;
+    g_profile.step_seconds += step_seconds;
+}
 
 // which attention the binary runs: plain (default) or the tiled flash twin (-DATTENTION_TILED)
 #ifdef ATTENTION_TILED
@@ -1119,6 +1144,7 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
     const size_t BT = (size_t)B * T;
     const int qres = model->layout.q.source == QKV_SRC_RESIDUAL_QUERY;
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C); // (B, T, C)
+    profile_mark(PROF_ENCODER_FWD);
     for (int l = 0; l < L; l++) {
         const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
         // this layer's weights
@@ -1148,11 +1174,14 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
         float* l_residual3 = a.residual3 + (size_t)l * BT * C;
 
         layernorm_forward(l_ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual, l_ln1w, l_ln1b, (int)BT, C);
+        profile_mark(PROF_LN1_FWD);
         matmul_forward(l_qkv, l_ln1, l_qkvw, l_qkvb, (int)BT, C, W); // (B, T, width)
+        profile_mark(PROF_QKV_FWD);
         if (qres) {
             qres_forward(qres_layer(&a, l, BT, C), l_ln1, p.qres_rmsw + (size_t)l * C,
                          p.qres_w1 + (size_t)l * (C / 2) * C, p.qres_w2 + (size_t)l * C * (C / 2),
                          p.qres_lnw + (size_t)l * C, (int)BT, C);
+            profile_mark(PROF_QRES_FWD);
         }
         RowView q, k, v;
         gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
@@ -1163,16 +1192,22 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
             float* l_att = a.att + (size_t)l * B * H * T * T;
             attention_forward(l_atty, l_att, q, k, v, B, T, C, H, Hkv, model->attn_scale, l_lse);
         }
+        profile_mark(PROF_ATTN_FWD);
         matmul_forward(l_attproj, l_atty, l_attprojw, l_attprojb, (int)BT, C, C);
+        profile_mark(PROF_ATTPROJ_FWD);
         residual_forward(l_residual2, residual, l_attproj, BT * C);
         layernorm_forward(l_ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, l_residual2, l_ln2w, l_ln2b, (int)BT, C);
+        profile_mark(PROF_LN2_FWD);
         matmul_forward(l_fch, l_ln2, l_fcw, l_fcb, (int)BT, C, M); // (B, T, M)
         gelu_forward(l_fch_gelu, l_fch, BT * M);
+        profile_mark(PROF_FC_FWD);
         matmul_forward(l_fcproj, l_fch_gelu, l_fcprojw, l_fcprojb, (int)BT, M, C);
-        residual_forward(l_residual3, l_residual2, l_fcproj, BT * C);
+        profile_mark(PROF_FCPROJ_FWD);
+        residual_forward(l_residual3, l_residual2, l_fcproj, BT * C); // profiled with the next LayerNorm
     }
     const float* residual = a.residual3 + (size_t)(L - 1) * BT * C;
     layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, residual, p.lnfw, p.lnfb, (int)BT, C);
+    profile_mark(PROF_LNF_FWD);
     matmul_forward(a.logits, a.lnf, gpt2_lm_head_weight(model), NULL, (int)BT, C, Vp); // (B, T, Vp)
     softmax_forward(a.probs, a.logits, (int)BT, V, Vp);
 
@@ -1184,6 +1219,7 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
     } else {
         model->mean_loss = -1.0f;
     }
+    profile_mark(PROF_CLASSIFIER);
     return 1;
 }
 
@@ -1225,9 +1261,11 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
     crossentropy_softmax_backward(ga.logits, ga.losses, a.probs, model->targets, (int)BT, V, Vp);
     float* dlm_head = c->tied_head ? g.wte : g.lm_head;
     matmul_backward(ga.lnf, dlm_head, NULL, ga.logits, a.lnf, gpt2_lm_head_weight(model), (int)BT, C, Vp);
+    profile_mark(PROF_CLASSIFIER);
     const float* residual = a.residual3 + (size_t)(L - 1) * BT * C;
     float* dresidual = ga.residual3 + (size_t)(L - 1) * BT * C;
     layernorm_backward(dresidual, g.lnfw, g.lnfb, ga.lnf, residual, p.lnfw, a.lnf_mean, a.lnf_rstd, (int)BT, C);
+    profile_mark(PROF_LNF_BWD);
 
     for (int l = L - 1; l >= 0; l--) {
         residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * BT * C;
@@ -1273,12 +1311,16 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         residual_backward(dl_residual2, dl_fcproj, dl_residual3, BT * C);
         matmul_backward(dl_fch_gelu, dl_fcprojw, dl_fcprojb, dl_fcproj, l_fch_gelu, l_fcprojw, (int)BT, M, C);
         gelu_backward(dl_fch, l_fch, dl_fch_gelu, BT * M);
+        profile_mark(PROF_FCPROJ_BWD);
         matmul_backward(dl_ln2, dl_fcw, dl_fcb, dl_fch, l_ln2, l_fcw, (int)BT, C, M);
+        profile_mark(PROF_FC_BWD);
         layernorm_backward(dl_residual2, dl_ln2w, dl_ln2b, dl_ln2, l_residual2, l_ln2w,
                            a.ln2_mean + l * BT, a.ln2_rstd + l * BT, (int)BT, C);
+        profile_mark(PROF_LN2_BWD);
         // attention
         residual_backward(dresidual, dl_attproj, dl_residual2, BT * C);
         matmul_backward(dl_atty, dl_attprojw, dl_attprojb, dl_attproj, l_atty, l_attprojw, (int)BT, C, C);
+        profile_mark(PROF_ATTPROJ_BWD);
         // q, k, v gradients land where the roles live: the fused projection output (shared roles
         // in one place), dx for roles taken from x, the residual query for q_residual
         RowView q, k, v, dq, dk, dv;
@@ -1293,18 +1335,23 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
             const float* l_att = a.att + (size_t)l * B * H * T * T;
             attention_backward(dq, dk, dv, dl_atty, q, k, v, l_att, B, T, C, H, Hkv, model->attn_scale);
         }
+        profile_mark(PROF_ATTN_BWD);
         if (qres) {
             qres_backward(qres_layer(&ga, l, BT, C), qres_layer(&a, l, BT, C), dl_ln1,
                           g.qres_rmsw + (size_t)l * C, g.qres_w1 + (size_t)l * (C / 2) * C,
                           g.qres_w2 + (size_t)l * C * (C / 2), g.qres_lnw + (size_t)l * C,
                           l_ln1, p.qres_rmsw + (size_t)l * C, p.qres_w1 + (size_t)l * (C / 2) * C,
                           p.qres_w2 + (size_t)l * C * (C / 2), p.qres_lnw + (size_t)l * C, (int)BT, C);
+            profile_mark(PROF_QRES_BWD);
         }
         matmul_backward(dl_ln1, dl_qkvw, dl_qkvb, dl_qkv, l_ln1, l_qkvw, (int)BT, C, W);
+        profile_mark(PROF_QKV_BWD);
         layernorm_backward(dresidual, dl_ln1w, dl_ln1b, dl_ln1, residual, l_ln1w,
                            a.ln1_mean + l * BT, a.ln1_rstd + l * BT, (int)BT, C);
+        profile_mark(PROF_LN1_BWD);
     }
     encoder_backward(g.wte, g.wpe, ga.encoded, model->inputs, B, T, C);
+    profile_mark(PROF_ENCODER_BWD);
     return 1;
 }
 
@@ -1700,6 +1747,10 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
                 start_step, num_steps);
         return 1;
     }
+    if (!profile_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
     const int val_batches = use_val ? val_num_batches(a, val_loader.num_batches) : 0;
     Tokenizer& tokenizer = r->tokenizer;
     if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
@@ -1758,8 +1809,11 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         }
         if (last_step) { break; }
 
+        const int profiled = a->profile_steps > 0 && step > start_step && step <= start_step + a->profile_steps;
         const double t0 = now_seconds();
+        if (profiled) { profile_step_begin(); }
         gpt2_zero_grad(model);
+        profile_mark(PROF_ZERO_GRAD);
         double loss = 0.0;
         for (int micro = 0; micro < a->grad_accum_steps; micro++) {
             dataloader_next_batch(&train_loader);
@@ -1779,13 +1833,16 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         // the norm, then whether this step may update at all, then the update; a skipped step leaves
         // the weights, the AdamW moments and AdamW's step count t as they were
         const double norm = gpt2_grad_norm(model);
+        profile_mark(PROF_GRAD_NORM);
         const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
                                                     guard_line, sizeof(guard_line));
         if (action == STEP_UPDATE) {
             gpt2_update_with_norm(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip,
                                   step + 1 - guard.skipped, norm);
         }
+        profile_mark(PROF_ADAMW);
         const double dt = now_seconds() - t0;
+        if (profiled) { profile_step_end(dt); }
         if (step > start_step) { // the first step pays one-time costs (allocations)
             total_time += dt;
             timed_steps++;
@@ -1800,6 +1857,10 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
             rc = 1;
             break;
         }
+    }
+    if (a->profile_steps > 0 && g_profile.steps > 0) {
+        const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, 4, 0, 0, 0};
+        if (!profile_write(&g_profile, &model->config, &shape, a->profile_csv)) { rc = 1; }
     }
     if (timed_steps > 0) {
         snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | peak memory %.0f MiB", timed_steps,

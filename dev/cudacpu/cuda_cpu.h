@@ -34,6 +34,7 @@ README.
 #define CUDACPU_CUDA_CPU_H
 
 #include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <math.h>

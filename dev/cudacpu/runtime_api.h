@@ -223,20 +223,30 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t str
 }
 
 // ---------------------------------------------------------------------------------------------
-// streams and events: one queue, so an event is the queue position at its record
+// streams and events: one queue, so an event is the queue position at its record. A record also
+// queues a time stamp, taken when the queue reaches it: cudaEventElapsedTime then gives the host
+// time the queued work between two records took to run (--profile's rows on the CPU runtime).
 struct CUevent_st {
     long long position = -1; // queued_total at the record; -1: never recorded
+    double ms = -1.0;        // the stamp (CLOCK_MONOTONIC, ms); -1 until the queue reached the record
 };
 cudaError_t cudaEventCreate(cudaEvent_t* event) { *event = new CUevent_st(); return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) { (void)flags; return cudaEventCreate(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
     if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
+    cudacpu::drain(); // a pending stamp writes into the event
     delete event;
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     (void)stream;
     if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
+    event->ms = -1.0;
+    cudacpu::enqueue([event]() {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        event->ms = 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+    });
     event->position = cudacpu::queued_total;
     return cudacpu::check_sticky();
 }
@@ -254,10 +264,16 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
     return cudacpu::completed_total >= event->position ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-    (void)start; (void)end;
-    *ms = 0.0f; // no timing on the CPU
+    if (start == nullptr || end == nullptr || start->position < 0 || end->position < 0) {
+        return cudacpu::set_last(cudaErrorInvalidResourceHandle);
+    }
+    if (start->ms < 0.0 || end->ms < 0.0) { return cudacpu::set_last(cudaErrorNotReady); }
+    *ms = (float)(end->ms - start->ms);
     return cudaSuccess;
 }
+// an outside profiler's capture window (ncu --profile-from-start off): nothing to capture here
+cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
+cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { *stream = nullptr; return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) { (void)stream; return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { (void)stream; cudacpu::drain(); return cudacpu::check_sticky(); }

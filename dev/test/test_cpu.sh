@@ -24,6 +24,7 @@
 #     a checkpoint reloads to the same validation loss
 # (h) the flags shared with the CUDA trainer (dev/train_common.h): -h and one-line refusals
 # (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params
+# (j) --profile: the rows of each path, each timed, adding up to the measured step within 5%; refusals
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
 cd "$(dirname "$0")/../.."
@@ -495,6 +496,59 @@ if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --prompt of 7 toke
 else
     fail "cpu generate past max_seq_len (exit $rc, expected 1 and an error line naming --prompt and --generate: $(tail -n 1 "$TMP/out"))"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# (j) --profile (dev/profile.h): one warm-up step, then 3 profiled steps. The CSV must hold exactly
+# the rows this scheme and attention have, each one timed; the rows must add up to the step the
+# trainer measured itself (its summary line: the same 3 steps) within 5%; with -d 256 (2
+# micro-steps) too. And the flag's refusals.
+t0=$SECONDS
+rows_base="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd fcproj_bwd fc_bwd ln2_bwd attproj_bwd attn_bwd qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
+for run in "standard|" "q_residual|" "tiled_standard|" "standard|-d 256"; do
+    IFS='|' read -r s extra <<<"$run"
+    m=$(model_of "${s#tiled_}")
+    [ -z "$m" ] && { fail "cpu profile $s (no ${s#tiled_} fixture in $MANIFEST)"; continue; }
+    # shellcheck disable=SC2086 # $extra is words on purpose
+    run_capture "build/train_gpt2_cpu_$s" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" \
+        -b 4 -t 32 -x 4 -v 0 -s 0 $extra --profile 3 --profile_csv "$TMP/profile.csv"
+    want="$rows_base"
+    [ "$s" = q_residual ] && want=$(echo "$rows_base" | sed 's/qkv_fwd/qkv_fwd qres_fwd/; s/qkv_bwd/qkv_bwd qres_bwd/')
+    got=$(awk -F, 'NR > 1 && $1 != "total" { printf "%s%s", (n++ ? " " : ""), $1 }' "$TMP/profile.csv" 2>/dev/null)
+    untimed=$(awk -F, 'NR > 1 && $1 != "total" && $2 <= 0 { printf "%s ", $1 }' "$TMP/profile.csv" 2>/dev/null)
+    rows_ms=$(awk -F, 'NR > 1 && $1 != "total" { t += $2 } END { printf "%.3f", t }' "$TMP/profile.csv" 2>/dev/null)
+    step_ms=$(sed -n 's/^summary: 3 timed steps | \([0-9.]*\) ms\/step.*/\1/p' "$TMP/out")
+    apart=$(awk -v a="$rows_ms" -v b="$step_ms" 'BEGIN { if (b <= 0) { print 100; exit } d = a - b; if (d < 0) d = -d; printf "%.2f", 100 * d / b }')
+    if [ "$rc" -eq 0 ] && [ "$got" = "$want" ] && [ -z "$untimed" ] && awk -v p="$apart" 'BEGIN { exit !(p <= 5) }' &&
+       grep -q "^profile sum of rows .* (within 5%)$" "$TMP/out" && grep -q "^profile total " "$TMP/out"; then
+        pass "cpu profile $s ${extra:+($extra) }(--profile 3: $(echo "$want" | wc -w) rows, each timed; rows $rows_ms ms vs the summary's $step_ms ms/step: $apart% apart)"
+    else
+        fail "cpu profile $s ${extra:+($extra) }(exit $rc; rows '$got', expected '$want'; untimed '$untimed'; rows $rows_ms ms vs step '$step_ms' ms: $apart% apart; $(grep -m1 'error\|sum of rows' "$TMP/out"))"
+    fi
+done
+bin=build/train_gpt2_cpu_standard
+m=$(model_of standard)
+while IFS='|' read -r what needle args; do
+    # shellcheck disable=SC2086 # the arguments are words on purpose
+    run_capture "$bin" $args
+    refused "cpu flags $what" "$needle"
+done <<FLAGS
+--profile not a number|--profile x|--profile x
+--profile_csv without --profile|needs --profile N|-e $m -t 32 --profile_csv $TMP/p.csv
+--profile with --generate|give one of them|-e d2 --profile 2 --generate 4
+FLAGS
+run_capture "$bin" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 4 -t 32 -x 3 -v 0 -s 0 --profile 3
+if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --profile 3: this run trains 3 steps, expected at least 4: a warm-up step, then the 3 profiled (HINT: raise -x)$"; then
+    pass "cpu flags --profile longer than the run ($(tail -n 1 "$TMP/out"))"
+else
+    fail "cpu flags --profile longer than the run (exit $rc, expected 1 and an error naming --profile and -x: $(tail -n 1 "$TMP/out"))"
+fi
+run_capture "$bin" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 4 -t 32 -x 2 -v 0 -s 0 --profile 1 --profile_csv "$TMP/no_such_dir/p.csv"
+if [ "$rc" -eq 1 ] && grep -q "^error: --profile_csv $TMP/no_such_dir/p.csv: cannot write it" "$TMP/out"; then
+    pass "cpu flags --profile_csv into a missing folder: exit 1, the file named"
+else
+    fail "cpu flags --profile_csv into a missing folder (exit $rc, expected 1 and an error naming the file: $(grep -m1 error "$TMP/out"))"
+fi
+echo "cpu profile checks took $((SECONDS - t0)) s"
 
 echo "cpu: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -19,7 +19,10 @@
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
-#   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint
+#   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint;
+#        --profile (FP32: the unfused attention; BF16 at head size 64: the flash kernels' three backward
+#        rows, with -r 2 and 2 micro-steps): each row of the path timed (cudaEvents, stamped by the
+#        runtime's queue), the rows within 5% of the step the trainer measured
 #
 # One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
 #   bash dev/test/test_cudacpu.sh
@@ -99,7 +102,7 @@ build_one() { # target
   fi
 }
 binary_of() { case $1 in lab_*) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
-targets=(build/cudacpu/train_gpt2cu_standard_fp32)
+targets=(build/cudacpu/train_gpt2cu_standard_fp32 build/cudacpu/train_gpt2cu_standard)
 for r in "${runs[@]}"; do # each binary once (two makes of one target at a time would race)
   t=$(binary_of "${r%% *}")
   [[ " ${targets[*]} " == *" $t "* ]] || targets+=("$t")
@@ -178,5 +181,35 @@ else
   echo "FAIL cpu-run train_gpt2cu: $trainer or $f missing"
   failed=1
 fi
+
+# --- the trainer's --profile: which rows, each timed, adding up to the measured step -------------------
+profile_start=$SECONDS
+rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
+rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
+for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256"; do
+  IFS='|' read -r stem fixture attn extra <<<"$run"
+  bin=build/cudacpu/train_gpt2cu_$stem
+  csv="$log_dir/profile_$stem.csv"
+  log="$log_dir/profile_$stem.log"
+  rm -f "$csv"
+  # shellcheck disable=SC2086 # $extra is words on purpose
+  "$bin" -e "dev/fixtures/${fixture}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 -x 3 -v 0 -s 0 $extra \
+    --profile 2 --profile_csv "$csv" >"$log" 2>&1
+  rc=$?
+  want="$rows_fwd ${rows_bwd/ATTN/$attn}"
+  [ -n "$extra" ] && want="$rows_fwd recompute ${rows_bwd/ATTN/$attn}"
+  got=$(awk -F, 'NR > 1 && $1 != "total" { printf "%s%s", (n++ ? " " : ""), $1 }' "$csv" 2>/dev/null)
+  untimed=$(awk -F, 'NR > 1 && $1 != "total" && $2 <= 0 { printf "%s ", $1 }' "$csv" 2>/dev/null)
+  rows_ms=$(awk -F, 'NR > 1 && $1 != "total" { t += $2 } END { printf "%.3f", t }' "$csv" 2>/dev/null)
+  step_ms=$(sed -n 's/^summary: 2 timed steps | \([0-9.]*\) ms\/step.*/\1/p' "$log")
+  apart=$(awk -v a="$rows_ms" -v b="$step_ms" 'BEGIN { if (b <= 0) { print 100; exit } d = a - b; if (d < 0) d = -d; printf "%.2f", 100 * d / b }')
+  if [ $rc -eq 0 ] && [ "$got" = "$want" ] && [ -z "$untimed" ] && awk -v p="$apart" 'BEGIN { exit !(p <= 5) }'; then
+    echo "PASS cpu-run train_gpt2cu_$stem --profile 2 ($fixture${extra:+ $extra}): $(echo "$want" | wc -w) rows, each timed; rows $rows_ms ms vs the summary's $step_ms ms/step: $apart% apart"
+  else
+    echo "FAIL cpu-run train_gpt2cu_$stem --profile 2 ($fixture${extra:+ $extra}): exit $rc; rows '$got', expected '$want'; untimed '$untimed'; $rows_ms vs '$step_ms' ms ($apart% apart); see $log"
+    failed=1
+  fi
+done
+echo "  cpu-run profile: $((SECONDS - profile_start)) s"
 echo "  cpu-run: $((SECONDS - start)) s in all"
 exit $failed

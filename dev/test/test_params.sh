@@ -161,6 +161,13 @@ bad_args=(
   # shapes whose counts do not fit in 64 bits: refused, not wrapped (once printed total=4612389687757832193)
   "standard 2147483647 65536 1 1 2147483647 1"
   "kv_shared 2147483647 65536 2 1 2147483647 0 2147483647"
+  "profile"
+  "profile d12 1024"
+  "profile d12 1024 64 --csv"
+  "profile d12 1024 64 --csv /nonexistent_dir/p.csv"
+  "profile d12 1024 64 --csv a.csv --csv b.csv"
+  "profile d12 1024 64 fp32 fused"
+  "memory d12 1024 64 --csv build/m.csv"
 )
 for args in "${bad_args[@]}"; do
   # shellcheck disable=SC2086 # word splitting of the argument list is wanted
@@ -171,6 +178,68 @@ for args in "${bad_args[@]}"; do
     echo "FAIL params '$args': exit $rc, $(wc -l <build/params_bad.err) stderr lines, $(wc -c <build/params_bad.out) stdout bytes (expected non-zero, 1, 0)"; fail=1
   fi
 done
+
+# (e) params profile (dev/profile.h): the per-sublayer costs of a step. For every scheme, with GQA,
+# without biases, in fp32 (unfused attention) and with recomputation: the rows' FLOPs plus 6 per
+# non-matmul parameter must be llm.c's 6 N + 6 L C T exactly (params checks it, exit 1 otherwise).
+t0=$SECONDS
+profile_shapes=()
+for s in $(make -s --no-print-directory schemes); do
+  profile_shapes+=("$s 12 768 12 12 3072 1 1024 2" "$s 4 256 4 4 1024 0 256 2 fp32 unfused")
+done
+profile_shapes+=("standard 12 768 12 4 3072 1 1024 2" "kv_shared 12 768 12 1 3072 1 1024 2" "q_residual 6 512 4 2 2048 1 512 3 -r 2"
+                 "q_identity 12 768 12 3 3072 0 2048 1 -r 1 -w 0" "standard 20 1024 16 16 4096 1 2048 1 unfused")
+n_exact=0
+for args in "${profile_shapes[@]}"; do
+  # shellcheck disable=SC2086 # word splitting of the argument list is wanted
+  line=$(./build/params profile $args 2>&1 | grep '^profile flops per sequence')
+  if [ "${PIPESTATUS[0]}" -eq 0 ] && echo "$line" | grep -q ': exact$'; then
+    n_exact=$((n_exact + 1))
+  else
+    echo "FAIL params profile $args: $line"; fail=1
+  fi
+done
+[ "$n_exact" -eq "${#profile_shapes[@]}" ] &&
+  echo "PASS params profile: the rows' FLOPs + 6 x the non-matmul parameters = 6 N + 6 L C T exactly, for $n_exact shapes (every scheme, GQA/MQA, no biases, fp32, -r 1/2)"
+
+# each scheme's projection GEMM, computed here by hand: qkv_fwd = L x 2 B T C x width, width = what
+# the scheme projects (standard C + 2 KV, q_identity 2 KV: no Q GEMM, kv_shared C + KV: one K=V
+# projection, qkv_shared C), and the attention rows: forward 2, backward 4 x L B T C T FLOPs
+hand_checks=(
+  "standard 12 768 12 12 3072 1 1024 64|qkv_fwd|$((12 * 2 * 64 * 1024 * 768 * 2304))"
+  "q_identity 12 768 12 12 3072 1 1024 64|qkv_fwd|$((12 * 2 * 64 * 1024 * 768 * 1536))"
+  "kv_shared 12 768 12 4 3072 1 1024 64|qkv_fwd|$((12 * 2 * 64 * 1024 * 768 * (768 + 256)))"
+  "qkv_shared 12 768 12 12 3072 1 1024 64|qkv_fwd|$((12 * 2 * 64 * 1024 * 768 * 768))"
+  "q_residual 12 768 12 12 3072 1 1024 64|qres_fwd|$((12 * 2 * 2 * 64 * 1024 * 768 * 384))"
+  "standard 12 768 12 12 3072 1 1024 64|attn_fwd|$((12 * 2 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64|attn_bwd_dkdv|$((12 * 3 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64 unfused|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64|classifier|$((6 * 64 * 1024 * 50304 * 768))"
+)
+for hc in "${hand_checks[@]}"; do
+  IFS='|' read -r args row want <<<"$hc"
+  # shellcheck disable=SC2086
+  ./build/params profile $args --csv build/params_profile.csv >/dev/null 2>&1
+  got=$(awk -F, -v r="$row" '$1 == r { printf "%.0f", $2 }' build/params_profile.csv 2>/dev/null)
+  if [ "$got" = "$want" ]; then
+    echo "PASS params profile $row of '$args': $got FLOPs, as computed by hand"
+  else
+    echo "FAIL params profile $row of '$args': '$got' FLOPs, expected $want"; fail=1
+  fi
+done
+
+# the table of d12 at B 64: the fused path's three backward rows (not the unfused one), the total
+# row the sum of the rows, the CSV the table's rows
+out=$(./build/params profile d12 1024 64 --csv build/params_profile.csv) || { echo "FAIL params profile d12 1024 64: exit non-zero"; fail=1; }
+rows=$(awk -F, 'NR > 1 && $1 != "total" { print $1 }' build/params_profile.csv | tr '\n' ' ')
+sum_ok=$(awk -F, 'NR > 1 && $1 != "total" { s += $5 } $1 == "total" { t = $5 } END { d = s - t; if (d < 0) d = -d; print (d < 1e-3 && t > 0) ? 1 : 0 }' build/params_profile.csv)
+if [ "$rows" = "encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd fcproj_bwd fc_bwd ln2_bwd attproj_bwd attn_bwd_delta attn_bwd_dkdv attn_bwd_dq qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw " ] &&
+   [ "$sum_ok" = 1 ] && [ "$(printf "%s\n" "$out" | grep -c "^profile ")" -eq 29 ] && printf "%s\n" "$out" | grep -q '^profile predicted step [0-9.]* ms: [0-9]* tokens/s'; then
+  echo "PASS params profile d12 1024 64: 24 rows (flash backward in three), total = sum of the rows, $(printf "%s\n" "$out" | grep '^profile predicted step' | cut -c9-80)"
+else
+  echo "FAIL params profile d12 1024 64: rows '$rows', sum check $sum_ok, $(printf "%s\n" "$out" | grep -c '^profile ') profile lines (expected 29)"; fail=1
+fi
+echo "params profile checks took $((SECONDS - t0)) s"
 
 [ -f "$spec" ] || echo "SKIP params cross-check against VARIANTS.md: $spec not found beside the repository (the transcribed numbers above were still checked)"
 exit $fail

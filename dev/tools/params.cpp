@@ -14,11 +14,18 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          Defaults as the trainer's: bf16, fused attention where the build has it
                          (bf16, head size 64 or 128) else unfused, -r 0, -w 1. wpe has
                          max(T, 1024) rows, vocab 50257 padded to 50304.
+  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--csv FILE]
+  params profile d12 T B [...]
+                         the predicted per-sublayer table of one training step (dev/profile.h):
+                         FLOPs, minimum bytes, roofline and the cost model's time per row (and as
+                         CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
+                         (exit 1 if not).
 */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include "../../attention_variants.cuh"
+#include "../profile.h"
 
 static GPT2Config make_config(int scheme, int L, int C, int H, int Hkv, int M, int bias, int T) {
     GPT2Config c = gpt2_config_default(L, H, C, T, 50257, 50304);
@@ -88,26 +95,34 @@ static int set_once(int* slot, int value, const char* what, const char* arg) {
     return 1;
 }
 
-static int memory_main(int argc, char** argv) { // argv[0] is the first argument after "memory"
+// a training run's shape as `params memory` and `params profile` take it
+typedef struct {
+    GPT2Config c;
+    int B, T, bf16, fused, recompute, master;
+    const char* csv; // profile --csv FILE, else NULL
+} RunShape;
+
+static int parse_run_shape(int argc, char** argv, const char* usage, int allow_csv, RunShape* rs) {
     int scheme = QKV_STANDARD, L = 12, C = 768, H = 12, Hkv = 12, M = 3072, bias = 1, i = 0;
+    rs->csv = NULL;
     if (argc >= 1 && strcmp(argv[0], "d12") == 0) {
         i = 1;
     } else {
-        if (argc < 9) { fprintf(stderr, "%s\n", memory_usage); return 1; }
+        if (argc < 9) { fprintf(stderr, "%s\n", usage); return 0; }
         scheme = qkv_scheme_from_name(argv[0]);
         if (scheme < 0) {
             fprintf(stderr, "params: scheme is '%s', expected d12 or one of standard, q_identity, k_identity, "
                             "v_identity, kv_shared, qk_shared, qkv_shared, q_residual\n", argv[0]);
-            return 1;
+            return 0;
         }
         L = parse_arg("n_layer", argv[1]); C = parse_arg("n_embd", argv[2]); H = parse_arg("n_head", argv[3]);
         Hkv = parse_arg("n_kv_head", argv[4]); M = parse_arg("mlp", argv[5]); bias = parse_arg("bias", argv[6]);
         i = 7;
     }
-    if (argc < i + 2) { fprintf(stderr, "%s\n", memory_usage); return 1; }
+    if (argc < i + 2) { fprintf(stderr, "%s\n", usage); return 0; }
     const int T = parse_arg("T", argv[i]), B = parse_arg("B", argv[i + 1]);
-    if (T < 1) { fprintf(stderr, "params: T is '%s', expected a whole number >= 1\n", argv[i]); return 1; }
-    if (B < 1) { fprintf(stderr, "params: B is '%s', expected a whole number >= 1\n", argv[i + 1]); return 1; }
+    if (T < 1) { fprintf(stderr, "params: T is '%s', expected a whole number >= 1\n", argv[i]); return 0; }
+    if (B < 1) { fprintf(stderr, "params: B is '%s', expected a whole number >= 1\n", argv[i + 1]); return 0; }
     int bf16 = -1, fused = -1, recompute = -1, master = -1;
     for (i += 2; i < argc; i++) {
         const char* o = argv[i];
@@ -121,28 +136,34 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
             const int is_r = o[1] == 'r';
             if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0 && !(is_r && strcmp(v, "2") == 0)) {
                 fprintf(stderr, "params: %s is '%s', expected %s\n", o, v, is_r ? "0, 1 or 2" : "0 or 1");
-                return 1;
+                return 0;
             }
             ok = set_once(is_r ? &recompute : &master, v[0] - '0', o, v);
             i++;
+        } else if (allow_csv && strcmp(o, "--csv") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0') { fprintf(stderr, "params: --csv needs a file name\n"); return 0; }
+            if (rs->csv != NULL) { fprintf(stderr, "params: --csv given twice, expected it at most once\n"); return 0; }
+            rs->csv = argv[++i];
+            ok = 1;
         } else {
-            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, -r 0|1|2, -w 0|1\n", o);
-            return 1;
+            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, -r 0|1|2, -w 0|1%s\n", o,
+                    allow_csv ? ", --csv FILE" : "");
+            return 0;
         }
-        if (!ok) { return 1; }
+        if (!ok) { return 0; }
     }
     GPT2Config c = make_config(scheme, L, C, H, Hkv, M, bias, T > 1024 ? T : 1024);
     char msg[512];
     if (!gpt2_config_check(&c, msg, sizeof(msg))) {
         fprintf(stderr, "params: %s\n", msg);
-        return 1;
+        return 0;
     }
     // byte counts are size_t: refuse a shape whose counts could wrap (a typo such as B 64000000)
     const double per_token = (double)L * ((double)H * T + 16.0 * C + 2.0 * M) + 50304.0 + 8.0 * C;
     const double weights = (double)L * C * (4.0 * C + 2.0 * M) + 2.0 * 50304.0 * C + (double)c.max_seq_len * C;
     if ((double)B * T * per_token * 4.0 > 1e18 || weights * 20.0 > 1e18) {
         fprintf(stderr, "params: B=%d T=%d with this shape needs more than 1e18 bytes, expected a trainable shape\n", B, T);
-        return 1;
+        return 0;
     }
     const int hd = qkv_head_dim(&c);
     if (bf16 < 0) { bf16 = 1; }
@@ -150,12 +171,21 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
     if (fused && !qkv_fused_attention_available(hd, bf16)) {
         fprintf(stderr, "params: fused attention needs bf16 and head size 64 or 128 (the trainer's flash kernels), "
                         "got %s with head size %d (HINT: use unfused)\n", bf16 ? "bf16" : "fp32", hd);
-        return 1;
+        return 0;
     }
     if (recompute < 0) { recompute = 0; }
     if (master < 0) { master = 1; }
     master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
+    rs->c = c;
+    rs->B = B; rs->T = T; rs->bf16 = bf16; rs->fused = fused; rs->recompute = recompute; rs->master = master;
+    return 1;
+}
 
+static int memory_main(int argc, char** argv) { // argv[0] is the first argument after "memory"
+    RunShape rs;
+    if (!parse_run_shape(argc, argv, memory_usage, 0, &rs)) { return 1; }
+    const GPT2Config c = rs.c;
+    const int B = rs.B, T = rs.T, bf16 = rs.bf16, fused = rs.fused, recompute = rs.recompute, master = rs.master;
     TrainingMemory m;
     gpt2_training_memory(&c, B, T, bf16 ? 2 : 4, master, recompute, fused, &m);
     printf("memory scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d vocab=%d/%d max_seq_len=%d "
@@ -195,7 +225,63 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
     return 0;
 }
 
+// ----------------------------------------------------------------------------
+// params profile: the predicted per-sublayer table of one training step (dev/profile.h)
+
+static const char* const profile_usage =
+    "usage: params profile <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
+    "[-r 0|1|2] [-w 0|1] [--csv FILE], or params profile d12 T B [the same options]";
+
+// The rows' FLOPs plus llm.c's 6 per token for each parameter that is no matmul weight must be
+// exactly gpt2_flops_per_token: checked on one sequence (B = 1), where every term is a whole number
+// below 2^53 and so exact in double.
+static int profile_flops_check(const RunShape* rs) {
+    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused, rs->recompute};
+    ProfileCost rows[PROF_NUM_ROWS];
+    profile_costs(&rs->c, &one, rows);
+    double sum = 0.0;
+    for (int r = 0; r < PROF_NUM_ROWS; r++) { sum += rows[r].flops; }
+    const double nonmatmul = profile_nonmatmul_params(&rs->c);
+    const double model = gpt2_flops_per_token(&rs->c, rs->T) * rs->T;
+    const double total = sum + 6.0 * nonmatmul * rs->T;
+    printf("profile flops per sequence of T=%d: rows %.0f + 6 x %.0f non-matmul parameters x T = %.0f, "
+           "llm.c's (6 N + 6 L C T) x T = %.0f: %s\n", rs->T, sum, nonmatmul, total, model,
+           total == model ? "exact" : "MISMATCH");
+    return total == model;
+}
+
+static int profile_main(int argc, char** argv) { // argv[0] is the first argument after "profile"
+    RunShape rs;
+    if (!parse_run_shape(argc, argv, profile_usage, 1, &rs)) { return 1; }
+    const GPT2Config* c = &rs.c;
+    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused, rs.recompute};
+    ProfileCost rows[PROF_NUM_ROWS];
+    profile_costs(c, &shape, rows);
+    FILE* csv = NULL;
+    if (rs.csv != NULL && (csv = fopen(rs.csv, "w")) == NULL) {
+        fprintf(stderr, "params: --csv %s: cannot write it (%s)\n", rs.csv, strerror(errno));
+        return 1;
+    }
+    printf("profile scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d B=%d T=%d precision=%s "
+           "attention=%s recompute=%d master_weights=%d (predicted, one micro-step per step)\n",
+           qkv_scheme_name(c->scheme), c->num_layers, c->channels, c->num_heads, c->num_kv_heads, c->mlp_hidden,
+           c->use_bias, rs.B, rs.T, rs.bf16 ? "bf16" : "fp32", rs.fused ? "fused" : "unfused", rs.recompute, rs.master);
+    profile_report(NULL, rows, csv);
+    if (csv != NULL && fclose(csv) != 0) {
+        fprintf(stderr, "params: --csv %s: write failed (%s)\n", rs.csv, strerror(errno));
+        return 1;
+    }
+    double pred = 0.0, roof = 0.0;
+    for (int r = 0; r < PROF_NUM_ROWS; r++) { pred += profile_predicted_s(&rows[r]); roof += profile_roofline_s(&rows[r]); }
+    const double tokens = (double)rs.B * rs.T, model_flops = gpt2_flops_per_token(c, rs.T) * tokens;
+    printf("profile predicted step %.2f ms: %.0f tokens/s, %.1f%% of 790 TFLOP/s by llm.c's formula "
+           "(the roofline's %.2f ms: %.0f tokens/s)\n", 1e3 * pred, tokens / pred, 100.0 * model_flops / pred / PROFILE_PEAK_FLOPS,
+           1e3 * roof, tokens / roof);
+    return profile_flops_check(&rs) ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "profile") == 0) { return profile_main(argc - 2, argv + 2); }
     if (argc > 1 && strcmp(argv[1], "memory") == 0) { return memory_main(argc - 2, argv + 2); }
     if (argc > 1) {
         if (argc < 8 || argc > 9) {
