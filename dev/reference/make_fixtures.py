@@ -1,16 +1,21 @@
 """
 Generates the test fixtures: for each configuration a checkpoint (<name>_model.bin) and the debug
-state of a random batch plus 10 AdamW steps (<name>_debug.bin), made by train_gpt2.py in this one
-process, and two tables:
+state of a random batch plus 10 AdamW steps (<name>_debug.bin), made by train_gpt2.py, and two
+tables:
 
   manifest.tsv   <name> <scheme> <model path> <debug path>           (paths relative to the repo root)
   forbidden.tsv  <scheme> <n_layer> <n_embd> <n_head> <n_kv_head> <mlp> <bias>
                  scheme/shape combinations every implementation must refuse at start-up
 
-  /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures
+  /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures [--jobs N]
+
+The fixtures are independent (each has its own seed): --jobs processes make them side by side, one
+torch thread each (default: the CPU count, at most 8). Their tensors are tiny, so one thread per
+fixture wastes less than two threads on one.
 """
 
 import argparse
+import multiprocessing
 import os
 import sys
 import time
@@ -80,29 +85,43 @@ FORBIDDEN = [
 ]
 
 
+def make_one(job):
+    """(index, out_dir) -> (name, scheme, model path, debug path, the fixture's report line)"""
+    index, out_dir = job
+    ref.torch.set_num_threads(1)
+    name, scheme, shape, T = fixtures()[index]
+    seed = 1000 + index
+    t0 = time.time()
+    config = ref.Config(scheme=ref.SCHEMES.index(scheme), **dict(TINY, **shape))
+    model = ref.build_model(config, seed=seed, test_init=True)
+    model_path = os.path.join(out_dir, name + "_model.bin")
+    debug_path = os.path.join(out_dir, name + "_debug.bin")
+    rec = dict(ref.generate(model, model_path, debug_path, B=B, T=T, seed=seed, steps=10, version=6))
+    line = "fixture %-26s %-10s %s B=%d T=%d loss %.6f -> %.6f (%.2fs)" % (
+        name, scheme, config.describe(), B, T, float(rec["loss"][0]), float(rec["step_losses"][-1]), time.time() - t0)
+    return name, scheme, model_path, debug_path, line
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     ap.add_argument("--out", default="dev/fixtures", help="output folder (relative to the current directory)")
+    ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8), help="processes (default: CPUs, at most 8)")
     args = ap.parse_args()
+    if args.jobs < 1:
+        ap.error("--jobs %d: expected at least 1" % args.jobs)
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
     t_start = time.time()
     manifest = []
-    for index, (name, scheme, shape, T) in enumerate(fixtures()):
-        seed = 1000 + index
-        t0 = time.time()
-        config = ref.Config(scheme=ref.SCHEMES.index(scheme), **dict(TINY, **shape))
-        model = ref.build_model(config, seed=seed, test_init=True)
-        model_path = os.path.join(out_dir, name + "_model.bin")
-        debug_path = os.path.join(out_dir, name + "_debug.bin")
-        records = ref.generate(model, model_path, debug_path, B=B, T=T, seed=seed, steps=10, version=6)
-        rec = dict(records)
-        manifest.append((name, scheme, model_path, debug_path))
-        if name == "standard_tiny":
-            v3_seed, v3_debug_path = seed, debug_path  # the v3 file below has the same weights
-        print("fixture %-26s %-10s %s B=%d T=%d loss %.6f -> %.6f (%.2fs)" % (
-            name, scheme, config.describe(), B, T, float(rec["loss"][0]), float(rec["step_losses"][-1]),
-            time.time() - t0))
+    jobs = [(index, out_dir) for index in range(len(fixtures()))]
+    # spawn, not fork: a forked child of a process whose torch thread pool has started can hang
+    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+        for name, scheme, model_path, debug_path, line in pool.imap(make_one, jobs):
+            manifest.append((name, scheme, model_path, debug_path))
+            if name == "standard_tiny":
+                v3_index, v3_debug_path = len(manifest) - 1, debug_path  # the v3 file below has the same weights
+            print(line, flush=True)
+    v3_seed = 1000 + v3_index
 
     # llm.c's version 3 file of standard_tiny: rebuilt from the same seed (generate() trained the
     # first one), so the same weights and the same debug state
@@ -138,6 +157,7 @@ def main():
     print("wrote %s (%d fixtures) and %s (%d forbidden combinations) in %.1fs" % (
         rel(os.path.join(out_dir, "manifest.tsv")), len(manifest), rel(os.path.join(out_dir, "forbidden.tsv")),
         len(FORBIDDEN), time.time() - t_start))
+    print("(%d processes)" % args.jobs)
 
 
 if __name__ == "__main__":
