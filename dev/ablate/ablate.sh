@@ -7,6 +7,11 @@
 #   ABLATE_DEVICE=cpu|gpu                       force the trainer (default: gpu when nvidia-smi -L
 #                                               lists a GPU, else cpu)
 #   ABLATE_PLAN_ONLY=1                          check the config, print each run's command, stop
+#   ABLATE_RUNS="name ..."                      train only these runs of the config (the others are
+#                                               left as they are); the report is written once every
+#                                               run of the config is done, so a long config can be
+#                                               trained in parts into the same OUT (dev/test/gpu_suite.sh's
+#                                               ablate_seed004_a..d: a device call each)
 #
 # The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole story):
 #   key = value lines, the shared block:
@@ -167,6 +172,19 @@ read -ra SHARED <<<"${KEY[flags]:-}"
 [ ${#SHARED[@]} -gt 0 ] && check_flags "${KEY_LINE[flags]}" "${SHARED[@]}"
 [ ${#RUNS[@]} -gt 0 ] || cfg_error $END "no runs (expected lines '<name> <scheme> [trainer flags]')"
 
+# ABLATE_RUNS: a subset of the runs to train now (every name must be a run of the config)
+declare -A SELECTED
+if [ -n "${ABLATE_RUNS:-}" ]; then
+  for name in $ABLATE_RUNS; do
+    if [ -z "${RUN_LINE[$name]+x}" ]; then
+      cfg_error $END "ABLATE_RUNS names '$name', which is no run of this config (runs: ${RUNS[*]})"
+    fi
+    SELECTED[$name]=1
+  done
+else
+  for name in "${RUNS[@]}"; do SELECTED[$name]=1; done
+fi
+
 BASELINE=${KEY[baseline]:-}
 if [ -n "$BASELINE" ] && [ -z "${RUN_LINE[$BASELINE]+x}" ]; then
   cfg_error "${KEY_LINE[baseline]}" "baseline = $BASELINE: no run of that name"
@@ -304,7 +322,9 @@ if [ "${ABLATE_PLAN_ONLY:-0}" = 1 ]; then
   info "$CONFIG_SHOW is valid: ${#RUNS[@]} runs on the $DEVICE trainer, $TOKENS tokens each; baseline ${BASELINE:-none}"
   for name in "${RUNS[@]}"; do
     run_command "$name"
-    info "$name (${RUN_SCHEME[$name]}, $STEPS steps x ${RUN_TPS[$name]} tokens): ${CMD[*]}"
+    note=""
+    [ -n "${SELECTED[$name]:-}" ] || note=" [not in ABLATE_RUNS: not trained now]"
+    info "$name (${RUN_SCHEME[$name]}, $STEPS steps x ${RUN_TPS[$name]} tokens)$note: ${CMD[*]}"
   done
   exit 0
 fi
@@ -334,7 +354,7 @@ for name in "${RUNS[@]}"; do
   if [ -f "$f" ] && [ "$(cat "$f")" != "${CMD[*]}" ]; then
     die "run '$name' in $OUT/$name was started with another command ($(cat "$f")), the config now gives: ${CMD[*]} (HINT: rm -r $OUT/$name to redo it, or use another OUT=)"
   fi
-  [ -f "$OUT/$name/DONE" ] || pending=$((pending + 1))
+  [ -f "$OUT/$name/DONE" ] || [ -z "${SELECTED[$name]:-}" ] || pending=$((pending + 1))
 done
 if [ $pending -gt 0 ] && [ -n "$DATA" ]; then bash "dev/data/prepare_$DATA.sh"; fi
 
@@ -347,6 +367,10 @@ for name in "${RUNS[@]}"; do
   cmd=("${CMD[@]}")
   if [ -f "$dir/DONE" ]; then
     info "skip $name: done ($dir/DONE)"
+    continue
+  fi
+  if [ -z "${SELECTED[$name]:-}" ]; then
+    info "skip $name: not in ABLATE_RUNS"
     continue
   fi
   mkdir -p "$dir"
@@ -373,6 +397,12 @@ for name in "${RUNS[@]}"; do
 done
 
 # ---------------------------------------------------------------------------------------------
-# 4. runs.csv, loss.png, table.md
+# 4. runs.csv, loss.png, table.md (once every run of the config is done)
 
+undone=()
+for name in "${RUNS[@]}"; do [ -f "$OUT/$name/DONE" ] || undone+=("$name"); done
+if [ ${#undone[@]} -gt 0 ]; then
+  info "$((${#RUNS[@]} - ${#undone[@]})) of ${#RUNS[@]} runs done; the report comes once ${undone[*]} are done too (ABLATE_RUNS=\"${undone[*]}\" make ablate CONFIG=$CONFIG_SHOW${OUT_ARG:+ OUT=$OUT_ARG})"
+  exit 0
+fi
 "$PYTHON" dev/ablate/report.py "$OUT"

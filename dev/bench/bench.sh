@@ -21,13 +21,19 @@
 # github.com/karpathy/llm.c, never committed) with cuDNN attention when cuDNN and
 # $LLMC_DIR/cudnn-frontend/include (github.com/NVIDIA/cudnn-frontend) are found, else without; the build line says which.
 # Data: one shard of random token ids in build/bench/ (throughput does not depend on the text).
-# Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv. BENCH_PEERS_ONLY=1: part 1 only.
+# Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv. BENCH_PEERS_ONLY=1: part 1 only;
+# BENCH_SCHEMES_ONLY=1: part 2 only (dev/test/gpu_suite.sh runs the two parts as two stages, each
+# within one device call). Each run is stopped after 540 s (a device call's limit).
 set -u
 cd "$(dirname "$0")/../.."
 STEPS=${1:-10}
 case "$STEPS" in ''|*[!0-9]*) echo "bench: steps '$STEPS': expected an integer >= 4" >&2; exit 1;; esac
 [ "$STEPS" -ge 4 ] || { echo "bench: steps $STEPS: expected >= 4 (the first steps are not timed)" >&2; exit 1; }
 SCHEMES=${2:-$(make -s --no-print-directory schemes)}
+if [ "${BENCH_PEERS_ONLY:-0}" = 1 ] && [ "${BENCH_SCHEMES_ONLY:-0}" = 1 ]; then
+  echo "bench: BENCH_PEERS_ONLY=1 and BENCH_SCHEMES_ONLY=1: expected at most one of them" >&2
+  exit 1
+fi
 TOKENS_PER_STEP=524288
 T=1024
 PEAK_TFLOPS=${PEAK_TFLOPS:-790}
@@ -117,7 +123,7 @@ run_fitting() { # who scheme depth first_B
 
 # ours: the trainer's summary line (mean over the steps after the first)
 launch_ours() { # scheme depth B
-  timeout 900 ./"$(binary "$1")" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4
+  timeout 540 ./"$(binary "$1")" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4
 }
 parse_ours() {
   grep -q '^summary:' "$1" || return 0
@@ -169,7 +175,7 @@ build_llmc() {
 # llm.c's defaults otherwise (recompute GELU -r 1, master weights, ZeRO 0); no validation or
 # sampling inside the timed steps; its "total average iteration time" excludes the first step
 launch_llmc() { # scheme depth B
-  timeout 900 "$LLMC_BIN" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 100000 -s 100000 -m 1 \
+  timeout 540 "$LLMC_BIN" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 100000 -s 100000 -m 1 \
     -i "$shard" -j "$shard" -l 1e-4
 }
 parse_llmc() {
@@ -179,7 +185,7 @@ parse_llmc() {
 }
 # PyTorch: bench_torch.py's summary line (mean over the steps after the first two)
 launch_pytorch() { # scheme depth B
-  timeout 900 "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$2" -b "$3" -t $T -d $TOKENS_PER_STEP \
+  timeout 540 "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$2" -b "$3" -t $T -d $TOKENS_PER_STEP \
     -x "$STEPS" --peak_tflops "$PEAK_TFLOPS"
 }
 parse_pytorch() {
@@ -193,16 +199,18 @@ echo "gpu: $gpu | $TOKENS_PER_STEP tokens per step | $STEPS steps per run | MFU 
 bench_failed=0
 header() { printf "%-7s %-11s %-5s %4s %10s %12s %8s %9s  %s\n" who scheme model B ms/step tok/s MFU peak_MiB note; }
 
-echo "== peers"
-header
 LLMC_MS=""; TORCH_MS=""
-run_ours standard d12 || bench_failed=1
-peer_B=${FIT_B:-64}
-if build_llmc >"$out_dir/llmc_build_note.txt" 2>&1; then
-  cat "$out_dir/llmc_build_note.txt"
-  run_fitting llmc standard d12 "$peer_B" && LLMC_MS=$FIT_MS || bench_failed=1
-else cat "$out_dir/llmc_build_note.txt"; bench_failed=1; fi
-run_fitting pytorch standard d12 "$peer_B" && TORCH_MS=$FIT_MS || bench_failed=1
+if [ "${BENCH_SCHEMES_ONLY:-0}" != 1 ]; then
+  echo "== peers"
+  header
+  run_ours standard d12 || bench_failed=1
+  peer_B=${FIT_B:-64}
+  if build_llmc >"$out_dir/llmc_build_note.txt" 2>&1; then
+    cat "$out_dir/llmc_build_note.txt"
+    run_fitting llmc standard d12 "$peer_B" && LLMC_MS=$FIT_MS || bench_failed=1
+  else cat "$out_dir/llmc_build_note.txt"; bench_failed=1; fi
+  run_fitting pytorch standard d12 "$peer_B" && TORCH_MS=$FIT_MS || bench_failed=1
+fi
 
 if [ "${BENCH_PEERS_ONLY:-0}" != 1 ]; then
   echo "== schemes"

@@ -1,349 +1,970 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, in one run: the checks of a GPU session (issue 9) and the
-# side-by-side benchmark. Full logs go to LOG_DIR; one summary table is printed at the end (and
-# kept as LOG_DIR/summary.txt).
+# Everything that needs a GPU, as stages that each fit one call of the device machine (at most 540 s:
+# a call may run 600 s, a session has 900 s of device time in all). The suite resumes from its log
+# folder: a stage that passed is skipped (it says so), its summary rows still printed, so a session
+# calls it again and again with the same LOG_DIR until the stages are done. The device tool's calls
+# to make, with the expected time of each, come from --plan; the runbook is dev/results/README.md.
 #
-#   bash dev/test/gpu_suite.sh LOG_DIR [STAGE...]
+#   bash dev/test/gpu_suite.sh [--time-limit S] [--force] LOG_DIR [STAGE...]
+#       run the stages (default: all, in the order below), skipping those LOG_DIR records as passed
+#       (--force: run them again); --time-limit S: start no stage whose expected time no longer
+#       fits in S seconds from now, and stop each stage by then (what was not started runs next call)
+#   bash dev/test/gpu_suite.sh --dry-run [LOG_DIR] [STAGE...]
+#       print every command the stages would run, run none (no GPU needed; placeholder sm_90);
+#       exit 0 when the plan is consistent: every stage known, every script and config it names
+#       there, every timeout <= 540 s (make test runs this: dev/test/test_gpu_suite.sh)
+#   bash dev/test/gpu_suite.sh --plan [BUDGET_S]
+#       the device calls to make, in order, each <= 540 s, with the expected time of each stage
+#       from dev/results/stage_times.tsv (the last recorded run, or an estimate where none was
+#       measured), the machine's start-up, the cumulative device time and which calls fit the
+#       budget (default 900 s). No GPU needed.
+#   bash dev/test/gpu_suite.sh --record-times LOG_DIR
+#       write the seconds of every stage LOG_DIR records as passed into dev/results/stage_times.tsv
+#       (measured, with the date and GPU), for the next --plan
 #
-# Stages, in this order (default: all of them):
-#   build     every trainer and test binary (scheme x BF16/FP32), for this GPU's architecture only,
-#             many nvcc at once; skipped for binaries that are up to date
-#   fixtures  regenerate dev/fixtures with the PyTorch reference (they are too large to carry)
-#   tests     dev/test/test_cuda.sh: flags and refusals, then test_gpt2cu of every scheme, FP32
-#             before BF16 (every activation, gradient and 10 AdamW steps against the fixtures,
-#             KV-cached generation against the full forward pass, bit-identical resume), then the
-#             trainer's checkpoint/resume run
-#   lab       the kernel labs (dev/cuda/README.md): `make labs` (BF16, FP32) for this GPU's architecture,
-#             `--check` of each (every version x scheme x shape against the CPU twin), `--bench` of the
-#             BF16 ones, and dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes and units); the bench
-#             lines go into the summary
-#   train     `make train` as a new user types it (Austen, d12, 150 steps), then `--generate` with
-#             the KV cache from its model (standard) and from a random d12 of kv_shared (half the cache)
-#   ablate    `make ablate CONFIG=dev/ablate/seed002.txt` (2 runs of ~3 min, mix corpus): its table
-#   sanitize  compute-sanitizer memcheck (FP32 and BF16) and racecheck (BF16) on a tiny run of each
-#             scheme and of GQA/MQA fixtures (train, validate, sample, checkpoint); initcheck on one
-#             step of each scheme in FP32, and of the standard scheme in BF16; the fused attention:
-#             memcheck and racecheck of `lab_attention_forward 2 --check --quick` and of
-#             `lab_attention_backward 2 --check --quick` (48 small trials, one run each: the full check's
-#             240 trials, two runs each plus version 1, are too slow under the sanitizer), memcheck of a BF16
-#             test binary on one *_hd64 fixture (both attention paths of test_gpt2.cu)
-#   bench     dev/bench/bench.sh: ours vs llm.c vs PyTorch, then every scheme, then d24
+# Stages, in order of value (the stage's timeout in brackets; every one <= 540 s):
+#   build             [300] every trainer and test binary (scheme x BF16/FP32), the kernel labs and
+#                     build/params, for this GPU's architecture only, all nvcc at once
+#   fixtures          [240] dev/fixtures from the PyTorch reference (too large to carry)
+#   tests_fp32        [400] dev/test/test_cuda.sh, FP32 (CUDA_TEST_PRECISIONS=FP32, no labs): the
+#                     FP32 trainers' flag checks, test_gpt2cu of every scheme against the fixtures
+#   tests_bf16        [400] the same in BF16, with the checks that use the BF16 trainer (shapes,
+#                     checkpoints, the end-to-end -o/-y/SIGTERM runs, llm.c's version 5 header)
+#   bench_peers       [540] dev/bench/bench.sh part 1: ours vs llm.c vs PyTorch compile at d12
+#   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
+#   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen,
+#                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
+#   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
+#                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
+#   lab_check         [540] `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP
+#   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
+#   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
+#                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
+#                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
+#                     standard_hd64 (both paths), the attention labs' version 2 (--check --quick)
+#   sanitize_racecheck[540] racecheck: the trainer (BF16) on every head-size-64 fixture, standard_tiny,
+#                     the attention labs' version 2
+#   sanitize_synccheck[540] synccheck: the trainer (BF16) on every head-size-64 fixture, the labs' version 2
+#   sanitize_initcheck[540] initcheck, one step: FP32 on each scheme's tiny fixture; BF16 on
+#                     standard_tiny and the head-size-64 fixtures of standard, kv_shared, qkv_shared,
+#                     q_residual, through dev/test/initcheck_filter.py (reads of what only cuBLASLt
+#                     wrote dropped, everything else kept; why: dev/results/README.md)
+#   train             [300] `make train` (standard, Austen, 150 steps), --generate with the KV cache
+#                     (make train's model; a random d12 of kv_shared), llm.c loading our checkpoint
+#   ablate_seed002    [540] `make ablate CONFIG=dev/ablate/seed002.txt` (2 runs)
+#   ablate_seed004_a..d [540 each] dev/ablate/seed004.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
+#                     into one folder; the last part writes the table
+# Sanitizer stages resume run by run (a run that passed is not repeated). The targets are checked,
+# not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
+# PyTorch compile in tokens/s (bench_peers), flash forward and backward at least as fast as PyTorch
+# SDPA at every lab shape (lab_bench), the profiled run's peak memory within 5% of `build/params
+# memory d12 1024 64` (profile). A miss is a FAIL row; a target not yet measured a SKIP row. A FAIL
+# never stops the suite: every stage asked for runs, the summary comes last, the exit status is 1
+# when a stage of this call or a target failed.
 #
-# Needs, beside the repository: dev/data/austen and dev/data/gpt2 (made by `make test` or
-# dev/data/prepare_austen.sh where the registries are reachable), for the ablate stage dev/data/mix
-# (bash dev/data/prepare_mix.sh), and, for the bench stage, the
-# peers' sources under dev/bench/peers/ (see dev/bench/bench.sh). The device machine has no
-# network, so all of these are carried.
+# Needs, beside the repository: dev/data/austen (profile, profile_ncu, train), dev/data/gpt2 (train),
+# dev/data/mix (ablate), dev/bench/peers (bench_peers), made where the registries are reachable and
+# carried (the device machine has no network); a LOG_DIR inside the repository (build/gpu_log) so
+# that it can be carried back to a fresh machine. Logs: LOG_DIR/<stage>.status, .rows, and the
+# stage's files; LOG_DIR/summary.txt.
 set -u
 cd "$(dirname "$0")/../.."
-[ $# -ge 1 ] || { echo "usage: bash dev/test/gpu_suite.sh LOG_DIR [build fixtures tests lab train ablate sanitize bench]" >&2; exit 1; }
-LOG=$1; shift
-ALL_STAGES="build fixtures tests lab train ablate sanitize bench"
-STAGES=${*:-$ALL_STAGES}
-for st in $STAGES; do
-  case " $ALL_STAGES " in *" $st "*) ;; *) echo "gpu_suite: stage '$st': expected one of: $ALL_STAGES" >&2; exit 1;; esac
-done
-mkdir -p "$LOG" || { echo "gpu_suite: cannot create $LOG" >&2; exit 1; }
-LOG=$(cd "$LOG" && pwd)
-SUMMARY="$LOG/summary.txt"
-: >"$SUMMARY"
-SCHEMES=$(make -s --no-print-directory schemes)
-PYTHON=${PYTHON:-python3}
-JOBS=$(nproc)
-failed=0
+source dev/test/torch_python.sh
 
-# one summary row: stage, what, PASS/FAIL/INFO, detail
-row() { printf "%-9s %-42s %-5s %s\n" "$1" "$2" "$3" "$4" | tee -a "$SUMMARY"; [ "$3" = FAIL ] && failed=1; return 0; }
-has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
+STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench
+sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_seed002 ablate_seed004_a
+ablate_seed004_b ablate_seed004_c ablate_seed004_d"
+STAGES_ALL=$(echo $STAGES_ALL)
+declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
+  [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [sanitize_memcheck]=540 [sanitize_racecheck]=540
+  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [ablate_seed002]=540 [ablate_seed004_a]=540
+  [ablate_seed004_b]=540 [ablate_seed004_c]=540 [ablate_seed004_d]=540)
+# what each stage needs carried to the device machine (the plan's carry lists)
+declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [profile_ncu]="dev/data/austen"
+  [train]="dev/data/austen dev/data/gpt2" [ablate_seed002]="dev/data/mix" [ablate_seed004_a]="dev/data/mix"
+  [ablate_seed004_b]="dev/data/mix" [ablate_seed004_c]="dev/data/mix" [ablate_seed004_d]="dev/data/mix")
+# the stages that need build's binaries, and fixtures' files, on this machine (a fresh machine has
+# neither: they are made again first, whatever LOG_DIR says)
+NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench sanitize_memcheck
+ sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_seed002 ablate_seed004_a ablate_seed004_b
+ ablate_seed004_c ablate_seed004_d "
+NEEDS_FIXTURES=" tests_fp32 tests_bf16 sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
+# stages that keep what they finished when stopped (run by run): started with 120 s left, whatever
+# their expected time; the rest runs in the next call
+RESUMABLE=" sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
+NEEDS_BUILD=" $(echo $NEEDS_BUILD) " NEEDS_FIXTURES=" $(echo $NEEDS_FIXTURES) " # one line, spaces around each
+# seed004's 8 runs, 2 per stage (about 3 min each on an H100)
+declare -A ABLATE_PART=([ablate_seed004_a]="standard kv_shared" [ablate_seed004_b]="qk_shared qkv_shared"
+  [ablate_seed004_c]="gqa4 mqa" [ablate_seed004_d]="q_gqa4 q_mqa")
+MAX_CALL_S=540          # one device call: 600 s at most, less the transfers and a margin
+START_S=150             # a machine's start-up, counted in the session's device time (2-3 min)
+CALL_OVERHEAD_S=30      # per call: sending the tree, fetching $OUT, the pause before the next call (idle time counts)
+LOG_REL=build/gpu_log   # the LOG_DIR of the plan's calls
+TIMES_FILE=${GPU_SUITE_TIMES:-dev/results/stage_times.tsv}
+BENCH_STEPS=${BENCH_STEPS:-6}
+PROFILE_STEPS=${PROFILE_STEPS:-5}
+AUSTEN_TRAIN="dev/data/austen/austen_train_*.bin"
+AUSTEN_VAL="dev/data/austen/austen_val_*.bin"
+NCU_METRICS="gpu__time_duration.sum,launch__registers_per_thread,launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic,sm__warps_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+
+usage() {
+  sed -n '/^#   bash dev/,/^# Stages/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+  echo "stages: $STAGES_ALL" >&2
+  exit "${1:-1}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# expected times: dev/results/stage_times.tsv (stage, seconds, source, note)
+
+expected_s() { # stage -> seconds (the stage's timeout when nothing is recorded)
+  local v
+  v=$(awk -F'\t' -v s="$1" '!/^#/ && $1 == s { print $2; exit }' "$TIMES_FILE" 2>/dev/null)
+  echo "${v:-${CAP[$1]}}"
+}
+time_source() {
+  local v
+  v=$(awk -F'\t' -v s="$1" '!/^#/ && $1 == s { print $3; exit }' "$TIMES_FILE" 2>/dev/null)
+  echo "${v:-no record: its timeout}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# --plan: the calls to make
+
+plan() { # budget
+  local budget=$1 st e
+  local commit
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo "<commit>")
+  git diff --quiet HEAD 2>/dev/null || commit="$commit (the tree has uncommitted changes: commit first, then use the new hash)"
+  echo "gpu_suite plan: sessions of $budget s of device time each: start-up ~$START_S s, then calls of <= $MAX_CALL_S s of"
+  echo "stages (timeout_s 600 leaves the rest for the record and the tarball), ~$CALL_OVERHEAD_S s per call for the transfers and"
+  echo "the pause before the next; stages in order of value, expected times from $TIMES_FILE"
+  echo "commit: $commit"
+  echo
+  # Stages into calls, calls into sessions, in order: a call closes when the next stage would take it
+  # past $MAX_CALL_S s or the session past its budget; a call that cannot fit the session any more
+  # opens the next one, on a fresh machine, whose first call makes the binaries and fixtures again.
+  local build_s fixtures_s fresh=0
+  build_s=$(expected_s build); fixtures_s=$(expected_s fixtures)
+  local calls=() sess=() after=() pre=() cur="" cur_s=0 session=1 used=$START_S prereq=0
+  for st in $STAGES_ALL; do
+    e=$(expected_s "$st")
+    # on a fresh machine: the binaries first, and the fixtures before the first stage that needs them
+    local add=0
+    if [ $fresh -eq 1 ]; then
+      case "$NEEDS_BUILD" in *" $st "*) [ $prereq -eq 0 ] && add=$build_s;; esac
+      case "$NEEDS_FIXTURES" in *" $st "*) [ $prereq -le "$build_s" ] && add=$((add + fixtures_s));; esac
+    fi
+    if [ -n "$cur" ] && { [ $((cur_s + add + e)) -gt $MAX_CALL_S ] || [ $((used + cur_s + add + e + CALL_OVERHEAD_S)) -gt "$budget" ]; }; then
+      used=$((used + cur_s + CALL_OVERHEAD_S))
+      calls+=("$cur_s:$cur"); sess+=("$session"); after+=("$used"); pre+=("$prereq")
+      cur="" prereq=0 cur_s=0 add=0 fresh=0
+      if [ $((used + e + CALL_OVERHEAD_S)) -gt "$budget" ]; then session=$((session + 1)) used=$START_S fresh=1; fi
+      if [ $fresh -eq 1 ]; then
+        case "$NEEDS_BUILD" in *" $st "*) add=$build_s;; esac
+        case "$NEEDS_FIXTURES" in *" $st "*) add=$((add + fixtures_s));; esac
+      fi
+    fi
+    prereq=$((prereq + add))
+    cur="${cur:+$cur }$st"; cur_s=$((cur_s + add + e))
+  done
+  used=$((used + cur_s + CALL_OVERHEAD_S))
+  calls+=("$cur_s:$cur"); sess+=("$session"); after+=("$used"); pre+=("$prereq")
+  local k secs stages
+  printf "%-5s %-8s %-8s %-10s %s\n" call session call_s device_s stages
+  for ((k = 0; k < ${#calls[@]}; k++)); do
+    printf "%-5s %-8s %-8s %-10s %s%s\n" $((k + 1)) "${sess[k]}" "${calls[k]%%:*}" "${after[k]}/$budget" "${calls[k]#*:}" \
+      "$([ "${pre[k]}" -gt 0 ] && echo " (+ ${pre[k]} s: a fresh machine)")"
+  done
+  local fitting=0
+  for ((k = 0; k < ${#calls[@]}; k++)); do [ "${sess[k]}" = 1 ] && fitting=$((k + 1)); done
+  echo "the first session ($budget s) holds call$([ $fitting -gt 1 ] && echo "s 1-$fitting" || echo " 1"); all ${#calls[@]} calls take ${sess[${#calls[@]} - 1]} sessions"
+  local carry d
+  for ((k = 0; k < ${#calls[@]}; k++)); do
+    secs=${calls[k]%%:*}; stages=${calls[k]#*:}
+    echo
+    echo "call $((k + 1)) (session ${sess[k]}; ~$secs s; device time after it ~${after[k]} s of $budget)"
+    [ "${pre[k]}" -gt 0 ] && printf "    %-20s %4s s  %s\n" "(a fresh machine)" "${pre[k]}" "the suite makes the binaries$([ "${pre[k]}" -gt "$build_s" ] && echo " and the fixtures") first"
+    if [ "$secs" -gt $MAX_CALL_S ]; then
+      case "$RESUMABLE" in
+        *" ${stages%% *} "*) echo "    (over $MAX_CALL_S s: the stage resumes run by run, what is left goes into the next call)" ;;
+        *) echo "    (over $MAX_CALL_S s: --time-limit will not start ${stages%% *} after the rebuild; give it a call on a warm machine)" ;;
+      esac
+    fi
+    for st in $stages; do printf "    %-20s %4s s  %s\n" "$st" "$(expected_s "$st")" "$(time_source "$st")"; done
+    carry=""
+    for st in $stages; do for d in ${CARRY[$st]:-}; do case " $carry " in *" $d "*) ;; *) carry="$carry $d";; esac; done; done
+    [ $k -gt 0 ] && carry="$carry $LOG_REL"
+    echo "    run: timeout_s=600 carry=[$(echo $carry | sed 's/ /, /g')]"
+    echo "    command: set -o pipefail; export RECORD_COMMIT=${commit%% *}; RESULTS_DIR=\$OUT bash dev/results/record.sh gpu_call$((k + 1)) bash dev/test/gpu_suite.sh --time-limit $MAX_CALL_S $LOG_REL $stages; rc=\$?; tar czf \$OUT/gpu_log.tgz -C build gpu_log; exit \$rc"
+  done
+  echo
+  echo "Between calls: tar xzf the returned gpu_log.tgz -C build here, so that $LOG_REL travels with the next call"
+  echo "(its passed stages are skipped, its summary rows kept). A call that finds a fresh machine (the last one idle"
+  echo "for 30 s, or a new session) makes the binaries and the fixtures again first (~$(( $(expected_s build) + $(expected_s fixtures) )) s more)."
+  echo "After the session: bash dev/test/gpu_suite.sh --record-times $LOG_REL (the measured times, for the next plan)."
+}
+
+# --record-times: the passed stages' seconds into the times file
+record_times() { # log_dir
+  local log=$1 st status secs date gpu n=0 tmp
+  [ -d "$log" ] || { echo "gpu_suite: --record-times $log: no such folder" >&2; exit 1; }
+  tmp=$(mktemp)
+  cp "$TIMES_FILE" "$tmp" 2>/dev/null || printf "# stage\tseconds\tsource\tnote\n" >"$tmp"
+  for st in $STAGES_ALL; do
+    [ -f "$log/$st.status" ] || continue
+    IFS=$'\t' read -r status secs date gpu <"$log/$st.status"
+    [ "$status" = PASS ] || { echo "  $st: $status, not recorded (only passed stages give a time)"; continue; }
+    awk -F'\t' -v OFS='\t' -v s="$st" -v t="$secs" -v src="measured ${date%% *} ${gpu}" '
+      !/^#/ && $1 == s { $2 = t; $3 = src; found = 1 } { print }
+      END { if (!found) print s, t, src, "" }' "$tmp" >"$tmp.new" && mv "$tmp.new" "$tmp"
+    echo "  $st: $secs s (measured ${date%% *} $gpu)"
+    n=$((n + 1))
+  done
+  mv "$tmp" "$TIMES_FILE"
+  echo "gpu_suite: $n stage times written to $TIMES_FILE"
+}
+
+# ---------------------------------------------------------------------------------------------
+# arguments
+
+DRY=0 FORCE=0 TIME_LIMIT=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --plan)
+      budget=${2:-900}
+      [[ $budget =~ ^[0-9]+$ ]] || { echo "gpu_suite: --plan $budget: expected the budget in seconds" >&2; exit 1; }
+      plan "$budget"; exit 0 ;;
+    --record-times) [ $# -eq 2 ] || usage; record_times "$2"; exit 0 ;;
+    --dry-run) DRY=1; shift ;;
+    --force) FORCE=1; shift ;;
+    --time-limit)
+      TIME_LIMIT=${2:-}
+      [[ $TIME_LIMIT =~ ^[0-9]+$ ]] || { echo "gpu_suite: --time-limit '$TIME_LIMIT': expected seconds" >&2; exit 1; }
+      shift 2 ;;
+    -h|--help) usage 0 ;;
+    -*) echo "gpu_suite: unknown option $1" >&2; usage ;;
+    *) break ;;
+  esac
+done
+if [ $# -ge 1 ]; then LOG=$1; shift
+elif [ $DRY -eq 1 ]; then LOG=build/gpu_suite_dry
+else usage; fi
+STAGES=${*:-$STAGES_ALL}
+for st in $STAGES; do
+  case " $STAGES_ALL " in *" $st "*) ;; *) echo "gpu_suite: stage '$st': expected one of: $STAGES_ALL" >&2; exit 1;; esac
+done
+for st in $STAGES_ALL; do
+  [ "${CAP[$st]}" -le $MAX_CALL_S ] || { echo "gpu_suite: stage $st: timeout ${CAP[$st]} s > $MAX_CALL_S s" >&2; exit 1; }
+done
+mkdir -p "$LOG" build/gpu_suite || { echo "gpu_suite: cannot create $LOG" >&2; exit 1; }
+LOG=$(cd "$LOG" && pwd)
+SCHEMES=$(make -s --no-print-directory schemes)
+lab_lists=$(make -s --no-print-directory labs-list) # "LABS / LABS_BF16"
+LABS=${lab_lists%% / *}
+LABS_BF16=${lab_lists##* / }
+JOBS=$(nproc)
+NCU=${NCU:-$(command -v ncu || echo "$CUDA_HOME/bin/ncu")}
+SANITIZER=${SANITIZER:-$(command -v compute-sanitizer || echo "$CUDA_HOME/bin/compute-sanitizer")}
+exec 3>&1 # the dry run's command lines go here, whatever a command's output is redirected to
+
+if [ $DRY -eq 1 ]; then
+  SM=90 GPU_NAME="dry run (no GPU)" PYTHON=${PYTHON:-python3}
+  echo "gpu_suite --dry-run: every command of: $STAGES (LOG_DIR $LOG; sm_$SM; nothing runs)"
+else
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo "gpu_suite: no CUDA device (nvidia-smi -L lists no GPU); this suite is for a GPU machine (HINT: --dry-run or --plan run anywhere; make test runs the no-GPU checks)" >&2
+    exit 1
+  fi
+  SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d '.')
+  GPU_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)
+  PYTHON=$(torch_python) || PYTHON=${PYTHON:-python3}
+  { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    echo "python with torch: $PYTHON ($("$PYTHON" -c 'import torch; print(torch.__version__)' 2>&1 | tail -n 1))"
+    "$SANITIZER" --version 2>&1 | tail -n 1
+    "$NCU" --version 2>&1 | tail -n 1
+    nvcc --version 2>&1 | tail -n 1; } | tee "$LOG/gpu.txt"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
 binary() { # kind scheme precision -> the Makefile's binary name
   local name=$1
   [ "$2" != standard ] && name="${name}_$2"
   [ "$3" = FP32 ] && name="${name}_fp32"
   echo "$name"
 }
-stage_start() { echo; echo "=== $1 ($(date -u +%H:%M:%S))"; STAGE_T0=$SECONDS; }
-stage_secs() { echo $((SECONDS - STAGE_T0)); }
-
-if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
-  echo "gpu_suite: no CUDA device (nvidia-smi -L lists no GPU); this suite is for a GPU machine (HINT: make test runs the no-GPU checks)" >&2
-  exit 1
-fi
-SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d '.')
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$LOG/gpu.txt"
-
-# ---------------------------------------------------------------------------------------------
-if has build; then
-  stage_start build
-  # one make per (scheme, precision), since the Makefile names a binary from QKV and PRECISION;
-  # CUDA_ARCHS narrowed to this GPU: half the compile time of the sm_80 + sm_90 default
-  build_one() { # scheme precision
-    make -s "$(binary train_gpt2cu "$1" "$2")" "$(binary test_gpt2cu "$1" "$2")" QKV="$1" PRECISION="$2" \
-      CUDA_ARCHS="-gencode arch=compute_$SM,code=sm_$SM" >"$LOG/build_$1_$2.log" 2>&1 || echo "$1 $2"
-  }
-  export -f build_one binary
-  export LOG SM
-  for s in $SCHEMES; do echo "$s BF16"; echo "$s FP32"; done |
-    xargs -P "$JOBS" -L 1 bash -c 'build_one "$0" "$1"' >"$LOG/build_failures.txt"
-  n_bin=0
-  for s in $SCHEMES; do for p in BF16 FP32; do
-    for k in train_gpt2cu test_gpt2cu; do [ -x "$(binary $k "$s" $p)" ] && n_bin=$((n_bin + 1)); done
-  done; done
-  if [ -s "$LOG/build_failures.txt" ]; then
-    row build "32 binaries, sm_$SM" FAIL "$(tr '\n' ';' <"$LOG/build_failures.txt") (see build_*.log)"
-  else
-    row build "$n_bin binaries, sm_$SM" PASS "$(stage_secs) s"
-  fi
-fi
-
-# ---------------------------------------------------------------------------------------------
-if has fixtures; then
-  stage_start fixtures
-  if "$PYTHON" dev/reference/make_fixtures.py --out dev/fixtures >"$LOG/fixtures.log" 2>&1; then
-    row fixtures "$(grep -c . dev/fixtures/manifest.tsv) fixtures" PASS "$(stage_secs) s, torch $("$PYTHON" -c 'import torch; print(torch.__version__)')"
-  else
-    row fixtures "make_fixtures.py" FAIL "$(tail -n 1 "$LOG/fixtures.log")"
-  fi
-fi
-
-# ---------------------------------------------------------------------------------------------
-if has tests; then
-  stage_start tests
-  timeout 900 bash dev/test/test_cuda.sh >"$LOG/test_cuda.log" 2>&1
-  rc=$?
-  cp -r build/test_logs/cuda "$LOG/test_cuda_logs" 2>/dev/null
-  for p in fp32 bf16; do
-    for s in $SCHEMES; do
-      test_log="$LOG/test_cuda_logs/$(binary test_gpt2cu "$s" "$(echo $p | tr a-z A-Z)").log"
-      n_pass=$(grep -c "^PASS cuda-$p " "$test_log" 2>/dev/null)
-      n_fail=$(grep -c "^FAIL " "$test_log" 2>/dev/null)
-      worst=$(grep -m1 "^FAIL " "$test_log" 2>/dev/null | cut -c1-120)
-      if [ "${n_pass:-0}" -gt 0 ] && [ "${n_fail:-0}" -eq 0 ]; then
-        row tests "$p $s" PASS "$n_pass checks"
-      else
-        row tests "$p $s" FAIL "${n_pass:-0} pass, ${n_fail:-0} fail: ${worst:-no PASS line (crash?)}"
-      fi
-    done
+DRY_ERRORS=0
+dry_error() { echo "gpu_suite --dry-run: $*" >&3; DRY_ERRORS=$((DRY_ERRORS + 1)); }
+dry_check() { # the words of a command: timeouts within a call, the scripts and configs it names present
+  local prev="" a f
+  for a in "$@"; do
+    if [ "$prev" = timeout ] && [[ $a =~ ^[0-9]+$ ]] && [ "$a" -gt $MAX_CALL_S ]; then dry_error "timeout $a > $MAX_CALL_S s: $*"; fi
+    f=${a#*=}
+    case $f in
+      dev/data/*) ;; # carried data, absent here
+      dev/*.sh|dev/*.py|dev/*.txt|dev/*.c|dev/*.cpp|dev/*.cu|*.cu) [ -f "$f" ] || dry_error "$f: no such file (in: $*)" ;;
+    esac
+    prev=$a
   done
-  n_pass=$(grep -c '^PASS' "$LOG/test_cuda.log"); n_fail=$(grep -c '^FAIL' "$LOG/test_cuda.log")
-  if [ "$rc" -eq 0 ] && [ "$n_fail" -eq 0 ]; then
-    row tests "test_cuda.sh (all checks)" PASS "$n_pass passed, $(stage_secs) s"
-  else
-    row tests "test_cuda.sh (all checks)" FAIL "exit $rc, $n_pass passed, $n_fail failed: $(grep -m1 '^FAIL' "$LOG/test_cuda.log" | cut -c1-100)"
-  fi
-fi
-
-# ---------------------------------------------------------------------------------------------
-lab_lists=$(make -s --no-print-directory labs-list) # the Makefile's "LABS / LABS_BF16" (BF16 builds only)
-LABS=${lab_lists%% / *}
-LABS_BF16=${lab_lists##* / }
-build_labs() { # -> 0 when both precisions built without a warning; log in LOG/lab_build.log
-  { make -s -j2 labs LAB_SM="$SM" && make -s -j2 labs PRECISION=FP32 LAB_SM="$SM"; } >"$LOG/lab_build.log" 2>&1 &&
-    ! grep -qi 'warning' "$LOG/lab_build.log"
 }
-if has lab; then
-  stage_start lab
-  if build_labs; then
-    row lab "make labs (BF16, FP32), sm_$SM" PASS "$(stage_secs) s"
-  else
-    row lab "make labs (BF16, FP32), sm_$SM" FAIL "$(grep -m1 -i 'error\|warning' "$LOG/lab_build.log" | cut -c1-110)"
+x() { # runs a command, or in a dry run prints it (and checks what it names)
+  if [ $DRY -eq 1 ]; then
+    echo "  + $(printf '%q ' "$@")" >&3
+    dry_check "$@"
+    return 0
   fi
-  for l in $LABS $LABS_BF16; do
-    precisions="BF16 FP32"; case " $LABS_BF16 " in *" $l "*) precisions=BF16 ;; esac
-    for p in $precisions; do
-      bin="build/lab_$l"; [ "$p" = FP32 ] && bin="${bin}_fp32"
-      name=$(basename "$bin")
-      [ -x "$bin" ] || { row lab "$name --check" FAIL "not built"; continue; }
-      timeout 900 ./"$bin" --check >"$LOG/${name}_check.log" 2>&1
-      rc=$?
-      n_pass=$(grep -c '^PASS ' "$LOG/${name}_check.log"); n_fail=$(grep -c '^FAIL ' "$LOG/${name}_check.log")
-      if [ $rc -eq 0 ] && [ "$n_pass" -gt 0 ] && [ "$n_fail" -eq 0 ]; then
-        row lab "$name --check" PASS "$n_pass (version, scheme, shape) checks"
-      else
-        row lab "$name --check" FAIL "exit $rc, $n_pass pass, $n_fail fail: $(grep -m1 '^FAIL \|^error\|^SKIP' "$LOG/${name}_check.log" | cut -c1-100)"
-      fi
-    done
-  done
-  # the benchmark lines (ms, TFLOP/s, GB/s) of every version, then PyTorch's on the same shapes
-  for l in $LABS $LABS_BF16; do
-    bin="build/lab_$l"
-    [ -x "$bin" ] || continue
-    timeout 600 ./"$bin" --bench >"$LOG/lab_${l}_bench.log" 2>&1
-    rc=$?
-    grep '^bench v\|^predicted' "$LOG/lab_${l}_bench.log" | tee -a "$SUMMARY"
-    if [ $rc -eq 0 ] && grep -q '^bench v' "$LOG/lab_${l}_bench.log"; then row lab "lab_$l --bench" PASS "see lab_${l}_bench.log"
-    else row lab "lab_$l --bench" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP' "$LOG/lab_${l}_bench.log" | cut -c1-110)"; fi
-  done
-  timeout 600 "$PYTHON" dev/cuda/sdpa_bench.py >"$LOG/sdpa_bench.log" 2>&1
-  rc=$?
-  grep '^bench sdpa' "$LOG/sdpa_bench.log" | tee -a "$SUMMARY"
-  if [ $rc -eq 0 ] && grep -q '^bench sdpa ' "$LOG/sdpa_bench.log"; then row lab "sdpa_bench.py" PASS "$(head -n 1 "$LOG/sdpa_bench.log" | cut -c1-100)"
-  else row lab "sdpa_bench.py" FAIL "exit $rc: $(grep -m1 'SKIP\|Error\|error' "$LOG/sdpa_bench.log" | cut -c1-110)"; fi
-fi
+  "$@"
+}
+now() { date +%s; }
+tlimit() { # N -> N, or less when the stage's deadline is nearer (at least 1)
+  local left=$((STAGE_DEADLINE - $(now)))
+  [ "$left" -lt "$1" ] && { [ "$left" -gt 1 ] && echo "$left" || echo 1; } || echo "$1"
+}
+STAGE_FAILS=0
+ROWS_FILE=/dev/null
+row() { # what status detail: one summary row of the running stage
+  local line
+  line=$(printf "%-18s %-46s %-5s %s" "$CUR_STAGE" "$1" "$2" "$3")
+  echo "$line"
+  echo "$line" >>"$ROWS_FILE"
+  [ "$2" = FAIL ] && STAGE_FAILS=$((STAGE_FAILS + 1))
+  return 0
+}
+note() { # text for the summary (a table), indented
+  local l
+  while IFS= read -r l; do echo "    $l"; echo "    $l" >>"$ROWS_FILE"; done
+}
+first_error() { grep -m1 -i "${2:-error}" "$1" 2>/dev/null | cut -c1-110; }
+# run a function on each line of a file (its words as arguments), P at a time, in the file's order
+pool() { # P file func
+  local p=$1 file=$2 fn=$3 running=0 line
+  while read -r line; do
+    [ -n "$line" ] || continue
+    if [ $DRY -eq 1 ]; then $fn $line; continue; fi
+    $fn $line </dev/null &
+    running=$((running + 1))
+    if [ $running -ge "$p" ]; then wait -n; running=$((running - 1)); fi
+  done <"$file"
+  wait
+}
+fixture_scheme() { awk -F'\t' -v f="$1" '$1 == f { print $2; exit }' dev/fixtures/manifest.tsv 2>/dev/null; }
+need_data() { # folder file what -> 0 when there (a dry run only notes it)
+  [ -f "$1/$2" ] && return 0
+  if [ $DRY -eq 1 ]; then echo "  (needs $1, carried: absent here)" >&3; return 0; fi
+  row "$3" FAIL "no $1/$2 (HINT: carry $1: dev/results/README.md)"
+  return 1
+}
+
+build_outputs_ok() {
+  local s p l
+  for s in $SCHEMES; do for p in BF16 FP32; do
+    [ -x "$(binary train_gpt2cu "$s" $p)" ] && [ -x "$(binary test_gpt2cu "$s" $p)" ] || return 1
+  done; done
+  for l in $LABS; do [ -x "build/lab_$l" ] && [ -x "build/lab_${l}_fp32" ] || return 1; done
+  for l in $LABS_BF16; do [ -x "build/lab_$l" ] || return 1; done
+  [ -x build/params ]
+}
+fixtures_ok() {
+  [ -f dev/fixtures/manifest.tsv ] || return 1
+  awk -F'\t' '{ print $3; print $4 }' dev/fixtures/manifest.tsv | while read -r f; do [ -f "$f" ] || exit 1; done
+}
 
 # ---------------------------------------------------------------------------------------------
-if has train; then
-  stage_start train
-  timeout 900 make train >"$LOG/make_train.log" 2>&1
+# build
+
+build_job() { # kind target [precision]
+  local log="$LOG/build/${2//\//_}${3:+_$3}.log" rc
+  case $1 in
+    trainer) x timeout "$(tlimit 280)" make -s "$(binary train_gpt2cu "$2" "$3")" "$(binary test_gpt2cu "$2" "$3")" QKV="$2" \
+               PRECISION="$3" CUDA_ARCHS="-gencode arch=compute_$SM,code=sm_$SM" >"$log" 2>&1 ;;
+    lab) x timeout "$(tlimit 280)" make -s "$2" LAB_SM="$SM" >"$log" 2>&1 ;;
+    *) x timeout "$(tlimit 280)" make -s "$2" >"$log" 2>&1 ;;
+  esac
   rc=$?
-  val=$(grep '| val loss' "$LOG/make_train.log" | tail -n 1 | sed -E 's/.*val loss ([0-9.]+).*/\1/')
-  steps=$(grep -c '^step [0-9]*/150 | loss' "$LOG/make_train.log")
-  summary=$(grep '^summary:' "$LOG/make_train.log" | sed 's/^summary: //')
-  # sensible: well under a random model's ln(50257) = 10.8 (the first H100 run reached 5.18)
-  if [ $rc -eq 0 ] && [ "$steps" -eq 150 ] && [ -n "$val" ] && awk -v v="$val" 'BEGIN { exit !(v < 6.0) }' &&
-     grep -q '^generating:' "$LOG/make_train.log"; then
-    row train "make train (standard, Austen, 150 steps)" PASS "val loss $val, $(stage_secs) s | $summary"
+  [ $DRY -eq 1 ] && return 0
+  if [ $rc -ne 0 ]; then echo "FAIL $2 ${3:-}: exit $rc: $(first_error "$log")"
+  elif grep -qi 'warning' "$log"; then echo "FAIL $2 ${3:-}: compiler warnings: $(first_error "$log" warning)"
+  else echo "PASS $2 ${3:-}"; fi >"$LOG/build/${2//\//_}${3:+_$3}.result"
+}
+stage_build() {
+  mkdir -p "$LOG/build"
+  rm -f "$LOG"/build/*.result
+  local jobs="$LOG/build/jobs.txt" s l n
+  : >"$jobs"
+  for s in $SCHEMES; do echo "trainer $s BF16" >>"$jobs"; echo "trainer $s FP32" >>"$jobs"; done
+  for l in $LABS; do echo "lab build/lab_$l" >>"$jobs"; echo "lab build/lab_${l}_fp32" >>"$jobs"; done
+  for l in $LABS_BF16; do echo "lab build/lab_$l" >>"$jobs"; done
+  echo "params build/params" >>"$jobs"
+  pool "$JOBS" "$jobs" build_job
+  [ $DRY -eq 1 ] && return
+  n=$(grep -c . "$jobs")
+  if grep -q '^FAIL' "$LOG"/build/*.result 2>/dev/null || ! build_outputs_ok; then
+    row "$n builds (trainers, tests, labs, params), sm_$SM" FAIL "$(cat "$LOG"/build/*.result 2>/dev/null | grep -m3 '^FAIL' | tr '\n' ';' | cut -c1-200) (see build/*.log)"
   else
-    row train "make train (standard, Austen, 150 steps)" FAIL "exit $rc, $steps step lines, val loss '${val}': $(grep -m1 -i error "$LOG/make_train.log" | cut -c1-100)"
+    row "$n builds: $((2 * $(echo $SCHEMES | wc -w))) trainers + tests, $(( $(echo $LABS | wc -w) * 2 + $(echo $LABS_BF16 | wc -w) )) labs, params; sm_$SM" PASS "$(stage_secs) s, $JOBS at once"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+
+stage_fixtures() {
+  x timeout "$(tlimit 240)" "$PYTHON" dev/reference/make_fixtures.py --out dev/fixtures >"$LOG/fixtures.log" 2>&1
+  local rc=$?
+  [ $DRY -eq 1 ] && return
+  if [ $rc -eq 0 ] && fixtures_ok; then
+    row "$(grep -c . dev/fixtures/manifest.tsv) fixtures" PASS "$(stage_secs) s, $PYTHON, torch $("$PYTHON" -c 'import torch; print(torch.__version__)' 2>&1 | tail -n 1)"
+  else
+    row "make_fixtures.py" FAIL "exit $rc: $(tail -n 1 "$LOG/fixtures.log" | cut -c1-120)"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# tests (dev/test/test_cuda.sh, one precision per stage)
+
+stage_tests() { # precision
+  local p=$1 lp s test_log n_pass n_fail worst rc
+  lp=$(echo "$p" | tr A-Z a-z)
+  x env CUDA_TEST_PRECISIONS="$p" CUDA_TEST_LABS=0 PYTHON="$PYTHON" timeout "$(tlimit 400)" bash dev/test/test_cuda.sh \
+    >"$LOG/tests_$lp.log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return
+  mkdir -p "$LOG/tests_$lp"
+  cp build/test_logs/cuda/test_gpt2cu*.log "$LOG/tests_$lp/" 2>/dev/null
+  for s in $SCHEMES; do
+    test_log="$LOG/tests_$lp/$(binary test_gpt2cu "$s" "$p").log"
+    n_pass=$(grep -c "^PASS cuda-$lp " "$test_log" 2>/dev/null); n_fail=$(grep -c "^FAIL " "$test_log" 2>/dev/null)
+    worst=$(grep -m1 "^FAIL " "$test_log" 2>/dev/null | cut -c1-110)
+    if [ "${n_pass:-0}" -gt 0 ] && [ "${n_fail:-0}" -eq 0 ]; then row "$lp $s" PASS "$n_pass fixtures"
+    else row "$lp $s" FAIL "${n_pass:-0} pass, ${n_fail:-0} fail: ${worst:-no PASS line (crash?)}"; fi
+  done
+  n_pass=$(grep -c '^PASS' "$LOG/tests_$lp.log"); n_fail=$(grep -c '^FAIL' "$LOG/tests_$lp.log")
+  if [ $rc -eq 0 ] && [ "$n_fail" -eq 0 ]; then row "test_cuda.sh $p (all checks)" PASS "$n_pass passed, $(stage_secs) s"
+  else row "test_cuda.sh $p (all checks)" FAIL "exit $rc, $n_pass passed, $n_fail failed: $(grep -m1 '^FAIL' "$LOG/tests_$lp.log" | cut -c1-100)"; fi
+}
+stage_tests_fp32() { stage_tests FP32; }
+stage_tests_bf16() { stage_tests BF16; }
+
+# ---------------------------------------------------------------------------------------------
+# bench (dev/bench/bench.sh, its two parts as two stages)
+
+stage_bench() { # part (peers|schemes)
+  local part=$1 only rc
+  [ "$part" = peers ] && only=BENCH_PEERS_ONLY=1 || only=BENCH_SCHEMES_ONLY=1
+  x env "$only" BENCH_LOG_DIR="$LOG/bench_$part" PYTHON="$PYTHON" timeout "$(tlimit 540)" bash dev/bench/bench.sh "$BENCH_STEPS" \
+    >"$LOG/bench_$part.log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return
+  sed -n '/^== table/,$p' "$LOG/bench_$part.log" | grep -v '^results:' | note
+  if [ $rc -eq 0 ]; then row "bench.sh $part ($BENCH_STEPS steps per run)" PASS "$(stage_secs) s"
+  else row "bench.sh $part ($BENCH_STEPS steps per run)" FAIL "exit $rc: $(grep -m1 '^bench:' "$LOG/bench_$part.log" | cut -c1-110)"; fi
+}
+stage_bench_peers() { stage_bench peers; }
+stage_bench_schemes() { stage_bench schemes; }
+
+# ---------------------------------------------------------------------------------------------
+# profile: the trainer's --profile of every scheme, then ncu over one step of standard
+
+predicted_profile() { # -> LOG/profile/predicted_d12.csv (build/params, no GPU)
+  mkdir -p "$LOG/profile"
+  x timeout 120 make -s build/params >"$LOG/profile/params_build.log" 2>&1
+  x timeout 60 ./build/params profile d12 1024 64 --csv "$LOG/profile/predicted_d12.csv" >"$LOG/profile/predicted_d12.txt" 2>&1
+}
+stage_profile() {
+  local s bin log csv rc summary apart
+  predicted_profile
+  if [ $DRY -eq 0 ]; then
+    if [ -s "$LOG/profile/predicted_d12.csv" ]; then row "build/params profile d12 1024 64 (predicted)" PASS "$(grep -m1 '^total,' "$LOG/profile/predicted_d12.csv" | cut -d, -f5) ms predicted per step"
+    else row "build/params profile d12 1024 64 (predicted)" FAIL "$(first_error "$LOG/profile/predicted_d12.txt" 'error\|params\|usage')"; fi
+  fi
+  need_data dev/data/austen austen_train_000000.bin "--profile (every scheme)" || return
+  for s in $SCHEMES; do
+    bin=$(binary train_gpt2cu "$s" BF16) log="$LOG/profile/profile_$s.log" csv="$LOG/profile/profile_$s.csv"
+    rm -f "$csv"
+    x timeout "$(tlimit 150)" ./"$bin" -e d12 -i "$AUSTEN_TRAIN" -j "$AUSTEN_VAL" -b 64 -t 1024 -x $((PROFILE_STEPS + 1)) \
+      -v 0 -s 0 --profile "$PROFILE_STEPS" --profile_csv "$csv" >"$log" 2>&1
+    rc=$?
+    [ $DRY -eq 1 ] && continue
+    summary=$(grep '^summary:' "$log" | sed -E 's/.*\| ([0-9.]+) ms\/step.*peak memory ([0-9]+) MiB.*/\1 ms\/step, peak \2 MiB/')
+    apart=$(grep -m1 '^profile sum of rows' "$log" | sed -E 's/.*: ([0-9.]+)% apart.*/\1/')
+    if [ $rc -eq 0 ] && [ -s "$csv" ] && grep -q '^total,' "$csv" && ! grep -q 'NOT within' "$log"; then
+      row "--profile $PROFILE_STEPS, $s (d12, B 64, T 1024)" PASS "$summary; rows sum ${apart:-?}% from the step"
+    else
+      row "--profile $PROFILE_STEPS, $s (d12, B 64, T 1024)" FAIL "exit $rc${apart:+, rows sum $apart% from the step (over 5%)}: $(first_error "$log" 'error\|NOT within')"
+    fi
+  done
+  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard.log" ] && grep '^profile ' "$LOG/profile/profile_standard.log" | note
+}
+stage_profile_ncu() {
+  local rc
+  [ -s "$LOG/profile/predicted_d12.csv" ] || predicted_profile
+  need_data dev/data/austen austen_train_000000.bin "ncu, one step of standard" || return
+  rm -f "$LOG/profile/ncu_standard.csv"
+  x timeout "$(tlimit 480)" "$NCU" --profile-from-start off --clock-control none --csv --page details --print-units base \
+    --metrics "$NCU_METRICS" --log-file "$LOG/profile/ncu_standard.csv" ./train_gpt2cu -e d12 -i "$AUSTEN_TRAIN" \
+    -j "$AUSTEN_VAL" -b 64 -t 1024 -x 2 -v 0 -s 0 --profile 1 >"$LOG/profile/ncu_run.log" 2>&1
+  rc=$?
+  x python3 dev/tools/ncu_table.py "$LOG/profile/ncu_standard.csv" --predicted "$LOG/profile/predicted_d12.csv" \
+    --source train_gpt2.cu --top 15 >"$LOG/profile/ncu_top15.txt" 2>&1
+  local rc_table=$?
+  x python3 dev/tools/ncu_table.py "$LOG/profile/ncu_standard.csv" --predicted "$LOG/profile/predicted_d12.csv" \
+    --source train_gpt2.cu --top 15 --format markdown >"$LOG/profile/ncu_top15.md" 2>&1
+  x python3 dev/tools/ncu_table.py "$LOG/profile/ncu_standard.csv" --predicted "$LOG/profile/predicted_d12.csv" \
+    --source train_gpt2.cu --top 15 --format tsv >"$LOG/profile/ncu_top15.tsv" 2>&1
+  [ $DRY -eq 1 ] && return
+  if [ $rc -eq 0 ] && [ $rc_table -eq 0 ]; then
+    row "ncu, one step of standard (d12, B 64, T 1024)" PASS "$(head -n 1 "$LOG/profile/ncu_top15.txt" | cut -c6-90); ncu_standard.csv"
+    sed 1d "$LOG/profile/ncu_top15.txt" | note
+  else
+    row "ncu, one step of standard (d12, B 64, T 1024)" FAIL "ncu exit $rc, table exit $rc_table: $(first_error "$LOG/profile/ncu_run.log" 'error\|ERR')$(head -n 1 "$LOG/profile/ncu_top15.txt" | cut -c1-80)"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# kernel labs
+
+lab_bins() { # the lab binaries, attention first
+  local l
+  for l in $LABS; do echo "build/lab_$l"; echo "build/lab_${l}_fp32"; done
+  for l in $LABS_BF16; do echo "build/lab_$l"; done
+}
+stage_lab_check() {
+  local bin name log rc n_pass n_fail
+  mkdir -p "$LOG/lab"
+  for bin in $(lab_bins); do
+    name=$(basename "$bin") log="$LOG/lab/${name}_check.log"
+    x timeout "$(tlimit 300)" ./"$bin" --check >"$log" 2>&1
+    rc=$?
+    [ $DRY -eq 1 ] && continue
+    n_pass=$(grep -c '^PASS ' "$log"); n_fail=$(grep -c '^FAIL ' "$log")
+    if [ $rc -eq 0 ] && grep -q "^SKIP $name" "$log" && [ "$n_pass" -eq 0 ]; then
+      row "$name --check" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
+    elif [ $rc -eq 0 ] && [ "$n_pass" -gt 0 ] && [ "$n_fail" -eq 0 ]; then
+      row "$name --check" PASS "$n_pass (version, scheme, shape) checks"
+    else
+      row "$name --check" FAIL "exit $rc, $n_pass pass, $n_fail fail: $(grep -m1 '^FAIL \|^error' "$log" | cut -c1-100)"
+    fi
+  done
+}
+stage_lab_bench() {
+  local l log rc
+  mkdir -p "$LOG/lab"
+  for l in $LABS $LABS_BF16; do
+    log="$LOG/lab/lab_${l}_bench.log"
+    x timeout "$(tlimit 200)" ./build/lab_"$l" --bench >"$log" 2>&1
+    rc=$?
+    [ $DRY -eq 1 ] && continue
+    grep '^bench v' "$log" | note
+    if [ $rc -eq 0 ] && grep -q '^bench v' "$log"; then row "lab_$l --bench" PASS "$(grep -c '^bench v' "$log") lines (lab/lab_${l}_bench.log)"
+    elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "lab_$l --bench" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
+    else row "lab_$l --bench" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP' "$log" | cut -c1-110)"; fi
+  done
+  x timeout "$(tlimit 200)" "$PYTHON" dev/cuda/sdpa_bench.py >"$LOG/lab/sdpa_bench.log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return
+  grep '^bench sdpa' "$LOG/lab/sdpa_bench.log" | note
+  if [ $rc -eq 0 ] && grep -q '^bench sdpa ' "$LOG/lab/sdpa_bench.log"; then row "sdpa_bench.py (PyTorch SDPA)" PASS "$(head -n 1 "$LOG/lab/sdpa_bench.log" | cut -c1-100)"
+  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$LOG/lab/sdpa_bench.log"; then row "sdpa_bench.py (PyTorch SDPA)" SKIP "$(grep -m1 '^SKIP' "$LOG/lab/sdpa_bench.log" | cut -c1-110)"
+  else row "sdpa_bench.py (PyTorch SDPA)" FAIL "exit $rc: $(grep -m1 'SKIP\|Error\|error' "$LOG/lab/sdpa_bench.log" | cut -c1-110)"; fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# sanitizers: one run per job line "tool kind precision target" (kind: train, test, lab), in value
+# order, P at a time; a run that passed (LOG/sanitize/<run>.result) is not repeated
+
+SAN_SHARD=build/gpu_suite/sanitize_shard_000.bin
+sanitize_job() { # tool kind precision target
+  local tool=$1 kind=$2 p=$3 target=$4 name dir log res left cmd=() env_pre=() label rc summary scheme
+  name="${tool}_${kind}_${target}_${p}"
+  dir="$LOG/sanitize" log="$dir/$name.log" res="$dir/$name.result"
+  [ $DRY -eq 0 ] && [ -f "$res" ] && grep -q '^PASS' "$res" && return 0
+  left=$(tlimit 480)
+  if [ $DRY -eq 0 ] && [ "$left" -lt 30 ]; then rm -f "$res"; return 0; fi # not reached: no result, the next call runs it
+  case $kind in
+    lab)
+      cmd=(./build/lab_"$target" 2 --check --quick); label="lab_$target 2 --check --quick" ;;
+    test)
+      awk -F'\t' -v f="$target" '$1 == f' dev/fixtures/manifest.tsv >"$dir/manifest_$target.tsv" 2>/dev/null
+      scheme=$(fixture_scheme "$target"); scheme=${scheme:-standard}
+      cmd=(./"$(binary test_gpt2cu "$scheme" "$p")" "$dir/manifest_$target.tsv"); label="test_gpt2cu $target $p" ;;
+    train)
+      scheme=$(fixture_scheme "$target"); scheme=${scheme:-${target%%_*}}
+      local shape=(-b 4 -t 32 -d 256)
+      case $target in *_hd64*) shape=(-b 4 -t 80 -d 640);; esac # T 80: a full and a partial 64-row tile
+      local run=(-x 3 -v 3 -m 1 -s 3 -g 8 -n 3 -o "build/gpu_suite/$name") # accumulation, validation, a sample, a checkpoint
+      [ "$tool" = initcheck ] && run=(-x 1 -v 0 -s 0)                   # one step: the slow tool
+      [ $DRY -eq 0 ] && rm -rf "build/gpu_suite/$name"
+      cmd=(./"$(binary train_gpt2cu "$scheme" "$p")" -e "dev/fixtures/${target}_model.bin" -i "$SAN_SHARD" -j "$SAN_SHARD"
+           "${shape[@]}" "${run[@]}")
+      label="trainer $target $p" ;;
+  esac
+  local san=("$SANITIZER" --tool "$tool" --error-exitcode 99)
+  if [ "$tool" = initcheck ]; then
+    # every report printed, without backtraces, and the regions cuBLASLt writes recorded beside
+    san+=(--print-limit 100000000 --show-backtrace no)
+    env_pre=(env LD_PRELOAD="$PWD/build/gpu_suite/initcheck_lt_regions.so" LT_REGIONS_FILE="$dir/$name.regions")
+    [ $DRY -eq 0 ] && rm -f "$dir/$name.regions"
+  else
+    san+=(--print-limit 20)
+  fi
+  x timeout "$left" "${env_pre[@]}" "${san[@]}" "${cmd[@]}" >"$log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return 0
+  summary=$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | sed 's/^=* *//')
+  if [ "$tool" = initcheck ]; then
+    python3 dev/test/initcheck_filter.py "$log" --regions "$dir/$name.regions" >"$dir/$name.filtered.txt" 2>&1
+    local frc=$?
+    # the raw log can hold a million reports: keep its head and tail, and the filter's verdict
+    if [ "$(wc -c <"$log")" -gt 2000000 ]; then
+      { head -n 100 "$log"; echo "... ($(wc -l <"$log") lines, cut by gpu_suite.sh; the filter read them all)"; tail -n 20 "$log"; } >"$log.cut" && mv "$log.cut" "$log"
+    fi
+    if { [ $rc -eq 0 ] || [ $rc -eq 99 ]; } && [ $frc -eq 0 ]; then
+      echo "PASS $tool $label: $summary; $(head -n 1 "$dir/$name.filtered.txt" | sed 's/^initcheck_filter: //')"
+    else
+      echo "FAIL $tool $label: exit $rc; $(head -n 1 "$dir/$name.filtered.txt" | sed 's/^initcheck_filter: //'): $(grep -m1 'kept:\|summary counts\|no ERROR' "$dir/$name.filtered.txt" | sed 's/^ *//' | cut -c1-100)"
+    fi >"$res"
+  elif [ $rc -eq 0 ] && echo "$summary" | grep -q ' 0 \(errors\|hazards\)'; then
+    echo "PASS $tool $label: $summary" >"$res"
+  else
+    echo "FAIL $tool $label: exit $rc, ${summary:-no summary}: $(grep -m1 -i 'error\|hazard' "$log" | cut -c1-110)" >"$res"
+  fi
+}
+sanitize_jobs() { # tool -> the job lines, in value order
+  local tool=$1 s f
+  local hd64=() hd64_gqa=()
+  for s in $SCHEMES; do hd64+=("${s}_hd64"); done
+  for f in standard_hd64_gqa2 standard_hd64_mqa kv_shared_hd64_gqa2 q_identity_hd64_mqa q_residual_hd64_gqa2; do hd64_gqa+=("$f"); done
+  case $tool in
+    memcheck)
+      for f in "${hd64[@]}" "${hd64_gqa[@]}"; do echo "memcheck train BF16 $f"; done
+      echo "memcheck test BF16 standard_hd64"
+      for l in $LABS; do echo "memcheck lab BF16 $l"; done
+      for s in $SCHEMES; do echo "memcheck train BF16 ${s}_tiny"; done
+      for s in $SCHEMES; do
+        echo "memcheck train FP32 ${s}_tiny"
+        case $s in standard|q_identity|kv_shared|q_residual) echo "memcheck train FP32 ${s}_gqa2"; echo "memcheck train FP32 ${s}_mqa";; esac
+      done ;;
+    racecheck|synccheck)
+      for f in "${hd64[@]}" "${hd64_gqa[@]}"; do echo "$tool train BF16 $f"; done
+      for l in $LABS; do echo "$tool lab BF16 $l"; done
+      [ "$tool" = racecheck ] && echo "racecheck train BF16 standard_tiny" ;;
+    initcheck)
+      echo "initcheck train BF16 standard_hd64"
+      for s in $SCHEMES; do echo "initcheck train FP32 ${s}_tiny"; done
+      echo "initcheck train BF16 standard_tiny"
+      for f in kv_shared_hd64 qkv_shared_hd64 q_residual_hd64; do echo "initcheck train BF16 $f"; done ;;
+  esac
+}
+sanitize_group() { # kind precision target -> the summary row the run belongs to
+  case $1 in
+    train) case $3 in *_hd64*|*_hd128*) echo "trainer $2, head-size-64 fixtures (flash)";; *) echo "trainer $2, tiny fixtures (unfused)";; esac ;;
+    test) echo "test_gpt2cu $2 $3 (both paths)" ;;
+    lab) echo "attention labs, version 2 --check --quick" ;;
+  esac
+}
+stage_sanitize() { # tool
+  local tool=$1 jobs g kind p target
+  mkdir -p "$LOG/sanitize"
+  jobs="$LOG/sanitize/${tool}_jobs.txt"
+  sanitize_jobs "$tool" >"$jobs"
+  x python3 dev/test/tiny_shard.py "$SAN_SHARD" $((4 * 80 * 8 + 1)) 7
+  if [ "$tool" = initcheck ]; then
+    x gcc -shared -fPIC -O2 -I"$CUDA_HOME/include" dev/test/initcheck_lt_regions.c -o build/gpu_suite/initcheck_lt_regions.so -ldl \
+      >"$LOG/sanitize/shim_build.log" 2>&1 || row "initcheck_lt_regions.so (gcc)" FAIL "$(head -c 120 "$LOG/sanitize/shim_build.log")"
+  fi
+  pool "$JOBS" "$jobs" sanitize_job
+  [ $DRY -eq 1 ] && return
+  # one row per group of runs: (kind, precision, fixture family), in the jobs' order
+  local groups=()
+  local -A seen=()
+  while read -r _ kind p target; do
+    g=$(sanitize_group "$kind" "$p" "$target")
+    [ -n "${seen[$g]:-}" ] || { seen[$g]=1; groups+=("$g"); }
+  done <"$jobs"
+  for g in "${groups[@]}"; do
+    local pass=0 fail=0 missing=0 first="" res
+    while read -r _ kind p target; do
+      [ "$(sanitize_group "$kind" "$p" "$target")" = "$g" ] || continue
+      res="$LOG/sanitize/${tool}_${kind}_${target}_${p}.result"
+      if [ ! -f "$res" ]; then missing=$((missing + 1))
+      elif grep -q '^PASS' "$res"; then pass=$((pass + 1))
+      else fail=$((fail + 1)); [ -n "$first" ] || first=$(cut -c6-140 "$res"); fi
+    done <"$jobs"
+    if [ $fail -eq 0 ] && [ $missing -eq 0 ]; then
+      row "$tool: $g ($pass runs)" PASS "$([ "$tool" = initcheck ] && echo "no report kept by the filter" || echo "0 errors")"
+    elif [ $fail -gt 0 ]; then
+      row "$tool: $g ($((pass + fail + missing)) runs)" FAIL "$fail failed$([ $missing -gt 0 ] && echo ", $missing not reached"): $first"
+    else
+      row "$tool: $g ($((pass + missing)) runs)" FAIL "$missing not reached in this call's time: run the stage again (passed runs are kept)"
+    fi
+  done
+  cat "$LOG"/sanitize/"${tool}"_*.result 2>/dev/null | sort >"$LOG/sanitize/${tool}_results.txt"
+  [ "$tool" = initcheck ] && grep -h '^  dropped' "$LOG"/sanitize/initcheck_*BF16.filtered.txt 2>/dev/null |
+    awk '{ c = $2; sub(/^ *dropped +[0-9]+ +/, ""); n[$0] += c } END { for (k in n) printf "%10d dropped: %s\n", n[k], k }' |
+    sort -rn | head -n 12 | note
+}
+stage_sanitize_memcheck() { stage_sanitize memcheck; }
+stage_sanitize_racecheck() { stage_sanitize racecheck; }
+stage_sanitize_synccheck() { stage_sanitize synccheck; }
+stage_sanitize_initcheck() { stage_sanitize initcheck; }
+
+# ---------------------------------------------------------------------------------------------
+# train: make train, --generate, llm.c loading our checkpoint
+
+stage_train() {
+  local rc val steps summary g
+  need_data dev/data/austen austen_train_000000.bin "make train" || return
+  x timeout "$(tlimit 240)" make train >"$LOG/make_train.log" 2>&1
+  rc=$?
+  if [ $DRY -eq 0 ]; then
+    val=$(grep '| val loss' "$LOG/make_train.log" | tail -n 1 | sed -E 's/.*val loss ([0-9.]+).*/\1/')
+    steps=$(grep -c '^step [0-9]*/150 | loss' "$LOG/make_train.log")
+    summary=$(grep '^summary:' "$LOG/make_train.log" | sed 's/^summary: //')
+    # sensible: well under a random model's ln(50257) = 10.8 (the first H100 run reached 5.18)
+    if [ $rc -eq 0 ] && [ "$steps" -eq 150 ] && [ -n "$val" ] && awk -v v="$val" 'BEGIN { exit !(v < 6.0) }' &&
+       grep -q '^generating:' "$LOG/make_train.log"; then
+      row "make train (standard, Austen, 150 steps)" PASS "val loss $val, $(stage_secs) s | $summary"
+    else
+      row "make train (standard, Austen, 150 steps)" FAIL "exit $rc, $steps step lines, val loss '${val}': $(first_error "$LOG/make_train.log")"
+    fi
   fi
   # --generate with the KV cache: make train's model, then a random d12 of kv_shared, whose cache
   # must be half of standard's (build/params: 36864 and 18432 bf16 bytes per token at d12)
   for g in "standard ./train_gpt2cu log_standard/model_00000150.bin 36864" "kv_shared ./train_gpt2cu_kv_shared d12 18432"; do
     set -- $g
-    timeout 300 "$2" -e "$3" --generate 256 --prompt "It is a truth universally acknowledged" >"$LOG/generate_$1.log" 2>&1
+    x timeout "$(tlimit 120)" "$2" -e "$3" --generate 256 --prompt "It is a truth universally acknowledged" >"$LOG/generate_$1.log" 2>&1
     rc=$?
-    report=$(grep '^generate:' "$LOG/generate_$1.log" | sed -E 's/.*\(([0-9.]+ tok\/s).*/\1/')
+    [ $DRY -eq 1 ] && continue
     if [ $rc -eq 0 ] && grep -q "^kv cache: $4 bytes per token allocated" "$LOG/generate_$1.log"; then
-      row train "--generate 256, $1 ($3)" PASS "$report, kv cache $4 bytes/token"
+      row "--generate 256, $1 ($3)" PASS "$(grep '^generate:' "$LOG/generate_$1.log" | sed -E 's/.*\(([0-9.]+ tok\/s).*/\1/'), kv cache $4 bytes/token"
     else
-      row train "--generate 256, $1 ($3)" FAIL "exit $rc, expected 'kv cache: $4 bytes per token': $(grep -m1 -i 'error\|kv cache' "$LOG/generate_$1.log" | cut -c1-100)"
+      row "--generate 256, $1 ($3)" FAIL "exit $rc, expected 'kv cache: $4 bytes per token': $(first_error "$LOG/generate_$1.log" 'error\|kv cache')"
     fi
   done
-fi
-
-# ---------------------------------------------------------------------------------------------
-# the paper config of seed 002 (standard vs q_residual, d12 on the mix corpus, ~3 min per run):
-# its table.md goes into the README (needs dev/data/mix carried, or registries to prepare it)
-if has ablate; then
-  stage_start ablate
-  timeout 1500 make ablate CONFIG=dev/ablate/seed002.txt OUT="$LOG/ablate_seed002" >"$LOG/ablate.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ] && [ -f "$LOG/ablate_seed002/table.md" ]; then
-    row ablate "make ablate CONFIG=dev/ablate/seed002.txt" PASS "$(stage_secs) s, table in $LOG/ablate_seed002/table.md"
-    cat "$LOG/ablate_seed002/table.md" | tee -a "$SUMMARY"
-  else
-    row ablate "make ablate CONFIG=dev/ablate/seed002.txt" FAIL "exit $rc: $(grep -m1 '^ablate:.*\(error\|failed\|exited\)' "$LOG/ablate.log" | cut -c1-100)"
+  # llm.c's own train_gpt2cu (built by bench_peers on this machine) loads make train's checkpoint, a
+  # plain GPT-2 that our BF16 trainer writes as llm.c's version 5: its validation loss on the first
+  # 4 batches of the Austen val shard against ours on the same batches (both bf16: within 2%)
+  local m=log_standard/model_00000150.bin llmc=dev/bench/peers/llm.c/train_gpt2cu ours theirs
+  local val_flags=(-i "$AUSTEN_VAL" -j "$AUSTEN_VAL" -b 4 -t 1024 -v 1 -m 4)
+  if [ $DRY -eq 0 ] && [ ! -x "$llmc" ]; then
+    row "llm.c loads our v5 checkpoint" SKIP "no $llmc on this machine (bench_peers builds it; run it in the same call)"
+    return
   fi
-fi
+  x timeout "$(tlimit 120)" ./train_gpt2cu -e "$m" "${val_flags[@]}" -x 0 -s 0 >"$LOG/llmc_v5_ours.log" 2>&1
+  x timeout "$(tlimit 120)" "$llmc" -e "$m" "${val_flags[@]}" -x 1 -s 0 >"$LOG/llmc_v5_llmc.log" 2>&1
+  [ $DRY -eq 1 ] && return
+  ours=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$LOG/llmc_v5_ours.log" | head -n 1)
+  theirs=$(sed -n 's/^val loss \([0-9.]*\).*/\1/p' "$LOG/llmc_v5_llmc.log" | head -n 1)
+  if [ "$(od -An -t d4 -j 4 -N 4 "$m" 2>/dev/null | tr -d ' ')" = 5 ] && [ -n "$ours" ] && [ -n "$theirs" ] &&
+     awk -v a="$ours" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d / a < 0.02) }'; then
+    row "llm.c loads our v5 checkpoint ($m)" PASS "val loss llm.c $theirs, ours $ours"
+  else
+    row "llm.c loads our v5 checkpoint ($m)" FAIL "version $(od -An -t d4 -j 4 -N 4 "$m" 2>/dev/null | tr -d ' '), val loss llm.c '$theirs' ours '$ours': $(first_error "$LOG/llmc_v5_llmc.log" 'error\|bad\|version')"
+  fi
+}
 
 # ---------------------------------------------------------------------------------------------
-if has sanitize; then
-  stage_start sanitize
-  shard=build/gpu_suite/tiny_000.bin
-  mkdir -p build/gpu_suite
-  "$PYTHON" dev/test/tiny_shard.py "$shard" $((4 * 32 * 8 + 1)) 7
-  jobs_file="$LOG/sanitize_jobs.txt"
-  : >"$jobs_file"
-  for s in $SCHEMES; do
-    fixtures="${s}_tiny"
-    case $s in standard|q_identity|kv_shared|q_residual) fixtures="$fixtures ${s}_gqa2";; esac
-    case $s in standard|q_residual) fixtures="$fixtures ${s}_mqa";; esac
-    for f in $fixtures; do
-      echo "memcheck $s FP32 $f" >>"$jobs_file"
-      for tool in memcheck racecheck; do echo "$tool $s BF16 $f" >>"$jobs_file"; done
+# ablate: make ablate into build/gpu_suite/ablate_<config> (checkpoints stay out of LOG_DIR); the
+# finished runs' logs are kept in LOG_DIR/ablate_<config> and put back on a fresh machine, so that a
+# config trained over several calls still gets its table
+
+stage_ablate() { # config [runs]
+  local cfg=$1 runs=${2:-} out=build/gpu_suite/ablate_$1 keep=$LOG/ablate_$1 rc r env_runs=() n_done n_all
+  [ $DRY -eq 1 ] || mkdir -p "$out" "$keep"
+  for r in "$keep"/*/DONE; do # finished runs of an earlier call, on another machine: their logs
+    [ -f "$r" ] || continue
+    r=$(basename "$(dirname "$r")")
+    [ -f "$out/$r/DONE" ] && continue
+    x mkdir -p "$out/$r"
+    x cp "$keep/$r/main.log" "$keep/$r/stdout.log" "$keep/$r/DONE" "$out/$r/"
+  done
+  [ -n "$runs" ] && env_runs=(ABLATE_RUNS="$runs")
+  need_data dev/data/mix mix_train_000000.bin "make ablate CONFIG=dev/ablate/$cfg.txt" || return
+  x env "${env_runs[@]}" PYTHON="$PYTHON" timeout "$(tlimit 540)" make ablate CONFIG="dev/ablate/$cfg.txt" OUT="$out" \
+    >"$LOG/${CUR_STAGE}.log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return
+  for r in "$out"/*/; do
+    r=$(basename "$r"); mkdir -p "$keep/$r"
+    cp "$out/$r"/main.log "$out/$r"/stdout.log "$out/$r"/cmd.txt "$out/$r"/DONE "$keep/$r/" 2>/dev/null
+  done
+  cp "$out"/plan.tsv "$out"/runs.csv "$out"/table.md "$out"/loss.png "$keep/" 2>/dev/null
+  n_all=$(($(grep -c . "$out/plan.tsv" 2>/dev/null || echo 6) - 6))
+  n_done=$(find "$out" -mindepth 2 -maxdepth 2 -name DONE | wc -l)
+  local what="make ablate CONFIG=dev/ablate/$cfg.txt${runs:+ ($runs)}"
+  if [ $rc -eq 0 ]; then
+    row "$what" PASS "$(stage_secs) s, $n_done of $n_all runs done$( [ -f "$keep/table.md" ] && echo "; table in ablate_$cfg/table.md")"
+    [ -f "$keep/table.md" ] && [ "$n_done" -eq "$n_all" ] && note <"$keep/table.md"
+  else
+    row "$what" FAIL "exit $rc, $n_done of $n_all runs done: $(grep -m1 '^ablate:.*\(error\|failed\|exited\|die\)' "$LOG/${CUR_STAGE}.log" | cut -c1-100)"
+  fi
+}
+stage_ablate_seed002() { stage_ablate seed002; }
+stage_ablate_seed004_a() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_a]}"; }
+stage_ablate_seed004_b() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_b]}"; }
+stage_ablate_seed004_c() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_c]}"; }
+stage_ablate_seed004_d() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_d]}"; }
+
+# ---------------------------------------------------------------------------------------------
+# targets: checked from the stages' logs at the end of every call (no GPU)
+
+target_ratio() { # what ours theirs unit source: PASS when ours >= theirs (higher is better)
+  if [ -z "$2" ] || [ -z "$3" ]; then row "$1" FAIL "not measured in $5 (ours '${2}', peer '${3}'): see its log"; return; fi
+  local r
+  r=$(awk -v a="$2" -v b="$3" 'BEGIN { printf "%.2f", a / b }')
+  if awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then row "$1" PASS "${r}x: ours $2, peer $3 $4"
+  else row "$1" FAIL "${r}x: ours $2, peer $3 $4"; fi
+}
+targets() {
+  CUR_STAGE=targets ROWS_FILE="$LOG/targets.rows.tmp"
+  : >"$ROWS_FILE"
+  # 1. ours vs the peers, tokens/s at d12 (bench.sh part 1)
+  local res="$LOG/bench_peers/results.tsv" ours llmc torch
+  if [ ! -f "$LOG/bench_peers.status" ]; then
+    row "ours >= llm.c (tok/s, d12)" SKIP "not yet measured (stage bench_peers)"
+    row "ours >= PyTorch compile (tok/s, d12)" SKIP "not yet measured (stage bench_peers)"
+  else
+    ours=$(awk -F'\t' '$1 == "ours" && $2 == "standard" && $3 == "d12" { print $8 }' "$res" 2>/dev/null | head -n 1)
+    llmc=$(awk -F'\t' '$1 == "llmc" && $3 == "d12" { print $8 }' "$res" 2>/dev/null | head -n 1)
+    torch=$(awk -F'\t' '$1 == "pytorch" && $3 == "d12" { print $8 }' "$res" 2>/dev/null | head -n 1)
+    target_ratio "ours >= llm.c (tok/s, d12)" "$ours" "$llmc" "tok/s" "bench_peers"
+    target_ratio "ours >= PyTorch compile (tok/s, d12)" "$ours" "$torch" "tok/s" "bench_peers"
+  fi
+  # 2. flash attention vs PyTorch SDPA (its own backend choice), every lab bench shape: ms, lower is better
+  local pass lab T a b detail ok
+  for pass in forward backward; do
+    lab="$LOG/lab/lab_attention_${pass}_bench.log"
+    if [ ! -f "$LOG/lab_bench.status" ]; then row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" SKIP "not yet measured (stage lab_bench)"; continue; fi
+    detail="" ok=1
+    for T in 1024 2048 4096; do
+      a=$(sed -n "s/^bench v2 $pass  *T=$T .* ms=\([0-9.]*\) .*/\1/p" "$lab" 2>/dev/null | head -n 1)
+      b=$(sed -n "s/^bench sdpa $pass  *T=$T .* ms=\([0-9.]*\) .*/\1/p" "$LOG/lab/sdpa_bench.log" 2>/dev/null | head -n 1)
+      if [ -z "$a" ] || [ -z "$b" ]; then ok=0; detail="$detail; T=$T not measured (v2 '$a', sdpa '$b')"; continue; fi
+      awk -v a="$a" -v b="$b" 'BEGIN { exit !(a <= b) }' || ok=0
+      detail="$detail; T=$T $a vs $b ms ($(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", b / a }'))"
     done
-    # initcheck runs ~100x slower (a tiny step took 4 minutes with 8 at once): one run per scheme, in
-    # FP32, whose cuBLASLt kernels it follows. In BF16 (2026-11-23) it reported reads of cuBLASLt's
-    # outputs as uninitialized (710272 reports, the first in permute_heads_kernel reading qkv) while
-    # FP32 gave 0 and the BF16 fixture tests match every activation; one BF16 run keeps that in view.
-    echo "initcheck $s FP32 ${s}_tiny" >>"$jobs_file"
+    if [ $ok -eq 1 ]; then row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" PASS "v2 vs sdpa:${detail#;}"
+    else row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" FAIL "v2 vs sdpa:${detail#;}"; fi
   done
-  echo "initcheck standard BF16 standard_tiny" >>"$jobs_file"
-  # the fused (flash) attention: the labs' version 2 on the quick shape set, every scheme
-  build_labs || row sanitize "make labs" FAIL "$(grep -m1 -i 'error\|warning' "$LOG/lab_build.log" | cut -c1-110)"
-  for l in $LABS; do
-    for tool in memcheck racecheck; do echo "$tool lab BF16 $l" >>"$jobs_file"; done
-  done
-  # and the trainer's: one BF16 test binary on a head-size-64 fixture (its fixture runs both paths)
-  hd64=$(awk -F'\t' '$1 ~ /_hd64/ { print $1; exit }' dev/fixtures/manifest.tsv 2>/dev/null)
-  if [ -n "$hd64" ]; then
-    awk -F'\t' -v f="$hd64" '$1 == f' dev/fixtures/manifest.tsv >"$LOG/manifest_hd64.tsv"
-    echo "memcheck test:$(cut -f2 "$LOG/manifest_hd64.tsv") BF16 $hd64" >>"$jobs_file"
+  # 3. the profiled standard run's peak memory against build/params memory at the same shape
+  local plog="$LOG/profile/profile_standard.log" peak pred
+  if [ ! -f "$LOG/profile.status" ]; then
+    row "peak memory within 5% of params memory" SKIP "not yet measured (stage profile)"
   else
-    row sanitize "memcheck of a *_hd64 fixture" FAIL "no *_hd64 fixture in dev/fixtures/manifest.tsv (run the fixtures stage)"
-  fi
-  # one tiny run: 3 steps with gradient accumulation, validation, a sample, a checkpoint; or (scheme
-  # "lab") a lab's version 2 --check --quick; or (scheme "test:<scheme>") that scheme's test binary
-  # on the one-fixture manifest LOG/manifest_hd64.tsv
-  sanitize_one() { # tool scheme precision fixture
-    local tool=$1 s=$2 p=$3 f=$4 bin out name cmd label="$4 $3"
-    case $s in
-      lab)
-        name="${tool}_lab_${f}_${p}"
-        cmd=(./build/lab_"$f" 2 --check --quick)
-        label="lab_$f 2 --check --quick $p"
-        ;;
-      test:*)
-        name="${tool}_test_${f}_${p}"
-        cmd=(./"$(binary test_gpt2cu "${s#test:}" "$p")" "$LOG/manifest_hd64.tsv")
-        label="${cmd[0]#./} $f $p"
-        ;;
-      *)
-        bin=$(binary train_gpt2cu "$s" "$p")
-        name="${tool}_${f}_${p}"
-        out="build/gpu_suite/$name"
-        rm -rf "$out"
-        # initcheck: one step without accumulation, validation or sampling (it is the slow tool)
-        local run_flags=(-d 256 -x 3 -v 3 -m 1 -s 3 -g 8 -n 3 -o "$out")
-        [ "$tool" = initcheck ] && run_flags=(-x 1 -v 0 -s 0)
-        cmd=(./"$bin" -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" -b 4 -t 32 "${run_flags[@]}")
-        ;;
-    esac
-    timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 "${cmd[@]}" \
-      >"$LOG/sanitize_$name.log" 2>&1
-    local rc=$?
-    local summary
-    summary=$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$LOG/sanitize_$name.log")
-    if [ $rc -eq 0 ] && echo "$summary" | grep -q ' 0 \(errors\|hazards\)'; then
-      echo "PASS $tool $label: $summary"
+    peak=$(sed -n 's/^summary: .*peak memory \([0-9.]*\) MiB.*/\1/p' "$plog" 2>/dev/null | head -n 1)
+    x ./build/params memory d12 1024 64 >"$LOG/params_memory_d12.txt" 2>&1
+    pred=$(awk '$1 == "total" { print $4; exit }' "$LOG/params_memory_d12.txt" 2>/dev/null)
+    if [ -z "$peak" ] || [ -z "$pred" ]; then
+      row "peak memory within 5% of params memory" FAIL "measured '$peak' MiB (profile/profile_standard.log), predicted '$pred' MiB (build/params memory d12 1024 64)"
+    elif awk -v a="$peak" -v b="$pred" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(d <= 0.05) }'; then
+      row "peak memory within 5% of params memory" PASS "$peak MiB measured vs $pred MiB predicted ($(awk -v a="$peak" -v b="$pred" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'); d12, B 64, T 1024, BF16)"
     else
-      echo "FAIL $tool $label: exit $rc, ${summary:-no summary}: $(grep -m1 -i 'error\|hazard' "$LOG/sanitize_$name.log" | cut -c1-120)"
+      row "peak memory within 5% of params memory" FAIL "$peak MiB measured vs $pred MiB predicted ($(awk -v a="$peak" -v b="$pred" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'); d12, B 64, T 1024, BF16)"
     fi
-  }
-  export -f sanitize_one binary
-  export LOG shard
-  xargs -P 8 -L 1 bash -c 'sanitize_one "$0" "$1" "$2" "$3"' <"$jobs_file" >"$LOG/sanitize_results.txt" 2>&1
-  sort -o "$LOG/sanitize_results.txt" "$LOG/sanitize_results.txt"
-  n_jobs=$(grep -c . "$jobs_file")
-  n_pass=$(grep -c '^PASS' "$LOG/sanitize_results.txt")
-  for tool in memcheck racecheck initcheck; do
-    tp=$(grep -c "^PASS $tool " "$LOG/sanitize_results.txt"); tf=$(grep -c "^FAIL $tool " "$LOG/sanitize_results.txt")
-    if [ "$tf" -eq 0 ] && [ "$tp" -gt 0 ]; then row sanitize "$tool ($tp runs)" PASS "0 errors"
-    else row sanitize "$tool ($((tp + tf)) runs)" FAIL "$tf failed: $(grep -m1 "^FAIL $tool " "$LOG/sanitize_results.txt" | cut -c1-110)"; fi
-  done
-  [ "$n_pass" -eq "$n_jobs" ] || row sanitize "all runs" FAIL "$n_pass of $n_jobs passed (sanitize_results.txt)"
-fi
+  fi
+  mv "$ROWS_FILE" "$LOG/targets.rows"
+}
 
 # ---------------------------------------------------------------------------------------------
-if has bench; then
-  stage_start bench
-  BENCH_LOG_DIR="$LOG/bench" timeout 1500 bash dev/bench/bench.sh "${BENCH_STEPS:-10}" >"$LOG/bench.log" 2>&1
-  rc=$?
-  cp build/bench/results.tsv "$LOG/bench_results.tsv" 2>/dev/null
-  sed -n '/^== table/,$p' "$LOG/bench.log" | tee -a "$SUMMARY"
-  if [ $rc -eq 0 ]; then row bench "bench.sh" PASS "$(stage_secs) s"
-  else row bench "bench.sh" FAIL "exit $rc: $(grep -m1 '^bench:' "$LOG/bench.log" | cut -c1-110)"; fi
-  # llm.c's own train_gpt2cu (built by bench.sh) loads make train's checkpoint, a plain GPT-2 that
-  # our BF16 trainer writes as llm.c's version 5: its validation loss on the first 4 batches of the
-  # Austen val shard against ours on the same batches (both bf16: within 2%)
-  m=log_standard/model_00000150.bin llmc=dev/bench/peers/llm.c/train_gpt2cu
-  val=(-i "dev/data/austen/austen_val_*.bin" -j "dev/data/austen/austen_val_*.bin" -b 4 -t 1024 -v 1 -m 4)
-  if [ -f "$m" ] && [ -x "$llmc" ]; then
-    ./train_gpt2cu -e "$m" "${val[@]}" -x 0 -s 0 >"$LOG/llmc_v5_ours.log" 2>&1
-    "$llmc" -e "$m" "${val[@]}" -x 1 -s 0 >"$LOG/llmc_v5_llmc.log" 2>&1
-    ours=$(sed -n 's/^step 0 | val loss \([0-9.]*\).*/\1/p' "$LOG/llmc_v5_ours.log" | head -n 1)
-    theirs=$(sed -n 's/^val loss \([0-9.]*\).*/\1/p' "$LOG/llmc_v5_llmc.log" | head -n 1)
-    if [ "$(od -An -t d4 -j 4 -N 4 "$m" | tr -d ' ')" = 5 ] && [ -n "$ours" ] && [ -n "$theirs" ] &&
-       awk -v a="$ours" -v b="$theirs" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d / a < 0.02) }'; then
-      row bench "llm.c loads our v5 checkpoint ($m)" PASS "val loss llm.c $theirs, ours $ours"
-    else
-      row bench "llm.c loads our v5 checkpoint ($m)" FAIL "version $(od -An -t d4 -j 4 -N 4 "$m" | tr -d ' '), val loss llm.c '$theirs' ours '$ours': $(grep -m1 -i 'error\|bad\|version' "$LOG/llmc_v5_llmc.log" | cut -c1-100)"
+# the stages, in order, resumable
+
+stage_secs() { echo $(($(now) - STAGE_T0)); }
+RAN=() SKIPPED=() NOT_STARTED=() CALL_FAILS=0 DRY_USED=0
+T_CALL0=$(now)
+run_stage() { # stage [reason it runs although LOG_DIR says it passed]
+  local st=$1 why=${2:-} status secs expected left
+  if [ -z "$why" ] && [ $FORCE -eq 0 ] && [ -f "$LOG/$st.status" ]; then
+    IFS=$'\t' read -r status secs _ <"$LOG/$st.status"
+    local gone=0
+    if [ "$st" = build ]; then build_outputs_ok || gone=1; fi
+    if [ "$st" = fixtures ]; then fixtures_ok || gone=1; fi
+    if [ "$status" = PASS ] && [ $gone -eq 1 ]; then
+      why="passed in an earlier call, but its outputs are not on this machine"
+    elif [ "$status" = PASS ]; then
+      echo "=== $st: passed in an earlier call ($secs s; $(cut -f3,4 "$LOG/$st.status" | tr '\t' ' ')), skipping"
+      SKIPPED+=("$st")
+      return
     fi
-  else
-    row bench "llm.c loads our v5 checkpoint" FAIL "needs $m (the train stage) and $llmc (bench.sh builds it)"
   fi
-fi
+  expected=$(expected_s "$st")
+  STAGE_T0=$(now)
+  STAGE_DEADLINE=$((STAGE_T0 + CAP[$st]))
+  if [ -n "$TIME_LIMIT" ]; then
+    # a dry run keeps a clock of its own: the expected times of the stages it printed
+    if [ $DRY -eq 1 ]; then left=$((TIME_LIMIT - DRY_USED)); else left=$((T_CALL0 + TIME_LIMIT - STAGE_T0)); fi
+    local needed=$expected
+    case "$RESUMABLE" in *" $st "*) [ "$needed" -gt 120 ] && needed=120;; esac
+    if [ "$needed" -gt "$left" ]; then
+      echo "=== $st: not started: expected $expected s, $left s left of --time-limit $TIME_LIMIT (the next call runs it)"
+      NOT_STARTED+=("$st")
+      return
+    fi
+    [ $((STAGE_T0 + left)) -lt $STAGE_DEADLINE ] && STAGE_DEADLINE=$((STAGE_T0 + left))
+  fi
+  echo
+  echo "=== $st${why:+ ($why)} ($(date -u +%H:%M:%S); timeout $((STAGE_DEADLINE - STAGE_T0)) s, expected ~$expected s)"
+  CUR_STAGE=$st STAGE_FAILS=0
+  if [ $DRY -eq 1 ]; then ROWS_FILE=/dev/null; else ROWS_FILE="$LOG/$st.rows.tmp"; : >"$ROWS_FILE"; fi
+  "stage_$st"
+  RAN+=("$st")
+  DRY_USED=$((DRY_USED + expected))
+  [ $DRY -eq 1 ] && return
+  [ "$(now)" -ge "$STAGE_DEADLINE" ] && row "stage $st" FAIL "stopped at its time limit ($((STAGE_DEADLINE - STAGE_T0)) s): run it again"
+  mv "$ROWS_FILE" "$LOG/$st.rows"
+  if [ $STAGE_FAILS -gt 0 ]; then status=FAIL; CALL_FAILS=$((CALL_FAILS + 1)); else status=PASS; fi
+  printf "%s\t%s\t%s\t%s\n" "$status" "$(stage_secs)" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$GPU_NAME" >"$LOG/$st.status"
+  echo "=== $st: $status in $(stage_secs) s"
+}
+
+passed_before() { # stage: LOG_DIR records it as passed (and --force is not given)
+  [ $FORCE -eq 0 ] && [ -f "$LOG/$1.status" ] && [ "$(cut -f1 "$LOG/$1.status")" = PASS ]
+}
+for st in $STAGES; do
+  if passed_before "$st" && [ "$st" != build ] && [ "$st" != fixtures ]; then run_stage "$st"; continue; fi
+  # a fresh machine has neither the binaries nor the fixtures, whatever LOG_DIR says
+  case "$NEEDS_BUILD" in *" $st "*)
+    if ! build_outputs_ok && [ "${BUILT:-0}" = 0 ] && [ "$st" != build ]; then
+      case " $STAGES " in *" build "*) ;; *) BUILT=1; run_stage build "its binaries are not on this machine";; esac
+    fi;;
+  esac
+  case "$NEEDS_FIXTURES" in *" $st "*)
+    if ! fixtures_ok && [ "${FIXED:-0}" = 0 ]; then
+      case " $STAGES " in *" fixtures "*) ;; *) FIXED=1; run_stage fixtures "the fixtures are not on this machine";; esac
+    fi;;
+  esac
+  [ "$st" = build ] && BUILT=1
+  [ "$st" = fixtures ] && FIXED=1
+  run_stage "$st"
+done
 
 echo
-echo "=== summary (full logs in $LOG)"
-cat "$SUMMARY"
-exit $failed
+echo "=== targets (from the logs; no GPU)"
+if [ $DRY -eq 1 ]; then
+  ROWS_FILE=/dev/null CUR_STAGE=targets
+  x ./build/params memory d12 1024 64
+else
+  targets
+  grep -q ' FAIL ' "$LOG/targets.rows" && CALL_FAILS=$((CALL_FAILS + 1))
+fi
+# the summary: every stage's rows, this call's and those kept from earlier calls, then the targets
+echo
+summary_file="$LOG/summary.txt"
+[ $DRY -eq 1 ] && summary_file=/dev/null
+{
+  echo "=== summary ($GPU_NAME; LOG_DIR $LOG; this call: ${RAN[*]:-nothing}${SKIPPED[*]:+; passed earlier: ${SKIPPED[*]}}${NOT_STARTED[*]:+; not started (time): ${NOT_STARTED[*]}})"
+  for st in $STAGES_ALL; do [ -f "$LOG/$st.rows" ] && cat "$LOG/$st.rows"; done
+  [ -f "$LOG/targets.rows" ] && cat "$LOG/targets.rows"
+  pending=""
+  for st in $STAGES_ALL; do
+    [ -f "$LOG/$st.status" ] && [ "$(cut -f1 "$LOG/$st.status")" = PASS ] || pending="$pending $st"
+  done
+  echo "not passed yet:${pending:- none}"
+} | tee "$summary_file"
+if [ $DRY -eq 1 ]; then
+  if [ $DRY_ERRORS -gt 0 ]; then echo "gpu_suite --dry-run: $DRY_ERRORS inconsistencies (above)"; exit 1; fi
+  echo "gpu_suite --dry-run: ${#RAN[@]} stages printed (${RAN[*]:-none}), consistent: every script and config present, every timeout <= $MAX_CALL_S s"
+  exit 0
+fi
+exit $((CALL_FAILS > 0))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: every suite of the project, in order, on any machine. Each suite prints one
 # "PASS ..." / "FAIL ..." line per check (indented lines are details, "SKIP ..." says what could
-# not run here and why); this runner counts them and ends with "N passed, M failed".
+# not run here and why); this runner counts them (the SKIP lines apart: a check that could not run
+# is no pass) and ends with "N passed, M failed".
 # A suite that exits non-zero without printing a FAIL line counts as one failure, so a crash
 # can never pass.
 set -u
@@ -11,6 +12,7 @@ log_dir=build/test_logs
 mkdir -p "$log_dir"
 passed=0
 failed=0
+skipped=0
 failed_suites=()
 
 run_suite() {
@@ -20,17 +22,19 @@ run_suite() {
   local start=$SECONDS
   "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
-  local p f
+  local p f s
   p=$(grep -c '^PASS ' "$log")
   f=$(grep -c '^FAIL ' "$log")
+  s=$(grep -c '^SKIP ' "$log")
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     echo "FAIL $name: exited with status $rc without reporting a failed check (see $log)"
     f=1
   fi
   passed=$((passed + p))
   failed=$((failed + f))
+  skipped=$((skipped + s))
   [ "$f" -gt 0 ] && failed_suites+=("$name")
-  echo "=== $name: $p passed, $f failed in $((SECONDS - start)) s"
+  echo "=== $name: $p passed, $f failed$([ "$s" -gt 0 ] && echo ", $s skipped") in $((SECONDS - start)) s"
 }
 
 run_suite deps bash dev/test/install_deps.sh
@@ -47,9 +51,11 @@ run_suite sanitize bash dev/test/test_sanitize.sh
 run_suite fuzz bash dev/test/test_fuzz.sh
 run_suite cudacpu bash dev/test/test_cudacpu.sh
 run_suite mutants python3 dev/cudacpu/mutants.py
+run_suite gpu_suite bash dev/test/test_gpu_suite.sh
 run_suite cuda bash dev/test/test_cuda.sh
 
 echo
 [ ${#failed_suites[@]} -gt 0 ] && echo "failed suites: ${failed_suites[*]} (logs in $log_dir/)"
+[ "$skipped" -gt 0 ] && echo "$skipped skipped (SKIP lines: what cannot run on this machine, counted neither as passed nor as failed)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -2,29 +2,50 @@
 # The CUDA suite of `make test` (owner: CUDA trainer).
 #
 # Always: builds the trainer of every scheme x {BF16, FP32} and the test binary of standard (with a
-# GPU, of every scheme; at most two nvcc at a time; a build with a compiler warning fails), then checks what the trainers must do
+# GPU, of every scheme, all in full; without one the other schemes' trainers to PTX only, their device
+# code held identical to each other's; at most two nvcc at a time; a build with a compiler warning
+# fails), then checks what the trainers must do
 # before touching a GPU: -h, a bad flag, a bad value, every forbidden scheme/shape combination of
 # dev/fixtures/forbidden.tsv and a checkpoint of another scheme each give one clear line (exit 0
 # for -h, 1 otherwise).
 # Without a GPU: valid flags must end in one "no CUDA device" line (exit 1, no crash), and the GPU
 # tests are skipped. With a GPU: every test binary runs (fixtures, every tensor, resume).
-# Kernel labs (dev/cuda/README.md): build/lab_attention_{forward,backward}[_fp32] are compiled (one
-# architecture; a warning fails), their flag errors checked; without a GPU each must print one SKIP
-# line and exit 0, with one `--check` must print PASS lines and no FAIL.
+# Kernel labs (dev/cuda/README.md): every lab binary is compiled (one architecture; a warning
+# fails), the attention labs' flag errors checked; without a GPU each must print one SKIP line and
+# exit 0, which is reported as a SKIP line (a lab that cannot run is no pass), with one `--check`
+# must print PASS lines and no FAIL.
 # The kernels themselves run on the CPU in the cudacpu suite (dev/test/test_cudacpu.sh): the trainer
 # against every fixture, and every lab's --check (or --quick) against its CPU twin.
 #
 #   bash dev/test/test_cuda.sh            # from anywhere; prints PASS/FAIL/SKIP lines
+#   CUDA_TEST_PRECISIONS=FP32|BF16        # one precision only (default both): its builds, flag checks
+#                                         # and test binaries; the checks that use the BF16 trainer
+#                                         # (shapes, checkpoints, the end-to-end runs) come with BF16
+#   CUDA_TEST_LABS=0                      # no kernel lab (dev/test/gpu_suite.sh runs them in its lab stages)
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/torch_python.sh
 SCHEMES=$(make -s --no-print-directory schemes) && [ -n "$SCHEMES" ] || { echo "FAIL cuda: make schemes printed no scheme list"; exit 1; }
-PRECISIONS="BF16 FP32"
+PRECISIONS=${CUDA_TEST_PRECISIONS:-BF16 FP32}
+for p in $PRECISIONS; do
+  case $p in BF16|FP32) ;; *) echo "FAIL cuda: CUDA_TEST_PRECISIONS='$PRECISIONS': expected BF16, FP32 or both"; exit 1;; esac
+done
+case " $PRECISIONS " in *" BF16 "*) has_bf16=1 ;; *) has_bf16=0 ;; esac
+WITH_LABS=${CUDA_TEST_LABS:-1}
+case $WITH_LABS in 0|1) ;; *) echo "FAIL cuda: CUDA_TEST_LABS='$WITH_LABS': expected 0 or 1"; exit 1;; esac
 log_dir=build/test_logs/cuda
 mkdir -p "$log_dir"
 failed=0
 
+skipped=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; failed=1; }
+skip() { echo "SKIP $*"; skipped=$((skipped + 1)); }
+# the fixtures' command, with a Python that has torch here (probed once, when a HINT needs it)
+fixtures_hint() {
+  [ -n "${FIXTURES_PY:-}" ] || FIXTURES_PY=$(torch_python) || FIXTURES_PY="<a python3 with torch>"
+  echo "HINT: $FIXTURES_PY dev/reference/make_fixtures.py --out dev/fixtures"
+}
 
 # binary name of (kind, scheme, precision), the Makefile's naming
 binary() {
@@ -59,11 +80,20 @@ build_target() { # target [make variables]
 # test_gpt2.cu has no kernel of its own: its device code is train_gpt2.cu's, which the trainers compile
 # for every scheme, and g++ compiles its host code for every scheme in the cudacpu suite. Without a
 # GPU to run them, nvcc builds it for standard only (both precisions); with one, every test binary.
+# The device code is the same for every scheme too (a scheme is data the kernels read at run time;
+# the check after the builds holds the device code to that), so without a GPU the other schemes'
+# trainers are compiled to PTX only, as build/ptx/train_gpt2cu_<scheme>[_fp32] (nvcc's front end and
+# every scheme's host code, without ptxas: 40% less time), while standard's run ptxas for sm_80 and
+# sm_90. The flag checks below run the binaries this run built (trainer_of).
 # (make with a suffix-less target for standard BF16 needs the file name, which `binary` gives)
+ptx_only() { [ $has_gpu -eq 0 ] && [ "$1" != standard ]; } # scheme
+trainer_of() { # scheme precision -> the trainer binary this run builds
+  if ptx_only "$1"; then echo "build/ptx/$(binary train_gpt2cu "$1" "$2")"; else binary train_gpt2cu "$1" "$2"; fi
+}
 targets=()
 for s in $SCHEMES; do
   for p in $PRECISIONS; do
-    targets+=("$(binary train_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
+    if ptx_only "$s"; then targets+=("$(trainer_of "$s" "$p")"); else targets+=("$(binary train_gpt2cu "$s" "$p") QKV=$s PRECISION=$p"); fi
     [ $has_gpu -eq 1 ] || [ "$s" = standard ] && targets+=("$(binary test_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
   done
 done
@@ -71,12 +101,14 @@ lab_lists=$(make -s --no-print-directory labs-list) # the Makefile's "LABS / LAB
 LABS=${lab_lists%% / *}
 LABS_BF16=${lab_lists##* / }
 lab_bins=()
-for l in $LABS; do
-  for p in $PRECISIONS; do
-    if [ "$p" = FP32 ]; then lab_bins+=("build/lab_${l}_fp32"); else lab_bins+=("build/lab_${l}"); fi
+if [ "$WITH_LABS" = 1 ]; then
+  for l in $LABS; do
+    for p in $PRECISIONS; do
+      if [ "$p" = FP32 ]; then lab_bins+=("build/lab_${l}_fp32"); else lab_bins+=("build/lab_${l}"); fi
+    done
   done
-done
-for l in $LABS_BF16; do lab_bins+=("build/lab_${l}"); done
+  [ $has_bf16 -eq 1 ] && for l in $LABS_BF16; do lab_bins+=("build/lab_${l}"); done
+fi
 targets+=("${lab_bins[@]}")
 build_start=$SECONDS
 build_out="$log_dir/builds.txt"
@@ -92,6 +124,27 @@ wait
 sort "$build_out"
 grep -q '^FAIL' "$build_out" && failed=1
 echo "  cuda builds: ${#targets[@]} binaries (${#lab_bins[@]} of them kernel labs) in $((SECONDS - build_start))s"
+# the claim that lets the PTX-only builds stand in for full ones: every scheme's trainer has the same
+# device code. A kernel that read the compile-time scheme would make it differ here.
+if [ $has_gpu -eq 0 ]; then
+  for p in $PRECISIONS; do
+    sums="" n=0 empty=""
+    for s in $SCHEMES; do
+      [ "$s" = standard ] && continue
+      bin=$(trainer_of "$s" "$p")
+      # the embedded device code (the .nv_fatbin section: the compressed PTX), as the binary holds it
+      objcopy -O binary --only-section=.nv_fatbin "$bin" "$log_dir/fatbin.bin" 2>/dev/null
+      if [ -s "$log_dir/fatbin.bin" ]; then sums="$sums $(md5sum <"$log_dir/fatbin.bin" | cut -c1-12)"; else empty="$empty $bin"; fi
+      n=$((n + 1))
+    done
+    n_distinct=$(echo $sums | tr ' ' '\n' | sort -u | grep -c .)
+    if [ -z "$empty" ] && [ "$n_distinct" -eq 1 ] && [ "$n" -ge 2 ]; then
+      pass "compile $p device code is scheme-independent: the .nv_fatbin of the $n PTX-only trainers is identical (md5 $(echo $sums | cut -d' ' -f1)), so standard's ptxas builds cover theirs"
+    else
+      fail "compile $p device code: ${empty:+no .nv_fatbin in$empty; }$n_distinct distinct among $n PTX-only trainers: they no longer stand in for ptxas on every scheme (HINT: build every scheme in full in test_cuda.sh)"
+    fi
+  done
+fi
 
 # ---------------------------------------------------------------------------------------------
 # checks that need no GPU: flags, shapes, checkpoints
@@ -123,7 +176,7 @@ fixture_of() { # scheme -> model path of its tiny fixture, or empty
 
 for s in $SCHEMES; do
   for p in $PRECISIONS; do
-    bin=$(binary train_gpt2cu "$s" "$p")
+    bin=$(trainer_of "$s" "$p")
     [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }
     out=$(./"$bin" -h 2>&1); rc=$?
     if [ $rc -eq 0 ] && printf '%s' "$out" | grep -q '^Usage:' && printf '%s' "$out" | grep -q "scheme '$s'"; then
@@ -144,7 +197,7 @@ for s in $SCHEMES; do
       expect_one_line "$bin checkpoint of scheme $other" 1 "written by scheme $other, but this binary is built for scheme $s" \
         ./"$bin" -e "$f" -t 64
     else
-      fail "nogpu $bin checkpoint of another scheme: no dev/fixtures/${other}_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
+      fail "nogpu $bin checkpoint of another scheme: no dev/fixtures/${other}_tiny_model.bin ($(fixtures_hint))"
     fi
     expect_one_line "$bin missing train data" 1 "-i $log_dir/nope_*.bin" ./"$bin" -e d6 -t 64 -b 2 -i "$log_dir/nope_*.bin"
     if [ $has_gpu -eq 0 ]; then
@@ -153,19 +206,22 @@ for s in $SCHEMES; do
       if [ -n "$f" ]; then
         expect_one_line "$bin valid checkpoint" 1 "no CUDA device" ./"$bin" -e "$f" -t 64 -b 2 -i "$shard" -j "$shard"
       else
-        fail "nogpu $bin valid checkpoint: no dev/fixtures/${s}_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
+        fail "nogpu $bin valid checkpoint: no dev/fixtures/${s}_tiny_model.bin ($(fixtures_hint))"
       fi
     fi
   done
 done
 
 # the forbidden scheme/shape combinations of the reference's table
-# (scheme n_layer n_embd n_head n_kv_head mlp bias); --n_kv_head 0 is refused as a bad value
+# (scheme n_layer n_embd n_head n_kv_head mlp bias); --n_kv_head 0 is refused as a bad value.
+# These and the checks below that use the BF16 trainer run with BF16 (CUDA_TEST_PRECISIONS).
 forbidden=dev/fixtures/forbidden.tsv
-if [ -f "$forbidden" ]; then
+if [ $has_bf16 -eq 0 ]; then
+  :
+elif [ -f "$forbidden" ]; then
   while IFS=$'\t' read -r s L C H KV M bias; do
     [ -z "$s" ] && continue
-    bin=$(binary train_gpt2cu "$s" BF16)
+    bin=$(trainer_of "$s" BF16)
     [ -x "$bin" ] || { fail "nogpu forbidden $s: $bin not built"; continue; }
     needle="scheme $s"
     [ "$KV" -lt 1 ] && needle="--n_kv_head 0"
@@ -173,14 +229,16 @@ if [ -f "$forbidden" ]; then
       ./"$bin" -e d6 --n_layer "$L" --n_embd "$C" --n_head "$H" --n_kv_head "$KV" --mlp_hidden "$M" --bias "$bias" -t 64
   done <"$forbidden"
 else
-  fail "nogpu forbidden shapes: no $forbidden (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
+  fail "nogpu forbidden shapes: no $forbidden ($(fixtures_hint))"
 fi
 # the example of the brief, spelled out: k_identity refuses GQA
-expect_one_line "forbidden k_identity GQA" 1 "scheme k_identity requires n_kv_head == n_head" \
-  ./"$(binary train_gpt2cu k_identity BF16)" -e d6 --n_kv_head 2
+[ $has_bf16 -eq 1 ] && expect_one_line "forbidden k_identity GQA" 1 "scheme k_identity requires n_kv_head == n_head" \
+  ./"$(trainer_of k_identity BF16)" -e d6 --n_kv_head 2
 # a checkpoint's shape cannot be changed by flags
 f=$(fixture_of standard)
-if [ -n "$f" ]; then
+if [ $has_bf16 -eq 0 ]; then
+  :
+elif [ -n "$f" ]; then
   expect_one_line "checkpoint shape flag" 1 "cannot be changed" ./train_gpt2cu -e "$f" -t 64 --n_kv_head 2
   expect_one_line "resume without -o" 1 "-y 1 needs -o" ./train_gpt2cu -e "$f" -t 64 -y 1
   # the output folder (dev/train_common.h, checked before any CUDA call)
@@ -194,12 +252,12 @@ if [ -n "$f" ]; then
   [ "$(md5sum <"$f")" = "$sum" ] || fail "nogpu -o naming a file: $f changed"
   expect_one_line "-sg out of range" 1 "-sg -1: expected a number in [0, 1e+06]" ./train_gpt2cu -e "$f" -t 64 -sg -1
 else
-  fail "nogpu checkpoint shape flag, resume without -o: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
+  fail "nogpu checkpoint shape flag, resume without -o: no dev/fixtures/standard_tiny_model.bin ($(fixtures_hint))"
 fi
 
 # the kernel labs' flags (checked before any CUDA call) and, without a GPU, their SKIP line
 lab_fwd=build/lab_attention_forward
-if [ -x "$lab_fwd" ] && [ -x "${lab_fwd}_fp32" ]; then
+if [ "$WITH_LABS" = 1 ] && [ -x "$lab_fwd" ] && [ -x "${lab_fwd}_fp32" ]; then
   expect_one_line "$lab_fwd bad seed" 1 "--seed 'abc'" ./"$lab_fwd" --seed abc
   expect_one_line "$lab_fwd bad version" 1 "version '9'" ./"$lab_fwd" 9
   expect_one_line "$lab_fwd bad scheme" 1 "--scheme 'nope'" ./"$lab_fwd" --check --scheme nope
@@ -208,15 +266,24 @@ if [ -x "$lab_fwd" ] && [ -x "${lab_fwd}_fp32" ]; then
 fi
 for l in $LABS_BF16; do
   bin=build/lab_$l
-  [ -x "$bin" ] || continue
+  [ "$WITH_LABS" = 1 ] && [ -x "$bin" ] || continue
   expect_one_line "$bin bad seed" 1 "--seed 'abc'" ./"$bin" --seed abc
   expect_one_line "$bin bad version" 1 "version '9'" ./"$bin" 9
   expect_one_line "$bin bad flag" 1 "unknown flag '--frob'" ./"$bin" --frob
 done
+# without a GPU a lab cannot run: one SKIP line and exit 0 is what it must do, and that is reported
+# as a SKIP (counted apart by run_all.sh), not a pass; anything else is a FAIL
 if [ $has_gpu -eq 0 ]; then
   for bin in "${lab_bins[@]}"; do
     [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }
-    expect_one_line "$bin without a GPU" 0 "SKIP $(basename "$bin"): no CUDA device" ./"$bin" --check
+    out=$(./"$bin" --check 2>&1)
+    rc=$?
+    lines=$(printf '%s\n' "$out" | grep -c .)
+    if [ $rc -eq 0 ] && [ "$lines" -eq 1 ] && printf '%s' "$out" | grep -qF "SKIP $(basename "$bin"): no CUDA device"; then
+      skip "nogpu $bin --check: cannot run without a GPU (its one line: $out)"
+    else
+      fail "nogpu $bin without a GPU: expected exit 0 and one line 'SKIP $(basename "$bin"): no CUDA device ...', got exit $rc and $lines lines: $(printf '%s' "$out" | head -c 300 | tr '\n' '|')"
+    fi
   done
 fi
 
@@ -227,6 +294,7 @@ if [ $has_gpu -eq 0 ]; then
 else
   # FP32 first: its tolerance separates logic errors from bf16 rounding
   for p in FP32 BF16; do
+    case " $PRECISIONS " in *" $p "*) ;; *) continue ;; esac
     for s in $SCHEMES; do
       bin=$(binary test_gpt2cu "$s" "$p")
       [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
@@ -244,9 +312,11 @@ else
       fi
     done
   done
-  # the trainer binary itself, end to end: -o log and checkpoints, then -y 1 continues from them
+  # the trainer binary itself (BF16), end to end: -o log and checkpoints, then -y 1 continues from them
   f=$(fixture_of standard)
-  if [ -n "$f" ]; then
+  if [ $has_bf16 -eq 0 ]; then
+    :
+  elif [ -n "$f" ]; then
     run_dir=build/test_cuda_trainer
     rm -rf "$run_dir"
     common=(-e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -v 2 -m 1 -s 2 -g 4 -n 2 -l 1e-3 -u 1 -q 0.1 -c 0.1 -o "$run_dir")
@@ -286,12 +356,14 @@ else
       fail "gpu train_gpt2cu SIGTERM: exit $rc1 (expected 143), stop line at step '${sig_step}', resume exit $rc2; see $log_dir/trainer_sigterm.log"
     fi
   else
-    fail "gpu train_gpt2cu -o/-n/-y: no dev/fixtures/standard_tiny_model.bin (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"
+    fail "gpu train_gpt2cu -o/-n/-y: no dev/fixtures/standard_tiny_model.bin ($(fixtures_hint))"
   fi
   # the BF16 trainer writes a plain GPT-2 (the standard fixture: Hkv = H, MLP 4C, biases, tied) as
   # llm.c's version 5, fields 8..255 zero, so that llm.c's train_gpt2cu loads it
   m5=build/test_cuda_trainer/model_00000004.bin
-  if [ -f "$m5" ]; then
+  if [ $has_bf16 -eq 0 ]; then
+    :
+  elif [ -f "$m5" ]; then
     read -r -a h5 <<< "$(od -An -t d4 -N 1024 -v "$m5" | tr -s ' \n' ' ')"
     nz5=$(printf '%s\n' "${h5[@]:8}" | grep -vc '^0$')
     if [ "${h5[1]:-}" = 5 ] && [ "$nz5" -eq 0 ]; then
@@ -319,4 +391,5 @@ else
   done
 fi
 
+[ $skipped -gt 0 ] && echo "  cuda: $skipped checks skipped (SKIP lines: what cannot run on this machine; not passes)"
 exit $failed

@@ -1,0 +1,129 @@
+/*
+initcheck_lt_regions.c: an LD_PRELOAD shim for the initcheck runs of dev/test/gpu_suite.sh (stage
+sanitize_initcheck). It wraps cublasLtMatmul and, before handing the call to the library, appends
+the memory that call will write to the file named by $LT_REGIONS_FILE, one line per output:
+
+  lt_region D   base=0x7f1c2e000000 esize=2 rows=768 cols=256 ld=768 batch=1 stride=0
+  lt_region aux base=0x7f1c30000000 esize=2 rows=3072 cols=256 ld=3072 batch=1 stride=0
+
+rows x cols column-major with leading dimension ld (elements of esize bytes), batch matrices
+stride elements apart: exactly the elements cuBLASLt writes (D; the GELU epilogue's aux output,
+the pre-activation, laid out by CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD). The padding between
+columns (ld > rows) is not in a region. dev/test/initcheck_filter.py then drops the initcheck
+reports of reads that lie wholly inside such a region (memory only cuBLASLt wrote, with stores the
+tool does not track: see dev/results/README.md) and keeps every other report.
+
+Why a shim: the trainer (train_gpt2.cu) is left as it is, and the regions come from the library's
+own descriptors at the call, not from a list typed by hand. The trainer calls cublasLtMatmul in one
+place (matmul_lt) with C == D; epilogues BIAS, GELU_AUX(_BIAS) and DGELU (aux read, not written).
+Other epilogues that write (BGRAD*, RELU_AUX) are reported on stderr as unsupported, never guessed.
+
+Build (gpu_suite.sh does this on the GPU machine; dev/test/test_gpu_suite.sh on any machine with
+the CUDA headers and libcublasLt, calling it through a small driver without a GPU):
+
+  gcc -shared -fPIC -O2 -I$CUDA_HOME/include dev/test/initcheck_lt_regions.c -o lt_regions.so -ldl
+  LD_PRELOAD=$PWD/lt_regions.so LT_REGIONS_FILE=regions.txt compute-sanitizer --tool initcheck ./train_gpt2cu ...
+*/
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cublasLt.h>
+
+typedef cublasStatus_t (*lt_matmul_fn)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
+                                       cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*,
+                                       const void*, cublasLtMatrixLayout_t, void*, cublasLtMatrixLayout_t,
+                                       const cublasLtMatmulAlgo_t*, void*, size_t, cudaStream_t);
+
+static size_t type_size(int32_t t) {
+    switch (t) {
+        case CUDA_R_32F: return 4;
+        case CUDA_R_16F: case CUDA_R_16BF: return 2;
+        case CUDA_R_64F: return 8;
+        case CUDA_R_8I: case CUDA_R_8U: case CUDA_R_8F_E4M3: case CUDA_R_8F_E5M2: return 1;
+        case CUDA_R_32I: return 4;
+        default: return 0;
+    }
+}
+
+// One attribute of a layout or a matmul descriptor as a number. cuBLASLt answers only a buffer of
+// the attribute's exact size: ask the size first (a NULL buffer of 0 bytes), then the value (4 or
+// 8 bytes, read as int32 or int64), else the fallback.
+static int64_t as_number(const unsigned char* buf, size_t n, int64_t fallback) {
+    if (n == 4) { int32_t w; memcpy(&w, buf, 4); return w; }
+    if (n == 8) { int64_t w; memcpy(&w, buf, 8); return w; }
+    return fallback;
+}
+
+static int64_t layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, int64_t fallback) {
+    unsigned char buf[8] = {0};
+    size_t n = 0, written = 0;
+    cublasLtMatrixLayoutGetAttribute(l, a, NULL, 0, &n);
+    if (n == 0 || n > sizeof(buf) || cublasLtMatrixLayoutGetAttribute(l, a, buf, n, &written) != CUBLAS_STATUS_SUCCESS) {
+        return fallback;
+    }
+    return as_number(buf, n, fallback);
+}
+
+static int64_t desc_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, int64_t fallback) {
+    unsigned char buf[8] = {0};
+    size_t n = 0, written = 0;
+    cublasLtMatmulDescGetAttribute(d, a, NULL, 0, &n);
+    if (n == 0 || n > sizeof(buf) || cublasLtMatmulDescGetAttribute(d, a, buf, n, &written) != CUBLAS_STATUS_SUCCESS) {
+        return fallback;
+    }
+    return as_number(buf, n, fallback);
+}
+
+static void log_region(FILE* f, const char* kind, const void* base, size_t esize, int64_t rows, int64_t cols,
+                       int64_t ld, int64_t batch, int64_t stride) {
+    fprintf(f, "lt_region %s base=%p esize=%zu rows=%lld cols=%lld ld=%lld batch=%lld stride=%lld\n", kind, base,
+            esize, (long long)rows, (long long)cols, (long long)ld, (long long)batch, (long long)stride);
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* A,
+                              cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
+                              const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
+                              cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              size_t workspaceSizeInBytes, cudaStream_t stream) {
+    static lt_matmul_fn real = NULL;
+    if (real == NULL) {
+        real = (lt_matmul_fn)dlsym(RTLD_NEXT, "cublasLtMatmul");
+        if (real == NULL) {
+            fprintf(stderr, "initcheck_lt_regions: cublasLtMatmul not found after the shim (%s)\n", dlerror());
+            return CUBLAS_STATUS_NOT_INITIALIZED;
+        }
+    }
+    const char* path = getenv("LT_REGIONS_FILE");
+    FILE* f = path != NULL ? fopen(path, "a") : NULL;
+    if (f != NULL) {
+        const int64_t order = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
+        const size_t es = type_size((int32_t)layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_TYPE, -1));
+        const int64_t rows = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_ROWS, 0);
+        const int64_t cols = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_COLS, 0);
+        const int64_t ld = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_LD, rows);
+        const int64_t batch = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, 1);
+        const int64_t stride = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, 0);
+        if (order != CUBLASLT_ORDER_COL || es == 0) {
+            fprintf(f, "lt_unsupported D order=%lld esize=%zu\n", (long long)order, es);
+        } else {
+            log_region(f, "D", D, es, rows, cols, ld, batch, stride);
+        }
+        const int64_t epi = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
+        if (epi == CUBLASLT_EPILOGUE_GELU_AUX || epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+            void* aux = (void*)(intptr_t)desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, 0);
+            const int64_t aux_ld = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld);
+            const int64_t aux_type = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, -1);
+            const size_t aux_es = aux_type < 0 ? es : type_size((int32_t)aux_type); // -1: D's type
+            const int64_t aux_stride = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, 0);
+            if (aux != NULL && aux_es != 0) { log_region(f, "aux", aux, aux_es, rows, cols, aux_ld, batch, aux_stride); }
+        } else if (epi != CUBLASLT_EPILOGUE_DEFAULT && epi != CUBLASLT_EPILOGUE_BIAS && epi != CUBLASLT_EPILOGUE_DGELU) {
+            fprintf(f, "lt_unsupported epilogue=%lld\n", (long long)epi);
+        }
+        fclose(f);
+    }
+    return real(handle, op, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
+                workspaceSizeInBytes, stream);
+}

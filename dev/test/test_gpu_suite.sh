@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# The GPU session's tools, checked without a GPU (suite gpu_suite of `make test`, ~10 s):
+#   dev/test/gpu_suite.sh --dry-run: every stage's commands printed, nothing run, consistent (every
+#     script and config there, every timeout <= 540 s); resume (a passed stage skipped, its rows
+#     kept in the summary), --time-limit (a stage that no longer fits is not started), a bad stage;
+#   --plan: every stage in exactly one call, each call <= 540 s of stages, the first fits 900 s;
+#     --record-times makes the plan's times "measured";
+#   dev/tools/ncu_table.py on a synthetic ncu CSV (dev/test/samples/ncu_step.csv: quoted long
+#     format, ==PROF== lines, thousands separators, scaled units) and its wide form;
+#   dev/test/initcheck_filter.py on a synthetic initcheck log (dev/test/samples/initcheck.log,
+#     .regions): it drops exactly the 4 reads inside cuBLASLt's outputs and keeps the 4 others;
+#   dev/test/initcheck_lt_regions.c (the LD_PRELOAD shim) built and called through cuBLASLt's own
+#     descriptors, where the CUDA headers and libcublasLt are (no GPU needed);
+#   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (seed004 in parts).
+# One PASS/FAIL line per check.
+#
+#   bash dev/test/test_gpu_suite.sh
+set -u
+cd "$(dirname "$0")/../.."
+failed=0
+pass() { echo "PASS gpu_suite $*"; }
+fail() { echo "FAIL gpu_suite $*"; failed=1; }
+skip() { echo "SKIP gpu_suite $*"; }
+tmp=$(mktemp -d /tmp/test_gpu_suite.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+start=$SECONDS
+suite=dev/test/gpu_suite.sh
+STAGES=$(bash $suite --dry-run "$tmp/list" no_such_stage 2>&1 | sed -n 's/.*expected one of: //p') # the suite's own list
+[ "$(echo "$STAGES" | wc -w)" -ge 10 ] || fail "stage list: could not read STAGES_ALL from $suite (got '$STAGES')"
+
+# ---------------------------------------------------------------- syntax
+for f in $suite dev/test/test_cuda.sh dev/bench/bench.sh dev/ablate/ablate.sh dev/test/torch_python.sh; do
+  if out=$(bash -n "$f" 2>&1); then pass "syntax $f"; else fail "syntax $f: $out"; fi
+done
+
+# ---------------------------------------------------------------- the dry run
+bash $suite --dry-run "$tmp/dry" >"$tmp/dry.txt" 2>&1
+rc=$?
+missing=""
+for st in $STAGES; do grep -q "^=== $st " "$tmp/dry.txt" || missing="$missing $st"; done
+over=$(grep -o 'timeout [0-9]*' "$tmp/dry.txt" | awk '$2 > 540' | head -n 3 | tr '\n' ' ')
+n_cmd=$(grep -c '^  + ' "$tmp/dry.txt")
+if [ $rc -eq 0 ] && [ -z "$missing" ] && [ -z "$over" ] && grep -q '^gpu_suite --dry-run: .* consistent' "$tmp/dry.txt" &&
+   [ "$n_cmd" -gt 100 ] && ! ls "$tmp/dry"/*.status >/dev/null 2>&1; then
+  pass "dry_run: exit 0, all $(echo $STAGES | wc -w) stages, $n_cmd commands printed, every timeout <= 540 s, no status written"
+else
+  fail "dry_run: exit $rc, stages missing:${missing:- none}, timeouts over 540: ${over:-none}, $n_cmd commands: $(grep -m1 'dry-run:' "$tmp/dry.txt")"
+fi
+# every stage prints at least one command
+empty=$(awk '/^=== / { if (st != "" && n == 0) print st; st = $2; n = 0 } /^  \+ / { n++ } END { if (st != "" && n == 0) print st }' "$tmp/dry.txt" |
+        grep -v '^targets$\|^summary$' | tr '\n' ' ')
+if [ -z "$empty" ]; then pass "dry_run_commands: every stage prints its commands"; else fail "dry_run_commands: no command printed for: $empty"; fi
+
+# resume: a stage recorded as passed is skipped and its rows still summarised
+mkdir -p "$tmp/resume"
+printf 'PASS\t31\t2026-11-30 10:00 UTC\tNVIDIA H100 80GB HBM3\n' >"$tmp/resume/tests_fp32.status"
+echo "tests_fp32         fp32 standard (a row kept from an earlier call)  PASS  11 fixtures" >"$tmp/resume/tests_fp32.rows"
+printf 'FAIL\t12\t2026-11-30 10:01 UTC\tNVIDIA H100 80GB HBM3\n' >"$tmp/resume/tests_bf16.status"
+bash $suite --dry-run "$tmp/resume" tests_fp32 tests_bf16 >"$tmp/resume.txt" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^=== tests_fp32: passed in an earlier call (31 s' "$tmp/resume.txt" &&
+   grep -q '^=== tests_bf16 ' "$tmp/resume.txt" && grep -q 'CUDA_TEST_PRECISIONS=BF16' "$tmp/resume.txt" &&
+   ! grep -q 'CUDA_TEST_PRECISIONS=FP32' "$tmp/resume.txt" &&
+   grep -q 'a row kept from an earlier call' "$tmp/resume.txt"; then
+  pass "resume: a passed stage skipped (its rows in the summary), a failed one run again"
+else
+  fail "resume: exit $rc: $(grep -m3 '^===' "$tmp/resume.txt" | tr '\n' '|')"
+fi
+bash $suite --dry-run --force "$tmp/resume" tests_fp32 >"$tmp/force.txt" 2>&1
+if grep -q 'CUDA_TEST_PRECISIONS=FP32' "$tmp/force.txt"; then pass "force: --force runs a passed stage again"
+else fail "force: $(grep -m2 '^===' "$tmp/force.txt" | tr '\n' '|')"; fi
+
+# --time-limit: with 100 s, a stage expected to take longer is not started
+bash $suite --dry-run --time-limit 100 "$tmp/limit" tests_bf16 bench_peers >"$tmp/limit.txt" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q '^=== bench_peers: not started: expected [0-9]* s, [0-9]* s left of --time-limit 100' "$tmp/limit.txt"; then
+  pass "time_limit: bench_peers not started within --time-limit 100"
+else
+  fail "time_limit: exit $rc: $(grep -m3 '^===' "$tmp/limit.txt" | tr '\n' '|')"
+fi
+out=$(bash $suite --dry-run "$tmp/bad" no_such_stage 2>&1)
+if [ $? -eq 1 ] && echo "$out" | grep -q "stage 'no_such_stage': expected one of: build"; then pass "bad_stage: refused with the list"
+else fail "bad_stage: $out"; fi
+
+# ---------------------------------------------------------------- the plan
+bash $suite --plan >"$tmp/plan.txt" 2>&1
+rc=$?
+plan_check=$(awk -v stages="$STAGES" '
+  /^call +session/ { table = 1; next }
+  table && /^[0-9]+ / { n++; if ($3 > 540 && $0 !~ /fresh machine/) bad = bad " call " $1 " " $3 " s"; if ($3 > 540 + 200) bad = bad " call " $1 " " $3 " s";
+                        for (i = 5; i <= NF && $i !~ /^\(/; i++) seen[$i]++;
+                        if ($1 == 1) { split($4, d, "/"); if (d[1] > d[2]) bad = bad " call 1 over budget" } next }
+  table { table = 0 }
+  END { m = split(stages, s, " "); for (i = 1; i <= m; i++) if (seen[s[i]] != 1) bad = bad " " s[i] " in " seen[s[i]] + 0 " calls";
+        if (n == 0) bad = bad " no call"; print bad }' "$tmp/plan.txt")
+if [ $rc -eq 0 ] && [ -z "$plan_check" ] && grep -q '^the first session (900 s) holds call' "$tmp/plan.txt" &&
+   [ "$(grep -c 'command: set -o pipefail; export RECORD_COMMIT=.* dev/test/gpu_suite.sh --time-limit 540 build/gpu_log ' "$tmp/plan.txt")" -eq \
+     "$(grep -c '^call [0-9]* (' "$tmp/plan.txt")" ]; then
+  pass "plan: every stage in one call, calls <= 540 s of stages, call 1 within 900 s ($(grep '^the first session' "$tmp/plan.txt"))"
+else
+  fail "plan: exit $rc:${plan_check:- no session line or a call without its command}"
+fi
+bash $suite --plan 3000 >"$tmp/plan3000.txt" 2>&1
+if [ "$(awk '/^[0-9]+ +1 /' "$tmp/plan3000.txt" | wc -l)" -gt "$(awk '/^[0-9]+ +1 /' "$tmp/plan.txt" | wc -l)" ]; then
+  pass "plan_budget: a 3000-s budget holds more calls in its first session"
+else
+  fail "plan_budget: --plan 3000 holds no more calls than 900 in session 1"
+fi
+# --record-times: a passed stage's time becomes "measured", a failed one is not recorded
+mkdir -p "$tmp/rec"
+cp dev/results/stage_times.tsv "$tmp/times.tsv"
+printf 'PASS\t77\t2026-11-30 10:00 UTC\tNVIDIA H100 80GB HBM3\n' >"$tmp/rec/build.status"
+printf 'FAIL\t5\t2026-11-30 10:01 UTC\tNVIDIA H100 80GB HBM3\n' >"$tmp/rec/fixtures.status"
+GPU_SUITE_TIMES="$tmp/times.tsv" bash $suite --record-times "$tmp/rec" >"$tmp/rec.txt" 2>&1
+GPU_SUITE_TIMES="$tmp/times.tsv" bash $suite --plan >"$tmp/plan_rec.txt" 2>&1
+if grep -q '^    build  *77 s  measured 2026-11-30 NVIDIA H100 80GB HBM3' "$tmp/plan_rec.txt" &&
+   grep -q '^    fixtures  *[0-9]* s  estimated' "$tmp/plan_rec.txt" && grep -q 'fixtures: FAIL, not recorded' "$tmp/rec.txt"; then
+  pass "record_times: a passed stage's 77 s measured in the plan, a failed stage's time not taken"
+else
+  fail "record_times: $(grep -m2 '^    build\|^    fixtures' "$tmp/plan_rec.txt" | tr '\n' '|') $(head -c 200 "$tmp/rec.txt")"
+fi
+
+# ---------------------------------------------------------------- ncu_table.py
+samples=dev/test/samples
+python3 dev/tools/ncu_table.py $samples/ncu_step.csv --predicted $samples/params_profile.csv --source train_gpt2.cu \
+  --format tsv >"$tmp/ncu.tsv" 2>&1
+rc=$?
+want_gemm=$'1\tsm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas\t2\t1.000\t58.1\t168\t208.5k\t12.0\t85.0\t20.0\t-\t-'
+want_ln=$'4\tresidual_layernorm_forward_kernel\t2\t0.100\t5.8\t40-48\t1.0k\t50.0\t30.0\t80.0\t0.070\t1.43'
+want_perm=$'7\tpermute_heads_kernel\t1\t0.010\t0.6\t20\t0\t90.0\t10.0\t50.0\t-\t-'
+want_group=$'matmuls\t2\t1.200\t0.800\t1.50\tqkv_fwd+attproj_fwd+classifier'
+if [ $rc -eq 0 ] && grep -qxF "$want_gemm" "$tmp/ncu.tsv" && grep -qxF "$want_ln" "$tmp/ncu.tsv" &&
+   grep -qxF "$want_perm" "$tmp/ncu.tsv" && grep -qxF "$want_group" "$tmp/ncu.tsv" && [ "$(grep -c . "$tmp/ncu.tsv")" -eq 14 ]; then
+  pass "ncu_table: the long format (quoted, ==PROF== lines, 12,345 nsecond, usecond, Kbyte/block): 7 kernels, a GEMM's 2 calls, the layernorm group vs 3 rows, no prediction for permute_heads_kernel"
+else
+  fail "ncu_table: exit $rc: $(head -c 600 "$tmp/ncu.tsv" | tr '\n\t' '| ')"
+fi
+# the same capture in ncu's wide form (--page raw: a column per metric, a units row) gives the same table
+python3 - $samples/ncu_step.csv "$tmp/wide.csv" <<'EOF'
+import csv, sys
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]
+h = rows[0]; col = {n: i for i, n in enumerate(h)}
+# one unit per column in the wide form: times in nsecond, sizes in byte/block (the sample mixes units)
+to_base = {"nsecond": ("nsecond", 1), "usecond": ("nsecond", 1e3), "msecond": ("nsecond", 1e6),
+           "byte/block": ("byte/block", 1), "Kbyte/block": ("byte/block", 1e3)}
+launches, metrics, units = {}, [], {}
+for r in rows[1:]:
+    unit, value = r[col["Metric Unit"]], float(r[col["Metric Value"]].replace(",", ""))
+    unit, scale = to_base.get(unit, (unit, 1))
+    lid = r[col["ID"]]
+    launches.setdefault(lid, {"Kernel Name": r[col["Kernel Name"]]})[r[col["Metric Name"]]] = "%.6g" % (value * scale)
+    if r[col["Metric Name"]] not in metrics: metrics.append(r[col["Metric Name"]])
+    units[r[col["Metric Name"]]] = unit
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.writer(f, quoting=csv.QUOTE_ALL)
+    w.writerow(["ID", "Process ID", "Kernel Name"] + metrics)
+    w.writerow(["", "", ""] + [units[m] for m in metrics])
+    for lid, d in launches.items():
+        w.writerow([lid, "4242", d["Kernel Name"]] + [d[m] for m in metrics])
+EOF
+python3 dev/tools/ncu_table.py "$tmp/wide.csv" --predicted $samples/params_profile.csv --source train_gpt2.cu --format tsv >"$tmp/ncu_wide.tsv" 2>&1
+if cmp -s "$tmp/ncu.tsv" "$tmp/ncu_wide.tsv"; then pass "ncu_table_wide: the wide (--page raw) form gives the same table"
+else fail "ncu_table_wide: differs: $(diff "$tmp/ncu.tsv" "$tmp/ncu_wide.tsv" | head -n 4 | tr '\n' '|')"; fi
+python3 dev/tools/ncu_table.py $samples/ncu_step.csv --predicted $samples/params_profile.csv --source train_gpt2.cu \
+  --format markdown >"$tmp/ncu.md" 2>&1
+if [ $? -eq 0 ] && grep -q '^| 1 | sm90_xmma_gemm' "$tmp/ncu.md" && grep -q 'predicted rows with no kernel in the capture: zero_grad' "$tmp/ncu.md"; then
+  pass "ncu_table_markdown: the table for dev/results, the rows with no kernel named"
+else
+  fail "ncu_table_markdown: $(head -c 300 "$tmp/ncu.md")"
+fi
+echo '"ID","Kernel Name"' >"$tmp/empty.csv"
+if ! python3 dev/tools/ncu_table.py "$tmp/empty.csv" >/dev/null 2>"$tmp/empty.err" && grep -q 'no kernel rows' "$tmp/empty.err"; then
+  pass "ncu_table_empty: a capture without kernels is an error, not an empty table"
+else
+  fail "ncu_table_empty: $(cat "$tmp/empty.err")"
+fi
+
+# ---------------------------------------------------------------- initcheck_filter.py
+filter=dev/test/initcheck_filter.py
+python3 $filter $samples/initcheck.log --regions $samples/initcheck.regions >"$tmp/filter.txt" 2>&1
+rc=$?
+kept=$(grep -A3 '^  kept:' "$tmp/filter.txt" | sed -n 's/.*Address \(0x[0-9a-f]*\)/\1/p; s/.*kept: Host API.*/host/p' | tr '\n' ' ')
+if [ $rc -eq 1 ] && grep -q '^initcheck_filter: 8 reports (ERROR SUMMARY 8): 4 dropped (reads of cuBLASLt outputs), 4 kept; 3 cuBLASLt output regions' "$tmp/filter.txt" &&
+   [ "$kept" = "0x7f000000bff8 0x7f00002002dc 0x7f0000500000 host " ] &&
+   grep -q 'dropped        1  gelu_backward_kernel reading cuBLASLt.s GELU aux output' "$tmp/filter.txt"; then
+  pass "initcheck_filter: drops the 4 reads inside cuBLASLt's outputs (D, GELU aux, a strided batch), keeps a read across a region's end, one in a column's padding, one outside, a host report; exit 1"
+else
+  fail "initcheck_filter: exit $rc, kept '$kept': $(head -n 3 "$tmp/filter.txt" | tr '\n' '|')"
+fi
+# only reports inside the regions: exit 0 (the sample's first and fourth reports)
+{ sed -n '1,7p;18,23p' $samples/initcheck.log; echo "========= ERROR SUMMARY: 2 errors"; } >"$tmp/drop_only.log"
+python3 $filter "$tmp/drop_only.log" --regions $samples/initcheck.regions >"$tmp/filter0.txt" 2>&1
+rc0=$?
+sed 's/ERROR SUMMARY: 2 errors/ERROR SUMMARY: 9 errors/' "$tmp/drop_only.log" >"$tmp/unprinted.log"
+python3 $filter "$tmp/unprinted.log" --regions $samples/initcheck.regions >"$tmp/filter9.txt" 2>&1
+rc9=$?
+python3 $filter "$tmp/drop_only.log" --regions "$tmp/no_such.regions" >"$tmp/filter_noreg.txt" 2>&1
+rcn=$?
+if [ $rc0 -eq 0 ] && grep -q '2 reports (ERROR SUMMARY 2): 2 dropped.*, 0 kept' "$tmp/filter0.txt" &&
+   [ $rc9 -eq 1 ] && grep -q 'the summary counts 9 errors but 2 reports were printed' "$tmp/filter9.txt" &&
+   [ $rcn -eq 1 ] && grep -q 'no region recorded' "$tmp/filter_noreg.txt"; then
+  pass "initcheck_filter_exit: 0 when every report is a read of cuBLASLt's outputs; 1 when the summary counts unprinted reports, or no region was recorded"
+else
+  fail "initcheck_filter_exit: exits $rc0/$rc9/$rcn (expected 0/1/1): $(head -n 2 "$tmp/filter0.txt" "$tmp/filter9.txt" | tr '\n' '|')"
+fi
+
+# ---------------------------------------------------------------- the LD_PRELOAD shim, through cuBLASLt's descriptors
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if [ -f "$CUDA_HOME/include/cublasLt.h" ] && ls "$CUDA_HOME"/lib64/libcublasLt.so* >/dev/null 2>&1 && command -v gcc >/dev/null; then
+  cat >"$tmp/drv.c" <<'EOF'
+#include <stdio.h>
+#include <cublasLt.h>
+/* a matmul descriptor and D layout as the trainer's matmul_lt builds them, then cublasLtMatmul with no
+   handle: the shim records the regions first, the library then refuses the call (no GPU needed) */
+int main(void) {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t ld, ld2;
+    if (cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS) { return 2; }
+    cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, 768, 256, 800);
+    int32_t bc = 3; int64_t sd = 800 * 256;
+    cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc));
+    cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sd, sizeof(sd));
+    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e));
+    void* aux = (void*)0x7000000000; int64_t aux_ld = 768;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld));
+    cublasLtMatmul(NULL, op, NULL, NULL, ld, NULL, ld, NULL, NULL, ld, (void*)0x7100000000, ld, NULL, NULL, 0, 0);
+    cublasLtMatrixLayoutCreate(&ld2, CUDA_R_32F, 64, 32, 64); /* fp32 weight gradients, plain epilogue */
+    e = CUBLASLT_EPILOGUE_DEFAULT;
+    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e));
+    cublasLtMatmul(NULL, op, NULL, NULL, ld2, NULL, ld2, NULL, NULL, ld2, (void*)0x7200000000, ld2, NULL, NULL, 0, 0);
+    return 0;
+}
+EOF
+  if gcc -Wall -Wextra -shared -fPIC -O2 -I"$CUDA_HOME/include" dev/test/initcheck_lt_regions.c -o "$tmp/lt.so" -ldl 2>"$tmp/shim.err" &&
+     gcc -I"$CUDA_HOME/include" "$tmp/drv.c" -o "$tmp/drv" -L"$CUDA_HOME/lib64" -lcublasLt -Wl,-rpath="$CUDA_HOME/lib64" 2>>"$tmp/shim.err"; then
+    LD_PRELOAD="$tmp/lt.so" LT_REGIONS_FILE="$tmp/regions.txt" "$tmp/drv" >/dev/null 2>>"$tmp/shim.err"
+    want=$'lt_region D base=0x7100000000 esize=2 rows=768 cols=256 ld=800 batch=3 stride=204800\nlt_region aux base=0x7000000000 esize=2 rows=768 cols=256 ld=768 batch=3 stride=0\nlt_region D base=0x7200000000 esize=4 rows=64 cols=32 ld=64 batch=1 stride=0'
+    if [ "$(cat "$tmp/regions.txt" 2>/dev/null)" = "$want" ] && ! grep -q warning "$tmp/shim.err"; then
+      pass "lt_regions_shim: built without warnings; D (bf16, strided batch, ld > rows), the GELU aux output and an fp32 D recorded from cuBLASLt's descriptors"
+    else
+      fail "lt_regions_shim: got '$(tr '\n' '|' <"$tmp/regions.txt" 2>/dev/null)': $(head -c 300 "$tmp/shim.err")"
+    fi
+  else
+    fail "lt_regions_shim: build: $(head -c 300 "$tmp/shim.err")"
+  fi
+else
+  skip "lt_regions_shim: no $CUDA_HOME/include/cublasLt.h, libcublasLt or gcc here"
+fi
+
+# ---------------------------------------------------------------- seed004 in parts, bench in parts
+out=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 mqa" bash dev/ablate/ablate.sh dev/ablate/seed004.txt 2>&1)
+rc=$?
+n_not=$(echo "$out" | grep -c 'not in ABLATE_RUNS')
+bad=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 nope" bash dev/ablate/ablate.sh dev/ablate/seed004.txt 2>&1)
+rcb=$?
+if [ $rc -eq 0 ] && [ "$n_not" -eq 6 ] && [ $rcb -eq 1 ] && echo "$bad" | grep -q "ABLATE_RUNS names 'nope', which is no run of this config"; then
+  pass "ablate_runs: ABLATE_RUNS trains 2 of seed004's 8 runs (the 6 others marked), a name not in the config refused"
+else
+  fail "ablate_runs: exits $rc/$rcb, $n_not runs marked: $(echo "$bad" | tail -n 1)"
+fi
+parts=$(sed -n '/^declare -A ABLATE_PART=/,/)$/p' $suite | grep -o '\[ablate_seed004_[a-d]\]="[^"]*"' | sed 's/.*="\(.*\)"/\1/' |
+        tr ' ' '\n' | sort | tr '\n' ' ')
+runs=$(grep -v '^\s*#' dev/ablate/seed004.txt | grep -v '=' | awk 'NF { print $1 }' | sort | tr '\n' ' ')
+if [ -n "$runs" ] && [ "$parts" = "$runs" ]; then pass "ablate_parts: ablate_seed004_a..d cover seed004's runs once each ($runs)"
+else fail "ablate_parts: parts '$parts', config runs '$runs'"; fi
+out=$(BENCH_PEERS_ONLY=1 BENCH_SCHEMES_ONLY=1 bash dev/bench/bench.sh 2>&1)
+if [ $? -eq 1 ] && echo "$out" | grep -q 'expected at most one of them'; then pass "bench_parts: BENCH_PEERS_ONLY and BENCH_SCHEMES_ONLY together refused"
+else fail "bench_parts: $out"; fi
+
+echo "  gpu_suite: $((SECONDS - start)) s"
+exit $failed
