@@ -73,10 +73,15 @@ test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.
 # The compile check of a scheme's trainer without ptxas (dev/test/test_cuda.sh where there is no GPU):
 # build/ptx/train_gpt2cu_<scheme>[_fp32], PTX for compute_90 only. The device code does not depend on
 # the scheme (the kernels read it as data), and standard's full builds run ptxas on it.
+# The same for test_gpt2.cu (build/ptx/test_gpt2cu_<scheme>[_fp32]: its device code is train_gpt2.cu's).
+PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 \
+           $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(call PRECISION_DEFINE,$(if $(filter %_fp32,$(1)),FP32,BF16))
 $(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 \
-	    $(call QKV_DEFINE,$(patsubst %_fp32,%,$*)) $(call PRECISION_DEFINE,$(if $(filter %_fp32,$*),FP32,BF16)) $< $(NVCC_LDFLAGS) -o $@
+	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
+$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+	@mkdir -p $(dir $@)
+	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
 
 # ---------------------------------------------------------------------------------------------
 # The CUDA trainer on the CPU (dev/cudacpu/README.md): train_gpt2.cu and test_gpt2.cu as they are,

@@ -6,8 +6,11 @@ test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run 
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
 with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
 ("cuda-cpu: ..."), a crash, or the time limit. Each distinct run is first made on the unmutated
-source (a control, c01 ...; one build per binary), which must pass: otherwise a "caught" would mean
-nothing. One line each:
+source (a control, c01 ...), which must pass: otherwise a "caught" would mean nothing. A control runs
+the cudacpu suite's own binary of the unmutated source (build/cudacpu/test_gpt2cu_<stem> or
+build/cudacpu/lab_<op>, -O2, made here if missing or stale): the mutants' -O1 builds differ from it
+by the one edit and the optimization level, which changes no result of a correct program. One line
+each:
 
   PASS mutant m01 (dropped __syncthreads: ...): caught: <the run's first FAIL or error line>
   FAIL mutant m01 (...): the CPU run passed with the bug in place
@@ -112,16 +115,24 @@ def build(d, stem, text):
     return binary, None
 
 
-# the controls' builds, one per binary (several controls may run the same binary on other fixtures)
+# the controls' binaries: the cudacpu suite's, made once per binary (several controls may run the
+# same binary on other fixtures; make is up to date after that suite, so usually nothing is built)
 CONTROL_BUILDS, CONTROL_BUILDS_LOCK = {}, threading.Lock()
 
 
-def control_binary(stem, source):
+def control_binary(stem):
     with CONTROL_BUILDS_LOCK:
         entry = CONTROL_BUILDS.setdefault(stem, {"lock": threading.Lock(), "result": None})
     with entry["lock"]:
         if entry["result"] is None:
-            entry["result"] = build(os.path.join(OUT, "control_" + stem), stem, source)
+            target = os.path.join("build", "cudacpu", stem if stem.startswith("lab_") else "test_gpt2cu_" + stem)
+            log = os.path.join(OUT, "control_%s_make.log" % stem)
+            if sh(["make", "-s", target], log) != 0:
+                with open(log, errors="replace") as f:
+                    first = next((l.strip() for l in f if "error" in l.lower()), "see " + log)
+                entry["result"] = (None, "does not build (make %s): %s" % (target, first))
+            else:
+                entry["result"] = (os.path.join(ROOT, target), None)
     return entry["result"]
 
 
@@ -138,7 +149,7 @@ def run_mutant(m, source, manifest_rows):
     if control:
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
-        binary, why = control_binary(stem, source)
+        binary, why = control_binary(stem)
         if binary is None:
             return False, "the unmutated source %s" % why
     else:
@@ -205,6 +216,7 @@ def main():
                                  kind="control: %s %s, unmutated" % (m["run_stem"], " ".join(m["lab_args"]) or ",".join(m["fixtures"]))))
     start = time.time()
     failed = 0
+    os.makedirs(OUT, exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [(m, pool.submit(run_mutant, m, source, rows)) for m in controls + mutants]
         for m, fut in futures:

@@ -79,7 +79,8 @@ build_target() { # target [make variables]
 }
 # test_gpt2.cu has no kernel of its own: its device code is train_gpt2.cu's, which the trainers compile
 # for every scheme, and g++ compiles its host code for every scheme in the cudacpu suite. Without a
-# GPU to run them, nvcc builds it for standard only (both precisions); with one, every test binary.
+# GPU to run them, nvcc builds it for standard only (both precisions, to PTX: build/ptx/, as below);
+# with one, every test binary.
 # The device code is the same for every scheme too (a scheme is data the kernels read at run time;
 # the check after the builds holds the device code to that), so without a GPU the other schemes'
 # trainers are compiled to PTX only, as build/ptx/train_gpt2cu_<scheme>[_fp32] (nvcc's front end and
@@ -94,7 +95,8 @@ targets=()
 for s in $SCHEMES; do
   for p in $PRECISIONS; do
     if ptx_only "$s"; then targets+=("$(trainer_of "$s" "$p")"); else targets+=("$(binary train_gpt2cu "$s" "$p") QKV=$s PRECISION=$p"); fi
-    [ $has_gpu -eq 1 ] || [ "$s" = standard ] && targets+=("$(binary test_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
+    if [ $has_gpu -eq 1 ]; then targets+=("$(binary test_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
+    elif [ "$s" = standard ]; then targets+=("build/ptx/test_gpt2cu_$s$([ "$p" = FP32 ] && echo _fp32)"); fi
   done
 done
 lab_lists=$(make -s --no-print-directory labs-list) # the Makefile's "LABS / LABS_BF16" (BF16 builds only)
