@@ -1,8 +1,8 @@
 /*
 lab_basics.h: what every kernel lab shares, whichever common header it uses (attention_lab_common.h
 for the attention labs, lab_common.h for the others): the binary's precision suffix, the seeded
-random numbers, the poison byte and how to count what is still poisoned, and the L2-flushed median
-timer with the H100 rates the predicted bounds are stated against.
+random numbers, the poison byte and how to count what is still poisoned, the L2-flushed median
+timer with the H100 rates the predicted bounds are stated against, and the closing verdict.
 
 Include it after train_gpt2.cu (under TESTING): it uses the trainer's cudaCheck and device_malloc.
 */
@@ -52,6 +52,12 @@ static size_t lab_count_unwritten(const std::vector<unsigned char>& h, size_t el
 }
 
 // ----------------------------------------------------------------------------
+// a lab's last line (after --check; nothing after --bench alone) and its exit status: 1 on a FAIL
+static int lab_verdict(const char* name, int checked, int failed) {
+    if (checked) { printf("%s: %s\n", name, failed ? "FAIL (see the FAIL lines)" : "every check passed"); }
+    return failed ? 1 : 0;
+}
+
 // timing: median of reps runs, each after a memset of twice the L2 (so every run reads from DRAM),
 // CUDA events around the run alone
 

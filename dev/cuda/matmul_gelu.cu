@@ -391,6 +391,5 @@ int main(int argc, char** argv) {
     int failed = 0;
     if (a.check) { failed = check(&a); }
     if (a.bench) { bench(&a); }
-    if (a.check) { printf("%s: %s\n", a.name, failed ? "FAIL (see the FAIL lines)" : "every check passed"); }
-    return failed ? 1 : 0;
+    return lab_verdict(a.name, a.check, failed);
 }
