@@ -505,6 +505,7 @@ fi
 # the rows this scheme and attention have, each one timed; the rows must add up to the step the
 # trainer measured itself (its summary line: the same 3 steps) within 5%; with -d 256 (2
 # micro-steps) too. And the flag's refusals.
+source dev/test/profile_csv.sh
 t0=$SECONDS
 rows_base="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd fcproj_bwd fc_bwd ln2_bwd attproj_bwd attn_bwd qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
 for run in "standard|" "q_residual|" "tiled_standard|" "standard|-d 256"; do
@@ -516,12 +517,8 @@ for run in "standard|" "q_residual|" "tiled_standard|" "standard|-d 256"; do
         -b 4 -t 32 -x 4 -v 0 -s 0 $extra --profile 3 --profile_csv "$TMP/profile.csv"
     want="$rows_base"
     [ "$s" = q_residual ] && want=$(echo "$rows_base" | sed 's/qkv_fwd/qkv_fwd qres_fwd/; s/qkv_bwd/qkv_bwd qres_bwd/')
-    got=$(awk -F, 'NR > 1 && $1 != "total" { printf "%s%s", (n++ ? " " : ""), $1 }' "$TMP/profile.csv" 2>/dev/null)
-    untimed=$(awk -F, 'NR > 1 && $1 != "total" && $2 <= 0 { printf "%s ", $1 }' "$TMP/profile.csv" 2>/dev/null)
-    rows_ms=$(awk -F, 'NR > 1 && $1 != "total" { t += $2 } END { printf "%.3f", t }' "$TMP/profile.csv" 2>/dev/null)
     step_ms=$(sed -n 's/^summary: 3 timed steps | \([0-9.]*\) ms\/step.*/\1/p' "$TMP/out")
-    apart=$(awk -v a="$rows_ms" -v b="$step_ms" 'BEGIN { if (b <= 0) { print 100; exit } d = a - b; if (d < 0) d = -d; printf "%.2f", 100 * d / b }')
-    if [ "$rc" -eq 0 ] && [ "$got" = "$want" ] && [ -z "$untimed" ] && awk -v p="$apart" 'BEGIN { exit !(p <= 5) }' &&
+    if [ "$rc" -eq 0 ] && profile_csv_check "$TMP/profile.csv" "$step_ms" "$want" &&
        grep -q "^profile sum of rows .* (within 5%)$" "$TMP/out" && grep -q "^profile total " "$TMP/out"; then
         pass "cpu profile $s ${extra:+($extra) }(--profile 3: $(echo "$want" | wc -w) rows, each timed; rows $rows_ms ms vs the summary's $step_ms ms/step: $apart% apart)"
     else

@@ -183,6 +183,7 @@ else
 fi
 
 # --- the trainer's --profile: which rows, each timed, adding up to the measured step -------------------
+source dev/test/profile_csv.sh
 profile_start=$SECONDS
 rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
 rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
@@ -198,12 +199,8 @@ for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_
   rc=$?
   want="$rows_fwd ${rows_bwd/ATTN/$attn}"
   [ -n "$extra" ] && want="$rows_fwd recompute ${rows_bwd/ATTN/$attn}"
-  got=$(awk -F, 'NR > 1 && $1 != "total" { printf "%s%s", (n++ ? " " : ""), $1 }' "$csv" 2>/dev/null)
-  untimed=$(awk -F, 'NR > 1 && $1 != "total" && $2 <= 0 { printf "%s ", $1 }' "$csv" 2>/dev/null)
-  rows_ms=$(awk -F, 'NR > 1 && $1 != "total" { t += $2 } END { printf "%.3f", t }' "$csv" 2>/dev/null)
   step_ms=$(sed -n 's/^summary: 2 timed steps | \([0-9.]*\) ms\/step.*/\1/p' "$log")
-  apart=$(awk -v a="$rows_ms" -v b="$step_ms" 'BEGIN { if (b <= 0) { print 100; exit } d = a - b; if (d < 0) d = -d; printf "%.2f", 100 * d / b }')
-  if [ $rc -eq 0 ] && [ "$got" = "$want" ] && [ -z "$untimed" ] && awk -v p="$apart" 'BEGIN { exit !(p <= 5) }'; then
+  if [ $rc -eq 0 ] && profile_csv_check "$csv" "$step_ms" "$want"; then
     echo "PASS cpu-run train_gpt2cu_$stem --profile 2 ($fixture${extra:+ $extra}): $(echo "$want" | wc -w) rows, each timed; rows $rows_ms ms vs the summary's $step_ms ms/step: $apart% apart"
   else
     echo "FAIL cpu-run train_gpt2cu_$stem --profile 2 ($fixture${extra:+ $extra}): exit $rc; rows '$got', expected '$want'; untimed '$untimed'; $rows_ms vs '$step_ms' ms ($apart% apart); see $log"
