@@ -2504,9 +2504,17 @@ static void gpt2_load_params(GPT2* model, const char* path, int version) {
     free(xs);
 }
 
+// A write given up: its temporary file goes, the file of that name (an older checkpoint) stays.
+static void abandon_tmp(FILE* f, const char* tmp) {
+    fclose(f);
+    unlink(tmp);
+}
+
 // model file: bf16 from BF16 builds, fp32 from FP32 builds; llm.c's version 5/3 where llm.c can
-// express the model (checkpoint_version_for: plain GPT-2), so that llm.c loads it, else our 7/6
-static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path < 4096 bytes
+// express the model (checkpoint_version_for: plain GPT-2), so that llm.c loads it, else our 7/6.
+// Each tensor's values are checked on their way to the file (values_check_tensor). Returns 1, or 0
+// with a one-line message and nothing written.
+static int gpt2_write_checkpoint(const GPT2* model, const char* path, char* msg, size_t msg_size) { // path < 4096 bytes
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
@@ -2515,27 +2523,41 @@ static void gpt2_write_checkpoint(const GPT2* model, const char* path) { // path
     size_t max_n = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
     void* xs = host_malloc(max_n * sizeof(floatX), "checkpoint write buffer");
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+    float* vals = (float*)host_malloc(max_n * sizeof(float), "checkpoint write buffer");
+    int ok = 1;
+    for (int i = 0; i < NUM_PARAMETER_TENSORS && ok; i++) {
         const size_t n = model->param_sizes[i];
         if (n == 0) { continue; }
         cudaCheck(cudaMemcpy(xs, model->params[i], n * sizeof(floatX), cudaMemcpyDeviceToHost));
-        fwrite_or_die(xs, sizeof(floatX), n, f, tmp);
+        host_x_to_floats(vals, xs, n);
+        ok = values_check_tensor(vals, n, VALUES_WEIGHTS, i, path, msg, msg_size);
+        if (ok) { fwrite_or_die(xs, sizeof(floatX), n, f, tmp); }
     }
     free(xs);
+    free(vals);
+    if (!ok) {
+        abandon_tmp(f, tmp);
+        return 0;
+    }
     close_and_rename(f, tmp, path);
+    return 1;
 }
 
-static void fwrite_tensors_f32(const GPT2* model, const float* base, FILE* f, const char* path, float* scratch) {
+static int fwrite_tensors_f32(const GPT2* model, const float* base, ValuesKind kind, FILE* f, const char* tmp,
+                              const char* path, float* scratch, char* msg, size_t msg_size) {
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const size_t n = model->param_sizes[i];
         if (n == 0) { continue; }
         cudaCheck(cudaMemcpy(scratch, base + model->param_offsets[i], n * sizeof(float), cudaMemcpyDeviceToHost));
-        fwrite_or_die(scratch, sizeof(float), n, f, path);
+        if (!values_check_tensor(scratch, n, kind, i, path, msg, msg_size)) { return 0; }
+        fwrite_or_die(scratch, sizeof(float), n, f, tmp);
     }
+    return 1;
 }
 
-// the training state file (layout above state_header_make in dev/train_common.h)
-static void gpt2_write_state(const GPT2* model, const TrainState* st, const char* path) {
+// the training state file (layout above state_header_make in dev/train_common.h). Returns 1, or 0
+// with a one-line message and nothing written.
+static int gpt2_write_state(const GPT2* model, const TrainState* st, const char* path, char* msg, size_t msg_size) {
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
@@ -2545,11 +2567,17 @@ static void gpt2_write_state(const GPT2* model, const TrainState* st, const char
     size_t max_n = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
     float* scratch = (float*)host_malloc(max_n * sizeof(float), "state write buffer");
-    fwrite_tensors_f32(model, model->m_memory, f, tmp, scratch);
-    fwrite_tensors_f32(model, model->v_memory, f, tmp, scratch);
-    if (model->master_memory != NULL) { fwrite_tensors_f32(model, model->master_memory, f, tmp, scratch); }
+    const int ok = fwrite_tensors_f32(model, model->m_memory, VALUES_ADAM_M, f, tmp, path, scratch, msg, msg_size) &&
+                   fwrite_tensors_f32(model, model->v_memory, VALUES_ADAM_V, f, tmp, path, scratch, msg, msg_size) &&
+                   (model->master_memory == NULL ||
+                    fwrite_tensors_f32(model, model->master_memory, VALUES_MASTER, f, tmp, path, scratch, msg, msg_size));
     free(scratch);
+    if (!ok) {
+        abandon_tmp(f, tmp);
+        return 0;
+    }
     close_and_rename(f, tmp, path);
+    return 1;
 }
 
 static void fread_tensors_f32(GPT2* model, float* base, FILE* f, const char* path, float* scratch) {
@@ -3374,28 +3402,33 @@ static size_t device_memory_in_use(void) {
 // come: one decode step (one token's forward pass) per token, instead of a forward pass over the
 // whole sequence so far; one random_f32 per sampled token (the resume test compares the RNG state).
 // The model's training activations are not touched: the decode scratch lives in the cache.
-static void generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
-                            unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */) {
+// Returns 1, or 0 with a one-line message when the logits are not finite (sample_logits_check).
+static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
+                           unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size;
     for (int i = 0; i < n_prompt; i++) { gpt2_decode_step(model, cache, prompt[i], logits); }
     for (int i = 0; i < n_new; i++) {
+        if (!sample_logits_check(logits, V, cache->len, msg, msg_size)) { return 0; }
         const int next = sample_softmax(logits, V, random_f32(rng));
         print_token(tokenizer, next);
         if (i + 1 < n_new) { gpt2_decode_step(model, cache, next, logits); }
     }
+    return 1;
 }
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.
-static void sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng) {
+static int sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng, char* msg,
+                       size_t msg_size) {
     const int eot = sampling_eot_token(tokenizer, model->config.vocab_size);
     KVCache cache;
     kv_cache_build(&cache, model, a->gen_T);
     float* logits = (float*)host_malloc((size_t)model->config.vocab_size * sizeof(float), "sampling logits");
     printf("generating:\n---\n");
-    generate_tokens(model, &cache, &eot, 1, a->gen_T - 1, rng, tokenizer, logits);
+    const int ok = generate_tokens(model, &cache, &eot, 1, a->gen_T - 1, rng, tokenizer, logits, msg, msg_size);
     printf("\n---\n");
     kv_cache_free(&cache);
     free(logits);
+    return ok;
 }
 
 // The training run of resolved arguments on a checked device. Returns the process exit code.
@@ -3446,12 +3479,7 @@ static int train_run(TrainArgs* a) {
     }
     const long long tokens_per_step = a->total_batch;
     const int num_steps = train_num_steps(a, train_loader.num_tokens);
-    if (start_step > num_steps) {
-        fprintf(stderr, "error: -y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)\n", a->state_path,
-                start_step, num_steps);
-        return 1;
-    }
-    if (!profile_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
+    if (!run_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
@@ -3481,7 +3509,7 @@ static int train_run(TrainArgs* a) {
            "%.1f MiB | total %.1f MiB\n",
            (mem->param_bytes + mem->grad_bytes + mem->optimizer_bytes + mem->master_bytes) / 1048576.0,
            mem->acts_bytes / 1048576.0, mem->grad_acts_bytes / 1048576.0, mem->total_bytes / 1048576.0);
-    if (a->resuming) { printf("resuming from %s at step %d\n", a->state_path, start_step); }
+    if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
     fflush(stdout);
 
     FILE* logf = NULL;
@@ -3513,15 +3541,20 @@ static int train_run(TrainArgs* a) {
             printf("%s\n", line);
             logf_line(logf, line);
         }
-        if (sample_due(a, step, start_step, num_steps)) {
-            sample_text(&model, a, &tokenizer, &rng);
+        if (sample_due(a, step, start_step, num_steps) && !sample_text(&model, a, &tokenizer, &rng, msg, sizeof(msg))) {
+            rc = train_error(logf, step, msg);
+            break;
         }
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
             const TrainState st = train_state_at(a, step, guard.skipped, rng, &train_loader);
-            gpt2_write_checkpoint(&model, model_path); // the model first: a state file marks a complete pair
-            gpt2_write_state(&model, &st, state_path);
+            // the model first: a state file marks a complete pair
+            if (!gpt2_write_checkpoint(&model, model_path, msg, sizeof(msg)) ||
+                !gpt2_write_state(&model, &st, state_path, msg, sizeof(msg))) {
+                rc = train_error(logf, step, msg);
+                break;
+            }
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
         }
         if (stop_sig) {
@@ -3592,6 +3625,7 @@ static int train_run(TrainArgs* a) {
             break;
         }
     }
+    if (rc == 0 && !g_train_stop_signal) { rc = step_guard_finish(&guard, num_steps, logf); }
     a->final_rng = rng;
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
@@ -3651,16 +3685,20 @@ static int generate_run(const TrainArgs* a) {
     for (int i = 0; i < n_prompt; i++) { gpt2_decode_step(&model, &cache, prompt[i], logits); }
     const double prefill_s = now_seconds() - t0;
     t0 = now_seconds();
-    generate_tokens(&model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits);
+    const int ok = generate_tokens(&model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits, msg, sizeof(msg));
     const double decode_s = now_seconds() - t0;
     printf("\n---\n");
-    generate_report(&model.config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
-                    (int)sizeof(floatX));
+    if (ok) {
+        generate_report(&model.config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
+                        (int)sizeof(floatX));
+    } else {
+        fprintf(stderr, "error: %s\n", msg);
+    }
     kv_cache_free(&cache);
     free(logits);
     tokenizer_free(&tokenizer);
     gpt2_free(&model);
-    return 0;
+    return ok ? 0 : 1;
 }
 
 #ifndef TESTING
@@ -3677,6 +3715,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
+    if (args.check_args) { return check_args_report(&args); }
     if (!cuda_device_check(msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;

@@ -20,6 +20,8 @@ and defines after it
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <glob.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -297,6 +299,139 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
 }
 
 // ----------------------------------------------------------------------------
+// the values in model and state files. One NaN or Inf weight reaches every activation within one
+// forward pass: the loss is NaN from the first step, a run trains nothing, and --generate prints
+// end-of-text tokens, all with exit status 0. So the loaders refuse such a file, naming the tensor
+// and the first bad index, unless --allow_nonfinite 1 (for debugging); and the checkpoint writers
+// check what they write, so that no run leaves such a file behind (whatever let a NaN in).
+
+// A weight above sqrt(FLT_MAX) = 1.84e19 overflows fp32 in its first product with a value of its own
+// size (a LayerNorm's variance, a matmul): as good as Inf. Trained GPT-2 weights stay below 1e3.
+#define WEIGHT_ABS_MAX 1.8e19f
+
+// what a tensor of a file holds: weights (parameters, fp32 master weights) or one of AdamW's moments
+typedef enum { VALUES_WEIGHTS = 0, VALUES_MASTER = 1, VALUES_ADAM_M = 2, VALUES_ADAM_V = 3 } ValuesKind;
+
+static const char* values_what(ValuesKind kind) {
+    return kind == VALUES_ADAM_M ? "AdamW's first moment of" : kind == VALUES_ADAM_V ? "AdamW's second moment of"
+         : kind == VALUES_MASTER ? "the master copy of" : "tensor";
+}
+
+// The index of the first value in v[0..n) that a tensor of `kind` cannot hold, or -1: NaN, Inf, a
+// weight beyond +-WEIGHT_ABS_MAX, a negative second moment (its square root is NaN). Blocks of 1024
+// with no early exit inside, so that the compiler vectorizes the test; only a bad block is searched.
+static long long values_first_bad(const float* v, size_t n, ValuesKind kind) {
+    const float hi = kind == VALUES_WEIGHTS || kind == VALUES_MASTER ? WEIGHT_ABS_MAX : FLT_MAX;
+    const float lo = kind == VALUES_ADAM_V ? 0.0f : -hi;
+    for (size_t i0 = 0; i0 < n; i0 += 1024) {
+        const size_t i1 = i0 + 1024 < n ? i0 + 1024 : n;
+        int bad = 0;
+        for (size_t i = i0; i < i1; i++) { bad |= !((v[i] >= lo) & (v[i] <= hi)); } // a NaN fails both
+        if (!bad) { continue; }
+        for (size_t i = i0; i < i1; i++) {
+            if (!((v[i] >= lo) & (v[i] <= hi))) { return (long long)i; }
+        }
+    }
+    return -1;
+}
+
+// The one-line refusal for v[index] of tensor `tensor` (param_tensor_names) in `path`.
+static void values_message(char* msg, size_t msg_size, const char* path, ValuesKind kind, int tensor, long long index,
+                           size_t n, float value, const char* hint) {
+    const char* expected = kind == VALUES_WEIGHTS || kind == VALUES_MASTER ? "a finite weight within +-1.8e19"
+                         : kind == VALUES_ADAM_V ? "a finite value >= 0" : "a finite value";
+    snprintf(msg, msg_size, "%s: %s %s holds %g at index %lld of %zu, expected %s (HINT: %s)", path, values_what(kind),
+             param_tensor_names[tensor], (double)value, index, n, expected, hint);
+}
+
+#define VALUES_LOAD_HINT "the file is corrupt or its run diverged; --allow_nonfinite 1 loads it anyway, for debugging"
+
+// Checks one tensor's values (fp32, n of them) before a writer writes them. Returns 1, or 0 with a
+// one-line message naming the file the writer would have written.
+static int values_check_tensor(const float* v, size_t n, ValuesKind kind, int tensor, const char* path, char* msg,
+                               size_t msg_size) {
+    const long long bad = values_first_bad(v, n, kind);
+    if (bad < 0) { return 1; }
+    values_message(msg, msg_size, path, kind, tensor, bad, n, v[bad],
+                   "not written: the training went non-finite (lower -l, or -sl/-sg); the previous checkpoint stays");
+    return 0;
+}
+
+// Reads the tensors of `config` from f's position (file order, fp32 or bf16) and checks them.
+// Returns 1, or 0 with a one-line message naming path.
+static int file_tensors_check(FILE* f, const char* path, const GPT2Config* config, int bf16, ValuesKind kind, char* msg,
+                              size_t msg_size) {
+    size_t sizes[NUM_PARAMETER_TENSORS];
+    fill_param_sizes(config, sizes);
+    const size_t chunk = (size_t)1 << 20;
+    std::vector<float> vals(chunk);
+    std::vector<uint16_t> raw(bf16 ? chunk : 0);
+    for (int t = 0; t < NUM_PARAMETER_TENSORS; t++) {
+        for (size_t done = 0; done < sizes[t];) {
+            const size_t n = sizes[t] - done < chunk ? sizes[t] - done : chunk;
+            const size_t got = bf16 ? fread(raw.data(), 2, n, f) : fread(vals.data(), 4, n, f);
+            if (got != n) {
+                snprintf(msg, msg_size, "%s: cannot read tensor %s (%s)", path, param_tensor_names[t],
+                         ferror(f) ? strerror(errno) : "the file shrank since it was opened");
+                return 0;
+            }
+            for (size_t i = 0; bf16 && i < n; i++) { // bf16 is the top half of an fp32: widen exactly
+                const uint32_t bits = (uint32_t)raw[i] << 16;
+                memcpy(&vals[i], &bits, sizeof(float));
+            }
+            const long long bad = values_first_bad(vals.data(), n, kind);
+            if (bad >= 0) {
+                values_message(msg, msg_size, path, kind, t, (long long)done + bad, sizes[t], vals[bad], VALUES_LOAD_HINT);
+                return 0;
+            }
+            done += n;
+        }
+    }
+    return 1;
+}
+
+// The parameters of a model file that checkpoint_inspect accepted. Returns 1, or 0 with a message.
+static int checkpoint_check_values(const char* path, const GPT2Config* config, int version, char* msg, size_t msg_size) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL || fseeko(f, 1024, SEEK_SET) != 0) {
+        snprintf(msg, msg_size, "%s: cannot reopen model file (%s)", path, strerror(errno));
+        if (f != NULL) { fclose(f); }
+        return 0;
+    }
+    const int ok = file_tensors_check(f, path, config, checkpoint_version_is_bf16(version), VALUES_WEIGHTS, msg, msg_size);
+    fclose(f);
+    return ok;
+}
+
+// AdamW's moments and the master weights of a state file that state_inspect accepted.
+static int state_check_values(const char* path, const GPT2Config* config, const TrainState* st, char* msg, size_t msg_size) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL || fseeko(f, 1024 + (off_t)sizeof(DataLoaderState), SEEK_SET) != 0) {
+        snprintf(msg, msg_size, "%s: cannot reopen training state (%s)", path, strerror(errno));
+        if (f != NULL) { fclose(f); }
+        return 0;
+    }
+    const int ok = file_tensors_check(f, path, config, 0, VALUES_ADAM_M, msg, msg_size) &&
+                   file_tensors_check(f, path, config, 0, VALUES_ADAM_V, msg, msg_size) &&
+                   (!st->has_master || file_tensors_check(f, path, config, 0, VALUES_MASTER, msg, msg_size));
+    fclose(f);
+    return ok;
+}
+
+// The logits a token is sampled from: a non-finite one means the model's output is broken, and
+// sampling from it would print end-of-text tokens as if all were well. Returns 1, or 0 with a message.
+static int sample_logits_check(const float* logits, int V, int position, char* msg, size_t msg_size) {
+    for (int v = 0; v < V; v++) {
+        if (!isfinite(logits[v])) {
+            snprintf(msg, msg_size, "sampling at position %d: logit %d is %g, nothing to sample from (HINT: the model holds "
+                     "non-finite weights (--allow_nonfinite 1?) or its activations overflow)", position, v, (double)logits[v]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// ----------------------------------------------------------------------------
 // bad steps: the decision, after the backward pass and before AdamW, whether a step's update is
 // applied (both trainers: the gradient norm first, then step_guard_decide, then the update or not)
 
@@ -409,6 +544,21 @@ static void step_guard_report(StepAction action, const char* line, FILE* logf) {
     logf_line(logf, line);
 }
 
+// After the last step (not after a stop): a run whose last steps were all non-finite (fewer than
+// NONFINITE_STEPS_MAX, or it would have stopped) applied no update at its end, and exit status 0
+// would call it a success. Returns the exit status: 0, or 1 after the error line (stderr, main.log).
+static int step_guard_finish(const StepGuard* g, int num_steps, FILE* logf) {
+    if (g->nonfinite_in_a_row == 0) { return 0; }
+    char line[512];
+    snprintf(line, sizeof(line), "error: the run ended on %d non-finite step%s in a row (steps %d-%d): no update was "
+             "applied for %s (HINT: lower -l, or check the model file for NaN/Inf weights)", g->nonfinite_in_a_row,
+             g->nonfinite_in_a_row > 1 ? "s" : "", num_steps - g->nonfinite_in_a_row + 1, num_steps,
+             g->nonfinite_in_a_row > 1 ? "them" : "it");
+    fprintf(stderr, "%s\n", line);
+    logf_line(logf, line);
+    return 1;
+}
+
 // ----------------------------------------------------------------------------
 // SIGINT and SIGTERM during training: the handler only records the signal; the loop sees it at
 // the top of the next step, writes a checkpoint there and returns 128 + the signal. The handler
@@ -478,6 +628,9 @@ typedef struct {
     int overwrite;                  // --overwrite 1: a fresh run may replace the run in -o
     int profile_steps;              // --profile N: time N steps after a warm-up step per sublayer (dev/profile.h)
     const char* profile_csv;        // --profile_csv FILE: that table as CSV too, NULL = not written
+    int check_args;                 // --check_args 1: every check a run makes before its first step, then exit
+    int allow_nonfinite;            // --allow_nonfinite 1: load NaN/Inf weights and moments (debugging)
+    int model_given;                // -e was on the command line (not the default d12)
     // resolved by train_args_resolve
     GPT2Config config;
     int from_file;
@@ -601,6 +754,13 @@ static void print_usage(const char* prog) {
     printf("  --attn_scale <float> attention scale, 0 = the scheme's default (1/sqrt(hd), halved for\n");
     printf("                       q_identity and q_residual); also overrides a checkpoint's\n");
     printf("  --seed <int>         seed of the init, the data order and sampling (default 1337)\n");
+    printf("Checks:\n");
+    printf("  --check_args <0|1>   1: make every check a run makes before its first step (flags, model file\n");
+    printf("                       and its values, training state, data headers, -o), print one line and exit;\n");
+    printf("                       nothing is trained, created or written, no GPU is used (default 0)\n");
+    printf("  --allow_nonfinite <0|1>  1: load a model or training state holding NaN, Inf or weights above\n");
+    printf("                       %.1e, for debugging; they are refused by default (default 0). A\n", (double)WEIGHT_ABS_MAX);
+    printf("                       checkpoint is never written from non-finite weights or moments\n");
     printf("  -h                   this help\n");
     printf("Generation (instead of training; no data needed):\n");
     printf("  --generate <int>     load or build the model of -e, generate N tokens after --prompt with the\n");
@@ -674,7 +834,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
                                             "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention",
                                             "--generate", "--prompt", "-sl", "-sg", "--overwrite",
-                                            "--profile", "--profile_csv"};
+                                            "--profile", "--profile_csv", "--check_args", "--allow_nonfinite"};
         static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
@@ -700,7 +860,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         if (strcmp(flag, "-i") == 0) { a->train_pattern = val; }
         else if (strcmp(flag, "-j") == 0) { a->val_pattern = val; }
         else if (strcmp(flag, "-o") == 0) { a->output_dir = val; }
-        else if (strcmp(flag, "-e") == 0) { a->model_arg = val; }
+        else if (strcmp(flag, "-e") == 0) { a->model_arg = val; a->model_given = 1; }
         else if (strcmp(flag, "-b") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->B = (int)v; }
         else if (strcmp(flag, "-t") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->T = (int)v; }
         else if (strcmp(flag, "-d") == 0) {
@@ -749,6 +909,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             if (val[0] == '\0') { snprintf(msg, msg_size, "--profile_csv: expected a file name"); ok = 0; }
             a->profile_csv = val;
         }
+        else if (strcmp(flag, "--check_args") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->check_args = (int)v; }
+        else if (strcmp(flag, "--allow_nonfinite") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->allow_nonfinite = (int)v; }
         else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
         if (!ok) { return 0; }
     }
@@ -822,13 +984,91 @@ static int same_file(const char* p, const char* q) {
     return stat(p, &a) == 0 && stat(q, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+// The files a run reads: the model file (-e, or the checkpoint it resumes), every shard of -i and
+// -j, and the tokenizer. Each as its path; the caller compares them with its outputs by identity.
+static std::vector<std::string> run_input_files(const TrainArgs* a) {
+    std::vector<std::string> inputs;
+    if (a->from_file || a->resuming) { inputs.push_back(a->model_path); }
+    if (a->resuming) { inputs.push_back(a->state_path); }
+    const char* patterns[2] = {a->train_pattern, a->val_every > 0 ? a->val_pattern : NULL};
+    for (int k = 0; k < 2; k++) {
+        glob_t g;
+        if (patterns[k] == NULL || glob(patterns[k], 0, NULL, &g) != 0) { continue; }
+        for (size_t i = 0; i < g.gl_pathc; i++) { inputs.push_back(g.gl_pathv[i]); }
+        globfree(&g);
+    }
+    inputs.push_back(a->tokenizer_path);
+    return inputs;
+}
+
+// Whether `path` names `other` once both exist: the same device and inode, so a symlink or another
+// spelling (./x, a/../x) of the same file is caught. Two paths of which one does not exist yet are
+// compared by their folders' identity and their last names.
+static int same_file_or_name(const char* path, const char* other) {
+    if (same_file(path, other)) { return 1; }
+    struct stat a, b;
+    if (stat(path, &a) == 0 && stat(other, &b) == 0) { return 0; } // both exist: different files
+    const std::string p(path), q(other);
+    const size_t ps = p.rfind('/'), qs = q.rfind('/');
+    const std::string pdir = ps == std::string::npos ? "." : p.substr(0, ps == 0 ? 1 : ps);
+    const std::string qdir = qs == std::string::npos ? "." : q.substr(0, qs == 0 ? 1 : qs);
+    const std::string pname = ps == std::string::npos ? p : p.substr(ps + 1);
+    const std::string qname = qs == std::string::npos ? q : q.substr(qs + 1);
+    return pname == qname && same_file(pdir.c_str(), qdir.c_str());
+}
+
+// What a run writes (main.log and the checkpoints in -o, --profile_csv) against what it reads:
+// writing one would destroy an input a user had. Returns 1, or 0 with a one-line message.
+static int outputs_vs_inputs_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    std::vector<std::pair<std::string, std::string>> outputs; // (path, what writes it)
+    if (a->output_dir != NULL) {
+        outputs.push_back({std::string(a->output_dir) + "/main.log", "-o"});
+        std::vector<std::string> files;
+        if (run_files_in(a->output_dir, &files)) { // a fresh run replaces them all (--overwrite 1), a resumed one the later ones
+            for (size_t i = 0; i < files.size(); i++) { outputs.push_back({std::string(a->output_dir) + "/" + files[i], "-o"}); }
+        }
+    }
+    if (a->profile_csv != NULL) { outputs.push_back({a->profile_csv, "--profile_csv"}); }
+    const std::vector<std::string> inputs = run_input_files(a);
+    for (size_t i = 0; i < outputs.size(); i++) {
+        const char* out = outputs[i].first.c_str();
+        for (size_t j = 0; j < inputs.size(); j++) {
+            if (a->resuming && (inputs[j] == a->model_path || inputs[j] == a->state_path)) { continue; } // in -o by design
+            if (same_file_or_name(out, inputs[j].c_str())) {
+                snprintf(msg, msg_size, "%s would write %s, which is %s, an input of this run: writing it would destroy it "
+                         "(HINT: choose another %s)", outputs[i].second.c_str(), out, inputs[j].c_str(), outputs[i].second.c_str());
+                return 0;
+            }
+        }
+    }
+    if (a->profile_csv != NULL) {
+        struct stat st;
+        if (stat(a->profile_csv, &st) == 0 && !S_ISREG(st.st_mode)) {
+            snprintf(msg, msg_size, "--profile_csv %s: exists and is not a file (HINT: name a new file)", a->profile_csv);
+            return 0;
+        }
+        for (size_t i = 0; a->output_dir != NULL && i < outputs.size(); i++) {
+            if (outputs[i].second == "-o" && same_file_or_name(a->profile_csv, outputs[i].first.c_str())) {
+                snprintf(msg, msg_size, "--profile_csv %s is %s, a file this run writes into -o (HINT: name another file)",
+                         a->profile_csv, outputs[i].first.c_str());
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
 // -o of a training run: a folder, created when missing, and one that holds no other run's files
 // unless this run continues it (-y 1) or replaces it (--overwrite 1; output_dir_clear then removes
 // them as the run starts). A fresh run writing into an old one would truncate its log and replace
 // its checkpoints at the same steps, and a later -y 1 would resume a mix of the two.
-// Returns 1, or 0 with a one-line message.
+// Every name a run writes must be free for a file (a folder named state_00000009.bin would be found
+// only at that checkpoint, after the model file of the step was replaced), and the folder must let
+// a file be created and renamed, as every checkpoint is; both are tried here, before the first step.
+// --check_args 1 creates nothing: a missing -o must have a writable parent. Returns 1, or 0 with a
+// one-line message.
 static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
-    if (a->output_dir == NULL) { return 1; }
+    if (a->output_dir == NULL) { return outputs_vs_inputs_check(a, msg, msg_size); }
     const char* dir = a->output_dir;
     struct stat st;
     if (stat(dir, &st) == 0) {
@@ -837,18 +1077,58 @@ static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
                      "checkpoints; a new name creates it)", dir);
             return 0;
         }
+    } else if (a->check_args) {
+        const std::string d(dir);
+        const size_t slash = d.find_last_of('/', d.find_last_not_of('/'));
+        const std::string parent = slash == std::string::npos ? "." : d.substr(0, slash == 0 ? 1 : slash);
+        if (stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || access(parent.c_str(), W_OK | X_OK) != 0) {
+            snprintf(msg, msg_size, "-o %s: missing, and %s is no folder it can be created in (HINT: create the folders "
+                     "above it first)", dir, parent.c_str());
+            return 0;
+        }
+        return outputs_vs_inputs_check(a, msg, msg_size);
     } else if (mkdir(dir, 0755) != 0) {
         snprintf(msg, msg_size, "-o %s: cannot create the output folder (%s)", dir, strerror(errno));
         return 0;
     }
-    if (a->resuming) { return 1; }
     std::vector<std::string> files;
     if (!run_files_in(dir, &files)) {
         snprintf(msg, msg_size, "-o %s: cannot read the folder (%s)", dir, strerror(errno));
         return 0;
     }
-    if (files.empty()) { return 1; }
-    if (!a->overwrite) {
+    for (size_t i = 0; i < files.size(); i++) {
+        const std::string path = std::string(dir) + "/" + files[i];
+        if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+            snprintf(msg, msg_size, "-o %s: %s is %s, where this run writes a file of that name (HINT: move it out of %s)",
+                     dir, path.c_str(), S_ISDIR(st.st_mode) ? "a folder" : S_ISLNK(st.st_mode) ? "a symlink" : "not a file", dir);
+            return 0;
+        }
+    }
+    if (a->check_args) {
+        if (access(dir, W_OK | X_OK) != 0) {
+            snprintf(msg, msg_size, "-o %s: cannot write into the output folder (%s)", dir, strerror(errno));
+            return 0;
+        }
+    } else { // a file created, renamed and removed, as each checkpoint will be
+        char probe[4200], renamed[4200];
+        snprintf(probe, sizeof(probe), "%s/.write_check_%d.tmp", dir, (int)getpid());
+        snprintf(renamed, sizeof(renamed), "%s/.write_check_%d", dir, (int)getpid());
+        const int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd < 0) {
+            snprintf(msg, msg_size, "-o %s: cannot create a file in the output folder (%s)", dir, strerror(errno));
+            return 0;
+        }
+        close(fd);
+        const int renamed_ok = rename(probe, renamed) == 0;
+        const int err = errno;
+        unlink(renamed_ok ? renamed : probe);
+        if (!renamed_ok) {
+            snprintf(msg, msg_size, "-o %s: cannot rename a file in the output folder (%s), as every checkpoint is written",
+                     dir, strerror(err));
+            return 0;
+        }
+    }
+    if (!a->resuming && !files.empty() && !a->overwrite) {
         std::string some;
         for (size_t i = 0; i < files.size() && i < 3; i++) { some += (i > 0 ? ", " : "") + files[i]; }
         if (files.size() > 3) { some += ", ..."; }
@@ -856,7 +1136,7 @@ static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
                  "--overwrite 1 replaces it, or choose another -o)", dir, some.c_str(), files.size());
         return 0;
     }
-    for (size_t i = 0; i < files.size(); i++) { // never delete the model this run starts from
+    for (size_t i = 0; !a->resuming && i < files.size(); i++) { // never delete the model this run starts from
         const std::string path = std::string(dir) + "/" + files[i];
         if (a->from_file && same_file(path.c_str(), a->model_path)) {
             snprintf(msg, msg_size, "--overwrite 1 would remove -e %s, the model this run starts from, from -o %s "
@@ -864,7 +1144,7 @@ static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
             return 0;
         }
     }
-    return 1;
+    return outputs_vs_inputs_check(a, msg, msg_size);
 }
 
 // --overwrite 1, as the run starts (after output_dir_check, once the model is loaded): removes the
@@ -895,11 +1175,78 @@ static int output_dir_clear(const TrainArgs* a) {
 // by the includer; the CUDA trainer's 16-byte loads, 32-bit indices and grid limits)
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size);
 
+// The config of -e dN with the shape flags: GPT-2's sizes, 64 channels and one head of 64 per unit
+// of depth up to d12. Returns 1, or 0 with a one-line message.
+static int depth_config(const TrainArgs* a, int depth, GPT2Config* config, char* msg, size_t msg_size) {
+    int L = 0, C = 0, H = 0;
+    switch (depth) {
+        case 2: L = 2; C = 128; H = 2; break;
+        case 4: L = 4; C = 256; H = 4; break;
+        case 6: L = 6; C = 384; H = 6; break;
+        case 12: L = 12; C = 768; H = 12; break;
+        case 24: L = 24; C = 1024; H = 16; break;
+        case 36: L = 36; C = 1280; H = 20; break;
+        case 48: L = 48; C = 1600; H = 25; break;
+        default:
+            snprintf(msg, msg_size, "-e %s: unknown depth, expected d2, d4, d6, d12, d24, d36, d48 or a checkpoint file", a->model_arg);
+            return 0;
+    }
+    if (a->n_layer > 0) { L = a->n_layer; }
+    if (a->n_embd > 0) { C = a->n_embd; }
+    if (a->n_head > 0) { H = a->n_head; }
+    *config = gpt2_config_default(L, H, C, 1024, 50257, 50304);
+    config->scheme = kQKVScheme;
+    if (a->n_kv_head > 0) { config->num_kv_heads = a->n_kv_head; }
+    if (a->mlp_hidden > 0) { config->mlp_hidden = a->mlp_hidden; }
+    if (a->bias >= 0) { config->use_bias = a->bias; }
+    if (a->tied >= 0) { config->tied_head = a->tied; }
+    if (a->attn_scale >= 0.0f) { config->attn_scale = a->attn_scale; }
+    char why[1024];
+    if (!gpt2_config_check(config, why, sizeof(why))) {
+        snprintf(msg, msg_size, "-e %s: %s", a->model_arg, why);
+        return 0;
+    }
+    return 1;
+}
+
+// -e with -y 1: the run resumes the model in -o, so -e is not read. It may still name the model the
+// run started from (a script that adds -y 1 to the same command), but not a model of another shape:
+// that caller means another run. Returns 1, or 0 with a one-line message.
+static int resume_model_arg_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    if (!a->model_given) { return 1; }
+    GPT2Config given;
+    int version = 0;
+    const int depth = parse_depth_descriptor(a->model_arg);
+    if (depth >= 0 && !file_exists(a->model_arg)) {
+        if (!depth_config(a, depth, &given, msg, msg_size)) { return 0; }
+    } else if (!checkpoint_inspect(a->model_arg, -1.0f, &given, &version, msg, msg_size)) {
+        return 0;
+    }
+    int want[12], got[12];
+    gpt2_config_to_fields(&a->config, want);
+    gpt2_config_to_fields(&given, got);
+    if (memcmp(want, got, 11 * sizeof(int)) != 0) { // [11], the attention scale, is no part of the shape
+        char desc_given[256], desc_resumed[256];
+        gpt2_config_describe(&given, desc_given, sizeof(desc_given));
+        gpt2_config_describe(&a->config, desc_resumed, sizeof(desc_resumed));
+        snprintf(msg, msg_size, "-e %s (%s) with -y 1: the run in -o %s resumes %s, a model of another shape (%s) "
+                 "(HINT: drop -e to resume that run, or drop -y 1 and choose another -o for a new one)", a->model_arg,
+                 desc_given, a->output_dir, a->model_path, desc_resumed);
+        return 0;
+    }
+    return 1;
+}
+
+// the end of the "resuming from" line: why -e, when given, was not read (resume_model_arg_check
+// allowed it: the same shape)
+static const char* resume_model_note(const TrainArgs* a) {
+    return a->resuming && a->model_given ? " (-e is not read: a resumed run continues the model in -o)" : "";
+}
+
 // The model config, checkpoint and resume decisions, all from the host: every refusal (bad
 // shape, forbidden scheme/shape, a checkpoint of another scheme, an inconsistent resume) is
 // reported here, before a model is built. Returns 1, or 0 with a one-line message.
 static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
-    char why[1024];
     if (a->resume && a->output_dir == NULL) {
         snprintf(msg, msg_size, "-y 1 needs -o <dir>, the folder holding the checkpoints to resume from");
         return 0;
@@ -914,6 +1261,11 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     }
     if (a->profile_csv != NULL && a->profile_steps == 0) {
         snprintf(msg, msg_size, "--profile_csv %s: needs --profile N, the steps to profile", a->profile_csv);
+        return 0;
+    }
+    if (a->prompt != NULL && a->generate == 0) { // training never reads it: the caller meant to generate
+        snprintf(msg, msg_size, "--prompt needs --generate N (N > 0): without it this run trains and never reads the "
+                 "prompt (HINT: add --generate 64, or drop --prompt)");
         return 0;
     }
     if (a->profile_steps > 0 && a->generate > 0) {
@@ -934,37 +1286,16 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     }
     const int depth = a->resuming ? -1 : parse_depth_descriptor(a->model_arg);
     if (depth >= 0 && !file_exists(a->model_arg)) {
-        int L = 0, C = 0, H = 0;
-        switch (depth) { // 64 channels and one head of 64 per unit of depth up to d12, as GPT-2's sizes
-            case 2: L = 2; C = 128; H = 2; break;
-            case 4: L = 4; C = 256; H = 4; break;
-            case 6: L = 6; C = 384; H = 6; break;
-            case 12: L = 12; C = 768; H = 12; break;
-            case 24: L = 24; C = 1024; H = 16; break;
-            case 36: L = 36; C = 1280; H = 20; break;
-            case 48: L = 48; C = 1600; H = 25; break;
-            default:
-                snprintf(msg, msg_size, "-e %s: unknown depth, expected d2, d4, d6, d12, d24, d36, d48 or a checkpoint file", a->model_arg);
-                return 0;
-        }
-        if (a->n_layer > 0) { L = a->n_layer; }
-        if (a->n_embd > 0) { C = a->n_embd; }
-        if (a->n_head > 0) { H = a->n_head; }
-        a->config = gpt2_config_default(L, H, C, 1024, 50257, 50304);
-        a->config.scheme = kQKVScheme;
-        if (a->n_kv_head > 0) { a->config.num_kv_heads = a->n_kv_head; }
-        if (a->mlp_hidden > 0) { a->config.mlp_hidden = a->mlp_hidden; }
-        if (a->bias >= 0) { a->config.use_bias = a->bias; }
-        if (a->tied >= 0) { a->config.tied_head = a->tied; }
-        if (a->attn_scale >= 0.0f) { a->config.attn_scale = a->attn_scale; }
-        if (!gpt2_config_check(&a->config, why, sizeof(why))) {
-            snprintf(msg, msg_size, "-e %s: %s", a->model_arg, why);
-            return 0;
-        }
+        if (!depth_config(a, depth, &a->config, msg, msg_size)) { return 0; }
         a->from_file = 0;
     } else {
         if (!a->resuming) { snprintf(a->model_path, sizeof(a->model_path), "%s", a->model_arg); }
         if (!checkpoint_inspect(a->model_path, a->attn_scale, &a->config, &a->file_version, msg, msg_size)) { return 0; }
+        if (a->resuming && !resume_model_arg_check(a, msg, msg_size)) { return 0; }
+        // one pass over the parameters (dev/README: its cost on d12), before any memory is allocated
+        if (!a->allow_nonfinite && !checkpoint_check_values(a->model_path, &a->config, a->file_version, msg, msg_size)) {
+            return 0;
+        }
         a->from_file = 1;
         // the shape comes from the file: a shape flag may only repeat it
         const struct { const char* flag; int given; int has; } shape[] = {
@@ -1012,6 +1343,7 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     a->grad_accum_steps = (int)(a->total_batch / BT);
     if (a->resuming) {
         if (!state_inspect(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }
+        if (!a->allow_nonfinite && !state_check_values(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }
         if (a->state.B != a->B || a->state.T != a->T || a->state.grad_accum_steps != a->grad_accum_steps) {
             snprintf(msg, msg_size, "-y 1: %s was trained with -b %d -t %d and %d accumulation steps, this run has -b %d -t %d "
                      "and %d (HINT: resume with the same -b, -t and -d)", a->state_path, a->state.B, a->state.T,
@@ -1022,9 +1354,15 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     return 1;
 }
 
-// --profile N needs a warm-up step and N more in this run (num_steps, from start_step after a resume).
-// Returns 1, or 0 with a one-line message.
-static int profile_steps_check(const TrainArgs* a, int start_step, int num_steps, char* msg, size_t msg_size) {
+// The steps this run trains (num_steps, from start_step after a resume): a resumed checkpoint past
+// the end is refused, and --profile N needs a warm-up step and N more. Returns 1, or 0 with a
+// one-line message.
+static int run_steps_check(const TrainArgs* a, int start_step, int num_steps, char* msg, size_t msg_size) {
+    if (start_step > num_steps) {
+        snprintf(msg, msg_size, "-y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)", a->state_path,
+                 start_step, num_steps);
+        return 0;
+    }
     if (a->profile_steps > 0 && num_steps - start_step < a->profile_steps + 1) {
         snprintf(msg, msg_size, "--profile %d: this run trains %d steps%s, expected at least %d: a warm-up step, then "
                  "the %d profiled (HINT: raise -x)", a->profile_steps, num_steps - start_step,
@@ -1033,6 +1371,8 @@ static int profile_steps_check(const TrainArgs* a, int start_step, int num_steps
     }
     return 1;
 }
+
+static int train_num_steps(const TrainArgs* a, size_t train_tokens);
 
 // The data and the output folder, checked from the host too (shard headers only, no tokens read),
 // so that a bad -i/-j/-o or a resume of other data is reported as such on a machine with no GPU.
@@ -1050,7 +1390,9 @@ static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size)
         dataloader_free(&loader);
         return 0;
     }
+    const int num_steps = train_num_steps(a, loader.num_tokens);
     dataloader_free(&loader);
+    if (!run_steps_check(a, a->resuming ? a->state.step : 0, num_steps, msg, msg_size)) { return 0; }
     if (a->val_every > 0) {
         if (!dataloader_init(&loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, why, sizeof(why))) {
             snprintf(msg, msg_size, "-j %s: %s (HINT: -v 0 turns validation off)", a->val_pattern, why);
@@ -1059,6 +1401,32 @@ static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size)
         dataloader_free(&loader);
     }
     return output_dir_check(a, msg, msg_size);
+}
+
+// An error that ends a training run at the top of `step` (a checkpoint that cannot be written,
+// a sample from non-finite logits): on stderr and in main.log. Returns the exit status, 1.
+static int train_error(FILE* logf, int step, const char* msg) {
+    char line[16384 + 64];
+    snprintf(line, sizeof(line), "error: step %d: %s", step, msg);
+    fprintf(stderr, "%s\n", line);
+    logf_line(logf, line);
+    return 1;
+}
+
+// --check_args 1, once every check passed: what the run would do, in one line (exit status 0).
+static int check_args_report(const TrainArgs* a) {
+    char desc[256];
+    gpt2_config_describe(&a->config, desc, sizeof(desc));
+    const char* model = a->resuming ? a->state_path : a->from_file ? a->model_path : "random init";
+    if (a->generate > 0) {
+        printf("check_args: ok | scheme %s | %s | %s | would generate %d tokens | nothing run or written\n",
+               qkv_scheme_name(a->config.scheme), desc, model, a->generate);
+    } else {
+        printf("check_args: ok | scheme %s | %s | %s | -b %d -t %d, %d accumulation steps | -o %s | nothing trained, "
+               "created or written\n", qkv_scheme_name(a->config.scheme), desc, model, a->B, a->T, a->grad_accum_steps,
+               a->output_dir != NULL ? a->output_dir : "none");
+    }
+    return 0;
 }
 
 // ----------------------------------------------------------------------------

@@ -126,7 +126,9 @@ static void* calloc_check(size_t n, size_t size, const char* file, int line) {
 // built directly in the exponent bits. About 2 ulp; exp(x) = 0 below -87.3, and x is clamped at 88
 // above (exp(88) = 1.6e38, finite: GELU divides by 1 + exp(-2u) and gets 0 either way).
 static inline float exp_fast(float x) {
-    const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
+    // fmaxf/fminf return the other operand for a NaN: n stays an integer in [-126, 127] whatever x is
+    // (a NaN n would make the int conversion below undefined); the NaN is given back at the end
+    const float xc = fminf(fmaxf(x, -87.0f), 88.0f);
     // round to nearest by adding and removing 1.5 * 2^23 (floorf would not vectorize)
     const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
@@ -138,10 +140,10 @@ static inline float exp_fast(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    const int32_t bits = ((int32_t)n + 127) << 23; // 2^n, n in [-126, 127]
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; // 2^n, n in [-126, 127]
     float scale;
     memcpy(&scale, &bits, sizeof(scale));
-    return x < -87.3f ? 0.0f : p * scale;
+    return x != x ? x : (x < -87.3f ? 0.0f : p * scale);
 }
 
 // ----------------------------------------------------------------------------
@@ -993,8 +995,18 @@ int gpt2_build_random(GPT2* model, const GPT2Config* config, unsigned long long 
 
 // The model file in fp32, written to a temporary name and renamed: llm.c's version 3 where llm.c
 // can express the model (checkpoint_version_for), else version 6; what the FP32 CUDA build writes,
-// so either trainer (and llm.c, for plain GPT-2) reads the other's checkpoints.
-void gpt2_write_checkpoint(const GPT2* model, const char* path) {
+// so either trainer (and llm.c, for plain GPT-2) reads the other's checkpoints. The values are
+// checked first (values_check_tensor). Returns 1, or 0 with a one-line message and nothing written.
+static int tensors_check(const GPT2* model, const float* base, ValuesKind kind, const char* path, char* msg, size_t msg_size) {
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+        if (!values_check_tensor(base, model->param_sizes[i], kind, i, path, msg, msg_size)) { return 0; }
+        base += model->param_sizes[i];
+    }
+    return 1;
+}
+
+int gpt2_write_checkpoint(const GPT2* model, const char* path, char* msg, size_t msg_size) {
+    if (!tensors_check(model, model->params_memory, VALUES_WEIGHTS, path, msg, msg_size)) { return 0; }
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
@@ -1002,11 +1014,16 @@ void gpt2_write_checkpoint(const GPT2* model, const char* path) {
     fwrite_or_die(header, sizeof(int), 256, f, tmp);
     fwrite_or_die(model->params_memory, sizeof(float), model->num_parameters, f, tmp);
     close_and_rename(f, tmp, path);
+    return 1;
 }
 
 // The training state (dev/train_common.h, above state_header_make): AdamW's m and v, no master
-// weights (the parameters are fp32 already).
-void gpt2_write_state(const GPT2* model, const TrainState* st, const char* path) {
+// weights (the parameters are fp32 already). Returns 1, or 0 with a one-line message and nothing written.
+int gpt2_write_state(const GPT2* model, const TrainState* st, const char* path, char* msg, size_t msg_size) {
+    if (model->m_memory != NULL && (!tensors_check(model, model->m_memory, VALUES_ADAM_M, path, msg, msg_size) ||
+                                    !tensors_check(model, model->v_memory, VALUES_ADAM_V, path, msg, msg_size))) {
+        return 0;
+    }
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
@@ -1020,6 +1037,7 @@ void gpt2_write_state(const GPT2* model, const TrainState* st, const char* path)
     fwrite_or_die(model->v_memory != NULL ? model->v_memory : zeros, sizeof(float), np, f, tmp);
     free(zeros);
     close_and_rename(f, tmp, path);
+    return 1;
 }
 
 // Loads the AdamW moments of a state file that state_inspect accepted; master weights written by
@@ -1033,7 +1051,7 @@ int gpt2_load_state(GPT2* model, const char* path, char* msg, size_t msg_size) {
     FILE* f = fopen(path, "rb");
     if (f == NULL || fseek(f, 1024 + (long)sizeof(DataLoaderState), SEEK_SET) != 0 ||
         fread(model->m_memory, sizeof(float), np, f) != np || fread(model->v_memory, sizeof(float), np, f) != np) {
-        snprintf(msg, msg_size, "%s: cannot read the AdamW moments of the training state", path);
+        snprintf(msg, msg_size, "cannot read the AdamW moments of the training state");
         if (f != NULL) { fclose(f); }
         return 0;
     }
@@ -1630,6 +1648,7 @@ static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n
         if (!gpt2_decode_step(model, cache, prompt[i], logits, msg, msg_size)) { return 0; }
     }
     for (int i = 0; i < n_new; i++) {
+        if (!sample_logits_check(logits, V, cache->len, msg, msg_size)) { return 0; }
         const int next = sample_softmax(logits, V, random_f32(rng));
         print_token(tokenizer, next);
         if (i + 1 < n_new && !gpt2_decode_step(model, cache, next, logits, msg, msg_size)) { return 0; }
@@ -1742,12 +1761,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     }
     const long long tokens_per_step = a->total_batch;
     const int num_steps = train_num_steps(a, train_loader.num_tokens);
-    if (start_step > num_steps) {
-        fprintf(stderr, "error: -y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)\n", a->state_path,
-                start_step, num_steps);
-        return 1;
-    }
-    if (!profile_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
+    if (!run_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
@@ -1757,7 +1771,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
 
     printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
            a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
-    if (a->resuming) { printf("resuming from %s at step %d\n", a->state_path, start_step); }
+    if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
     fflush(stdout);
 
     FILE*& logf = r->logf;
@@ -1791,16 +1805,20 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         }
         if (sample_due(a, step, start_step, num_steps)) {
             if (!sample_text(model, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
-                fprintf(stderr, "error: sampling: %s\n", msg);
-                return 1;
+                rc = train_error(logf, step, msg);
+                break;
             }
         }
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
             const TrainState st = train_state_at(a, step, guard.skipped, rng, &train_loader);
-            gpt2_write_checkpoint(model, model_path); // the model first: a state file marks a complete pair
-            gpt2_write_state(model, &st, state_path);
+            // the model first: a state file marks a complete pair
+            if (!gpt2_write_checkpoint(model, model_path, msg, sizeof(msg)) ||
+                !gpt2_write_state(model, &st, state_path, msg, sizeof(msg))) {
+                rc = train_error(logf, step, msg);
+                break;
+            }
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
         }
         if (stop_sig) {
@@ -1858,6 +1876,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
             break;
         }
     }
+    if (rc == 0 && !g_train_stop_signal) { rc = step_guard_finish(&guard, num_steps, logf); }
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, 4, 0, 0, 0};
         if (!profile_write(&g_profile, &model->config, &shape, a->profile_csv)) { rc = 1; }
@@ -1892,6 +1911,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
+    if (args.check_args) { return check_args_report(&args); }
     GPT2 model;
     if (args.from_file) {
         if (!gpt2_build_from_checkpoint(&model, args.model_path, msg, sizeof(msg))) {

@@ -5,8 +5,10 @@
 #   bash dev/test/test_loop.sh            (from anywhere; runs in the repository root)
 #
 # (a) the decision logic alone (build/test_step_guard): outlier windows, -sl/-sg, non-finite steps
-# (b) NaN, Inf and 3e38 weights: 4 skipped steps with a line each, the 5th stops the run (exit 1,
-#     one error line); -l 1e30 refused
+# (b) NaN, Inf and 3e38 weights, NaN or negative AdamW moments, Inf master weights: refused at load
+#     (one line: file, tensor, index); with --allow_nonfinite 1, 4 skipped steps with a line each,
+#     the 5th stops the run (exit 1, one error line), a run ending on skipped steps exits 1, --generate
+#     refuses NaN logits, and a NaN weight never reaches a checkpoint; -l 1e30 refused
 # (c) a step skipped by -sg leaves the weights and the AdamW moments byte-identical (checkpoints
 #     before and after it), and the state file counts it (AdamW's t on resume)
 # (d) the output folder: -y 1 with nothing to resume, a fresh run into another run's -o, -o naming
@@ -82,18 +84,80 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# (b) non-finite steps: bad weights never train, and the run says so and fails
+# (b) non-finite values: refused at load, naming the file, the tensor and the index; with
+# --allow_nonfinite 1 (debugging) they load, and then never train (the step guard) and never reach a
+# checkpoint (the writers' check)
+t0=$SECONDS
 for w in nan inf 3e38; do
-    "$BIN" -e "$TMP/weights_$w.bin" "${DATA[@]}" -b 4 -t 32 -x 20 -v 0 -s 0 -o "$TMP/bad_$w" > "$TMP/bad.out" 2> "$TMP/bad.err"; rc=$?
+    sum=$(md5sum < "$TMP/weights_$w.bin")
+    run_capture "$BIN" -e "$TMP/weights_$w.bin" "${DATA[@]}" -b 4 -t 32 -x 20 -v 0 -s 0 -o "$TMP/refused_$w"
+    refused "non-finite $w weights refused at load" "$TMP/weights_$w.bin: tensor wte holds" "at index 0 of 32768" "--allow_nonfinite 1" &&
+        { [ ! -e "$TMP/refused_$w/main.log" ] && [ "$(md5sum < "$TMP/weights_$w.bin")" = "$sum" ] ||
+          fail "non-finite $w weights: the refused run wrote $TMP/refused_$w/main.log or changed the file"; }
+    "$BIN" -e "$TMP/weights_$w.bin" --allow_nonfinite 1 "${DATA[@]}" -b 4 -t 32 -x 20 -v 0 -s 0 -o "$TMP/bad_$w" > "$TMP/bad.out" 2> "$TMP/bad.err"; rc=$?
     log="$TMP/bad_$w/main.log"
     skips=$(grep -c '^skip step [1-4]: the loss .*not finite: no update' "$log" 2>/dev/null)
     if [ "$rc" -eq 1 ] && [ "$(wc -l < "$TMP/bad.err")" -eq 1 ] && grep -q '^error: step 5: .* not finite, as in each of steps 1-5: 5 steps in a row, stopping the run (HINT' "$TMP/bad.err" &&
        [ "${skips:-0}" -eq 4 ] && [ "$(grep -c '^step [0-9]*/20 | loss' "$log")" -eq 5 ] && grep -q '^error: step 5' "$log"; then
-        pass "non-finite $w weights (4 skipped steps logged, then exit 1: $(cat "$TMP/bad.err"))"
+        pass "non-finite $w weights with --allow_nonfinite 1 (4 skipped steps logged, then exit 1: $(cat "$TMP/bad.err"))"
     else
-        fail "non-finite $w weights (exit $rc, $skips skip lines in $log, stderr: $(head -c 300 "$TMP/bad.err" | tr '\n' '|'); expected exit 1, 4 skips, one error line at step 5)"
+        fail "non-finite $w weights with --allow_nonfinite 1 (exit $rc, $skips skip lines in $log, stderr: $(head -c 300 "$TMP/bad.err" | tr '\n' '|'); expected exit 1, 4 skips, one error line at step 5)"
     fi
 done
+# fewer non-finite steps than stop a run: the run still fails at its end
+run_capture "$BIN" -e "$TMP/weights_nan.bin" --allow_nonfinite 1 "${DATA[@]}" -b 4 -t 32 -x 2 -v 0 -s 0
+if [ "$rc" -eq 1 ] && grep -q "^error: the run ended on 2 non-finite steps in a row (steps 1-2): no update was applied for them (HINT" "$TMP/out"; then
+    pass "non-finite: a run ending on 2 skipped steps exits 1 ($(grep '^error' "$TMP/out"))"
+else
+    fail "non-finite: a run ending on 2 skipped steps (exit $rc, expected 1 and an error line: $(grep -m1 '^error' "$TMP/out"))"
+fi
+# --generate from non-finite weights: an error, not end-of-text tokens
+run_capture "$BIN" -e "$TMP/weights_nan.bin" --allow_nonfinite 1 --generate 8
+if [ "$rc" -eq 1 ] && grep -q "^error: sampling at position 1: logit [0-9]* is nan, nothing to sample from (HINT" "$TMP/out"; then
+    pass "non-finite: --generate from NaN weights exits 1 ($(grep '^error' "$TMP/out"))"
+else
+    fail "non-finite: --generate from NaN weights (exit $rc, expected 1 and 'sampling at position 1': $(tail -n 1 "$TMP/out"))"
+fi
+# training states: a NaN first moment, a negative second moment (its square root is NaN), a NaN
+# master weight in a state written by a BF16 build (header[4] = 1; the CPU trainer reads and skips them)
+"$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 2 -v 0 -s 0 -n 2 -o "$TMP/st_run" > /dev/null 2>&1 || fail "non-finite: the state run failed"
+np=$(( ($(stat -c %s "$TMP/st_run/state_00000002.bin") - 1088) / 8 ))
+poke_state() { # NAME KIND(m|v|master) INDEX VALUE: a copy of the run with one value of its state changed
+    rm -rf "$TMP/st_$1" && cp -r "$TMP/st_run" "$TMP/st_$1"
+    "$PY" - "$TMP/st_$1/state_00000002.bin" "$2" "$3" "$4" "$np" <<'EOF2'
+import struct, sys
+path, kind, index, value, np_ = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+b = bytearray(open(path, "rb").read())
+if kind == "master":  # append master weights (a copy of the model's values) and mark them present
+    model = open(path.replace("state_", "model_"), "rb").read()[1024:]
+    b[16:20] = struct.pack("<i", 1)
+    b += model
+base = 1088 + {"m": 0, "v": 1, "master": 2}[kind] * np_ * 4
+b[base + 4 * index: base + 4 * index + 4] = struct.pack("<f", value)
+open(path, "wb").write(b)
+EOF2
+}
+poke_state m m 0 nan
+poke_state v v 70 -1
+poke_state master master 33000 inf
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_m" -y 1
+refused "non-finite: a NaN AdamW moment refused at -y 1" "$TMP/st_m/state_00000002.bin: AdamW's first moment of wte holds nan at index 0 of 32768" "--allow_nonfinite 1"
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_v" -y 1
+refused "non-finite: a negative second moment refused at -y 1" "AdamW's second moment of wte holds -1 at index 70 of 32768, expected a finite value >= 0"
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_master" -y 1
+refused "non-finite: an Inf master weight refused at -y 1" "the master copy of wpe holds inf at index 232 of"
+# the same NaN moment loaded anyway: the first update makes wte[0] NaN (finite loss and norm: the
+# step guard cannot see it), and the checkpoint writer refuses it; step 2's pair stays the latest
+sums_m=$(cd "$TMP/st_m" && md5sum model_00000002.bin state_00000002.bin)
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_m" -y 1 --allow_nonfinite 1
+if [ "$rc" -eq 1 ] && grep -q "^error: step 3: $TMP/st_m/model_00000003.bin: tensor wte holds nan at index 0 of 32768, expected a finite weight within +-1.8e19 (HINT: not written" "$TMP/out" &&
+   grep -q "^error: step 3: " "$TMP/st_m/main.log" && [ -z "$(ls "$TMP/st_m" | grep -v '^main.log$\|_00000002.bin$')" ] &&
+   [ "$(cd "$TMP/st_m" && md5sum model_00000002.bin state_00000002.bin)" = "$sums_m" ]; then
+    pass "non-finite: NaN weights never reach a checkpoint (--allow_nonfinite 1, NaN moment: $(grep '^error' "$TMP/out" | cut -c1-120) ...; step 2's pair byte-identical, no .tmp left)"
+else
+    fail "non-finite: NaN weights reached a checkpoint or the run went on (exit $rc; files $(ls "$TMP/st_m" | tr '\n' ' '); $(grep -m1 'error' "$TMP/out"))"
+fi
+echo "loop non-finite checks took $((SECONDS - t0)) s"
 run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 3 -l 1e30
 refused "non-finite -l 1e30 refused" "-l 1e30"
 
