@@ -71,7 +71,9 @@ export_austen() { # DIR
       data(list = books[i], package = "janeaustenr", envir = e)
       out <- file.path(args[1], sprintf("%d_%s.txt", i, books[i]))
       writeLines(enc2utf8(get(books[i], envir = e)), paste0(out, ".tmp"), useBytes = TRUE)
-      file.rename(paste0(out, ".tmp"), out)
+      # file.rename returns FALSE on failure rather than stopping: a novel left as .tmp would be
+      # missing from the *.txt glob of the encoding, silently
+      if (!file.rename(paste0(out, ".tmp"), out)) stop("cannot rename ", out, ".tmp to ", out)
     }' "$dir" >/dev/null || die "Rscript could not export the novels of janeaustenr into $dir"
 }
 

@@ -21,6 +21,16 @@ and the last rename leaves some new and some old shards. It lasts a few renames 
 (microseconds, no data written), Ctrl-C or SIGTERM wait until it is over, and
 rerunning the same command repairs it; an atomic swap would need a directory per dataset
 (a symlink to flip), which changes the PREFIX layout that every script and trainer uses.
+
+Outputs never replace inputs. Before reading anything, every file the run reads (each FILE, each
+--val-file, --encoder and --vocab or --tokenizer, standard input when it is a redirected file) is
+compared by device and inode, so symlinks, hard links and "./x" vs "x" are caught, with every
+file the run may write, rename over or remove: --write-decoder PATH and PATH.tmp, or each
+PREFIX_{train,val}_NNNNNN.bin[.tmp] already in PREFIX's folder. A match is refused in one line
+naming both. The folder's existing names are enough: an input exists, so an input that a shard
+name would replace (a text file called PREFIX_train_000000.bin) is among them. Every .tmp is a
+new file even where a link was left at its name, so no write goes through a link to elsewhere
+(--write-decoder too: PATH.tmp, then a rename over PATH).
 */
 #include <dirent.h>
 #include <errno.h>
@@ -168,9 +178,13 @@ struct ShardWriter {
         if (buf.empty()) { return; }
         std::string path = name(shards);
         std::string tmp = path + ".tmp";
-        FILE* f = fopen(tmp.c_str(), "wb");
+        // a fresh file, never through a link a killed run or a user left at the .tmp name: fopen's
+        // "wb" would truncate whatever file that link points to
+        unlink(tmp.c_str());
+        int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+        if (fd >= 0) { g_tmp_files.push_back(tmp); }
+        FILE* f = fd < 0 ? NULL : fdopen(fd, "wb");
         if (f == NULL) { DIE("cannot write '%s': %s (expected a writable directory for -o)", tmp.c_str(), strerror(errno)); }
-        g_tmp_files.push_back(tmp);
         int32_t header[DATALOADER_HEADER_INTS];
         memset(header, 0, sizeof(header));
         header[0] = DATALOADER_MAGIC;
@@ -266,6 +280,92 @@ static void make_parent_dir(const std::string& prefix) {
     }
 }
 
+// A file encode_text reads, and the flag that named it. Outputs are compared with inputs by
+// (st_dev, st_ino), not by name, so a symlink, a hard link, "./x" vs "x" or a second path through
+// a symlinked folder all count as the same file.
+struct InputFile {
+    std::string what;  // "--encoder 'V/encoder.json'", "the input 'a.txt'", "standard input"
+    struct stat st;
+};
+
+static void add_input(std::vector<InputFile>* in, const char* flag, const char* path) {
+    InputFile f;
+    if (strcmp(path, "-") == 0) {
+        // stdin redirected from a file (`- < D/d_train_000000.bin`) is that file; a pipe or a
+        // terminal cannot be an output
+        if (fstat(0, &f.st) != 0 || !S_ISREG(f.st.st_mode)) { return; }
+        f.what = "standard input";
+    } else {
+        // one that does not exist is no output's twin; reading it reports it later, still before any write
+        if (stat(path, &f.st) != 0) { return; }
+        f.what = std::string(flag) + " '" + path + "'";
+    }
+    in->push_back(f);
+}
+
+static const InputFile* same_file(const std::vector<InputFile>& in, const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) { return NULL; }  // not there yet: a new file, no input's
+    for (const InputFile& f : in) {
+        if (f.st.st_dev == st.st_dev && f.st.st_ino == st.st_ino) { return &f; }
+    }
+    return NULL;
+}
+
+// NAME is BASE_train_ or BASE_val_, then 6 or more digits, then .bin or .bin.tmp: every name a run
+// with -o DIR/BASE may write, rename over or remove (a superset of shard_index's, on purpose)
+static bool shard_like(const char* name, const std::string& base) {
+    for (const char* split : {"_train_", "_val_"}) {
+        std::string head = base + split;
+        if (strncmp(name, head.c_str(), head.size()) != 0) { continue; }
+        const char* q = name + head.size();
+        const char* p = q;
+        while (*q >= '0' && *q <= '9') { q++; }
+        if (q - p >= 6 && (strcmp(q, ".bin") == 0 || strcmp(q, ".bin.tmp") == 0)) { return true; }
+    }
+    return false;
+}
+
+// Refuses, before any input is read, an output that is one of the inputs: --write-decoder over
+// the vocabulary it is built from, or a shard name of -o PREFIX that is an input text (whose
+// rename at commit would replace it). Only files that exist can be an input, so for -o it is
+// enough to look at the shard-like names already in PREFIX's folder.
+static void refuse_outputs_over_inputs(const std::vector<InputFile>& in, const char* write_decoder, const char* prefix) {
+    if (in.empty()) { return; }
+    if (write_decoder != NULL) {
+        const char* hint = "HINT: write the decoder to another path, e.g. dev/data/gpt2/gpt2_tokenizer.bin";
+        if (const InputFile* f = same_file(in, write_decoder)) {
+            DIE("--write-decoder '%s' is the same file as %s: writing it would destroy the input (%s)", write_decoder, f->what.c_str(), hint);
+        }
+        // write_llmc writes PATH.tmp, then renames it to PATH
+        std::string tmp = std::string(write_decoder) + ".tmp";
+        if (const InputFile* f = same_file(in, tmp)) {
+            DIE("--write-decoder '%s' writes '%s' first, which is the same file as %s: writing it would destroy the input (%s)",
+                write_decoder, tmp.c_str(), f->what.c_str(), hint);
+        }
+        return;
+    }
+    if (prefix == NULL) { return; }
+    std::string dir, base;
+    split_prefix(prefix, &dir, &base);
+    DIR* d = opendir(dir.c_str());
+    if (d == NULL) {
+        if (errno == ENOENT || errno == ENOTDIR) { return; }  // no folder, no files in it (a later check says why it cannot be written)
+        DIE("cannot list '%s' for -o %s: %s (expected a readable directory: its old shards are replaced)", dir.c_str(), prefix, strerror(errno));
+    }
+    std::string clash, with;
+    for (struct dirent* e; clash.empty() && (e = readdir(d)) != NULL;) {
+        if (!shard_like(e->d_name, base)) { continue; }
+        std::string path = dir + "/" + e->d_name;
+        if (const InputFile* f = same_file(in, path)) { clash = path; with = f->what; }
+    }
+    closedir(d);
+    if (!clash.empty()) {
+        DIE("-o %s writes, replaces or removes '%s', which is the same file as %s: writing it would destroy the input (HINT: choose another -o, or give the input a name outside the dataset's PREFIX_train_* and PREFIX_val_*)",
+            prefix, clash.c_str(), with.c_str());
+    }
+}
+
 static double parse_fraction(const char* flag, const char* s) {
     char* end = NULL;
     errno = 0;
@@ -344,12 +444,25 @@ int main(int argc, char** argv) {
     std::string vocab_default = default_path(kDefaultVocab, "vocab.bpe");
     if (encoder_path == kDefaultEncoder) { encoder_path = enc_default.c_str(); }
     if (vocab_path == kDefaultVocab) { vocab_path = vocab_default.c_str(); }
+    // every file this run reads, then no output may be one of them: checked before anything is read
+    {
+        std::vector<InputFile> in;
+        if (tokenizer_bin) { add_input(&in, "--tokenizer", tokenizer_bin); }
+        else { add_input(&in, "--encoder", encoder_path); add_input(&in, "--vocab", vocab_path); }
+        if (!write_decoder) {
+            for (const char* path : inputs) { add_input(&in, "the input", path); }
+            for (const char* path : val_files) { add_input(&in, "--val-file", path); }
+        }
+        refuse_outputs_over_inputs(in, write_decoder, print_ids ? NULL : prefix);
+    }
     GPT2Encoder enc;
     std::string err;
     bool loaded = tokenizer_bin ? enc.load_llmc(tokenizer_bin, &err) : enc.load_openai(encoder_path, vocab_path, &err);
     if (!loaded) { DIE("%s%s", err.c_str(), err.find("HINT") == std::string::npos ? " (HINT: bash dev/data/fetch_gpt2_vocab.sh)" : ""); }
 
     if (write_decoder) {
+        // write_llmc opens PATH.tmp with fopen "wb", which would write through a link left there
+        unlink((std::string(write_decoder) + ".tmp").c_str());
         if (!enc.write_llmc(write_decoder, &err)) { DIE("%s", err.c_str()); }
         if (!quiet) { printf("encode_text: wrote %s (%zu tokens, eot %d)\n", write_decoder, enc.vocab_size(), enc.eot_token()); }
         return 0;

@@ -6,7 +6,10 @@
                                         an entry for every verse it covers, so repeated lines are dropped
 
 OUT is one text file with the documents separated by "<|endoftext|>" (encode_text splits there).
+It is written as OUT.tmp, then renamed over OUT; an OUT or OUT.tmp that is IN (by device and inode:
+symlinks and hard links count) is refused before IN is read.
 """
+import os
 import re
 import sys
 
@@ -14,12 +17,33 @@ EOT = "<|endoftext|>"
 REF = re.compile(r"^((?:[1-4] )?[A-Z][A-Za-z ]*?) (\d+):(\d+): ?")
 
 
+def refuse_output_over_input(inp, out):
+    # the rename at the end would replace IN, and opening OUT.tmp would truncate it
+    try:
+        src = os.stat(inp)
+    except OSError:
+        return  # reading it says why
+    for path in (out, out + ".tmp"):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue  # not there yet: a new file, not IN
+        if (st.st_dev, st.st_ino) == (src.st_dev, src.st_ino):
+            what = f"OUT '{out}'" if path == out else f"OUT '{out}' writes '{path}' first, which"
+            sys.exit(f"mix_text: {what} is the same file as IN '{inp}': writing it would destroy the input "
+                     "(HINT: write OUT to another path)")
+
+
 def write_docs(docs, out):
     docs = [d.strip() for d in docs if d.strip()]
     tmp = out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
+    # a fresh file even where a link was left at the .tmp name: "w" would write through it
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w", encoding="utf-8") as f:
         f.write(("\n" + EOT + "\n").join(docs) + "\n")
-    import os
     os.replace(tmp, out)
     print(f"mix_text: {out}: {len(docs)} documents, {sum(len(d) for d in docs)} characters")
 
@@ -109,4 +133,5 @@ def commentary(inp, out):
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in ("kjv", "bible", "commentary"):
         sys.exit("usage: mix_text.py kjv|bible|commentary IN OUT")
+    refuse_output_over_input(sys.argv[2], sys.argv[3])
     {"kjv": kjv, "bible": bible, "commentary": commentary}[sys.argv[1]](sys.argv[2], sys.argv[3])

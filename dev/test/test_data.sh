@@ -325,6 +325,130 @@ bad missing_vocab "$tmp/none.json" --encoder "$tmp/none.json" --print-ids "$tmp/
 bad shard_size "--shard-size expects" --shard-size 0 -o "$tmp/x" "$tmp/doc1.txt"
 bad unwritable_output "cannot" -o /proc/nope/x "$tmp/doc1.txt"
 
+# outputs never replace inputs: an output path that is an input (the same device and inode, so
+# symlinks, hard links and ./x vs x count) is refused before anything is read: exit 1, one line
+# naming the flag and both paths, the input byte-identical, its folder unchanged (no .tmp, no shard)
+CV=$tmp/clash/V; CD=$tmp/clash/D; ET_ABS=$PWD/$ET
+rm -rf "$tmp/clash" && mkdir -p "$CV" "$CD"
+cp dev/data/gpt2/encoder.json dev/data/gpt2/vocab.bpe "$CV/"
+clash_ms=() # each refused run's wall time: argument parsing and the identity checks, nothing read
+clash() { # NAME NEEDLE VICTIM [--in DIR] ARGS...: encode_text ARGS (from DIR if given) must refuse
+  local name=$1 needle=$2 victim=$3 dir=. out rc t0 t1 before after; shift 3
+  if [ "$1" = --in ]; then dir=$2; shift 2; fi
+  cp "$victim" "$tmp/victim.copy"
+  before=$(ls -la "$(dirname "$victim")" "$CV" "$CD")
+  t0=$(date +%s%N)
+  out=$(cd "$dir" && "$ET_ABS" "$@" 2>&1 >/dev/null); rc=$?
+  t1=$(date +%s%N)
+  clash_ms+=($(( (t1 - t0) / 1000000 )))
+  after=$(ls -la "$(dirname "$victim")" "$CV" "$CD")
+  if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"$needle"* ]] && [[ "$out" == *"would destroy the input (HINT: "* ]] &&
+     cmp -s "$victim" "$tmp/victim.copy" && [ "$before" = "$after" ]; then
+    pass "refuse_output_over_input_$name: input byte-identical, folder unchanged; $out"
+  else
+    fail "refuse_output_over_input_$name: rc=$rc (expected 1), stderr '$out' (expected one line with '$needle'), input $(cmp -s "$victim" "$tmp/victim.copy" && echo intact || echo CHANGED), folder $([ "$before" = "$after" ] && echo unchanged || echo CHANGED)"
+  fi
+}
+clash write_decoder_is_encoder "--write-decoder '$CV/encoder.json' is the same file as --encoder '$CV/encoder.json'" "$CV/encoder.json" \
+  --encoder "$CV/encoder.json" --vocab "$CV/vocab.bpe" --write-decoder "$CV/encoder.json"
+clash write_decoder_is_vocab "--write-decoder '$CV/vocab.bpe' is the same file as --vocab '$CV/vocab.bpe'" "$CV/vocab.bpe" \
+  --encoder "$CV/encoder.json" --vocab "$CV/vocab.bpe" --write-decoder "$CV/vocab.bpe"
+ln -s encoder.json "$CV/tok.bin"
+clash write_decoder_symlink_to_encoder "--write-decoder '$CV/tok.bin' is the same file as --encoder '$CV/encoder.json'" "$CV/encoder.json" \
+  --encoder "$CV/encoder.json" --vocab "$CV/vocab.bpe" --write-decoder "$CV/tok.bin"
+clash write_decoder_dot_slash "--write-decoder './vocab.bpe' is the same file as --vocab 'vocab.bpe'" "$CV/vocab.bpe" --in "$CV" \
+  --encoder encoder.json --vocab vocab.bpe --write-decoder ./vocab.bpe
+cp "$CV/encoder.json" "$CV/dec.bin.tmp"  # the temporary name write_llmc writes first
+clash write_decoder_tmp_is_encoder "--write-decoder '$CV/dec.bin' writes '$CV/dec.bin.tmp' first, which is the same file as --encoder '$CV/dec.bin.tmp'" "$CV/dec.bin.tmp" \
+  --encoder "$CV/dec.bin.tmp" --vocab "$CV/vocab.bpe" --write-decoder "$CV/dec.bin"
+rm -f "$CV/dec.bin.tmp"
+# text files whose names a dataset -o $CD/d would write over (no shard of it exists yet)
+printf 'A text file that happens to have the name of a shard.\n' >"$CD/d_train_000000.bin"
+printf 'A validation text with the name of a validation shard.\n' >"$CD/d_val_000000.bin"
+printf 'A text left under the name of a temporary shard.\n' >"$CD/d_train_000001.bin.tmp"
+clash input_named_like_train_shard "-o $CD/d writes, replaces or removes '$CD/d_train_000000.bin', which is the same file as the input '$CD/d_train_000000.bin'" "$CD/d_train_000000.bin" \
+  -o "$CD/d" "$CD/d_train_000000.bin"
+clash val_file_named_like_val_shard "which is the same file as --val-file '$CD/d_val_000000.bin'" "$CD/d_val_000000.bin" \
+  -o "$CD/d" --val-file "$CD/d_val_000000.bin" "$tmp/doc1.txt"
+clash input_named_like_tmp_shard "'$CD/d_train_000001.bin.tmp', which is the same file as the input '$CD/d_train_000001.bin.tmp'" "$CD/d_train_000001.bin.tmp" \
+  -o "$CD/d" "$tmp/doc1.txt" "$CD/d_train_000001.bin.tmp"
+ln -s "$CD/d_train_000000.bin" "$tmp/clash/link.txt"
+clash input_symlink_to_shard_name "'$CD/d_train_000000.bin', which is the same file as the input '$tmp/clash/link.txt'" "$CD/d_train_000000.bin" \
+  -o "$CD/d" "$tmp/clash/link.txt"
+ln -s "$CD/d_val_000000.bin" "$tmp/clash/vlink.txt"
+clash val_file_symlink_to_shard_name "which is the same file as --val-file '$tmp/clash/vlink.txt'" "$CD/d_val_000000.bin" \
+  -o "$CD/d" --val-file "$tmp/clash/vlink.txt" "$tmp/doc1.txt"
+ln -s D "$tmp/clash/Dlink"
+clash prefix_through_symlinked_folder "-o $tmp/clash/Dlink/d writes, replaces or removes '$tmp/clash/Dlink/d_train_000000.bin', which is the same file as the input '$CD/d_train_000000.bin'" "$CD/d_train_000000.bin" \
+  -o "$tmp/clash/Dlink/d" "$CD/d_train_000000.bin"
+clash input_dot_slash "-o d writes, replaces or removes './d_train_000000.bin', which is the same file as the input './d_train_000000.bin'" "$CD/d_train_000000.bin" --in "$CD" \
+  -o d ./d_train_000000.bin
+ln "$tmp/doc2.txt" "$CD/d_val_000007.bin"  # a hard link: the run would remove this name
+clash input_hard_link_to_shard_name "'$CD/d_val_000007.bin', which is the same file as the input '$tmp/doc2.txt'" "$tmp/doc2.txt" \
+  -o "$CD/d" "$tmp/doc2.txt"
+rm -f "$CD/d_val_000007.bin"
+clash stdin_redirected_from_shard_name "'$CD/d_train_000000.bin', which is the same file as standard input" "$CD/d_train_000000.bin" \
+  -o "$CD/d" - <"$CD/d_train_000000.bin"
+ms_sum=0; ms_max=0; for m in "${clash_ms[@]}"; do ms_sum=$((ms_sum + m)); [ "$m" -gt "$ms_max" ] && ms_max=$m; done
+echo "data: refuse_output_over_input: ${#clash_ms[@]} refusals took $ms_sum ms in all, at most $ms_max ms each (process start, flags, the identity checks; nothing read)"
+
+# the checks' own cost: 2000 shard names in -o's folder to stat, against none; --tokenizer names a
+# missing file so the run stops right after the checks (the vocabulary load that would follow)
+mkdir -p "$tmp/clash/many" "$tmp/clash/none"
+(cd "$tmp/clash/many" && for i in $(seq 0 999); do printf -v n '%06d' "$i"; : >"m_train_$n.bin"; : >"m_val_$n.bin"; done)
+check_ms() { # DIR: the best of 5 runs, in ms
+  local best=999999 t0 t1 i
+  for i in 1 2 3 4 5; do
+    t0=$(date +%s%N); $ET --tokenizer "$tmp/clash/no_such.bin" -o "$1/m" "$tmp/doc1.txt" 2>/dev/null; t1=$(date +%s%N)
+    [ $(( (t1 - t0) / 1000 )) -lt "$best" ] && best=$(( (t1 - t0) / 1000 ))
+  done
+  echo "$best"
+}
+us_many=$(check_ms "$tmp/clash/many"); us_none=$(check_ms "$tmp/clash/none")
+echo "data: refuse_output_over_input: the checks over 2000 existing shard names: $((us_many / 1000)).$(printf '%03d' $((us_many % 1000))) ms per run vs $((us_none / 1000)).$(printf '%03d' $((us_none % 1000))) ms with none (best of 5)"
+
+# controls: a normal run still works, with an input beside the dataset in its folder; a link left
+# at a .tmp name (a shard's, the decoder's) is replaced, not written through
+printf 'A text beside the dataset, under a name no shard has.' >"$CD/notes.txt"  # no newline: the shard holds it whole
+printf 'a bystander file\n' >"$tmp/clash/bystander.txt"; cp "$tmp/clash/bystander.txt" "$tmp/clash/bystander.copy"
+ln -s "$tmp/clash/bystander.txt" "$CD/e_train_000000.bin.tmp"
+if out=$($ET -o "$CD/e" "$CD/notes.txt" 2>&1) && [ -f "$CD/e_train_000000.bin" ] && [ ! -L "$CD/e_train_000000.bin" ] &&
+   [ ! -e "$CD/e_train_000000.bin.tmp" ] && [ "$("$PY" "$tmp/shards.py" --ids "$CD/e_train_000000.bin")" = "50256 $($ET --print-ids "$CD/notes.txt")" ] &&
+   cmp -s "$tmp/clash/bystander.txt" "$tmp/clash/bystander.copy"; then
+  pass "encode_beside_dataset_and_tmp_link: an input in -o's folder encodes; a symlink at the .tmp name replaced, its target untouched; $(echo "$out" | sed -n 2p)"
+else
+  fail "encode_beside_dataset_and_tmp_link: '$(echo "$out" | tail -n 1)'; shard $([ -f "$CD/e_train_000000.bin" ] && echo present || echo missing), bystander $(cmp -s "$tmp/clash/bystander.txt" "$tmp/clash/bystander.copy" && echo intact || echo CHANGED)"
+fi
+ln -s "$tmp/clash/bystander.txt" "$CV/dec.bin.tmp"
+if out=$($ET --encoder "$CV/encoder.json" --vocab "$CV/vocab.bpe" --write-decoder "$CV/dec.bin" 2>&1) &&
+   cmp -s "$CV/dec.bin" dev/data/gpt2/gpt2_tokenizer.bin && [ ! -e "$CV/dec.bin.tmp" ] && [ ! -L "$CV/dec.bin.tmp" ] &&
+   cmp -s "$tmp/clash/bystander.txt" "$tmp/clash/bystander.copy"; then
+  pass "write_decoder_new_path_and_tmp_link: $out, identical to dev/data/gpt2/gpt2_tokenizer.bin; a symlink at its .tmp name replaced, its target untouched"
+else
+  fail "write_decoder_new_path_and_tmp_link: '$out'; identical to gpt2_tokenizer.bin: $(cmp -s "$CV/dec.bin" dev/data/gpt2/gpt2_tokenizer.bin && echo yes || echo no), bystander $(cmp -s "$tmp/clash/bystander.txt" "$tmp/clash/bystander.copy" && echo intact || echo CHANGED)"
+fi
+# mix_text.py (prepare_mix.sh's cleaner, also a command of its own): OUT, or the OUT.tmp it writes
+# first, that is IN is refused before IN is read; IN byte-identical
+printf 'Genesis 1\n  1 In the beginning God created the heaven and the earth.\n' >"$tmp/clash/kjv.raw"
+cp "$tmp/clash/kjv.raw" "$tmp/clash/kjv.copy"
+ln -s kjv.raw "$tmp/clash/kjv.link"
+cp "$tmp/clash/kjv.raw" "$tmp/clash/out.txt.tmp"; cp "$tmp/clash/kjv.raw" "$tmp/clash/out.copy"
+mix_ok=""; mix_bad=""; MIX=$PWD/dev/data/mix_text.py
+for c in "kjv.raw kjv.raw kjv.copy" "kjv.raw kjv.link kjv.copy" "out.txt.tmp out.txt out.copy"; do
+  read -r in_f out_f copy_f <<<"$c"
+  out=$(cd "$tmp/clash" && "$PY" "$MIX" kjv "$in_f" "$out_f" 2>&1); rc=$?
+  if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && [[ "$out" == *"is the same file as IN '$in_f'"*HINT* ]] && cmp -s "$tmp/clash/$in_f" "$tmp/clash/$copy_f"; then
+    mix_ok="$mix_ok [$out]"
+  else
+    mix_bad="$mix_bad [IN $in_f OUT $out_f: rc=$rc '$out', IN $(cmp -s "$tmp/clash/$in_f" "$tmp/clash/$copy_f" && echo intact || echo CHANGED)]"
+  fi
+done
+if [ -z "$mix_bad" ] && "$PY" dev/data/mix_text.py kjv "$tmp/clash/kjv.raw" "$tmp/clash/kjv.txt" >/dev/null && grep -q 'In the beginning' "$tmp/clash/kjv.txt"; then
+  pass "mix_text_refuses_output_over_input: IN as OUT, through a symlink, as OUT.tmp; a normal run writes OUT;$mix_ok"
+else
+  fail "mix_text_refuses_output_over_input:${mix_bad:- the normal run failed}"
+fi
+
 # ---------------------------------------------------------------- the default corpus
 if bash dev/data/prepare_austen.sh >"$tmp/austen.log" 2>&1; then
   n_train=$(od -A n -t d4 -j 8 -N 4 dev/data/austen/austen_train_000000.bin | tr -d ' ')
