@@ -32,6 +32,10 @@ bf16 and HBM3 peaks); "predicted" applies the cost model's efficiencies below to
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <string>
+
 #include "../attention_variants.cuh"
 
 enum ProfileRow {
@@ -282,15 +286,20 @@ static inline double profile_report(const ProfileTotals* t, const ProfileCost ro
 }
 
 // The trainers' closing report of --profile: the table of the profiled steps against the costs
-// of model c at shape s, and the CSV into csv_path (NULL: none). Returns 0 when the CSV could not
-// be written (the message names the file), else 1.
+// of model c at shape s, and the CSV into csv_path (NULL: none), through csv_path.tmp and a rename,
+// so that a failed write leaves whatever had that name. Returns 0 when the CSV could not be written
+// (the message names the file), else 1.
 static inline int profile_write(const ProfileTotals* t, const GPT2Config* c, const ProfileShape* s, const char* csv_path) {
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(c, s, rows);
     FILE* csv = NULL;
-    if (csv_path != NULL && (csv = fopen(csv_path, "w")) == NULL) {
-        fprintf(stderr, "error: --profile_csv %s: cannot write it (%s)\n", csv_path, strerror(errno));
-        return 0;
+    std::string tmp = csv_path != NULL ? std::string(csv_path) + ".tmp" : "";
+    if (csv_path != NULL) {
+        unlink(tmp.c_str()); // a fresh file: never write through a link left at that name
+        if ((csv = fopen(tmp.c_str(), "w")) == NULL) {
+            fprintf(stderr, "error: --profile_csv %s: cannot write it (%s)\n", csv_path, strerror(errno));
+            return 0;
+        }
     }
     printf("profile: %d steps after a warm-up step | scheme %s | B %d T %d x %d micro-steps | roofline %.0f TFLOP/s, "
            "%.2f TB/s | predicted: GEMMs %.0f%%, flash %.0f%% of it, memory %.1f TB/s\n", t->steps,
@@ -299,8 +308,11 @@ static inline int profile_write(const ProfileTotals* t, const GPT2Config* c, con
            PROFILE_PEAK_BYTES * profile_kind_efficiency[PROF_KIND_MEMORY] / 1e12);
     profile_report(t, rows, csv);
     if (csv != NULL) {
-        if (fclose(csv) != 0) {
+        const int written = fflush(csv) == 0 && !ferror(csv);
+        const int closed = fclose(csv) == 0;
+        if (!written || !closed || rename(tmp.c_str(), csv_path) != 0) {
             fprintf(stderr, "error: --profile_csv %s: write failed (%s)\n", csv_path, strerror(errno));
+            unlink(tmp.c_str());
             return 0;
         }
         printf("profile: wrote %s\n", csv_path);

@@ -471,6 +471,11 @@ missing train data|-i $TMP/nope_*.bin|-e d2 -t 64 -b 2 -i $TMP/nope_*.bin
 --profile not a number|--profile x|--profile x
 --profile_csv without --profile|needs --profile N|-e $m -t 32 --profile_csv $TMP/p.csv
 --profile with --generate|give one of them|-e d2 --profile 2 --generate 4
+--prompt without --generate|--prompt needs --generate N (N > 0)|-e d2 --prompt hi
+--prompt with --generate 0|--prompt needs --generate N (N > 0)|-e d2 --generate 0 --prompt hi
+--check_args not 0 or 1|--check_args 2|--check_args 2
+--allow_nonfinite not 0 or 1|--allow_nonfinite x|--allow_nonfinite x
+--check_args with a bad -l|-l nan: expected a finite number|-e d2 -l nan --check_args 1
 FLAGS
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,8 @@
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
-#   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint;
+#   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint; a NaN
+#        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
 #        --profile (FP32: the unfused attention; BF16 at head size 64: the flash kernels' three backward
 #        rows, with -r 2 and 2 micro-steps): each row of the path timed (cudaEvents, stamped by the
 #        runtime's queue), the rows within 5% of the step the trainer measured
@@ -181,6 +182,37 @@ else
   echo "FAIL cpu-run train_gpt2cu: $trainer or $f missing"
   failed=1
 fi
+
+# --- non-finite weights (dev/train_common.h): refused at load; loaded with --allow_nonfinite 1, the
+# CUDA writer's check (device -> host, bf16 or fp32) keeps them out of the checkpoint, and --generate
+# refuses the NaN logits the decode step returns
+nf_start=$SECONDS
+nan_model="$log_dir/weights_nan.bin"
+python3 - "$f" "$nan_model" <<'EOF2'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[1024 + 4 * 5: 1024 + 4 * 6] = struct.pack("<f", float("nan"))  # wte[5]: standard_tiny is fp32
+open(sys.argv[2], "wb").write(b)
+EOF2
+for stem in standard_fp32 standard; do
+  bin=build/cudacpu/train_gpt2cu_$stem
+  nf_dir=build/test_cudacpu_nonfinite_$stem
+  rm -rf "$nf_dir"
+  "$bin" -e "$nan_model" -i "$shard" -j "$shard" -b 4 -t 32 -x 2 -v 0 -s 0 >"$log_dir/nonfinite_refused_$stem.log" 2>&1; rc1=$?
+  "$bin" -e "$nan_model" --allow_nonfinite 1 -i "$shard" -j "$shard" -b 4 -t 32 -x 2 -v 0 -s 0 -n 1 -o "$nf_dir" \
+    >"$log_dir/nonfinite_$stem.log" 2>&1; rc2=$?
+  "$bin" -e "$nan_model" --allow_nonfinite 1 --generate 4 >"$log_dir/nonfinite_generate_$stem.log" 2>&1; rc3=$?
+  if [ $rc1 -eq 1 ] && grep -q "^error: $nan_model: tensor wte holds nan at index 5 of 32768" "$log_dir/nonfinite_refused_$stem.log" &&
+     [ $rc2 -eq 1 ] && grep -q "^error: step 1: $nf_dir/model_00000001.bin: tensor wte holds nan at index 5 of 32768, .* (HINT: not written" "$log_dir/nonfinite_$stem.log" &&
+     [ -z "$(ls "$nf_dir" | grep -v '^main.log$')" ] &&
+     [ $rc3 -eq 1 ] && grep -q "^error: sampling at position 1: logit [0-9]* is nan" "$log_dir/nonfinite_generate_$stem.log"; then
+    echo "PASS cpu-run train_gpt2cu_$stem non-finite: a NaN weight refused at load; with --allow_nonfinite 1 never written as a checkpoint (only main.log in -o), and --generate exits 1 on NaN logits"
+  else
+    echo "FAIL cpu-run train_gpt2cu_$stem non-finite: exits $rc1/$rc2/$rc3 (expected 1/1/1), files in -o: $(ls "$nf_dir" 2>/dev/null | tr '\n' ' '); see $log_dir/nonfinite_*_$stem.log"
+    failed=1
+  fi
+done
+echo "  cpu-run non-finite: $((SECONDS - nf_start)) s"
 
 # --- the trainer's --profile: which rows, each timed, adding up to the measured step -------------------
 source dev/test/profile_csv.sh

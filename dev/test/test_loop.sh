@@ -12,7 +12,10 @@
 # (c) a step skipped by -sg leaves the weights and the AdamW moments byte-identical (checkpoints
 #     before and after it), and the state file counts it (AdamW's t on resume)
 # (d) the output folder: -y 1 with nothing to resume, a fresh run into another run's -o, -o naming
-#     a file (its own -e checkpoint, its -i shard: both byte-identical afterwards), --overwrite 1
+#     a file (its own -e checkpoint, its -i shard: both byte-identical afterwards), --overwrite 1;
+#     before the first step: a folder where a checkpoint or main.log goes, --profile_csv naming an
+#     input (a symlink, ./x) or main.log, -e of another shape with -y 1 (and of the same: explained),
+#     --check_args 1 (one line, nothing created; a missing parent; a resume past -x)
 # (e) SIGINT/SIGTERM: a checkpoint at the next step, exit 128 + signal, -y 1 continues exactly;
 #     no -o: no checkpoint, said so; a second signal kills at once
 # (f) the kill test: SIGKILL during checkpoint writes, again and again, then -y 1: the last complete
@@ -234,6 +237,52 @@ for target in "$TMP/own_model.bin" "$TMP/synth_train_000.bin"; do
             fail "folder: $(basename "$target") changed by the refused -o"
     fi
 done
+
+# checked before the first step: a folder where a checkpoint or main.log goes, inputs among the
+# outputs (by identity: a symlink, ./x), -e of another shape with -y 1; --check_args 1 alone
+t0=$SECONDS
+"$BIN" "${run1[@]}" -x 2 -o "$TMP/pre" -n 2 > /dev/null 2>&1 || fail "folder: the run into $TMP/pre failed"
+mkdir "$TMP/pre/state_00000004.bin"
+before=$(sums "$TMP/pre")
+run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1
+refused "folder: -y 1 with a folder where a later state goes" "-o $TMP/pre: $TMP/pre/state_00000004.bin is a folder, where this run writes a file of that name"
+[ "$(sums "$TMP/pre")" = "$before" ] && [ ! -e "$TMP/pre/model_00000004.bin" ] &&
+    pass "folder: ... refused before the first step (step 2's pair and main.log byte-identical, no model_00000004.bin)" ||
+    fail "folder: the run refused for state_00000004.bin changed $TMP/pre: $(ls "$TMP/pre" | tr '\n' ' ')"
+rmdir "$TMP/pre/state_00000004.bin"
+mkdir -p "$TMP/logdir/main.log"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/logdir"
+refused "folder: a fresh run with a folder named main.log in -o" "$TMP/logdir/main.log is a folder"
+run_capture "$BIN" -e d2 "${run1[@]:2}" -o "$TMP/pre" -n 2 -y 1
+refused "folder: -e of another shape with -y 1" "-e d2 (n_layer=2 n_embd=128" "with -y 1: the run in -o $TMP/pre resumes $TMP/pre/model_00000002.bin, a model of another shape" "HINT: drop -e"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 -x 3
+if [ "$rc" -eq 0 ] && grep -q "^resuming from $TMP/pre/state_00000002.bin at step 2 (-e is not read: a resumed run continues the model in -o)$" "$TMP/out"; then
+    pass "folder: -e of the same shape with -y 1 is explained ($(grep '^resuming' "$TMP/out"))"
+else
+    fail "folder: -e of the same shape with -y 1 (exit $rc: $(grep -m1 'resuming\|error' "$TMP/out"))"
+fi
+ln -s "$PWD/$FIX" "$TMP/fix_link.bin"
+sum=$(md5sum < "$FIX")
+for target in "$TMP/fix_link.bin|-e $FIX (through a symlink)" "$TMP/./synth_train_000.bin|an -i shard (as ./)"; do
+    IFS='|' read -r path what <<< "$target"
+    run_capture "$BIN" "${run1[@]}" -x 2 --profile 1 --profile_csv "$path"
+    refused "outputs: --profile_csv naming $what" "--profile_csv would write $path, which is" "an input of this run"
+done
+[ "$(md5sum < "$FIX")" = "$sum" ] && pass "outputs: $FIX byte-identical after the refused --profile_csv" || fail "outputs: $FIX changed"
+run_capture "$BIN" "${run1[@]}" -x 2 -o "$TMP/pcsv" --profile 1 --profile_csv "$TMP/pcsv/main.log"
+refused "outputs: --profile_csv naming -o's main.log" "--profile_csv $TMP/pcsv/main.log is $TMP/pcsv/main.log, a file this run writes into -o"
+run_capture "$BIN" "${run1[@]}" -x 2 -o "$TMP/not_yet" -n 1 --check_args 1
+if [ "$rc" -eq 0 ] && [ "$(wc -l < "$TMP/out")" -eq 1 ] && grep -q "^check_args: ok | scheme standard | .* | -o $TMP/not_yet | nothing trained, created or written$" "$TMP/out" &&
+   [ ! -e "$TMP/not_yet" ]; then
+    pass "check_args: a valid run: one line, exit 0, -o not created ($(cut -c1-100 "$TMP/out") ...)"
+else
+    fail "check_args: a valid run (exit $rc, -o $( [ -e "$TMP/not_yet" ] && echo created || echo absent): $(head -c 300 "$TMP/out"))"
+fi
+run_capture "$BIN" "${run1[@]}" -x 2 -o "$TMP/no/such/parent" --check_args 1
+refused "check_args: -o whose parent is missing" "-o $TMP/no/such/parent: missing, and $TMP/no/such is no folder it can be created in"
+run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 -x 1 --check_args 1
+refused "check_args: a resume past -x" "-y 1: $TMP/pre/state_00000003.bin is at step 3, past this run's 1 steps"
+echo "loop before-the-first-step checks took $((SECONDS - t0)) s"
 
 # ---------------------------------------------------------------------------------------------
 # (e) signals. A long run (-x 400 of a few ms each) is signalled once its step 20 is logged; the

@@ -10,7 +10,9 @@
 # (a) train_gpt2_cpu: the flag refusals of test_cpu.sh (h) (its FLAGS list, read from the file),
 #     the corrupt checkpoints and debug states of test_cpu.sh (d) (same recipes), a checkpoint of
 #     another scheme (b), the forbidden shapes of the standard scheme (c), and errors after the model
-#     is loaded (tokens outside the vocabulary in -i / -j / --prompt, -y 1 past -x)
+#     is loaded (tokens outside the vocabulary in -i / -j / --prompt, -y 1 past -x); NaN, Inf and
+#     3e38 weights and a NaN AdamW moment, refused, then loaded with --allow_nonfinite 1 (training,
+#     --generate, the checkpoint writer's refusal)
 # (b) test_gpt2_cpu: the same corrupt files, debug states without inputs or with a bad token;
 #     test_kv_cache_cpu: a debug state without inputs
 # (c) the happy paths: a fresh d2 run (2 steps, validation, a sample, a checkpoint) on 2 OpenMP
@@ -238,6 +240,38 @@ else
     fail "train_gpt2_cpu --prompt (no dev/data/gpt2/encoder.json; HINT: bash dev/data/fetch_gpt2_vocab.sh)"
 fi
 
+# non-finite values (test_loop.sh (b) checks the messages): refused at load, and loaded anyway with
+# --allow_nonfinite 1, through training, generation and the checkpoint writer's refusal, where
+# NaN and Inf reach exp_fast and every softmax: UBSan must stay silent
+"$PY" - "$m" "$TMP" <<'EOF'
+import struct, sys
+src, out = open(sys.argv[1], "rb").read(), sys.argv[2]
+for name, value, every in (("nan", float("nan"), 7), ("inf", float("inf"), 7), ("3e38", 3e38, 1)):
+    b = bytearray(src)
+    n = (len(b) - 1024) // 4  # an fp32 fixture
+    for i in range(0, n, every):
+        b[1024 + 4 * i: 1028 + 4 * i] = struct.pack("<f", value)
+    open(f"{out}/weights_{name}.bin", "wb").write(b)
+EOF
+nf=(-i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 2 -t 32 -v 0 -s 0)
+for w in nan inf 3e38; do
+    refusal "train_gpt2_cpu $w weights refused at load" "tensor wte holds" -- "$TRAIN" -e "$TMP/weights_$w.bin" "${nf[@]}" -x 2
+    refusal "train_gpt2_cpu $w weights, --allow_nonfinite 1, 2 steps" "non-finite steps in a row" -- \
+        "$TRAIN" -e "$TMP/weights_$w.bin" --allow_nonfinite 1 "${nf[@]}" -x 2
+    refusal "train_gpt2_cpu $w weights, --allow_nonfinite 1, --generate" "sampling at position" -- \
+        "$TRAIN" -e "$TMP/weights_$w.bin" --allow_nonfinite 1 --generate 4
+done
+"$TRAIN" -e "$m" "${nf[@]}" -x 2 -n 2 -o "$TMP/nf_state" > /dev/null 2>&1
+"$PY" -c "
+import struct, sys
+p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
+b[1088:1092] = struct.pack('<f', float('nan'))  # AdamW's m[0]
+open(p, 'wb').write(b)" "$TMP/nf_state/state_00000002.bin"
+refusal "train_gpt2_cpu a NaN AdamW moment refused at -y 1" "AdamW's first moment of wte holds nan" -- \
+    "$TRAIN" -e "$m" "${nf[@]}" -x 4 -n 1 -o "$TMP/nf_state" -y 1
+refusal "train_gpt2_cpu a NaN AdamW moment, --allow_nonfinite 1: the NaN weight is not written" "not written" -- \
+    "$TRAIN" -e "$m" "${nf[@]}" -x 4 -n 1 -o "$TMP/nf_state" -y 1 --allow_nonfinite 1
+
 # ---------------------------------------------------------------------------------------------
 # (c) happy paths: leaks at a normal exit count too
 OMP_NUM_THREADS=2 clean "train_gpt2_cpu fresh d2 run, 2 OpenMP threads (2 steps, val, sample, checkpoint)" \
@@ -295,6 +329,12 @@ if [ -f "$V/encoder.json" ] && [ -f "$V/vocab.bpe" ] && [ -f "$V/gpt2_tokenizer.
     refusal "encode_text --tokenizer truncated" "$TMP/tok_truncated.bin" -- "$A/encode_text" --tokenizer "$TMP/tok_truncated.bin" --print-ids "$tmp/doc1.txt"
     refusal "encode_text --tokenizer bad magic" "$TMP/tok_badmagic.bin" -- "$A/encode_text" --tokenizer "$TMP/tok_badmagic.bin" --print-ids "$tmp/doc1.txt"
     refusal "encode_text a directory as input" "$TMP/a_dir.bin" -- "$A/encode_text" -o "$TMP/enc/x" "$TMP/a_dir.bin"
+    cp "$V/encoder.json" "$TMP/enc_copy.json"
+    refusal "encode_text --write-decoder over --encoder" "is the same file as --encoder" -- \
+        "$A/encode_text" --encoder "$TMP/enc_copy.json" --vocab "$V/vocab.bpe" --write-decoder "$TMP/enc_copy.json"
+    mkdir -p "$TMP/enc_clash" && printf 'text\n' > "$TMP/enc_clash/c_train_000000.bin"
+    refusal "encode_text an input named like an output shard" "is the same file as the input" -- \
+        "$A/encode_text" -o "$TMP/enc_clash/c" "$TMP/enc_clash/c_train_000000.bin"
     for i in $(seq 1 30); do echo "Line $i of a document, long enough to be cut near its end: café — 😀."; done > "$TMP/long.txt"
     printf 'bad utf-8 \xff\xfe and \xc3 then text\n' >> "$TMP/long.txt"
     clean "encode_text shards with a validation split (and invalid UTF-8)" \
