@@ -1,6 +1,7 @@
 /*
 Fuzz target: a training state file (state_%08d.bin, dev/FORMATS.md) through state_inspect
-(dev/train_common.h), the check both trainers run before resuming. The model it must fit is
+(dev/train_common.h), the check both trainers run before resuming, then state_check_values (its
+moments and master weights). The model it must fit is
 fixed: standard, n_layer 1, n_head 1, n_embd 4, T 4, vocab 8/8 (300 parameters; the seeds of
 make_seeds.py are states of this model). Input: the whole file.
 */
@@ -26,6 +27,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    st.grad_accum_steps, st.has_master);
         FUZZ_CHECK((long long)size == 1024 + 64 + (long long)gpt2_num_parameters(&config) * 4 * (2 + st.has_master),
                    "accepted a state file of %zu bytes", size);
+        // then the values (unless --allow_nonfinite 1): accepted means every moment finite, every
+        // second moment >= 0, every master weight finite and within +-WEIGHT_ABS_MAX
+        if (state_check_values(path.c_str(), &config, &st, msg, sizeof(msg))) {
+            const uint8_t* values = data + 1024 + 64;
+            const size_t np = gpt2_num_parameters(&config);
+            for (size_t i = 0; i < np * (2 + st.has_master); i++) {
+                float x;
+                memcpy(&x, values + 4 * i, sizeof(x));
+                const int ok = i < np ? isfinite(x) : i < 2 * np ? isfinite(x) && x >= 0.0f : fabsf(x) <= WEIGHT_ABS_MAX;
+                FUZZ_CHECK(ok, "accepted a state whose value %zu is %g", i, (double)x);
+            }
+        } else {
+            fuzz_check_message(msg);
+            FUZZ_CHECK(strstr(msg, path.c_str()) != NULL, "message does not name the file: %s", msg);
+        }
     } else {
         fuzz_check_message(msg);
         FUZZ_CHECK(strstr(msg, path.c_str()) != NULL, "message does not name the file: %s", msg);
