@@ -26,6 +26,11 @@ occurrence wins. Writes three files into OUT:
              trainer's summary line, final validation loss, and the validation loss and perplexity
              relative to the baseline run (the first `standard` run unless the config names one).
 
+Each output is compared with every input (plan.tsv, each run's main.log and stdout.log) by identity
+(device and inode, so that a symlink is caught) and refused before the inputs are read; a folder where
+an output goes is refused too. Each is written under a temporary name (.<name>.tmp<pid>) and renamed:
+no half-written file, and a symlink at an output's name is replaced, never written through.
+
 Needs numpy and matplotlib (Debian: python3-numpy, python3-matplotlib); the trainers do not.
 """
 import csv
@@ -50,6 +55,45 @@ BATCH_RE = re.compile(r"^batch: .*\| (\d+) tokens per step \|")
 def die(msg):
     print("report: " + msg, file=sys.stderr)
     sys.exit(1)
+
+
+OUTPUTS = ("runs.csv", "loss.png", "table.md")
+
+
+def identity(path):
+    try:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino
+    except OSError:
+        return None
+
+
+def check_outputs(out, inputs):
+    """each output: not a folder (or anything but a file), and not one of the inputs"""
+    ids = {}
+    for p in inputs:
+        i = identity(p)
+        if i:
+            ids.setdefault(i, p)
+    for name in OUTPUTS:
+        p = os.path.join(out, name)
+        if os.path.lexists(p) and os.path.exists(p) and not os.path.isfile(p):
+            die("%s exists and is not a file (a folder?), where the report writes %s (HINT: move it)" % (p, name))
+        i = identity(p)
+        if i in ids:
+            die("%s is %s, an input of the report: writing it would destroy it (HINT: remove the link %s)"
+                % (p, ids[i], p))
+
+
+def replace_file(path, write):
+    """write(tmp) into a temporary name beside path, then rename it to path"""
+    tmp = os.path.join(os.path.dirname(path), ".%s.tmp%d" % (os.path.basename(path), os.getpid()))
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.lexists(tmp):
+            os.remove(tmp)
 
 
 def read_plan(out):
@@ -123,7 +167,11 @@ def params_of(s):
 
 
 def write_csv(out, runs):
-    with open(os.path.join(out, "runs.csv"), "w", newline="") as f:
+    replace_file(os.path.join(out, "runs.csv"), lambda tmp: write_csv_to(tmp, runs))
+
+
+def write_csv_to(path, runs):
+    with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["run", "scheme", "kind", "step", "tokens", "loss", "tok_s"])
         for r in runs:
@@ -224,7 +272,7 @@ def write_png(out, runs, title):
     axes[0].legend(handles=handles, loc="upper right", fontsize=9, framealpha=0.9)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "loss.png"), dpi=PNG_DPI)
+    replace_file(os.path.join(out, "loss.png"), lambda tmp: fig.savefig(tmp, dpi=PNG_DPI, format="png"))
     plt.close(fig)
 
 
@@ -277,8 +325,10 @@ def write_table(out, meta, runs):
                  "padded to 50304) and bf16 KV-cache bytes per token (inference) from build/params. tokens/s: the mean "
                  "over the timed steps (the trainer's summary line). Peak memory: GPU memory in use (CUDA trainer) or "
                  "maximum resident set size (CPU trainer).")
-    with open(os.path.join(out, "table.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write("\n".join(lines) + "\n")
+    replace_file(os.path.join(out, "table.md"), write)
 
 
 def main():
@@ -286,7 +336,9 @@ def main():
         die("usage: report.py OUT (the folder make ablate wrote)")
     out = os.path.abspath(sys.argv[1])
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # build/params is relative to the root
+    check_outputs(out, [os.path.join(out, "plan.tsv")])
     meta, runs = read_plan(out)
+    check_outputs(out, [os.path.join(out, r["name"], f) for r in runs for f in ("main.log", "stdout.log")])
     for r in runs:
         read_run(out, r)
     write_csv(out, runs)

@@ -3,9 +3,14 @@
 # Austen, forced onto the CPU trainer with ABLATE_DEVICE=cpu so that a GPU machine runs the same
 # test), then checks runs.csv's columns and rows, loss.png's PNG header and size, table.md against
 # build/params and runs.csv, that a second invocation retrains nothing, that every shipped config
-# is valid, that a config error is one line and a non-zero exit, and the table without a standard
-# run. One "PASS ablate ..." / "FAIL ablate ..." line per check; exits 1 if any failed. About 2-4
-# minutes on 2 busy cores (the three runs); dev/ablate/toy.txt's `tokens` line sets that.
+# is valid (each run's command checked by its trainer, --check_args 1), that a config error is one
+# line and a non-zero exit, the table without a standard run, the restarts (-y 1 / --overwrite 1),
+# and the bad input of issue 27 (a table of one-line config changes, a folder as CONFIG, OUT that is
+# an input, report.py's outputs that are inputs or folders): each refused in one line naming the
+# config line, file or flag, in plan-only and real mode, with nothing trained or written. One
+# "PASS ablate ..." / "FAIL ablate ..." line per check; exits 1 if any failed. About 2-4 minutes on 2
+# idle cores (the three runs; dev/ablate/toy.txt's `tokens` line sets that); the checks after the
+# training take about 10 s and print their time.
 set -u
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -159,14 +164,28 @@ else
 fi
 
 # ---------------------------------------------------------------- every shipped config is valid
-# checked as on a GPU machine (ABLATE_PLAN_ONLY: no data, no build, no training)
+# ABLATE_PLAN_ONLY: the config, then each run's command checked by its trainer (--check_args 1: no
+# training, nothing created); with the CPU trainers, which take the shipped configs' flags (the CUDA
+# ones would be nvcc builds). A corpus not prepared here is checked against synthetic shards, which
+# the runner must say (the data headers were not checked).
+start=$SECONDS
 for cfg in dev/ablate/*.txt; do
-  if msg=$(ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=gpu bash dev/ablate/ablate.sh "$cfg" 2>&1); then
-    pass "config_valid_$(basename "$cfg" .txt): $(head -n 1 <<<"$msg" | sed 's/^ablate: //')"
+  data=$(sed -n 's/^data *= *\([a-z]*\).*/\1/p' "$cfg")
+  if msg=$(ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$cfg" 2>&1); then
+    checked=$(grep -c '^ablate: [^ ]* ([a-z_]*, [0-9]* steps x [0-9]* tokens): ./build/train_gpt2_cpu_' <<<"$msg")
+    if [ -n "$data" ] && ! compgen -G "dev/data/$data/${data}_train_*.bin" >/dev/null &&
+       ! grep -q "^ablate: note: dev/data/$data is not prepared: .*synthetic shard.* NOT checked" <<<"$msg"; then
+      fail "config_valid_$(basename "$cfg" .txt): dev/data/$data is not prepared, and the plan does not say that the data headers went unchecked"
+    elif grep -q "checked by [a-z]* trainers* (--check_args 1)" <<<"$msg" && [ "$checked" -ge 1 ]; then
+      pass "config_valid_$(basename "$cfg" .txt): $(head -n 1 <<<"$msg" | sed 's/^ablate: //')$(grep -q 'NOT checked' <<<"$msg" && echo " (corpus not prepared here: synthetic shards, said so)")"
+    else
+      fail "config_valid_$(basename "$cfg" .txt): exit 0 but no trainer check reported: $(head -n 2 <<<"$msg" | paste -sd' ' -)"
+    fi
   else
     fail "config_valid_$(basename "$cfg" .txt): $(head -n 3 <<<"$msg" | paste -sd' ' -)"
   fi
 done
+echo "ablate: the shipped configs checked in $((SECONDS - start)) s"
 
 # ---------------------------------------------------------------- config errors
 sed 's/^kv_shared   kv_shared$/kv_shared   kv_sharde/' dev/ablate/toy.txt >"$tmp/bad.txt"
@@ -239,5 +258,120 @@ if [ ${#planned[@]} -gt 0 ] && "${planned[@]}" -x 4 >"$tmp/restart2_first.log" 2
 else
   fail "restart_from_checkpoint: the plan's command with -x 4 did not write a checkpoint at step 4 (plan: '${plan}': $(tail -n 1 "$tmp/restart2_first.log" 2>/dev/null))"
 fi
+
+# ---------------------------------------------------------------- bad input (issue 27, round 3)
+# The one-run config above with one line changed (or a bad CONFIG/OUT). Each case runs twice, with
+# ABLATE_PLAN_ONLY=1 and as a real `make ablate`; each must exit 1 with ONE line on stderr naming the
+# config line (CONFIG:LINE:), the file or the flag, nothing on stdout, and nothing trained or written:
+# OUT is not left behind (a real run creates OUT, checks every run's command with --check_args 1 and
+# removes the OUT it made when a check fails) and no main.log exists. Columns: name | sed on the config |
+# expected stderr, an ERE after "ablate: <config>:" (the line number included).
+start=$SECONDS
+base=$tmp/restart.txt # 1 train, 2 val, 3 seed, 4 tokens, 5 eval_every, 6 checkpoint_every, 7 flags, 8 the run
+bad_input() { # NAME CONFIG OUT REGEX (the whole stderr line): both modes
+  local name=$1 cfg=$2 o=$3 want=$4 mode rc errs
+  for mode in plan real; do
+    rm -rf "$tmp/bi.out" "$tmp/bi.err"
+    if [ $mode = plan ]; then
+      ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$cfg" "$o" >"$tmp/bi.out" 2>"$tmp/bi.err"
+    else
+      ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$cfg" "$o" >"$tmp/bi.out" 2>"$tmp/bi.err"
+    fi
+    rc=$?
+    errs=$(wc -l <"$tmp/bi.err")
+    if [ $rc -eq 1 ] && [ "$errs" = 1 ] && [ ! -s "$tmp/bi.out" ] && grep -Eq "^ablate: $want\$" "$tmp/bi.err" &&
+       [ -z "$(find "$o" -name main.log 2>/dev/null)" ] && { [ -n "${KEEP_OUT:-}" ] || [ ! -e "$o" ]; }; then
+      pass "bad_input_${name}_$mode: exit 1, nothing trained or created, '$(cat "$tmp/bi.err")'"
+    else
+      fail "bad_input_${name}_$mode: exit $rc, $errs stderr lines '$(head -c 400 "$tmp/bi.err")', stdout '$(head -c 200 "$tmp/bi.out")', OUT $( [ -e "$o" ] && echo "left: $(find "$o" | head -n 5 | paste -sd' ' -)" || echo absent) (expected one line matching '$want')"
+    fi
+  done
+}
+c=$tmp/bi.txt
+while IFS='|' read -r name edit want; do
+  [ -n "$name" ] || continue
+  sed "$edit" "$base" >"$c"
+  bad_input "$name" "$c" "$tmp/bi_out" "$c:$want"
+done <<'EOF2'
+tokens_0|s/^tokens = .*/tokens = 0/|4: tokens = 0: expected > 0 training tokens per run
+tokens_0_product|s/^tokens = .*/tokens = 0 * 128/|4: tokens = 0 \* 128: expected > 0 training tokens per run
+seed_010|s/^seed = .*/seed = 010/|3: seed = 010: a leading zero: numbers are decimal .*\(10, not 010; it is not read as octal\)
+seed_08|s/^seed = .*/seed = 08/|3: seed = 08: a leading zero: numbers are decimal .*\(8, not 08; it is not read as octal\)
+seed_huge|s/^seed = .*/seed = 99999999999999999999/|3: seed = 99999999999999999999: out of range \(expected 0 to 9223372036854775807, the trainer's --seed\)
+seed_2p63|s/^seed = .*/seed = 9223372036854775808/|3: seed = 9223372036854775808: out of range \(expected 0 to 9223372036854775807, the trainer's --seed\)
+seed_negative|s/^seed = .*/seed = -1/|3: seed = -1: expected a decimal whole number \(digits only, 0 to 9223372036854775807\)
+tokens_huge|s/^tokens = .*/tokens = 99999999999999999999/|4: tokens = 99999999999999999999: 781249999999999999 steps of 128 tokens for run 'standard'; the trainer's -x takes at most 2147483646 \(expected at most 274877906688 tokens\)
+tokens_huger|s/^tokens = .*/tokens = 99999999999 * 99999999999/|4: tokens = 99999999999 \* 99999999999: = 9999999999800000000001, out of range \(expected 1 to 2361183239235799351296, .*\)
+tokens_lots|s/^tokens = .*/tokens = lots/|4: tokens = lots: expected a decimal whole number or a product such as 480 \* 65536 .*
+tokens_octal_factor|s/^tokens = .*/tokens = 010 * 128/|4: tokens = 010 \* 128: a leading zero in 010: .*not read as octal\)
+tokens_not_multiple|s/^tokens = .*/tokens = 1000/|8: run 'standard': tokens = 1000 is not a multiple of its 128 tokens per step \(-d, or -b x -t\).*
+eval_every_0|s/^eval_every = .*/eval_every = 0/|5: eval_every = 0: out of range \(expected 1 to 2147483647, the trainer's -v.*\)
+checkpoint_every_hex|s/^checkpoint_every = .*/checkpoint_every = 0x10/|6: checkpoint_every = 0x10: expected a decimal whole number \(digits only, 1 to 2147483647\)
+flag_b_octal|s/ -b 4 / -b 04 /|7: run 'standard': -b 04: a leading zero: .*\(4, not 04; it is not read as octal\)
+flag_generate|s/^standard standard$/standard standard --generate 5/|8: --generate 5: not a flag of a make ablate run: it makes the trainer sample instead of train
+name_runs_csv|s/^standard standard$/runs.csv standard/|8: run name 'runs.csv' is a file the runner writes into OUT .*
+name_plan_tsv|s/^standard standard$/plan.tsv standard/|8: run name 'plan.tsv' is a file the runner writes into OUT .*
+name_loss_png|s/^standard standard$/loss.png standard/|8: run name 'loss.png' is a file the runner writes into OUT .*
+name_table_md|s/^standard standard$/table.md standard/|8: run name 'table.md' is a file the runner writes into OUT .*
+name_build_log|s/^standard standard$/build_standard.log standard/|8: run name 'build_standard.log' is a file the runner writes into OUT .*
+second_run_l_nan|$a second standard -l nan|9: run 'second': the trainer refuses the command \(./build/train_gpt2_cpu_standard --check_args 1\): -l nan: expected a finite number .*
+shared_model_missing|s#-e dev/fixtures/standard_tiny_model.bin#-e dev/fixtures/no_such_model.bin#|7: run 'standard': the trainer refuses the command \(.*\): dev/fixtures/no_such_model.bin: cannot open model file .*
+EOF2
+# CONFIG and OUT: a folder as CONFIG; OUT the config itself, a symlink to it, a data shard; a file
+# the runner writes in OUT that is the config (a symlink); a folder where the runner writes runs.csv
+mkdir -p "$tmp/cfgdir"
+bad_input config_is_folder "$tmp/cfgdir" "$tmp/bi_out" "CONFIG=$tmp/cfgdir: is a folder, expected a config file .*"
+cp "$base" "$tmp/bi_self.txt"
+KEEP_OUT=1 bad_input out_is_config "$tmp/bi_self.txt" "$tmp/bi_self.txt" "OUT=$tmp/bi_self.txt is the config file \(CONFIG=$tmp/bi_self.txt\): the results would overwrite it .*"
+ln -sf bi_self.txt "$tmp/bi_link"
+KEEP_OUT=1 bad_input out_is_symlink_to_config "$tmp/bi_self.txt" "$tmp/bi_link" "OUT=$tmp/bi_link is the config file \(CONFIG=$tmp/bi_self.txt\): .*"
+KEEP_OUT=1 bad_input out_is_data_shard "$tmp/bi_self.txt" "$tmp/synth_train_000.bin" "OUT=$tmp/synth_train_000.bin is a data shard \($tmp/synth_train_000.bin, train\): .*"
+mkdir -p "$tmp/bi_plan" && ln -sf "$tmp/bi_self.txt" "$tmp/bi_plan/plan.tsv"
+KEEP_OUT=1 bad_input plan_tsv_is_config "$tmp/bi_self.txt" "$tmp/bi_plan" "OUT=$tmp/bi_plan: $tmp/bi_plan/plan.tsv is the config file \(CONFIG=$tmp/bi_self.txt\): the runner writes or deletes plan.tsv .*"
+mkdir -p "$tmp/bi_dir/runs.csv"
+KEEP_OUT=1 bad_input runs_csv_is_folder "$tmp/bi_self.txt" "$tmp/bi_dir" "OUT=$tmp/bi_dir: $tmp/bi_dir/runs.csv exists and is not a file \(a folder\?\), where the runner writes runs.csv .*"
+bad_input out_under_a_file "$tmp/bi_self.txt" "$tmp/bi_self.txt/sub" "OUT=$tmp/bi_self.txt/sub: cannot be created: $tmp/bi_self.txt is not a folder"
+sed '$a second standard -l nan' "$base" >"$tmp/bi_nan.txt"
+mkdir -p "$tmp/bi_keep"
+KEEP_OUT=1 bad_input second_run_l_nan_into_existing_out "$tmp/bi_nan.txt" "$tmp/bi_keep" "$tmp/bi_nan.txt:9: run 'second': the trainer refuses the command .*-l nan: expected a finite number .*"
+if [ -z "$(find "$tmp/bi_keep" -name main.log -o -name plan.tsv -o -name cmd.txt)" ]; then
+  pass "bad_input_existing_out_untouched: no main.log, plan.tsv or cmd.txt in the existing OUT after the refusal"
+else
+  fail "bad_input_existing_out_untouched: $(find "$tmp/bi_keep" | paste -sd' ' -)"
+fi
+if cmp -s "$base" "$tmp/bi_self.txt" && [ -L "$tmp/bi_plan/plan.tsv" ] && [ "$(ls -A "$tmp/bi_plan")" = plan.tsv ] && [ -d "$tmp/bi_dir/runs.csv" ]; then
+  pass "bad_input_nothing_lost: the config, the symlink plan.tsv and the folder runs.csv are as they were"
+else
+  fail "bad_input_nothing_lost: the config changed, or $tmp/bi_plan or $tmp/bi_dir holds something new: $(ls -A "$tmp/bi_plan" "$tmp/bi_dir" | paste -sd' ' -)"
+fi
+# report.py: an output that is an input (runs.csv a symlink to a run's main.log) or a folder is
+# refused before anything is written; a good report replaces its files by rename
+cp -r "$out" "$tmp/out_rep"
+sum=$(md5sum <"$tmp/out_rep/standard/main.log")
+rm "$tmp/out_rep/runs.csv" && ln -s standard/main.log "$tmp/out_rep/runs.csv"
+"$PY" dev/ablate/report.py "$tmp/out_rep" >"$tmp/rep.out" 2>"$tmp/rep.err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/rep.err")" = 1 ] && grep -q "^report: $tmp/out_rep/runs.csv is $tmp/out_rep/standard/main.log, an input of the report" "$tmp/rep.err" &&
+   [ "$(md5sum <"$tmp/out_rep/standard/main.log")" = "$sum" ]; then
+  pass "report_output_is_input: exit 1, main.log unchanged, '$(cat "$tmp/rep.err")'"
+else
+  fail "report_output_is_input: exit $rc, '$(head -c 300 "$tmp/rep.err")'"
+fi
+rm "$tmp/out_rep/runs.csv" "$tmp/out_rep/table.md" && mkdir "$tmp/out_rep/table.md"
+"$PY" dev/ablate/report.py "$tmp/out_rep" >"$tmp/rep.out" 2>"$tmp/rep.err"
+rc=$?
+if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/rep.err")" = 1 ] && grep -q "^report: $tmp/out_rep/table.md exists and is not a file" "$tmp/rep.err" && [ ! -e "$tmp/out_rep/runs.csv" ]; then
+  pass "report_output_is_folder: exit 1 before writing anything, '$(cat "$tmp/rep.err")'"
+else
+  fail "report_output_is_folder: exit $rc, '$(head -c 300 "$tmp/rep.err")'"
+fi
+rmdir "$tmp/out_rep/table.md"
+if "$PY" dev/ablate/report.py "$tmp/out_rep" >/dev/null 2>"$tmp/rep.err" && [ -f "$tmp/out_rep/table.md" ] && [ -f "$tmp/out_rep/runs.csv" ] &&
+   [ -z "$(find "$tmp/out_rep" -name '.*.tmp*')" ]; then
+  pass "report_rewrites: runs.csv, loss.png, table.md written again, no temporary file left"
+else
+  fail "report_rewrites: $(head -c 300 "$tmp/rep.err") $(find "$tmp/out_rep" -name '.*.tmp*')"
+fi
+echo "ablate: the bad-input cases took $((SECONDS - start)) s"
 
 [ $fails -eq 0 ] || { echo "ablate: $fails failed"; exit 1; }

@@ -1,0 +1,867 @@
+"""
+ablate.py: `make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]`: trains every run of a config on the
+same data, seed and token budget, one after another, then writes runs.csv, loss.png and table.md
+(dev/ablate/report.py) into one folder. Python 3 standard library only; dev/ablate/ablate.sh runs it
+with /usr/bin/python3.
+
+  /usr/bin/python3 dev/ablate/ablate.py CONFIG [OUT]   OUT defaults to ablate_<config name>/ at the root
+  ABLATE_DEVICE=cpu|gpu       force the trainer (default: gpu when nvidia-smi -L lists a GPU, else cpu)
+  ABLATE_PLAN_ONLY=1          check the config and every run's command with its trainer (--check_args 1),
+                              print each run's command, stop: nothing is trained, created or written
+  ABLATE_RUNS="name ..."      train only these runs of the config (the others are left as they are); the
+                              report is written once every run of the config is done, so a long config can
+                              be trained in parts into the same OUT (dev/test/gpu_suite.sh's
+                              ablate_seed004_a..d: a device call each)
+
+The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole story):
+  key = value lines, the shared block:
+    data = austen|mix          a corpus, prepared by dev/data/prepare_<corpus>.sh if missing
+    (or train = <pattern> and val = <pattern>: token shards of your own)
+    seed = 1337                --seed of every run: 0 to 9223372036854775807 (the trainer's range)
+    tokens = 500 * 65536       token budget per run (a product is fine), > 0; steps = tokens / tokens
+                               per step, which must divide it, so every run sees the same tokens; at
+                               most 2147483646 steps (the trainer's -x)
+    eval_every = 50            validation loss every N steps (-v, 1 to 2147483647; the trainer adds
+                               the last step)
+    flags = -e d12 -b 16 ...   trainer flags shared by every run
+    checkpoint_every = 250     optional: -n, 1 to 2147483647 (default: a quarter of the steps)
+    baseline = <run name>      optional: the run table.md compares with (default: the first run of
+                               scheme standard; none: the relative columns are n/a)
+  one run per line:  <name> <scheme> [trainer flags]   (a run's flag replaces the shared one)
+Numbers the runner reads (seed, tokens, eval_every, checkpoint_every, -b, -t, -d) are decimal whole
+numbers: digits only, no sign, no leading zero (010 is refused, neither 8 nor 10), each range-checked
+as written (a huge value is quoted as written, never wrapped). The runner owns -i -j -o -x -v -n -y
+--overwrite --seed and passes -s 0 unless the config sets -s; -b and -t must be given, so that it can
+compute the steps. A run may not be named like a file the runner writes into OUT (plan.tsv, runs.csv,
+loss.png, table.md, build_<scheme>.log).
+
+Validation, all of it before anything is trained (every error one line, `CONFIG:LINE: ...` where a
+config line is at fault): (1) the config; (2) OUT against the inputs by identity (device and inode:
+OUT or a file the runner writes in it must not be the config, a data shard or a -e model, and no input
+may sit inside a run's folder); (3) every run's full trainer command (each run's binary is built first)
+run with --check_args 1, which makes every check the trainer makes before its first step (flags and
+ranges, the model, the data shard headers, the -o folder, a checkpoint to resume) and creates nothing.
+ABLATE_PLAN_ONLY=1 does (1)-(3) for the runs it would train and stops; when data = austen|mix is not
+prepared yet it checks the commands against two synthetic shards (a header and zero tokens, sparse
+files in a temporary folder, big enough for one batch) and says so: the real headers are then checked
+by make ablate after it prepares the corpus. make ablate does (1)-(3) after preparing the data and
+building, for the runs it is about to train (so a bad second run stops everything before the first
+trains), then trains.
+
+Output, in OUT: plan.tsv (the runs and their commands), <run>/ with the trainer's main.log, its stdout
+(stdout.log), cmd.txt and, once the trainer exits 0, DONE; then runs.csv, loss.png, table.md. The
+runner's own files are written under a temporary name and renamed. A run with DONE is skipped; an
+unfinished one resumes from its latest checkpoint (-n, -y 1), or, when it died before its first
+checkpoint, starts again (--overwrite 1 replaces its main.log). A finished run keeps only its final
+model_*.bin (state_*.bin and older models go). A run whose command changed since it started is
+refused: delete its folder or use another OUT.
+"""
+import fcntl
+import glob
+import os
+import re
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+SEED_MAX = 9223372036854775807   # the trainer's --seed range: [0, 2^63 - 1]
+STEPS_MAX = 2147483646           # the trainer's -x range: [-1, 2^31 - 2]
+EVERY_MAX = 2147483647           # the trainer's -v and -n ranges: up to 2^31 - 1
+BT_MAX = 1 << 20                 # the trainer's -b and -t ranges: [1, 2^20]
+D_MAX = 1 << 40                  # the trainer's -d range: -1 or [1, 2^40]
+NUMBER_TEXT_MAX = 200            # longer number text is refused before it is converted
+KNOWN_KEYS = ("data", "train", "val", "seed", "tokens", "eval_every", "flags", "checkpoint_every", "baseline")
+RUNNER_FLAGS = ("-i", "-j", "-o", "-x", "-v", "-n", "-y", "--overwrite", "--seed")
+NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than train this run
+    "-h": "prints the usage and trains nothing", "--help": "prints the usage and trains nothing",
+    "--check_args": "is how the runner checks each command", "--generate": "makes the trainer sample instead of train",
+    "--prompt": "belongs to --generate, which makes the trainer sample instead of train"}
+REPORT_FILES = ("plan.tsv", "runs.csv", "loss.png", "table.md")  # written by the runner and report.py into OUT
+RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log")        # written into OUT/<run>/
+PRESETS = {"d2": (2, 128, 2), "d4": (4, 256, 4), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
+           "d36": (36, 1280, 20), "d48": (48, 1600, 25)}  # -e dN: n_layer, n_embd, n_head, as the trainers'
+DECIMAL_RE = re.compile(r"^(0|[1-9][0-9]*)$")
+PRODUCT_RE = re.compile(r"^[0-9]+([ \t]*\*[ \t]*[0-9]+)*$")
+FLAG_RE = re.compile(r"^(-[a-z]|-s[lg]|--[a-z_]+)$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def info(msg):
+    print("ablate: " + msg, flush=True)
+
+
+def die(msg):
+    print("ablate: " + msg, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def one_line(text, limit=400):
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def decimal(text, lo, hi, what):
+    """text as a decimal whole number in [lo, hi]: (value, None) or (None, why). `what` names the
+    range in the message (e.g. "the trainer's --seed"). No arithmetic happens on text that fails."""
+    if len(text) > NUMBER_TEXT_MAX:
+        return None, "%d characters, out of range (expected %d to %d, %s)" % (len(text), lo, hi, what)
+    if not re.fullmatch(r"[0-9]+", text):
+        return None, "expected a decimal whole number (digits only, %d to %d)" % (lo, hi)
+    if not DECIMAL_RE.match(text):
+        return None, ("a leading zero: numbers are decimal and written without one (%s, not %s; it is not read "
+                      "as octal)" % (text.lstrip("0") or "0", text))
+    v = int(text)
+    if not lo <= v <= hi:
+        return None, "out of range (expected %d to %d, %s)" % (lo, hi, what)
+    return v, None
+
+
+def product(text, lo, hi, what):
+    """a decimal whole number or a product of them ("480 * 65536"), in [lo, hi]: (value, None) or
+    (None or the value out of range, why)"""
+    if len(text) > NUMBER_TEXT_MAX:
+        return None, "%d characters, out of range (expected %d to %d, %s)" % (len(text), lo, hi, what)
+    if not PRODUCT_RE.match(text):
+        return None, "expected a decimal whole number or a product such as 480 * 65536 (%d to %d)" % (lo, hi)
+    v = 1
+    for factor in re.split(r"[ \t]*\*[ \t]*", text):
+        if not DECIMAL_RE.match(factor):
+            return None, ("a leading zero in %s: numbers are decimal and written without one (%s, not %s; it is not "
+                          "read as octal)" % (factor, factor.lstrip("0") or "0", factor))
+        v *= int(factor)  # exact: Python integers do not wrap, and the text has at most 200 digits
+    if not lo <= v <= hi:  # the value comes back with the reason, for a caller that says more
+        return v, "%sout of range (expected %d to %d, %s)" % ("= %d, " % v if "*" in text else "", lo, hi, what)
+    return v, None
+
+
+class Config:
+    """the parsed config: keys, runs, and every error as (line, message)"""
+
+    def __init__(self, path, show, schemes):
+        self.show = show        # as given: the name errors give
+        self.path = path        # absolute: the runner works from the repository root
+        self.errors = []
+        self.keys, self.key_line = {}, {}
+        self.runs = []          # names in config order
+        self.scheme, self.flags, self.line = {}, {}, {}
+        self.end = 0            # errors about something missing point at the last line
+        self.run_lines = 0      # lines that are no key = value line, good runs or not
+        self.schemes = schemes
+        self.read(path)
+
+    def error(self, line, msg):
+        self.errors.append((line, msg))
+
+    def read(self, path):
+        with open(path, "rb") as f:
+            data = f.read()
+        lines = data.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        self.end = max(1, len(lines))
+        for n, raw in enumerate(lines, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                self.error(n, "not UTF-8 text (byte 0x%02x at column %d)" % (raw[e.start], e.start + 1))
+                continue
+            text = text.split("#", 1)[0].rstrip("\r").strip(" \t")
+            bad = next((c for c in text if (ord(c) < 32 and c != "\t") or ord(c) == 127), None)
+            if bad is not None:
+                self.error(n, "a control character (0x%02x): expected plain text" % ord(bad))
+                continue
+            if not text:
+                continue
+            m = re.match(r"^([A-Za-z_]+)[ \t]*=[ \t]*(.*)$", text)
+            if m:
+                key, value = m.group(1), m.group(2)
+                if key not in KNOWN_KEYS:
+                    self.error(n, "unknown key '%s' (expected one of: %s)" % (key, " ".join(KNOWN_KEYS)))
+                elif key in self.keys:
+                    self.error(n, "%s is set twice (first on line %d)" % (key, self.key_line[key]))
+                else:
+                    self.keys[key], self.key_line[key] = value, n
+                continue
+            words = text.split()
+            self.run_lines += 1
+            name, scheme = words[0], words[1] if len(words) > 1 else ""
+            if not NAME_RE.match(name):
+                self.error(n, "run name '%s': expected letters, digits, '.', '_' or '-' (it names a folder)" % name)
+                continue
+            if name.lower() in REPORT_FILES or re.fullmatch(r"build_.*\.log", name.lower()):
+                self.error(n, "run name '%s' is a file the runner writes into OUT (plan.tsv, runs.csv, loss.png, "
+                              "table.md, build_<scheme>.log): its folder would take that name (HINT: rename the run)"
+                           % name)
+                continue
+            if name in self.line:
+                self.error(n, "run name '%s' is used twice (first on line %d)" % (name, self.line[name]))
+                continue
+            if not scheme:
+                self.error(n, "run '%s' has no scheme (expected: <name> <scheme> [trainer flags]; schemes: %s)"
+                           % (name, " ".join(self.schemes)))
+                continue
+            if scheme not in self.schemes:
+                self.error(n, "unknown scheme '%s' in run '%s' (HINT: one of %s)"
+                           % (scheme, name, " ".join(self.schemes)))
+                continue
+            flags = self.check_flags(n, words[2:])
+            self.runs.append(name)
+            self.scheme[name], self.flags[name], self.line[name] = scheme, flags, n
+
+    def check_flags(self, n, words):
+        """(flag, value) pairs of words, each checked; errors on line n"""
+        pairs = []
+        i = 0
+        while i < len(words):
+            f = words[i]
+            v = words[i + 1] if i + 1 < len(words) else None
+            if not FLAG_RE.match(f):
+                self.error(n, "'%s' is not a trainer flag (expected -<letter> or --<name>, each followed by its "
+                              "value)" % f)
+                return pairs
+            if v is None or re.match(r"^--?[a-z]", v):
+                self.error(n, "%s has no value (every trainer flag takes one, e.g. %s 1)" % (f, f))
+                return pairs
+            if f in RUNNER_FLAGS:
+                self.error(n, "%s is set by the runner (HINT: use the shared keys data/train/val, seed, tokens, "
+                              "eval_every, checkpoint_every)" % f)
+            elif f in NOT_A_RUN_FLAGS:
+                self.error(n, "%s %s: not a flag of a make ablate run: it %s" % (f, v, NOT_A_RUN_FLAGS[f]))
+            elif f == "--tied" and v != "1":
+                self.error(n, "--tied %s: table.md's parameter counts come from build/params, which counts tied "
+                              "heads only" % v)
+            pairs.append((f, v))
+            i += 2
+        return pairs
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    args = sys.argv[1:]
+    plan_only_env = os.environ.get("ABLATE_PLAN_ONLY", "")
+    if plan_only_env not in ("", "0", "1"):
+        die("ABLATE_PLAN_ONLY=%s: expected 1 (check and print the plan) or 0" % plan_only_env)
+    plan_only = plan_only_env == "1"
+    if not args or not args[0]:
+        configs = " ".join(sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "dev/ablate/*.txt"))))
+        die("no config (HINT: make ablate CONFIG=dev/ablate/toy.txt [OUT=dir]; configs: %s)" % configs)
+    if len(args) > 2:
+        die("expected CONFIG [OUT], got %d arguments" % len(args))
+    config_show = args[0]  # the name errors and the table give
+    try:
+        st = os.stat(config_show)
+    except OSError as e:
+        die("CONFIG=%s: %s (HINT: the configs are dev/ablate/*.txt)" %
+            (config_show, "no such file" if isinstance(e, FileNotFoundError) else e.strerror))
+    if stat.S_ISDIR(st.st_mode):
+        die("CONFIG=%s: is a folder, expected a config file (HINT: the configs are dev/ablate/*.txt)" % config_show)
+    if not stat.S_ISREG(st.st_mode):
+        die("CONFIG=%s: not a regular file, expected a config file (HINT: the configs are dev/ablate/*.txt)"
+            % config_show)
+    if not os.access(config_show, os.R_OK):
+        die("CONFIG=%s: cannot read it (permission denied)" % config_show)
+    config_path = os.path.abspath(config_show)
+    config_name = os.path.basename(config_show)
+    if config_name.endswith(".txt"):
+        config_name = config_name[:-4]
+    out_arg = args[1] if len(args) > 1 and args[1] else ""
+    out = os.path.abspath(out_arg) if out_arg else os.path.join(ROOT, "ablate_" + config_name)
+    os.chdir(ROOT)
+    python = os.environ.get("PYTHON") or "/usr/bin/python3"
+    device = os.environ.get("ABLATE_DEVICE", "")
+    if device not in ("", "cpu", "gpu"):
+        die("ABLATE_DEVICE=%s: expected cpu or gpu" % device)
+    r = subprocess.run(["make", "-s", "--no-print-directory", "schemes"], capture_output=True, text=True)
+    schemes = r.stdout.split()
+    if r.returncode != 0 or not schemes:
+        die("make schemes failed: %s" % one_line(r.stderr or r.stdout))
+
+    # -----------------------------------------------------------------------------------------
+    # 1. the config: every line is checked and every error printed before anything runs
+    cfg = Config(config_path, config_show, schemes)
+    plan = check_config(cfg)
+    if cfg.errors:
+        for line, msg in sorted(cfg.errors, key=lambda e: e[0]):
+            print("ablate: %s:%d: %s" % (config_show, line, msg), file=sys.stderr)
+        sys.exit(1)
+    if not plan["baseline"] and plan["baseline_key"] != "none":
+        info("note: %s has no run of scheme standard and no 'baseline = <run>': table.md's columns relative to "
+             "standard will be n/a" % config_show)
+
+    if not device:
+        device = "cpu"
+        try:
+            r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+            if any(line.startswith("GPU ") for line in r.stdout.splitlines()):
+                device = "gpu"
+        except OSError:
+            pass
+    plan["device"] = device
+
+    # -----------------------------------------------------------------------------------------
+    # 2. OUT against the inputs, by identity, before anything is read by a trainer or written
+    check_out(cfg, plan, out)
+
+    runs = cfg.runs
+    done = {n: os.path.isfile(os.path.join(out, n, "DONE")) for n in runs}
+    pending = [n for n in runs if n in plan["selected"] and not done[n]]
+    for n in runs:  # a run already started with another command is refused before anything trains
+        f = os.path.join(out, n, "cmd.txt")
+        if os.path.isfile(f):
+            with open(f, errors="replace") as fh:
+                old = fh.read().rstrip("\n")
+            new = " ".join(run_command(cfg, plan, n, out, device))
+            if old != new:
+                die("run '%s' in %s was started with another command (%s), the config now gives: %s (HINT: rm -r %s to "
+                    "redo it, or use another OUT=)" % (n, os.path.join(out, n), old, new, os.path.join(out, n)))
+
+    tmp = tempfile.mkdtemp(prefix="ablate.")
+    try:
+        if plan_only:
+            plan_only_mode(cfg, plan, out, device, tmp, done)
+            return
+        train(cfg, plan, out, out_arg, device, python, pending, done)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def check_config(cfg):
+    """the shared block and each run's steps and shape; errors into cfg.errors. Returns the plan."""
+    k, kl, end = cfg.keys, cfg.key_line, cfg.end
+    for key in ("seed", "tokens", "eval_every"):
+        if key not in k:
+            cfg.error(end, "no '%s = ...' line (the shared block needs data, seed, tokens, eval_every)" % key)
+    data, train_pat, val_pat = k.get("data", ""), k.get("train", ""), k.get("val", "")
+    if "data" in k:
+        if train_pat or val_pat:
+            cfg.error(kl["data"], "data = %s and train/val patterns both given (expected one of the two)" % data)
+        elif not re.fullmatch(r"[A-Za-z0-9_]+", data) or not os.path.isfile("dev/data/prepare_%s.sh" % data):
+            cfg.error(kl["data"], "data = %s: no dev/data/prepare_%s.sh (HINT: austen or mix, or train = / val = "
+                                  "patterns)" % (data, data))
+        else:
+            train_pat = "dev/data/%s/%s_train_*.bin" % (data, data)
+            val_pat = "dev/data/%s/%s_val_*.bin" % (data, data)
+    elif not train_pat or not val_pat:
+        cfg.error(end, "no data (expected 'data = austen|mix', or both 'train = <pattern>' and 'val = <pattern>')")
+    else:
+        for key, pat in (("train", train_pat), ("val", val_pat)):
+            files = [p for p in glob.glob(pat) if os.path.isfile(p)]
+            if not files:
+                cfg.error(kl[key], "%s = %s: no file matches the pattern (paths are relative to the repository root)"
+                          % (key, pat))
+    seed = tokens = eval_every = checkpoint_every = None
+    if "seed" in k:
+        seed, why = decimal(k["seed"], 0, SEED_MAX, "the trainer's --seed")
+        if why:
+            cfg.error(kl["seed"], "seed = %s: %s" % (k["seed"], why))
+    if "tokens" in k:
+        tokens, why = product(k["tokens"], 1, STEPS_MAX * D_MAX, "tokens > 0; at most 2147483646 steps, the trainer's "
+                              "-x, of at most 2^40 tokens, its -d")
+        if why and tokens == 0:
+            why = "expected > 0 training tokens per run"
+        if why:
+            tokens = None
+            cfg.error(kl["tokens"], "tokens = %s: %s" % (k["tokens"], why))
+    if "eval_every" in k:
+        eval_every, why = decimal(k["eval_every"], 1, EVERY_MAX, "the trainer's -v; the table needs a validation loss")
+        if why:
+            cfg.error(kl["eval_every"], "eval_every = %s: %s" % (k["eval_every"], why))
+    if "checkpoint_every" in k:
+        checkpoint_every, why = decimal(k["checkpoint_every"], 1, EVERY_MAX, "the trainer's -n")
+        if why:
+            cfg.error(kl["checkpoint_every"], "checkpoint_every = %s: %s" % (k["checkpoint_every"], why))
+    shared = cfg.check_flags(kl["flags"], k["flags"].split()) if "flags" in k else []
+    if not cfg.run_lines:
+        cfg.error(end, "no runs (expected lines '<name> <scheme> [trainer flags]')")
+
+    selected = set(cfg.runs)
+    if os.environ.get("ABLATE_RUNS", "").strip():
+        selected = set()
+        for name in os.environ["ABLATE_RUNS"].split():
+            if name not in cfg.line:
+                cfg.error(end, "ABLATE_RUNS names '%s', which is no run of this config (runs: %s)"
+                          % (name, " ".join(cfg.runs)))
+            selected.add(name)
+
+    baseline_key = k.get("baseline", "")
+    baseline = baseline_key
+    if baseline and baseline not in cfg.line:
+        if baseline == "none":
+            baseline = ""
+        else:
+            cfg.error(kl["baseline"], "baseline = %s: no run of that name (HINT: a run's name, or none)" % baseline)
+    if not baseline_key:
+        baseline = next((n for n in cfg.runs if cfg.scheme[n] == "standard"), "")
+
+    plan = dict(data=data, train=train_pat, val=val_pat, seed=seed, tokens=tokens, eval_every=eval_every,
+                checkpoint_every=checkpoint_every, shared=shared, selected=selected, baseline=baseline,
+                baseline_key=baseline_key, merged={}, origin={}, steps={}, tps={}, bt={})
+    # per run: the merged flags (the runner's -s 0, then the shared flags, then the run's own; a later
+    # value replaces an earlier one), its tokens per step and steps, and its shape (build/params)
+    if subprocess.run(["make", "-s", "build/params"], capture_output=True).returncode != 0:
+        die("could not build build/params (HINT: make build/params)")
+    too_many = None
+    for name in cfg.runs:
+        merged, origin = {}, {}
+        for line, pairs in ((None, [("-s", "0")]), (kl.get("flags"), shared), (cfg.line[name], cfg.flags[name])):
+            for f, v in pairs:
+                # a replaced flag keeps its first place in the order (the command in cmd.txt stays the same)
+                merged[f], origin[f] = v, line
+        plan["merged"][name], plan["origin"][name] = merged, origin
+        vals = {}
+        ok = True
+        for f, lo, hi in (("-b", 1, BT_MAX), ("-t", 1, BT_MAX)):
+            if f not in merged:
+                cfg.error(cfg.line[name], "run '%s': -b and -t must be given in flags or on the run line, so that the "
+                                          "runner can compute the steps (no %s)" % (name, f))
+                ok = False
+                break
+            vals[f], why = decimal(merged[f], lo, hi, "the trainer's %s" % f)
+            if why:
+                cfg.error(origin[f], "run '%s': %s %s: %s" % (name, f, merged[f], why))
+                ok = False
+                break
+        if not ok:
+            continue
+        bt = vals["-b"] * vals["-t"]
+        tps = bt
+        if "-d" in merged and merged["-d"] != "-1":
+            tps, why = decimal(merged["-d"], 1, D_MAX, "the trainer's -d: tokens per step, or -1 for B x T")
+            if why:
+                cfg.error(origin["-d"], "run '%s': -d %s: %s" % (name, merged["-d"], why))
+                continue
+        plan["tps"][name], plan["bt"][name] = tps, bt
+        if tokens is not None:
+            if tokens // tps > STEPS_MAX:
+                if too_many is None or tps < too_many[1]:
+                    too_many = (name, tps)
+            elif tokens % tps != 0:
+                cfg.error(cfg.line[name], "run '%s': tokens = %s is not a multiple of its %d tokens per step (-d, "
+                                          "or -b x -t), so it would not see the same tokens as the others"
+                          % (name, k["tokens"], tps))
+            else:
+                plan["steps"][name] = tokens // tps
+        shape_check(cfg, name, merged)
+    if too_many:
+        name, tps = too_many
+        cfg.error(kl["tokens"], "tokens = %s: %d steps of %d tokens for run '%s'; the trainer's -x takes at most %d "
+                                "(expected at most %d tokens)" % (k["tokens"], tokens // tps, tps, name, STEPS_MAX,
+                                                                   STEPS_MAX * tps))
+    return plan
+
+
+def shape_check(cfg, name, merged):
+    """a scheme/shape combination that build/params refuses is a config error (the trainer's
+    --check_args says the same later; this one needs no trainer build). Only -e dN presets with plain
+    decimal overrides; anything else is left to the trainer."""
+    preset = PRESETS.get(merged.get("-e", "d12"))
+    if preset is None:
+        return
+    L, C, H = preset
+    vals = {}
+    for f, default in (("--n_layer", L), ("--n_embd", C), ("--n_head", H)):
+        vals[f] = merged.get(f, str(default))
+    vals["--n_kv_head"] = merged.get("--n_kv_head", vals["--n_head"])
+    if not DECIMAL_RE.match(vals["--n_embd"]):
+        return
+    vals["--mlp_hidden"] = merged.get("--mlp_hidden", str(int(vals["--n_embd"]) * 4))
+    vals["--bias"] = merged.get("--bias", "1")
+    shape = [vals[f] for f in ("--n_layer", "--n_embd", "--n_head", "--n_kv_head", "--mlp_hidden", "--bias")]
+    if not all(DECIMAL_RE.match(v) and len(v) < 10 for v in shape):
+        return
+    r = subprocess.run(["./build/params", cfg.scheme[name]] + shape, capture_output=True, text=True)
+    if r.returncode != 0:
+        why = one_line(r.stderr or r.stdout)
+        cfg.error(cfg.line[name], "run '%s': %s" % (name, why[len("params: "):] if why.startswith("params: ") else why))
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. OUT and the inputs
+
+def identity(path):
+    try:
+        st = os.stat(path)
+        return st.st_dev, st.st_ino
+    except OSError:
+        return None
+
+
+def check_out(cfg, plan, out):
+    """OUT, and every file the runner, report.py and the trainers write or delete in it, must not be an
+    input (the config, a data shard, a -e model file), compared by device and inode so that symlinks
+    and ./x vs x are caught; no input may sit inside a run's folder (the trainer writes there and the
+    runner deletes older checkpoints). One error line, before anything is read or written."""
+    inputs = {}  # identity -> what it is
+    for path, what in input_paths(cfg, plan):
+        inputs.setdefault(identity(path), what)
+    inputs.pop(None, None)
+    try:
+        st = os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    except OSError as e:
+        die("OUT=%s: %s" % (out, e.strerror))
+    if st is not None:
+        what = inputs.get((st.st_dev, st.st_ino))
+        if what:
+            die("OUT=%s is %s: the results would overwrite it (HINT: OUT= names a folder of its own)" % (out, what))
+        if not stat.S_ISDIR(st.st_mode):
+            die("OUT=%s: exists and is not a folder (HINT: OUT= names the results folder; a new name creates it)" % out)
+    else:  # it will be created: the nearest existing folder above it must be a writable folder
+        up = os.path.dirname(out)
+        while not os.path.lexists(up):
+            up = os.path.dirname(up)
+        if not os.path.isdir(up) or not os.access(up, os.W_OK | os.X_OK):
+            die("OUT=%s: cannot be created: %s is %s" % (out, up, "not a folder" if not os.path.isdir(up)
+                                                         else "not writable"))
+        return
+    outputs = [os.path.join(out, f) for f in REPORT_FILES + (".lock",)]
+    outputs += glob.glob(os.path.join(out, "build_*.log")) + glob.glob(os.path.join(out, ".*.tmp*"))
+    run_dirs = {}
+    for name in cfg.runs:
+        d = os.path.join(out, name)
+        outputs.append(d)
+        outputs += [os.path.join(d, f) for f in RUN_FILES]
+        outputs += glob.glob(os.path.join(d, "model_*.bin*")) + glob.glob(os.path.join(d, "state_*.bin*"))
+        ident = identity(d)
+        if ident:
+            run_dirs[ident] = d
+    for p in outputs:
+        ident = identity(p)
+        if ident in inputs:
+            die("OUT=%s: %s is %s: the runner writes or deletes %s (HINT: use another OUT=, or move the input)"
+                % (out, p, inputs[ident], os.path.relpath(p, out)))
+    for f in REPORT_FILES + (".lock",):
+        p = os.path.join(out, f)
+        if os.path.exists(p) and not os.path.isfile(p):
+            die("OUT=%s: %s exists and is not a file (a folder?), where the runner writes %s (HINT: move it, or use "
+                "another OUT=)" % (out, p, f))
+    for p in cfg.runs:
+        d = os.path.join(out, p)
+        if os.path.lexists(d) and not os.path.isdir(d):
+            die("OUT=%s: %s exists and is not a folder, where run '%s' writes its folder (HINT: move it, or use "
+                "another OUT=)" % (out, d, p))
+    if run_dirs:  # an input inside a run's folder
+        for path, what in input_paths(cfg, plan):
+            up = os.path.dirname(os.path.abspath(path))
+            while True:
+                ident = identity(up)
+                if ident in run_dirs:
+                    die("OUT=%s: %s is inside %s, a run's folder (the trainer writes there and the runner deletes "
+                        "older checkpoints) (HINT: use another OUT=, or move the input)" % (out, what, run_dirs[ident]))
+                if up == os.path.dirname(up):
+                    break
+                up = os.path.dirname(up)
+
+
+def input_paths(cfg, plan):
+    """(path, what it is) of each input: the config, every data shard, each run's -e model file"""
+    yield cfg.path, "the config file (CONFIG=%s)" % cfg.show
+    for key, pat in (("train", plan["train"]), ("val", plan["val"])):
+        for p in sorted(glob.glob(pat)) if pat else []:
+            yield p, "a data shard (%s, %s)" % (p, key)
+    for name in cfg.runs:
+        e = plan["merged"][name].get("-e")
+        if e and e not in PRESETS and os.path.exists(e):
+            yield e, "the -e model of run '%s' (%s)" % (name, e)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. the trainers: commands, builds, --check_args
+
+def binary_of(device, scheme):
+    if device == "gpu":
+        return "./train_gpt2cu" if scheme == "standard" else "./train_gpt2cu_" + scheme
+    return "./build/train_gpt2_cpu_" + scheme
+
+
+def run_command(cfg, plan, name, out, device, train=None, val=None):
+    """the trainer command of a run; how it starts (-y 1 or --overwrite 1) is start_flags'"""
+    steps = plan["steps"][name]
+    every = plan["checkpoint_every"] or (steps + 3) // 4
+    cmd = [binary_of(device, cfg.scheme[name]), "-i", train or plan["train"], "-j", val or plan["val"],
+           "-o", os.path.join(out, name), "--seed", str(plan["seed"]), "-x", str(steps), "-v", str(plan["eval_every"]),
+           "-n", str(every)]
+    for f, v in plan["merged"][name].items():
+        cmd += [f, v]
+    return cmd
+
+
+def start_flags(d):
+    """-y 1 when d holds a checkpoint to resume (a state_N.bin beside its model_N.bin, what the trainer
+    looks for), else --overwrite 1 when an attempt that died before its first checkpoint left files
+    there (the trainer refuses a used folder otherwise), else nothing"""
+    for s in glob.glob(os.path.join(d, "state_*.bin")):
+        if os.path.isfile(s) and os.path.isfile(os.path.join(d, "model_" + os.path.basename(s)[len("state_"):])):
+            return ["-y", "1"]
+    if (os.path.exists(os.path.join(d, "main.log")) or glob.glob(os.path.join(d, "model_*.bin*"))
+            or glob.glob(os.path.join(d, "state_*.bin*"))):
+        return ["--overwrite", "1"]
+    return []
+
+
+def build_trainers(device, schemes, logdir, keep_log):
+    """builds each scheme's trainer, its make output in logdir/build_<scheme>.log; dies on the first
+    failure (one line naming the log when keep_log, else the make command)"""
+    for scheme in schemes:
+        binary = binary_of(device, scheme)
+        log = os.path.join(logdir, "build_%s.log" % scheme)
+        if device == "gpu":
+            target = ["make", "-s", "train_gpt2cu", "QKV=" + scheme]
+            if subprocess.run(["make", "-q", "-s", "train_gpt2cu", "QKV=" + scheme], capture_output=True).returncode:
+                info("building %s (nvcc, minutes the first time)" % binary)
+        else:
+            target = ["make", "-s", "build/train_gpt2_cpu_" + scheme]
+        tmp = os.path.join(logdir, ".build_%s.log.tmp%d" % (scheme, os.getpid()))
+        with open(tmp, "w") as f:
+            rc = subprocess.run(target, stdout=f, stderr=subprocess.STDOUT).returncode
+        os.replace(tmp, log)  # a new file: never through a symlink someone left at that name
+        if rc != 0:
+            with open(log, errors="replace") as f:
+                lines = f.read().splitlines()
+            first = next((l for l in lines if "error" in l.lower()), lines[-1] if lines else "")
+            die("the build of %s failed: %s (see %s)" % (binary, one_line(first, 200),
+                                                         log if keep_log else "the output of " + " ".join(target)))
+
+
+def synthetic_shards(tmp, tokens):
+    """a train and a val shard in tmp with the llm.c header (magic 20240520, version 1, the count) and
+    `tokens` zero tokens (at most 2^31 - 1, the header's limit: a batch that needs more is refused by
+    the trainer as it would be on real shards), as sparse files: instant at any size"""
+    tokens = min(tokens, 2147483647)
+    paths = []
+    for split in ("train", "val"):
+        p = os.path.join(tmp, "synthetic_%s_000000.bin" % split)
+        with open(p, "wb") as f:
+            f.write(struct.pack("<256i", 20240520, 1, tokens, *([0] * 253)))
+            f.truncate(1024 + 2 * tokens)
+        paths.append(p)
+    return paths
+
+
+def check_runs(cfg, plan, out, device, names, train=None, val=None, out_missing_tmp=None):
+    """each run's full command with --check_args 1, as it will run (the start flags its folder calls
+    for). Returns the error lines (CONFIG:LINE: ...), grouped by line and message; [] when all pass."""
+    found = {}  # (line, message) -> run names
+    for name in names:
+        cmd = run_command(cfg, plan, name, out, device, train, val)
+        d = os.path.join(out, name)
+        if out_missing_tmp:  # plan-only, OUT not created yet: -o is a new folder in a folder that exists
+            cmd[cmd.index("-o") + 1] = os.path.join(out_missing_tmp, name)
+        cmd += start_flags(d) + ["--check_args", "1"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
+            rc, text = r.returncode, r.stderr + r.stdout
+            okline = next((l for l in r.stdout.splitlines() if l.startswith("check_args: ok")), None)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            rc, text, okline = 1, "error: %s: %s" % (cmd[0], e), None
+        if rc == 0 and okline:
+            continue
+        err = next((l for l in text.splitlines() if l.startswith("error")), None)
+        if err is None:
+            err = "exit status %d: %s" % (rc, one_line(text.strip().splitlines()[-1] if text.strip() else "no output"))
+        msg = one_line(re.sub(r"^error:\s*", "", err))
+        line = blame(cfg, plan, name, msg)
+        found.setdefault((line, msg), []).append(name)
+    errors = []
+    for (line, msg), runs in found.items():
+        who = "run '%s'" % runs[0] if len(runs) == 1 else "runs %s" % ", ".join("'%s'" % r for r in runs)
+        binary = binary_of(device, cfg.scheme[runs[0]])
+        if out_missing_tmp:
+            msg = msg.replace(out_missing_tmp, out)
+        errors.append((line, "%s: the trainer refuses the command (%s --check_args 1): %s" % (who, binary, msg)))
+    return sorted(errors)
+
+
+def blame(cfg, plan, name, msg):
+    """the config line behind a trainer's message: the line that set the flag (or the value) it starts
+    with (the shared keys for the runner's own flags), else the run's line"""
+    m = re.match(r"^(-[a-z]{1,2}|--[a-z_]+)[ :]", msg)
+    if not m:  # a message about a flag's value ("dev/x.bin: cannot open model file")
+        f = next((f for f, v in plan["merged"][name].items() if msg.startswith(v + ":")), None)
+        return plan["origin"][name].get(f) or cfg.line[name]
+    f = m.group(1)
+    kl = cfg.key_line
+    owned = {"-i": kl.get("train", kl.get("data")), "-j": kl.get("val", kl.get("data")), "--seed": kl.get("seed"),
+             "-x": kl.get("tokens"), "-v": kl.get("eval_every"), "-n": kl.get("checkpoint_every")}
+    if f in owned:
+        return owned[f] or cfg.line[name]
+    return plan["origin"][name].get(f) or cfg.line[name]
+
+
+def print_errors(cfg, errors):
+    for line, msg in errors:
+        print("ablate: %s:%d: %s" % (cfg.show, line, msg), file=sys.stderr)
+
+
+def data_ready(plan):
+    return bool(glob.glob(plan["train"])) and bool(glob.glob(plan["val"]))
+
+
+def plan_only_mode(cfg, plan, out, device, tmp, done):
+    """checks every run a real invocation would train with its trainer, prints the plan, writes nothing"""
+    check = [n for n in cfg.runs if n in plan["selected"] and not done[n]]
+    build_trainers(device, sorted(set(cfg.scheme[n] for n in check), key=cfg.schemes.index), tmp, False)
+    notes = []
+    train = val = None
+    if check and plan["data"] and not data_ready(plan):
+        need = max(plan["bt"][n] for n in check) + 1
+        train, val = synthetic_shards(tmp, need)
+        notes.append("dev/data/%s is not prepared: the trainers checked each command with a synthetic shard of %d "
+                     "tokens instead, so the data headers were NOT checked (make ablate prepares the corpus and checks "
+                     "them before the first run trains)" % (plan["data"], need))
+    out_tmp = None
+    if not os.path.isdir(out):
+        out_tmp = os.path.join(tmp, "out")
+        os.mkdir(out_tmp)
+        notes.append("%s does not exist yet: each -o was checked as a new folder (the runner checked that OUT can be "
+                     "created)" % out)
+    errors = check_runs(cfg, plan, out, device, check, train, val, out_tmp)
+    if errors:
+        print_errors(cfg, errors)
+        sys.exit(1)
+    skipped = len(cfg.runs) - len(check)
+    info("%s is valid: %d runs on the %s trainer, %d tokens each; baseline %s; %d run command%s checked by %s "
+         "(--check_args 1)%s" % (cfg.show, len(cfg.runs), device, plan["tokens"], plan["baseline"] or "none",
+                                  len(check), "" if len(check) == 1 else "s",
+                                  "its trainer" if len(check) == 1 else "their trainers",
+                                  "" if not skipped else ", %d not (done, or left out by ABLATE_RUNS)" % skipped))
+    for n in notes:
+        info("note: " + n)
+    for name in cfg.runs:
+        cmd = run_command(cfg, plan, name, out, device)
+        note = ""
+        if name not in plan["selected"]:
+            note = " [not in ABLATE_RUNS: not trained now]"
+        elif done[name]:
+            note = " [done: skipped]"
+        info("%s (%s, %d steps x %d tokens)%s: %s" % (name, cfg.scheme[name], plan["steps"][name], plan["tps"][name],
+                                                      note, " ".join(cmd)))
+
+
+def write_file(path, text):
+    """text into path through a temporary name and a rename"""
+    tmp = os.path.join(os.path.dirname(path), ".%s.tmp%d" % (os.path.basename(path), os.getpid()))
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def train(cfg, plan, out, out_arg, device, python, pending, done):
+    if subprocess.run([python, "-c", "import matplotlib, numpy"], capture_output=True).returncode != 0:
+        die("%s cannot import matplotlib and numpy, which dev/ablate/report.py plots with (HINT: apt-get install "
+            "python3-matplotlib python3-numpy)" % python)
+    created = not os.path.isdir(out)
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        die("OUT=%s: cannot create it (%s)" % (out, e.strerror))
+    lock = open(os.path.join(out, ".lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        die("another make ablate is writing into %s (HINT: wait for it, or use another OUT=)" % out)
+
+    def give_up(errors):  # a check failed: nothing was trained; a folder this call created goes again
+        print_errors(cfg, errors)
+        if created:
+            for f in glob.glob(os.path.join(out, "build_*.log")) + [os.path.join(out, ".lock")]:
+                os.remove(f)
+            try:
+                os.rmdir(out)
+            except OSError:
+                pass
+        sys.exit(1)
+
+    runs = cfg.runs
+    # the trainers, the data, then every run about to train checked by its trainer, before any trains
+    build_trainers(device, sorted(set(cfg.scheme[n] for n in pending), key=cfg.schemes.index), out, True)
+    if pending and plan["data"]:
+        rc = subprocess.run(["bash", "dev/data/prepare_%s.sh" % plan["data"]]).returncode
+        if rc != 0:
+            die("bash dev/data/prepare_%s.sh exited with status %d: the corpus is not prepared" % (plan["data"], rc))
+    errors = check_runs(cfg, plan, out, device, pending)
+    if errors:
+        give_up(errors)
+
+    # the plan (report.py reads it)
+    rows = ["# config\t%s" % cfg.show, "# device\t%s" % device, "# baseline\t%s" % plan["baseline"],
+            "# data\t%s" % plan["train"], "# seed\t%d" % plan["seed"], "# tokens\t%d" % plan["tokens"],
+            "name\tscheme\tsteps\ttokens_per_step\tcommand"]
+    for name in runs:
+        rows.append("%s\t%s\t%d\t%d\t%s" % (name, cfg.scheme[name], plan["steps"][name], plan["tps"][name],
+                                            " ".join(run_command(cfg, plan, name, out, device))))
+    write_file(os.path.join(out, "plan.tsv"), "\n".join(rows) + "\n")
+
+    info("%s: runs %d (%d to train), on the %s trainer, %d tokens each, seed %d, data %s; output in %s"
+         % (cfg.show, len(runs), len(pending), device, plan["tokens"], plan["seed"], plan["train"], out))
+    for name in runs:
+        d = os.path.join(out, name)
+        if done[name]:
+            info("skip %s: done (%s/DONE)" % (name, d))
+            continue
+        if name not in plan["selected"]:
+            info("skip %s: not in ABLATE_RUNS" % name)
+            continue
+        cmd = run_command(cfg, plan, name, out, device)
+        os.makedirs(d, exist_ok=True)
+        write_file(os.path.join(d, "cmd.txt"), " ".join(cmd) + "\n")
+        start = start_flags(d)
+        cmd += start
+        steps, tps = plan["steps"][name], plan["tps"][name]
+        info("run %s (%s): %d steps x %d tokens, log %s/main.log%s" % (name, cfg.scheme[name], steps, tps, d,
+                                                                      " (%s)" % " ".join(start) if start else ""))
+        t0 = time.time()
+        with open(os.path.join(d, "stdout.log"), "a") as log:
+            log.write(" ".join(cmd) + "\n")
+            log.flush()
+            try:
+                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            except OSError as e:
+                die("run '%s': cannot start %s (%s)" % (name, cmd[0], e.strerror))
+            try:
+                for raw in iter(p.stdout.readline, b""):
+                    text = raw.decode("utf-8", "replace")
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+                    log.write(text)
+                    log.flush()
+                rc = p.wait()
+            except KeyboardInterrupt:
+                p.wait()
+                die("interrupted during run '%s' (make ablate again resumes from its latest checkpoint)" % name)
+        if rc != 0:
+            with open(os.path.join(d, "stdout.log"), errors="replace") as f:
+                err = [l.rstrip("\n") for l in f if l.startswith("error")]
+            die("run '%s' exited with status %d%s (see %s/stdout.log; make ablate again resumes from its latest "
+                "checkpoint)" % (name, rc, ": " + err[-1] if err else "", d))
+        seconds = int(time.time() - t0)
+        write_file(os.path.join(d, "DONE"), "seconds %d\n" % seconds)
+        # keep the final model only: the training states and older models are for resuming
+        models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
+        for f in models[:-1] + glob.glob(os.path.join(d, "state_*.bin")):
+            os.remove(f)
+        info("run %s done in %d s" % (name, seconds))
+
+    # runs.csv, loss.png, table.md (once every run of the config is done)
+    undone = [n for n in runs if not os.path.isfile(os.path.join(out, n, "DONE"))]
+    if undone:
+        info("%d of %d runs done; the report comes once %s are done too (ABLATE_RUNS=\"%s\" make ablate CONFIG=%s%s)"
+             % (len(runs) - len(undone), len(runs), " ".join(undone), " ".join(undone), cfg.show,
+                " OUT=" + out_arg if out_arg else ""))
+        return
+    sys.exit(subprocess.run([python, "dev/ablate/report.py", out]).returncode)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("ablate: interrupted", file=sys.stderr)
+        sys.exit(130)
