@@ -791,7 +791,8 @@ stage_ablate() { # config [runs]
     cp "$out/$r"/main.log "$out/$r"/stdout.log "$out/$r"/cmd.txt "$out/$r"/DONE "$keep/$r/" 2>/dev/null
   done
   cp "$out"/plan.tsv "$out"/runs.csv "$out"/table.md "$out"/loss.png "$keep/" 2>/dev/null
-  n_all=$(($(grep -c . "$out/plan.tsv" 2>/dev/null || echo 6) - 6))
+  # plan.tsv: "# key<TAB>value" lines, the header row (name ...), then one row per run
+  n_all=$(awk -F'\t' '!/^#/ && $1 != "name" && NF > 1' "$out/plan.tsv" 2>/dev/null | wc -l)
   n_done=$(find "$out" -mindepth 2 -maxdepth 2 -name DONE | wc -l)
   local what="make ablate CONFIG=dev/ablate/$cfg.txt${runs:+ ($runs)}"
   if [ $rc -eq 0 ]; then
