@@ -733,8 +733,9 @@ static void bad_steps_args(TrainArgs* a, const char* model, const char* shard, c
 }
 
 // Bad steps on the GPU (the decision is dev/train_common.h's, tested on the CPU; this checks the
-// CUDA loop's wiring): (1) a model whose weights are all NaN: steps 1-4 are skipped with a line
-// each, step 5 stops the run with an error and train_run returns 1; (2) -sg 1e-6 over 140 steps:
+// CUDA loop's wiring): (1) a model whose weights are all NaN: refused at load, then loaded with
+// --allow_nonfinite 1: steps 1-4 are skipped with a line each, step 5 stops the run with an error
+// and train_run returns 1; (2) -sg 1e-6 over 140 steps:
 // once the 128-step window is full, steps are skipped as outliers, the run ends normally, and the
 // state file of the last step counts exactly the skipped steps (AdamW's t on resume).
 static int run_bad_steps_check(const char* model_path) {
@@ -765,6 +766,14 @@ static int run_bad_steps_check(const char* model_path) {
     }
     TrainArgs a;
     bad_steps_args(&a, nan_model, shard, dir_nan, 10);
+    // refused at load (the values check, dev/train_common.h), then loaded anyway for the loop's part
+    const int refused = !train_args_resolve(&a, msg, sizeof(msg)) && strstr(msg, "tensor wte holds") != NULL;
+    if (!refused) {
+        printf("FAIL %s bad_steps: the all-NaN model was not refused at load (%s)\n", LABEL, msg);
+        return 0;
+    }
+    bad_steps_args(&a, nan_model, shard, dir_nan, 10);
+    a.allow_nonfinite = 1;
     if (!train_args_resolve(&a, msg, sizeof(msg))) {
         printf("FAIL %s bad_steps: %s\n", LABEL, msg);
         return 0;
@@ -795,7 +804,7 @@ static int run_bad_steps_check(const char* model_path) {
            "state skipped %d\n", rc_nan, skips_nan, errors_nan, rc_sg, skips_sg, state_ok ? st.skipped : -1);
     if (rc_nan == 1 && skips_nan == NONFINITE_STEPS_MAX - 1 && errors_nan == 1 && rc_sg == 0 && skips_sg > 0 && state_ok &&
         st.skipped == skips_sg) {
-        printf("PASS %s bad_steps (NaN weights: %d skipped steps then a stop with exit 1; -sg: %d outlier steps skipped, "
+        printf("PASS %s bad_steps (NaN weights: refused at load; with --allow_nonfinite 1, %d skipped steps then a stop with exit 1; -sg: %d outlier steps skipped, "
                "counted in the state file)\n", LABEL, skips_nan, skips_sg);
         return 1;
     }
