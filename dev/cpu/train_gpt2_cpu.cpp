@@ -124,13 +124,12 @@ static void* calloc_check(size_t n, size_t size, const char* file, int line) {
 // exp(x) = 2^n exp(r) with n = round(x / ln 2) and r = x - n ln 2 in [-ln2/2, ln2/2] (ln 2 split in
 // two parts so r is exact), exp(r) by its Taylor series to r^7 (truncation error < 1e-8), and 2^n
 // built directly in the exponent bits. About 2 ulp; exp(x) = 0 below -87.3, and x is clamped at 88
-// above (exp(88) = 1.6e38, finite: GELU divides by 1 + exp(-2u) and gets 0 either way).
+// above (exp(88) = 1.6e38, finite: GELU divides by 1 + exp(-2u) and gets 0 either way). NaN gives NaN.
 static inline float exp_fast(float x) {
-    // fmaxf/fminf return the other operand for a NaN: n stays an integer in [-126, 127] whatever x is
-    // (a NaN n would make the int conversion below undefined); the NaN is given back at the end
-    const float xc = fminf(fmaxf(x, -87.0f), 88.0f);
+    const float xc = x > 88.0f ? 88.0f : (x < -87.0f ? -87.0f : x);
     // round to nearest by adding and removing 1.5 * 2^23 (floorf would not vectorize)
-    const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    const float shifted = xc * 1.44269504088896341f + 12582912.0f;
+    const float n = shifted - 12582912.0f;
     const float r = (xc - n * 0.693145751953125f) - n * 1.428606765330187e-06f;
     float p = 1.0f / 5040.0f;
     p = p * r + 1.0f / 720.0f;
@@ -140,10 +139,15 @@ static inline float exp_fast(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23; // 2^n, n in [-126, 127]
+    // 2^n from the bits of `shifted` = 1.5 * 2^23 + n, whose last mantissa bits hold n: unsigned
+    // integer arithmetic, defined for every x (converting a NaN n to int was undefined behaviour),
+    // and as fast as that conversion was. A NaN x gives a NaN p, so NaN whatever these bits are.
+    uint32_t shifted_bits;
+    memcpy(&shifted_bits, &shifted, sizeof(shifted_bits));
+    const uint32_t bits = (shifted_bits - 0x4B400000u + 127u) << 23; // 0x4B400000 = 1.5 * 2^23; n in [-126, 127]
     float scale;
     memcpy(&scale, &bits, sizeof(scale));
-    return x != x ? x : (x < -87.3f ? 0.0f : p * scale);
+    return x < -87.3f ? 0.0f : p * scale;
 }
 
 // ----------------------------------------------------------------------------
