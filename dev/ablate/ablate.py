@@ -69,6 +69,10 @@ import sys
 import tempfile
 import time
 
+# the report's own pieces (standard library at import; it loads matplotlib only to plot)
+import report
+from report import identity, replace_file
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SEED_MAX = 9223372036854775807   # the trainer's --seed range: [0, 2^63 - 1]
 STEPS_MAX = 2147483646           # the trainer's -x range: [-1, 2^31 - 2]
@@ -82,7 +86,7 @@ NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than
     "-h": "prints the usage and trains nothing", "--help": "prints the usage and trains nothing",
     "--check_args": "is how the runner checks each command", "--generate": "makes the trainer sample instead of train",
     "--prompt": "belongs to --generate, which makes the trainer sample instead of train"}
-REPORT_FILES = ("plan.tsv", "runs.csv", "loss.png", "table.md")  # written by the runner and report.py into OUT
+REPORT_FILES = ("plan.tsv",) + report.OUTPUTS  # written by the runner and report.py into OUT
 RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log")        # written into OUT/<run>/
 PRESETS = {"d2": (2, 128, 2), "d4": (4, 256, 4), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}  # -e dN: n_layer, n_embd, n_head, as the trainers'
@@ -484,14 +488,6 @@ def shape_check(cfg, name, merged):
 # ---------------------------------------------------------------------------------------------
 # 2. OUT and the inputs
 
-def identity(path):
-    try:
-        st = os.stat(path)
-        return st.st_dev, st.st_ino
-    except OSError:
-        return None
-
-
 def check_out(cfg, plan, out):
     """OUT, and every file the runner, report.py and the trainers write or delete in it, must not be an
     input (the config, a data shard, a -e model file), compared by device and inode so that symlinks
@@ -746,11 +742,11 @@ def plan_only_mode(cfg, plan, out, device, tmp, done):
 
 
 def write_file(path, text):
-    """text into path through a temporary name and a rename"""
-    tmp = os.path.join(os.path.dirname(path), ".%s.tmp%d" % (os.path.basename(path), os.getpid()))
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    """text into path through a temporary name and a rename (report.py's replace_file)"""
+    def write(tmp):
+        with open(tmp, "w") as f:
+            f.write(text)
+    replace_file(path, write)
 
 
 def train(cfg, plan, out, out_arg, device, python, pending, done):
