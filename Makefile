@@ -1,15 +1,17 @@
 # GPT-2 trainer with a compile-time Q/K/V scheme.
 #
-#   make train                     build the standard scheme, prepare data, train d12 (needs a GPU)
+#   make train [QKV=<scheme>]      prepare the data, build, train: d12 with the CUDA trainer on a GPU, else
+#                                  d2 with the CPU trainer (dev/train/train.sh; TRAIN_ARGS=... adds flags)
 #   make test                      every CPU test, a compile check of every CUDA source, GPU tests if any
+#                                  (dev/test/run_all.sh; dev/TESTING.md)
 #   make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]
 #   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
 #   make labs [PRECISION=BF16|FP32] kernel labs build/lab_<op> (dev/cuda/README.md; the attention labs in
-#                                  both precisions, layernorm, encoder_backward, classifier, matmul_gelu BF16 only)
+#                                  both precisions; layernorm, encoder_backward, classifier, matmul_gelu, optimizer BF16 only)
 #   make build/cudacpu/test_gpt2cu_<scheme>[_fp32]
 #                                  the CUDA trainer's test on the CPU runtime of dev/cudacpu (no GPU)
 #   make asan                      the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
-#   make params                    parameter counts and KV-cache sizes of the VARIANTS.md configurations
+#   make params                    parameter counts and KV-cache sizes of the papers' configurations (dev/SCHEMES.md)
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]
 #                                  libFuzzer on every file parser, FUZZ_SECONDS each (dev/fuzz/README.md)
 #   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]
@@ -67,7 +69,7 @@ endif
 train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
-test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
 # The compile check of a scheme's trainer without ptxas (dev/test/test_cuda.sh where there is no GPU):
@@ -79,7 +81,7 @@ PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=com
 $(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	@mkdir -p $(dir $@)
 	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
-$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
 	@mkdir -p $(dir $@)
 	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
 
@@ -100,7 +102,7 @@ $(CUDACPU)/src/%.cu: %.cu dev/cudacpu/rewrite.py
 	@mkdir -p $(dir $@)
 	python3 dev/cudacpu/rewrite.py $< $@
 
-$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) dev/test/debug_state.h
+$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) dev/test/debug_state.h dev/test/sampling_check.h
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
 $(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS)
@@ -177,7 +179,7 @@ $(BUILD)/test_gpt2_cpu_tiled_%: $(CPU_TEST_DEPS) | $(BUILD)
 	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 # KV-cached generation (gpt2_decode_step) against the full forward pass, per scheme
-$(BUILD)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(BUILD)
+$(BUILD)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h dev/test/sampling_check.h | $(BUILD)
 	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
@@ -219,7 +221,7 @@ $(ASAN)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) | $(ASAN)
 $(ASAN)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
-$(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h | $(ASAN)
+$(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h dev/test/sampling_check.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 $(ASAN)/params: dev/tools/params.cpp attention_variants.cuh dev/profile.h | $(ASAN)

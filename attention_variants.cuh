@@ -125,9 +125,11 @@ static inline GPT2Config gpt2_config_default(int num_layers, int num_heads, int 
 static inline int qkv_head_dim(const GPT2Config* c) { return c->channels / c->num_heads; }
 static inline int qkv_kv_channels(const GPT2Config* c) { return c->num_kv_heads * qkv_head_dim(c); }
 
-// one line, e.g. "n_layer=2 n_embd=64 n_head=4 n_kv_head=2 mlp=256 bias=1 tied=1 T=64 V=500/512"
+// one line, e.g. "n_layer=2 n_embd=64 n_head=4 n_kv_head=2 mlp=256 bias=1 tied=1 context=64 vocab=500/512":
+// context is the longest sequence the model takes (max_seq_len; a run trains at its own -t <= it),
+// vocab the tokens and, after the slash, the rows the embedding is padded to
 static inline void gpt2_config_describe(const GPT2Config* c, char* out, size_t out_size) {
-    snprintf(out, out_size, "n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d tied=%d T=%d V=%d/%d",
+    snprintf(out, out_size, "n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d tied=%d context=%d vocab=%d/%d",
              c->num_layers, c->channels, c->num_heads, c->num_kv_heads, c->mlp_hidden,
              c->use_bias, c->tied_head, c->max_seq_len, c->vocab_size, c->padded_vocab_size);
 }

@@ -40,6 +40,7 @@ standard.
 #define TESTING
 #include "train_gpt2.cu"
 #include "dev/test/debug_state.h"
+#include "dev/test/sampling_check.h"
 
 #include <set>
 #include <string>
@@ -380,7 +381,10 @@ static int argmax_of(const float* x, int n) {
 // counted), the cache holds qkv_kv_cache_bytes_per_token x sizeof(floatX) / 2 bytes per token, and
 // after kv_cache_reset the first step's logits come back bit for bit (the decode step is deterministic).
 // The full pass reads the cached path's tokens (teacher forcing), so that one near-tie cannot turn
-// every later step into a comparison of different sequences.
+// every later step into a comparison of different sequences. Then, for each setting of
+// dev/test/sampling_check.h's grid (greedy, temperature, top-k, top-p, both), the tokens sampled
+// from the cached logits must be those sampled from the full pass on the same tokens with the same
+// coins, a flip allowed only within the measured logit difference of a boundary (counted).
 static int run_kv_cache_check(const char* fixture, const char* model_path, int fused) {
     char msg[16384];
     GPT2Config config;
@@ -455,16 +459,84 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
     printf("  kv_cache %s logits rel_err=%.3e over %d steps; tokens:", fixture, rel, gen);
     for (int g = 0; g < gen; g++) { printf(" %d", seq[(size_t)(P + g)]); }
     printf("\n  kv_cache %s %zu bytes/token (header: %zu bf16 bytes/token)\n", fixture, bytes, header_bf16);
+
+    // the sampling grid, each setting's tokens from the cache, then the full pass teacher-forced; 8
+    // tokens per setting (the full passes are most of this check's time on the CPU runtime), on the
+    // first fixture of a run only: the sampler is the same code for every fixture, and the greedy
+    // check above compares every fixture's cached logits with the full pass's
+    static int grid_runs = 0;
+    const double grid_start = now_seconds();
+    const int sgen = grid_runs++ == 0 ? (gen < 8 ? gen : 8) : 0;
+    Sampler sampler;
+    int s_same = 0, s_flips = 0, s_bad = 0;
+    double worst_d = 0.0;
+    std::string per_setting;
+    kv_cache_build(&cache, &model, P + sgen);
+    for (int s = 0; sgen > 0 && s < kSamplingGridSize; s++) {
+        sampler.settings = kSamplingGrid[s].settings;
+        const std::vector<float> coins = sampling_check_coins(1337 + (unsigned long long)s, sgen);
+        kv_cache_reset(&cache);
+        std::vector<int> sseq(seq.begin(), seq.begin() + P);
+        for (int pos = 0; pos < P + sgen - 1; pos++) {
+            gpt2_decode_step(&model, &cache, sseq[(size_t)pos], step.data());
+            if (pos >= P - 1) {
+                const int g = pos - (P - 1);
+                memcpy(&cached[(size_t)g * V], step.data(), (size_t)V * sizeof(float));
+                sseq.push_back(sample_token(&sampler, step.data(), V, coins[(size_t)g]));
+            }
+        }
+        for (size_t i = 0; i < sseq.size() && i < (size_t)T; i++) { buf[i] = sseq[i]; }
+        int same = 0, flips = 0, bad = 0;
+        for (int g = 0; g < sgen; g++) {
+            const int len = P + g;
+            int T_pass = (len + 63) / 64 * 64;
+            if (T_pass > model.T) { T_pass = model.T; }
+            gpt2_stage_batch(&model, buf.data(), NULL, 1, T_pass);
+            gpt2_forward_staged(&model, 0.0f);
+            const std::vector<float> ref = fetch_x(model.acts.output + (size_t)(len - 1) * Vp, (size_t)V);
+            const int mine = sseq[(size_t)len], theirs = sample_token(&sampler, ref.data(), V, coins[(size_t)g]);
+            const double d = sampling_check_max_diff(&cached[(size_t)g * V], ref.data(), V);
+            worst_d = fmax(worst_d, d);
+            if (mine == theirs) {
+                same++;
+            } else if (sampling_flip_explained(&sampler, ref.data(), V, mine, coins[(size_t)g], d)) {
+                flips++;
+            } else {
+                bad++;
+                printf("  kv_cache %s sampling %s step %d: cached token %d, the full pass's %d (coin %.7f, logit "
+                       "difference %.1e)\n", fixture, kSamplingGrid[s].name, g, mine, theirs, (double)coins[(size_t)g], d);
+            }
+        }
+        per_setting += std::string(s > 0 ? ", " : "") + kSamplingGrid[s].name + " " + std::to_string(same) + "/" +
+                       std::to_string(sgen) + (flips > 0 ? " (" + std::to_string(flips) + " flips)" : "");
+        s_same += same;
+        s_flips += flips;
+        s_bad += bad;
+    }
+    kv_cache_free(&cache);
     gpt2_free(&model);
-    const int ok = rel <= KV_LOGITS_TOLERANCE && mismatches == 0 && bytes_ok && reset_same;
+    if (sgen > 0) {
+        printf("  kv_cache %s sampled tokens equal to the full pass's: %s (%.1f s)\n", fixture, per_setting.c_str(),
+               now_seconds() - grid_start);
+    }
+    const int ok = rel <= KV_LOGITS_TOLERANCE && mismatches == 0 && bytes_ok && reset_same && s_bad == 0;
+    char sampling[256];
+    if (sgen > 0) {
+        snprintf(sampling, sizeof(sampling), "%d settings x %d tokens: %d the full pass's, %d flips within the logit "
+                 "difference (at most %.1e)", kSamplingGridSize, sgen, s_same, s_flips, worst_d);
+    } else {
+        snprintf(sampling, sizeof(sampling), "the grid ran on this run's first fixture");
+    }
     if (ok) {
         printf("PASS %s kv_cache %s (%d greedy tokens: %d the full pass's argmax, %d near-ties; logits rel_err=%.3e <= %.0e; "
-               "%zu bytes/token = the header's bf16 %zu x %zu / 2; reset repeats step 0 bit for bit)\n", LABEL, fixture, gen,
-               identical, near_ties, rel, KV_LOGITS_TOLERANCE, bytes, header_bf16, sizeof(floatX));
+               "%zu bytes/token = the header's bf16 %zu x %zu / 2; reset repeats step 0 bit for bit; sampling: %s)\n",
+               LABEL, fixture, gen, identical, near_ties, rel, KV_LOGITS_TOLERANCE, bytes, header_bf16, sizeof(floatX),
+               sampling);
     } else {
         printf("FAIL %s kv_cache %s (logits rel_err=%.3e (tolerance %.0e), %d of %d tokens not the full pass's argmax, "
-               "%zu bytes/token (expected %zu), reset %s)\n", LABEL, fixture, rel, KV_LOGITS_TOLERANCE, mismatches, gen,
-               bytes, header_bf16 * sizeof(floatX) / 2, reset_same ? "repeats step 0" : "does NOT repeat step 0");
+               "%zu bytes/token (expected %zu), reset %s, %d sampled tokens not the full pass's beyond the logit "
+               "difference)\n", LABEL, fixture, rel, KV_LOGITS_TOLERANCE, mismatches, gen, bytes,
+               header_bf16 * sizeof(floatX) / 2, reset_same ? "repeats step 0" : "does NOT repeat step 0", s_bad);
     }
     return ok;
 }

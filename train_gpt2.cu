@@ -3199,6 +3199,13 @@ static void kv_cache_build(KVCache* cache, const GPT2* model, int max_T) {
 // itself does not call it (test_gpt2.cu does), and nvcc warns otherwise
 static __attribute__((unused)) void kv_cache_reset(KVCache* cache) { cache->len = 0; }
 
+// forgets every position from len on (len <= cache->len), so that the next step runs at position
+// len: --num_samples rewinds to the prompt for each sample. The rows past len need no clearing: the
+// decode step at position t writes row t before attention_decode_kernel reads rows 0..t.
+static void kv_cache_rewind(KVCache* cache, int len) {
+    if (len >= 0 && len < cache->len) { cache->len = len; }
+}
+
 static void kv_cache_free(KVCache* cache) {
     if (cache->memory != NULL) { cudaCheck(cudaFree(cache->memory)); }
     free(cache->logits_host);
@@ -3400,16 +3407,17 @@ static size_t device_memory_in_use(void) {
 
 // Feeds the prompt through the cache, then samples n_new tokens after it, printing them as they
 // come: one decode step (one token's forward pass) per token, instead of a forward pass over the
-// whole sequence so far; one random_f32 per sampled token (the resume test compares the RNG state).
+// whole sequence so far; one random_f32 per sampled token (the resume test compares the RNG state),
+// greedy too, so that the RNG state does not depend on --temperature/--top_k/--top_p.
 // The model's training activations are not touched: the decode scratch lives in the cache.
 // Returns 1, or 0 with a one-line message when the logits are not finite (sample_logits_check).
-static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
+static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
                            unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size;
     for (int i = 0; i < n_prompt; i++) { gpt2_decode_step(model, cache, prompt[i], logits); }
     for (int i = 0; i < n_new; i++) {
         if (!sample_logits_check(logits, V, cache->len, msg, msg_size)) { return 0; }
-        const int next = sample_softmax(logits, V, random_f32(rng));
+        const int next = sample_token(sampler, logits, V, random_f32(rng));
         print_token(tokenizer, next);
         if (i + 1 < n_new) { gpt2_decode_step(model, cache, next, logits); }
     }
@@ -3423,8 +3431,10 @@ static int sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, un
     KVCache cache;
     kv_cache_build(&cache, model, a->gen_T);
     float* logits = (float*)host_malloc((size_t)model->config.vocab_size * sizeof(float), "sampling logits");
+    Sampler sampler;
+    sampler.settings = a->sampling;
     printf("generating:\n---\n");
-    const int ok = generate_tokens(model, &cache, &eot, 1, a->gen_T - 1, rng, tokenizer, logits, msg, msg_size);
+    const int ok = generate_tokens(model, &cache, &eot, 1, a->gen_T - 1, &sampler, rng, tokenizer, logits, msg, msg_size);
     printf("\n---\n");
     kv_cache_free(&cache);
     free(logits);
@@ -3494,13 +3504,13 @@ static int train_run(TrainArgs* a) {
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)gpt2_attn_scale(&model.config), model.num_parameters,
            a->from_file ? a->model_path : "random init");
-    printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
+    printf("batch: B %d sequences of T %d tokens | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
            a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
     const int hd = qkv_head_dim(&model.config);
     if (model.attn_fused) {
-        printf("attention: fused (flash kernels, head size %d)\n", hd);
+        printf("attention: fused flash-attention kernels (head size %d): the T x T scores never reach memory\n", hd);
     } else {
-        printf("attention: unfused (cuBLASLt, (B, H, T, T) scores in memory; %s)\n",
+        printf("attention: unfused, cuBLASLt matmuls with each head's T x T scores in memory (%s)\n",
                a->attn_unfused ? "--attention unfused" :
                !PRECISION_IS_BF16 ? "FP32 build" : "no flash kernel for this head size: 64 and 128 have one");
     }
@@ -3514,6 +3524,11 @@ static int train_run(TrainArgs* a) {
 
     FILE* logf = NULL;
     if (!output_dir_clear(a) || !main_log_open(a, &logf)) { return 1; }
+    char schedule_note[8192]; // a resume with --reschedule 1 says what changes, in the log too
+    if (resume_schedule_note(a, num_steps, schedule_note, sizeof(schedule_note))) {
+        printf("%s\n", schedule_note);
+        logf_line(logf, schedule_note);
+    }
 
     StepGuard guard;
     step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
@@ -3548,7 +3563,7 @@ static int train_run(TrainArgs* a) {
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, guard.skipped, rng, &train_loader);
+            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &train_loader);
             // the model first: a state file marks a complete pair
             if (!gpt2_write_checkpoint(&model, model_path, msg, sizeof(msg)) ||
                 !gpt2_write_state(&model, &st, state_path, msg, sizeof(msg))) {
@@ -3654,7 +3669,8 @@ static int train_run(TrainArgs* a) {
 }
 
 // --generate: the model of -e (a checkpoint, or a random init of dN), the prompt, N new tokens
-// with the KV cache, then their speed and the cache's size. Returns the process exit code.
+// with the KV cache (--num_samples times, each continuing from the prompt fed once), then their
+// speed and the cache's size. Returns the process exit code.
 static int generate_run(const TrainArgs* a) {
     char msg[4096];
     cuda_setup();
@@ -3677,20 +3693,34 @@ static int generate_run(const TrainArgs* a) {
     KVCache cache;
     const int n_prompt = (int)prompt.size();
     kv_cache_build(&cache, &model, n_prompt + a->generate);
-    float* logits = (float*)host_malloc((size_t)V * sizeof(float), "generation logits");
+    float* logits = (float*)host_malloc(2 * (size_t)V * sizeof(float), "generation logits");
+    float* prompt_logits = logits + V; // the prompt's last logits, where every sample starts
     unsigned long long rng = sampling_rng_init(a->seed);
-    printf("---\n");
-    for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
+    Sampler sampler;
+    sampler.settings = a->sampling;
+    char sampling[256];
+    sampling_describe(a, sampling, sizeof(sampling));
+    printf("sampling: %s | %d sample%s\n", sampling, a->num_samples, a->num_samples > 1 ? "s" : "");
     double t0 = now_seconds();
     for (int i = 0; i < n_prompt; i++) { gpt2_decode_step(&model, &cache, prompt[i], logits); }
     const double prefill_s = now_seconds() - t0;
-    t0 = now_seconds();
-    const int ok = generate_tokens(&model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits, msg, sizeof(msg));
-    const double decode_s = now_seconds() - t0;
-    printf("\n---\n");
+    memcpy(prompt_logits, logits, (size_t)V * sizeof(float));
+    double decode_s = 0.0;
+    int ok = 1;
+    for (int sample = 0; sample < a->num_samples && ok; sample++) {
+        printf("---\n");
+        for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
+        kv_cache_rewind(&cache, n_prompt);
+        memcpy(logits, prompt_logits, (size_t)V * sizeof(float));
+        t0 = now_seconds();
+        ok = generate_tokens(&model, &cache, NULL, 0, a->generate, &sampler, &rng, &tokenizer, logits, msg, sizeof(msg));
+        decode_s += now_seconds() - t0;
+        printf("\n");
+    }
+    printf("---\n");
     if (ok) {
-        generate_report(&model.config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
-                        (int)sizeof(floatX));
+        generate_report(&model.config, n_prompt, a->generate, a->num_samples, prefill_s, decode_s,
+                        kv_cache_bytes_per_token(&cache), (int)sizeof(floatX));
     } else {
         fprintf(stderr, "error: %s\n", msg);
     }

@@ -64,21 +64,142 @@ static unsigned int random_u32(unsigned long long* state) {
 }
 static float random_f32(unsigned long long* state) { return (random_u32(state) >> 8) / 16777216.0f; }
 
-// The token a coin in [0, 1) picks from the softmax of logits (V of them): the first v whose
-// cumulative probability exceeds the coin. Sums in double, so both trainers pick the same token
-// from the same logits.
-static int sample_softmax(const float* logits, int V, float coin) {
-    float m = -INFINITY;
-    for (int v = 0; v < V; v++) { m = fmaxf(m, logits[v]); }
-    double sum = 0.0;
-    for (int v = 0; v < V; v++) { sum += exp((double)(logits[v] - m)); }
-    const double target = (double)coin * sum;
-    double cdf = 0.0;
-    for (int v = 0; v < V; v++) {
-        cdf += exp((double)(logits[v] - m));
-        if (target < cdf) { return v; }
+// --temperature, --top_k, --top_p: how a token is drawn from the logits, for --generate and for the
+// samples printed during training (-s)
+typedef struct {
+    float temperature; // 0 = greedy (argmax)
+    int top_k;         // 0 (or >= V) = off
+    float top_p;       // 1 = off
+} SamplingSettings;
+
+// Above this --temperature is refused: a typo, not a setting (at 100 the logits of a trained
+// GPT-2, spread over ~30, already give a near-uniform distribution)
+#define SAMPLING_TEMPERATURE_MAX 100.0f
+
+// the settings and the sampler's scratch, kept between tokens so that a token allocates nothing
+struct Sampler {
+    SamplingSettings settings;
+    std::vector<double> weight; // (V) exp(logit / temperature - max)
+    std::vector<int> order;     // token ids, ranked for top-k/top-p, then the kept ones by id
+};
+
+// whether `a` ranks before `b`: the larger logit first, the lower id on ties, so that top-k and top-p
+// keep the same tokens in both trainers (and in dev/test/sampler_reference.py)
+struct LogitRank {
+    const float* logits;
+    bool operator()(int a, int b) const { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); }
+};
+
+// The token a coin in [0, 1) picks from logits (V of them, finite: sample_logits_check), in this
+// order, as HF's generate and nanoGPT's sample do it:
+//   1. temperature: the logits are divided by it; 0 is greedy: the largest logit, the lowest id on
+//      ties (the caller still draws the coin, see generate_tokens)
+//   2. top-k: only the k tokens of largest logit are kept (ties: the lower id)
+//   3. top-p: of those, the smallest set of the most probable whose probability, renormalized over
+//      what top-k kept, adds up to p (always at least one token)
+//   4. the coin picks from the kept tokens' renormalized distribution: the first kept token, by id,
+//      whose cumulative probability exceeds the coin.
+// Step 4 walks the kept tokens by id whatever filtered them, so a filter that keeps every token
+// picks what no filter picks. Weights exp(z - max z) and every sum in double, summed in one fixed
+// order (by id; top-p's running sum by rank), so both trainers pick the same token from the same
+// logits and the numpy reference can repeat it exactly. Cost: one pass over the logits without
+// filters (no sort); top-k an nth_element; top-p a partial sort of a prefix of the ranking that
+// grows until it holds the nucleus (a full sort only when the nucleus is most of the vocabulary).
+static int sample_token(Sampler* sampler, const float* logits, int V, float coin) {
+    const SamplingSettings* s = &sampler->settings;
+    if (s->temperature == 0.0f) {
+        int best = 0;
+        float best_logit = logits[0];
+        for (int v = 1; v < V; v++) {
+            if (logits[v] > best_logit) {
+                best = v;
+                best_logit = logits[v];
+            }
+        }
+        return best;
     }
-    return V - 1; // rounding left the coin past the last bin
+    const double temperature = (double)s->temperature;
+    float max_logit = logits[0];
+    for (int v = 1; v < V; v++) { max_logit = logits[v] > max_logit ? logits[v] : max_logit; } // fmaxf's NaN rule would not vectorize
+    const double z_max = (double)max_logit / temperature;
+    std::vector<double>& w = sampler->weight; // by id; with top-k only the kept tokens' are computed
+    w.resize((size_t)V);
+    const int top_k = s->top_k > 0 && s->top_k < V ? s->top_k : V;
+    if (top_k == V) {
+        for (int v = 0; v < V; v++) { w[(size_t)v] = exp((double)logits[v] / temperature - z_max); }
+    }
+    if (top_k == V && s->top_p >= 1.0f) {
+        double total = 0.0;
+        for (int v = 0; v < V; v++) { total += w[(size_t)v]; }
+        const double target = (double)coin * total;
+        double cdf = 0.0;
+        for (int v = 0; v < V; v++) {
+            cdf += w[(size_t)v];
+            if (target < cdf) { return v; }
+        }
+        return V - 1; // rounding left the coin past the last bin
+    }
+    std::vector<int>& order = sampler->order;
+    const LogitRank rank = {logits};
+    int kept = V;
+    if (top_k <= V / 16) {
+        // one pass with a heap of the top_k best so far, the worst of them on top: most tokens are
+        // turned away by one comparison (an nth_element over V ids costs several times more)
+        order.clear();
+        for (int v = 0; v < V; v++) {
+            if ((int)order.size() < top_k) {
+                order.push_back(v);
+                std::push_heap(order.begin(), order.end(), rank);
+            } else if (rank(v, order[0])) {
+                std::pop_heap(order.begin(), order.end(), rank);
+                order.back() = v;
+                std::push_heap(order.begin(), order.end(), rank);
+            }
+        }
+        kept = top_k;
+    } else {
+        order.resize((size_t)V);
+        for (int v = 0; v < V; v++) { order[(size_t)v] = v; }
+        if (top_k < V) {
+            std::nth_element(order.begin(), order.begin() + top_k, order.end(), rank); // the first top_k: the largest
+            kept = top_k;
+        }
+    }
+    if (top_k < V) {
+        for (int i = 0; i < kept; i++) {
+            const int v = order[(size_t)i];
+            w[(size_t)v] = exp((double)logits[v] / temperature - z_max);
+        }
+    }
+    if (s->top_p < 1.0f) {
+        if (kept < V) { std::sort(order.begin(), order.begin() + kept); } // by id, for the total in the fixed order
+        double total = 0.0;
+        for (int i = 0; i < kept; i++) { total += w[(size_t)order[(size_t)i]]; }
+        const double threshold = (double)s->top_p * total;
+        // rank a prefix 8x longer each round (the next ranks split off by nth_element, then sorted)
+        // until the running sum reaches the threshold; all of them should rounding keep it below
+        double cum = 0.0;
+        int i = 0;
+        for (int ranked = 0; ranked < kept && cum < threshold;) {
+            const int longer = ranked > kept / 8 ? kept : std::max(64, ranked * 8);
+            const int next = std::min(longer, kept);
+            if (next < kept) { std::nth_element(order.begin() + ranked, order.begin() + next, order.begin() + kept, rank); }
+            std::sort(order.begin() + ranked, order.begin() + next, rank);
+            while (i < next && cum < threshold) { cum += w[(size_t)order[(size_t)i++]]; }
+            ranked = next;
+        }
+        kept = i;
+    }
+    std::sort(order.begin(), order.begin() + kept); // step 4 walks by id
+    double total = 0.0;
+    for (int i = 0; i < kept; i++) { total += w[(size_t)order[(size_t)i]]; }
+    const double target = (double)coin * total;
+    double cdf = 0.0;
+    for (int i = 0; i < kept; i++) {
+        cdf += w[(size_t)order[(size_t)i]];
+        if (target < cdf) { return order[(size_t)i]; }
+    }
+    return order[(size_t)kept - 1];
 }
 
 static void logf_line(FILE* logf, const char* line) {
@@ -196,19 +317,44 @@ static int checkpoint_inspect(const char* path, float attn_scale_override, GPT2C
 //   weights follow, [5] B, [6] T, [7] grad accumulation steps, [8..9] num_parameters (lo, hi),
 //   [10..11] sampling rng state (lo, hi), [12] 1 for a BF16 build, [13] steps whose update was
 //   skipped (non-finite or outlier loss/norm; AdamW's bias correction counts updates, not steps: t =
-//   step - skipped; 0 in files from before the skipping), [16..27] the shape as a v6/7 model
-//   header's [2..13] stores it, whatever the model file's version
+//   step - skipped; 0 in files from before the skipping), [14] 1 when [15] and [28..35] hold the
+//   run's schedule (0 in files from before it was recorded), [15] the run's steps (-x, resolved),
+//   [16..27] the shape as a v6/7 model header's [2..13] stores it, whatever the model file's
+//   version, [28..35] the optimizer: lr (float bits), warmup steps, final fraction, weight decay,
+//   beta1, beta2, eps, grad clip (float bits; a resume compares them, resume_schedule_check)
 //   then the train DataLoaderState (64 bytes), then AdamW m, v (fp32, file order, num_parameters
 //   each), then the master weights (fp32) when [4] is 1.
 #define STATE_MAGIC 20240330
 #define STATE_VERSION 1
 
+// What a run's updates depend on besides the data: a resume that changes any of it changes the
+// run from the step it resumes at, so the state records it and a resume compares
+// (resume_schedule_check).
+typedef struct {
+    int num_steps; // -x, resolved (one epoch of -i when -x is -1): the cosine decays over it
+    float lr, final_frac, weight_decay, beta1, beta2, eps, grad_clip;
+    int warmup;
+} OptimizerSchedule;
+
 typedef struct {
     int step, B, T, grad_accum_steps, has_master;
     int skipped; // steps before `step` whose update was skipped (step_guard_decide)
     unsigned long long rng_state;
+    int has_schedule; // 0 in files written before the schedule was recorded
+    OptimizerSchedule schedule;
     DataLoaderState loader;
 } TrainState;
+
+static int float_bits(float x) {
+    int bits;
+    memcpy(&bits, &x, sizeof(bits));
+    return bits;
+}
+static float float_from_bits(int bits) {
+    float x;
+    memcpy(&x, &bits, sizeof(x));
+    return x;
+}
 
 // the header of a state file for `st` (the writer then appends the loader state and the tensors)
 static void state_header_make(int header[256], const GPT2Config* config, const TrainState* st, int has_master) {
@@ -228,8 +374,19 @@ static void state_header_make(int header[256], const GPT2Config* config, const T
     header[11] = (int)(uint32_t)(st->rng_state >> 32);
     header[12] = PRECISION_IS_BF16;
     header[13] = st->skipped;
+    header[14] = 1;
+    header[15] = st->schedule.num_steps;
     // [16..27]: the model's shape (a version 6/7 model header's [2..13]), so a state only fits its model
     gpt2_config_to_fields(config, &header[16]);
+    const OptimizerSchedule* o = &st->schedule;
+    header[28] = float_bits(o->lr);
+    header[29] = o->warmup;
+    header[30] = float_bits(o->final_frac);
+    header[31] = float_bits(o->weight_decay);
+    header[32] = float_bits(o->beta1);
+    header[33] = float_bits(o->beta2);
+    header[34] = float_bits(o->eps);
+    header[35] = float_bits(o->grad_clip);
 }
 
 // Reads a state file's header. Returns 1, or 0 with a one-line message.
@@ -277,6 +434,33 @@ static int state_inspect(const char* path, const GPT2Config* config, TrainState*
         snprintf(msg, msg_size, "%s: corrupt training state header (step %d, master %d, B %d, T %d, accumulation %d, bf16 %d, "
                  "skipped %d)", path, header[2], header[4], header[5], header[6], header[7], header[12], header[13]);
         return 0;
+    }
+    if (header[14] != 0 && header[14] != 1) {
+        snprintf(msg, msg_size, "%s: corrupt training state header (schedule flag %d, expected 0 or 1)", path, header[14]);
+        return 0;
+    }
+    st->has_schedule = header[14];
+    if (st->has_schedule) {
+        OptimizerSchedule* o = &st->schedule;
+        o->num_steps = header[15];
+        o->lr = float_from_bits(header[28]);
+        o->warmup = header[29];
+        o->final_frac = float_from_bits(header[30]);
+        o->weight_decay = float_from_bits(header[31]);
+        o->beta1 = float_from_bits(header[32]);
+        o->beta2 = float_from_bits(header[33]);
+        o->eps = float_from_bits(header[34]);
+        o->grad_clip = float_from_bits(header[35]);
+        const float floats[7] = {o->lr, o->final_frac, o->weight_decay, o->beta1, o->beta2, o->eps, o->grad_clip};
+        int finite = 1;
+        for (int i = 0; i < 7; i++) { finite = finite && isfinite(floats[i]); }
+        if (o->num_steps < header[2] || o->warmup < 0 || !finite) {
+            snprintf(msg, msg_size, "%s: corrupt training state header (at step %d of %d steps, warmup %d, lr %g, final "
+                     "fraction %g, weight decay %g, betas %g %g, eps %g, clip %g)", path, header[2], o->num_steps, o->warmup,
+                     (double)o->lr, (double)o->final_frac, (double)o->weight_decay, (double)o->beta1, (double)o->beta2,
+                     (double)o->eps, (double)o->grad_clip);
+            return 0;
+        }
     }
     if (header[12] != PRECISION_IS_BF16) {
         snprintf(msg, msg_size, "%s: training state of a %s build, but this binary is a %s build (HINT: resume with the "
@@ -624,12 +808,17 @@ typedef struct {
     float beta1, beta2, eps, grad_clip;
     int generate;       // --generate N: generate N tokens and exit, no training
     const char* prompt; // --prompt, NULL = one end-of-text token
+    SamplingSettings sampling;  // --temperature, --top_k, --top_p
+    int num_samples;            // --num_samples N: N samples from one prompt (--generate)
+    const char* sampling_flag;  // the first of --temperature/--top_k/--top_p given, as typed; NULL = none
+    int num_samples_given;      // --num_samples was on the command line
     float skip_loss_z, skip_grad_z; // -sl, -sg: skip the update of a step this many standard deviations above; 0 = off
     int overwrite;                  // --overwrite 1: a fresh run may replace the run in -o
     int profile_steps;              // --profile N: time N steps after a warm-up step per sublayer (dev/profile.h)
     const char* profile_csv;        // --profile_csv FILE: that table as CSV too, NULL = not written
     int check_args;                 // --check_args 1: every check a run makes before its first step, then exit
     int allow_nonfinite;            // --allow_nonfinite 1: load NaN/Inf weights and moments (debugging)
+    int reschedule;                 // --reschedule 1: a resume may change -x, -l, -u, -q, -c (resume_schedule_check)
     int model_given;                // -e was on the command line (not the default d12)
     // resolved by train_args_resolve
     GPT2Config config;
@@ -678,6 +867,10 @@ static void train_args_defaults(TrainArgs* a) {
     a->beta2 = 0.95f;
     a->eps = 1e-8f;
     a->grad_clip = 1.0f;
+    a->sampling.temperature = 1.0f;
+    a->sampling.top_k = 0;
+    a->sampling.top_p = 1.0f;
+    a->num_samples = 1;
 }
 
 // Steps 0..num_steps-1: linear warmup lr/warmup, 2 lr/warmup, ..., lr at step warmup-1; then
@@ -715,10 +908,13 @@ static void print_usage(const char* prog) {
     printf("Evaluation and checkpoints:\n");
     printf("  -v <int>      validation loss every N steps, 0 = never (default 20)\n");
     printf("  -m <int>      validation batches, -1 = the whole validation set (default 20)\n");
-    printf("  -s <int>      sample text every N steps, 0 = never (default 20)\n");
+    printf("  -s <int>      sample text every N steps, 0 = never (default 20); --temperature, --top_k, --top_p apply\n");
     printf("  -g <int>      tokens to sample, <= T (default 64, or T when shorter)\n");
     printf("  -n <int>      checkpoint every N steps into -o, 0 = never (default 0)\n");
-    printf("  -y <0|1>      resume from the latest checkpoint in -o; an error when there is none (default 0)\n");
+    printf("  -y <0|1>      resume from the latest checkpoint in -o; an error when there is none (default 0).\n");
+    printf("                -b, -t and -d must be the checkpoint's; so must -x, -l, -u, -q and -c, unless\n");
+    printf("  --reschedule <0|1>  1: a resume takes this run's -x, -l, -u, -q and -c, and prints what changes\n");
+    printf("                from which step (default 0: a difference is refused, naming the flags)\n");
     printf("  --overwrite <0|1>  1: a fresh run (no -y 1) may use an -o holding another run: its main.log\n");
     printf("                and checkpoints are removed first; 0 refuses such an -o (default 0)\n");
     printf("Profiling (dev/profile.h):\n");
@@ -767,6 +963,19 @@ static void print_usage(const char* prog) {
     printf("                       KV cache, print them, tokens/s and the cache's bytes, and exit (default 0: train)\n");
     printf("  --prompt <text>      the prompt, GPT-2 tokens from dev/data/gpt2/encoder.json + vocab.bpe\n");
     printf("                       (default: one end-of-text token)\n");
+    printf("  --num_samples <int>  N samples from the one prompt, each printed between --- lines: the prompt is\n");
+    printf("                       fed through the KV cache once, each sample continues from it (default 1)\n");
+    printf("Sampling (--generate, and the samples of -s; applied in this order, as HF and nanoGPT do):\n");
+    printf("  --temperature <float> the logits are divided by it; 0 = greedy: the largest logit, the lowest\n");
+    printf("                       token id on ties; at most %g (default 1.0)\n", (double)SAMPLING_TEMPERATURE_MAX);
+    printf("  --top_k <int>        keep the k tokens of largest logit, ties to the lower id; 0 = off, at most\n");
+    printf("                       the model's vocabulary (default 0)\n");
+    printf("  --top_p <float>      then keep the smallest set of the most probable tokens whose probability\n");
+    printf("                       reaches p (at least one), in (0, 1]; 1 = off (default 1)\n");
+    printf("                       --top-k and --top-p are the same flags. One random number per sampled token\n");
+    printf("                       (--seed), whatever the settings: greedy draws it too, so a run's random\n");
+    printf("                       stream (saved in its training states) does not depend on them. Refused on\n");
+    printf("                       a run that samples nothing (-s 0 and no --generate)\n");
 #if !TRAIN_COMMON_CUDA
     printf("The CUDA trainer's -r, -w, --attention and --gelu_fusion do not apply here and are refused.\n");
 #endif
@@ -834,7 +1043,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
                                             "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention",
                                             "--generate", "--prompt", "-sl", "-sg", "--overwrite",
-                                            "--profile", "--profile_csv", "--check_args", "--allow_nonfinite"};
+                                            "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
+                                            "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule"};
         static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
@@ -901,6 +1111,29 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         }
         else if (strcmp(flag, "--generate") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->generate = (int)v; }
         else if (strcmp(flag, "--prompt") == 0) { a->prompt = val; }
+        else if (strcmp(flag, "--temperature") == 0) {
+            ok = parse_f(flag, val, 0.0f, SAMPLING_TEMPERATURE_MAX, &a->sampling.temperature, msg, msg_size);
+            if (!ok) {
+                snprintf(msg, msg_size, "%s %s: expected a number in [0, %g], 0 = greedy (HINT: run with -h for usage)", flag,
+                         val, (double)SAMPLING_TEMPERATURE_MAX);
+            }
+            if (a->sampling_flag == NULL) { a->sampling_flag = "--temperature"; }
+        }
+        else if (strcmp(flag, "--top_k") == 0 || strcmp(flag, "--top-k") == 0) { // the vocabulary bound: train_args_resolve
+            ok = parse_ll(flag, val, 0, 1 << 30, &v, msg, msg_size);
+            a->sampling.top_k = (int)v;
+            if (a->sampling_flag == NULL) { a->sampling_flag = "--top_k"; }
+        }
+        else if (strcmp(flag, "--top_p") == 0 || strcmp(flag, "--top-p") == 0) {
+            ok = parse_f(flag, val, 0.0f, 1.0f, &a->sampling.top_p, msg, msg_size) && a->sampling.top_p > 0.0f;
+            if (!ok) { snprintf(msg, msg_size, "%s %s: expected a number in (0, 1], 1 = off (HINT: run with -h for usage)", flag, val); }
+            if (a->sampling_flag == NULL) { a->sampling_flag = "--top_p"; }
+        }
+        else if (strcmp(flag, "--num_samples") == 0) {
+            ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size);
+            a->num_samples = (int)v;
+            a->num_samples_given = 1;
+        }
         else if (strcmp(flag, "-sl") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->skip_loss_z, msg, msg_size); }
         else if (strcmp(flag, "-sg") == 0) { ok = parse_f(flag, val, 0.0f, 1e6f, &a->skip_grad_z, msg, msg_size); }
         else if (strcmp(flag, "--overwrite") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->overwrite = (int)v; }
@@ -911,6 +1144,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         }
         else if (strcmp(flag, "--check_args") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->check_args = (int)v; }
         else if (strcmp(flag, "--allow_nonfinite") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->allow_nonfinite = (int)v; }
+        else if (strcmp(flag, "--reschedule") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->reschedule = (int)v; }
         else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
         if (!ok) { return 0; }
     }
@@ -1256,6 +1490,11 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "-n %d needs -o <dir>, the folder to write checkpoints into", a->checkpoint_every);
         return 0;
     }
+    if (a->reschedule && !a->resume) {
+        snprintf(msg, msg_size, "--reschedule 1 changes the schedule of a resumed run; without -y 1 this run starts anew "
+                 "and takes its flags as given (HINT: add -y 1, or drop --reschedule)");
+        return 0;
+    }
     if (a->resume && a->overwrite) {
         snprintf(msg, msg_size, "-y 1 resumes the run in -o %s, --overwrite 1 replaces it: give one of them", a->output_dir);
         return 0;
@@ -1267,6 +1506,16 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     if (a->prompt != NULL && a->generate == 0) { // training never reads it: the caller meant to generate
         snprintf(msg, msg_size, "--prompt needs --generate N (N > 0): without it this run trains and never reads the "
                  "prompt (HINT: add --generate 64, or drop --prompt)");
+        return 0;
+    }
+    if (a->num_samples_given && a->generate == 0) { // training prints one sample per -s N steps
+        snprintf(msg, msg_size, "--num_samples %d needs --generate N (N > 0): training samples one text every -s steps "
+                 "(HINT: add --generate 64, or drop --num_samples)", a->num_samples);
+        return 0;
+    }
+    if (a->sampling_flag != NULL && a->generate == 0 && a->sample_every == 0) { // it would be silently ignored
+        snprintf(msg, msg_size, "%s needs a run that samples: with -s 0 and no --generate nothing is sampled (HINT: drop "
+                 "%s, or sample with -s N or --generate N)", a->sampling_flag, a->sampling_flag);
         return 0;
     }
     if (a->profile_steps > 0 && a->generate > 0) {
@@ -1329,6 +1578,11 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
                  a->config.max_seq_len - 1);
         return 0;
     }
+    if (a->sampling.top_k > a->config.vocab_size) {
+        snprintf(msg, msg_size, "--top_k %d: expected at most the model's vocabulary of %d tokens, 0 = off",
+                 a->sampling.top_k, a->config.vocab_size);
+        return 0;
+    }
     if (!trainer_shape_check(a, msg, msg_size)) { return 0; }
     const long long BT = (long long)a->B * a->T;
     if (a->total_batch == -1) { a->total_batch = BT; }
@@ -1355,15 +1609,108 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     return 1;
 }
 
+// The schedule and optimizer settings this run trains with (recorded in its training states)
+static OptimizerSchedule run_schedule(const TrainArgs* a, int num_steps) {
+    OptimizerSchedule o;
+    memset(&o, 0, sizeof(o));
+    o.num_steps = num_steps;
+    o.lr = a->lr;
+    o.warmup = a->warmup;
+    o.final_frac = a->final_frac;
+    o.weight_decay = a->weight_decay;
+    o.beta1 = a->beta1;
+    o.beta2 = a->beta2;
+    o.eps = a->eps;
+    o.grad_clip = a->grad_clip;
+    return o;
+}
+
+// The settings where this run differs from the checkpoint it resumes, as "-x 250 -> 500, -l ..."
+// (empty when none). Float flags print with %g: the parser reads that text back to the same float.
+static void schedule_differences(const OptimizerSchedule* was, const OptimizerSchedule* now, char* out, size_t out_size) {
+    out[0] = '\0';
+    size_t n = 0;
+    auto add = [&](const char* name, const char* from, const char* to) {
+        if (n < out_size) { n += (size_t)snprintf(out + n, out_size - n, "%s%s %s -> %s", n > 0 ? ", " : "", name, from, to); }
+    };
+    char from[64], to[64];
+    if (was->num_steps != now->num_steps) {
+        snprintf(from, sizeof(from), "%d", was->num_steps);
+        snprintf(to, sizeof(to), "%d", now->num_steps);
+        add("-x", from, to);
+    }
+    if (was->warmup != now->warmup) {
+        snprintf(from, sizeof(from), "%d", was->warmup);
+        snprintf(to, sizeof(to), "%d", now->warmup);
+        add("-u", from, to);
+    }
+    const struct { const char* name; float was, now; } floats[] = {
+        {"-l", was->lr, now->lr}, {"-q", was->final_frac, now->final_frac}, {"-c", was->weight_decay, now->weight_decay},
+        {"AdamW beta1", was->beta1, now->beta1}, {"AdamW beta2", was->beta2, now->beta2}, {"AdamW eps", was->eps, now->eps},
+        {"gradient clip", was->grad_clip, now->grad_clip}};
+    for (const auto& f : floats) {
+        if (float_bits(f.was) != float_bits(f.now)) {
+            snprintf(from, sizeof(from), "%g", (double)f.was);
+            snprintf(to, sizeof(to), "%g", (double)f.now);
+            add(f.name, from, to);
+        }
+    }
+}
+
+// A resume continues the checkpoint's run: with other -x, -l, -u, -q or -c the learning rate of
+// the steps still to come would change (a longer -x stretches the cosine: the rate jumps up at the
+// resumed step), so a difference is refused unless --reschedule 1 asks for it, and then
+// resume_schedule_note says what changes. Returns 1, or 0 with a one-line message.
+static int resume_schedule_check(const TrainArgs* a, int num_steps, char* msg, size_t msg_size) {
+    if (!a->resuming || !a->state.has_schedule || a->reschedule) { return 1; }
+    const OptimizerSchedule now = run_schedule(a, num_steps);
+    char diff[1024];
+    schedule_differences(&a->state.schedule, &now, diff, sizeof(diff));
+    if (diff[0] == '\0') { return 1; }
+    // steps as the step lines number them: the checkpoint of step N resumes at step N + 1
+    snprintf(msg, msg_size, "-y 1: this run's settings differ from those of the run it resumes (%s, after step %d): %s%s; "
+             "resuming would change that run from step %d on (HINT: give the checkpoint's values to continue "
+             "that run unchanged, or add --reschedule 1 to change them from step %d)", a->state_path, a->state.step, diff,
+             a->max_steps < 0 && now.num_steps != a->state.schedule.num_steps ? " (-x -1 is one epoch of -i)" : "",
+             a->state.step + 1, a->state.step + 1);
+    return 0;
+}
+
+// The line a resumed run prints (and logs) about its schedule: what --reschedule 1 changes from
+// which step, or that an old checkpoint recorded nothing to compare. Returns 0 when there is
+// nothing to say.
+static int resume_schedule_note(const TrainArgs* a, int num_steps, char* line, size_t line_size) {
+    if (!a->resuming) { return 0; }
+    if (!a->state.has_schedule) {
+        snprintf(line, line_size, "resume: %s is from before training states recorded the schedule: -x, -l, -u, -q and "
+                 "-c are taken from this command line unchecked", a->state_path);
+        return 1;
+    }
+    const OptimizerSchedule now = run_schedule(a, num_steps);
+    char diff[1024];
+    schedule_differences(&a->state.schedule, &now, diff, sizeof(diff));
+    if (diff[0] == '\0') { return 0; }
+    TrainArgs was = *a;
+    was.lr = a->state.schedule.lr;
+    was.warmup = a->state.schedule.warmup;
+    was.final_frac = a->state.schedule.final_frac;
+    const int step = a->state.step; // 0-based: the step lines call it step + 1
+    snprintf(line, line_size, "reschedule: from step %d/%d on, %s; the learning rate of step %d goes from %.4e to %.4e "
+             "(--reschedule 1)", step + 1, num_steps, diff, step + 1,
+             (double)learning_rate(&was, step, a->state.schedule.num_steps), (double)learning_rate(a, step, num_steps));
+    return 1;
+}
+
 // The steps this run trains (num_steps, from start_step after a resume): a resumed checkpoint past
-// the end is refused, and --profile N needs a warm-up step and N more. Returns 1, or 0 with a
-// one-line message.
+// the end is refused, its schedule must be this run's (resume_schedule_check), and --profile N
+// needs a warm-up step and N more. Returns 1, or 0 with a one-line message.
 static int run_steps_check(const TrainArgs* a, int start_step, int num_steps, char* msg, size_t msg_size) {
     if (start_step > num_steps) {
         snprintf(msg, msg_size, "-y 1: %s is at step %d, past this run's %d steps (HINT: raise -x)", a->state_path,
                  start_step, num_steps);
         return 0;
     }
+    if (!resume_schedule_check(a, num_steps, msg, msg_size)) { return 0; }
     if (a->profile_steps > 0 && num_steps - start_step < a->profile_steps + 1) {
         snprintf(msg, msg_size, "--profile %d: this run trains %d steps%s, expected at least %d: a warm-up step, then "
                  "the %d profiled (HINT: raise -x)", a->profile_steps, num_steps - start_step,
@@ -1414,14 +1761,27 @@ static int train_error(FILE* logf, int step, const char* msg) {
     return 1;
 }
 
+// how this run samples, in words: --generate's "sampling:" line and --check_args' report
+static void sampling_describe(const TrainArgs* a, char* out, size_t out_size) {
+    const SamplingSettings* s = &a->sampling;
+    char k[32], p[32];
+    if (s->top_k > 0) { snprintf(k, sizeof(k), "%d", s->top_k); } else { snprintf(k, sizeof(k), "off"); }
+    if (s->top_p < 1.0f) { snprintf(p, sizeof(p), "%g", (double)s->top_p); } else { snprintf(p, sizeof(p), "off"); }
+    snprintf(out, out_size, "temperature %g%s | top_k %s | top_p %s | seed %llu", (double)s->temperature,
+             s->temperature == 0.0f ? " (greedy)" : "", k, p, a->seed);
+}
+
 // --check_args 1, once every check passed: what the run would do, in one line (exit status 0).
 static int check_args_report(const TrainArgs* a) {
     char desc[256];
     gpt2_config_describe(&a->config, desc, sizeof(desc));
     const char* model = a->resuming ? a->state_path : a->from_file ? a->model_path : "random init";
     if (a->generate > 0) {
-        printf("check_args: ok | scheme %s | %s | %s | would generate %d tokens | nothing run or written\n",
-               qkv_scheme_name(a->config.scheme), desc, model, a->generate);
+        char sampling[256];
+        sampling_describe(a, sampling, sizeof(sampling));
+        printf("check_args: ok | scheme %s | %s | %s | would generate %d tokens x %d sample%s | %s | nothing run or "
+               "written\n", qkv_scheme_name(a->config.scheme), desc, model, a->generate, a->num_samples,
+               a->num_samples > 1 ? "s" : "", sampling);
     } else {
         printf("check_args: ok | scheme %s | %s | %s | -b %d -t %d, %d accumulation steps | -o %s | nothing trained, "
                "created or written\n", qkv_scheme_name(a->config.scheme), desc, model, a->B, a->T, a->grad_accum_steps,
@@ -1495,7 +1855,7 @@ static int stop_report(const TrainArgs* a, int sig, int step, int start_step, co
 }
 
 // what a checkpoint at `step` saves beside the model
-static TrainState train_state_at(const TrainArgs* a, int step, int skipped, unsigned long long rng,
+static TrainState train_state_at(const TrainArgs* a, int step, int num_steps, int skipped, unsigned long long rng,
                                  const DataLoader* train_loader) {
     TrainState st;
     memset(&st, 0, sizeof(st));
@@ -1505,6 +1865,8 @@ static TrainState train_state_at(const TrainArgs* a, int step, int skipped, unsi
     st.T = a->T;
     st.grad_accum_steps = a->grad_accum_steps;
     st.rng_state = rng;
+    st.has_schedule = 1;
+    st.schedule = run_schedule(a, num_steps);
     dataloader_get_state(train_loader, &st.loader);
     return st;
 }
@@ -1574,11 +1936,16 @@ static void print_token(Tokenizer* tokenizer, int token) {
 }
 
 // --generate's closing line: speed, and the cache the scheme needs per token, measured (what the
-// trainer allocated) beside attention_variants.cuh's formula
-static void generate_report(const GPT2Config* c, int n_prompt, int n_new, double prefill_s, double decode_s,
+// trainer allocated) beside attention_variants.cuh's formula. n_new tokens per sample; the cache
+// holds one sample at a time (each rewinds it to the prompt).
+static void generate_report(const GPT2Config* c, int n_prompt, int n_new, int num_samples, double prefill_s, double decode_s,
                             size_t cache_bytes_per_token, int elem_bytes) {
+    const int all_new = n_new * num_samples;
+    char samples[96] = "";
+    if (num_samples > 1) { snprintf(samples, sizeof(samples), "; %d samples of %d after the one prompt", num_samples, n_new); }
     printf("generate: %d prompt tokens in %.1f ms, %d new tokens in %.1f ms (%.1f tok/s, one forward pass of one "
-           "token each)\n", n_prompt, prefill_s * 1e3, n_new, decode_s * 1e3, decode_s > 0 ? n_new / decode_s : 0.0);
+           "token each%s)\n", n_prompt, prefill_s * 1e3, all_new, decode_s * 1e3, decode_s > 0 ? all_new / decode_s : 0.0,
+           samples);
     printf("kv cache: %zu bytes per token allocated (%d-byte elements; qkv_kv_cache_bytes_per_token, bf16: %zu), "
            "%.1f KiB for the %d positions of this run\n", cache_bytes_per_token, elem_bytes,
            qkv_kv_cache_bytes_per_token(c), cache_bytes_per_token * (double)(n_prompt + n_new) / 1024.0, n_prompt + n_new);

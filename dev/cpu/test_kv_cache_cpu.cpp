@@ -15,13 +15,18 @@ steps is at most 1e-5, and
   - a step at position max_T (cache full) and a token outside the vocabulary are refused with a
     message, and the cache stays usable,
   - after kv_cache_reset the first step gives the same logits again,
-  - decoding leaves the model's own activations untouched.
+  - decoding leaves the model's own activations untouched,
+  - for each setting of dev/test/sampling_check.h's grid (greedy, temperature, top-k, top-p, both),
+    the tokens sampled from the cached logits are those sampled from the full forward pass on the
+    same tokens (teacher-forced) with the same coins; a flip only where the decision was within the
+    measured logit difference of a boundary (sampling_flip_explained), counted.
 Prints "PASS kv_cache_cpu <fixture> (...)" or "FAIL kv_cache_cpu <fixture> (...)". Bad input (missing
 or corrupt files) prints one "error: ..." line and exits 1.
 */
 #define TESTING
 #include "train_gpt2_cpu.cpp"
 #include "../test/debug_state.h"
+#include "../test/sampling_check.h"
 
 #include <string>
 #include <vector>
@@ -51,6 +56,74 @@ static void forget_batch_shape(GPT2* model) {
     model->acts_memory = NULL;
     model->inputs = NULL;
     model->targets = NULL;
+}
+
+// For each setting of kSamplingGrid: gen tokens sampled from the cached logits after the prompt,
+// then the full forward pass on the same tokens, sampled with the same coins (sampling_check.h).
+// Adds a failure per setting with a mismatch; *summary: the counts.
+static int check_sampling_grid(GPT2* model, const int* prompt, int gen, std::vector<std::string>* failures,
+                               std::string* summary) {
+    char msg[1024];
+    const int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
+    KVCache cache;
+    if (!kv_cache_build(&cache, model, PROMPT + gen, msg, sizeof(msg))) { return die(msg); }
+    Sampler sampler;
+    std::vector<float> step((size_t)V), cached((size_t)gen * V);
+    int same = 0, flips = 0, mismatches = 0;
+    double worst_d = 0.0;
+    std::string per_setting;
+    for (int s = 0; s < kSamplingGridSize; s++) {
+        sampler.settings = kSamplingGrid[s].settings;
+        const std::vector<float> coins = sampling_check_coins(1337 + (unsigned long long)s, gen);
+        kv_cache_reset(&cache);
+        std::vector<int> seq(prompt, prompt + PROMPT);
+        for (int pos = 0; pos < PROMPT + gen - 1; pos++) {
+            if (!gpt2_decode_step(model, &cache, seq[(size_t)pos], step.data(), msg, sizeof(msg))) {
+                kv_cache_free(&cache);
+                return die(msg);
+            }
+            if (pos >= PROMPT - 1) {
+                const int g = pos - (PROMPT - 1);
+                memcpy(&cached[(size_t)g * V], step.data(), (size_t)V * sizeof(float));
+                seq.push_back(sample_token(&sampler, step.data(), V, coins[(size_t)g]));
+            }
+        }
+        int s_same = 0, s_flips = 0, s_bad = 0;
+        for (int g = 0; g < gen; g++) {
+            const int T = PROMPT + g; // the cached tokens so far: teacher forcing
+            forget_batch_shape(model);
+            if (!gpt2_forward(model, seq.data(), NULL, 1, T, msg, sizeof(msg))) {
+                kv_cache_free(&cache);
+                return die(msg);
+            }
+            const float* full = model->acts.logits + (size_t)(T - 1) * Vp;
+            const int mine = seq[(size_t)T], theirs = sample_token(&sampler, full, V, coins[(size_t)g]);
+            const double d = sampling_check_max_diff(&cached[(size_t)g * V], full, V);
+            worst_d = fmax(worst_d, d);
+            if (mine == theirs) {
+                s_same++;
+            } else if (sampling_flip_explained(&sampler, full, V, mine, coins[(size_t)g], d)) {
+                s_flips++;
+            } else {
+                s_bad++;
+                printf("  sampling %s step %d: cached token %d, the full pass's %d (coin %.7f, logit difference %.1e)\n",
+                       kSamplingGrid[s].name, g, mine, theirs, (double)coins[(size_t)g], d);
+            }
+        }
+        per_setting += std::string(s > 0 ? ", " : "") + kSamplingGrid[s].name + " " + std::to_string(s_same) + "/" +
+                       std::to_string(gen) + (s_flips > 0 ? " (" + std::to_string(s_flips) + " flips)" : "");
+        if (s_bad > 0) { failures->push_back(std::string("sampling ") + kSamplingGrid[s].name + ": " + std::to_string(s_bad) + " mismatches"); }
+        same += s_same;
+        flips += s_flips;
+        mismatches += s_bad;
+    }
+    kv_cache_free(&cache);
+    printf("  sampled tokens equal to the full pass's: %s\n", per_setting.c_str());
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%d settings x %d sampled tokens: %d the full pass's, %d flips within the logit difference "
+             "(at most %.1e), %d mismatches", kSamplingGridSize, gen, same, flips, worst_d, mismatches);
+    *summary = buf;
+    return 0;
 }
 
 // the cached decode of a loaded model against its full forward pass: the PASS/FAIL line, or an
@@ -157,11 +230,13 @@ static int check_fixture(const char* fixture, const char* model_path, const char
         snprintf(buf, sizeof(buf), "logits rel_err=%.1e > %.0e", rel, kThreshold);
         failures.push_back(buf);
     }
+    std::string sampling;
+    if (check_sampling_grid(model, inputs->i, gen, &failures, &sampling) != 0) { return 1; }
 
     if (failures.empty()) {
         printf("PASS kv_cache_cpu %s (%d greedy tokens identical to the full forward, logits rel_err=%.1e; "
-               "%zu bytes/token = 2 x the header's bf16 %zu; position %d refused)\n", fixture, gen, rel, bytes,
-               header_bf16, max_T);
+               "%zu bytes/token = 2 x the header's bf16 %zu; position %d refused; sampling: %s)\n", fixture, gen, rel, bytes,
+               header_bf16, max_T, sampling.c_str());
     } else {
         std::string all = failures[0];
         for (size_t i = 1; i < failures.size(); i++) { all += "; " + failures[i]; }

@@ -49,6 +49,7 @@ main() and the data loader are compiled only without TESTING.
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -701,12 +702,13 @@ void crossentropy_softmax_backward(float* dlogits, const float* dlosses, const f
 
 // one line naming the attention this binary runs (printed at start-up)
 static const char* attention_path_description(void) {
-    static char line[160];
+    static char line[256];
     if (kAttentionTiled) {
-        snprintf(line, sizeof(line), "attention: tiled, the CPU twin of the flash kernels (dev/cuda/attention_tiled_cpu.h, "
-                 "%dx%d tiles, keeps lse)", ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);
+        snprintf(line, sizeof(line), "attention: tiled like flash attention (%dx%d blocks, online softmax; the backward pass "
+                 "recomputes the probabilities; dev/cuda/attention_tiled_cpu.h)", ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);
     } else {
-        snprintf(line, sizeof(line), "attention: plain, keeps the (B, H, T, T) probabilities (-DATTENTION_TILED: the tiled twin)");
+        snprintf(line, sizeof(line), "attention: textbook, each head's T x T probabilities kept for the backward pass "
+                 "(build/train_gpt2_cpu_tiled_standard tiles it like flash attention)");
     }
     return line;
 }
@@ -1541,6 +1543,13 @@ int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, char* msg, size
 // empties the cache (the next step runs at position 0), keeping its memory
 void kv_cache_reset(KVCache* cache) { cache->len = 0; }
 
+// forgets every position from len on (len <= cache->len), so that the next step runs at position
+// len: --num_samples rewinds to the prompt for each sample. The rows past len need no clearing: the
+// decode step at position t writes row t before its attention reads rows 0..t.
+void kv_cache_rewind(KVCache* cache, int len) {
+    if (len >= 0 && len < cache->len) { cache->len = len; }
+}
+
 void kv_cache_free(KVCache* cache) {
     free(cache->memory);
     memset(cache, 0, sizeof(*cache));
@@ -1643,9 +1652,10 @@ static double peak_rss_mib(void) {
 
 // Feeds the prompt through the cache, then samples n_new tokens after it, printing them as they
 // come: one decode step (one token's forward pass) per token, instead of a forward pass over the
-// whole sequence so far; one random_f32 per sampled token, the CUDA trainer's rule. Returns 1, or 0
-// with a message.
-static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new,
+// whole sequence so far; one random_f32 per sampled token, the CUDA trainer's rule (greedy draws it
+// too: the RNG state a training state saves does not depend on --temperature/--top_k/--top_p).
+// Returns 1, or 0 with a message.
+static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
                            unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size;
     for (int i = 0; i < n_prompt; i++) {
@@ -1653,7 +1663,7 @@ static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n
     }
     for (int i = 0; i < n_new; i++) {
         if (!sample_logits_check(logits, V, cache->len, msg, msg_size)) { return 0; }
-        const int next = sample_softmax(logits, V, random_f32(rng));
+        const int next = sample_token(sampler, logits, V, random_f32(rng));
         print_token(tokenizer, next);
         if (i + 1 < n_new && !gpt2_decode_step(model, cache, next, logits, msg, msg_size)) { return 0; }
     }
@@ -1661,13 +1671,16 @@ static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n
 }
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.
-static int sample_text(GPT2* model, int gen_T, Tokenizer* tokenizer, unsigned long long* rng, char* msg, size_t msg_size) {
+static int sample_text(GPT2* model, int gen_T, const SamplingSettings* settings, Tokenizer* tokenizer,
+                       unsigned long long* rng, char* msg, size_t msg_size) {
     const int eot = sampling_eot_token(tokenizer, model->config.vocab_size);
     KVCache cache;
     if (!kv_cache_build(&cache, model, gen_T, msg, msg_size)) { return 0; }
     float* logits = (float*)mallocCheck((size_t)model->config.vocab_size * sizeof(float));
+    Sampler sampler;
+    sampler.settings = *settings;
     printf("generating:\n---\n");
-    const int ok = generate_tokens(model, &cache, &eot, 1, gen_T - 1, rng, tokenizer, logits, msg, msg_size);
+    const int ok = generate_tokens(model, &cache, &eot, 1, gen_T - 1, &sampler, rng, tokenizer, logits, msg, msg_size);
     printf("\n---\n");
     kv_cache_free(&cache);
     free(logits);
@@ -1695,7 +1708,8 @@ static void run_resources_free(RunResources* r) {
     memset(r, 0, sizeof(*r));
 }
 
-// --generate: the prompt, N new tokens with the KV cache, then their speed and the cache's size.
+// --generate: the prompt, N new tokens with the KV cache (--num_samples times, each continuing from
+// the prompt fed once), then their speed and the cache's size.
 static int generate_body(const TrainArgs* a, GPT2* model, RunResources* r) {
     char msg[4096];
     Tokenizer& tokenizer = r->tokenizer;
@@ -1710,23 +1724,36 @@ static int generate_body(const TrainArgs* a, GPT2* model, RunResources* r) {
         return 1;
     }
     const int n_prompt = (int)prompt.size();
-    float* logits = r->logits = (float*)mallocCheck((size_t)V * sizeof(float));
+    float* logits = r->logits = (float*)mallocCheck(2 * (size_t)V * sizeof(float));
+    float* prompt_logits = logits + V; // the prompt's last logits, where every sample starts
     unsigned long long rng = sampling_rng_init(a->seed);
-    printf("---\n");
-    for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
+    Sampler sampler;
+    sampler.settings = a->sampling;
+    char sampling[256];
+    sampling_describe(a, sampling, sizeof(sampling));
+    printf("sampling: %s | %d sample%s\n", sampling, a->num_samples, a->num_samples > 1 ? "s" : "");
     double t0 = now_seconds();
-    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &rng, &tokenizer, logits, msg, sizeof(msg));
+    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &sampler, &rng, &tokenizer, logits, msg, sizeof(msg));
     const double prefill_s = now_seconds() - t0;
-    t0 = now_seconds();
-    ok = ok && generate_tokens(model, &cache, NULL, 0, a->generate, &rng, &tokenizer, logits, msg, sizeof(msg));
-    const double decode_s = now_seconds() - t0;
-    printf("\n---\n");
+    memcpy(prompt_logits, logits, (size_t)V * sizeof(float));
+    double decode_s = 0.0;
+    for (int sample = 0; sample < a->num_samples && ok; sample++) {
+        printf("---\n");
+        for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
+        kv_cache_rewind(&cache, n_prompt);
+        memcpy(logits, prompt_logits, (size_t)V * sizeof(float));
+        t0 = now_seconds();
+        ok = generate_tokens(model, &cache, NULL, 0, a->generate, &sampler, &rng, &tokenizer, logits, msg, sizeof(msg));
+        decode_s += now_seconds() - t0;
+        printf("\n");
+    }
+    printf("---\n");
     if (!ok) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    generate_report(&model->config, n_prompt, a->generate, prefill_s, decode_s, kv_cache_bytes_per_token(&cache),
-                    (int)sizeof(float));
+    generate_report(&model->config, n_prompt, a->generate, a->num_samples, prefill_s, decode_s,
+                    kv_cache_bytes_per_token(&cache), (int)sizeof(float));
     return 0;
 }
 
@@ -1773,13 +1800,18 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     Tokenizer& tokenizer = r->tokenizer;
     if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
 
-    printf("batch: B %d T %d | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
+    printf("batch: B %d sequences of T %d tokens | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
            a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
     if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
     fflush(stdout);
 
     FILE*& logf = r->logf;
     if (!output_dir_clear(a) || !main_log_open(a, &logf)) { return 1; }
+    char schedule_note[8192]; // a resume with --reschedule 1 says what changes, in the log too
+    if (resume_schedule_note(a, num_steps, schedule_note, sizeof(schedule_note))) {
+        printf("%s\n", schedule_note);
+        logf_line(logf, schedule_note);
+    }
 
     StepGuard guard;
     step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
@@ -1808,7 +1840,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
             logf_line(logf, line);
         }
         if (sample_due(a, step, start_step, num_steps)) {
-            if (!sample_text(model, a->gen_T, &tokenizer, &rng, msg, sizeof(msg))) {
+            if (!sample_text(model, a->gen_T, &a->sampling, &tokenizer, &rng, msg, sizeof(msg))) {
                 rc = train_error(logf, step, msg);
                 break;
             }
@@ -1816,7 +1848,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, guard.skipped, rng, &train_loader);
+            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &train_loader);
             // the model first: a state file marks a complete pair
             if (!gpt2_write_checkpoint(model, model_path, msg, sizeof(msg)) ||
                 !gpt2_write_state(model, &st, state_path, msg, sizeof(msg))) {
@@ -1902,7 +1934,31 @@ static int train_run(TrainArgs* a, GPT2* model) {
     return rc;
 }
 
+// OpenMP's idle threads spin between parallel regions (libgomp: about 300,000 spins before they
+// sleep). The trainer's regions are short and many, so on a machine shared with other jobs the
+// spinning threads take the cores those jobs, and our own next region, need: a loaded 2-core machine
+// ran a step at half speed and --generate 17x slower (issue 28). Passive waiting costs nothing
+// measurable on an idle machine (README, "Training on a CPU"). libgomp reads OMP_WAIT_POLICY once,
+// when it loads, before main; so when the variable is unset the trainer sets it and executes
+// itself again, and every entry point (make train, make ablate, --generate, a plain command) runs
+// the same way. An explicit OMP_WAIT_POLICY is kept.
+static void openmp_wait_passively(char** argv) {
+#ifdef _OPENMP
+    if (getenv("OMP_WAIT_POLICY") != NULL) { return; }
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) { return; }
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY"); // no /proc: run with the default policy, which the device line then names
+#endif
+}
+
+// the wait policy the device line names
+static const char* openmp_wait_policy(void) {
+    const char* policy = getenv("OMP_WAIT_POLICY");
+    return policy != NULL ? policy : "default (spinning)";
+}
+
 int main(int argc, char** argv) {
+    openmp_wait_passively(argv);
     char msg[16384];
     TrainArgs args;
     train_args_defaults(&args);
@@ -1935,7 +1991,7 @@ int main(int argc, char** argv) {
 #else
     const int threads = 1;
 #endif
-    printf("device: CPU, %d OpenMP threads | precision fp32\n", threads);
+    printf("device: CPU, %d OpenMP threads (OMP_WAIT_POLICY %s) | precision fp32\n", threads, openmp_wait_policy());
     printf("%s\n", attention_path_description());
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");

@@ -27,6 +27,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    st.grad_accum_steps, st.has_master);
         FUZZ_CHECK((long long)size == 1024 + 64 + (long long)gpt2_num_parameters(&config) * 4 * (2 + st.has_master),
                    "accepted a state file of %zu bytes", size);
+        // a recorded schedule that resume_schedule_check and learning_rate can compute with
+        const OptimizerSchedule* o = &st.schedule;
+        FUZZ_CHECK(!st.has_schedule || (o->num_steps >= st.step && o->warmup >= 0 && isfinite(o->lr) &&
+                                        isfinite(o->final_frac) && isfinite(o->weight_decay) && isfinite(o->beta1) &&
+                                        isfinite(o->beta2) && isfinite(o->eps) && isfinite(o->grad_clip)),
+                   "accepted a schedule of %d steps at step %d, warmup %d, lr %g", o->num_steps, st.step, o->warmup,
+                   (double)o->lr);
         // then the values (unless --allow_nonfinite 1): accepted means every moment finite, every
         // second moment >= 0, every master weight finite and within +-WEIGHT_ABS_MAX
         if (state_check_values(path.c_str(), &config, &st, msg, sizeof(msg))) {

@@ -62,6 +62,10 @@ def state_seeds(out):
         h = [0] * 256
         h[0:13] = [20240330, 1, 7, 0, master, 2, 4, 1, np_ & 0xFFFFFFFF, np_ >> 32, 12345, 678, 0]
         h[16:28] = [T, s["V"], L, s["H"], C, Vp, 0, s["H"], 4 * C, 1, 1, 0]
+        if master:  # a recorded schedule ([14] = 1): 10 steps, lr 6e-4, warmup 2, the trainers' defaults
+            h[14:16] = [1, 10]
+            fbits = lambda x: struct.unpack("<i", struct.pack("<f", x))[0]
+            h[28:36] = [fbits(6e-4), 2, fbits(0.1), fbits(0.1), fbits(0.9), fbits(0.95), fbits(1e-8), fbits(1.0)]
         loader = struct.pack("<8Q", (0x444C5354 << 32) | 1, 1337, 0, 0, 3, 100, 2 | (4 << 24), 0xABCDEF)
         tensors = struct.pack("<%df" % (np_ * (2 + master)), *([0.001] * (np_ * (2 + master))))
         write(out, "state", "state_master%d.bin" % master, ints(*h) + loader + tensors)

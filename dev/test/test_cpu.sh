@@ -11,6 +11,8 @@
 # (a3) KV-cached generation on every fixture (test_kv_cache_cpu_<scheme>): greedy tokens and logits
 #     of gpt2_decode_step equal the full forward's, cache bytes per token = 2 x the header's bf16
 #     qkv_kv_cache_bytes_per_token, a full cache and a bad token refused
+# (a4) the sampler (sample_token: --temperature, --top_k, --top_p) against the numpy reference
+#     dev/test/sampler_reference.py, every case's token identical; its cost per token at V=50257
 # (b) cross-scheme refusal: a binary given another scheme's checkpoint names both schemes
 # (c) forbidden shapes of dev/fixtures/forbidden.tsv: a crafted v6 header is refused by the
 #     shape check (naming the scheme and n_kv_head / n_embd), before any size check
@@ -23,7 +25,9 @@
 # (g) random init (-e d2), checkpoints (-n) and resume (-y 1) identical to an uninterrupted run;
 #     a checkpoint reloads to the same validation loss
 # (h) the flags shared with the CUDA trainer (dev/train_common.h): -h and one-line refusals
-# (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params
+# (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params;
+#     sampling: --num_samples 3 with temperature, top-k and top-p; greedy independent of --seed and
+#     the same for each of 3 samples; --top-k/--top-p the same flags as --top_k/--top_p
 # (j) --profile: the rows of each path, each timed, adding up to the measured step within 5%; refusals
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
@@ -136,6 +140,25 @@ while IFS=$'\t' read -r name scheme model debug; do
         fail "kv_cache_cpu $name (exit code $rc, no result line: $(head -n 1 "$TMP/out"))"
     fi
 done < "$MANIFEST"
+
+# ---------------------------------------------------------------------------------------------
+# (a4) the sampler (dev/train_common.h sample_token: --temperature, --top_k, --top_p) against its
+# numpy twin, dev/test/sampler_reference.py: every case's token identical; then its cost per token
+# at V=50257. Built with the CPU trainer's flags.
+t0=$SECONDS
+if ! "$PY" dev/test/sampler_reference.py "$TMP/sampler_cases.bin" > "$TMP/sampler_ref.out" 2>&1; then
+    fail "cpu sampler (dev/test/sampler_reference.py failed: $(tail -n 1 "$TMP/sampler_ref.out"))"
+elif ! g++ -O3 -march=native -fno-math-errno -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-function -I. \
+        dev/test/test_sampler.cpp -o build/test_sampler > "$TMP/sampler_build.log" 2>&1; then
+    fail "cpu sampler (build failed: $(grep -m1 error "$TMP/sampler_build.log"))"
+else
+    cat "$TMP/sampler_ref.out"
+    run_capture build/test_sampler "$TMP/sampler_cases.bin"
+    sed -n '/^  /p' "$TMP/out"
+    result=$(grep -E "^(PASS|FAIL) cpu sampler" "$TMP/out")
+    if [ "$rc" -eq 0 ] && [[ "$result" == PASS* ]]; then pass "${result#PASS }"; else fail "${result#FAIL }${result:-cpu sampler (exit $rc, no result line: $(head -n 1 "$TMP/out"))}"; fi
+fi
+echo "  cpu sampler: $((SECONDS - t0)) s"
 
 # path of the model of the first fixture of a scheme in the manifest
 model_of() { awk -F'\t' -v s="$1" '$2 == s { print $3; exit }' "$MANIFEST"; }
@@ -338,7 +361,7 @@ for s in standard q_residual tiled_standard; do
     log="$TMP/train_$s/main.log"
     first=$(grep -m1 "| val loss" "$TMP/out" | awk '{ print $NF }')
     last=$(grep "| val loss" "$TMP/out" | tail -n 1 | awk '{ print $NF }')
-    want_path=plain
+    want_path=textbook
     [ "${s%%_*}" = tiled ] && want_path=tiled
     if [ "$rc" -ne 0 ]; then
         fail "cpu train $s (exit code $rc: $(tail -n 1 "$TMP/out"))"
@@ -441,10 +464,12 @@ bin=build/train_gpt2_cpu_standard
 run_capture "$bin" -h
 if [ "$rc" -eq 0 ] && grep -q "^Usage:" "$TMP/out" && grep -q "scheme 'standard'" "$TMP/out" && grep -q -- "--generate" "$TMP/out" &&
    grep -q -- "-sl <float>" "$TMP/out" && grep -q -- "-sg <float>" "$TMP/out" && grep -q -- "--overwrite <0|1>" "$TMP/out" &&
+   grep -q -- "--temperature <float>" "$TMP/out" && grep -q -- "--top_k <int>" "$TMP/out" && grep -q -- "--top_p <float>" "$TMP/out" &&
+   grep -q -- "--num_samples <int>" "$TMP/out" && grep -q -- "--top-k and --top-p are the same flags" "$TMP/out" &&
    ! grep -q -- "--gelu_fusion <" "$TMP/out"; then
-    pass "cpu flags -h (usage of the shared flags with -sl, -sg, --overwrite, naming the scheme, without the CUDA-only flags)"
+    pass "cpu flags -h (usage of the shared flags with -sl, -sg, --overwrite, the sampling flags, naming the scheme, without the CUDA-only flags)"
 else
-    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate, -sl, -sg and --overwrite and without --gelu_fusion)"
+    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate, -sl, -sg, --overwrite, --temperature, --top_k, --top_p (and --top-k/--top-p), --num_samples and without --gelu_fusion)"
 fi
 m=$(model_of standard)
 while IFS='|' read -r what needle args; do
@@ -476,6 +501,25 @@ missing train data|-i $TMP/nope_*.bin|-e d2 -t 64 -b 2 -i $TMP/nope_*.bin
 --check_args not 0 or 1|--check_args 2|--check_args 2
 --allow_nonfinite not 0 or 1|--allow_nonfinite x|--allow_nonfinite x
 --check_args with a bad -l|-l nan: expected a finite number|-e d2 -l nan --check_args 1
+--temperature negative|--temperature -1: expected a number in [0, 100], 0 = greedy|-e d2 --generate 4 --temperature -1
+--temperature nan|--temperature nan: expected a number in [0, 100]|-e d2 --generate 4 --temperature nan
+--temperature inf|--temperature inf: expected a number in [0, 100]|-e d2 --generate 4 --temperature inf
+--temperature too high|--temperature 101: expected a number in [0, 100]|-e d2 --generate 4 --temperature 101
+--top_k negative|--top_k -1: expected an integer in [0,|-e d2 --generate 4 --top_k -1
+--top_k not a number|--top_k 4.5: expected an integer|-e d2 --generate 4 --top_k 4.5
+--top_k past the vocabulary|--top_k 501: expected at most the model's vocabulary of 500 tokens, 0 = off|-e $m --generate 4 --top_k 501
+--top-k past the vocabulary|--top_k 50258: expected at most the model's vocabulary of 50257 tokens|-e d2 --generate 4 --top-k 50258
+--top_p 0|--top_p 0: expected a number in (0, 1], 1 = off|-e d2 --generate 4 --top_p 0
+--top-p above 1|--top-p 1.5: expected a number in (0, 1], 1 = off|-e d2 --generate 4 --top-p 1.5
+--top_p nan|--top_p nan: expected a number in (0, 1]|-e d2 --generate 4 --top_p nan
+--top_p negative|--top_p -0.5: expected a number in (0, 1]|-e d2 -s 5 --top_p -0.5
+--num_samples 0|--num_samples 0: expected an integer in [1,|-e d2 --generate 4 --num_samples 0
+--num_samples without --generate|--num_samples 2 needs --generate N (N > 0)|-e d2 --num_samples 2
+--num_samples 1 without --generate|--num_samples 1 needs --generate N (N > 0)|-e d2 -s 5 --num_samples 1
+--temperature on a run that samples nothing|--temperature needs a run that samples: with -s 0 and no --generate|-e d2 -s 0 --temperature 0.5
+--top-k on a run that samples nothing|--top_k needs a run that samples|-e d2 -s 0 --generate 0 --top-k 5
+--check_args with --top_p and -s 0|--top_p needs a run that samples|-e d2 -s 0 --top_p 0.9 --check_args 1
+--check_args with --top_k past the vocabulary|--top_k 501: expected at most|-e $m --generate 4 --top_k 501 --check_args 1
 FLAGS
 
 # ---------------------------------------------------------------------------------------------
@@ -498,6 +542,47 @@ for s in $SCHEMES; do
         fail "cpu generate $s (exit $rc; cache '$got' bytes/token, expected 2 x build/params' '$want'; $(tail -n 1 "$TMP/out"))"
     fi
 done
+# sampling (--temperature, --top_k, --top_p, --num_samples), on a fixture model: its weights come from
+# the file, so --seed moves only the coins. The text of sample i: the lines between the i-th and
+# (i+1)-th '---' line (a sample may hold newlines)
+t0=$SECONDS
+samples_of() { awk '/^---$/ { n++; next } n >= 1 && !/^generate: / && !/^kv cache: / { print n ": " $0 }' "$1"; }
+gen=(build/train_gpt2_cpu_standard -e "$(model_of standard)" --generate 20)
+run_capture "${gen[@]}" --num_samples 3 --temperature 0.8 --top_k 40 --top_p 0.9; cp "$TMP/out" "$TMP/gen3.out"
+seps=$(grep -c '^---$' "$TMP/gen3.out")
+distinct=$(samples_of "$TMP/gen3.out" | sed 's/^[0-9]*: //' | sort -u | wc -l)
+if [ "$rc" -eq 0 ] && [ "$seps" -eq 4 ] && [ "$distinct" -ge 2 ] &&
+   grep -q "^sampling: temperature 0.8 | top_k 40 | top_p 0.9 | seed 1337 | 3 samples$" "$TMP/gen3.out" &&
+   grep -q "^generate: 1 prompt tokens in .* 60 new tokens in .*; 3 samples of 20 after the one prompt)$" "$TMP/gen3.out"; then
+    pass "cpu generate --num_samples 3 --temperature 0.8 --top_k 40 --top_p 0.9 (3 samples of 20 tokens between 4 '---' lines, $distinct distinct lines; $(grep '^generate:' "$TMP/gen3.out" | sed 's/ (.*//'))"
+else
+    fail "cpu generate --num_samples 3 (exit $rc, $seps '---' lines (expected 4), $distinct distinct sample lines (expected >= 2), or no 'sampling:'/'generate: ... 3 samples of 20' line: $(tail -n 2 "$TMP/gen3.out" | tr '\n' '|'))"
+fi
+# greedy: --seed changes nothing (the coins are drawn but not read), while at temperature 1 it does;
+# and 3 greedy samples from one prompt are one text: the rewound cache and the restored logits give
+# each sample the state the first one had
+run_capture "${gen[@]}" --temperature 0 --seed 1; cp "$TMP/out" "$TMP/greedy1.out"
+run_capture "${gen[@]}" --temperature 0 --seed 2; cp "$TMP/out" "$TMP/greedy2.out"
+run_capture "${gen[@]}" --temperature 0 --seed 3 --num_samples 3; cp "$TMP/out" "$TMP/greedy3.out"
+run_capture "${gen[@]}" --seed 1; cp "$TMP/out" "$TMP/t1_seed1.out"
+run_capture "${gen[@]}" --seed 2; cp "$TMP/out" "$TMP/t1_seed2.out"
+g1=$(samples_of "$TMP/greedy1.out"); g2=$(samples_of "$TMP/greedy2.out")
+g3=$(samples_of "$TMP/greedy3.out" | sed 's/^[0-9]*: //' | sort -u)
+if [ -n "$g1" ] && [ "$g1" = "$g2" ] && [ "$(echo "$g1" | sed 's/^[0-9]*: //')" = "$g3" ] &&
+   [ "$(grep -c '^---$' "$TMP/greedy3.out")" -eq 4 ] && [ "$(samples_of "$TMP/t1_seed1.out")" != "$(samples_of "$TMP/t1_seed2.out")" ]; then
+    pass "cpu generate --temperature 0 (the same text for --seed 1 and 2, and 3 times over with --num_samples 3; at temperature 1 the seeds differ)"
+else
+    fail "cpu generate --temperature 0 (seeds 1/2 give '$(echo $g1 | head -c 80)' / '$(echo $g2 | head -c 80)'; 3 greedy samples: '$(echo $g3 | head -c 160)'; temperature 1's two seeds must differ)"
+fi
+# --top-k/--top-p are --top_k/--top_p: the same text
+run_capture "${gen[@]}" --top-k 5 --top-p 0.5 --seed 4; cp "$TMP/out" "$TMP/dash.out"
+run_capture "${gen[@]}" --top_k 5 --top_p 0.5 --seed 4
+if [ "$rc" -eq 0 ] && [ -n "$(samples_of "$TMP/out")" ] && [ "$(samples_of "$TMP/dash.out")" = "$(samples_of "$TMP/out")" ]; then
+    pass "cpu generate --top-k 5 --top-p 0.5 = --top_k 5 --top_p 0.5 (the same text)"
+else
+    fail "cpu generate --top-k/--top-p (exit $rc; texts differ from --top_k/--top_p's: '$(samples_of "$TMP/dash.out" | head -c 80)' vs '$(samples_of "$TMP/out" | head -c 80)')"
+fi
+echo "  cpu generate sampling checks: $((SECONDS - t0)) s"
 run_capture build/train_gpt2_cpu_standard -e d2 --generate 1020 --prompt "It is a truth universally acknowledged"
 if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --prompt of 7 tokens + --generate 1020 exceed the model's max_seq_len 1024"; then
     pass "cpu generate refuses a prompt + tokens past max_seq_len ($(tail -n 1 "$TMP/out"))"

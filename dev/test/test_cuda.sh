@@ -2,9 +2,9 @@
 # The CUDA suite of `make test` (owner: CUDA trainer).
 #
 # Always: builds the trainer of every scheme x {BF16, FP32} and the test binary of standard (with a
-# GPU, of every scheme, all in full; without one the other schemes' trainers to PTX only, their device
-# code held identical to each other's; at most two nvcc at a time; a build with a compiler warning
-# fails), then checks what the trainers must do
+# GPU, of every scheme, all in full; without one standard's in full and the other schemes' trainers
+# to PTX only, in BF16 only, their device code held identical to each other's; at most two nvcc at a
+# time; a build with a compiler warning fails), then checks what the trainers must do
 # before touching a GPU: -h, a bad flag, a bad value, every forbidden scheme/shape combination of
 # dev/fixtures/forbidden.tsv and a checkpoint of another scheme each give one clear line (exit 0
 # for -h, 1 otherwise).
@@ -85,15 +85,21 @@ build_target() { # target [make variables]
 # the check after the builds holds the device code to that), so without a GPU the other schemes'
 # trainers are compiled to PTX only, as build/ptx/train_gpt2cu_<scheme>[_fp32] (nvcc's front end and
 # every scheme's host code, without ptxas: 40% less time), while standard's run ptxas for sm_80 and
-# sm_90. The flag checks below run the binaries this run built (trainer_of).
+# sm_90. Those PTX-only builds are made in the first precision of $PRECISIONS only (BF16 by default):
+# the other precision's host code of every scheme is g++'s in the cudacpu suite (build/cudacpu/
+# test_gpt2cu_<scheme>_fp32, which includes train_gpt2.cu), its device code is standard's full build.
+# The flag checks below run the binaries this run built (trainer_of, precisions_of).
 # (make with a suffix-less target for standard BF16 needs the file name, which `binary` gives)
 ptx_only() { [ $has_gpu -eq 0 ] && [ "$1" != standard ]; } # scheme
+precisions_of() { # scheme -> the precisions this run builds its trainer in
+  if ptx_only "$1"; then echo "${PRECISIONS%% *}"; else echo "$PRECISIONS"; fi
+}
 trainer_of() { # scheme precision -> the trainer binary this run builds
   if ptx_only "$1"; then echo "build/ptx/$(binary train_gpt2cu "$1" "$2")"; else binary train_gpt2cu "$1" "$2"; fi
 }
 targets=()
 for s in $SCHEMES; do
-  for p in $PRECISIONS; do
+  for p in $(precisions_of "$s"); do
     if ptx_only "$s"; then targets+=("$(trainer_of "$s" "$p")"); else targets+=("$(binary train_gpt2cu "$s" "$p") QKV=$s PRECISION=$p"); fi
     if [ $has_gpu -eq 1 ]; then targets+=("$(binary test_gpt2cu "$s" "$p") QKV=$s PRECISION=$p")
     elif [ "$s" = standard ]; then targets+=("build/ptx/test_gpt2cu_$s$([ "$p" = FP32 ] && echo _fp32)"); fi
@@ -129,7 +135,7 @@ echo "  cuda builds: ${#targets[@]} binaries (${#lab_bins[@]} of them kernel lab
 # the claim that lets the PTX-only builds stand in for full ones: every scheme's trainer has the same
 # device code. A kernel that read the compile-time scheme would make it differ here.
 if [ $has_gpu -eq 0 ]; then
-  for p in $PRECISIONS; do
+  for p in $(precisions_of q_identity); do # the precision of the PTX-only builds
     sums="" n=0 empty=""
     for s in $SCHEMES; do
       [ "$s" = standard ] && continue
@@ -177,7 +183,7 @@ fixture_of() { # scheme -> model path of its tiny fixture, or empty
 }
 
 for s in $SCHEMES; do
-  for p in $PRECISIONS; do
+  for p in $(precisions_of "$s"); do
     bin=$(trainer_of "$s" "$p")
     [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }
     out=$(./"$bin" -h 2>&1); rc=$?
@@ -323,7 +329,7 @@ else
     rm -rf "$run_dir"
     common=(-e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -v 2 -m 1 -s 2 -g 4 -n 2 -l 1e-3 -u 1 -q 0.1 -c 0.1 -o "$run_dir")
     ./train_gpt2cu "${common[@]}" -x 4 >"$log_dir/trainer_run.log" 2>&1; rc1=$?
-    ./train_gpt2cu "${common[@]}" -x 6 -y 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
+    ./train_gpt2cu "${common[@]}" -x 6 -y 1 --reschedule 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
     steps=$(grep -c '^step [0-9]*/[0-9]* | loss .* | lr .* | norm .* ms | .* tok/s | MFU ' "$run_dir/main.log" 2>/dev/null)
     if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "${steps:-0}" -eq 6 ] && grep -q '^resuming from .*state_00000004.bin' "$log_dir/trainer_resume.log" &&
        [ -f "$run_dir/model_00000004.bin" ] && [ -f "$run_dir/state_00000006.bin" ] && ! ls "$run_dir"/*.tmp >/dev/null 2>&1; then
@@ -350,7 +356,7 @@ else
     kill -TERM $pid 2>/dev/null; wait $pid; rc1=$?
     sig_step=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .* written.*/\1/p' "$log_dir/trainer_sigterm.log")
     rc2=1
-    [ -n "$sig_step" ] && { ./train_gpt2cu "${common[@]}" -x $((sig_step + 2)) -v 0 -s 0 -n 0 -o "$sig_dir" -y 1 >"$log_dir/trainer_sigterm_resume.log" 2>&1; rc2=$?; }
+    [ -n "$sig_step" ] && { ./train_gpt2cu "${common[@]}" -x $((sig_step + 2)) -v 0 -s 0 -n 0 -o "$sig_dir" -y 1 --reschedule 1 >"$log_dir/trainer_sigterm_resume.log" 2>&1; rc2=$?; }
     if [ $rc1 -eq 143 ] && [ -n "$sig_step" ] && [ -f "$sig_dir/state_$(printf %08d "$sig_step").bin" ] && [ $rc2 -eq 0 ] &&
        grep -q "^resuming from $sig_dir/state_$(printf %08d "$sig_step").bin at step $sig_step" "$log_dir/trainer_sigterm_resume.log"; then
       pass "gpu train_gpt2cu SIGTERM: exit 143, checkpoint at step $sig_step, -y 1 resumes from it"

@@ -19,8 +19,10 @@
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
-#   the trainer binary: 4 steps with checkpoints, -y 1 resumes to 6, SIGTERM writes a checkpoint; a NaN
+#   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
+#        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
+#        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text;
 #        --profile (FP32: the unfused attention; BF16 at head size 64: the flash kernels' three backward
 #        rows, with -r 2 and 2 micro-steps): each row of the path timed (cudaEvents, stamped by the
 #        runtime's queue), the rows within 5% of the step the trainer measured
@@ -153,13 +155,18 @@ if [ -x "$trainer" ] && [ -f "$f" ]; then
   rm -rf "$run_dir"
   common=(-e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -v 2 -m 1 -s 0 -g 4 -n 2 -l 1e-3 -u 1 -q 0.1 -c 0.1 -o "$run_dir")
   "$trainer" "${common[@]}" -x 4 >"$log_dir/trainer_run.log" 2>&1; rc1=$?
-  "$trainer" "${common[@]}" -x 6 -y 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
+  # -x 6 stretches the run's schedule: refused, then taken with --reschedule 1, which says so
+  "$trainer" "${common[@]}" -x 6 -y 1 >"$log_dir/trainer_resume_refused.log" 2>&1; rc_refused=$?
+  "$trainer" "${common[@]}" -x 6 -y 1 --reschedule 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
   steps=$(grep -c '^step [0-9]*/[0-9]* | loss ' "$run_dir/main.log" 2>/dev/null)
-  if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "${steps:-0}" -eq 6 ] && grep -q '^resuming from .*state_00000004.bin' "$log_dir/trainer_resume.log" &&
+  resched="reschedule: from step 5/6 on, -x 4 -> 6; the learning rate of step 5 goes from "
+  if [ $rc1 -eq 0 ] && [ $rc_refused -eq 1 ] && grep -q "^error: -y 1: this run's settings differ .*: -x 4 -> 6; .*--reschedule 1" "$log_dir/trainer_resume_refused.log" &&
+     [ $rc2 -eq 0 ] && [ "${steps:-0}" -eq 6 ] && grep -q '^resuming from .*state_00000004.bin' "$log_dir/trainer_resume.log" &&
+     grep -q "^$resched" "$log_dir/trainer_resume.log" && grep -q "^$resched" "$run_dir/main.log" &&
      [ -f "$run_dir/model_00000004.bin" ] && [ -f "$run_dir/state_00000006.bin" ] && ! ls "$run_dir"/*.tmp >/dev/null 2>&1; then
-    echo "PASS cpu-run train_gpt2cu -o/-n/-y: 4 steps, checkpoints, resumed to 6 (6 step lines in $run_dir/main.log)"
+    echo "PASS cpu-run train_gpt2cu -o/-n/-y: 4 steps, checkpoints; -y 1 -x 6 refused, with --reschedule 1 resumed to 6 ($steps step lines in $run_dir/main.log; $(grep '^reschedule' "$log_dir/trainer_resume.log" | cut -c1-110) ...)"
   else
-    echo "FAIL cpu-run train_gpt2cu -o/-n/-y: exits $rc1/$rc2, ${steps:-0} step lines (expected 0/0, 6), see $log_dir/trainer_run.log, trainer_resume.log"
+    echo "FAIL cpu-run train_gpt2cu -o/-n/-y: exits $rc1/$rc_refused/$rc2, ${steps:-0} step lines (expected 0/1/0, 6, a refusal naming -x 4 -> 6, then '$resched...' in the output and main.log), see $log_dir/trainer_run.log, trainer_resume_refused.log, trainer_resume.log"
     failed=1
   fi
   sig_dir=build/test_cudacpu_trainer_sigterm
@@ -170,7 +177,7 @@ if [ -x "$trainer" ] && [ -f "$f" ]; then
   kill -TERM $pid 2>/dev/null; wait $pid; rc1=$?
   sig_step=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .* written.*/\1/p' "$log_dir/trainer_sigterm.log")
   rc2=1
-  [ -n "$sig_step" ] && { "$trainer" "${common[@]}" -x $((sig_step + 1)) -v 0 -n 0 -o "$sig_dir" -y 1 >"$log_dir/trainer_sigterm_resume.log" 2>&1; rc2=$?; }
+  [ -n "$sig_step" ] && { "$trainer" "${common[@]}" -x $((sig_step + 1)) -v 0 -n 0 -o "$sig_dir" -y 1 --reschedule 1 >"$log_dir/trainer_sigterm_resume.log" 2>&1; rc2=$?; }
   if [ $rc1 -eq 143 ] && [ -n "$sig_step" ] && [ $rc2 -eq 0 ] &&
      grep -q "^resuming from $sig_dir/state_$(printf %08d "$sig_step").bin at step $sig_step" "$log_dir/trainer_sigterm_resume.log"; then
     echo "PASS cpu-run train_gpt2cu SIGTERM: exit 143, checkpoint at step $sig_step, -y 1 resumes from it"
@@ -182,6 +189,32 @@ else
   echo "FAIL cpu-run train_gpt2cu: $trainer or $f missing"
   failed=1
 fi
+
+# --- sampling: the shared flags (dev/train_common.h) in the CUDA trainer's --generate, whose text must
+# be the CPU trainer's for the same fp32 model, settings and seed (the same sampler on logits equal to
+# ~1e-6: a coin that close to a boundary of the distribution is a 1-in-10^5 event per token, fixed for
+# these inputs); and a bad value refused the same way
+sampling_start=$SECONDS
+cpu_trainer=build/train_gpt2_cpu_standard
+if make -s "$cpu_trainer" >"$log_dir/build_cpu_trainer.log" 2>&1 && [ -x "$trainer" ] && [ -f "$f" ]; then
+  gen_args=(-e "$f" --generate 16 --num_samples 2 --temperature 0.8 --top_k 40 --top-p 0.9 --seed 5)
+  "$trainer" "${gen_args[@]}" >"$log_dir/sampling_cuda.log" 2>&1; rc1=$?
+  OMP_NUM_THREADS=1 "$cpu_trainer" "${gen_args[@]}" >"$log_dir/sampling_cpu.log" 2>&1; rc2=$?
+  "$trainer" -e "$f" --generate 4 --top_k 501 >"$log_dir/sampling_refused.log" 2>&1; rc3=$?
+  text_of() { sed -n '/^sampling: /,/^generate: /p' "$1" | grep -v '^generate: '; }
+  if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(grep -c '^---$' "$log_dir/sampling_cuda.log")" -eq 3 ] &&
+     [ -n "$(text_of "$log_dir/sampling_cuda.log")" ] && [ "$(text_of "$log_dir/sampling_cuda.log")" = "$(text_of "$log_dir/sampling_cpu.log")" ] &&
+     [ $rc3 -eq 1 ] && grep -q "^error: --top_k 501: expected at most the model's vocabulary of 500 tokens" "$log_dir/sampling_refused.log"; then
+    echo "PASS cpu-run train_gpt2cu sampling: --generate 16 --num_samples 2 --temperature 0.8 --top_k 40 --top-p 0.9 gives the CPU trainer's text on $f; --top_k 501 refused"
+  else
+    echo "FAIL cpu-run train_gpt2cu sampling: exits $rc1/$rc2/$rc3 (expected 0/0/1); the texts $( [ "$(text_of "$log_dir/sampling_cuda.log")" = "$(text_of "$log_dir/sampling_cpu.log")" ] && echo agree || echo differ); see $log_dir/sampling_cuda.log, sampling_cpu.log, sampling_refused.log"
+    failed=1
+  fi
+else
+  echo "FAIL cpu-run train_gpt2cu sampling: $trainer, $f or $cpu_trainer missing ($(grep -m1 -i error "$log_dir/build_cpu_trainer.log"))"
+  failed=1
+fi
+echo "  cpu-run sampling: $((SECONDS - sampling_start)) s"
 
 # --- non-finite weights (dev/train_common.h): refused at load; loaded with --allow_nonfinite 1, the
 # CUDA writer's check (device -> host, bf16 or fp32) keeps them out of the checkpoint, and --generate

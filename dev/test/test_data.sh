@@ -579,13 +579,15 @@ else
     fail "make_train_cpu: rc=$rc, val loss '$first' -> '$last' (expected a drop of 0.5), last line '$(tail -n 1 "$tmp/train_cpu.log")'"
   fi
   # again into the same folder: the trainer refuses a fresh run into a used folder, so make train
-  # replaces the old run (--overwrite 1, saying so), or continues it with TRAIN_ARGS="-y 1"
+  # replaces the old run (--overwrite 1, saying so), or continues it with TRAIN_ARGS="-y 1" (and
+  # --reschedule 1 to train it longer: CPU_STEPS=3 is -x 3 where the run had 2)
   out=$(CPU_STEPS=2 TRAIN_OUT="$tmp/train_cpu" bash dev/train/train.sh standard 2>&1); rc=$?
-  out2=$(CPU_STEPS=3 TRAIN_ARGS="-y 1" TRAIN_OUT="$tmp/train_cpu" bash dev/train/train.sh standard 2>&1); rc2=$?
+  out2=$(CPU_STEPS=3 TRAIN_ARGS="-y 1 --reschedule 1" TRAIN_OUT="$tmp/train_cpu" bash dev/train/train.sh standard 2>&1); rc2=$?
   if [ "$rc" = 0 ] && grep -q "^make train: $tmp/train_cpu/ holds a previous run: replacing it" <<<"$out" &&
      grep -q "^--overwrite 1: removed the previous run's files from $tmp/train_cpu: main.log model_00000012.bin state_00000012.bin$" <<<"$out" &&
-     [ "$rc2" = 0 ] && grep -q "^resuming from $tmp/train_cpu/state_00000002.bin at step 2" <<<"$out2"; then
-    pass "make_train_cpu_again: a second make train replaces the first run (--overwrite 1, the removed files listed); TRAIN_ARGS=\"-y 1\" resumes instead"
+     [ "$rc2" = 0 ] && grep -q "^resuming from $tmp/train_cpu/state_00000002.bin at step 2" <<<"$out2" &&
+     grep -q "^reschedule: from step 3/3 on, -x 2 -> 3;" <<<"$out2"; then
+    pass "make_train_cpu_again: a second make train replaces the first run (--overwrite 1, the removed files listed); TRAIN_ARGS=\"-y 1 --reschedule 1\" resumes instead, one step longer ($(grep '^reschedule' <<<"$out2"))"
   else
     fail "make_train_cpu_again: rc=$rc/$rc2, $(grep -m1 'error\|replacing\|resuming' <<<"$out$out2")"
   fi

@@ -20,6 +20,11 @@
 #     no -o: no checkpoint, said so; a second signal kills at once
 # (f) the kill test: SIGKILL during checkpoint writes, again and again, then -y 1: the last complete
 #     checkpoint loads, no .tmp is taken for one, and the losses equal an uninterrupted run's
+# (g) a resume never changes the run silently: another -x, -l, -u, -q or -c is refused naming each
+#     (also by --check_args 1); --reschedule 1 takes them and prints what changes from which step
+#     (the learning rate it names is the one the step line then uses), in main.log too; the new
+#     checkpoints record the new schedule; a state from before the schedule was recorded resumes
+#     with a note; a corrupt schedule field is refused; --reschedule without -y 1 is refused
 # Prints one PASS/FAIL line per check, exits non-zero on any FAIL. About 30-60 s on 2 busy cores.
 set -u
 cd "$(dirname "$0")/../.."
@@ -143,16 +148,16 @@ EOF2
 poke_state m m 0 nan
 poke_state v v 70 -1
 poke_state master master 33000 inf
-run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_m" -y 1
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_m" -y 1 --reschedule 1
 refused "non-finite: a NaN AdamW moment refused at -y 1" "$TMP/st_m/state_00000002.bin: AdamW's first moment of wte holds nan at index 0 of 32768" "--allow_nonfinite 1"
-run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_v" -y 1
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_v" -y 1 --reschedule 1
 refused "non-finite: a negative second moment refused at -y 1" "AdamW's second moment of wte holds -1 at index 70 of 32768, expected a finite value >= 0"
-run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_master" -y 1
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_master" -y 1 --reschedule 1
 refused "non-finite: an Inf master weight refused at -y 1" "the master copy of wpe holds inf at index 232 of"
 # the same NaN moment loaded anyway: the first update makes wte[0] NaN (finite loss and norm: the
 # step guard cannot see it), and the checkpoint writer refuses it; step 2's pair stays the latest
 sums_m=$(cd "$TMP/st_m" && md5sum model_00000002.bin state_00000002.bin)
-run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_m" -y 1 --allow_nonfinite 1
+run_capture "$BIN" -e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 4 -v 0 -s 0 -n 1 -o "$TMP/st_m" -y 1 --reschedule 1 --allow_nonfinite 1
 if [ "$rc" -eq 1 ] && grep -q "^error: step 3: $TMP/st_m/model_00000003.bin: tensor wte holds nan at index 0 of 32768, expected a finite weight within +-1.8e19 (HINT: not written" "$TMP/out" &&
    grep -q "^error: step 3: " "$TMP/st_m/main.log" && [ -z "$(ls "$TMP/st_m" | grep -v '^main.log$\|_00000002.bin$')" ] &&
    [ "$(cd "$TMP/st_m" && md5sum model_00000002.bin state_00000002.bin)" = "$sums_m" ]; then
@@ -244,7 +249,7 @@ t0=$SECONDS
 "$BIN" "${run1[@]}" -x 2 -o "$TMP/pre" -n 2 > /dev/null 2>&1 || fail "folder: the run into $TMP/pre failed"
 mkdir "$TMP/pre/state_00000004.bin"
 before=$(sums "$TMP/pre")
-run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1
+run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 --reschedule 1
 refused "folder: -y 1 with a folder where a later state goes" "-o $TMP/pre: $TMP/pre/state_00000004.bin is a folder, where this run writes a file of that name"
 [ "$(sums "$TMP/pre")" = "$before" ] && [ ! -e "$TMP/pre/model_00000004.bin" ] &&
     pass "folder: ... refused before the first step (step 2's pair and main.log byte-identical, no model_00000004.bin)" ||
@@ -253,9 +258,9 @@ rmdir "$TMP/pre/state_00000004.bin"
 mkdir -p "$TMP/logdir/main.log"
 run_capture "$BIN" "${run1[@]}" -o "$TMP/logdir"
 refused "folder: a fresh run with a folder named main.log in -o" "$TMP/logdir/main.log is a folder"
-run_capture "$BIN" -e d2 "${run1[@]:2}" -o "$TMP/pre" -n 2 -y 1
+run_capture "$BIN" -e d2 "${run1[@]:2}" -o "$TMP/pre" -n 2 -y 1 --reschedule 1
 refused "folder: -e of another shape with -y 1" "-e d2 (n_layer=2 n_embd=128" "with -y 1: the run in -o $TMP/pre resumes $TMP/pre/model_00000002.bin, a model of another shape" "HINT: drop -e"
-run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 -x 3
+run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 -x 3 --reschedule 1
 if [ "$rc" -eq 0 ] && grep -q "^resuming from $TMP/pre/state_00000002.bin at step 2 (-e is not read: a resumed run continues the model in -o)$" "$TMP/out"; then
     pass "folder: -e of the same shape with -y 1 is explained ($(grep '^resuming' "$TMP/out"))"
 else
@@ -280,7 +285,7 @@ else
 fi
 run_capture "$BIN" "${run1[@]}" -x 2 -o "$TMP/no/such/parent" --check_args 1
 refused "check_args: -o whose parent is missing" "-o $TMP/no/such/parent: missing, and $TMP/no/such is no folder it can be created in"
-run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 -x 1 --check_args 1
+run_capture "$BIN" "${run1[@]}" -o "$TMP/pre" -n 2 -y 1 -x 1 --check_args 1 --reschedule 1
 refused "check_args: a resume past -x" "-y 1: $TMP/pre/state_00000003.bin is at step 3, past this run's 1 steps"
 echo "loop before-the-first-step checks took $((SECONDS - t0)) s"
 
@@ -394,7 +399,9 @@ for nth, after in schedule:
     expect = latest[-1] if latest else None
     if expect is not None:
         want = "resuming from %s/state_%08d.bin at step %d" % (d, expect, expect)
-        r = subprocess.run([binary] + flags + ["-o", d, "-y", "1", "-x", str(expect), "-v", "0"], capture_output=True, text=True)
+        # -x expect: resume and stop at once (--reschedule 1: the run's -x is not the checkpoint's)
+        r = subprocess.run([binary] + flags + ["-o", d, "-y", "1", "-x", str(expect), "-v", "0", "--reschedule", "1"],
+                           capture_output=True, text=True)
         if want not in r.stdout:
             sys.exit("after kill %d: expected '%s', got: %s" % (kills, want, (r.stdout + r.stderr).strip().splitlines()[-1:]))
 # to the end
@@ -424,6 +431,67 @@ EOF
 else
     fail "kill test: $msg"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# (g) the schedule of a resumed run. A 4-step run with checkpoints at 2 and 4; its step-4 pair is
+# removed, so -y 1 resumes at step 3 of 4.
+t0=$SECONDS
+sched=(-e "$FIX" "${DATA[@]}" -b 4 -t 32 -v 0 -s 0 -n 2 -l 1e-3 -u 1 -q 0.1 -c 0.1 -o "$TMP/sched")
+"$BIN" "${sched[@]}" -x 4 > "$TMP/sched_ref.out" 2>&1 || fail "schedule: the 4-step run failed: $(tail -n 1 "$TMP/sched_ref.out")"
+rm -f "$TMP/sched/model_00000004.bin" "$TMP/sched/state_00000004.bin"
+lr_of_step() { sed -n "s#^step $1/[0-9]* | loss [^|]* | lr \([^ ]*\) .*#\1#p" "$2" | tail -n 1; }
+for change in "-x 6|-x 4 -> 6" "-l 2e-3|-l 0.001 -> 0.002" "-u 2|-u 1 -> 2" "-q 0.5|-q 0.1 -> 0.5" "-c 0|-c 0.1 -> 0" \
+              "-x 5 -l 5e-4 -c 0.2|-x 4 -> 5, -l 0.001 -> 0.0005, -c 0.1 -> 0.2"; do
+    IFS='|' read -r flags named <<< "$change"
+    # shellcheck disable=SC2086 # $flags is a list of flags
+    run_capture "$BIN" "${sched[@]}" -x 4 $flags -y 1 --check_args 1
+    refused "schedule: -y 1 with $flags" "-y 1: this run's settings differ from those of the run it resumes ($TMP/sched/state_00000002.bin, after step 2): $named;" "from step 3 on" "--reschedule 1"
+done
+run_capture "$BIN" "${sched[@]}" -x -1 -y 1 --check_args 1
+refused "schedule: -y 1 with -x -1 (one epoch: another step count)" "-x 4 -> " "(-x -1 is one epoch of -i)"
+run_capture "$BIN" "${sched[@]}" -x 4 --reschedule 1 -o "$TMP/sched_new"
+refused "schedule: --reschedule 1 without -y 1" "--reschedule 1 changes the schedule of a resumed run" "HINT: add -y 1"
+run_capture "$BIN" "${sched[@]}" -x 4 -y 1 --check_args 1
+[ "$rc" -eq 0 ] && pass "schedule: -y 1 with the checkpoint's own flags passes --check_args ($(cut -c1-60 "$TMP/out") ...)" ||
+    fail "schedule: -y 1 with the same flags (exit $rc: $(head -c 300 "$TMP/out"))"
+# the state before the schedule was recorded (its header's [14] = 0) resumes with a note; [14] = 2
+# and a recorded step count below the checkpoint's step are corrupt
+for poke in "old|14|0" "flag|14|2" "steps|15|1"; do
+    IFS='|' read -r name field value <<< "$poke"
+    mkdir -p "$TMP/sched_$name"
+    cp "$TMP/sched/model_00000002.bin" "$TMP/sched/state_00000002.bin" "$TMP/sched_$name/"
+    "$PY" -c "import struct,sys; f=open(sys.argv[1],'r+b'); f.seek(4*int(sys.argv[2])); f.write(struct.pack('<i', int(sys.argv[3])))" \
+        "$TMP/sched_$name/state_00000002.bin" "$field" "$value"
+done
+run_capture "$BIN" "${sched[@]}" -x 4 -o "$TMP/sched_old" -y 1
+if [ "$rc" -eq 0 ] && grep -q "^resume: $TMP/sched_old/state_00000002.bin is from before training states recorded the schedule: -x, -l, -u, -q and -c are taken from this command line unchecked$" "$TMP/out" &&
+   grep -q "^resume: .* is from before" "$TMP/sched_old/main.log"; then
+    pass "schedule: a state without a recorded schedule resumes with a note ($(grep '^resume:' "$TMP/out" | cut -c1-90) ...)"
+else
+    fail "schedule: a state without a recorded schedule (exit $rc: $(grep -m1 'resume\|error' "$TMP/out"))"
+fi
+run_capture "$BIN" "${sched[@]}" -x 4 -o "$TMP/sched_flag" -y 1
+refused "schedule: a corrupt schedule flag" "$TMP/sched_flag/state_00000002.bin: corrupt training state header (schedule flag 2, expected 0 or 1)"
+run_capture "$BIN" "${sched[@]}" -x 4 -o "$TMP/sched_steps" -y 1
+refused "schedule: a recorded step count below the checkpoint's step" "$TMP/sched_steps/state_00000002.bin: corrupt training state header (at step 2 of 1 steps"
+# --reschedule 1 with -x 6 -l 2e-3: the note names both and the learning rate step 3 then uses
+run_capture "$BIN" "${sched[@]}" -x 6 -l 2e-3 -y 1 --reschedule 1
+note=$(grep '^reschedule:' "$TMP/out")
+note_was=$(sed -n 's/^reschedule: .* goes from \([^ ]*\) to \([^ ]*\) .*/\1/p' "$TMP/out")
+note_now=$(sed -n 's/^reschedule: .* goes from \([^ ]*\) to \([^ ]*\) .*/\2/p' "$TMP/out")
+ref_lr3=$(lr_of_step 3 "$TMP/sched_ref.out")
+new_lr3=$(lr_of_step 3 "$TMP/out")
+if [ "$rc" -eq 0 ] && [[ "$note" == "reschedule: from step 3/6 on, -x 4 -> 6, -l 0.001 -> 0.002; the learning rate of step 3 goes from "* ]] &&
+   [ -n "$ref_lr3" ] && [ "$note_was" = "$ref_lr3" ] && [ -n "$new_lr3" ] && [ "$note_now" = "$new_lr3" ] && [ "$ref_lr3" != "$new_lr3" ] &&
+   grep -qF "$note" "$TMP/sched/main.log"; then
+    pass "schedule: --reschedule 1 says what changes ($note; the 4-step run's step 3 used $ref_lr3, the resumed one $new_lr3; in main.log too)"
+else
+    fail "schedule: --reschedule 1 (exit $rc; note '$note'; step 3's lr: the 4-step run '$ref_lr3', the resumed '$new_lr3')"
+fi
+run_capture "$BIN" "${sched[@]}" -x 6 -l 2e-3 -y 1 --check_args 1
+[ "$rc" -eq 0 ] && pass "schedule: the rescheduled run's checkpoint records its new schedule (-y 1 -x 6 -l 2e-3 passes --check_args)" ||
+    fail "schedule: after --reschedule, -y 1 -x 6 -l 2e-3 (exit $rc: $(head -c 300 "$TMP/out"))"
+echo "loop schedule checks took $((SECONDS - t0)) s"
 
 echo "loop: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -268,9 +268,9 @@ p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
 b[1088:1092] = struct.pack('<f', float('nan'))  # AdamW's m[0]
 open(p, 'wb').write(b)" "$TMP/nf_state/state_00000002.bin"
 refusal "train_gpt2_cpu a NaN AdamW moment refused at -y 1" "AdamW's first moment of wte holds nan" -- \
-    "$TRAIN" -e "$m" "${nf[@]}" -x 4 -n 1 -o "$TMP/nf_state" -y 1
+    "$TRAIN" -e "$m" "${nf[@]}" -x 4 -n 1 -o "$TMP/nf_state" -y 1 --reschedule 1
 refusal "train_gpt2_cpu a NaN AdamW moment, --allow_nonfinite 1: the NaN weight is not written" "not written" -- \
-    "$TRAIN" -e "$m" "${nf[@]}" -x 4 -n 1 -o "$TMP/nf_state" -y 1 --allow_nonfinite 1
+    "$TRAIN" -e "$m" "${nf[@]}" -x 4 -n 1 -o "$TMP/nf_state" -y 1 --reschedule 1 --allow_nonfinite 1
 
 # ---------------------------------------------------------------------------------------------
 # (c) happy paths: leaks at a normal exit count too

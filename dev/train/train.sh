@@ -8,6 +8,8 @@
 #   TRAIN_ARGS="-x 50" make train                                  (extra flags through make)
 #   TRAIN_OUT=dir                                                   (logs and checkpoints there, not log_*/)
 #   TRAIN_ARGS="-y 1" make train                                   (continue the run in the folder instead)
+#   CPU_STEPS=500 TRAIN_ARGS="-y 1 --reschedule 1" make train       (train it longer: the cosine is
+#                                                                   stretched from the resumed step, said so)
 #
 # `make train` trains from scratch: a previous run in its folder is replaced (the trainer's
 # --overwrite 1, which lists the files it removes), unless the extra flags resume it (-y 1).
@@ -63,9 +65,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   mkdir -p "$OUT"
   echo "make train: no CUDA GPU on this machine: training a d2 model ($SCHEME) with the CPU trainer $BIN on $(nproc) cores, logs in $OUT/"
   make -s "$BIN"
-  # threads that sleep at a barrier instead of spinning: on a busy machine a spinning thread that
-  # lost its core makes every OpenMP barrier wait (halves the step time under load, costs ~nothing idle)
-  export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+  # (the trainer itself makes its OpenMP threads wait passively: openmp_wait_passively)
   START=$(start_flags "$OUT" ${TRAIN_ARGS:-} "$@")
   set -x
   "$BIN" \
