@@ -14,9 +14,10 @@
 #   make params                    parameter counts and KV-cache sizes of the papers' configurations (dev/SCHEMES.md)
 #   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]
 #                                  libFuzzer on every file parser, FUZZ_SECONDS each (dev/fuzz/README.md)
-#   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]
-#                                  train every run of an ablation config, then runs.csv, loss.png, table.md
-#                                  in OUT (default ablate_<name>/); dev/ablate/README.md
+#   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]
+#                                  train every run (x seed) of an ablation config, then runs.csv, summary.csv,
+#                                  loss.png, table.md in OUT (default ablate_<name>/); a plan estimated over
+#                                  2 hours needs FORCE=1; dev/ablate/README.md
 #
 # Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
 
@@ -261,10 +262,11 @@ $(BUILD)/fuzz/fuzz_%: dev/fuzz/fuzz_%.cpp $(FUZZ_DEPS)
 
 # ---------------------------------------------------------------------------------------------
 # Ablations (owner: ablate): every run of CONFIG, one after another, on the GPU trainer if there is
-# a GPU, else the CPU trainer; OUT only from the command line (the environment's $OUT is not ours)
+# a GPU, else the CPU trainer; OUT only from the command line (the environment's $OUT is not ours);
+# FORCE=1 (command line or environment) trains a plan estimated over 2 hours
 .PHONY: ablate
 ablate:
-	@bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
+	@FORCE="$(FORCE)" bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
 
 # ---------------------------------------------------------------------------------------------
 # Tools and the test runner (owner: lead)

@@ -499,7 +499,7 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
             worst_d = fmax(worst_d, d);
             if (mine == theirs) {
                 same++;
-            } else if (sampling_flip_explained(&sampler, ref.data(), V, mine, coins[(size_t)g], d)) {
+            } else if (sampling_flip_explained(&sampler, ref.data(), V, mine, theirs, coins[(size_t)g], d)) {
                 flips++;
             } else {
                 bad++;

@@ -1,23 +1,29 @@
 """
-ablate.py: `make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir]`: trains every run of a config on the
-same data, seed and token budget, one after another, then writes runs.csv, loss.png and table.md
-(dev/ablate/report.py) into one folder. Python 3 standard library only; dev/ablate/ablate.sh runs it
-with /usr/bin/python3.
+ablate.py: `make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]`: trains every run of a config
+on the same data and token budget, once per seed, one after another, then writes runs.csv, summary.csv,
+loss.png and table.md (dev/ablate/report.py) into one folder and prints table.md. Python 3 standard
+library only; dev/ablate/ablate.sh runs it with /usr/bin/python3.
 
   /usr/bin/python3 dev/ablate/ablate.py CONFIG [OUT]   OUT defaults to ablate_<config name>/ at the root
   ABLATE_DEVICE=cpu|gpu       force the trainer (default: gpu when nvidia-smi -L lists a GPU, else cpu)
   ABLATE_PLAN_ONLY=1          check the config and every run's command with its trainer (--check_args 1),
                               print each run's command, stop: nothing is trained, created or written
-  ABLATE_RUNS="name ..."      train only these runs of the config (the others are left as they are); the
-                              report is written once every run of the config is done, so a long config can
-                              be trained in parts into the same OUT (dev/test/gpu_suite.sh's
-                              ablate_seed004_a..d: a device call each)
+  ABLATE_ESTIMATE=1           with ABLATE_PLAN_ONLY=1: calibrate and print the time estimate too (and
+                              refuse a plan over 2 hours without FORCE=1); a real run always does
+  FORCE=1                     train a plan estimated over 2 hours (refused in one line otherwise)
+  ABLATE_RUNS="name ..."      train only these runs of the config, at all its seeds (the others are left as
+                              they are); the report is written once every run of the config is done, so a
+                              long config can be trained in parts into the same OUT (dev/test/gpu_suite.sh's
+                              ablate_shared_projections_a..d: a device call each)
 
 The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole story):
   key = value lines, the shared block:
     data = austen|mix          a corpus, prepared by dev/data/prepare_<corpus>.sh if missing
     (or train = <pattern> and val = <pattern>: token shards of your own)
-    seed = 1337                --seed of every run: 0 to 9223372036854775807 (the trainer's range)
+    seeds = 1337 1338 1339     every run trains once per seed (--seed: initial weights and data order
+                               together), into OUT/<run>/seed_<s>/; 0 to 9223372036854775807 each
+                               (the trainer's range), distinct, at most 100
+    (or seed = 1337            one seed, into OUT/<run>/, as before seeds existed)
     tokens = 500 * 65536       token budget per run (a product is fine), > 0; steps = tokens / tokens
                                per step, which must divide it, so every run sees the same tokens; at
                                most 2147483646 steps (the trainer's -x)
@@ -28,12 +34,12 @@ The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole
     baseline = <run name>      optional: the run table.md compares with (default: the first run of
                                scheme standard; none: the relative columns are n/a)
   one run per line:  <name> <scheme> [trainer flags]   (a run's flag replaces the shared one)
-Numbers the runner reads (seed, tokens, eval_every, checkpoint_every, -b, -t, -d) are decimal whole
+Numbers the runner reads (seed, seeds, tokens, eval_every, checkpoint_every, -b, -t, -d) are decimal whole
 numbers: digits only, no sign, no leading zero (010 is refused, neither 8 nor 10), each range-checked
 as written (a huge value is quoted as written, never wrapped). The runner owns -i -j -o -x -v -n -y
 --overwrite --seed and passes -s 0 unless the config sets -s; -b and -t must be given, so that it can
 compute the steps. A run may not be named like a file the runner writes into OUT (plan.tsv, runs.csv,
-loss.png, table.md, build_<scheme>.log).
+summary.csv, loss.png, table.md, build_<scheme>.log).
 
 Validation, all of it before anything is trained (every error one line, `CONFIG:LINE: ...` where a
 config line is at fault): (1) the config; (2) OUT against the inputs by identity (device and inode:
@@ -46,10 +52,15 @@ prepared yet it checks the commands against two synthetic shards (a header and z
 files in a temporary folder, big enough for one batch) and says so: the real headers are then checked
 by make ablate after it prepares the corpus. make ablate does (1)-(3) after preparing the data and
 building, for the runs it is about to train (so a bad second run stops everything before the first
-trains), then trains.
+trains), then (4) times CAL_STEPS steps of each distinct run shape (no output folder: nothing written),
+prints the plan and its estimated time on this machine, refuses a plan over 2 hours unless FORCE=1, and
+trains, seed by seed (every run at the first seed, then the next). For each run it measures the other
+processes' share of the machine's CPU (/proc/stat's busy time less the trainer's own, from wait4, and
+the runner's) and writes it into DONE; table.md leaves tokens/s out above 10%.
 
-Output, in OUT: plan.tsv (the runs and their commands), <run>/ with the trainer's main.log, its stdout
-(stdout.log), cmd.txt and, once the trainer exits 0, DONE; then runs.csv, loss.png, table.md. The
+Output, in OUT: plan.tsv (the runs and seeds and their commands), <run>/ (one seed) or <run>/seed_<s>/
+with the trainer's main.log, its stdout (stdout.log), cmd.txt and, once the trainer exits 0, DONE (its
+seconds and the other load); then runs.csv, summary.csv, loss.png, table.md. The
 runner's own files are written under a temporary name and renamed. A run with DONE is skipped; an
 unfinished one resumes from its latest checkpoint (-n, -y 1), or, when it died before its first
 checkpoint, starts again (--overwrite 1 replaces its main.log). A finished run keeps only its final
@@ -60,6 +71,7 @@ import fcntl
 import glob
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -80,7 +92,12 @@ EVERY_MAX = 2147483647           # the trainer's -v and -n ranges: up to 2^31 - 
 BT_MAX = 1 << 20                 # the trainer's -b and -t ranges: [1, 2^20]
 D_MAX = 1 << 40                  # the trainer's -d range: -1 or [1, 2^40]
 NUMBER_TEXT_MAX = 200            # longer number text is refused before it is converted
-KNOWN_KEYS = ("data", "train", "val", "seed", "tokens", "eval_every", "flags", "checkpoint_every", "baseline")
+SEEDS_MAX = 100                  # seeds = ... takes at most this many
+LOAD_SHARED = report.LOAD_SHARED   # other processes' CPU share above which table.md leaves tokens/s out
+FORCE_OVER_S = 2 * 3600          # a plan estimated longer than this needs FORCE=1
+CAL_STEPS = 2                    # calibration: steps per distinct run shape (the first one is a warm-up)
+CAL_CPU_TOKENS = 1024            # calibration on the CPU: micro-batches of about this many tokens (B lowered)
+KNOWN_KEYS = ("data", "train", "val", "seed", "seeds", "tokens", "eval_every", "flags", "checkpoint_every", "baseline")
 RUNNER_FLAGS = ("-i", "-j", "-o", "-x", "-v", "-n", "-y", "--overwrite", "--seed")
 NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than train this run
     "-h": "prints the usage and trains nothing", "--help": "prints the usage and trains nothing",
@@ -199,9 +216,9 @@ class Config:
                 self.error(n, "run name '%s': expected letters, digits, '.', '_' or '-' (it names a folder)" % name)
                 continue
             if name.lower() in REPORT_FILES or re.fullmatch(r"build_.*\.log", name.lower()):
-                self.error(n, "run name '%s' is a file the runner writes into OUT (plan.tsv, runs.csv, loss.png, "
-                              "table.md, build_<scheme>.log): its folder would take that name (HINT: rename the run)"
-                           % name)
+                self.error(n, "run name '%s' is a file the runner writes into OUT (plan.tsv, runs.csv, summary.csv, "
+                              "loss.png, table.md, build_<scheme>.log): its folder would take that name (HINT: rename "
+                              "the run)" % name)
                 continue
             if name in self.line:
                 self.error(n, "run name '%s' is used twice (first on line %d)" % (name, self.line[name]))
@@ -252,6 +269,10 @@ def main():
     if plan_only_env not in ("", "0", "1"):
         die("ABLATE_PLAN_ONLY=%s: expected 1 (check and print the plan) or 0" % plan_only_env)
     plan_only = plan_only_env == "1"
+    for var, what in (("ABLATE_ESTIMATE", "calibrate and print the time estimate in plan-only mode"),
+                      ("FORCE", "train a plan estimated over %d hours" % (FORCE_OVER_S // 3600))):
+        if os.environ.get(var, "") not in ("", "0", "1"):
+            die("%s=%s: expected 1 (%s) or 0" % (var, os.environ[var], what))
     if not args or not args[0]:
         configs = " ".join(sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "dev/ablate/*.txt"))))
         die("no config (HINT: make ablate CONFIG=dev/ablate/toy.txt [OUT=dir]; configs: %s)" % configs)
@@ -312,25 +333,25 @@ def main():
     # 2. OUT against the inputs, by identity, before anything is read by a trainer or written
     check_out(cfg, plan, out)
 
-    runs = cfg.runs
-    done = {n: os.path.isfile(os.path.join(out, n, "DONE")) for n in runs}
-    pending = [n for n in runs if n in plan["selected"] and not done[n]]
-    for n in runs:  # a run already started with another command is refused before anything trains
-        f = os.path.join(out, n, "cmd.txt")
+    done = {u: os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE")) for u in units(cfg, plan)}
+    pending = [u for u in units(cfg, plan) if u[0] in plan["selected"] and not done[u]]
+    for u in units(cfg, plan):  # a run already started with another command is refused before anything trains
+        d = unit_dir(plan, out, u)
+        f = os.path.join(d, "cmd.txt")
         if os.path.isfile(f):
             with open(f, errors="replace") as fh:
                 old = fh.read().rstrip("\n")
-            new = " ".join(run_command(cfg, plan, n, out, device))
+            new = " ".join(run_command(cfg, plan, u, out, device))
             if old != new:
                 die("run '%s' in %s was started with another command (%s), the config now gives: %s (HINT: rm -r %s to "
-                    "redo it, or use another OUT=)" % (n, os.path.join(out, n), old, new, os.path.join(out, n)))
+                    "redo it, or use another OUT=)" % (unit_label(plan, u), d, old, new, d))
 
     tmp = tempfile.mkdtemp(prefix="ablate.")
     try:
         if plan_only:
             plan_only_mode(cfg, plan, out, device, tmp, done)
             return
-        train(cfg, plan, out, out_arg, device, python, pending, done)
+        train(cfg, plan, out, out_arg, device, python, pending, done, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -338,9 +359,12 @@ def main():
 def check_config(cfg):
     """the shared block and each run's steps and shape; errors into cfg.errors. Returns the plan."""
     k, kl, end = cfg.keys, cfg.key_line, cfg.end
-    for key in ("seed", "tokens", "eval_every"):
+    for key in ("tokens", "eval_every"):
         if key not in k:
-            cfg.error(end, "no '%s = ...' line (the shared block needs data, seed, tokens, eval_every)" % key)
+            cfg.error(end, "no '%s = ...' line (the shared block needs data, seed or seeds, tokens, eval_every)" % key)
+    if "seed" not in k and "seeds" not in k:
+        cfg.error(end, "no 'seed = ...' or 'seeds = ...' line (the shared block needs data, seed or seeds, tokens, "
+                       "eval_every)")
     data, train_pat, val_pat = k.get("data", ""), k.get("train", ""), k.get("val", "")
     if "data" in k:
         if train_pat or val_pat:
@@ -360,10 +384,31 @@ def check_config(cfg):
                 cfg.error(kl[key], "%s = %s: no file matches the pattern (paths are relative to the repository root)"
                           % (key, pat))
     seed = tokens = eval_every = checkpoint_every = None
-    if "seed" in k:
+    seeds = []
+    if "seed" in k and "seeds" in k:
+        cfg.error(kl["seeds"], "seed = and seeds = both given (first on line %d): expected one of the two (seeds = "
+                               "1337 1338 1339 trains every run once per seed)" % kl["seed"])
+    elif "seed" in k:
         seed, why = decimal(k["seed"], 0, SEED_MAX, "the trainer's --seed")
         if why:
             cfg.error(kl["seed"], "seed = %s: %s" % (k["seed"], why))
+        else:
+            seeds = [seed]
+    elif "seeds" in k:
+        words = k["seeds"].split()
+        if not words:
+            cfg.error(kl["seeds"], "seeds = : expected one or more seeds, e.g. seeds = 1337 1338 1339")
+        elif len(words) > SEEDS_MAX:
+            cfg.error(kl["seeds"], "seeds = ...: %d seeds, at most %d" % (len(words), SEEDS_MAX))
+        for w in words[:SEEDS_MAX]:
+            v, why = decimal(w, 0, SEED_MAX, "the trainer's --seed")
+            if why:
+                cfg.error(kl["seeds"], "seeds = %s: %s: %s" % (k["seeds"], w, why))
+            elif v in seeds:
+                cfg.error(kl["seeds"], "seeds = %s: %s is given twice (each seed trains every run once)"
+                          % (k["seeds"], w))
+            else:
+                seeds.append(v)
     if "tokens" in k:
         tokens, why = product(k["tokens"], 1, STEPS_MAX * D_MAX, "tokens > 0; at most 2147483646 steps, the trainer's "
                               "-x, of at most 2^40 tokens, its -d")
@@ -403,7 +448,8 @@ def check_config(cfg):
     if not baseline_key:
         baseline = next((n for n in cfg.runs if cfg.scheme[n] == "standard"), "")
 
-    plan = dict(data=data, train=train_pat, val=val_pat, seed=seed, tokens=tokens, eval_every=eval_every,
+    plan = dict(data=data, train=train_pat, val=val_pat, seeds=seeds, per_seed="seeds" in k, tokens=tokens,
+                eval_every=eval_every,
                 checkpoint_every=checkpoint_every, shared=shared, selected=selected, baseline=baseline,
                 baseline_key=baseline_key, merged={}, origin={}, steps={}, tps={}, bt={})
     # per run: the merged flags (the runner's -s 0, then the shared flags, then the run's own; a later
@@ -520,8 +566,10 @@ def check_out(cfg, plan, out):
     outputs = [os.path.join(out, f) for f in REPORT_FILES + (".lock",)]
     outputs += glob.glob(os.path.join(out, "build_*.log")) + glob.glob(os.path.join(out, ".*.tmp*"))
     run_dirs = {}
-    for name in cfg.runs:
-        d = os.path.join(out, name)
+    dirs = [os.path.join(out, name) for name in cfg.runs]
+    if plan["per_seed"]:  # OUT/<run> and OUT/<run>/seed_<s>: the runner writes into both
+        dirs += [unit_dir(plan, out, u) for u in units(cfg, plan)]
+    for d in dirs:
         outputs.append(d)
         outputs += [os.path.join(d, f) for f in RUN_FILES]
         outputs += glob.glob(os.path.join(d, "model_*.bin*")) + glob.glob(os.path.join(d, "state_*.bin*"))
@@ -538,11 +586,10 @@ def check_out(cfg, plan, out):
         if os.path.exists(p) and not os.path.isfile(p):
             die("OUT=%s: %s exists and is not a file (a folder?), where the runner writes %s (HINT: move it, or use "
                 "another OUT=)" % (out, p, f))
-    for p in cfg.runs:
-        d = os.path.join(out, p)
+    for d in dirs:
         if os.path.lexists(d) and not os.path.isdir(d):
             die("OUT=%s: %s exists and is not a folder, where run '%s' writes its folder (HINT: move it, or use "
-                "another OUT=)" % (out, d, p))
+                "another OUT=)" % (out, d, os.path.relpath(d, out).split(os.sep)[0]))
     if run_dirs:  # an input inside a run's folder
         for path, what in input_paths(cfg, plan):
             up = os.path.dirname(os.path.abspath(path))
@@ -577,12 +624,32 @@ def binary_of(device, scheme):
     return "./build/train_gpt2_cpu_" + scheme
 
 
-def run_command(cfg, plan, name, out, device, train=None, val=None):
-    """the trainer command of a run; how it starts (-y 1 or --overwrite 1) is start_flags'"""
+def units(cfg, plan):
+    """(run, seed) pairs in training order: seed by seed, each seed's runs in config order, so that a
+    plan stopped half-way has whole comparisons (every run at the first seeds) rather than all seeds of
+    its first runs"""
+    return [(n, s) for s in plan["seeds"] for n in cfg.runs]
+
+
+def unit_dir(plan, out, unit):
+    """a run's folder: OUT/<run> with `seed = N` (as before seeds existed), OUT/<run>/seed_<s> with
+    `seeds = ...` (even one seed), so that a folder always says which seed trained it"""
+    name, seed = unit
+    d = os.path.join(out, name)
+    return os.path.join(d, "seed_%d" % seed) if plan["per_seed"] else d
+
+
+def unit_label(plan, unit):
+    return "%s seed %d" % unit if plan["per_seed"] else unit[0]
+
+
+def run_command(cfg, plan, unit, out, device, train=None, val=None):
+    """the trainer command of a run at one seed; how it starts (-y 1 or --overwrite 1) is start_flags'"""
+    name, seed = unit
     steps = plan["steps"][name]
     every = plan["checkpoint_every"] or (steps + 3) // 4
     cmd = [binary_of(device, cfg.scheme[name]), "-i", train or plan["train"], "-j", val or plan["val"],
-           "-o", os.path.join(out, name), "--seed", str(plan["seed"]), "-x", str(steps), "-v", str(plan["eval_every"]),
+           "-o", unit_dir(plan, out, unit), "--seed", str(seed), "-x", str(steps), "-v", str(plan["eval_every"]),
            "-n", str(every)]
     for f, v in plan["merged"][name].items():
         cmd += [f, v]
@@ -641,15 +708,22 @@ def synthetic_shards(tmp, tokens):
     return paths
 
 
-def check_runs(cfg, plan, out, device, names, train=None, val=None, out_missing_tmp=None):
-    """each run's full command with --check_args 1, as it will run (the start flags its folder calls
-    for). Returns the error lines (CONFIG:LINE: ...), grouped by line and message; [] when all pass."""
-    found = {}  # (line, message) -> run names
-    for name in names:
-        cmd = run_command(cfg, plan, name, out, device, train, val)
-        d = os.path.join(out, name)
-        if out_missing_tmp:  # plan-only, OUT not created yet: -o is a new folder in a folder that exists
-            cmd[cmd.index("-o") + 1] = os.path.join(out_missing_tmp, name)
+def check_runs(cfg, plan, out, device, todo, tmp, train=None, val=None):
+    """each run's full command at each seed of todo with --check_args 1, as it will run (the start flags
+    its folder calls for). A folder whose parent does not exist yet (OUT in plan-only, OUT/<run> before
+    its first seed) is checked as a new folder under tmp, a folder that exists (--check_args creates
+    nothing, and -o must have a parent). Returns the error lines (CONFIG:LINE: ...), grouped by line and
+    message; [] when all pass."""
+    found = {}  # (line, message) -> units
+    stand_in = os.path.join(tmp, "out")
+    for unit in todo:
+        name = unit[0]
+        cmd = run_command(cfg, plan, unit, out, device, train, val)
+        d = unit_dir(plan, out, unit)
+        if not os.path.isdir(os.path.dirname(d)):
+            sub = os.path.join(stand_in, os.path.relpath(d, out))
+            os.makedirs(os.path.dirname(sub), exist_ok=True)
+            cmd[cmd.index("-o") + 1] = sub
         cmd += start_flags(d) + ["--check_args", "1"]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
@@ -662,15 +736,22 @@ def check_runs(cfg, plan, out, device, names, train=None, val=None, out_missing_
         err = next((l for l in text.splitlines() if l.startswith("error")), None)
         if err is None:
             err = "exit status %d: %s" % (rc, one_line(text.strip().splitlines()[-1] if text.strip() else "no output"))
-        msg = one_line(re.sub(r"^error:\s*", "", err))
+        msg = one_line(re.sub(r"^error:\s*", "", err)).replace(stand_in, out)
         line = blame(cfg, plan, name, msg)
-        found.setdefault((line, msg), []).append(name)
+        found.setdefault((line, msg), []).append(unit)
     errors = []
-    for (line, msg), runs in found.items():
-        who = "run '%s'" % runs[0] if len(runs) == 1 else "runs %s" % ", ".join("'%s'" % r for r in runs)
-        binary = binary_of(device, cfg.scheme[runs[0]])
-        if out_missing_tmp:
-            msg = msg.replace(out_missing_tmp, out)
+    for (line, msg), failed in found.items():
+        names = []
+        for n, _ in failed:
+            if n not in names:
+                names.append(n)
+        whos = []
+        for n in names:  # a run refused at some of its seeds only (a folder's state) names them
+            seeds = [s for m, s in failed if m == n]
+            part = plan["per_seed"] and len(seeds) < len(plan["seeds"])
+            whos.append("'%s'%s" % (n, " (seed %s)" % ", ".join(map(str, seeds)) if part else ""))
+        who = ("run " if len(whos) == 1 else "runs ") + ", ".join(whos)
+        binary = binary_of(device, cfg.scheme[names[0]])
         errors.append((line, "%s: the trainer refuses the command (%s --check_args 1): %s" % (who, binary, msg)))
     return sorted(errors)
 
@@ -684,7 +765,8 @@ def blame(cfg, plan, name, msg):
         return plan["origin"][name].get(f) or cfg.line[name]
     f = m.group(1)
     kl = cfg.key_line
-    owned = {"-i": kl.get("train", kl.get("data")), "-j": kl.get("val", kl.get("data")), "--seed": kl.get("seed"),
+    owned = {"-i": kl.get("train", kl.get("data")), "-j": kl.get("val", kl.get("data")),
+             "--seed": kl.get("seeds", kl.get("seed")),
              "-x": kl.get("tokens"), "-v": kl.get("eval_every"), "-n": kl.get("checkpoint_every")}
     if f in owned:
         return owned[f] or cfg.line[name]
@@ -700,45 +782,199 @@ def data_ready(plan):
     return bool(glob.glob(plan["train"])) and bool(glob.glob(plan["val"]))
 
 
+# ---------------------------------------------------------------------------------------------
+# the time estimate and the machine's load
+
+def cpu_busy():
+    """(busy CPU seconds of the whole machine since boot, its cores) from /proc/stat's cpu line (user,
+    nice, system, irq, softirq, steal; idle and iowait are not busy), or None where there is none"""
+    try:
+        with open("/proc/stat") as f:
+            lines = f.read().splitlines()
+        v = [int(x) for x in lines[0].split()[1:9]]
+        cores = sum(1 for l in lines if re.match(r"^cpu[0-9]+ ", l))
+    except (OSError, ValueError, IndexError):
+        return None
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK"), cores
+
+
+def other_load(busy0, busy1, own_cpu_s, wall_s):
+    """the share of the machine's CPU time that others used during wall_s seconds: its busy time
+    minus own_cpu_s (the trainer's and the runner's), over wall x cores, in [0, 1]; None unknown"""
+    if busy0 is None or busy1 is None or wall_s <= 0:
+        return None
+    return min(1.0, max(0.0, (busy1[0] - busy0[0] - own_cpu_s) / (wall_s * busy1[1])))
+
+
+def self_cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def val_tokens(plan):
+    """tokens in the validation shards (their headers), or None when they cannot be read"""
+    total = 0
+    for p in glob.glob(plan["val"]) if plan["val"] else []:
+        try:
+            with open(p, "rb") as f:
+                head = f.read(12)
+            total += struct.unpack("<3i", head)[2]
+        except (OSError, struct.error):
+            return None
+    return total or None
+
+
+def calibrate(cfg, plan, device, todo, enough, train=None, val=None):
+    """times CAL_STEPS steps of each distinct shape among todo's runs (binary and merged flags: runs that
+    differ only in their seed share one) with no -o (nothing written): one micro-batch per step (-d -1;
+    on the CPU B lowered to about CAL_CPU_TOKENS tokens: its time per token hardly depends on B), the
+    first step a warm-up, the last timed from its step line; the rest of the process's wall time is the
+    start-up. enough(times so far) True stops early (a plan already over the limit: a d12 shape takes
+    minutes on a CPU). Returns ({name: (seconds per token, start-up seconds)} of the runs timed, the
+    calibration's wall seconds, shapes timed, shapes in all, the other processes' load meanwhile) or
+    dies naming the shape that failed."""
+    per_shape, per_name = {}, {}
+    t0, busy0, own0 = time.time(), cpu_busy(), self_cpu()
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shapes = {}
+    for name in [n for n in cfg.runs if any(u[0] == n for u in todo)]:
+        merged = dict(plan["merged"][name])
+        b, t = int(merged["-b"]), int(merged["-t"])
+        b_cal = b if device == "gpu" else max(1, min(b, CAL_CPU_TOKENS // t))
+        merged.update({"-b": str(b_cal), "-d": "-1", "-s": "0"})
+        binary = binary_of(device, cfg.scheme[name])
+        shapes[name] = ((binary, tuple(sorted(merged.items()))), merged, b_cal, t)
+    for name, (key, merged, b_cal, t) in shapes.items():
+        if key not in per_shape:
+            if per_shape and enough(per_name):
+                break
+            binary = key[0]
+            cmd = [binary, "-i", train or plan["train"], "-j", val or plan["val"], "--seed", str(plan["seeds"][0]),
+                   "-x", str(CAL_STEPS), "-v", "0", "-n", "0"]
+            for f, v in merged.items():
+                cmd += [f, v]
+            start = time.time()
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+            wall = time.time() - start
+            ms = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ \|.*\| ([0-9.]+) ms \|", r.stdout, re.M)]
+            if r.returncode != 0 or len(ms) != CAL_STEPS:
+                err = next((l for l in (r.stderr + r.stdout).splitlines() if l.startswith("error")), "exit status %d"
+                           % r.returncode)
+                die("the time calibration of run '%s' failed (%s): %s (HINT: ABLATE_PLAN_ONLY=1 checks the config "
+                    "without it)" % (name, " ".join(cmd), one_line(err, 200)))
+            per_shape[key] = (ms[-1] / 1000.0 / (b_cal * t), max(0.0, wall - sum(ms) / 1000.0))
+        per_name[name] = per_shape[key]
+    wall = time.time() - t0
+    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = (self_cpu() - own0 + child1.ru_utime + child1.ru_stime - child0.ru_utime - child0.ru_stime)
+    return per_name, wall, len(per_shape), len(set(k for k, _, _, _ in shapes.values())), \
+        other_load(busy0, cpu_busy(), own, wall)
+
+
+def run_seconds(plan, name, per_token, startup, vtokens):
+    """the predicted seconds of one run: start-up, its steps, and its validations (a forward pass, about
+    a third of a training step's work per token: at step 0, every eval_every steps and the last)"""
+    steps, tps, bt = plan["steps"][name], plan["tps"][name], plan["bt"][name]
+    evals = steps // plan["eval_every"] + 1 + (1 if steps % plan["eval_every"] else 0)
+    m = int(plan["merged"][name].get("-m", "20"))  # the trainer's default: 20 batches
+    batches = vtokens // bt if vtokens else max(m, 1)
+    if m > 0:
+        batches = min(batches, m)
+    return startup + steps * tps * per_token + evals * max(batches, 1) * bt * per_token / 3.0
+
+
+def duration(seconds):
+    if seconds < 90:
+        return "%.0f s" % seconds
+    if seconds < 5400:
+        return "%.0f min" % (seconds / 60)
+    if seconds < 172800:
+        return "%.1f h" % (seconds / 3600)
+    return "%.0f days" % (seconds / 86400)
+
+
+def estimate(cfg, plan, device, todo, calibrate_now, how_to, train=None, val=None):
+    """prints the plan line (what will train, and how long that takes here); refuses a plan estimated
+    over FORCE_OVER_S unless FORCE=1, in one line. calibrate_now False: the line says the estimate was
+    skipped and how_to says how to get it."""
+    if not todo:
+        info("plan: nothing to train (every run of %s is done, or left out by ABLATE_RUNS)" % cfg.show)
+        return
+    n_runs = len(set(u[0] for u in todo))
+    n_seeds = len(set(u[1] for u in todo))
+    steps = sorted(set(plan["steps"][u[0]] for u in todo))
+    total = len(cfg.runs) * len(plan["seeds"])
+    what = "%d run%s (%d run%s x %d seed%s)%s x %s steps" % (
+        len(todo), "" if len(todo) == 1 else "s", n_runs, "" if n_runs == 1 else "s", n_seeds,
+        "" if n_seeds == 1 else "s", "" if len(todo) == total else " of %d" % total,
+        "%d" % steps[0] if len(steps) == 1 else "%d-%d" % (steps[0], steps[-1]))
+    if not calibrate_now:
+        info("plan: %s; time estimate skipped (%s)" % (what, how_to))
+        return
+    force = os.environ.get("FORCE", "") == "1"
+    vtokens = val_tokens(plan) if val is None else None
+
+    def seconds_of(per_name):  # the runs of todo whose shape is timed
+        return sum(run_seconds(plan, n, per_name[n][0], per_name[n][1], vtokens) for n, _ in todo if n in per_name)
+    per_name, wall, timed, shapes, load = calibrate(
+        cfg, plan, device, todo, lambda p: not force and seconds_of(p) > FORCE_OVER_S, train, val)
+    seconds = seconds_of(per_name)
+    partial = timed < shapes  # stopped early: the runs timed so far are over the limit already
+    loaded = "" if load is None else ", other load %.0f%%%s" % (
+        100 * load, ": the machine is busy, so this is pessimistic" if load > LOAD_SHARED else "")
+    info("plan: %s; estimated %s%s on this machine (calibrated: %d steps of %s %d shape%s, %.0f s%s%s)"
+         % (what, "at least " if partial else "", duration(seconds), CAL_STEPS, "%d of the" % timed if partial
+            else "each of", shapes, "" if shapes == 1 else "s", wall, loaded,
+            "; the others not timed: over the limit already" if partial else ""))
+    if seconds > FORCE_OVER_S and not force:
+        die("plan: estimated %s%s on this machine, over the %d-hour limit: nothing trained (HINT: make ablate "
+            "CONFIG=%s ... FORCE=1 runs it anyway; or lower tokens, or train fewer runs or seeds)"
+            % ("at least " if partial else "", duration(seconds), FORCE_OVER_S // 3600, cfg.show))
+
+
 def plan_only_mode(cfg, plan, out, device, tmp, done):
     """checks every run a real invocation would train with its trainer, prints the plan, writes nothing"""
-    check = [n for n in cfg.runs if n in plan["selected"] and not done[n]]
-    build_trainers(device, sorted(set(cfg.scheme[n] for n in check), key=cfg.schemes.index), tmp, False)
+    todo = [u for u in units(cfg, plan) if u[0] in plan["selected"] and not done[u]]
+    names = sorted(set(u[0] for u in todo), key=cfg.runs.index)
+    build_trainers(device, sorted(set(cfg.scheme[n] for n in names), key=cfg.schemes.index), tmp, False)
     notes = []
     train = val = None
-    if check and plan["data"] and not data_ready(plan):
-        need = max(plan["bt"][n] for n in check) + 1
+    if todo and plan["data"] and not data_ready(plan):
+        need = (CAL_STEPS + 1) * max(plan["bt"][n] for n in names) + 1  # a batch per check, steps to calibrate
         train, val = synthetic_shards(tmp, need)
         notes.append("dev/data/%s is not prepared: the trainers checked each command with a synthetic shard of %d "
                      "tokens instead, so the data headers were NOT checked (make ablate prepares the corpus and checks "
                      "them before the first run trains)" % (plan["data"], need))
-    out_tmp = None
     if not os.path.isdir(out):
-        out_tmp = os.path.join(tmp, "out")
-        os.mkdir(out_tmp)
         notes.append("%s does not exist yet: each -o was checked as a new folder (the runner checked that OUT can be "
                      "created)" % out)
-    errors = check_runs(cfg, plan, out, device, check, train, val, out_tmp)
+    errors = check_runs(cfg, plan, out, device, todo, tmp, train, val)
     if errors:
         print_errors(cfg, errors)
         sys.exit(1)
-    skipped = len(cfg.runs) - len(check)
-    info("%s is valid: %d runs on the %s trainer, %d tokens each; baseline %s; %d run command%s checked by %s "
-         "(--check_args 1)%s" % (cfg.show, len(cfg.runs), device, plan["tokens"], plan["baseline"] or "none",
-                                  len(check), "" if len(check) == 1 else "s",
-                                  "its trainer" if len(check) == 1 else "their trainers",
+    skipped = len(done) - len(todo)
+    n = len(plan["seeds"])
+    seeds = "" if not plan["per_seed"] else " x %d seed%s" % (n, "" if n == 1 else "s")
+    info("%s is valid: %d runs%s on the %s trainer, %d tokens each; baseline %s; %d run command%s checked by %s "
+         "(--check_args 1)%s" % (cfg.show, len(cfg.runs), seeds, device, plan["tokens"], plan["baseline"] or "none",
+                                  len(todo), "" if len(todo) == 1 else "s",
+                                  "its trainer" if len(todo) == 1 else "their trainers",
                                   "" if not skipped else ", %d not (done, or left out by ABLATE_RUNS)" % skipped))
     for n in notes:
         info("note: " + n)
-    for name in cfg.runs:
-        cmd = run_command(cfg, plan, name, out, device)
+    for unit in units(cfg, plan):
+        name = unit[0]
+        cmd = run_command(cfg, plan, unit, out, device)
         note = ""
         if name not in plan["selected"]:
             note = " [not in ABLATE_RUNS: not trained now]"
-        elif done[name]:
+        elif done[unit]:
             note = " [done: skipped]"
-        info("%s (%s, %d steps x %d tokens)%s: %s" % (name, cfg.scheme[name], plan["steps"][name], plan["tps"][name],
-                                                      note, " ".join(cmd)))
+        info("%s (%s, %d steps x %d tokens)%s: %s" % (unit_label(plan, unit), cfg.scheme[name], plan["steps"][name],
+                                                      plan["tps"][name], note, " ".join(cmd)))
+    env = os.environ.get("ABLATE_ESTIMATE", "")
+    estimate(cfg, plan, device, todo, env == "1", "plan-only calibrates with ABLATE_ESTIMATE=1; make ablate always "
+             "does, before the first run", train, val)
 
 
 def write_file(path, text):
@@ -749,7 +985,7 @@ def write_file(path, text):
     replace_file(path, write)
 
 
-def train(cfg, plan, out, out_arg, device, python, pending, done):
+def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
     if subprocess.run([python, "-c", "import matplotlib, numpy"], capture_output=True).returncode != 0:
         die("%s cannot import matplotlib and numpy, which dev/ablate/report.py plots with (HINT: apt-get install "
             "python3-matplotlib python3-numpy)" % python)
@@ -764,8 +1000,7 @@ def train(cfg, plan, out, out_arg, device, python, pending, done):
     except OSError:
         die("another make ablate is writing into %s (HINT: wait for it, or use another OUT=)" % out)
 
-    def give_up(errors):  # a check failed: nothing was trained; a folder this call created goes again
-        print_errors(cfg, errors)
+    def clean_up():  # nothing was trained: a folder this call created goes again
         if created:
             for f in glob.glob(os.path.join(out, "build_*.log")) + [os.path.join(out, ".lock")]:
                 os.remove(f)
@@ -773,54 +1008,68 @@ def train(cfg, plan, out, out_arg, device, python, pending, done):
                 os.rmdir(out)
             except OSError:
                 pass
+
+    def give_up(errors):
+        print_errors(cfg, errors)
+        clean_up()
         sys.exit(1)
 
     runs = cfg.runs
+    names = sorted(set(u[0] for u in pending), key=runs.index)
     # the trainers, the data, then every run about to train checked by its trainer, before any trains
-    build_trainers(device, sorted(set(cfg.scheme[n] for n in pending), key=cfg.schemes.index), out, True)
+    build_trainers(device, sorted(set(cfg.scheme[n] for n in names), key=cfg.schemes.index), out, True)
     if pending and plan["data"]:
         rc = subprocess.run(["bash", "dev/data/prepare_%s.sh" % plan["data"]]).returncode
         if rc != 0:
             die("bash dev/data/prepare_%s.sh exited with status %d: the corpus is not prepared" % (plan["data"], rc))
-    errors = check_runs(cfg, plan, out, device, pending)
+    errors = check_runs(cfg, plan, out, device, pending, tmp)
     if errors:
         give_up(errors)
+    try:  # the time estimate, and the refusal of a plan over the limit, before anything trains
+        estimate(cfg, plan, device, pending, True, "")
+    except SystemExit:
+        clean_up()
+        raise
 
-    # the plan (report.py reads it)
+    # the plan (report.py reads it): a row per run and seed, in training order
     rows = ["# config\t%s" % cfg.show, "# device\t%s" % device, "# baseline\t%s" % plan["baseline"],
-            "# data\t%s" % plan["train"], "# seed\t%d" % plan["seed"], "# tokens\t%d" % plan["tokens"],
-            "name\tscheme\tsteps\ttokens_per_step\tcommand"]
-    for name in runs:
-        rows.append("%s\t%s\t%d\t%d\t%s" % (name, cfg.scheme[name], plan["steps"][name], plan["tps"][name],
-                                            " ".join(run_command(cfg, plan, name, out, device))))
+            "# data\t%s" % plan["train"], "# seeds\t%s" % " ".join(map(str, plan["seeds"])),
+            "# tokens\t%d" % plan["tokens"], "name\tscheme\tseed\tfolder\tsteps\ttokens_per_step\tcommand"]
+    for unit in units(cfg, plan):
+        name = unit[0]
+        rows.append("%s\t%s\t%d\t%s\t%d\t%d\t%s" % (
+            name, cfg.scheme[name], unit[1], os.path.relpath(unit_dir(plan, out, unit), out), plan["steps"][name],
+            plan["tps"][name], " ".join(run_command(cfg, plan, unit, out, device))))
     write_file(os.path.join(out, "plan.tsv"), "\n".join(rows) + "\n")
 
-    info("%s: runs %d (%d to train), on the %s trainer, %d tokens each, seed %d, data %s; output in %s"
-         % (cfg.show, len(runs), len(pending), device, plan["tokens"], plan["seed"], plan["train"], out))
-    for name in runs:
-        d = os.path.join(out, name)
-        if done[name]:
-            info("skip %s: done (%s/DONE)" % (name, d))
+    info("%s: runs %d x %d seed%s (%d to train), on the %s trainer, %d tokens each, seed%s %s, data %s; output in %s"
+         % (cfg.show, len(runs), len(plan["seeds"]), "" if len(plan["seeds"]) == 1 else "s", len(pending), device,
+            plan["tokens"], "" if len(plan["seeds"]) == 1 else "s", " ".join(map(str, plan["seeds"])), plan["train"],
+            out))
+    for unit in units(cfg, plan):
+        name, label, d = unit[0], unit_label(plan, unit), unit_dir(plan, out, unit)
+        if done[unit]:
+            info("skip %s: done (%s/DONE)" % (label, d))
             continue
         if name not in plan["selected"]:
-            info("skip %s: not in ABLATE_RUNS" % name)
+            info("skip %s: not in ABLATE_RUNS" % label)
             continue
-        cmd = run_command(cfg, plan, name, out, device)
+        cmd = run_command(cfg, plan, unit, out, device)
         os.makedirs(d, exist_ok=True)
         write_file(os.path.join(d, "cmd.txt"), " ".join(cmd) + "\n")
         start = start_flags(d)
         cmd += start
         steps, tps = plan["steps"][name], plan["tps"][name]
-        info("run %s (%s): %d steps x %d tokens, log %s/main.log%s" % (name, cfg.scheme[name], steps, tps, d,
+        info("run %s (%s): %d steps x %d tokens, log %s/main.log%s" % (label, cfg.scheme[name], steps, tps, d,
                                                                       " (%s)" % " ".join(start) if start else ""))
-        t0 = time.time()
+        t0, busy0, own0 = time.time(), cpu_busy(), self_cpu()
         with open(os.path.join(d, "stdout.log"), "a") as log:
             log.write(" ".join(cmd) + "\n")
             log.flush()
             try:
                 p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             except OSError as e:
-                die("run '%s': cannot start %s (%s)" % (name, cmd[0], e.strerror))
+                die("run '%s': cannot start %s (%s)" % (label, cmd[0], e.strerror))
             try:
                 for raw in iter(p.stdout.readline, b""):
                     text = raw.decode("utf-8", "replace")
@@ -828,31 +1077,43 @@ def train(cfg, plan, out, out_arg, device, python, pending, done):
                     sys.stdout.flush()
                     log.write(text)
                     log.flush()
-                rc = p.wait()
+                # wait4: the exit status and the trainer's own CPU time, which the load leaves out
+                _, status, usage = os.wait4(p.pid, 0)
+                rc = p.returncode = os.waitstatus_to_exitcode(status)
             except KeyboardInterrupt:
                 p.wait()
-                die("interrupted during run '%s' (make ablate again resumes from its latest checkpoint)" % name)
+                die("interrupted during run '%s' (make ablate again resumes from its latest checkpoint)" % label)
+        wall = time.time() - t0
+        load = other_load(busy0, cpu_busy(), usage.ru_utime + usage.ru_stime + self_cpu() - own0, wall)
         if rc != 0:
             with open(os.path.join(d, "stdout.log"), errors="replace") as f:
                 err = [l.rstrip("\n") for l in f if l.startswith("error")]
             die("run '%s' exited with status %d%s (see %s/stdout.log; make ablate again resumes from its latest "
-                "checkpoint)" % (name, rc, ": " + err[-1] if err else "", d))
-        seconds = int(time.time() - t0)
-        write_file(os.path.join(d, "DONE"), "seconds %d\n" % seconds)
+                "checkpoint)" % (label, rc, ": " + err[-1] if err else "", d))
+        # DONE: seconds, and the other processes' share of the machine's CPU during the run (report.py
+        # leaves tokens/s out above LOAD_SHARED); a resumed run's are those of its last part
+        write_file(os.path.join(d, "DONE"), "seconds %d\n%s" % (
+            int(wall), "" if load is None else "other_load %.4f\ncores %d\n" % (load, cpu_busy()[1])))
         # keep the final model only: the training states and older models are for resuming
         models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
         for f in models[:-1] + glob.glob(os.path.join(d, "state_*.bin")):
             os.remove(f)
-        info("run %s done in %d s" % (name, seconds))
+        info("run %s done in %d s%s" % (label, int(wall), "" if load is None else
+                                        " (other processes used %.0f%% of the machine meanwhile)" % (100 * load)))
 
-    # runs.csv, loss.png, table.md (once every run of the config is done)
-    undone = [n for n in runs if not os.path.isfile(os.path.join(out, n, "DONE"))]
+    # runs.csv, summary.csv, loss.png, table.md (once every run of the config is done), then the table
+    undone = [u for u in units(cfg, plan) if not os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE"))]
     if undone:
+        names = sorted(set(u[0] for u in undone), key=runs.index)
         info("%d of %d runs done; the report comes once %s are done too (ABLATE_RUNS=\"%s\" make ablate CONFIG=%s%s)"
-             % (len(runs) - len(undone), len(runs), " ".join(undone), " ".join(undone), cfg.show,
-                " OUT=" + out_arg if out_arg else ""))
+             % (len(done) - len(undone), len(done), " ".join(unit_label(plan, u) for u in undone), " ".join(names),
+                cfg.show, " OUT=" + out_arg if out_arg else ""))
         return
-    sys.exit(subprocess.run([python, "dev/ablate/report.py", out]).returncode)
+    rc = subprocess.run([python, "dev/ablate/report.py", out]).returncode
+    if rc == 0:
+        with open(os.path.join(out, "table.md")) as f:
+            sys.stdout.write("\n" + f.read())
+    sys.exit(rc)
 
 
 if __name__ == "__main__":

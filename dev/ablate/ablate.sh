@@ -4,7 +4,8 @@
 # command checked by its trainer's --check_args 1); its header and dev/ablate/README.md say the rest.
 #
 #   bash dev/ablate/ablate.sh CONFIG [OUT]      OUT defaults to ablate_<config name>/ at the root
-#   ABLATE_DEVICE=cpu|gpu  ABLATE_PLAN_ONLY=1  ABLATE_RUNS="name ..."  PYTHON (report.py's, with matplotlib)
+#   ABLATE_DEVICE=cpu|gpu  ABLATE_PLAN_ONLY=1  ABLATE_ESTIMATE=1 (plan-only: calibrate too)
+#   ABLATE_RUNS="name ..."  FORCE=1 (train a plan estimated over 2 hours)  PYTHON (report.py's, with matplotlib)
 #
 # The runner itself always runs on /usr/bin/python3 (whatever PYTHON is: it needs no package).
 exec /usr/bin/python3 "$(dirname "$0")/ablate.py" "$@"

@@ -102,7 +102,7 @@ static int check_sampling_grid(GPT2* model, const int* prompt, int gen, std::vec
             worst_d = fmax(worst_d, d);
             if (mine == theirs) {
                 s_same++;
-            } else if (sampling_flip_explained(&sampler, full, V, mine, coins[(size_t)g], d)) {
+            } else if (sampling_flip_explained(&sampler, full, V, mine, theirs, coins[(size_t)g], d)) {
                 s_flips++;
             } else {
                 s_bad++;

@@ -51,8 +51,8 @@
 #                     wrote dropped, everything else kept; why: dev/results/README.md)
 #   train             [300] `make train` (standard, Austen, 150 steps), --generate with the KV cache
 #                     (make train's model; a random d12 of kv_shared), llm.c loading our checkpoint
-#   ablate_seed002    [540] `make ablate CONFIG=dev/ablate/seed002.txt` (2 runs)
-#   ablate_seed004_a..d [540 each] dev/ablate/seed004.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
+#   ablate_residual_query    [540] `make ablate CONFIG=dev/ablate/residual_query.txt` (2 runs)
+#   ablate_shared_projections_a..d [540 each] dev/ablate/shared_projections.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
 #                     into one folder; the last part writes the table
 # Sanitizer stages resume run by run (a run that passed is not repeated). The targets are checked,
 # not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
@@ -72,30 +72,30 @@ cd "$(dirname "$0")/../.."
 source dev/test/torch_python.sh
 
 STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench
-sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_seed002 ablate_seed004_a
-ablate_seed004_b ablate_seed004_c ablate_seed004_d"
+sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_residual_query ablate_shared_projections_a
+ablate_shared_projections_b ablate_shared_projections_c ablate_shared_projections_d"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
   [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [sanitize_memcheck]=540 [sanitize_racecheck]=540
-  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [ablate_seed002]=540 [ablate_seed004_a]=540
-  [ablate_seed004_b]=540 [ablate_seed004_c]=540 [ablate_seed004_d]=540)
+  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [ablate_residual_query]=540 [ablate_shared_projections_a]=540
+  [ablate_shared_projections_b]=540 [ablate_shared_projections_c]=540 [ablate_shared_projections_d]=540)
 # what each stage needs carried to the device machine (the plan's carry lists)
 declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [profile_ncu]="dev/data/austen"
-  [train]="dev/data/austen dev/data/gpt2" [ablate_seed002]="dev/data/mix" [ablate_seed004_a]="dev/data/mix"
-  [ablate_seed004_b]="dev/data/mix" [ablate_seed004_c]="dev/data/mix" [ablate_seed004_d]="dev/data/mix")
+  [train]="dev/data/austen dev/data/gpt2" [ablate_residual_query]="dev/data/mix" [ablate_shared_projections_a]="dev/data/mix"
+  [ablate_shared_projections_b]="dev/data/mix" [ablate_shared_projections_c]="dev/data/mix" [ablate_shared_projections_d]="dev/data/mix")
 # the stages that need build's binaries, and fixtures' files, on this machine (a fresh machine has
 # neither: they are made again first, whatever LOG_DIR says)
 NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench sanitize_memcheck
- sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_seed002 ablate_seed004_a ablate_seed004_b
- ablate_seed004_c ablate_seed004_d "
+ sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_residual_query ablate_shared_projections_a ablate_shared_projections_b
+ ablate_shared_projections_c ablate_shared_projections_d "
 NEEDS_FIXTURES=" tests_fp32 tests_bf16 sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
 # stages that keep what they finished when stopped (run by run): started with 120 s left, whatever
 # their expected time; the rest runs in the next call
 RESUMABLE=" sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
 NEEDS_BUILD=" $(echo $NEEDS_BUILD) " NEEDS_FIXTURES=" $(echo $NEEDS_FIXTURES) " # one line, spaces around each
-# seed004's 8 runs, 2 per stage (about 3 min each on an H100)
-declare -A ABLATE_PART=([ablate_seed004_a]="standard kv_shared" [ablate_seed004_b]="qk_shared qkv_shared"
-  [ablate_seed004_c]="gqa4 mqa" [ablate_seed004_d]="q_gqa4 q_mqa")
+# shared_projections' 8 runs, 2 per stage (about 3 min each on an H100)
+declare -A ABLATE_PART=([ablate_shared_projections_a]="standard kv_shared" [ablate_shared_projections_b]="qk_shared qkv_shared"
+  [ablate_shared_projections_c]="gqa4 mqa" [ablate_shared_projections_d]="q_gqa4 q_mqa")
 MAX_CALL_S=540          # one device call: 600 s at most, less the transfers and a margin
 START_S=150             # a machine's start-up, counted in the session's device time (2-3 min)
 CALL_OVERHEAD_S=30      # per call: sending the tree, fetching $OUT, the pause before the next call (idle time counts)
@@ -802,11 +802,11 @@ stage_ablate() { # config [runs]
     row "$what" FAIL "exit $rc, $n_done of $n_all runs done: $(grep -m1 '^ablate:.*\(error\|failed\|exited\|die\)' "$LOG/${CUR_STAGE}.log" | cut -c1-100)"
   fi
 }
-stage_ablate_seed002() { stage_ablate seed002; }
-stage_ablate_seed004_a() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_a]}"; }
-stage_ablate_seed004_b() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_b]}"; }
-stage_ablate_seed004_c() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_c]}"; }
-stage_ablate_seed004_d() { stage_ablate seed004 "${ABLATE_PART[ablate_seed004_d]}"; }
+stage_ablate_residual_query() { stage_ablate residual_query; }
+stage_ablate_shared_projections_a() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_a]}"; }
+stage_ablate_shared_projections_b() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_b]}"; }
+stage_ablate_shared_projections_c() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_c]}"; }
+stage_ablate_shared_projections_d() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_d]}"; }
 
 # ---------------------------------------------------------------------------------------------
 # targets: checked from the stages' logs at the end of every call (no GPU)

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Tests of `make ablate` (dev/ablate/): trains the toy config (three schemes, real CPU training on
-# Austen, forced onto the CPU trainer with ABLATE_DEVICE=cpu so that a GPU machine runs the same
-# test), then checks runs.csv's columns and rows, loss.png's PNG header and size, table.md against
-# build/params and runs.csv, that a second invocation retrains nothing, that every shipped config
-# is valid (each run's command checked by its trainer, --check_args 1), that a config error is one
-# line and a non-zero exit, the table without a standard run, the restarts (-y 1 / --overwrite 1),
-# and the bad input of issue 27 (a table of one-line config changes, a folder as CONFIG, OUT that is
-# an input, report.py's outputs that are inputs or folders): each refused in one line naming the
-# config line, file or flag, in plan-only and real mode, with nothing trained or written. One
-# "PASS ablate ..." / "FAIL ablate ..." line per check; exits 1 if any failed. About 2-4 minutes on 2
-# idle cores (the three runs; dev/ablate/toy.txt's `tokens` line sets that); the checks after the
-# training take about 10 s and print their time.
+# Tests of `make ablate` (dev/ablate/): trains the toy config through the Makefile (three schemes x two
+# seeds, real CPU training on Austen, forced onto the CPU trainer with ABLATE_DEVICE=cpu so that a GPU
+# machine runs the same test; six runs of a few seconds), then checks: the time estimate printed before
+# the first run; a folder per run and seed, each trained with its seed; the table printed at the end;
+# runs.csv's columns and rows; loss.png's PNG header and size; table.md against build/params; the
+# statistics of table.md and summary.csv against numbers recomputed here with numpy from the runs'
+# main.log files (Welch's p by numerical integration of the t density); report.py's t distribution
+# against textbook critical values; the tokens/s column and the load it was measured under (edited
+# DONE files, and a run trained beside busy loops); that a second invocation retrains nothing; every
+# shipped config valid (each run's command checked by its trainer, --check_args 1); the plan over 2
+# hours refused without FORCE=1 (plan-only and real); one-line config errors; the table without a
+# standard run; the restarts (-y 1 / --overwrite 1, per seed); and the bad input of issue 27 (a
+# table of one-line config changes, a folder as CONFIG, OUT that is an input, report.py's outputs that
+# are inputs or folders): each refused in one line naming the config line, file or flag, in plan-only
+# and real mode, with nothing trained or written. One "PASS ablate ..." / "FAIL ablate ..." line per
+# check; exits 1 if any failed. About 1-2 minutes on 2 cores (the toy's six runs are a third of it);
+# the suite prints its time.
 set -u
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-/usr/bin/python3}
@@ -18,16 +23,19 @@ fails=0
 pass() { echo "PASS ablate $*"; }
 fail() { echo "FAIL ablate $*"; fails=$((fails + 1)); }
 tmp=$(mktemp -d /tmp/test_ablate.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+busy=()
+trap 'for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+suite_start=$SECONDS
 out=$tmp/out
 RUNS="standard kv_shared q_identity" # the runs of dev/ablate/toy.txt, in its order
+SEEDS="1337 1338"                    # and its seeds
 PNG_W=1200                           # report.py: 12 x 8 inches at 100 dpi
 PNG_H=800
 
 # ---------------------------------------------------------------- the toy ablation, trained
 start=$SECONDS
 if ABLATE_DEVICE=cpu make -s --no-print-directory ablate CONFIG=dev/ablate/toy.txt OUT="$out" >"$tmp/run1.log" 2>&1; then
-  pass "toy_config_trains: make ablate CONFIG=dev/ablate/toy.txt exited 0 in $((SECONDS - start)) s ($(grep -o 'run [a-z_]* done in [0-9]* s' "$tmp/run1.log" | sed 's/^run //' | paste -sd, - | sed 's/,/, /g'))"
+  pass "toy_config_trains: make ablate CONFIG=dev/ablate/toy.txt exited 0 in $((SECONDS - start)) s ($(grep -o 'run [a-z_]* seed [0-9]* done in [0-9]* s' "$tmp/run1.log" | sed 's/^run //' | paste -sd, - | sed 's/,/, /g'))"
 else
   fail "toy_config_trains: make ablate exited non-zero after $((SECONDS - start)) s: $(grep -m1 '^ablate:.*\(failed\|exited\|error\)' "$tmp/run1.log" || tail -n 1 "$tmp/run1.log")"
   tail -n 5 "$tmp/run1.log" | sed 's/^/  /'
@@ -35,12 +43,51 @@ else
   exit 1
 fi
 
+# the estimate: one line before the first run trains, of the form the README gives
+est=$(grep -n '^ablate: plan: ' "$tmp/run1.log" | head -n 1)
+first_run=$(grep -n '^ablate: run ' "$tmp/run1.log" | head -n 1 | cut -d: -f1)
+if grep -Eq '^[0-9]+:ablate: plan: 6 runs \(3 runs x 2 seeds\) x 16 steps; estimated [0-9.]+ (s|min|h) on this machine \(calibrated: 2 steps of each of 3 shapes, [0-9]+ s(, other load [0-9]+%.*)?\)$' <<<"$est" &&
+   [ -n "$first_run" ] && [ "${est%%:*}" -lt "$first_run" ]; then
+  pass "estimate_before_training: line ${est%%:*} (the first run starts on line $first_run): '${est#*:}'"
+else
+  fail "estimate_before_training: '${est}' (first run on line ${first_run:-none}): expected 'ablate: plan: 6 runs (3 runs x 2 seeds) x 16 steps; estimated ... on this machine (calibrated: ...)' before it"
+fi
+
+# seeds: a folder per run and seed, each with DONE, trained with its seed (cmd.txt, the command the
+# runner logged into stdout.log, and different losses at different seeds)
+msg=""
+for run in $RUNS; do
+  for s in $SEEDS; do
+    d=$out/$run/seed_$s
+    [ -f "$d/DONE" ] || msg+="$d/DONE missing; "
+    grep -q -- "-o $d --seed $s " "$d/cmd.txt" 2>/dev/null || msg+="$d/cmd.txt lacks '-o $d --seed $s'; "
+    [ "$(head -n 1 "$d/stdout.log" 2>/dev/null)" = "$(cat "$d/cmd.txt" 2>/dev/null)" ] || msg+="$d/stdout.log's first line is not cmd.txt; "
+  done
+  a=$(grep -m1 '^step 1/' "$out/$run/seed_1337/main.log" 2>/dev/null | cut -d'|' -f2)
+  b=$(grep -m1 '^step 1/' "$out/$run/seed_1338/main.log" 2>/dev/null | cut -d'|' -f2)
+  { [ -n "$a" ] && [ "$a" != "$b" ]; } || msg+="$run: step 1's loss is '$a' at both seeds (the seed did not reach the trainer); "
+done
+n=$(find "$out" -name DONE | wc -l)
+if [ -z "$msg" ] && [ "$n" = 6 ]; then
+  pass "seeds_folders: 6 folders <run>/seed_<s>/ (3 runs x seeds $SEEDS), each trained with --seed s, step 1's loss differing between the seeds"
+else
+  fail "seeds_folders: $n DONE files; ${msg}"
+fi
+
+# make ablate ends by printing table.md
+lines=$(wc -l <"$out/table.md")
+if [ "$lines" -gt 5 ] && [ "$(tail -n "$lines" "$tmp/run1.log")" = "$(cat "$out/table.md")" ]; then
+  pass "table_printed_at_end: the output's last $lines lines are table.md"
+else
+  fail "table_printed_at_end: the output ends '$(tail -n 2 "$tmp/run1.log" | paste -sd' ' - | cut -c1-200)', not table.md"
+fi
+
 # ---------------------------------------------------------------- runs.csv
-if msg=$("$PY" - "$out/runs.csv" $RUNS <<'EOF'
+if msg=$("$PY" - "$out/runs.csv" "$RUNS" "$SEEDS" <<'EOF'
 import csv, math, sys
-path, runs = sys.argv[1], sys.argv[2:]
+path, runs, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 rows = list(csv.reader(open(path)))
-want = ["run", "scheme", "kind", "step", "tokens", "loss", "tok_s"]
+want = ["run", "scheme", "seed", "kind", "step", "tokens", "loss", "tok_s"]
 if rows[0] != want:
     sys.exit("header %s, expected %s" % (",".join(rows[0]), ",".join(want)))
 rows = [dict(zip(want, r)) for r in rows[1:]]
@@ -52,31 +99,33 @@ if names != runs:
     sys.exit("runs %s, expected %s" % (names, runs))
 summary = []
 for name in runs:
-    mine = [r for r in rows if r["run"] == name]
-    if any(r["scheme"] != name for r in mine):  # in the toy config each run is named after its scheme
-        sys.exit("%s: scheme column is not %s" % (name, name))
-    train = [r for r in mine if r["kind"] == "train"]
-    val = [r for r in mine if r["kind"] == "val"]
-    if len(train) + len(val) != len(mine):
-        sys.exit("%s: a kind other than train/val" % name)
-    steps = [int(r["step"]) for r in train]
-    if steps != list(range(1, len(steps) + 1)) or len(steps) < 2:
-        sys.exit("%s: train steps %s..., expected 1, 2, 3, ... (one row per step)" % (name, steps[:5]))
-    tps = int(train[0]["tokens"])
-    for r in train + val:
-        if int(r["tokens"]) != int(r["step"]) * tps or not math.isfinite(float(r["loss"])):
-            sys.exit("%s: row %s: tokens is not step x %d, or the loss is not finite" % (name, r, tps))
-    if any(float(r["tok_s"]) <= 0 for r in train) or any(r["tok_s"] != "" for r in val):
-        sys.exit("%s: tok_s must be > 0 on train rows and empty on val rows" % name)
-    if not val or int(val[-1]["step"]) != steps[-1]:
-        sys.exit("%s: expected val rows ending at the last step %d" % (name, steps[-1]))
-    if not float(train[-1]["loss"]) < float(train[0]["loss"]):
-        sys.exit("%s: the train loss did not go down (%s -> %s)" % (name, train[0]["loss"], train[-1]["loss"]))
-    summary.append("%s %d train + %d val rows, loss %.2f -> %.2f" % (name, len(train), len(val),
-                   float(train[0]["loss"]), float(train[-1]["loss"])))
+    for seed in seeds:
+        mine = [r for r in rows if r["run"] == name and r["seed"] == seed]
+        if any(r["scheme"] != name for r in mine):  # in the toy config each run is named after its scheme
+            sys.exit("%s: scheme column is not %s" % (name, name))
+        train = [r for r in mine if r["kind"] == "train"]
+        val = [r for r in mine if r["kind"] == "val"]
+        if len(train) + len(val) != len(mine):
+            sys.exit("%s seed %s: a kind other than train/val" % (name, seed))
+        steps = [int(r["step"]) for r in train]
+        if steps != list(range(1, len(steps) + 1)) or len(steps) < 2:
+            sys.exit("%s seed %s: train steps %s..., expected 1, 2, 3, ... (one row per step)" % (name, seed, steps[:5]))
+        tps = int(train[0]["tokens"])
+        for r in train + val:
+            if int(r["tokens"]) != int(r["step"]) * tps or not math.isfinite(float(r["loss"])):
+                sys.exit("%s: row %s: tokens is not step x %d, or the loss is not finite" % (name, r, tps))
+        if any(float(r["tok_s"]) <= 0 for r in train) or any(r["tok_s"] != "" for r in val):
+            sys.exit("%s: tok_s must be > 0 on train rows and empty on val rows" % name)
+        if not val or int(val[-1]["step"]) != steps[-1]:
+            sys.exit("%s seed %s: expected val rows ending at the last step %d" % (name, seed, steps[-1]))
+        if not float(val[-1]["loss"]) < float(val[0]["loss"]) - 0.5:
+            sys.exit("%s seed %s: the val loss did not go down by 0.5 (%s -> %s)" % (name, seed, val[0]["loss"],
+                                                                                    val[-1]["loss"]))
+        summary.append("%s/%s %d+%d rows, val %.2f -> %.2f" % (name, seed, len(train), len(val), float(val[0]["loss"]),
+                       float(val[-1]["loss"])))
 print("; ".join(summary))
 EOF
-); then pass "runs_csv: columns run,scheme,kind,step,tokens,loss,tok_s; $msg"; else fail "runs_csv: $msg"; fi
+); then pass "runs_csv: columns run,scheme,seed,kind,step,tokens,loss,tok_s; $msg"; else fail "runs_csv: $msg"; fi
 
 # ---------------------------------------------------------------- loss.png
 if msg=$("$PY" - "$out/loss.png" $PNG_W $PNG_H <<'EOF'
@@ -101,8 +150,8 @@ EOF
 # shape and parameters of each run: the table's row, the trainer's `model:` line, build/params
 for run in $RUNS; do
   row=$(grep "^| $run | " "$out/table.md" || true)
-  model=$(grep '^model: ' "$out/$run/stdout.log" | tail -n 1)
-  read -r L C H Hkv M bias T <<<"$(sed -E 's/.*n_layer=([0-9]+) n_embd=([0-9]+) n_head=([0-9]+) n_kv_head=([0-9]+) mlp=([0-9]+) bias=([0-9]+) tied=1 T=([0-9]+) .*/\1 \2 \3 \4 \5 \6 \7/' <<<"$model")"
+  model=$(grep '^model: ' "$out/$run/seed_1337/stdout.log" | tail -n 1)
+  read -r L C H Hkv M bias T <<<"$(sed -E 's/.*n_layer=([0-9]+) n_embd=([0-9]+) n_head=([0-9]+) n_kv_head=([0-9]+) mlp=([0-9]+) bias=([0-9]+) tied=1 (T|context)=([0-9]+) .*/\1 \2 \3 \4 \5 \6 \8/' <<<"$model")"
   ref=$(./build/params "$run" "$L" "$C" "$H" "$Hkv" "$M" "$bias" "$T" 2>&1) || ref=""
   want_total=$(sed -n 's/.* total=\([0-9]*\).*/\1/p' <<<"$ref")
   want_nonemb=$(sed -n 's/.* non_embedding=\([0-9]*\).*/\1/p' <<<"$ref")
@@ -117,47 +166,182 @@ for run in $RUNS; do
   fi
 done
 
-# final val loss and the columns relative to standard, recomputed from runs.csv
-if msg=$("$PY" - "$out" $RUNS <<'EOF'
-import csv, math, sys
-out, runs = sys.argv[1], sys.argv[2:]
+# ---------------------------------------------------------------- the statistics, recomputed
+# From each run's seed folders' main.log (the last "val loss" line), with numpy: mean and sd (ddof 1)
+# over the seeds, the difference from standard and its standard error, Welch's t and df, and the
+# two-sided p by integrating the t density numerically (not report.py's continued fraction); against
+# summary.csv (to 1e-5) and table.md's cells (as printed).
+stats_check() { # OUT RUNS SEEDS: prints a summary or exits 1 with why
+  "$PY" - "$@" <<'EOF'
+import csv, math, re, sys
+import numpy as np
+out, runs, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 final = {}
-for r in csv.DictReader(open(out + "/runs.csv")):
-    if r["kind"] == "val":
-        final[r["run"]] = float(r["loss"])  # rows are in step order
+for r in runs:
+    final[r] = []
+    for s in seeds:
+        vals = [float(m.group(1)) for m in re.finditer(r"^step \d+ \| val loss (\S+)", open("%s/%s/seed_%s/main.log" % (out, r, s)).read(), re.M)]
+        final[r].append(vals[-1])
+def t_p(t, df):  # two-sided p: 2 * integral of the t density from |t| to infinity (x = |t| + u/(1-u))
+    u = np.linspace(0.0, 1.0, 400001)[:-1]
+    x = abs(t) + u / (1 - u)
+    dens = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi) * (1 + x * x / df) ** (-(df + 1) / 2)
+    return 2 * np.trapz(dens / (1 - u) ** 2, u)
+summ = {row["run"]: row for row in csv.DictReader(open(out + "/summary.csv"))}
 table = {}
 for line in open(out + "/table.md"):
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if len(cells) == 11 and cells[0] in runs:
+    if len(cells) == 14 and cells[0] in runs:
         table[cells[0]] = cells
-base = final["standard"]
-for name in runs:
-    c = table.get(name)
-    if c is None:
-        sys.exit("no row for %s in table.md" % name)
-    if abs(float(c[8]) - final[name]) > 6e-5:
-        sys.exit("%s: final val loss %s in table.md, %.6f in runs.csv" % (name, c[8], final[name]))
-    if name == "standard":
-        want = ["baseline", "baseline"]
-    else:
-        want = ["%+.2f%%" % (100 * (final[name] - base) / base), "%+.2f%%" % (100 * (math.exp(final[name] - base) - 1))]
-    if c[9:11] != want:
-        sys.exit("%s: relative columns %s, expected %s from runs.csv" % (name, c[9:11], want))
-    float(c[6].replace(",", "")), float(c[7].replace(",", ""))  # tokens/s and peak memory are numbers
-print(", ".join("%s %s %s" % (n, table[n][8], table[n][9]) for n in runs))
+base = np.array(final["standard"])
+notes = []
+for r in runs:
+    x = np.array(final[r])
+    m, sd = x.mean(), x.std(ddof=1)
+    row, cells = summ.get(r), table.get(r)
+    if row is None or cells is None:
+        sys.exit("%s: no row in summary.csv or table.md" % r)
+    if abs(float(row["final_val_loss_mean"]) - m) > 1e-5 or abs(float(row["final_val_loss_sd"]) - sd) > 1e-5:
+        sys.exit("%s: summary.csv mean/sd %s/%s, numpy %.6f/%.6f" % (r, row["final_val_loss_mean"], row["final_val_loss_sd"], m, sd))
+    if cells[8] != str(len(seeds)) or cells[9] != "%.4f ± %.4f" % (m, sd):
+        sys.exit("%s: table.md seeds '%s', final '%s'; expected %d, '%.4f ± %.4f'" % (r, cells[8], cells[9], len(seeds), m, sd))
+    if r == "standard":
+        if cells[10:14] != ["baseline"] * 4:
+            sys.exit("standard: expected 'baseline' in the relative cells, got %s" % cells[10:14])
+        continue
+    va, vb = x.var(ddof=1) / len(x), base.var(ddof=1) / len(base)
+    se = math.sqrt(va + vb)
+    t = (m - base.mean()) / se
+    df = (va + vb) ** 2 / (va ** 2 / (len(x) - 1) + vb ** 2 / (len(base) - 1))
+    p = t_p(t, df)
+    got = [float(row[k]) for k in ("diff_vs_baseline", "diff_se", "welch_t", "welch_df", "p_value")]
+    want = [m - base.mean(), se, t, df, p]
+    if any(abs(g - w) > 1e-4 * max(1, abs(w)) for g, w in zip(got, want)):
+        sys.exit("%s: summary.csv diff, se, t, df, p = %s; numpy %s" % (r, got, ["%.6g" % w for w in want]))
+    rel = 100 * (m - base.mean()) / base.mean()
+    verdict = ("worse" if m > base.mean() else "better") if p < 0.05 else "no detectable difference"
+    want_cells = ["%+.2f%%" % rel, "%+.2f%%" % (100 * (math.exp(m - base.mean()) - 1)), "%+.4f ± %.4f" % (m - base.mean(), se),
+                  "p = %.2g (t = %.2f, df = %.1f, n = %d vs %d): %s" % (p, t, df, len(x), len(base), verdict)]
+    if cells[10:14] != want_cells:
+        sys.exit("%s: table.md %s, expected %s" % (r, cells[10:14], want_cells))
+    notes.append("%s %+.4f ± %.4f p=%.2g df=%.1f" % (r, m - base.mean(), se, p, df))
+print("; ".join(notes))
 EOF
-); then pass "table_losses: final val loss and val loss vs standard match runs.csv ($msg)"; else fail "table_losses: $msg"; fi
+}
+if msg=$(stats_check "$out" "$RUNS" "$SEEDS" 2>&1); then
+  pass "statistics: mean ± sd, difference ± SE, Welch t, df, p in summary.csv and table.md match numpy on the main.log files ($msg)"
+else
+  fail "statistics: $msg"
+fi
+
+# report.py's Student t tail against textbook two-sided 5% critical values, a non-integer df and an
+# extreme t against numerical integration, t = 0, and welch() on a worked example
+if msg=$(cd dev/ablate && "$PY" - 2>&1 <<'EOF'
+import math, sys
+import numpy as np
+import report
+def integral(t, df):
+    u = np.linspace(0.0, 1.0, 400001)[:-1]
+    x = abs(t) + u / (1 - u)
+    dens = math.exp(math.lgamma((df + 1) / 2) - math.lgamma(df / 2)) / math.sqrt(df * math.pi) * (1 + x * x / df) ** (-(df + 1) / 2)
+    return 2 * np.trapz(dens / (1 - u) ** 2, u)
+checks = [(2.776, 4, 0.05, 2e-4), (12.706, 1, 0.05, 2e-4), (2.228, 10, 0.05, 2e-4), (4.604, 4, 0.01, 1e-4),
+          (1.96, 1e7, 0.05, 2e-4), (0.0, 3, 1.0, 1e-12)]
+for t, df, want, tol in checks + [(2.5, 3.37, integral(2.5, 3.37), 1e-6), (-7.3, 1.6, integral(7.3, 1.6), 1e-6),
+                                  (30.0, 2.2, integral(30.0, 2.2), 1e-7)]:
+    got = report.t_two_sided_p(t, df)
+    if not abs(got - want) <= tol:
+        sys.exit("t = %g, df = %g: p = %.6g, expected %.6g (within %g)" % (t, df, got, want, tol))
+# Welch by hand: a = 1, 2, 3 (mean 2, var 1), b = 4, 6, 8, 10 (mean 7, var 20/3): se^2 = 1/3 + 5/3 = 2
+# t = -5 / sqrt(2), df = 4 / ((1/3)^2 / 2 + (5/3)^2 / 3) = 4 / (1/18 + 25/27) = 4.0755
+d, se, t, df, p = report.welch([1.0, 2.0, 3.0], [4.0, 6.0, 8.0, 10.0])
+if abs(d + 5) > 1e-12 or abs(se - math.sqrt(2)) > 1e-12 or abs(df - 4 / (1 / 18 + 25 / 27)) > 1e-9 or abs(p - integral(t, df)) > 1e-6:
+    sys.exit("welch: d %g se %g df %g p %g" % (d, se, df, p))
+if report.welch([1.0], [2.0, 3.0]) is not None or report.welch([1.0, 1.0], [2.0, 2.0]) is not None:
+    sys.exit("welch: one value, or no spread, must give None")
+print("2.776/4, 12.706/1, 2.228/10 -> 0.05, 4.604/4 -> 0.01, df 3.37/1.6/2.2 = integration, welch worked example df %.4f p %.4f" % (df, p))
+EOF
+); then pass "welch_p_values: $msg"; else fail "welch_p_values: $msg"; fi
+
+# ---------------------------------------------------------------- tokens/s and the load
+# each run's tokens/s cell: its seeds' mean tok/s with the largest other load from their DONE files,
+# or n/a above 10%; then DONE files edited to 3% and 25% (and without the load) on a copy
+load_cell_check() { # OUT: prints the cells or exits 1
+  "$PY" - "$1" "$RUNS" "$SEEDS" <<'EOF'
+import re, sys
+out, runs, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+cells = {}
+for line in open(out + "/table.md"):
+    c = [x.strip() for x in line.strip().strip("|").split("|")]
+    if len(c) == 14 and c[0] in runs:
+        cells[c[0]] = c[6]
+for r in runs:
+    loads, toks = [], []
+    for s in seeds:
+        d = "%s/%s/seed_%s" % (out, r, s)
+        done = dict(l.split(" ", 1) for l in open(d + "/DONE").read().splitlines())
+        loads.append(float(done["other_load"]) if "other_load" in done else None)
+        toks.append(float(re.search(r"^summary: .*\| ([0-9.]+) tok/s", open(d + "/main.log").read(), re.M).group(1)))
+    tok = sum(toks) / len(toks)
+    if None in loads:
+        want = "{:,.0f} (load not measured)".format(tok)
+    elif max(loads) > 0.10:
+        want = "n/a (shared machine, %.0f%% other load)" % (100 * max(loads))
+    else:
+        want = "{:,.0f} (other load {:.0f}%)".format(tok, 100 * max(loads))
+    if cells.get(r) != want:
+        sys.exit("%s: tokens/s cell '%s', expected '%s'" % (r, cells.get(r), want))
+print(", ".join("%s '%s'" % (r, cells[r]) for r in runs))
+EOF
+}
+bad_load=""
+for run in $RUNS; do for s in $SEEDS; do
+  grep -Eq '^other_load (0|1)\.[0-9]{4}$' "$out/$run/seed_$s/DONE" && grep -q '^cores [1-9]' "$out/$run/seed_$s/DONE" || bad_load+=" $run/seed_$s"
+done; done
+if [ -z "$bad_load" ] && msg=$(load_cell_check "$out" 2>&1); then
+  pass "load_column: every DONE has other_load and cores; the table's cells: $msg"
+else
+  fail "load_column: DONE without other_load/cores:${bad_load:- none}; ${msg:-}"
+fi
+cp -r "$out" "$tmp/out_load"
+for s in $SEEDS; do
+  sed -i 's/^other_load .*/other_load 0.0300/' "$tmp/out_load/standard/seed_$s/DONE"
+  sed -i 's/^other_load .*/other_load 0.0100/' "$tmp/out_load/kv_shared/seed_$s/DONE"
+done
+sed -i 's/^other_load .*/other_load 0.2500/' "$tmp/out_load/kv_shared/seed_1338/DONE"
+sed -i '/^other_load /d' "$tmp/out_load/q_identity/seed_1337/DONE"
+if "$PY" dev/ablate/report.py "$tmp/out_load" >/dev/null 2>"$tmp/load.err" && msg=$(load_cell_check "$tmp/out_load" 2>&1) &&
+   grep -q '^| standard | .*| [0-9,]* (other load 3%) |' "$tmp/out_load/table.md" &&
+   grep -q '^| kv_shared | .*| n/a (shared machine, 25% other load) |' "$tmp/out_load/table.md" &&
+   grep -q '^| q_identity | .*| [0-9,]* (load not measured) |' "$tmp/out_load/table.md"; then
+  pass "load_column_edited: 3% -> the speed with its load, 1% and 25% -> n/a at 25%, no load -> 'load not measured' ($msg)"
+else
+  fail "load_column_edited: $(head -c 300 "$tmp/load.err") ${msg:-}"
+fi
+
+# ---------------------------------------------------------------- one seed: the test is n/a
+# the toy's runs reported as if the config had one seed (plan.tsv's rows of seed 1337 only)
+cp -r "$out" "$tmp/out_1seed"
+awk -F'\t' '!/^#/ && $1 != "name" && $3 != "1337" { next } { print }' "$out/plan.tsv" | sed 's/^# seeds\t.*/# seeds\t1337/' >"$tmp/out_1seed/plan.tsv"
+if "$PY" dev/ablate/report.py "$tmp/out_1seed" >/dev/null 2>"$tmp/1seed.err" &&
+   [ "$(grep -c '| n/a (1 seed) |$' "$tmp/out_1seed/table.md")" = 2 ] && ! grep '^| ' "$tmp/out_1seed/table.md" | grep -q '±' &&
+   grep -q '^| q_identity | .* | 1 | [0-9.]* | [-+][0-9.]*% | [-+][0-9.]*% | [-+][0-9.]* | n/a (1 seed) |$' "$tmp/out_1seed/table.md"; then
+  pass "one_seed_is_na: 1 seed per run: no ± anywhere, the difference without SE, the test 'n/a (1 seed)'"
+else
+  fail "one_seed_is_na: $(head -c 300 "$tmp/1seed.err") $(grep '^| q_identity' "$tmp/out_1seed/table.md" 2>/dev/null)"
+fi
 
 # ---------------------------------------------------------------- resumable: nothing is redone
-sums=$(cat "$out"/*/main.log | md5sum)
+sums=$(cat "$out"/*/*/main.log | md5sum)
 start=$SECONDS
 if ABLATE_DEVICE=cpu make -s --no-print-directory ablate CONFIG=dev/ablate/toy.txt OUT="$out" >"$tmp/run2.log" 2>&1; then
   skips=$(grep -c '^ablate: skip ' "$tmp/run2.log")
   trained=$(grep -c '^ablate: run ' "$tmp/run2.log")
-  if [ "$skips" = 3 ] && [ "$trained" = 0 ] && [ "$(cat "$out"/*/main.log | md5sum)" = "$sums" ]; then
-    pass "second_invocation_skips: 3 runs skipped, none trained, main.log files unchanged, $((SECONDS - start)) s"
+  if [ "$skips" = 6 ] && [ "$trained" = 0 ] && [ "$(cat "$out"/*/*/main.log | md5sum)" = "$sums" ] &&
+     grep -q '^ablate: plan: nothing to train' "$tmp/run2.log" && [ "$(tail -n "$lines" "$tmp/run2.log")" = "$(cat "$out/table.md")" ]; then
+    pass "second_invocation_skips: 6 runs skipped, none trained (plan: nothing to train), main.log files unchanged, the table printed again, $((SECONDS - start)) s"
   else
-    fail "second_invocation_skips: $skips skip lines, $trained runs trained (expected 3 and 0), main.log $( [ "$(cat "$out"/*/main.log | md5sum)" = "$sums" ] && echo unchanged || echo changed)"
+    fail "second_invocation_skips: $skips skip lines, $trained runs trained (expected 6 and 0), main.log $( [ "$(cat "$out"/*/*/main.log | md5sum)" = "$sums" ] && echo unchanged || echo changed), plan line '$(grep '^ablate: plan' "$tmp/run2.log")'"
   fi
 else
   fail "second_invocation_skips: make ablate exited non-zero: $(tail -n 1 "$tmp/run2.log")"
@@ -167,24 +351,30 @@ fi
 # ABLATE_PLAN_ONLY: the config, then each run's command checked by its trainer (--check_args 1: no
 # training, nothing created); with the CPU trainers, which take the shipped configs' flags (the CUDA
 # ones would be nvcc builds). A corpus not prepared here is checked against synthetic shards, which
-# the runner must say (the data headers were not checked).
+# the runner must say (the data headers were not checked). Plan-only skips the estimate and says so.
 start=$SECONDS
 for cfg in dev/ablate/*.txt; do
   data=$(sed -n 's/^data *= *\([a-z]*\).*/\1/p' "$cfg")
   if msg=$(ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$cfg" 2>&1); then
-    checked=$(grep -c '^ablate: [^ ]* ([a-z_]*, [0-9]* steps x [0-9]* tokens): ./build/train_gpt2_cpu_' <<<"$msg")
+    checked=$(grep -c '^ablate: [^ ]*\( seed [0-9]*\)\? ([a-z_]*, [0-9]* steps x [0-9]* tokens): ./build/train_gpt2_cpu_' <<<"$msg")
     if [ -n "$data" ] && ! compgen -G "dev/data/$data/${data}_train_*.bin" >/dev/null &&
        ! grep -q "^ablate: note: dev/data/$data is not prepared: .*synthetic shard.* NOT checked" <<<"$msg"; then
       fail "config_valid_$(basename "$cfg" .txt): dev/data/$data is not prepared, and the plan does not say that the data headers went unchecked"
-    elif grep -q "checked by [a-z]* trainers* (--check_args 1)" <<<"$msg" && [ "$checked" -ge 1 ]; then
+    elif grep -q "checked by [a-z]* trainers* (--check_args 1)" <<<"$msg" && [ "$checked" -ge 1 ] &&
+         grep -q '^ablate: plan: .*; time estimate skipped (plan-only calibrates with ABLATE_ESTIMATE=1' <<<"$msg"; then
       pass "config_valid_$(basename "$cfg" .txt): $(head -n 1 <<<"$msg" | sed 's/^ablate: //')$(grep -q 'NOT checked' <<<"$msg" && echo " (corpus not prepared here: synthetic shards, said so)")"
     else
-      fail "config_valid_$(basename "$cfg" .txt): exit 0 but no trainer check reported: $(head -n 2 <<<"$msg" | paste -sd' ' -)"
+      fail "config_valid_$(basename "$cfg" .txt): exit 0 but no trainer check or plan line reported: $(head -n 2 <<<"$msg" | paste -sd' ' -) $(grep '^ablate: plan' <<<"$msg")"
     fi
   else
     fail "config_valid_$(basename "$cfg" .txt): $(head -n 3 <<<"$msg" | paste -sd' ' -)"
   fi
 done
+if grep -q '^seeds = 1337 1338 1339 ' dev/ablate/cpu.txt && [ "$(grep -Ec '^(standard|q_identity|kv_shared|qkv_shared) +(standard|q_identity|kv_shared|qkv_shared)$' dev/ablate/cpu.txt)" = 4 ]; then
+  pass "cpu_config: dev/ablate/cpu.txt trains standard, q_identity, kv_shared, qkv_shared at 3 seeds"
+else
+  fail "cpu_config: dev/ablate/cpu.txt lacks 'seeds = 1337 1338 1339' or one of its four scheme runs"
+fi
 echo "ablate: the shipped configs checked in $((SECONDS - start)) s"
 
 # ---------------------------------------------------------------- config errors
@@ -212,8 +402,9 @@ fi
 cp -r "$out" "$tmp/out_nobase"
 sed -i 's/^# baseline\t.*/# baseline\t/' "$tmp/out_nobase/plan.tsv"
 if "$PY" dev/ablate/report.py "$tmp/out_nobase" >/dev/null 2>"$tmp/nobase.err" &&
-   [ "$(grep -c '| n/a | n/a |$' "$tmp/out_nobase/table.md")" = 3 ] && grep -q '^No baseline' "$tmp/out_nobase/table.md"; then
-  pass "no_baseline_gives_na: every relative cell n/a and a line saying why"
+   [ "$(grep -c '| n/a | n/a | n/a | n/a |$' "$tmp/out_nobase/table.md")" = 3 ] && grep -q '^No baseline' "$tmp/out_nobase/table.md" &&
+   grep -q '^kv_shared,kv_shared,1337 1338,2,[0-9.]*,[0-9.]*,,,,,,' "$tmp/out_nobase/summary.csv"; then
+  pass "no_baseline_gives_na: every relative cell n/a, a line saying why, summary.csv's comparison columns empty"
 else
   fail "no_baseline_gives_na: $(head -c 300 "$tmp/nobase.err") $(grep -c 'n/a' "$tmp/out_nobase/table.md" 2>/dev/null) n/a rows"
 fi
@@ -221,8 +412,10 @@ fi
 # ---------------------------------------------------------------- restarts: -y 1 only with a checkpoint
 # A one-run config on the tiny fixture (seconds). The trainer refuses -y 1 with nothing to resume and
 # a fresh run into a used folder, so the runner must choose: (1) a folder with only the main.log of an
-# attempt that died before its first checkpoint starts again with --overwrite 1; (2) a folder with
-# checkpoints at steps 2 and 4 of 8 (the plan's command run by hand with -x 4) resumes with -y 1.
+# attempt that died before its first checkpoint starts again with --overwrite 1; (2) per seed: with
+# seeds = 1 2, seed_1 holds such a main.log and seed_2 checkpoints at steps 2 and 4 of 8 (the plan's
+# command run by hand, its later checkpoints removed): one make ablate restarts seed 1 and resumes
+# seed 2 from step 4.
 "$PY" dev/test/synth_shards.py "$tmp"
 cat >"$tmp/restart.txt" <<EOF2
 train = $tmp/synth_train_*.bin
@@ -243,20 +436,82 @@ if [ $rc -eq 0 ] && [ -f "$tmp/restart1/standard/DONE" ] && grep -q "^--overwrit
 else
   fail "restart_without_checkpoint: exit $rc: $(grep -m1 'error\|ablate:.*exited' "$tmp/restart1.log" "$tmp/restart1/standard/stdout.log" 2>/dev/null | head -n 1)"
 fi
-plan=$(ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart.txt" "$tmp/restart2" 2>&1 | sed -n 's/^ablate: standard (standard, 8 steps x 128 tokens): //p')
+sed 's/^seed = 1337$/seeds = 1 2/' "$tmp/restart.txt" >"$tmp/restart_seeds.txt"
+plan=$(ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart_seeds.txt" "$tmp/restart2" 2>&1 | sed -n 's/^ablate: standard seed 2 (standard, 8 steps x 128 tokens): //p')
 read -ra planned <<<"$plan"
-mkdir -p "$tmp/restart2/standard"
-if [ ${#planned[@]} -gt 0 ] && "${planned[@]}" -x 4 >"$tmp/restart2_first.log" 2>&1 && [ -f "$tmp/restart2/standard/state_00000004.bin" ]; then
-  ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart.txt" "$tmp/restart2" >"$tmp/restart2.log" 2>&1
+mkdir -p "$tmp/restart2/standard/seed_1" "$tmp/restart2/standard/seed_2"
+echo "a log of an attempt that died at step 1" >"$tmp/restart2/standard/seed_1/main.log"
+# the trainer resumes only with the settings it was started with: seed 2 trains its 8 steps by hand and
+# loses its checkpoints after step 4, as if it had died there
+if [ ${#planned[@]} -gt 0 ] && "${planned[@]}" >"$tmp/restart2_first.log" 2>&1 &&
+   rm "$tmp/restart2/standard/seed_2/"{model,state}_0000000[68].bin && [ -f "$tmp/restart2/standard/seed_2/state_00000004.bin" ]; then
+  ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart_seeds.txt" "$tmp/restart2" >"$tmp/restart2.log" 2>&1
   rc=$?
-  if [ $rc -eq 0 ] && [ -f "$tmp/restart2/standard/DONE" ] &&
-     grep -q "^resuming from $tmp/restart2/standard/state_00000004.bin at step 4" "$tmp/restart2/standard/stdout.log"; then
-    pass "restart_from_checkpoint: a folder with checkpoints at steps 2 and 4 resumes from step 4 with -y 1"
+  if [ $rc -eq 0 ] && [ -f "$tmp/restart2/standard/seed_1/DONE" ] && [ -f "$tmp/restart2/standard/seed_2/DONE" ] &&
+     grep -q "^ablate: run standard seed 1 (standard): .* (--overwrite 1)$" "$tmp/restart2.log" &&
+     grep -q "^ablate: run standard seed 2 (standard): .* (-y 1)$" "$tmp/restart2.log" &&
+     grep -q "^resuming from $tmp/restart2/standard/seed_2/state_00000004.bin at step 4" "$tmp/restart2/standard/seed_2/stdout.log" &&
+     grep -q -- "--seed 2 " "$tmp/restart2/standard/seed_2/cmd.txt"; then
+    pass "restart_per_seed: seed 1 (an old main.log) starts again with --overwrite 1, seed 2 resumes from its step-4 checkpoint with -y 1"
   else
-    fail "restart_from_checkpoint: exit $rc: $(grep -m1 'error\|resuming' "$tmp/restart2/standard/stdout.log" 2>/dev/null || tail -n 1 "$tmp/restart2.log")"
+    fail "restart_per_seed: exit $rc: $(grep '^ablate: run \|error' "$tmp/restart2.log" | head -n 3 | paste -sd' ' -)"
   fi
 else
-  fail "restart_from_checkpoint: the plan's command with -x 4 did not write a checkpoint at step 4 (plan: '${plan}': $(tail -n 1 "$tmp/restart2_first.log" 2>/dev/null))"
+  fail "restart_per_seed: the plan's command of seed 2 did not write a checkpoint at step 4 (plan: '${plan}': $(tail -n 1 "$tmp/restart2_first.log" 2>/dev/null))"
+fi
+
+# ---------------------------------------------------------------- load measured beside busy loops
+# the fixture run again (about a second), while one busy loop per core runs: the other load the
+# runner stores in DONE must show them (>= 30%; each loop would take a core alone)
+cores=$(grep -c '^cpu[0-9]' /proc/stat)
+for _ in $(seq "$cores"); do (while :; do :; done) & busy+=($!); done
+ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart.txt" "$tmp/restart_busy" >"$tmp/busy.log" 2>&1
+rc=$?
+for p in "${busy[@]}"; do kill "$p" 2>/dev/null; done
+busy=()
+load=$(sed -n 's/^other_load //p' "$tmp/restart_busy/standard/DONE" 2>/dev/null)
+if [ $rc -eq 0 ] && [ -n "$load" ] && awk -v l="$load" 'BEGIN { exit !(l >= 0.3) }' &&
+   grep -q '^| standard | .*| n/a (shared machine, [0-9]*% other load) |' "$tmp/restart_busy/table.md"; then
+  pass "load_measured: with $cores busy loops beside the run, DONE says other_load $load and table.md leaves tokens/s out"
+else
+  fail "load_measured: exit $rc, other_load '${load}' (expected >= 0.3 with $cores busy loops): $(grep '^| standard' "$tmp/restart_busy/table.md" 2>/dev/null | cut -c1-200)"
+fi
+
+# ---------------------------------------------------------------- the 2-hour limit and FORCE=1
+# the fixture config with 2 billion steps and a second run of another shape (its learning rate):
+# estimated far over 2 hours after timing the first shape, so the second is not timed. Plan-only with
+# the estimate (ABLATE_ESTIMATE=1) and a real make ablate refuse it in one line naming FORCE=1, training
+# and creating nothing; FORCE=1 through the Makefile times both shapes and accepts the plan; plan-only
+# alone skips the estimate.
+sed 's/^tokens = .*/tokens = 2000000000 * 128/; $a second standard -l 2e-3' "$tmp/restart.txt" >"$tmp/huge.txt"
+refusal='^ablate: plan: estimated at least [0-9.]+ (h|days) on this machine, over the 2-hour limit: nothing trained \(HINT: make ablate CONFIG=.* FORCE=1 runs it anyway; .*\)$'
+for mode in plan real; do
+  rm -rf "$tmp/huge_out"
+  if [ $mode = plan ]; then
+    ABLATE_PLAN_ONLY=1 ABLATE_ESTIMATE=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/huge.txt" "$tmp/huge_out" >"$tmp/huge.out" 2>"$tmp/huge.err"
+  else
+    ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/huge.txt" "$tmp/huge_out" >"$tmp/huge.out" 2>"$tmp/huge.err"
+  fi
+  rc=$?
+  if [ $rc -ne 0 ] && [ "$(wc -l <"$tmp/huge.err")" = 1 ] && grep -Eq "$refusal" "$tmp/huge.err" &&
+     grep -Eq '^ablate: plan: 2 runs \(2 runs x 1 seed\) x 2000000000 steps; estimated at least [0-9.]+ (h|days) on this machine \(calibrated: 2 steps of 1 of the 2 shapes, .*; the others not timed: over the limit already\)$' "$tmp/huge.out" && [ ! -e "$tmp/huge_out" ]; then
+    pass "force_refusal_$mode: exit $rc, nothing created, '$(cat "$tmp/huge.err")'"
+  else
+    fail "force_refusal_$mode: exit $rc, stderr '$(head -c 300 "$tmp/huge.err")', plan line '$(grep '^ablate: plan' "$tmp/huge.out")', OUT $( [ -e "$tmp/huge_out" ] && echo left || echo absent)"
+  fi
+done
+if ABLATE_PLAN_ONLY=1 ABLATE_ESTIMATE=1 ABLATE_DEVICE=cpu make -s --no-print-directory ablate CONFIG="$tmp/huge.txt" OUT="$tmp/huge_out" FORCE=1 >"$tmp/huge.out" 2>"$tmp/huge.err" &&
+   grep -Eq '^ablate: plan: 2 runs .* estimated [0-9.]+ (h|days) on this machine \(calibrated: 2 steps of each of 2 shapes, ' "$tmp/huge.out" && [ ! -s "$tmp/huge.err" ]; then
+  pass "force_accepts: make ablate ... FORCE=1 (plan-only) accepts the plan: '$(grep '^ablate: plan' "$tmp/huge.out")'"
+else
+  fail "force_accepts: stderr '$(head -c 300 "$tmp/huge.err")'"
+fi
+if ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/huge.txt" "$tmp/huge_out" >"$tmp/huge.out" 2>&1 &&
+   grep -q '^ablate: plan: 2 runs (2 runs x 1 seed) x 2000000000 steps; time estimate skipped' "$tmp/huge.out" &&
+   FORCE=yes ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/huge.txt" "$tmp/huge_out" 2>&1 | grep -q '^ablate: FORCE=yes: expected 1'; then
+  pass "estimate_skipped_in_plan_only: plan-only without ABLATE_ESTIMATE=1 says the estimate was skipped; FORCE=yes is refused"
+else
+  fail "estimate_skipped_in_plan_only: $(grep '^ablate: plan' "$tmp/huge.out")"
 fi
 
 # ---------------------------------------------------------------- bad input (issue 27, round 3)
@@ -300,6 +555,10 @@ seed_08|s/^seed = .*/seed = 08/|3: seed = 08: a leading zero: numbers are decima
 seed_huge|s/^seed = .*/seed = 99999999999999999999/|3: seed = 99999999999999999999: out of range \(expected 0 to 9223372036854775807, the trainer's --seed\)
 seed_2p63|s/^seed = .*/seed = 9223372036854775808/|3: seed = 9223372036854775808: out of range \(expected 0 to 9223372036854775807, the trainer's --seed\)
 seed_negative|s/^seed = .*/seed = -1/|3: seed = -1: expected a decimal whole number \(digits only, 0 to 9223372036854775807\)
+seeds_twice|s/^seed = .*/seeds = 5 6 5/|3: seeds = 5 6 5: 5 is given twice \(each seed trains every run once\)
+seeds_octal|s/^seed = .*/seeds = 1 07/|3: seeds = 1 07: 07: a leading zero: .*\(7, not 07; it is not read as octal\)
+seeds_empty|s/^seed = .*/seeds =/|3: seeds = : expected one or more seeds, e.g. seeds = 1337 1338 1339
+seed_and_seeds|3a seeds = 1 2|4: seed = and seeds = both given \(first on line 3\): expected one of the two .*
 tokens_huge|s/^tokens = .*/tokens = 99999999999999999999/|4: tokens = 99999999999999999999: 781249999999999999 steps of 128 tokens for run 'standard'; the trainer's -x takes at most 2147483646 \(expected at most 274877906688 tokens\)
 tokens_huger|s/^tokens = .*/tokens = 99999999999 * 99999999999/|4: tokens = 99999999999 \* 99999999999: = 9999999999800000000001, out of range \(expected 1 to 2361183239235799351296, .*\)
 tokens_lots|s/^tokens = .*/tokens = lots/|4: tokens = lots: expected a decimal whole number or a product such as 480 \* 65536 .*
@@ -347,12 +606,12 @@ fi
 # report.py: an output that is an input (runs.csv a symlink to a run's main.log) or a folder is
 # refused before anything is written; a good report replaces its files by rename
 cp -r "$out" "$tmp/out_rep"
-sum=$(md5sum <"$tmp/out_rep/standard/main.log")
-rm "$tmp/out_rep/runs.csv" && ln -s standard/main.log "$tmp/out_rep/runs.csv"
+sum=$(md5sum <"$tmp/out_rep/standard/seed_1337/main.log")
+rm "$tmp/out_rep/runs.csv" && ln -s standard/seed_1337/main.log "$tmp/out_rep/runs.csv"
 "$PY" dev/ablate/report.py "$tmp/out_rep" >"$tmp/rep.out" 2>"$tmp/rep.err"
 rc=$?
-if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/rep.err")" = 1 ] && grep -q "^report: $tmp/out_rep/runs.csv is $tmp/out_rep/standard/main.log, an input of the report" "$tmp/rep.err" &&
-   [ "$(md5sum <"$tmp/out_rep/standard/main.log")" = "$sum" ]; then
+if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/rep.err")" = 1 ] && grep -q "^report: $tmp/out_rep/runs.csv is $tmp/out_rep/standard/seed_1337/main.log, an input of the report" "$tmp/rep.err" &&
+   [ "$(md5sum <"$tmp/out_rep/standard/seed_1337/main.log")" = "$sum" ]; then
   pass "report_output_is_input: exit 1, main.log unchanged, '$(cat "$tmp/rep.err")'"
 else
   fail "report_output_is_input: exit $rc, '$(head -c 300 "$tmp/rep.err")'"
@@ -374,4 +633,5 @@ else
 fi
 echo "ablate: the bad-input cases took $((SECONDS - start)) s"
 
+echo "ablate: the suite took $((SECONDS - suite_start)) s"
 [ $fails -eq 0 ] || { echo "ablate: $fails failed"; exit 1; }

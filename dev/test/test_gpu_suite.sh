@@ -11,7 +11,7 @@
 #     .regions): it drops exactly the 4 reads inside cuBLASLt's outputs and keeps the 4 others;
 #   dev/test/initcheck_lt_regions.c (the LD_PRELOAD shim) built and called through cuBLASLt's own
 #     descriptors, where the CUDA headers and libcublasLt are (no GPU needed);
-#   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (seed004 in parts).
+#   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (shared_projections in parts).
 # One PASS/FAIL line per check.
 #
 #   bash dev/test/test_gpu_suite.sh
@@ -249,21 +249,21 @@ else
   skip "lt_regions_shim: no $CUDA_HOME/include/cublasLt.h, libcublasLt or gcc here"
 fi
 
-# ---------------------------------------------------------------- seed004 in parts, bench in parts
-out=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 mqa" bash dev/ablate/ablate.sh dev/ablate/seed004.txt 2>&1)
+# ---------------------------------------------------------------- shared_projections in parts, bench in parts
+out=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 mqa" bash dev/ablate/ablate.sh dev/ablate/shared_projections.txt 2>&1)
 rc=$?
 n_not=$(echo "$out" | grep -c 'not in ABLATE_RUNS')
-bad=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 nope" bash dev/ablate/ablate.sh dev/ablate/seed004.txt 2>&1)
+bad=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 nope" bash dev/ablate/ablate.sh dev/ablate/shared_projections.txt 2>&1)
 rcb=$?
 if [ $rc -eq 0 ] && [ "$n_not" -eq 6 ] && [ $rcb -eq 1 ] && echo "$bad" | grep -q "ABLATE_RUNS names 'nope', which is no run of this config"; then
-  pass "ablate_runs: ABLATE_RUNS trains 2 of seed004's 8 runs (the 6 others marked), a name not in the config refused"
+  pass "ablate_runs: ABLATE_RUNS trains 2 of shared_projections' 8 runs (the 6 others marked), a name not in the config refused"
 else
   fail "ablate_runs: exits $rc/$rcb, $n_not runs marked: $(echo "$bad" | tail -n 1)"
 fi
-parts=$(sed -n '/^declare -A ABLATE_PART=/,/)$/p' $suite | grep -o '\[ablate_seed004_[a-d]\]="[^"]*"' | sed 's/.*="\(.*\)"/\1/' |
+parts=$(sed -n '/^declare -A ABLATE_PART=/,/)$/p' $suite | grep -o '\[ablate_shared_projections_[a-d]\]="[^"]*"' | sed 's/.*="\(.*\)"/\1/' |
         tr ' ' '\n' | sort | tr '\n' ' ')
-runs=$(grep -v '^\s*#' dev/ablate/seed004.txt | grep -v '=' | awk 'NF { print $1 }' | sort | tr '\n' ' ')
-if [ -n "$runs" ] && [ "$parts" = "$runs" ]; then pass "ablate_parts: ablate_seed004_a..d cover seed004's runs once each ($runs)"
+runs=$(grep -v '^\s*#' dev/ablate/shared_projections.txt | grep -v '=' | awk 'NF { print $1 }' | sort | tr '\n' ' ')
+if [ -n "$runs" ] && [ "$parts" = "$runs" ]; then pass "ablate_parts: ablate_shared_projections_a..d cover shared_projections' runs once each ($runs)"
 else fail "ablate_parts: parts '$parts', config runs '$runs'"; fi
 out=$(BENCH_PEERS_ONLY=1 BENCH_SCHEMES_ONLY=1 bash dev/bench/bench.sh 2>&1)
 if [ $? -eq 1 ] && echo "$out" | grep -q 'expected at most one of them'; then pass "bench_parts: BENCH_PEERS_ONLY and BENCH_SCHEMES_ONLY together refused"
