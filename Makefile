@@ -67,10 +67,10 @@ train_gpt2cu: train_gpt2cu$(SUFFIX)
 test_gpt2cu: test_gpt2cu$(SUFFIX)
 endif
 
-train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
-test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
 # The compile check of a scheme's trainer without ptxas (dev/test/test_cuda.sh where there is no GPU):
@@ -79,10 +79,10 @@ test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.
 # The same for test_gpt2.cu (build/ptx/test_gpt2cu_<scheme>[_fp32]: its device code is train_gpt2.cu's).
 PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 \
            $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(call PRECISION_DEFINE,$(if $(filter %_fp32,$(1)),FP32,BF16))
-$(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+$(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 	@mkdir -p $(dir $@)
 	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
-$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
+$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
 	@mkdir -p $(dir $@)
 	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
 
@@ -92,7 +92,7 @@ $(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/pr
 # runtime dev/cudacpu/cuda_cpu.h: build/cudacpu/{test,train}_gpt2cu_<scheme>[_fp32]. No GPU needed.
 CUDACPU := $(BUILD)/cudacpu
 CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
-                dev/train_common.h dev/profile.h attention_variants.cuh dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+                dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 CUDACPU_FLAGS := -std=c++17 -O2 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas -x c++ -include dev/cudacpu/cuda_cpu.h \
                  -I$(CUDA_HOME)/include -I. -Idev/cudacpu
 # the stem is <scheme> or <scheme>_fp32
@@ -135,8 +135,8 @@ LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)
-LAB_DEPS := dev/cuda/attention_lab_common.h dev/cuda/attention_tiled_cpu.h dev/cuda/lab_basics.h dev/cuda/lab_common.h \
-            dev/cuda/lab_matmul_common.h dev/cuda/kernels_cpu.h train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh \
+LAB_DEPS := dev/cuda/attention_lab_common.h dev/cpu/attention_tiled_cpu.h dev/cuda/lab_basics.h dev/cuda/lab_common.h \
+            dev/cuda/lab_matmul_common.h dev/cpu/kernels_cpu.h train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h \
             dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 .PHONY: labs labs-list
 labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS))) \
@@ -154,7 +154,7 @@ $(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 # ---------------------------------------------------------------------------------------------
 # CPU reference trainer (owner: CPU trainer): one binary per scheme, like the CUDA trainer.
 # *_tiled_<scheme>: the same with -DATTENTION_TILED, the CPU twin of the flash attention kernels
-# (dev/cuda/attention_tiled_cpu.h) instead of the plain attention; make's shortest-stem rule picks
+# (dev/cpu/attention_tiled_cpu.h) instead of the plain attention; make's shortest-stem rule picks
 # the tiled pattern for them. test_attention_tiled_cpu: the twin against the plain attention.
 .PHONY: cpu
 cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)
@@ -163,7 +163,7 @@ cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_
 # layer loops (the binaries are built on the machine that runs them); -fno-math-errno lets it
 # vectorize loops that call sqrt (AdamW)
 CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno
-CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/cuda/attention_tiled_cpu.h dev/train_common.h dev/profile.h \
+CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h dev/cpu/attention_tiled_cpu.h dev/train_common.h dev/profile.h \
                     dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 CPU_TEST_DEPS := dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h
 
@@ -225,7 +225,7 @@ $(ASAN)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(ASAN)
 $(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h dev/test/sampling_check.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
 
-$(ASAN)/params: dev/tools/params.cpp attention_variants.cuh dev/profile.h | $(ASAN)
+$(ASAN)/params: dev/tools/params.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h dev/profile.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
 
 $(ASAN)/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h | $(ASAN)
@@ -248,7 +248,7 @@ FUZZ_TARGETS ?= checkpoint state debug_state dataloader tokenizer_bin bpe_files 
 FUZZ_CXX ?= clang++
 FUZZ_FLAGS := -g -O1 -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -fsanitize-coverage-ignorelist=dev/fuzz/coverage_ignore.txt -Wall -Wextra -Wno-unused-parameter -Wno-unused-function
-FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/fuzz_bpe.h dev/fuzz/coverage_ignore.txt dev/train_common.h attention_variants.cuh dataloader.h \
+FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/fuzz_bpe.h dev/fuzz/coverage_ignore.txt dev/train_common.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h \
              tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
 FUZZ_SECONDS ?= 600
 .PHONY: fuzz fuzz-build
@@ -274,10 +274,10 @@ ablate:
 schemes:
 	@echo $(SCHEMES)
 
-$(BUILD)/params: dev/tools/params.cpp attention_variants.cuh dev/profile.h | $(BUILD)
+$(BUILD)/params: dev/tools/params.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h dev/profile.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 
-$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh | $(BUILD)
+$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 
 params: $(BUILD)/params

@@ -310,6 +310,65 @@ static inline QKVLayout qkv_layout(const GPT2Config* c) {
     return L;
 }
 
+// role r of a layout: 0 q, 1 k, 2 v
+QKV_HOST_DEVICE static inline QKVRole qkv_layout_role(const QKVLayout* L, int r) {
+    return r == 0 ? L->q : (r == 1 ? L->k : L->v);
+}
+
+// whether q comes from the residual query's MLP (its parameters, activations and sublayer exist)
+QKV_HOST_DEVICE static inline int qkv_has_residual_query(const QKVLayout* L) {
+    return L->q.source == QKV_SRC_RESIDUAL_QUERY;
+}
+
+// ----------------------------------------------------------------------------
+// Where a role's rows are. Attention reads q, k and v in place: each is a (B*T, heads * hd) matrix
+// inside one of a layer's three source tensors, with that tensor's row stride. Called with the
+// gradient tensors instead, the same view says where the role's gradient goes: a role taken from x
+// sends it into dx, and two roles of one tensor send theirs to the same place. Every trainer, lab
+// and test finds its q, k and v through qkv_role_view. Elem is the caller's element type (floatX,
+// const floatX, float, ...).
+
+template <class Elem>
+struct QKVView {
+    Elem* ptr;  // token 0, head 0: element (token i, head h, dim d) is ptr[i * stride + h * hd + d]
+    int stride; // elements from one token's row to the next
+    int heads;  // H for q, Hkv for k and v
+};
+
+// A layer's source tensors (or their gradients): the fused projection's output (B*T, width), the
+// attention input x = LN1(residual) (B*T, C), and the residual query (B*T, C), NULL where the layout
+// has none.
+template <class Elem>
+struct QKVSources {
+    Elem* projection;
+    Elem* input;
+    Elem* residual_query;
+};
+
+template <class Elem>
+QKV_HOST_DEVICE static inline QKVView<Elem> qkv_role_view(const QKVLayout* L, int r, int head_dim, QKVSources<Elem> src) {
+    const QKVRole role = qkv_layout_role(L, r);
+    QKVView<Elem> v;
+    v.heads = role.channels / head_dim;
+    if (role.source == QKV_SRC_PROJECTION) {
+        v.ptr = src.projection + role.offset;
+        v.stride = L->width;
+    } else { // x and the residual query are (B*T, C), and C is q's width
+        v.ptr = role.source == QKV_SRC_INPUT ? src.input : src.residual_query;
+        v.stride = L->q.channels;
+    }
+    return v;
+}
+
+template <class Elem>
+QKV_HOST_DEVICE static inline QKVSources<Elem> qkv_sources(Elem* projection, Elem* input, Elem* residual_query) {
+    QKVSources<Elem> s;
+    s.projection = projection;
+    s.input = input;
+    s.residual_query = residual_query;
+    return s;
+}
+
 // How the fused attention backward routes the role gradients. Its dK/dV kernel writes k's and v's
 // tensors first, then its dQ kernel writes q's. accumulate[r]: role r's write adds to what its
 // destination already holds (q when it shares k's tensor; x's gradient after an earlier identity
@@ -504,406 +563,6 @@ static inline size_t qkv_kv_cache_bytes_per_token(const GPT2Config* c) {
 // parameter, so a scheme with fewer weights is charged less.
 static inline double gpt2_flops_per_token(const GPT2Config* c, int T) {
     return 6.0 * (double)gpt2_num_parameters(c) + 6.0 * (double)c->num_layers * (double)c->channels * (double)T;
-}
-
-// ----------------------------------------------------------------------------
-// Checkpoint header <-> config (layout in dev/FORMATS.md). Shared by every reader and writer so
-// that a file is judged the same way by the CPU trainer, the CUDA trainer and the tools.
-
-#define CHECKPOINT_MAGIC 20240326
-#define CHECKPOINT_VERSION_LLMC_FP32 3
-#define CHECKPOINT_VERSION_LLMC_BF16 5
-#define CHECKPOINT_VERSION_FP32 6
-#define CHECKPOINT_VERSION_BF16 7
-
-static inline int checkpoint_version_is_bf16(int version) {
-    return version == CHECKPOINT_VERSION_LLMC_BF16 || version == CHECKPOINT_VERSION_BF16;
-}
-
-// Parses a 256-int header into *c. Returns 1 on success, else 0 with a one-line message naming
-// `path` and what was expected. Does not run gpt2_config_check (the caller does, after overrides).
-static inline int gpt2_config_from_header(const int header[256], const char* path, GPT2Config* c,
-                                          char* msg, size_t msg_size) {
-    if (header[0] != CHECKPOINT_MAGIC) {
-        snprintf(msg, msg_size, "%s: bad magic %d in model file, expected %d (HINT: is this a GPT-2 checkpoint? "
-                 "see dev/FORMATS.md)", path, header[0], CHECKPOINT_MAGIC);
-        return 0;
-    }
-    const int v = header[1];
-    if (v != CHECKPOINT_VERSION_LLMC_FP32 && v != CHECKPOINT_VERSION_LLMC_BF16 &&
-        v != CHECKPOINT_VERSION_FP32 && v != CHECKPOINT_VERSION_BF16) {
-        snprintf(msg, msg_size, "%s: unsupported model file version %d, expected 3 or 5 (llm.c) or 6 or 7 "
-                 "(see dev/FORMATS.md)", path, v);
-        return 0;
-    }
-    // every shape field is range-checked before any arithmetic on it (gpt2_config_default computes
-    // 4 * n_embd, qkv_layout C + 2 * KV); 0 is left to gpt2_config_check, which names the scheme
-    const int extended = v == CHECKPOINT_VERSION_FP32 || v == CHECKPOINT_VERSION_BF16;
-    const struct { int index; const char* name; } fields[] = {
-        {2, "max_seq_len"}, {3, "vocab_size"}, {4, "n_layer"}, {5, "n_head"}, {6, "n_embd"}, {7, "padded_vocab_size"},
-        {9, "n_kv_head"}, {10, "mlp_hidden"},
-    };
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        const int value = header[fields[i].index];
-        if ((fields[i].index <= 7 || extended) && (value < 0 || value > GPT2_MAX_DIM)) {
-            snprintf(msg, msg_size, "%s: header field %s (int %d) is %d, expected 1..%d (HINT: corrupt or not a "
-                     "GPT-2 checkpoint? see dev/FORMATS.md)", path, fields[i].name, fields[i].index, value, GPT2_MAX_DIM);
-            return 0;
-        }
-    }
-    *c = gpt2_config_default(header[4], header[5], header[6], header[2], header[3], header[7]);
-    if (extended) {
-        c->scheme = header[8];
-        c->num_kv_heads = header[9];
-        c->mlp_hidden = header[10];
-        c->use_bias = header[11];
-        c->tied_head = header[12];
-        memcpy(&c->attn_scale, &header[13], sizeof(float));
-    }
-    return 1;
-}
-
-// Whether llm.c's version 3/5 header describes c completely. It has no fields beyond the shape, so
-// it implies what gpt2_config_from_header fills in for it (gpt2_config_default): the standard
-// scheme, Hkv = H, MLP 4C, biases, tied head, the default attention scale.
-static inline int gpt2_config_is_llmc(const GPT2Config* c) {
-    return c->scheme == QKV_STANDARD && c->num_kv_heads == c->num_heads && (long long)c->mlp_hidden == 4LL * c->channels &&
-           c->use_bias == 1 && c->tied_head == 1 && c->attn_scale == 0.0f;
-}
-
-// The version a writer uses: llm.c's 3 (fp32) or 5 (bf16) wherever llm.c can express the model, so
-// that llm.c loads plain GPT-2 checkpoints of ours; our 6 or 7 for everything else.
-static inline int checkpoint_version_for(const GPT2Config* c, int bf16) {
-    if (gpt2_config_is_llmc(c)) { return bf16 ? CHECKPOINT_VERSION_LLMC_BF16 : CHECKPOINT_VERSION_LLMC_FP32; }
-    return bf16 ? CHECKPOINT_VERSION_BF16 : CHECKPOINT_VERSION_FP32;
-}
-
-// A model file header's fields [2..13] as versions 6/7 store them: the whole config. (The
-// training state keeps these too, whatever version its model file has.)
-static inline void gpt2_config_to_fields(const GPT2Config* c, int fields[12]) {
-    fields[0] = c->max_seq_len;
-    fields[1] = c->vocab_size;
-    fields[2] = c->num_layers;
-    fields[3] = c->num_heads;
-    fields[4] = c->channels;
-    fields[5] = c->padded_vocab_size;
-    fields[6] = c->scheme;
-    fields[7] = c->num_kv_heads;
-    fields[8] = c->mlp_hidden;
-    fields[9] = c->use_bias;
-    fields[10] = c->tied_head;
-    memcpy(&fields[11], &c->attn_scale, sizeof(float));
-}
-
-// The header every checkpoint writer uses (both trainers), version from checkpoint_version_for;
-// fields 8..13 stay zero in llm.c's versions 3/5, as llm.c writes them.
-static inline void gpt2_config_to_header(const GPT2Config* c, int bf16, int header[256]) {
-    memset(header, 0, 256 * sizeof(int));
-    header[0] = CHECKPOINT_MAGIC;
-    header[1] = checkpoint_version_for(c, bf16);
-    const int llmc = header[1] == CHECKPOINT_VERSION_LLMC_FP32 || header[1] == CHECKPOINT_VERSION_LLMC_BF16;
-    int fields[12];
-    gpt2_config_to_fields(c, fields);
-    memcpy(&header[2], fields, (llmc ? 6 : 12) * sizeof(int));
-}
-
-// A binary is built for one scheme: refuse a checkpoint of another, naming both.
-static inline int qkv_check_scheme_matches_build(const GPT2Config* c, const char* path, char* msg, size_t msg_size) {
-    if (c->scheme == kQKVScheme) { return 1; }
-    snprintf(msg, msg_size, "%s was written by scheme %s, but this binary is built for scheme %s "
-             "(HINT: use the binary built with QKV=%s, or load a %s checkpoint)", path, qkv_scheme_name(c->scheme),
-             qkv_scheme_name(kQKVScheme), qkv_scheme_name(c->scheme), qkv_scheme_name(kQKVScheme));
-    return 0;
-}
-
-// Everything a trainer checks before reading a checkpoint's weights, from its header and its size
-// in bytes, in the order that gives the most useful message: the header itself, the scheme of this
-// build (a file of another scheme is refused as such, whatever its shape), the shape allowed for
-// the scheme, then the size. The parameter count is first computed in double, so that an absurd
-// header cannot overflow size_t into a size that happens to match. Returns 1 with *c filled in, or
-// 0 with a one-line message naming `path` and what was expected.
-static inline int checkpoint_validate_shape(const int header[256], long long file_size, const char* path,
-                                            const GPT2Config* c, char* msg, size_t msg_size);
-static inline int checkpoint_validate(const int header[256], long long file_size, const char* path,
-                                      GPT2Config* c, char* msg, size_t msg_size) {
-    if (!gpt2_config_from_header(header, path, c, msg, msg_size)) { return 0; }
-    if (!qkv_check_scheme_matches_build(c, path, msg, msg_size)) { return 0; }
-    return checkpoint_validate_shape(header, file_size, path, c, msg, msg_size);
-}
-
-// checkpoint_validate after the scheme check: the shape allowed for the scheme, then the size (the
-// fuzzer, dev/fuzz/, runs it for every scheme in one binary)
-static inline int checkpoint_validate_shape(const int header[256], long long file_size, const char* path,
-                                            const GPT2Config* c, char* msg, size_t msg_size) {
-    char why[512];
-    if (!gpt2_config_check(c, why, sizeof(why))) {
-        snprintf(msg, msg_size, "%s: %s", path, why);
-        return 0;
-    }
-    char shape[256];
-    gpt2_config_describe(c, shape, sizeof(shape));
-    const int elem = checkpoint_version_is_bf16(header[1]) ? 2 : 4;
-    const double nparams_d = gpt2_num_parameters_double(c);
-    if (nparams_d * elem > 1e13) {
-        snprintf(msg, msg_size, "%s: implausible shape in header (%s: %.3g parameters)", path, shape, nparams_d);
-        return 0;
-    }
-    const size_t nparams = gpt2_num_parameters(c);
-    const long long expected = 1024 + (long long)nparams * elem;
-    if (file_size != expected) {
-        snprintf(msg, msg_size, "%s: %s model file: file size %lld bytes, expected %lld = 1024-byte header + %zu "
-                 "parameters x %d bytes (version %d, scheme %s, %s) (HINT: truncated or corrupt file?)", path,
-                 file_size < expected ? "truncated" : "oversized", file_size, expected, nparams, elem, header[1],
-                 qkv_scheme_name(c->scheme), shape);
-        return 0;
-    }
-    return 1;
-}
-
-// ----------------------------------------------------------------------------
-// The CUDA trainer's device memory, as data: which tensors train_gpt2.cu allocates for a shape,
-// their element counts and sizes, and where each starts. gpt2_build and gpt2_build_grad_acts carve
-// their allocations from gpt2_training_memory(), and build/params prints the same numbers, so the
-// report cannot drift from the trainer. Nothing here touches a GPU.
-
-// Parameter tensors start every PARAM_ALIGN_ELEMS elements on the device (256-byte boundaries for
-// bf16 parameters, 512 for the fp32 gradients, moments and master weights); the gaps stay zero.
-// In files they are contiguous in param_tensor_names order (dev/FORMATS.md).
-#define PARAM_ALIGN_ELEMS 128
-// Each activation and activation-gradient tensor starts on a 256-byte boundary of its allocation.
-#define TENSOR_ALIGN_BYTES 256
-
-static inline size_t qkv_round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-
-// The CUDA trainer's flash kernels exist for these head sizes in BF16 builds.
-static inline int qkv_fused_attention_available(int head_dim, int bf16) {
-    return bf16 && (head_dim == 64 || head_dim == 128);
-}
-
-// The device layout of the parameters: sizes (elements, 0 for absent tensors) and offsets
-// (elements), each tensor padded to PARAM_ALIGN_ELEMS. Returns the padded total, the element count
-// of each parameter-side buffer (parameters, gradients, m, v, master weights).
-static inline size_t gpt2_param_layout(const GPT2Config* c, size_t sizes[NUM_PARAMETER_TENSORS],
-                                       size_t offsets[NUM_PARAMETER_TENSORS]) {
-    fill_param_sizes(c, sizes);
-    size_t off = 0;
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        offsets[i] = off;
-        off += qkv_round_up(sizes[i], PARAM_ALIGN_ELEMS);
-    }
-    return off;
-}
-
-// The classifier runs over chunks of at most this many rows (B * T positions): its logits (and
-// dlogits) never exist for the whole batch at once; 8192 rows of GPT-2's 50304 padded vocabulary
-// are 0.8 GB in bf16, instead of 6.6 GB for B 64, T 1024, and the chunk's matmuls stay large.
-// The chunk is at least T rows, so that sampling's B = 1 passes keep all their logits.
-#define CLASSIFIER_CHUNK_ROWS 8192
-static inline int gpt2_logits_rows(int B, int T) {
-    const long long bt = (long long)B * T, chunk = T > CLASSIFIER_CHUNK_ROWS ? T : CLASSIFIER_CHUNK_ROWS;
-    return (int)(bt < chunk ? bt : chunk);
-}
-
-// Activation tensors (train_gpt2.cu's Activations), in allocation order. Elements are the build's
-// floatX unless marked fp32. "unfused" / "fused": only on that attention path.
-enum {
-    ACT_ENCODED = 0,    // (B, T, C)
-    ACT_LN1,            // (L, B, T, C), one layer's (B, T, C) with recompute 2
-    ACT_LN1_MEAN,       // (L, B, T)            fp32
-    ACT_LN1_RSTD,       // (L, B, T)            fp32
-    ACT_QKV,            // (L, B, T, width)     the fused projection
-    ACT_QRES_R,         // (L, B, T, C)         q_residual: RMSNorm_q(x)
-    ACT_QRES_RRMS,      // (L, B, T)            q_residual, fp32
-    ACT_QRES_H,         // (L, B, T, C/2)       q_residual: W1 r
-    ACT_QRES_HG,        // (L, B, T, C/2)       q_residual: gelu(W1 r)
-    ACT_QRES_U,         // (L, B, T, C)         q_residual: W2 gelu(W1 r)
-    ACT_QRES_F,         // (L, B, T, C)         q_residual: LN_q(u)
-    ACT_QRES_MEAN,      // (L, B, T)            q_residual, fp32
-    ACT_QRES_RSTD,      // (L, B, T)            q_residual, fp32
-    ACT_QRES_Q,         // (L, B, T, C)         q_residual: q = x + f
-    ACT_PERM_Q,         // (L, B, H, T, hd)     unfused: perm[0]
-    ACT_PERM_K,         // (L, B, Hkv, T, hd)   unfused: perm[1], absent when k is q's tensor
-    ACT_PERM_V,         // (L, B, Hkv, T, hd)   unfused: perm[2], absent when v is q's or k's tensor
-    ACT_ATT,            // (L, B, H, T, T)      unfused: softmax probabilities
-    ACT_ATT_LSE,        // (L, B, H, T)         fused, fp32: log-sum-exp of each query row
-    ACT_ATTY,           // (L, B, T, C)
-    ACT_RESIDUAL2,      // (L, B, T, C)
-    ACT_LN2,            // (L, B, T, C), one layer's (B, T, C) with recompute 2
-    ACT_LN2_MEAN,       // (L, B, T)            fp32
-    ACT_LN2_RSTD,       // (L, B, T)            fp32
-    ACT_FCH,            // (L, B, T, M)
-    ACT_FCH_GELU,       // (L, B, T, M), one layer's (B, T, M) with recompute 1 or 2
-    ACT_RESIDUAL3,      // (L, B, T, C)
-    ACT_LNF,            // (B, T, C)
-    ACT_LNF_MEAN,       // (B, T)               fp32
-    ACT_LNF_RSTD,       // (B, T)               fp32
-    ACT_OUTPUT,         // (R, Vp)              logits, then dlogits, of R = gpt2_logits_rows rows at a time
-    ACT_LOSSES,         // (B, T)               fp32
-    ACT_PROJ_OUT,       // (B, T, C)            scratch
-    ACT_YPERM,          // (B, H, T, hd)        unfused, scratch
-    NUM_ACT_TENSORS
-};
-
-static const char* const act_tensor_names[NUM_ACT_TENSORS] = {
-    "encoded", "ln1", "ln1_mean", "ln1_rstd", "qkv", "qres_r", "qres_rrms", "qres_h", "qres_hg", "qres_u",
-    "qres_f", "qres_mean", "qres_rstd", "qres_q", "perm_q", "perm_k", "perm_v", "att", "att_lse", "atty",
-    "residual2", "ln2", "ln2_mean", "ln2_rstd", "fch", "fch_gelu", "residual3", "lnf", "lnf_mean", "lnf_rstd",
-    "output", "losses", "proj_out", "yperm",
-};
-
-// the shapes of the enum's comments, for reports
-static const char* const act_tensor_shapes[NUM_ACT_TENSORS] = {
-    "(B, T, C)", "(L or 1, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, width)", "(L, B, T, C)", "(L, B, T)",
-    "(L, B, T, C/2)", "(L, B, T, C/2)", "(L, B, T, C)", "(L, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, C)",
-    "(L, B, H, T, hd)", "(L, B, Hkv, T, hd)", "(L, B, Hkv, T, hd)", "(L, B, H, T, T)", "(L, B, H, T)",
-    "(L, B, T, C)", "(L, B, T, C)", "(L or 1, B, T, C)", "(L, B, T)", "(L, B, T)", "(L, B, T, M)",
-    "(L or 1, B, T, M)", "(L, B, T, C)", "(B, T, C)", "(B, T)", "(B, T)", "(chunk, Vp)", "(B, T)", "(B, T, C)",
-    "(B, H, T, hd)",
-};
-
-// Activation gradients (train_gpt2.cu's GradActivations), one layer at a time, in allocation order.
-enum {
-    GACT_DRESIDUAL = 0, // (B, T, C)            gradient of the residual stream
-    GACT_DBUF_C,        // (B, T, C)            dlnf, dln2, datty
-    GACT_DBUF_M,        // (B, T, M)            dfch
-    GACT_DLN1,          // (B, T, C)
-    GACT_DQKV,          // (B, T, width)
-    GACT_DPERM_Q,       // (B, H, T, hd)        unfused: dperm[0]
-    GACT_DPERM_K,       // (B, Hkv, T, hd)      unfused: dperm[1], like perm[1]
-    GACT_DPERM_V,       // (B, Hkv, T, hd)      unfused: dperm[2], like perm[2]
-    GACT_DYPERM,        // (B, H, T, hd)        unfused
-    GACT_DATT,          // (B, H, T, T)         unfused
-    GACT_ATTN_DELTA,    // (B, H, T)            fused, fp32: rowsum(dout * out)
-    GACT_DQRES,         // (B, T, C)            q_residual
-    GACT_DU,            // (B, T, C)            q_residual
-    GACT_DHG,           // (B, T, C/2)          q_residual
-    GACT_DR,            // (B, T, C)            q_residual
-    NUM_GRAD_ACT_TENSORS
-};
-
-static const char* const grad_act_tensor_names[NUM_GRAD_ACT_TENSORS] = {
-    "dresidual", "dbuf_c", "dbuf_m", "dln1", "dqkv", "dperm_q", "dperm_k", "dperm_v", "dyperm", "datt",
-    "attn_delta", "dqres", "du", "dhg", "dr",
-};
-
-typedef struct {
-    size_t count;  // elements; 0: not allocated for this shape and attention path
-    size_t elem;   // bytes per element: the build's floatX, or 4 for fp32 tensors
-    size_t offset; // bytes from the start of its allocation, a multiple of TENSOR_ALIGN_BYTES
-} TensorAlloc;
-
-static inline size_t tensor_alloc_bytes(const TensorAlloc* t) { return t->count * t->elem; }
-
-typedef struct {
-    size_t num_parameters_padded;                // elements of each parameter-side buffer
-    size_t param_bytes;                          // parameters, floatX
-    size_t grad_bytes;                           // parameter gradients, fp32
-    size_t optimizer_bytes;                      // AdamW m and v, fp32 each
-    size_t master_bytes;                         // fp32 master weights, or 0
-    TensorAlloc acts[NUM_ACT_TENSORS];           // one allocation of acts_bytes
-    size_t acts_bytes;
-    TensorAlloc grad_acts[NUM_GRAD_ACT_TENSORS]; // one allocation of grad_acts_bytes
-    size_t grad_acts_bytes;
-    size_t total_bytes;                          // all of the above
-} TrainingMemory;
-
-// gives each tensor of a list its offset in one allocation (in list order, each rounded up to
-// TENSOR_ALIGN_BYTES; absent tensors take nothing); returns the allocation's size in bytes
-static inline size_t tensor_list_layout(TensorAlloc* list, int n) {
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        list[i].offset = off;
-        off += qkv_round_up(tensor_alloc_bytes(&list[i]), TENSOR_ALIGN_BYTES);
-    }
-    return off;
-}
-
-// The CUDA trainer's training memory for a (checked) config at micro-batch (B, T): x_size is the
-// build's floatX size (2 for BF16, 4 for FP32); master_weights 1 when it keeps fp32 master weights
-// (BF16 builds with -w 1); recompute (-r): 1 recomputes fch_gelu in the backward pass, 2 also ln1 and ln2;
-// attn_fused 1 on the fused (flash) attention path (see qkv_fused_attention_available).
-// Small device buffers outside these (inputs, targets, encoder buckets, column sums) are not counted.
-static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_t x_size, int master_weights,
-                                        int recompute, int attn_fused, TrainingMemory* m) {
-    memset(m, 0, sizeof(*m));
-    size_t sizes[NUM_PARAMETER_TENSORS], offsets[NUM_PARAMETER_TENSORS];
-    const size_t np = gpt2_param_layout(c, sizes, offsets);
-    const size_t F = sizeof(float), X = x_size;
-    m->num_parameters_padded = np;
-    m->param_bytes = np * X;
-    m->grad_bytes = np * F;
-    m->optimizer_bytes = 2 * np * F;
-    m->master_bytes = master_weights ? np * F : 0;
-
-    const QKVLayout lay = qkv_layout(c);
-    const size_t L = (size_t)c->num_layers, C = (size_t)c->channels, H = (size_t)c->num_heads;
-    const size_t M = (size_t)c->mlp_hidden, Vp = (size_t)c->padded_vocab_size, W = (size_t)lay.width;
-    const size_t KV = (size_t)qkv_kv_channels(c), BT = (size_t)B * (size_t)T, BHT = (size_t)B * H * (size_t)T;
-    const int qres = c->scheme == QKV_Q_RESIDUAL, unfused = !attn_fused;
-    // the unfused path copies each stored q/k/v tensor once into (B, heads, T, hd)
-    const int own_k = !qkv_roles_share(lay.k, lay.q);
-    const int own_v = !qkv_roles_share(lay.v, lay.q) && !qkv_roles_share(lay.v, lay.k);
-#define QKV_TENSOR(list, id, present, n, size) do { (list)[id].count = (present) ? (size_t)(n) : 0; \
-        (list)[id].elem = (size); } while (0)
-    TensorAlloc* a = m->acts;
-    QKV_TENSOR(a, ACT_ENCODED, 1, BT * C, X);
-    const size_t ln_layers = recompute >= 2 ? 1 : L, gelu_layers = recompute >= 1 ? 1 : L;
-    QKV_TENSOR(a, ACT_LN1, 1, ln_layers * BT * C, X);
-    QKV_TENSOR(a, ACT_LN1_MEAN, 1, L * BT, F);
-    QKV_TENSOR(a, ACT_LN1_RSTD, 1, L * BT, F);
-    QKV_TENSOR(a, ACT_QKV, 1, L * BT * W, X);
-    QKV_TENSOR(a, ACT_QRES_R, qres, L * BT * C, X);
-    QKV_TENSOR(a, ACT_QRES_RRMS, qres, L * BT, F);
-    QKV_TENSOR(a, ACT_QRES_H, qres, L * BT * (C / 2), X);
-    QKV_TENSOR(a, ACT_QRES_HG, qres, L * BT * (C / 2), X);
-    QKV_TENSOR(a, ACT_QRES_U, qres, L * BT * C, X);
-    QKV_TENSOR(a, ACT_QRES_F, qres, L * BT * C, X);
-    QKV_TENSOR(a, ACT_QRES_MEAN, qres, L * BT, F);
-    QKV_TENSOR(a, ACT_QRES_RSTD, qres, L * BT, F);
-    QKV_TENSOR(a, ACT_QRES_Q, qres, L * BT * C, X);
-    QKV_TENSOR(a, ACT_PERM_Q, unfused, L * BT * C, X);
-    QKV_TENSOR(a, ACT_PERM_K, unfused && own_k, L * BT * KV, X);
-    QKV_TENSOR(a, ACT_PERM_V, unfused && own_v, L * BT * KV, X);
-    QKV_TENSOR(a, ACT_ATT, unfused, L * BHT * T, X);
-    QKV_TENSOR(a, ACT_ATT_LSE, attn_fused, L * BHT, F);
-    QKV_TENSOR(a, ACT_ATTY, 1, L * BT * C, X);
-    QKV_TENSOR(a, ACT_RESIDUAL2, 1, L * BT * C, X);
-    QKV_TENSOR(a, ACT_LN2, 1, ln_layers * BT * C, X);
-    QKV_TENSOR(a, ACT_LN2_MEAN, 1, L * BT, F);
-    QKV_TENSOR(a, ACT_LN2_RSTD, 1, L * BT, F);
-    QKV_TENSOR(a, ACT_FCH, 1, L * BT * M, X);
-    QKV_TENSOR(a, ACT_FCH_GELU, 1, gelu_layers * BT * M, X);
-    QKV_TENSOR(a, ACT_RESIDUAL3, 1, L * BT * C, X);
-    QKV_TENSOR(a, ACT_LNF, 1, BT * C, X);
-    QKV_TENSOR(a, ACT_LNF_MEAN, 1, BT, F);
-    QKV_TENSOR(a, ACT_LNF_RSTD, 1, BT, F);
-    QKV_TENSOR(a, ACT_OUTPUT, 1, (size_t)gpt2_logits_rows(B, T) * Vp, X);
-    QKV_TENSOR(a, ACT_LOSSES, 1, BT, F);
-    QKV_TENSOR(a, ACT_PROJ_OUT, 1, BT * C, X);
-    QKV_TENSOR(a, ACT_YPERM, unfused, BT * C, X);
-    m->acts_bytes = tensor_list_layout(a, NUM_ACT_TENSORS);
-
-    TensorAlloc* g = m->grad_acts;
-    QKV_TENSOR(g, GACT_DRESIDUAL, 1, BT * C, X);
-    QKV_TENSOR(g, GACT_DBUF_C, 1, BT * C, X);
-    QKV_TENSOR(g, GACT_DBUF_M, 1, BT * M, X);
-    QKV_TENSOR(g, GACT_DLN1, 1, BT * C, X);
-    QKV_TENSOR(g, GACT_DQKV, 1, BT * W, X);
-    QKV_TENSOR(g, GACT_DPERM_Q, unfused, BT * C, X);
-    QKV_TENSOR(g, GACT_DPERM_K, unfused && own_k, BT * KV, X);
-    QKV_TENSOR(g, GACT_DPERM_V, unfused && own_v, BT * KV, X);
-    QKV_TENSOR(g, GACT_DYPERM, unfused, BT * C, X);
-    QKV_TENSOR(g, GACT_DATT, unfused, BHT * T, X);
-    QKV_TENSOR(g, GACT_ATTN_DELTA, attn_fused, BHT, F);
-    QKV_TENSOR(g, GACT_DQRES, qres, BT * C, X);
-    QKV_TENSOR(g, GACT_DU, qres, BT * C, X);
-    QKV_TENSOR(g, GACT_DHG, qres, BT * (C / 2), X);
-    QKV_TENSOR(g, GACT_DR, qres, BT * C, X);
-#undef QKV_TENSOR
-    m->grad_acts_bytes = tensor_list_layout(g, NUM_GRAD_ACT_TENSORS);
-
-    m->total_bytes = m->param_bytes + m->grad_bytes + m->optimizer_bytes + m->master_bytes +
-                     m->acts_bytes + m->grad_acts_bytes;
 }
 
 #endif // ATTENTION_VARIANTS_CUH

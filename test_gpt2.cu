@@ -88,7 +88,7 @@ static std::vector<float> fetch_rows(const floatX* d, size_t n, size_t cols, siz
 // log-sum-exp; the unfused path the reverse), with the reason in *why
 static int fetch_activation(GPT2* model, const char* name, std::vector<float>* out, const char** why) {
     const GPT2Config* c = &model->config;
-    const int B = model->B, T = model->T, C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads;
+    const int B = model->B, T = model->T, C = c->channels, H = c->num_heads;
     const int hd = qkv_head_dim(c), M = c->mlp_hidden;
     const size_t BT = (size_t)B * T;
     Activations* a = &model->acts;
@@ -98,7 +98,7 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
     if (sscanf(name, "L%d.%n", &l, &consumed) != 1 || consumed == 0 || l < 0 || l >= c->num_layers) { return 0; }
     const char* what = name + consumed;
     const size_t lC = (size_t)l * BT * C;
-    const int qres = c->scheme == QKV_Q_RESIDUAL;
+    const int qres = qkv_has_residual_query(&model->layout);
     if ((strcmp(what, "ln1") == 0 || strcmp(what, "ln2") == 0) && model->recompute >= 2 && l > 0) {
         *why = "not kept with -r 2 (one layer's buffer; layer 0's, recomputed last, is checked)";
         return 2;
@@ -115,12 +115,12 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
         const AttnShape s = gpt2_attn_shape(model, B, T);
         const floatX* qres_q = qres ? a->qres_q + lC : NULL;
         const floatX* x = a->ln1 + (model->recompute >= 2 ? 0 : lC);
-        const AttnRows rows = attn_role_rows(&s, r, x, a->qkv + (size_t)l * BT * model->layout.width, qres_q);
+        const AttnRows rows = qkv_role_view(&s.layout, r, hd, qkv_sources<const floatX>(a->qkv + (size_t)l * BT * model->layout.width, x, qres_q));
         if (rows.ptr == x && model->recompute >= 2 && l > 0) { // an identity role reads ln1 itself
             *why = "not kept with -r 2 (this role is ln1, one layer's buffer; layer 0's is checked)";
             return 2;
         }
-        *out = fetch_rows(rows.ptr, BT, (size_t)(r == 0 ? H : Hkv) * hd, (size_t)rows.stride);
+        *out = fetch_rows(rows.ptr, BT, (size_t)rows.heads * hd, (size_t)rows.stride);
         return 1;
     }
     if (strcmp(what, "att") == 0) {
@@ -295,7 +295,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
                                                 "fch_gelu", "residual3"};
         for (int l = 0; l < config.num_layers; l++) {
             for (const char* w : per_layer) { need.push_back("L" + std::to_string(l) + "." + w); }
-            if (config.scheme == QKV_Q_RESIDUAL) { need.push_back("L" + std::to_string(l) + ".qres_f"); }
+            if (qkv_has_residual_query(&model.layout)) { need.push_back("L" + std::to_string(l) + ".qres_f"); }
         }
         for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
             if (model.param_sizes[i] > 0) { need.push_back(std::string("grad.") + param_tensor_names[i]); }

@@ -37,6 +37,7 @@ Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu 
 #include <cuda_runtime.h>
 
 #include "attention_variants.cuh"
+#include "dev/training_memory.h"
 #include "dataloader.h"
 #include "tokenizer.h"
 
@@ -211,6 +212,10 @@ static void* device_malloc(size_t bytes, const char* what) {
     }
     return p;
 }
+
+// layer l's slice of a stacked (L, ...) tensor, NULL for an absent one
+template <typename S>
+static inline S* lslice(S* base, int l, size_t per_layer) { return base != NULL ? base + (size_t)l * per_layer : NULL; }
 
 // grid size for an elementwise kernel with a grid-stride loop
 static unsigned int grid_for(size_t n, int block) {
@@ -795,11 +800,11 @@ __global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, 
 // dQ, a CTA per (key tile, batch x kv head) for dK/dV. Nothing of size T x T exists: the forward
 // keeps each row's log-sum-exp, the backward recomputes the probabilities from it. Names are FA2's:
 // kBlockM query rows and kBlockN keys per tile (the paper's Br, Bc), row_max/row_sum (m_i, l_i),
-// acc_o/acc_dk/acc_dv/acc_dq the fp32 accumulators. The CPU twin dev/cuda/attention_tiled_cpu.h
+// acc_o/acc_dk/acc_dv/acc_dq the fp32 accumulators. The CPU twin dev/cpu/attention_tiled_cpu.h
 // runs the same tile loops and formulas in plain C++ (make test checks it on every fixture).
 //
-// q, k, v are read in place (AttnRows: pointer and row stride into the projection output, x or
-// q_residual's query); query head h reads kv head h / (H / Hkv). When k and v are one tensor
+// q, k, v are read in place (QKVView, attention_variants.cuh: pointer and row stride into the
+// projection output, x or the residual query); query head h reads kv head h / (H / Hkv). When k and v are one tensor
 // (kv_shared, qkv_shared: the same pointer) one shared-memory tile serves as both.
 //
 // Every matmul is mma.sync m16n8k16, bf16 inputs and fp32 accumulation. Each warp owns 16 rows of
@@ -823,10 +828,11 @@ __global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, 
 #define FLASH_LN2 0.6931471805599453f
 static_assert(FLASH_BLOCK_M == FLASH_BLOCK_N, "the causal loop bounds take the diagonal key tile of query tile m to be m");
 
-// one role's rows: element (b, t, head h, dim d) at ptr[(b * T + t) * stride + h * hd + d]
-typedef struct { const floatX* ptr; int stride; } AttnRows;
-// where a role's gradient goes; accumulate: add to what the destination holds, else overwrite
-typedef struct { floatX* ptr; int stride; int accumulate; } AttnGradRows;
+// one role's rows (qkv_role_view): element (b, t, head h, dim d) at ptr[(b * T + t) * stride + h * hd + d]
+typedef QKVView<const floatX> AttnRows;
+// where a role's gradient goes (qkv_role_view of the gradient tensors), and whether the kernel adds
+// to what the destination holds (qkv_fused_grad_plan) or overwrites it
+typedef struct { QKVView<floatX> rows; int accumulate; } AttnGradDest;
 
 #if PRECISION_IS_BF16
 // c (16 x 8) += a (16 x 16) b (16 x 8)
@@ -1053,13 +1059,13 @@ __global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, c
 // A CTA owns one key tile of one kv head and loops over the g = H / Hkv query heads of its group and
 // over the query tiles from the diagonal on, so a kv head's gradient sums in registers (no atomics).
 // Each warp owns 16 keys and works transposed (keys as rows): S^T = K Q^T.
-//   dk, dv: (B, T, Hkv heads) views, where the gradients go; when k and v are one tensor (dk.ptr == dv.ptr)
+//   dk, dv: (B, T, Hkv heads) views, where the gradients go; when k and v are one tensor (dk.rows.ptr == dv.rows.ptr)
 //   dK + dV is written once. dout (B, T, H * kHeadDim) contiguous; lse, delta (B, H, T) fp32; q (B, T, H
 //   heads), k and v (B, T, Hkv heads) views.
 // dev/cuda/attention_backward.cu v2
 template <int kHeadDim>
 __global__ void __launch_bounds__(FLASH_THREADS)
-flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const floatX* dout, const float* lse,
+flash_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
                                      const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
                                      float scale, float scale_log2) {
     constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
@@ -1143,8 +1149,8 @@ flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const flo
     for (int r = 0; r < 2; r++) {
         const int key = key0 + 8 * r;
         if (key >= T) { continue; }
-        floatX* pk = dk.ptr + ((size_t)b * T + key) * dk.stride + (size_t)kvh * kHeadDim + 2 * quad;
-        floatX* pv = dv.ptr + ((size_t)b * T + key) * dv.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        floatX* pk = dk.rows.ptr + ((size_t)b * T + key) * dk.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        floatX* pv = dv.rows.ptr + ((size_t)b * T + key) * dv.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
         #pragma unroll
         for (int dj = 0; dj < kTilesD; dj++) {
             const float k0 = acc_dk[dj][2 * r] * scale, k1 = acc_dk[dj][2 * r + 1] * scale;
@@ -1167,7 +1173,7 @@ flash_attention_backward_dkdv_kernel(AttnGradRows dk, AttnGradRows dv, const flo
 // dev/cuda/attention_backward.cu v2
 template <int kHeadDim>
 __global__ void __launch_bounds__(FLASH_THREADS)
-flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const float* lse, const float* delta,
+flash_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
                                    AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
                                    float scale_log2) {
     constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
@@ -1238,7 +1244,7 @@ flash_attention_backward_dq_kernel(AttnGradRows dq, const floatX* dout, const fl
     for (int r = 0; r < 2; r++) {
         const int t = row0 + 8 * r;
         if (t >= T) { continue; }
-        floatX* p = dq.ptr + ((size_t)b * T + t) * dq.stride + (size_t)h * kHeadDim + 2 * quad;
+        floatX* p = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + 2 * quad;
         #pragma unroll
         for (int dj = 0; dj < kTilesD; dj++) {
             flash_store_pair(p + dj * 8, acc_dq[dj][2 * r] * scale, acc_dq[dj][2 * r + 1] * scale, dq.accumulate);
@@ -1880,10 +1886,6 @@ static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
     return s;
 }
 
-static QKVRole attn_role(const AttnShape* s, int r) {
-    return r == 0 ? s->layout.q : (r == 1 ? s->layout.k : s->layout.v);
-}
-
 // What the forward pass keeps for the backward pass, one layer (buffers of the other path are NULL).
 typedef struct {
     floatX* perm[3]; // unfused: q (B, H, T, hd), k and v (B, Hkv, T, hd); only perm[r] with owner[r] == r
@@ -1899,16 +1901,6 @@ typedef struct {
     floatX* dyperm;   // unfused: (B, H, T, hd)
     float* delta;     // fused: (B, H, T) rowsum(datty * atty) per head
 } AttnGradBuffers;
-
-// role r's rows where they live: columns of the projection (row stride width), x or q_residual's query (stride C)
-static AttnRows attn_role_rows(const AttnShape* s, int r, const floatX* x, const floatX* qkv, const floatX* qres) {
-    const QKVRole role = attn_role(s, r);
-    AttnRows v;
-    if (role.source == QKV_SRC_PROJECTION) { v.ptr = qkv + role.offset; v.stride = s->layout.width; }
-    else if (role.source == QKV_SRC_INPUT) { v.ptr = x; v.stride = s->C; }
-    else { v.ptr = qres; v.stride = s->C; }
-    return v;
-}
 
 #if PRECISION_IS_BF16
 // dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
@@ -1942,7 +1934,7 @@ static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, Attn
 }
 
 template <int kHeadDim>
-static void flash_attention_backward_hd(AttnGradRows dq, AttnGradRows dk, AttnGradRows dv, const floatX* dout,
+static void flash_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
                                         int B, int T, int H, int Hkv, float scale) {
     const size_t smem_dkdv = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
@@ -1992,14 +1984,14 @@ static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRow
 // dq, dk, dv (the destinations with their accumulate flags) from dout = datty (B, T, H * hd), the
 // forward output `out` and lse. delta (B, H, T) is scratch. k and v with one pointer are one tensor:
 // dk then receives dK + dV (and dv must be the same destination).
-static void flash_attention_backward(AttnGradRows dq, AttnGradRows dk, AttnGradRows dv, float* delta, const floatX* dout,
+static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* delta, const floatX* dout,
                                      const floatX* out, const float* lse, AttnRows q, AttnRows k, AttnRows v,
                                      const AttnShape* s) {
 #if PRECISION_IS_BF16
     flash_check_grid(s);
-    flash_check_rows(dq.ptr, dq.stride, "dq");
-    flash_check_rows(dk.ptr, dk.stride, "dk");
-    flash_check_rows(dv.ptr, dv.stride, "dv");
+    flash_check_rows(dq.rows.ptr, dq.rows.stride, "dq");
+    flash_check_rows(dk.rows.ptr, dk.rows.stride, "dk");
+    flash_check_rows(dv.rows.ptr, dv.rows.stride, "dv");
     flash_check_rows(dout, s->H * s->hd, "dout");
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
@@ -2026,23 +2018,21 @@ static dim3 heads_grid(int B, int NH, int T, int hd, int block) {
     return dim3((unsigned)(((long long)T * hd + block - 1) / block), (unsigned)planes);
 }
 
-// The forward pass of one layer's attention: atty (B, T, C) from x = LN1 output (B, T, C), the
-// projection qkv (B, T, width) and q_residual's query qres (B, T, C) or NULL; bufs: what the
-// backward pass needs, of the shape's path.
-static void attention_forward(floatX* atty, const AttnBuffers* bufs, const floatX* x, const floatX* qkv,
-                              const floatX* qres, const AttnShape* s) {
+// The forward pass of one layer's attention: atty (B, T, C) from q, k and v where the layout puts
+// them in src (the projection (B, T, width), x = LN1 output (B, T, C), the residual query (B, T, C));
+// bufs: what the backward pass needs, of the shape's path.
+static void attention_forward(floatX* atty, const AttnBuffers* bufs, QKVSources<const floatX> src, const AttnShape* s) {
     if (s->fused) {
-        flash_attention_forward(atty, bufs->lse, attn_role_rows(s, 0, x, qkv, qres), attn_role_rows(s, 1, x, qkv, qres),
-                                attn_role_rows(s, 2, x, qkv, qres), s);
+        flash_attention_forward(atty, bufs->lse, qkv_role_view(&s->layout, 0, s->hd, src),
+                                qkv_role_view(&s->layout, 1, s->hd, src), qkv_role_view(&s->layout, 2, s->hd, src), s);
         return;
     }
     const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
-    const int nheads[3] = {H, Hkv, Hkv};
     const floatX* role_ptr[3];
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { role_ptr[r] = bufs->perm[s->owner[r]]; continue; }
-        const AttnRows rows = attn_role_rows(s, r, x, qkv, qres);
-        permute_heads_kernel<<<heads_grid(B, nheads[r], T, hd, 256), 256>>>(bufs->perm[r], rows.ptr, B, T, nheads[r], hd, rows.stride, 0);
+        const AttnRows rows = qkv_role_view(&s->layout, r, s->hd, src);
+        permute_heads_kernel<<<heads_grid(B, rows.heads, T, hd, 256), 256>>>(bufs->perm[r], rows.ptr, B, T, rows.heads, hd, rows.stride, 0);
         launchCheck();
         role_ptr[r] = bufs->perm[r];
     }
@@ -2063,35 +2053,33 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, const float
     launchCheck();
 }
 
-// The backward pass of one layer's attention, from datty (B, T, C). Each stored tensor's gradient
-// goes where its values came from, and roles sharing storage get the sum of their gradients:
-//   projection columns -> dqkv (B, T, width) (every column is written exactly once),
-//   x itself           -> dx (B, T, C): written by the first such role, added by the next,
-//   q_residual's query -> dqres (B, T, C).
-// Returns 1 when dx was written (the caller then adds the projection's input gradient into it).
+// The backward pass of one layer's attention, from datty (B, T, C), into dsrc, the gradients of the
+// forward's sources. Each stored tensor's gradient goes where its values came from, and roles
+// sharing storage get the sum of their gradients:
+//   projection columns -> dsrc.projection (B, T, width) (every column is written exactly once),
+//   x itself           -> dsrc.input (B, T, C): written by the first such role, added by the next,
+//   residual query     -> dsrc.residual_query (B, T, C).
+// Returns 1 when dsrc.input was written (the caller then adds the projection's input gradient to it).
 // atty is the forward output (the fused path's D = rowsum(datty * atty)); gbufs is scratch.
-static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const AttnGradBuffers* gbufs,
-                              const floatX* datty, const floatX* atty, const AttnBuffers* bufs, const floatX* x,
-                              const floatX* qkv, const floatX* qres, const AttnShape* s) {
+static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gbufs, const floatX* datty,
+                              const floatX* atty, const AttnBuffers* bufs, QKVSources<const floatX> src,
+                              const AttnShape* s) {
     const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
     int wrote_dx = 0;
     if (s->fused) {
         // destinations and write order: qkv_fused_grad_plan (attention_variants.cuh)
         const QKVGradPlan plan = qkv_fused_grad_plan(&s->layout);
-        AttnGradRows dst[3];
+        AttnGradDest dst[3];
         for (int r = 0; r < 3; r++) {
-            const AttnRows rows = attn_role_rows(s, r, dx, dqkv, dqres);
-            dst[r].ptr = (floatX*)rows.ptr;
-            dst[r].stride = rows.stride;
+            dst[r].rows = qkv_role_view(&s->layout, r, hd, dsrc);
             dst[r].accumulate = plan.accumulate[r];
         }
         wrote_dx = plan.wrote_input;
         flash_attention_backward(dst[0], dst[1], dst[2], gbufs->delta, datty, atty, bufs->lse,
-                                 attn_role_rows(s, 0, x, qkv, qres), attn_role_rows(s, 1, x, qkv, qres),
-                                 attn_role_rows(s, 2, x, qkv, qres), s);
+                                 qkv_role_view(&s->layout, 0, hd, src), qkv_role_view(&s->layout, 1, hd, src),
+                                 qkv_role_view(&s->layout, 2, hd, src), s);
         return wrote_dx;
     }
-    const int nheads[3] = {H, Hkv, Hkv};
     const floatX* q = bufs->perm[s->owner[0]];
     const floatX* k = bufs->perm[s->owner[1]];
     const floatX* v = bufs->perm[s->owner[2]];
@@ -2127,20 +2115,100 @@ static int attention_backward(floatX* dqkv, floatX* dx, floatX* dqres, const Att
     written[s->owner[1]] = 1;
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { continue; }
-        const QKVRole role = attn_role(s, r);
-        const dim3 grid = heads_grid(B, nheads[r], T, hd, 256);
-        if (role.source == QKV_SRC_PROJECTION) {
-            unpermute_heads_kernel<<<grid, 256>>>(dqkv, gbufs->dperm[r], B, T, nheads[r], hd, s->layout.width, role.offset, 0);
-        } else if (role.source == QKV_SRC_INPUT) {
-            unpermute_heads_kernel<<<grid, 256>>>(dx, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, wrote_dx);
-            wrote_dx = 1;
-        } else {
-            unpermute_heads_kernel<<<grid, 256>>>(dqres, gbufs->dperm[r], B, T, nheads[r], hd, C, 0, 0);
-        }
+        const QKVView<floatX> dst = qkv_role_view(&s->layout, r, hd, dsrc);
+        const int into_dx = qkv_layout_role(&s->layout, r).source == QKV_SRC_INPUT;
+        unpermute_heads_kernel<<<heads_grid(B, dst.heads, T, hd, 256), 256>>>(dst.ptr, gbufs->dperm[r], B, T, dst.heads,
+                                                                             hd, dst.stride, 0, into_dx && wrote_dx);
         launchCheck();
+        wrote_dx |= into_dx;
     }
     profile_mark(PROF_ATTN_BWD); // the fused path marks its three kernels instead
     return wrote_dx;
+}
+
+// ----------------------------------------------------------------------------
+// attention's sources: the fused projection and the residual query
+//
+// The residual query (QKV_SRC_RESIDUAL_QUERY in attention_variants.cuh) is q = x + f(x) with
+// f(x) = LN_q(W2 gelu(W1 RMSNorm_q(x))), a small MLP of the layer's own (W1: C -> C/2, W2: C/2 -> C,
+// no biases). qkv_forward and qkv_backward are the one place that asks the layout whether it runs.
+
+// one layer's residual-query activations over N rows: what its backward pass reads
+typedef struct {
+    floatX* r;   // (N, C)   RMSNorm_q(x)
+    float* rrms; // (N)      RMSNorm_q's 1 / rms
+    floatX* h;   // (N, C/2) W1 r
+    floatX* hg;  // (N, C/2) gelu(h)
+    floatX* u;   // (N, C)   W2 hg
+    floatX* f;   // (N, C)   LN_q(u)
+    float* mean; // (N)      LN_q's statistics
+    float* rstd; // (N)
+    floatX* q;   // (N, C)   x + f: attention's q
+} QResActs;
+
+// the backward pass's scratch
+typedef struct {
+    floatX* du;  // (N, C)
+    floatX* dhg; // (N, C/2)
+    floatX* dr;  // (N, C)
+} QResGradScratch;
+
+// q = x + f(x) (N, C) from x (N, C), with layer l's weights in p
+static void qres_forward(const QResActs* a, const floatX* x, floatX* const* p, int l, int N, int C) {
+    const size_t Ch = (size_t)C / 2;
+    rmsnorm_forward(a->r, a->rrms, x, lslice(p[PARAM_QRES_RMSW], l, C), N, C);
+    matmul_forward_gelu(a->hg, a->h, a->r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, N, C, C / 2);
+    matmul_forward(a->u, a->hg, lslice(p[PARAM_QRES_W2], l, C * Ch), NULL, N, C / 2, C);
+    layernorm_forward(a->f, a->mean, a->rstd, a->u, lslice(p[PARAM_QRES_LNW], l, C), NULL, N, C);
+    add_forward(a->q, x, a->f, (size_t)N * C);
+}
+
+// dx (N, C) += dq directly and through f; layer l's weight gradients into gr (accumulated)
+static void qres_backward(floatX* dx, const QResGradScratch* scratch, const floatX* dq, const QResActs* a,
+                          const floatX* x, floatX* const* p, float* const* gr, int l, int N, int C) {
+    const size_t Ch = (size_t)C / 2;
+    add_forward(dx, dx, dq, (size_t)N * C);
+    norm_backward(scratch->du, lslice(gr[PARAM_QRES_LNW], l, C), NULL, dq, a->u, lslice(p[PARAM_QRES_LNW], l, C), a->mean,
+                  a->rstd, N, C, 0);
+    matmul_backward_gelu(scratch->dhg, lslice(gr[PARAM_QRES_W2], l, C * Ch), NULL, scratch->du, a->hg,
+                         lslice(p[PARAM_QRES_W2], l, C * Ch), a->h, N, C / 2, C);
+    matmul_backward(scratch->dr, lslice(gr[PARAM_QRES_W1], l, Ch * C), NULL, scratch->dhg, a->r,
+                    lslice(p[PARAM_QRES_W1], l, Ch * C), N, C, C / 2, 0.0f);
+    rmsnorm_backward(dx, lslice(gr[PARAM_QRES_RMSW], l, C), scratch->dr, x, lslice(p[PARAM_QRES_RMSW], l, C), a->rrms,
+                     N, C, 1);
+}
+
+// Layer l's attention sources from x = LN1 output (N, C): the fused projection qkv (N, width) and,
+// where the layout takes q from it, the residual query (qres). Returns where they are, for
+// qkv_role_view.
+static QKVSources<const floatX> qkv_forward(floatX* qkv, const QResActs* qres, const floatX* x, const QKVLayout* layout,
+                                            floatX* const* p, int l, int N, int C) {
+    const int W = layout->width;
+    matmul_forward(qkv, x, lslice(p[PARAM_QKVW], l, (size_t)W * C), lslice(p[PARAM_QKVB], l, W), N, C, W);
+    profile_mark(PROF_QKV_FWD);
+    const floatX* q_residual = NULL;
+    if (qkv_has_residual_query(layout)) {
+        qres_forward(qres, x, p, l, N, C);
+        profile_mark(PROF_QRES_FWD);
+        q_residual = qres->q;
+    }
+    return qkv_sources<const floatX>(qkv, x, q_residual);
+}
+
+// The backward pass of qkv_forward, after attention_backward filled dsrc: dsrc.input = dx (N, C) gets
+// the projection's input gradient (added to what attention wrote there when wrote_dx) and the
+// residual query's; layer l's weight gradients into gr.
+static void qkv_backward(QKVSources<floatX> dsrc, int wrote_dx, const QResGradScratch* qres_scratch, const QResActs* qres,
+                         const floatX* x, const QKVLayout* layout, floatX* const* p, float* const* gr, int l, int N, int C) {
+    const int W = layout->width;
+    const size_t Wc = (size_t)W * C;
+    matmul_backward(dsrc.input, lslice(gr[PARAM_QKVW], l, Wc), lslice(gr[PARAM_QKVB], l, W), dsrc.projection, x,
+                    lslice(p[PARAM_QKVW], l, Wc), N, C, W, wrote_dx ? 1.0f : 0.0f);
+    profile_mark(PROF_QKV_BWD);
+    if (qkv_has_residual_query(layout)) {
+        qres_backward(dsrc.input, qres_scratch, dsrc.residual_query, qres, x, p, gr, l, N, C);
+        profile_mark(PROF_QRES_BWD);
+    }
 }
 // ----------------------------------------------------------------------------
 // the model
@@ -2329,10 +2397,6 @@ static void carve_tensors(char* base, const TensorAlloc* list, void** const* slo
         *slots[i] = list[i].count > 0 ? base + list[i].offset : NULL;
     }
 }
-
-// layer l's slice of a stacked (L, ...) tensor, NULL for an absent one
-template <typename S>
-static inline S* lslice(S* base, int l, size_t per_layer) { return base != NULL ? base + (size_t)l * per_layer : NULL; }
 
 // Sets up everything on the device for a (checked) config: parameters (zero), gradients, AdamW
 // moments, master weights, activations for (B, T) on one attention path (attn_fused 1: the fused
@@ -2646,6 +2710,23 @@ static AttnBuffers gpt2_attn_buffers(const GPT2* model, int l, int B, int T) {
     return bufs;
 }
 
+// layer l's residual-query activations for a pass of BT rows (NULL pointers where the layout has none)
+static QResActs gpt2_qres_acts(const GPT2* model, int l, size_t BT) {
+    const Activations* a = &model->acts;
+    const size_t C = (size_t)model->config.channels;
+    QResActs q;
+    q.r = lslice(a->qres_r, l, BT * C);
+    q.rrms = lslice(a->qres_rrms, l, BT);
+    q.h = lslice(a->qres_h, l, BT * (C / 2));
+    q.hg = lslice(a->qres_hg, l, BT * (C / 2));
+    q.u = lslice(a->qres_u, l, BT * C);
+    q.f = lslice(a->qres_f, l, BT * C);
+    q.mean = lslice(a->qres_mean, l, BT);
+    q.rstd = lslice(a->qres_rstd, l, BT);
+    q.q = lslice(a->qres_q, l, BT * C);
+    return q;
+}
+
 static void check_tokens(const int* tokens, size_t n, int V, const char* what) {
     for (size_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || tokens[i] >= V) {
@@ -2709,7 +2790,6 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
     const int V = c->vocab_size, Vp = c->padded_vocab_size, W = model->layout.width;
     const int N = B * T;
     const size_t BT = (size_t)N;
-    const int qres = c->scheme == QKV_Q_RESIDUAL;
     const int has_targets = sb->has_targets;
     if (!has_targets && N > model->logits_rows) {
         fprintf(stderr, "error: internal: a forward pass without targets keeps %d rows of logits, this one has %d\n",
@@ -2727,7 +2807,7 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
     model->targets_present = has_targets && dloss > 0.0f; // the classifier's gradients are formed below
     Activations* a = &model->acts;
     floatX* const* p = model->params;
-    const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
+    const size_t CC = (size_t)C * C, MC = (size_t)M * C;
     const size_t ln_stride = model->recompute >= 2 ? 0 : BT * C; // -r 2: one layer's ln1 and ln2, recomputed
     const AttnShape shape = gpt2_attn_shape(model, B, T);
 
@@ -2752,27 +2832,10 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
         floatX* fch_gelu = a->fch_gelu + (model->recompute >= 1 ? 0 : (size_t)l * BT * M);
         floatX* residual3 = a->residual3 + (size_t)l * BT * C;
         const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l, B, T);
+        const QResActs qres = gpt2_qres_acts(model, l, BT);
 
-        matmul_forward(qkv, ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), N, C, W);
-        profile_mark(PROF_QKV_FWD);
-        floatX* qres_q = NULL;
-        if (qres) {
-            floatX* r = a->qres_r + (size_t)l * BT * C;
-            float* rrms = a->qres_rrms + (size_t)l * BT;
-            floatX* h = a->qres_h + (size_t)l * BT * Ch;
-            floatX* hg = a->qres_hg + (size_t)l * BT * Ch;
-            floatX* u = a->qres_u + (size_t)l * BT * C;
-            floatX* f = a->qres_f + (size_t)l * BT * C;
-            qres_q = a->qres_q + (size_t)l * BT * C;
-            rmsnorm_forward(r, rrms, ln1, lslice(p[PARAM_QRES_RMSW], l, C), N, C);
-            matmul_forward_gelu(hg, h, r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, N, C, C / 2);
-            matmul_forward(u, hg, lslice(p[PARAM_QRES_W2], l, C * Ch), NULL, N, C / 2, C);
-            layernorm_forward(f, a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, u,
-                              lslice(p[PARAM_QRES_LNW], l, C), NULL, N, C);
-            add_forward(qres_q, ln1, f, BT * C);
-            profile_mark(PROF_QRES_FWD);
-        }
-        attention_forward(atty, &attn_bufs, ln1, qkv, qres_q, &shape);
+        const QKVSources<const floatX> attn_src = qkv_forward(qkv, &qres, ln1, &model->layout, p, l, N, C);
+        attention_forward(atty, &attn_bufs, attn_src, &shape);
         profile_mark(PROF_ATTN_FWD);
         matmul_forward(a->proj_out, atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), N, C, C);
         profile_mark(PROF_ATTPROJ_FWD);
@@ -2848,12 +2911,11 @@ static void gpt2_backward(GPT2* model) {
     const int W = model->layout.width;
     const int N = B * T;
     const size_t BT = (size_t)N;
-    const int qres = c->scheme == QKV_Q_RESIDUAL;
     Activations* a = &model->acts;
     GradActivations* g = &model->grad_acts;
     floatX* const* p = model->params;
     float* const* gr = model->grads;
-    const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
+    const size_t CC = (size_t)C * C, MC = (size_t)M * C;
     const size_t ln_stride = model->recompute >= 2 ? 0 : BT * C;
     const AttnShape shape = gpt2_attn_shape(model, B, T);
     AttnGradBuffers attn_gbufs;
@@ -2861,6 +2923,8 @@ static void gpt2_backward(GPT2* model) {
     attn_gbufs.datt = g->datt;
     attn_gbufs.dyperm = g->dyperm;
     attn_gbufs.delta = g->attn_delta;
+    const QResGradScratch qres_scratch = {g->du, g->dhg, g->dr};
+    const QKVSources<floatX> dattn_src = qkv_sources<floatX>(g->dqkv, g->dln1, g->dqres);
 
     // dbuf_c holds dlnf (the forward pass ran the classifier's backward)
     const floatX* last = a->residual3 + (size_t)(L - 1) * BT * C;
@@ -2881,7 +2945,8 @@ static void gpt2_backward(GPT2* model) {
         const floatX* fch = a->fch + (size_t)l * BT * M;
         floatX* fch_gelu = a->fch_gelu + (model->recompute >= 1 ? 0 : (size_t)l * BT * M);
         const floatX* qkv = a->qkv + (size_t)l * BT * W;
-        const floatX* qres_q = qres ? a->qres_q + (size_t)l * BT * C : NULL;
+        const QResActs qres = gpt2_qres_acts(model, l, BT);
+        const QKVSources<const floatX> attn_src = qkv_sources<const floatX>(qkv, ln1, qres.q);
         const AttnBuffers attn_bufs = gpt2_attn_buffers(model, l, B, T);
 
         // -r 2: this layer's LayerNorm outputs again, from the stored residuals (the same kernel on the
@@ -2910,29 +2975,8 @@ static void gpt2_backward(GPT2* model) {
         matmul_backward(g->dbuf_c, lslice(gr[PARAM_ATTPROJW], l, CC), lslice(gr[PARAM_ATTPROJB], l, C), g->dresidual,
                         atty, lslice(p[PARAM_ATTPROJW], l, CC), N, C, C, 0.0f);
         profile_mark(PROF_ATTPROJ_BWD);
-        const int wrote_dln1 = attention_backward(g->dqkv, g->dln1, g->dqres, &attn_gbufs, g->dbuf_c, atty, &attn_bufs,
-                                                  ln1, qkv, qres_q, &shape);
-        matmul_backward(g->dln1, lslice(gr[PARAM_QKVW], l, Wc), lslice(gr[PARAM_QKVB], l, W), g->dqkv, ln1,
-                        lslice(p[PARAM_QKVW], l, Wc), N, C, W, wrote_dln1 ? 1.0f : 0.0f);
-        profile_mark(PROF_QKV_BWD);
-        if (qres) {
-            // q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))): dx gets dq directly and through f
-            const floatX* r = a->qres_r + (size_t)l * BT * C;
-            const float* rrms = a->qres_rrms + (size_t)l * BT;
-            const floatX* h = a->qres_h + (size_t)l * BT * Ch;
-            const floatX* hg = a->qres_hg + (size_t)l * BT * Ch;
-            const floatX* u = a->qres_u + (size_t)l * BT * C;
-            add_forward(g->dln1, g->dln1, g->dqres, BT * C);
-            norm_backward(g->du, lslice(gr[PARAM_QRES_LNW], l, C), NULL, g->dqres, u, lslice(p[PARAM_QRES_LNW], l, C),
-                               a->qres_mean + (size_t)l * BT, a->qres_rstd + (size_t)l * BT, N, C, 0);
-            matmul_backward_gelu(g->dhg, lslice(gr[PARAM_QRES_W2], l, C * Ch), NULL, g->du, hg,
-                                 lslice(p[PARAM_QRES_W2], l, C * Ch), h, N, C / 2, C);
-            matmul_backward(g->dr, lslice(gr[PARAM_QRES_W1], l, Ch * C), NULL, g->dhg, r, lslice(p[PARAM_QRES_W1], l, Ch * C),
-                            N, C, C / 2, 0.0f);
-            rmsnorm_backward(g->dln1, lslice(gr[PARAM_QRES_RMSW], l, C), g->dr, ln1, lslice(p[PARAM_QRES_RMSW], l, C),
-                             rrms, N, C, 1);
-            profile_mark(PROF_QRES_BWD);
-        }
+        const int wrote_dln1 = attention_backward(dattn_src, &attn_gbufs, g->dbuf_c, atty, &attn_bufs, attn_src, &shape);
+        qkv_backward(dattn_src, wrote_dln1, &qres_scratch, &qres, ln1, &model->layout, p, gr, l, N, C);
         // dresidual becomes d residual (this layer's input): skip path plus LN1's input gradient
         norm_backward(g->dresidual, lslice(gr[PARAM_LN1W], l, C), lslice(gr[PARAM_LN1B], l, C), g->dln1, residual,
                            lslice(p[PARAM_LN1W], l, C), ln1_mean, ln1_rstd, N, C, 1);
@@ -3131,7 +3175,7 @@ typedef struct {
     floatX* residual2;     // (C)
     floatX* ln1;           // (C) x
     floatX* qkv;           // (width)
-    floatX* qres[6];       // q_residual: r (C), h (C/2), hg (C/2), u (C), f (C), q (C); NULL otherwise
+    QResActs qres;         // the residual query's one row (its statistics in stats); NULL where the layout has none
     floatX* atty;          // (C)
     floatX* proj_out;      // (C)
     floatX* ln2;           // (C)
@@ -3168,16 +3212,15 @@ static void kv_cache_build(KVCache* cache, const GPT2* model, int max_T) {
     cache->v_offset = qkv_roles_share(lay->k, lay->v) ? cache->k_offset : cache->k_offset + lay->k.channels;
     cache->row = cache->v_offset + lay->v.channels;
     cache->kv_bytes = (size_t)L * max_T * cache->row * sizeof(floatX);
-    const int qres = lay->q.source == QKV_SRC_RESIDUAL_QUERY;
+    const size_t qres = qkv_has_residual_query(lay);
     const size_t X = sizeof(floatX);
-    const size_t qres_sizes[6] = {(size_t)C, (size_t)C / 2, (size_t)C / 2, (size_t)C, (size_t)C, (size_t)C};
     struct { void** slot; size_t bytes; } parts[] = {
         {(void**)&cache->kv, cache->kv_bytes}, {(void**)&cache->token_d, sizeof(int)},
         {(void**)&cache->residual, C * X}, {(void**)&cache->residual2, C * X}, {(void**)&cache->ln1, C * X},
         {(void**)&cache->qkv, W * X},
-        {(void**)&cache->qres[0], qres * qres_sizes[0] * X}, {(void**)&cache->qres[1], qres * qres_sizes[1] * X},
-        {(void**)&cache->qres[2], qres * qres_sizes[2] * X}, {(void**)&cache->qres[3], qres * qres_sizes[3] * X},
-        {(void**)&cache->qres[4], qres * qres_sizes[4] * X}, {(void**)&cache->qres[5], qres * qres_sizes[5] * X},
+        {(void**)&cache->qres.r, qres * C * X}, {(void**)&cache->qres.h, qres * (C / 2) * X},
+        {(void**)&cache->qres.hg, qres * (C / 2) * X}, {(void**)&cache->qres.u, qres * C * X},
+        {(void**)&cache->qres.f, qres * C * X}, {(void**)&cache->qres.q, qres * C * X},
         {(void**)&cache->atty, C * X}, {(void**)&cache->proj_out, C * X}, {(void**)&cache->ln2, C * X},
         {(void**)&cache->fch, M * X}, {(void**)&cache->fch_gelu, M * X}, {(void**)&cache->lnf, C * X},
         {(void**)&cache->logits, Vp * X}, {(void**)&cache->stats, 2 * sizeof(float)},
@@ -3192,6 +3235,9 @@ static void kv_cache_build(KVCache* cache, const GPT2* model, int max_T) {
         *parts[i].slot = parts[i].bytes > 0 ? (char*)cache->memory + off : NULL;
         off += qkv_round_up(parts[i].bytes, TENSOR_ALIGN_BYTES);
     }
+    // the norms' statistics of the one row are not needed afterwards: every norm writes the same two floats
+    cache->qres.rrms = cache->qres.rstd = cache->stats + 1;
+    cache->qres.mean = cache->stats;
     cache->logits_host = host_malloc((size_t)c->vocab_size * X, "decode logits");
 }
 
@@ -3223,7 +3269,7 @@ static size_t kv_cache_bytes_per_token(const KVCache* cache) {
 static void gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits_host) {
     const GPT2Config* c = &model->config;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
-    const int C = c->channels, M = c->mlp_hidden, W = model->layout.width;
+    const int C = c->channels, M = c->mlp_hidden;
     const int t = cache->len;
     if (cache->memory == NULL || memcmp(&cache->config, c, sizeof(*c)) != 0) {
         fprintf(stderr, "error: internal: decode step with a kv cache not built for this model (kv_cache_build)\n");
@@ -3239,8 +3285,8 @@ static void gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logi
         exit(EXIT_FAILURE);
     }
     floatX* const* p = model->params;
-    const size_t Wc = (size_t)W * C, CC = (size_t)C * C, MC = (size_t)M * C, Ch = (size_t)C / 2;
-    const AttnShape shape = attn_shape_make(c, 1, 1, 0); // for the roles' places (attn_role_rows)
+    const size_t CC = (size_t)C * C, MC = (size_t)M * C;
+    const AttnShape shape = attn_shape_make(c, 1, 1, 0); // the layout, heads and scale
     float* mean = cache->stats;
     float* rstd = cache->stats + 1;
     cudaCheck(cudaMemcpyAsync(cache->token_d, &token, sizeof(int), cudaMemcpyHostToDevice, 0));
@@ -3250,30 +3296,19 @@ static void gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logi
     launchCheck();
     layernorm_forward(cache->ln1, mean, rstd, cache->residual, p[PARAM_LN1W], p[PARAM_LN1B], 1, C);
     for (int l = 0; l < L; l++) {
-        matmul_forward(cache->qkv, cache->ln1, lslice(p[PARAM_QKVW], l, Wc), lslice(p[PARAM_QKVB], l, W), 1, C, W);
-        const floatX* qres_q = NULL;
-        if (cache->qres[0] != NULL) { // q_residual's branch, for the new token's q only
-            floatX *r = cache->qres[0], *h = cache->qres[1], *hg = cache->qres[2], *u = cache->qres[3];
-            floatX *f = cache->qres[4], *q = cache->qres[5];
-            rmsnorm_forward(r, rstd, cache->ln1, lslice(p[PARAM_QRES_RMSW], l, C), 1, C);
-            matmul_forward_gelu(hg, h, r, lslice(p[PARAM_QRES_W1], l, Ch * C), NULL, 1, C, C / 2);
-            matmul_forward(u, hg, lslice(p[PARAM_QRES_W2], l, C * Ch), NULL, 1, C / 2, C);
-            layernorm_forward(f, mean, rstd, u, lslice(p[PARAM_QRES_LNW], l, C), NULL, 1, C);
-            add_forward(q, cache->ln1, f, (size_t)C);
-            qres_q = q;
-        }
+        const QKVSources<const floatX> src = qkv_forward(cache->qkv, &cache->qres, cache->ln1, &shape.layout, p, l, 1, C);
         // k and v of the new token, from where the layout puts them, into row t (a shared tensor once)
         floatX* layer_kv = cache->kv + (size_t)l * cache->max_T * cache->row;
         floatX* row_t = layer_kv + (size_t)t * cache->row;
-        const AttnRows k_new = attn_role_rows(&shape, 1, cache->ln1, cache->qkv, qres_q);
+        const AttnRows k_new = qkv_role_view(&shape.layout, 1, shape.hd, src);
         cudaCheck(cudaMemcpyAsync(row_t + cache->k_offset, k_new.ptr, (size_t)shape.layout.k.channels * sizeof(floatX),
                                   cudaMemcpyDeviceToDevice, 0));
         if (cache->v_offset != cache->k_offset) {
-            const AttnRows v_new = attn_role_rows(&shape, 2, cache->ln1, cache->qkv, qres_q);
+            const AttnRows v_new = qkv_role_view(&shape.layout, 2, shape.hd, src);
             cudaCheck(cudaMemcpyAsync(row_t + cache->v_offset, v_new.ptr, (size_t)shape.layout.v.channels * sizeof(floatX),
                                       cudaMemcpyDeviceToDevice, 0));
         }
-        const AttnRows q_new = attn_role_rows(&shape, 0, cache->ln1, cache->qkv, qres_q);
+        const AttnRows q_new = qkv_role_view(&shape.layout, 0, shape.hd, src);
         attention_decode_forward(cache->atty, q_new.ptr, layer_kv + cache->k_offset, layer_kv + cache->v_offset,
                                  cache->row, t, shape.H, shape.Hkv, shape.hd, shape.scale);
         matmul_forward(cache->proj_out, cache->atty, lslice(p[PARAM_ATTPROJW], l, CC), lslice(p[PARAM_ATTPROJB], l, C), 1, C, C);
@@ -3347,7 +3382,8 @@ static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) {
     const char* fix = "(HINT: the CUDA kernels move 8 channels per 16-byte load; choose a multiple of 8)";
     if (C % 8 != 0) { snprintf(msg, msg_size, "-e %s: n_embd %d is not a multiple of 8 %s", model_arg, C, fix); return 0; }
     if (M % 8 != 0) { snprintf(msg, msg_size, "-e %s: mlp_hidden %d is not a multiple of 8 %s", model_arg, M, fix); return 0; }
-    if (c->scheme == QKV_Q_RESIDUAL && (C / 2) % 8 != 0) {
+    const QKVLayout layout = qkv_layout(c);
+    if (qkv_has_residual_query(&layout) && (C / 2) % 8 != 0) {
         snprintf(msg, msg_size, "-e %s: q_residual's hidden width n_embd / 2 = %d is not a multiple of 8 %s", model_arg, C / 2, fix);
         return 0;
     }

@@ -38,6 +38,7 @@ and defines after it
 #include <vector>
 
 #include "../attention_variants.cuh"
+#include "checkpoint.h"
 #include "../dataloader.h"
 #include "../tokenizer.h"
 

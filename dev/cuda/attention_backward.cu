@@ -45,7 +45,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
 where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs and datty per trial (seed printed); the version's forward, then, twice, its backward with
 dqkv, dx, dqres and every scratch buffer poisoned with 0xFF (guards around each): each stored
-tensor's slice of dqkv ("dqkv[k=v]") against the CPU twin (dev/cuda/attention_tiled_cpu.h) and, for
+tensor's slice of dqkv ("dqkv[k=v]") against the CPU twin (dev/cpu/attention_tiled_cpu.h) and, for
 versions >= 2, against version 1; no element of dqkv left unwritten; dx compared when the scheme
 takes a role from x (and the return value 1 checked), else still 0xFF byte for byte (return 0);
 dqres likewise for q_residual; inputs, atty and the forward's buffers unchanged; guards intact; the

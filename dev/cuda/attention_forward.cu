@@ -36,7 +36,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs per trial (seed printed), atty and every buffer of the path poisoned with 0xFF before each
-run (guards around every buffer too), then atty against the CPU twin (dev/cuda/attention_tiled_cpu.h),
+run (guards around every buffer too), then atty against the CPU twin (dev/cpu/attention_tiled_cpu.h),
 lse against the twin (version 2), atty of version >= 2 against version 1, no element left unwritten,
 guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
 shape); exit 1 on any FAIL. Tolerances: attention_lab_common.h. Without a GPU: one SKIP line, exit 0.

@@ -3,7 +3,7 @@ attention_lab_common.h: what the two attention labs share (dev/cuda/attention_fo
 dev/cuda/attention_backward.cu): the version table, the command line, inputs with poisoned guards,
 the CPU twin's views, the comparisons and the timer. The kernels are the trainer's own: it is
 included under TESTING (its main dropped), as test_gpt2.cu does, so a lab runs exactly the code a
-training step runs; the reference is the CPU twin of the flash kernels, dev/cuda/attention_tiled_cpu.h.
+training step runs; the reference is the CPU twin of the flash kernels, dev/cpu/attention_tiled_cpu.h.
 
 Shapes and names follow the trainer: B batch, T sequence, H query heads, Hkv kv heads, hd head size,
 C = H * hd, W the fused projection's width (QKVLayout.width).
@@ -13,7 +13,7 @@ C = H * hd, W the fused projection's width (QKVLayout.width).
 
 #define TESTING
 #include "../../train_gpt2.cu"
-#include "attention_tiled_cpu.h"
+#include "../cpu/attention_tiled_cpu.h"
 #include "lab_basics.h"
 
 #include <string>

@@ -43,7 +43,7 @@ Versions (./build/lab_encoder_backward [version] [--seed n] [--check] [--bench];
   64 and 65 are one chunk and two) x C in {48, 768}. Fresh dout N(0, 1) in bf16 per case (seed printed);
   dwte and dwpe start from U(-1, 1) values (the kernels add to them); scratch filled with 0xFF (NaN)
   before each run; 1 KiB 0xFF guards around every buffer. dwte's rows of the tokens present ("dwte[present]",
-  row = the k-th present token in id order) and all of dwpe against the float64 reference (dev/cuda/kernels_cpu.h, cpu_encoder_backward), rel_err =
+  row = the k-th present token in id order) and all of dwpe against the float64 reference (dev/cpu/kernels_cpu.h, cpu_encoder_backward), rel_err =
   ||out - ref|| / ||ref|| within 1e-5 (fp32 sums; a host emulation of both versions' summation orders
   on this check's tokens gave at most 4.1e-7, at n = 65536 of one token); the rows of absent tokens
   byte for byte unchanged; guards and inputs (dout, bucket arrays) unchanged; a second run
@@ -56,7 +56,7 @@ Without a CUDA device: one SKIP line, exit 0. BF16 builds only.
 */
 #define TESTING
 #include "../../train_gpt2.cu"
-#include "kernels_cpu.h"
+#include "../cpu/kernels_cpu.h"
 #include "lab_common.h"
 
 #include <chrono>

@@ -2,7 +2,7 @@
 lab_matmul_common.h: what the classifier and matmul_gelu labs (dev/cuda/classifier.cu,
 dev/cuda/matmul_gelu.cu) add to dev/cuda/lab_common.h: the trainer included under TESTING (its main
 dropped, so a lab's newest version is the trainer's own code), the float64 matmuls of their CPU side
-(the rest of it is dev/cuda/kernels_cpu.h), a verdict for bounds that are not a tensor's rel_err,
+(the rest of it is dev/cpu/kernels_cpu.h), a verdict for bounds that are not a tensor's rel_err,
 and which algorithm (or none) cuBLASLt gave matmul_lt. Both labs are BF16-only: an FP32 build
 compiles and prints one SKIP line.
 */
@@ -11,7 +11,7 @@ compiles and prints one SKIP line.
 
 #define TESTING
 #include "../../train_gpt2.cu"
-#include "kernels_cpu.h"
+#include "../cpu/kernels_cpu.h"
 #include "lab_common.h"
 
 // LAB_SUFFIX: lab_basics.h (through lab_common.h)

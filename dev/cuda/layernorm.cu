@@ -65,7 +65,7 @@ Versions (./build/lab_layernorm [version] [--seed n] [--check] [--bench]; regist
   tolerances), weight 1 + 0.25 N(0, 1), bias 0.1 N(0, 1); backward: mean and rstd computed on the host from
   x (the forward's fp32 values), the old dinp, dweight and dbias N(0, 1) (they are added to).
   Outputs and scratch filled with 0xFF (NaN) before each run and 1 KiB of 0xFF guards around every buffer;
-  each output against the float64 reference (dev/cuda/kernels_cpu.h) as "rel_err = ||out - ref|| / ||ref||";
+  each output against the float64 reference (dev/cpu/kernels_cpu.h) as "rel_err = ||out - ref|| / ||ref||";
   no element left unwritten, guards and inputs unchanged, plain mode leaves residual byte for byte
   untouched, version 2's counter back to 0, a second run bit-identical; version 2's residual mode must
   equal, bit for bit, its plain LayerNorm of the residual it stored (what -r 2's recompute relies on).
@@ -76,7 +76,7 @@ Without a CUDA device: one SKIP line, exit 0. BF16 builds only.
 */
 #define TESTING
 #include "../../train_gpt2.cu"
-#include "kernels_cpu.h"
+#include "../cpu/kernels_cpu.h"
 #include "lab_common.h"
 
 #if !PRECISION_IS_BF16

@@ -50,7 +50,7 @@ trainer's kernels (ptxas -v, nvcc 13.0, sm_90; no spills, no shared memory unles
   inp, dy N(0, 1); w N(0, 1.5^2 / C) (pre of std ~1.5, where GELU bends); b N(0, 0.25);
   wp N(0, 1 / OC); pre N(0, 1.5^2), out = gelu(pre) rounded to bf16; dwp and dbp start at random
   values of their increment's size (+= checked). Outputs poisoned with 0xFF, 1 KiB guards around every
-  buffer. Against float64 (the GELU of dev/cuda/kernels_cpu.h): pre, out, dpre (bf16) rel_err 1e-2;
+  buffer. Against float64 (the GELU of dev/cpu/kernels_cpu.h): pre, out, dpre (bf16) rel_err 1e-2;
   dwp, dbp (fp32) 1e-4; every element written, guards and inputs unchanged, a second run bit-identical.
   One PASS/FAIL line per (version, direction, shape) naming the path that ran (epilogue or
   fallback); a summary of the paths at the end. Exit 1 on any FAIL; without a GPU one SKIP line, exit 0.

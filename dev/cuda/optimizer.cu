@@ -50,7 +50,7 @@ Without a CUDA device: one SKIP line, exit 0. BF16 builds only.
 */
 #define TESTING
 #include "../../train_gpt2.cu"
-#include "kernels_cpu.h"
+#include "../cpu/kernels_cpu.h"
 #include "lab_common.h"
 
 #if !PRECISION_IS_BF16

@@ -13,6 +13,7 @@ parameter count, KV cache, training memory) are computed, and must agree with th
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
 #include "../train_common.h"
+#include "../training_memory.h"
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
 
 #include "fuzz_common.h"

@@ -5,7 +5,7 @@
 #
 # (a) every fixture of dev/fixtures/manifest.tsv with the test binary of its scheme, for both CPU
 #     attentions: the plain one (test_gpt2_cpu_<scheme>) and the tiled twin of the flash kernels
-#     (test_gpt2_cpu_tiled_<scheme>, dev/cuda/attention_tiled_cpu.h), each line "cpu" or "cpu_tiled"
+#     (test_gpt2_cpu_tiled_<scheme>, dev/cpu/attention_tiled_cpu.h), each line "cpu" or "cpu_tiled"
 # (a2) the tiled twin against the plain attention on random inputs (build/test_attention_tiled_cpu):
 #     T = 1..130, Hkv = H..1, aliased q/k/v views, several tile sizes
 # (a3) KV-cached generation on every fixture (test_kv_cache_cpu_<scheme>): greedy tokens and logits

@@ -25,6 +25,8 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
 #include <limits.h>
 #include <stdlib.h>
 #include "../../attention_variants.cuh"
+#include "../checkpoint.h"
+#include "../training_memory.h"
 #include "../profile.h"
 
 static GPT2Config make_config(int scheme, int L, int C, int H, int Hkv, int M, int bias, int T) {
