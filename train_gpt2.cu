@@ -12,6 +12,13 @@ Precision:
   -DENABLE_FP32:           fp32 everything; cuBLASLt with CUBLAS_COMPUTE_32F (no TF32), so the
                            result can be compared to the float64 reference at 1e-4.
 
+Layout: the preamble (precision, error checks, --profile, 16-byte packed loads), then one section
+per op in the order of a training step: encoder, LayerNorm, matmul, attention (the flash kernels,
+then the unfused path), GELU, residual, attention's sources (the fused projection and the residual
+query), classifier, optimizer, init. In each, an op's kernels come first and their launcher right
+after. Then the model (one allocation for the parameters, one for the activations), checkpoints,
+the forward and backward passes, KV-cached generation and main.
+
 Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu -h for the flags.
 */
 #include <ctype.h>
@@ -297,7 +304,52 @@ __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
 }
 
 // ----------------------------------------------------------------------------
-// kernels: encoder
+// launch helpers: the settings and scratch the launchers below share
+
+static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
+static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
+static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
+
+// Scratch of the one-kernel reductions (norm_backward_kernel, bias_backward_kernel): partial sums
+// (REDUCE_MAX_BLOCKS, 2, max columns) and one ticket counter per column group, all 0 between launches.
+// Every launch runs on the one stream, so they share it.
+#define REDUCE_MAX_BLOCKS 512
+static float* g_reduce_partial = NULL;
+static unsigned int* g_reduce_counters = NULL;
+static int g_reduce_max_cols = 0;
+
+static void reduce_scratch_check(int cols, const char* what) {
+    if (cols > g_reduce_max_cols) {
+        fprintf(stderr, "error: internal: %s over %d columns, the reduction scratch holds %d\n", what, cols, g_reduce_max_cols);
+        exit(EXIT_FAILURE);
+    }
+}
+
+// a flat elementwise launch: one thread per x128, n a multiple of x128::size, below 2^31
+static unsigned int grid_for_packs(size_t n, int block, const char* what) {
+    if (n % x128::size != 0 || n > (size_t)INT_MAX) {
+        fprintf(stderr, "error: internal: %s over %zu elements (expected a multiple of %d below 2^31)\n", what, n, x128::size);
+        exit(EXIT_FAILURE);
+    }
+    const size_t packs = n / x128::size;
+    return (unsigned int)((packs + block - 1) / block);
+}
+
+// the reductions' scratch (g_reduce_partial, g_reduce_counters) for sums over up to max_cols columns
+static void reduce_scratch_reserve(int max_cols) {
+    if (max_cols <= g_reduce_max_cols) { return; }
+    if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
+    if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
+    g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
+    const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
+    g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
+    cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
+    g_reduce_max_cols = max_cols;
+}
+
+// ----------------------------------------------------------------------------
+// encoder: token and position embeddings, and their gradients
+// (row-major shapes in the comments; each op's kernels come first, then their launchers)
 
 // out[b,t,:] = wte[inp[b,t],:] + wpe[t,:]; one thread per x128 of channels
 __global__ void encoder_forward_kernel(floatX* out, const int* inp, const floatX* wte, const floatX* wpe,
@@ -313,6 +365,14 @@ __global__ void encoder_forward_kernel(floatX* out, const int* inp, const floatX
     x128 o;
     for (int k = 0; k < x128::size; k++) { o[k] = f2x(x2f(e[k]) + x2f(p[k])); }
     store128(out + (size_t)bt * C + c, o);
+}
+
+// out (B, T, C) = wte[inp] + wpe[t]
+static void encoder_forward(floatX* out, const int* inp, const floatX* wte, const floatX* wpe, int B, int T, int C) {
+    const int threads = 256;
+    const size_t packs = (size_t)B * T * (C / x128::size);
+    encoder_forward_kernel<<<(unsigned)((packs + threads - 1) / threads), threads>>>(out, inp, wte, wpe, B, T, C);
+    launchCheck();
 }
 
 // adds x128::size consecutive fp32 sums into dst (16-byte aligned), f128 at a time
@@ -339,6 +399,13 @@ __global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int
     add_into_f32(dwpe + (size_t)t * C + c, acc);
 }
 
+// dwpe (T, C) += sum over b of dout (B, T, C)
+static void encoder_backward_wpe(float* dwpe, const floatX* dout, int B, int T, int C) {
+    const int packs = C / x128::size;
+    encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(dwpe, dout, B, T, C);
+    launchCheck();
+}
+
 // dwte[tok,:] += sum of dout[p,:] over the positions p holding tok, without atomics and without one
 // thread walking every occurrence of a frequent token. The host (encoder_buckets_build) sorts the
 // positions by token and cuts each token's list into chunks of at most ENCODER_CHUNK positions:
@@ -346,7 +413,7 @@ __global__ void encoder_backward_wpe_kernel(float* dwpe, const floatX* dout, int
 // chunk is added into dwte by that chunk (chunk_slot[u] = -1); the chunks of a token with several
 // write their sums to scratch rows chunk_slot[u], which encoder_backward_wte_reduce_kernel adds up
 // in slot order. Either way every row of dwte is written by one thread per x128, in a fixed order.
-// (The host side, encoder_buckets_build, follows the kernels.)
+// (The host side, encoder_buckets_build, follows the launcher.)
 #define ENCODER_CHUNK 64
 __global__ void encoder_backward_wte_kernel(float* dwte, float* scratch, const floatX* __restrict__ dout,
                                             const int* __restrict__ chunk_tok, const int* __restrict__ chunk_start,
@@ -407,6 +474,28 @@ static inline EncoderBuckets encoder_buckets_layout(size_t base, size_t cap) {
     return o;
 }
 
+// dwte += dout's rows (C channels) summed by token, through the buckets of encoder_buckets_build
+// (laid out as o in `buckets`, on the device; num_chunks, num_reduce as the builder returned them)
+// and scratch (encoder_scratch_rows(B * T), C)
+static void encoder_backward_wte(float* dwte, float* scratch, const floatX* dout, const int* buckets,
+                                 const EncoderBuckets* o, int num_chunks, int num_reduce, int C) {
+    const int packs = C / x128::size;
+    int threads = (packs + 31) / 32 * 32;
+    if (threads > 1024) { threads = 1024; }
+    const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
+    if (num_chunks > 0) {
+        encoder_backward_wte_kernel<<<dim3(num_chunks, col_blocks), threads>>>(
+            dwte, scratch, dout, buckets + o->chunk_tok, buckets + o->chunk_start, buckets + o->chunk_slot,
+            buckets + o->pos, C);
+        launchCheck();
+    }
+    if (num_reduce > 0) {
+        encoder_backward_wte_reduce_kernel<<<dim3(num_reduce, col_blocks), threads>>>(
+            dwte, scratch, buckets + o->reduce_tok, buckets + o->reduce_start, C);
+        launchCheck();
+    }
+}
+
 // Fills the bucket arrays at buf (layout o) for the n token ids of inputs (each in [0, V)): positions
 // sorted by token with a counting sort (stable: a token's positions stay in increasing order, so the
 // sums run in a fixed order), cut into chunks of at most ENCODER_CHUNK; a token with several chunks
@@ -444,7 +533,7 @@ static void encoder_buckets_build(int* buf, const EncoderBuckets* o, const int* 
 }
 
 // ----------------------------------------------------------------------------
-// kernels: LayerNorm (with or without bias) and RMSNorm, one warp per row
+// LayerNorm (with or without bias) and RMSNorm, one warp per row
 
 // residual = inp1 + inp2 (rounded to floatX, as stored), then out = LayerNorm(residual) * weight
 // (+ bias): the residual connection and the next LayerNorm in one pass over the row. inp2 NULL:
@@ -495,6 +584,18 @@ __global__ void residual_layernorm_forward_kernel(floatX* residual, floatX* out,
     }
 }
 
+// residual (N, C) = inp1 + inp2, out = LayerNorm(residual); inp2 NULL: out = LayerNorm(inp1)
+static void residual_layernorm_forward(floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
+                                       const floatX* inp2, const floatX* weight, const floatX* bias, int N, int C) {
+    residual_layernorm_forward_kernel<<<(N + 7) / 8, 256>>>(residual, out, mean, rstd, inp1, inp2, weight, bias, N, C);
+    launchCheck();
+}
+
+static void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
+                              const floatX* bias, int N, int C) {
+    residual_layernorm_forward(NULL, out, mean, rstd, inp, NULL, weight, bias, N, C);
+}
+
 // q_residual's RMSNorm_q: out = x / sqrt(mean(x^2) + eps) * weight
 __global__ void rmsnorm_forward_kernel(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -516,6 +617,11 @@ __global__ void rmsnorm_forward_kernel(floatX* out, float* rstd, const floatX* i
         store128(o + c, y);
     }
     if (lane == 0) { rstd[row] = r; }
+}
+
+static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
+    rmsnorm_forward_kernel<<<(N + 7) / 8, 256>>>(out, rstd, inp, weight, N, C);
+    launchCheck();
 }
 
 // Gradient of LayerNorm (mean != NULL) or RMSNorm (mean == NULL), all three parts in one kernel:
@@ -625,6 +731,204 @@ norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial,
     if (threadIdx.x == 0) { *counter = 0u; }
 }
 
+// dinp (+)= the norm's input gradient; dweight, dbias += (dbias may be NULL: no bias; mean NULL: RMSNorm)
+#define NORM_BACKWARD_MAX_PACKS 8
+static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                          const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
+    reduce_scratch_check(2 * C, "norm_backward");
+    const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
+    const int warps = NORM_BACKWARD_THREADS / 32;
+    // one wave: as many blocks as fit on the GPU at once for this instantiation (asked once per PACKS)
+    static int blocks_per_sm[NORM_BACKWARD_MAX_PACKS + 1] = {};
+    const int sms = g_num_sms > 0 ? g_num_sms : 1; // cuda_setup sets it
+    int grid = (N + warps - 1) / warps;
+#define NORM_BACKWARD_CASE(P) case P: \
+        if (blocks_per_sm[P] == 0) { \
+            cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm[P], norm_backward_kernel<P>, \
+                                                                    NORM_BACKWARD_THREADS, 0)); \
+            if (blocks_per_sm[P] < 1) { blocks_per_sm[P] = 1; } \
+        } \
+        if (grid > sms * blocks_per_sm[P]) { grid = sms * blocks_per_sm[P]; } \
+        if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; } \
+        norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, g_reduce_partial, \
+            g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); \
+        break;
+    switch (packs) {
+        NORM_BACKWARD_CASE(1) NORM_BACKWARD_CASE(2) NORM_BACKWARD_CASE(3) NORM_BACKWARD_CASE(4)
+        NORM_BACKWARD_CASE(5) NORM_BACKWARD_CASE(6) NORM_BACKWARD_CASE(7) NORM_BACKWARD_CASE(8)
+        default:
+            fprintf(stderr, "error: internal: norm backward over %d channels (at most %d)\n", C,
+                    NORM_BACKWARD_MAX_PACKS * 32 * x128::size);
+            exit(EXIT_FAILURE);
+    }
+#undef NORM_BACKWARD_CASE
+    launchCheck();
+}
+
+static void rmsnorm_backward(floatX* dinp, float* dweight, const floatX* dout, const floatX* inp, const floatX* weight,
+                             const float* rstd, int N, int C, int accumulate) {
+    norm_backward(dinp, dweight, NULL, dout, inp, weight, NULL, rstd, N, C, accumulate);
+}
+
+// ----------------------------------------------------------------------------
+// matmul: every matmul of the model goes through cuBLASLt (matmul_lt); the bias kernels
+// are for what its epilogues do not cover
+
+// what runs in a matmul's epilogue besides the bias (see matmul_lt)
+typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2 } LtActivation;
+
+static cublasLtHandle_t g_cublaslt = NULL;
+static void* g_cublaslt_workspace = NULL;
+static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
+typedef struct { long long v[20]; } LtKey; // every argument that can change the algorithm choice
+typedef struct { int found; cublasLtMatmulAlgo_t algo; } LtChoice; // found 0: cuBLASLt has none (remembered)
+static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
+
+// largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
+// cuBLASLt's heuristic assumes 256-byte alignment unless told, and tensors here start anywhere
+// (a q column range of the fused projection, a layer's slice of a stacked parameter)
+static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
+    uint32_t a = 256;
+    const uintptr_t addr = (uintptr_t)p;
+    while (a > 1 && ((addr % a) != 0 || (batch > 1 && (stride_bytes % (long long)a) != 0))) { a >>= 1; }
+    return a;
+}
+
+// Column-major, as cuBLAS sees it: D (m x n, ldd) = alpha * op(A) op(B) + beta * D [+ bias (m)],
+// op(A) m x k (A stored k x m when transA), op(B) k x n (B stored n x k when transB).
+// A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
+// parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
+// Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
+// Epilogue: + bias (m) when bias != NULL; act LT_GELU: D = gelu(result), aux (laid out like D) = the
+// result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL).
+// Returns 1. When cuBLASLt has no algorithm: with a bias or an activation, returns 0 having done
+// nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
+static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
+                      LtActivation act, const floatX* aux, int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
+                      float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
+    const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
+    cublasLtMatmulDesc_t op;
+    cublasCheck(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    if (act == LT_GELU) { epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; }
+    if (act == LT_DGELU) { epilogue = CUBLASLT_EPILOGUE_DGELU; }
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (act != LT_PLAIN) { // the GELU input: written by LT_GELU, read by LT_DGELU; laid out like D
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+        const int64_t aux_ld = ldd;
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    }
+    if (bias != NULL) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        const cudaDataType bias_type = CUBLAS_X_TYPE;
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    }
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_X_TYPE, transA ? k : m, transA ? m : k, lda));
+    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_X_TYPE, transB ? n : k, transB ? k : n, ldb));
+    cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, ldd));
+    if (batch > 1) {
+        const int32_t bc = batch;
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+        const int64_t s_a = sA, s_b = sB, s_d = sD;
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_a, sizeof(s_a)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_b, sizeof(s_b)));
+        cublasCheck(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_d, sizeof(s_d)));
+    }
+    cublasLtMatmulPreference_t pref;
+    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = CUBLASLT_WORKSPACE_SIZE;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    // split-k partial sums only in the fp32 compute type: never rounded to bf16 between parts
+    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
+    const uint32_t al_a = lt_alignment(A, sA * (long long)sizeof(floatX), batch);
+    const uint32_t al_b = lt_alignment(Bm, sB * (long long)sizeof(floatX), batch);
+    const uint32_t al_d = lt_alignment(D, sD * (long long)d_size, batch);
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
+    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
+    // one heuristic query per distinct configuration: the same shape always runs the same algorithm
+    LtKey key;
+    memset(&key, 0, sizeof(key));
+    // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
+    // (dev/cuda/lab_matmul_common.h's lab_lt_lookup reads fields 0-4, 12, 13 and 17 by position.)
+    const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
+    const uint32_t al_bias = bias != NULL ? lt_alignment(bias, 0, 1) : 0;
+    const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
+                                bias != NULL, al_a, al_b, al_d, (long long)act, al_aux, al_bias};
+    memcpy(key.v, fields, sizeof(fields));
+    const LtChoice* choice = NULL;
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { choice = &g_lt_cache[i].second; break; }
+    }
+    if (choice == NULL) {
+        cublasLtMatmulHeuristicResult_t heuristic;
+        memset(&heuristic, 0, sizeof(heuristic));
+        int found = 0;
+        // "no algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED
+        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found);
+        if (st != CUBLAS_STATUS_NOT_SUPPORTED) { cublasCheck(st); }
+        LtChoice c;
+        c.found = st == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS;
+        c.algo = heuristic.algo;
+        g_lt_cache.push_back(std::make_pair(key, c));
+        choice = &g_lt_cache.back().second;
+    }
+    const int ok = choice->found;
+    if (ok) {
+        cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &choice->algo,
+                                   g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
+        debugSync();
+    }
+    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
+    cublasCheck(cublasLtMatrixLayoutDestroy(la));
+    cublasCheck(cublasLtMatrixLayoutDestroy(lb));
+    cublasCheck(cublasLtMatrixLayoutDestroy(ld));
+    cublasCheck(cublasLtMatmulDescDestroy(op));
+    if (!ok && bias == NULL && act == LT_PLAIN) {
+        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
+                "batch=%d D %s (alignments %u/%u/%u bytes) (HINT: an unusual model shape; try n_embd and n_head "
+                "giving a head size that is a multiple of 8)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
+                d_type == CUDA_R_32F ? "fp32" : PRECISION_NAME, al_a, al_b, al_d);
+        exit(EXIT_FAILURE);
+    }
+    return ok;
+}
+
+// out (N, OC) += bias (OC): only for a bias the cuBLASLt epilogue is not given (see matmul_forward);
+// OC may be any width (a fused projection of an odd head size), so element by element
+__global__ void add_bias_kernel(floatX* out, const floatX* bias, int N, int OC) {
+    const int n = N * OC;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        out[i] = f2x(x2f(out[i]) + x2f(bias[i % OC]));
+    }
+}
+
+// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue.
+// The bias goes to the epilogue when 16-byte aligned (a layer's slice of a stacked bias is, whenever
+// OC is a multiple of 8: every GPT-2 shape), else it is added separately; its alignment is part of
+// matmul_lt's algorithm cache key, as cuBLASLt's heuristic reads it from the pointer.
+static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
+    int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
+    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        fuse = 0; // no algorithm with the bias epilogue for this shape: plain matmul, bias added below
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+    }
+    if (bias != NULL && !fuse) {
+        const int n = N * OC;
+        add_bias_kernel<<<(n + 255) / 256, 256>>>(out, bias, N, OC);
+        launchCheck();
+    }
+}
+
 // dbias[c] += sum over N rows of dout[:, c] (a bias gradient), in one deterministic kernel. Block
 // (32, BIAS_ROW_LANES): column group blockIdx.x (thread x: x128::size columns), row share blockIdx.y
 // (rows blockIdx.y * lanes + y + k * gridDim.y * lanes). The row lanes add up in shared memory in
@@ -675,126 +979,107 @@ __global__ void bias_backward_kernel(float* dbias, float* partial, unsigned int*
     if (threadIdx.x == 0 && threadIdx.y == 0) { counters[blockIdx.x] = 0u; }
 }
 
-// ----------------------------------------------------------------------------
-// kernels: elementwise (n a multiple of x128::size, 16-byte aligned; one thread per x128)
-
-#define GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
-
-__device__ __forceinline__ float gelu_tanh(float x) {
-    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(u));
-}
-__device__ __forceinline__ float gelu_tanh_grad(float x) {
-    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
-    const float th = tanhf(u);
-    const float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+// dbias (OC) += column sums of dout (N, OC)
+static void bias_backward(float* dbias, const floatX* dout, int N, int OC) {
+    reduce_scratch_check(OC, "bias_backward");
+    const int col_groups = (OC + 32 * x128::size - 1) / (32 * x128::size);
+    int row_shares = g_reduce_blocks / col_groups;
+    const int max_shares = (N + BIAS_ROW_LANES - 1) / BIAS_ROW_LANES;
+    if (row_shares > max_shares) { row_shares = max_shares; }
+    if (row_shares > REDUCE_MAX_BLOCKS) { row_shares = REDUCE_MAX_BLOCKS; }
+    if (row_shares < 1) { row_shares = 1; }
+    bias_backward_kernel<<<dim3(col_groups, row_shares), dim3(32, BIAS_ROW_LANES)>>>(dbias, g_reduce_partial,
+                                                                                   g_reduce_counters, dout, N, OC);
+    launchCheck();
 }
 
-// used where the GELU is not fused into the fc matmul (no cuBLASLt algorithm, --gelu_fusion 0) and
-// by -r 1 to recompute gelu(fch) in the backward pass
-__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, int n) {
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
-    if (i >= n) { return; }
-    const x128 x = load128(inp + i);
-    x128 o;
-    for (int k = 0; k < x128::size; k++) { o[k] = f2x(gelu_tanh(x2f(x[k]))); }
-    store128(out + i, o);
+// the parameter side of a linear layer's backward: dweight (OC, C) += dout^T @ inp (fp32), dbias += column sums of dout
+static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
+    matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, LT_PLAIN, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
+    if (dbias != NULL) { bias_backward(dbias, dout, N, OC); }
 }
 
-// dinp = gelu'(inp) * dout; dinp may be dout
-__global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floatX* dout, int n) {
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
-    if (i >= n) { return; }
-    const x128 x = load128cs(inp + i), d = load128(dout + i);
-    x128 o;
-    for (int k = 0; k < x128::size; k++) { o[k] = f2x(gelu_tanh_grad(x2f(x[k])) * x2f(d[k])); }
-    store128(dinp + i, o);
-}
-
-// out (N, OC) += bias (OC): only for a bias the cuBLASLt epilogue is not given (see matmul_forward);
-// OC may be any width (a fused projection of an odd head size), so element by element
-__global__ void add_bias_kernel(floatX* out, const floatX* bias, int N, int OC) {
-    const int n = N * OC;
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        out[i] = f2x(x2f(out[i]) + x2f(bias[i % OC]));
-    }
-}
-
-// out = a + b (q_residual's q = x + f and dx += dq); out may be a or b
-__global__ void add_kernel(floatX* out, const floatX* a, const floatX* b, int n) {
-    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
-    if (i >= n) { return; }
-    const x128 va = load128(a + i), vb = load128(b + i);
-    x128 o;
-    for (int k = 0; k < x128::size; k++) { o[k] = f2x(x2f(va[k]) + x2f(vb[k])); }
-    store128(out + i, o);
+// dinp (N, C) = dout (N, OC) @ weight (OC, C), added to dinp's contents when dinp_beta = 1;
+// dweight (OC, C) += dout^T @ inp (fp32); dbias (OC) += column sums of dout (when not NULL)
+static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                            const floatX* weight, int N, int C, int OC, float dinp_beta) {
+    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, dinp_beta, 1, 0, 0, 0);
+    matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
 }
 
 // ----------------------------------------------------------------------------
-// kernels: attention data movement and softmax
+// attention: the build's scheme (attention_variants.cuh), GQA-aware. Two paths, one interface:
+//
+// fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels below read q, k
+//   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
+//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T).
+// unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
+//   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
+//   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed
+//   as (B, Hkv, g*T, hd) puts the g query heads of a group one after the other: strided-batched
+//   matmuls over B*Hkv batches then compute, without copying k or v,
+//     scores (B, Hkv, g*T, T) = scale * q k^T     -- which is also (B, H, T, T): row r has t = r % T
+//     att = causal softmax (in place),  y (B, Hkv, g*T, hd) = att v,  atty = y back to (B, T, C).
+// FP32 builds take the unfused path: it is the one held to 1e-4 against the float64 reference, and
+// the fused kernels are bf16 tensor-core code.
 
-// dst (B, NH, T, hd) <- the NH*hd columns starting at src_offset of src rows (B, T, src_stride).
-// Grid (ceil(T * hd / block), B * NH): a block row per (b, h) plane, 32-bit index arithmetic in it.
-__global__ void permute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
-                                     int src_stride, int src_offset) {
-    const int bh = blockIdx.y;
-    const int i = blockIdx.x * blockDim.x + threadIdx.x; // t * hd + d
-    if (i >= T * hd) { return; }
-    const int b = bh / NH, h = bh % NH, t = i / hd, d = i % hd;
-    dst[(size_t)bh * T * hd + i] = src[((size_t)b * T + t) * src_stride + src_offset + h * hd + d];
+typedef struct {
+    int B, T, C, H, Hkv, hd;
+    float scale;
+    QKVLayout layout;
+    int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
+    int fused;    // 1: flash kernels, 0: cuBLASLt path
+} AttnShape;
+
+// the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
+// where the memory report reads it too)
+static int attention_fused_supported(int head_dim) {
+    return qkv_fused_attention_available(head_dim, PRECISION_IS_BF16);
 }
 
-// dst rows (B, T, dst_stride), columns [dst_offset, dst_offset + NH*hd)  <-  src (B, NH, T, hd);
-// accumulate: added to what dst holds, else written. Grid as permute_heads_kernel.
-__global__ void unpermute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
-                                       int dst_stride, int dst_offset, int accumulate) {
-    const int bh = blockIdx.y;
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= T * hd) { return; }
-    const int b = bh / NH, h = bh % NH, t = i / hd, d = i % hd;
-    float v = x2f(src[(size_t)bh * T * hd + i]);
-    const size_t o = ((size_t)b * T + t) * dst_stride + dst_offset + h * hd + d;
-    if (accumulate) { v += x2f(dst[o]); }
-    dst[o] = f2x(v);
+// the flash kernels' grids put B * H (forward, dQ) or B * Hkv (dK/dV) in their y dimension
+#define FLASH_MAX_GRID_Y 65535
+static int attention_fused_grid_fits(long long B, long long H) { return B * H <= FLASH_MAX_GRID_Y; }
+
+static void attn_owners(const QKVLayout* L, int owner[3]) {
+    owner[0] = 0;
+    owner[1] = qkv_roles_share(L->k, L->q) ? 0 : 1;
+    owner[2] = qkv_roles_share(L->v, L->q) ? 0 : (qkv_roles_share(L->v, L->k) ? 1 : 2);
 }
 
-// In place over rows of T scores (already scaled): causal softmax. Row r is query position
-// t = r % T (rows are (B, H, T) flattened); keys s > t get probability exactly 0. One warp per row.
-__global__ void softmax_causal_forward_kernel(floatX* att, int rows, int T) {
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (row >= rows) { return; }
-    const int t = row % T;
-    floatX* a = att + (size_t)row * T;
-    float m = -INFINITY;
-    for (int s = lane; s <= t; s += 32) { m = fmaxf(m, x2f(a[s])); }
-    m = warp_max(m);
-    float sum = 0.0f;
-    for (int s = lane; s <= t; s += 32) { sum += expf(x2f(a[s]) - m); }
-    const float inv = 1.0f / warp_sum(sum);
-    for (int s = lane; s < T; s += 32) { a[s] = f2x(s <= t ? expf(x2f(a[s]) - m) * inv : 0.0f); }
+static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
+    AttnShape s;
+    s.B = B;
+    s.T = T;
+    s.C = c->channels;
+    s.H = c->num_heads;
+    s.Hkv = c->num_kv_heads;
+    s.hd = qkv_head_dim(c);
+    s.scale = gpt2_attn_scale(c);
+    s.layout = qkv_layout(c);
+    attn_owners(&s.layout, s.owner);
+    s.fused = fused && attention_fused_supported(s.hd);
+    return s;
 }
 
-// In place: datt (gradient of the probabilities) -> gradient of the raw scores q.k, times scale:
-//   dS[s] = scale * P[s] * (dP[s] - sum_s' P[s'] dP[s']) for s <= t, 0 above the diagonal.
-__global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, int rows, int T, float scale) {
-    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    const int lane = threadIdx.x % 32;
-    if (row >= rows) { return; }
-    const int t = row % T;
-    floatX* d = datt + (size_t)row * T;
-    const floatX* p = att + (size_t)row * T;
-    float dot = 0.0f;
-    for (int s = lane; s <= t; s += 32) { dot += x2f(p[s]) * x2f(d[s]); }
-    dot = warp_sum(dot);
-    for (int s = lane; s < T; s += 32) {
-        d[s] = f2x(s <= t ? scale * x2f(p[s]) * (x2f(d[s]) - dot) : 0.0f);
-    }
-}
+// What the forward pass keeps for the backward pass, one layer (buffers of the other path are NULL).
+typedef struct {
+    floatX* perm[3]; // unfused: q (B, H, T, hd), k and v (B, Hkv, T, hd); only perm[r] with owner[r] == r
+    floatX* att;     // unfused: (B, H, T, T) probabilities
+    floatX* yperm;   // unfused scratch: (B, H, T, hd)
+    float* lse;      // fused: (B, H, T) natural-log log-sum-exp of each query row's scaled scores
+} AttnBuffers;
+
+// Scratch of the backward pass, one layer.
+typedef struct {
+    floatX* dperm[3]; // unfused: like perm
+    floatX* datt;     // unfused: (B, H, T, T)
+    floatX* dyperm;   // unfused: (B, H, T, hd)
+    float* delta;     // fused: (B, H, T) rowsum(datty * atty) per head
+} AttnGradBuffers;
 
 // ----------------------------------------------------------------------------
-// kernels: flash attention (BF16 builds, head sizes 64 and 128)
+// attention: the flash kernels (BF16 builds, head sizes 64 and 128)
 //
 // FlashAttention-2's loop order: a CTA per (query tile, batch x head) for the forward pass and for
 // dQ, a CTA per (key tile, batch x kv head) for dK/dV. Nothing of size T x T exists: the forward
@@ -1041,6 +1326,36 @@ flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, 
     }
 }
 
+// dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
+static size_t flash_smem_bytes(int hd, int tiles, int extra_floats) {
+    return (size_t)tiles * FLASH_BLOCK_M * (hd + FLASH_SMEM_PAD) * sizeof(floatX) + (size_t)extra_floats * sizeof(float);
+}
+
+// The kernels load 16-byte chunks of every row: views must start 16-byte aligned with row strides a
+// multiple of 8 elements. Always so in the trainer (buffers 256-byte aligned, offsets and strides
+// multiples of the head size); a lab or test that breaks it stops here with the view named.
+static void flash_check_rows(const void* ptr, int stride, const char* what) {
+    if (((uintptr_t)ptr % 16) != 0 || stride % 8 != 0) {
+        fprintf(stderr, "error: flash attention: %s view at %p with row stride %d is not 16-byte aligned "
+                "(HINT: use --attention unfused)\n", what, ptr, stride);
+        exit(EXIT_FAILURE);
+    }
+}
+
+template <int kHeadDim>
+static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                       int H, int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
+    dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
+    flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 // delta (B, H, T) = rowsum(dout * out) per head, the softmax backward's correction term D.
 // One warp per (b, t, h); dout and out (B, T, H * hd).
 __global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
@@ -1053,6 +1368,13 @@ __global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, c
     for (int d = lane; d < hd; d += 32) { sum += x2f(dout[base + d]) * x2f(out[base + d]); }
     sum = warp_sum(sum);
     if (lane == 0) { delta[((size_t)b * H + h) * T + t] = sum; }
+}
+
+// delta (B, H, T) from dout and out (B, T, H * hd)
+static void flash_attention_delta(float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
+    const int rows = B * T * H;
+    flash_attention_delta_kernel<<<(rows + 7) / 8, 256>>>(delta, dout, out, B, T, H, hd);
+    launchCheck();
 }
 
 // dK, dV. Grid (ceil(T / kBlockN), B * Hkv), FLASH_THREADS threads, dynamic smem 4 tiles + 2 x kBlockM floats.
@@ -1165,6 +1487,22 @@ flash_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const flo
     }
 }
 
+template <int kHeadDim>
+static void flash_attention_backward_dkdv(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                          const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                                          int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
+    const int tiles = (T + FLASH_BLOCK_N - 1) / FLASH_BLOCK_N;
+    flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem>>>(
+        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 // dQ. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 4 tiles. Recomputes P and
 // dS for its query tile against the key tiles up to the diagonal: dQ = scale * dS K. A second kernel
 // rather than atomics from the dK/dV kernel, so that every gradient is formed in a fixed order.
@@ -1251,709 +1589,30 @@ flash_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const fl
         }
     }
 }
-#endif // PRECISION_IS_BF16
-
-// ----------------------------------------------------------------------------
-// kernels: classifier, optimizer, norms, init
-
-// (max, sum of exp(x - max)) pairs: combining two gives the pair of the union; (-inf, 0) is empty
-__device__ __forceinline__ void softmax_stats_merge(float* m, float* s, float m2, float s2) {
-    const float mm = fmaxf(*m, m2);
-    if (mm == -INFINITY) { return; } // both empty
-    *s = *s * expf(*m - mm) + s2 * expf(m2 - mm);
-    *m = mm;
-}
-
-// One block per row of logits (N rows of Vp, Vp a multiple of x128::size; the first V are real).
-// Reads the row twice: once for its max and sum of exponentials together (online softmax: the sum
-// is rescaled when the max grows), once to overwrite it IN PLACE, when write_dlogits, with
-// dlogits = (softmax - onehot(target)) * dloss (padded columns 0). losses[row] = lse - x[target].
-// No probability tensor is stored. Blocks of at most 1024 threads.
-// Rows run in reverse: the matmul that wrote the logits finished with the last rows, some of them
-// still in L2. The first read keeps the row cached for the second, the second read and the dlogits
-// store stream past the caches (dlogits are read back by the next matmuls, long after).
-__global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, float* losses, const int* targets,
-                                                                int N, int V, int Vp, float dloss, int write_dlogits) {
-    __shared__ float s_m[32], s_s[32];
-    __shared__ float s_target_logit;
-    if ((int)blockIdx.x >= N) { return; }
-    const int row = N - 1 - (int)blockIdx.x;
-    floatX* x = logits + (size_t)row * Vp;
-    const int target = targets[row];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
-    float m = -INFINITY, s = 0.0f;
-    for (int i = threadIdx.x * x128::size; i < V; i += blockDim.x * x128::size) {
-        const x128 v = load128(x + i);
-        float pm = -INFINITY;
-        for (int k = 0; k < x128::size; k++) { if (i + k < V) { pm = fmaxf(pm, x2f(v[k])); } }
-        float ps = 0.0f;
-        for (int k = 0; k < x128::size; k++) { if (i + k < V) { ps += expf(x2f(v[k]) - pm); } }
-        softmax_stats_merge(&m, &s, pm, ps);
-    }
-    // the block's pair: butterfly within warps, then warp 0 over the warps' pairs (fixed order)
-    for (int off = 16; off > 0; off >>= 1) {
-        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
-        softmax_stats_merge(&m, &s, m2, s2);
-    }
-    if (lane == 0) { s_m[warp] = m; s_s[warp] = s; }
-    __syncthreads(); // also: every read of the row above happens before the first write below
-    m = lane < nwarps ? s_m[lane] : -INFINITY;
-    s = lane < nwarps ? s_s[lane] : 0.0f;
-    for (int off = 16; off > 0; off >>= 1) {
-        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
-        softmax_stats_merge(&m, &s, m2, s2);
-    }
-    const float lse = m + logf(s);
-    if (threadIdx.x == 0) { losses[row] = lse - s_target_logit; }
-    if (!write_dlogits) { return; }
-    for (int i = threadIdx.x * x128::size; i < Vp; i += blockDim.x * x128::size) {
-        const x128 v = load128cs(x + i);
-        x128 d;
-        for (int k = 0; k < x128::size; k++) {
-            const int col = i + k;
-            const float g = col < V ? (expf(x2f(v[k]) - lse) - (col == target ? 1.0f : 0.0f)) * dloss : 0.0f;
-            d[k] = f2x(g);
-        }
-        store128cs(x + i, d);
-    }
-}
-
-// *accum += sum of losses[0 .. n) in double, by one block in a fixed order: the losses of a whole
-// step stay on the device and reach the host in one copy when the step ends
-__global__ void __launch_bounds__(1024) loss_sum_kernel(double* accum, const float* losses, int n) {
-    __shared__ double s_warp[32];
-    double v = 0.0;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) { v += (double)losses[i]; }
-    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (lane == 0) { s_warp[warp] = v; }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double t = 0.0;
-        for (int w = 0; w < nwarps; w++) { t += s_warp[w]; }
-        *accum += t;
-    }
-}
-
-// AdamW on n parameters (FORMATS.md): g = grad * grad_scale, m, v moments, bias corrections
-// bc1 = 1 - b1^t, bc2 = 1 - b2^t, p -= lr * (m^ / (sqrt(v^) + eps) + wd * p).
-// With master weights (fp32) p is read from and written to master, then rounded into params.
-// grad_scale clips the global norm: min(1, clip / norm) with norm = sqrt(*norm_sq), read here on the
-// device so that the host never waits for the norm inside a step (clip <= 0: no clipping).
-// One thread per x128::size parameters (16-byte loads; the tail of n element by element).
-__device__ __forceinline__ void adamw_one(floatX* params, float* master, const float* grads, float* m_mem,
-                                          float* v_mem, int i, float lr, float beta1, float beta2, float bc1,
-                                          float bc2, float eps, float wd, float grad_scale) {
-    const float g = grads[i] * grad_scale;
-    const float m = beta1 * m_mem[i] + (1.0f - beta1) * g;
-    const float v = beta2 * v_mem[i] + (1.0f - beta2) * g * g;
-    m_mem[i] = m;
-    v_mem[i] = v;
-    float p = master != NULL ? master[i] : x2f(params[i]);
-    p -= lr * ((m / bc1) / (sqrtf(v / bc2) + eps) + wd * p);
-    if (master != NULL) { master[i] = p; }
-    params[i] = f2x(p);
-}
-__global__ void adamw_kernel(floatX* params, float* master, const float* grads, float* m_mem, float* v_mem, int n,
-                             float lr, float beta1, float beta2, float bc1, float bc2, float eps, float wd,
-                             const float* norm_sq, float grad_clip) {
-    const int i0 = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
-    if (i0 >= n) { return; }
-    const float norm = sqrtf(*norm_sq);
-    const float grad_scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0f;
-    if (i0 + x128::size > n) { // the tail
-        for (int i = i0; i < n; i++) { adamw_one(params, master, grads, m_mem, v_mem, i, lr, beta1, beta2, bc1, bc2, eps, wd, grad_scale); }
-        return;
-    }
-    float p[x128::size];
-    if (master != NULL) {
-        for (int k = 0; k < x128::size; k += f128::size) {
-            const f128 w = load128(master + i0 + k);
-            for (int j = 0; j < f128::size; j++) { p[k + j] = w[j]; }
-        }
-    } else {
-        const x128 w = load128(params + i0);
-        for (int k = 0; k < x128::size; k++) { p[k] = x2f(w[k]); }
-    }
-    x128 out;
-    for (int k = 0; k < x128::size; k += f128::size) {
-        const f128 g = load128cs(grads + i0 + k);
-        f128 m = load128(m_mem + i0 + k), v = load128(v_mem + i0 + k);
-        for (int j = 0; j < f128::size; j++) {
-            const float gs = g[j] * grad_scale;
-            m[j] = beta1 * m[j] + (1.0f - beta1) * gs;
-            v[j] = beta2 * v[j] + (1.0f - beta2) * gs * gs;
-            float& pk = p[k + j];
-            pk -= lr * ((m[j] / bc1) / (sqrtf(v[j] / bc2) + eps) + wd * pk);
-            out[k + j] = f2x(pk);
-        }
-        store128(m_mem + i0 + k, m);
-        store128(v_mem + i0 + k, v);
-        if (master != NULL) {
-            f128 w;
-            for (int j = 0; j < f128::size; j++) { w[j] = p[k + j]; }
-            store128(master + i0 + k, w);
-        }
-    }
-    store128(params + i0, out);
-}
-
-// sum of squares, per block (fixed grid, fixed order; n a multiple of f128::size); the launcher
-// sums the blocks with sum_partials_kernel
-#define NORM_BLOCKS 512
-#define NORM_THREADS 512
-__global__ void sum_squares_partial_kernel(float* partial, const float* x, size_t n) {
-    __shared__ float shared32[32];
-    float s = 0.0f;
-    const size_t stride = (size_t)gridDim.x * blockDim.x * f128::size;
-    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * f128::size; i < n; i += stride) {
-        const f128 v = load128cs(x + i);
-        for (int j = 0; j < f128::size; j++) { s += v[j] * v[j]; }
-    }
-    s = block_sum(s, shared32);
-    if (threadIdx.x == 0) { partial[blockIdx.x] = s; }
-}
-
-__global__ void sum_partials_kernel(float* out, const float* partial, int n) {
-    __shared__ float shared32[32];
-    float s = 0.0f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) { s += partial[i]; }
-    s = block_sum(s, shared32);
-    if (threadIdx.x == 0) { out[0] = s; }
-}
-
-// counter-based normal numbers: the same init for a seed on every GPU and launch shape
-__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-__global__ void init_normal_kernel(floatX* params, float* master, size_t n, float std, unsigned long long seed,
-                                   unsigned long long stream) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const unsigned long long h1 = mix64(seed * 0x9E3779B97F4A7C15ULL + stream * 0xD1B54A32D192ED03ULL + 2 * i + 1);
-        const unsigned long long h2 = mix64(h1 ^ 0xABC98388FB8FAC03ULL);
-        const float u1 = ((float)(h1 >> 40) + 0.5f) / 16777216.0f; // in (0, 1)
-        const float u2 = (float)(h2 >> 40) / 16777216.0f;
-        const float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
-        const float p = std * z;
-        params[i] = f2x(p);
-        if (master != NULL) { master[i] = p; }
-    }
-}
-
-__global__ void fill_kernel(floatX* params, float* master, size_t n, float value) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        params[i] = f2x(value);
-        if (master != NULL) { master[i] = value; }
-    }
-}
-
-// params = round(master): used after loading master weights from a training state
-__global__ void copy_master_to_params_kernel(floatX* params, const float* master, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        params[i] = f2x(master[i]);
-    }
-}
-
-__global__ void params_to_master_kernel(float* master, const floatX* params, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        master[i] = x2f(params[i]);
-    }
-}
-// ----------------------------------------------------------------------------
-// cuBLASLt: every matmul of the model goes through matmul_lt
-
-// what runs in a matmul's epilogue besides the bias (see matmul_lt)
-typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2 } LtActivation;
-
-static cublasLtHandle_t g_cublaslt = NULL;
-static void* g_cublaslt_workspace = NULL;
-static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
-typedef struct { long long v[20]; } LtKey; // every argument that can change the algorithm choice
-typedef struct { int found; cublasLtMatmulAlgo_t algo; } LtChoice; // found 0: cuBLASLt has none (remembered)
-static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
-
-// largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
-// cuBLASLt's heuristic assumes 256-byte alignment unless told, and tensors here start anywhere
-// (a q column range of the fused projection, a layer's slice of a stacked parameter)
-static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
-    uint32_t a = 256;
-    const uintptr_t addr = (uintptr_t)p;
-    while (a > 1 && ((addr % a) != 0 || (batch > 1 && (stride_bytes % (long long)a) != 0))) { a >>= 1; }
-    return a;
-}
-
-// Column-major, as cuBLAS sees it: D (m x n, ldd) = alpha * op(A) op(B) + beta * D [+ bias (m)],
-// op(A) m x k (A stored k x m when transA), op(B) k x n (B stored n x k when transB).
-// A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
-// parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
-// Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
-// Epilogue: + bias (m) when bias != NULL; act LT_GELU: D = gelu(result), aux (laid out like D) = the
-// result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL).
-// Returns 1. When cuBLASLt has no algorithm: with a bias or an activation, returns 0 having done
-// nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
-static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
-                      LtActivation act, const floatX* aux, int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
-                      float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
-    const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
-    cublasLtMatmulDesc_t op;
-    cublasCheck(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    if (act == LT_GELU) { epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; }
-    if (act == LT_DGELU) { epilogue = CUBLASLT_EPILOGUE_DGELU; }
-    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    if (act != LT_PLAIN) { // the GELU input: written by LT_GELU, read by LT_DGELU; laid out like D
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
-        const int64_t aux_ld = ldd;
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
-    }
-    if (bias != NULL) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-        const cudaDataType bias_type = CUBLAS_X_TYPE;
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
-    }
-    cublasLtMatrixLayout_t la, lb, ld;
-    cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_X_TYPE, transA ? k : m, transA ? m : k, lda));
-    cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_X_TYPE, transB ? n : k, transB ? k : n, ldb));
-    cublasCheck(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, ldd));
-    if (batch > 1) {
-        const int32_t bc = batch;
-        cublasCheck(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
-        cublasCheck(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
-        cublasCheck(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
-        const int64_t s_a = sA, s_b = sB, s_d = sD;
-        cublasCheck(cublasLtMatrixLayoutSetAttribute(la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_a, sizeof(s_a)));
-        cublasCheck(cublasLtMatrixLayoutSetAttribute(lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_b, sizeof(s_b)));
-        cublasCheck(cublasLtMatrixLayoutSetAttribute(ld, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s_d, sizeof(s_d)));
-    }
-    cublasLtMatmulPreference_t pref;
-    cublasCheck(cublasLtMatmulPreferenceCreate(&pref));
-    const size_t ws = CUBLASLT_WORKSPACE_SIZE;
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    // split-k partial sums only in the fp32 compute type: never rounded to bf16 between parts
-    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
-    const uint32_t al_a = lt_alignment(A, sA * (long long)sizeof(floatX), batch);
-    const uint32_t al_b = lt_alignment(Bm, sB * (long long)sizeof(floatX), batch);
-    const uint32_t al_d = lt_alignment(D, sD * (long long)d_size, batch);
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof(al_a)));
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
-    cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
-    // one heuristic query per distinct configuration: the same shape always runs the same algorithm
-    LtKey key;
-    memset(&key, 0, sizeof(key));
-    // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
-    // (dev/cuda/lab_matmul_common.h's lab_lt_lookup reads fields 0-4, 12, 13 and 17 by position.)
-    const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
-    const uint32_t al_bias = bias != NULL ? lt_alignment(bias, 0, 1) : 0;
-    const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
-                                bias != NULL, al_a, al_b, al_d, (long long)act, al_aux, al_bias};
-    memcpy(key.v, fields, sizeof(fields));
-    const LtChoice* choice = NULL;
-    for (size_t i = 0; i < g_lt_cache.size(); i++) {
-        if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { choice = &g_lt_cache[i].second; break; }
-    }
-    if (choice == NULL) {
-        cublasLtMatmulHeuristicResult_t heuristic;
-        memset(&heuristic, 0, sizeof(heuristic));
-        int found = 0;
-        // "no algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED
-        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found);
-        if (st != CUBLAS_STATUS_NOT_SUPPORTED) { cublasCheck(st); }
-        LtChoice c;
-        c.found = st == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS;
-        c.algo = heuristic.algo;
-        g_lt_cache.push_back(std::make_pair(key, c));
-        choice = &g_lt_cache.back().second;
-    }
-    const int ok = choice->found;
-    if (ok) {
-        cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &choice->algo,
-                                   g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
-        debugSync();
-    }
-    cublasCheck(cublasLtMatmulPreferenceDestroy(pref));
-    cublasCheck(cublasLtMatrixLayoutDestroy(la));
-    cublasCheck(cublasLtMatrixLayoutDestroy(lb));
-    cublasCheck(cublasLtMatrixLayoutDestroy(ld));
-    cublasCheck(cublasLtMatmulDescDestroy(op));
-    if (!ok && bias == NULL && act == LT_PLAIN) {
-        fprintf(stderr, "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d lda=%d ldb=%d ldd=%d "
-                "batch=%d D %s (alignments %u/%u/%u bytes) (HINT: an unusual model shape; try n_embd and n_head "
-                "giving a head size that is a multiple of 8)\n", m, n, k, transA, transB, lda, ldb, ldd, batch,
-                d_type == CUDA_R_32F ? "fp32" : PRECISION_NAME, al_a, al_b, al_d);
-        exit(EXIT_FAILURE);
-    }
-    return ok;
-}
-
-// ----------------------------------------------------------------------------
-// layers: forward and backward launchers (row-major shapes in the comments)
-
-static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
-static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
-static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
-
-// Scratch of the one-kernel reductions (norm_backward_kernel, bias_backward_kernel): partial sums
-// (REDUCE_MAX_BLOCKS, 2, max columns) and one ticket counter per column group, all 0 between launches.
-// Every launch runs on the one stream, so they share it.
-#define REDUCE_MAX_BLOCKS 512
-static float* g_reduce_partial = NULL;
-static unsigned int* g_reduce_counters = NULL;
-static int g_reduce_max_cols = 0;
-
-static void reduce_scratch_check(int cols, const char* what) {
-    if (cols > g_reduce_max_cols) {
-        fprintf(stderr, "error: internal: %s over %d columns, the reduction scratch holds %d\n", what, cols, g_reduce_max_cols);
-        exit(EXIT_FAILURE);
-    }
-}
-
-// a flat elementwise launch: one thread per x128, n a multiple of x128::size, below 2^31
-static unsigned int grid_for_packs(size_t n, int block, const char* what) {
-    if (n % x128::size != 0 || n > (size_t)INT_MAX) {
-        fprintf(stderr, "error: internal: %s over %zu elements (expected a multiple of %d below 2^31)\n", what, n, x128::size);
-        exit(EXIT_FAILURE);
-    }
-    const size_t packs = n / x128::size;
-    return (unsigned int)((packs + block - 1) / block);
-}
-
-// out (N, OC) = inp (N, C) @ weight^T (weight (OC, C)) + bias (OC), the bias in the epilogue.
-// The bias goes to the epilogue when 16-byte aligned (a layer's slice of a stacked bias is, whenever
-// OC is a multiple of 8: every GPT-2 shape), else it is added separately; its alignment is part of
-// matmul_lt's algorithm cache key, as cuBLASLt's heuristic reads it from the pointer.
-static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
-    int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
-    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
-        fuse = 0; // no algorithm with the bias epilogue for this shape: plain matmul, bias added below
-        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
-    }
-    if (bias != NULL && !fuse) {
-        const int n = N * OC;
-        add_bias_kernel<<<(n + 255) / 256, 256>>>(out, bias, N, OC);
-        launchCheck();
-    }
-}
-
-static void gelu_forward(floatX* out, const floatX* inp, size_t n) {
-    gelu_forward_kernel<<<grid_for_packs(n, 256, "gelu_forward"), 256>>>(out, inp, (int)n);
-    launchCheck();
-}
-
-static void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
-    gelu_backward_kernel<<<grid_for_packs(n, 256, "gelu_backward"), 256>>>(dinp, inp, dout, (int)n);
-    launchCheck();
-}
-
-// The fc layer and its GELU: pre (N, OC) = inp (N, C) @ weight^T + bias, out = gelu(pre), both kept
-// (pre for the GELU's derivative in the backward pass). Fused: one cuBLASLt call whose epilogue adds
-// the bias, writes pre as its aux output and out = gelu(pre), so (N, OC) is not read back and
-// written again by a separate kernel. Else (--gelu_fusion 0, an unaligned bias, no algorithm with
-// that epilogue) the matmul, then gelu_forward_kernel.
-static void matmul_forward_gelu(floatX* out, floatX* pre, const floatX* inp, const floatX* weight, const floatX* bias,
-                                int N, int C, int OC) {
-    const int bias_aligned = bias == NULL || ((uintptr_t)bias % 16) == 0;
-    if (g_gelu_fusion && bias_aligned &&
-        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, bias, LT_GELU, pre, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
-        return;
-    }
-    matmul_forward(pre, inp, weight, bias, N, C, OC);
-    gelu_forward(out, pre, (size_t)N * OC);
-}
-
-// dbias (OC) += column sums of dout (N, OC)
-static void bias_backward(float* dbias, const floatX* dout, int N, int OC) {
-    reduce_scratch_check(OC, "bias_backward");
-    const int col_groups = (OC + 32 * x128::size - 1) / (32 * x128::size);
-    int row_shares = g_reduce_blocks / col_groups;
-    const int max_shares = (N + BIAS_ROW_LANES - 1) / BIAS_ROW_LANES;
-    if (row_shares > max_shares) { row_shares = max_shares; }
-    if (row_shares > REDUCE_MAX_BLOCKS) { row_shares = REDUCE_MAX_BLOCKS; }
-    if (row_shares < 1) { row_shares = 1; }
-    bias_backward_kernel<<<dim3(col_groups, row_shares), dim3(32, BIAS_ROW_LANES)>>>(dbias, g_reduce_partial,
-                                                                                   g_reduce_counters, dout, N, OC);
-    launchCheck();
-}
-
-// the parameter side of a linear layer's backward: dweight (OC, C) += dout^T @ inp (fp32), dbias += column sums of dout
-static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
-    matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, LT_PLAIN, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
-    if (dbias != NULL) { bias_backward(dbias, dout, N, OC); }
-}
-
-// dinp (N, C) = dout (N, OC) @ weight (OC, C), added to dinp's contents when dinp_beta = 1;
-// dweight (OC, C) += dout^T @ inp (fp32); dbias (OC) += column sums of dout (when not NULL)
-static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
-                            const floatX* weight, int N, int C, int OC, float dinp_beta) {
-    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, dinp_beta, 1, 0, 0, 0);
-    matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
-}
-
-// The backward of out = inp @ weight^T + bias with inp = gelu(pre) (the MLP's projection), down to pre:
-// dpre (N, C) = (dout (N, OC) @ weight (OC, C)) * gelu'(pre), the derivative in cuBLASLt's epilogue
-// (DGELU) when fused, else a separate gelu_backward_kernel; dweight += dout^T @ inp; dbias += colsums.
-static void matmul_backward_gelu(floatX* dpre, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
-                                 const floatX* weight, const floatX* pre, int N, int C, int OC) {
-    if (!g_gelu_fusion ||
-        !matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_DGELU, pre, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0)) {
-        matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0);
-        gelu_backward(dpre, pre, dpre, (size_t)N * C);
-    }
-    matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
-}
-
-// dwpe (T, C) += sum over b of dout (B, T, C)
-static void encoder_backward_wpe(float* dwpe, const floatX* dout, int B, int T, int C) {
-    const int packs = C / x128::size;
-    encoder_backward_wpe_kernel<<<(T * packs + 255) / 256, 256>>>(dwpe, dout, B, T, C);
-    launchCheck();
-}
-
-// dwte += dout's rows (C channels) summed by token, through the buckets of encoder_buckets_build
-// (laid out as o in `buckets`, on the device; num_chunks, num_reduce as the builder returned them)
-// and scratch (encoder_scratch_rows(B * T), C)
-static void encoder_backward_wte(float* dwte, float* scratch, const floatX* dout, const int* buckets,
-                                 const EncoderBuckets* o, int num_chunks, int num_reduce, int C) {
-    const int packs = C / x128::size;
-    int threads = (packs + 31) / 32 * 32;
-    if (threads > 1024) { threads = 1024; }
-    const unsigned col_blocks = (unsigned)((packs + threads - 1) / threads);
-    if (num_chunks > 0) {
-        encoder_backward_wte_kernel<<<dim3(num_chunks, col_blocks), threads>>>(
-            dwte, scratch, dout, buckets + o->chunk_tok, buckets + o->chunk_start, buckets + o->chunk_slot,
-            buckets + o->pos, C);
-        launchCheck();
-    }
-    if (num_reduce > 0) {
-        encoder_backward_wte_reduce_kernel<<<dim3(num_reduce, col_blocks), threads>>>(
-            dwte, scratch, buckets + o->reduce_tok, buckets + o->reduce_start, C);
-        launchCheck();
-    }
-}
-
-// fused_classifier_kernel's block: one x128 pack per thread and sweep. GPT-2's 50304 columns fill
-// 1024 threads; a small vocabulary gets whole warps for its packs and no idle ones.
-static int classifier_threads(int Vp) {
-    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernel's loads)
-    return packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
-}
-
-// One chunk of the classifier: logits (rows, Vp) = lnf_rows (rows, C) @ head^T; losses (rows) of the
-// targets; with backward (training), the logits replaced in place by dlogits = dloss * (softmax -
-// onehot), then dlnf_rows (rows, C) = dlogits @ head and dhead (Vp, C) += dlogits^T @ lnf_rows.
-static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, float* dhead, const floatX* lnf_rows,
-                             const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
-                             int backward) {
-    matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
-    fused_classifier_kernel<<<rows, classifier_threads(Vp)>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
-    launchCheck();
-    if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
-}
-
-// the reductions' scratch (g_reduce_partial, g_reduce_counters) for sums over up to max_cols columns
-static void reduce_scratch_reserve(int max_cols) {
-    if (max_cols <= g_reduce_max_cols) { return; }
-    if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
-    if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
-    g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
-    const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
-    g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
-    cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
-    g_reduce_max_cols = max_cols;
-}
-
-// residual (N, C) = inp1 + inp2, out = LayerNorm(residual); inp2 NULL: out = LayerNorm(inp1)
-static void residual_layernorm_forward(floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
-                                       const floatX* inp2, const floatX* weight, const floatX* bias, int N, int C) {
-    residual_layernorm_forward_kernel<<<(N + 7) / 8, 256>>>(residual, out, mean, rstd, inp1, inp2, weight, bias, N, C);
-    launchCheck();
-}
-
-static void layernorm_forward(floatX* out, float* mean, float* rstd, const floatX* inp, const floatX* weight,
-                              const floatX* bias, int N, int C) {
-    residual_layernorm_forward(NULL, out, mean, rstd, inp, NULL, weight, bias, N, C);
-}
-
-// dinp (+)= the norm's input gradient; dweight, dbias += (dbias may be NULL: no bias; mean NULL: RMSNorm)
-#define NORM_BACKWARD_MAX_PACKS 8
-static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
-                          const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
-    reduce_scratch_check(2 * C, "norm_backward");
-    const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
-    const int warps = NORM_BACKWARD_THREADS / 32;
-    // one wave: as many blocks as fit on the GPU at once for this instantiation (asked once per PACKS)
-    static int blocks_per_sm[NORM_BACKWARD_MAX_PACKS + 1] = {};
-    const int sms = g_num_sms > 0 ? g_num_sms : 1; // cuda_setup sets it
-    int grid = (N + warps - 1) / warps;
-#define NORM_BACKWARD_CASE(P) case P: \
-        if (blocks_per_sm[P] == 0) { \
-            cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm[P], norm_backward_kernel<P>, \
-                                                                    NORM_BACKWARD_THREADS, 0)); \
-            if (blocks_per_sm[P] < 1) { blocks_per_sm[P] = 1; } \
-        } \
-        if (grid > sms * blocks_per_sm[P]) { grid = sms * blocks_per_sm[P]; } \
-        if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; } \
-        norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, g_reduce_partial, \
-            g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); \
-        break;
-    switch (packs) {
-        NORM_BACKWARD_CASE(1) NORM_BACKWARD_CASE(2) NORM_BACKWARD_CASE(3) NORM_BACKWARD_CASE(4)
-        NORM_BACKWARD_CASE(5) NORM_BACKWARD_CASE(6) NORM_BACKWARD_CASE(7) NORM_BACKWARD_CASE(8)
-        default:
-            fprintf(stderr, "error: internal: norm backward over %d channels (at most %d)\n", C,
-                    NORM_BACKWARD_MAX_PACKS * 32 * x128::size);
-            exit(EXIT_FAILURE);
-    }
-#undef NORM_BACKWARD_CASE
-    launchCheck();
-}
-
-static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const floatX* weight, int N, int C) {
-    rmsnorm_forward_kernel<<<(N + 7) / 8, 256>>>(out, rstd, inp, weight, N, C);
-    launchCheck();
-}
-
-static void rmsnorm_backward(floatX* dinp, float* dweight, const floatX* dout, const floatX* inp, const floatX* weight,
-                             const float* rstd, int N, int C, int accumulate) {
-    norm_backward(dinp, dweight, NULL, dout, inp, weight, NULL, rstd, N, C, accumulate);
-}
-
-static void add_forward(floatX* out, const floatX* a, const floatX* b, size_t n) {
-    add_kernel<<<grid_for_packs(n, 256, "add"), 256>>>(out, a, b, (int)n);
-    launchCheck();
-}
-
-// ----------------------------------------------------------------------------
-// attention of the build's scheme (attention_variants.cuh), GQA-aware. Two paths, one interface:
-//
-// fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels above read q, k
-//   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
-//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T).
-// unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
-//   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
-//   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed
-//   as (B, Hkv, g*T, hd) puts the g query heads of a group one after the other: strided-batched
-//   matmuls over B*Hkv batches then compute, without copying k or v,
-//     scores (B, Hkv, g*T, T) = scale * q k^T     -- which is also (B, H, T, T): row r has t = r % T
-//     att = causal softmax (in place),  y (B, Hkv, g*T, hd) = att v,  atty = y back to (B, T, C).
-// FP32 builds take the unfused path: it is the one held to 1e-4 against the float64 reference, and
-// the fused kernels are bf16 tensor-core code.
-
-typedef struct {
-    int B, T, C, H, Hkv, hd;
-    float scale;
-    QKVLayout layout;
-    int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
-    int fused;    // 1: flash kernels, 0: cuBLASLt path
-} AttnShape;
-
-// the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
-// where the memory report reads it too)
-static int attention_fused_supported(int head_dim) {
-    return qkv_fused_attention_available(head_dim, PRECISION_IS_BF16);
-}
-
-// the flash kernels' grids put B * H (forward, dQ) or B * Hkv (dK/dV) in their y dimension
-#define FLASH_MAX_GRID_Y 65535
-static int attention_fused_grid_fits(long long B, long long H) { return B * H <= FLASH_MAX_GRID_Y; }
-
-static void attn_owners(const QKVLayout* L, int owner[3]) {
-    owner[0] = 0;
-    owner[1] = qkv_roles_share(L->k, L->q) ? 0 : 1;
-    owner[2] = qkv_roles_share(L->v, L->q) ? 0 : (qkv_roles_share(L->v, L->k) ? 1 : 2);
-}
-
-static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
-    AttnShape s;
-    s.B = B;
-    s.T = T;
-    s.C = c->channels;
-    s.H = c->num_heads;
-    s.Hkv = c->num_kv_heads;
-    s.hd = qkv_head_dim(c);
-    s.scale = gpt2_attn_scale(c);
-    s.layout = qkv_layout(c);
-    attn_owners(&s.layout, s.owner);
-    s.fused = fused && attention_fused_supported(s.hd);
-    return s;
-}
-
-// What the forward pass keeps for the backward pass, one layer (buffers of the other path are NULL).
-typedef struct {
-    floatX* perm[3]; // unfused: q (B, H, T, hd), k and v (B, Hkv, T, hd); only perm[r] with owner[r] == r
-    floatX* att;     // unfused: (B, H, T, T) probabilities
-    floatX* yperm;   // unfused scratch: (B, H, T, hd)
-    float* lse;      // fused: (B, H, T) natural-log log-sum-exp of each query row's scaled scores
-} AttnBuffers;
-
-// Scratch of the backward pass, one layer.
-typedef struct {
-    floatX* dperm[3]; // unfused: like perm
-    floatX* datt;     // unfused: (B, H, T, T)
-    floatX* dyperm;   // unfused: (B, H, T, hd)
-    float* delta;     // fused: (B, H, T) rowsum(datty * atty) per head
-} AttnGradBuffers;
-
-#if PRECISION_IS_BF16
-// dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
-static size_t flash_smem_bytes(int hd, int tiles, int extra_floats) {
-    return (size_t)tiles * FLASH_BLOCK_M * (hd + FLASH_SMEM_PAD) * sizeof(floatX) + (size_t)extra_floats * sizeof(float);
-}
-
-// The kernels load 16-byte chunks of every row: views must start 16-byte aligned with row strides a
-// multiple of 8 elements. Always so in the trainer (buffers 256-byte aligned, offsets and strides
-// multiples of the head size); a lab or test that breaks it stops here with the view named.
-static void flash_check_rows(const void* ptr, int stride, const char* what) {
-    if (((uintptr_t)ptr % 16) != 0 || stride % 8 != 0) {
-        fprintf(stderr, "error: flash attention: %s view at %p with row stride %d is not 16-byte aligned "
-                "(HINT: use --attention unfused)\n", what, ptr, stride);
-        exit(EXIT_FAILURE);
-    }
-}
 
 template <int kHeadDim>
-static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
-                                       int H, int Hkv, float scale) {
-    const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+static void flash_attention_backward_dq(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
+                                        AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 4, 0);
+    static bool smem_opted_in = false;
     if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         smem_opted_in = true;
     }
-    dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
-    flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
+    const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
+    flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem>>>(
+        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
 }
 
+// dK/dV first, then dQ: where q shares storage with k (or v), dq adds to what dK/dV wrote
 template <int kHeadDim>
 static void flash_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
                                         int B, int T, int H, int Hkv, float scale) {
-    const size_t smem_dkdv = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
-    const size_t smem_dq = flash_smem_bytes(kHeadDim, 4, 0);
-    static bool smem_opted_in = false;
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkdv));
-        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
-        smem_opted_in = true;
-    }
-    const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
-    flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem_dkdv>>>(
-        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
+    flash_attention_backward_dkdv<kHeadDim>(dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
     profile_mark(PROF_ATTN_BWD_DKDV);
-    // after dK/dV: where q shares storage with k (or v), dq adds to what that kernel wrote
-    flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem_dq>>>(
-        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
+    flash_attention_backward_dq<kHeadDim>(dq, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
     profile_mark(PROF_ATTN_BWD_DQ);
 }
 
@@ -1996,9 +1655,7 @@ static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradD
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
     flash_check_rows(v.ptr, v.stride, "v");
-    const int rows = s->B * s->T * s->H;
-    flash_attention_delta_kernel<<<(rows + 7) / 8, 256>>>(delta, dout, out, s->B, s->T, s->H, s->hd);
-    launchCheck();
+    flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
     profile_mark(PROF_ATTN_BWD_DELTA);
     if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     if (s->hd == 128) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
@@ -2006,6 +1663,9 @@ static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradD
     fprintf(stderr, "error: internal: no flash attention kernel for head size %d in a %s build\n", s->hd, PRECISION_NAME);
     exit(EXIT_FAILURE);
 }
+
+// ----------------------------------------------------------------------------
+// attention: the unfused path's kernels (permutes and the causal softmax) and the two paths' launchers
 
 // the grid of permute_heads_kernel / unpermute_heads_kernel: x covers one (b, h) plane of T * hd
 // elements, y the B * NH planes (the kernels read the plane from blockIdx.y)
@@ -2016,6 +1676,86 @@ static dim3 heads_grid(int B, int NH, int T, int hd, int block) {
         exit(EXIT_FAILURE);
     }
     return dim3((unsigned)(((long long)T * hd + block - 1) / block), (unsigned)planes);
+}
+
+// dst (B, NH, T, hd) <- the NH*hd columns starting at src_offset of src rows (B, T, src_stride).
+// Grid (ceil(T * hd / block), B * NH): a block row per (b, h) plane, 32-bit index arithmetic in it.
+__global__ void permute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
+                                     int src_stride, int src_offset) {
+    const int bh = blockIdx.y;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x; // t * hd + d
+    if (i >= T * hd) { return; }
+    const int b = bh / NH, h = bh % NH, t = i / hd, d = i % hd;
+    dst[(size_t)bh * T * hd + i] = src[((size_t)b * T + t) * src_stride + src_offset + h * hd + d];
+}
+
+static void permute_heads(floatX* dst, const floatX* src, int B, int T, int NH, int hd, int src_stride, int src_offset) {
+    permute_heads_kernel<<<heads_grid(B, NH, T, hd, 256), 256>>>(dst, src, B, T, NH, hd, src_stride, src_offset);
+    launchCheck();
+}
+
+// dst rows (B, T, dst_stride), columns [dst_offset, dst_offset + NH*hd)  <-  src (B, NH, T, hd);
+// accumulate: added to what dst holds, else written. Grid as permute_heads_kernel.
+__global__ void unpermute_heads_kernel(floatX* dst, const floatX* src, int B, int T, int NH, int hd,
+                                       int dst_stride, int dst_offset, int accumulate) {
+    const int bh = blockIdx.y;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * hd) { return; }
+    const int b = bh / NH, h = bh % NH, t = i / hd, d = i % hd;
+    float v = x2f(src[(size_t)bh * T * hd + i]);
+    const size_t o = ((size_t)b * T + t) * dst_stride + dst_offset + h * hd + d;
+    if (accumulate) { v += x2f(dst[o]); }
+    dst[o] = f2x(v);
+}
+
+static void unpermute_heads(floatX* dst, const floatX* src, int B, int T, int NH, int hd, int dst_stride, int dst_offset,
+                            int accumulate) {
+    unpermute_heads_kernel<<<heads_grid(B, NH, T, hd, 256), 256>>>(dst, src, B, T, NH, hd, dst_stride, dst_offset, accumulate);
+    launchCheck();
+}
+
+// In place over rows of T scores (already scaled): causal softmax. Row r is query position
+// t = r % T (rows are (B, H, T) flattened); keys s > t get probability exactly 0. One warp per row.
+__global__ void softmax_causal_forward_kernel(floatX* att, int rows, int T) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= rows) { return; }
+    const int t = row % T;
+    floatX* a = att + (size_t)row * T;
+    float m = -INFINITY;
+    for (int s = lane; s <= t; s += 32) { m = fmaxf(m, x2f(a[s])); }
+    m = warp_max(m);
+    float sum = 0.0f;
+    for (int s = lane; s <= t; s += 32) { sum += expf(x2f(a[s]) - m); }
+    const float inv = 1.0f / warp_sum(sum);
+    for (int s = lane; s < T; s += 32) { a[s] = f2x(s <= t ? expf(x2f(a[s]) - m) * inv : 0.0f); }
+}
+
+static void softmax_causal_forward(floatX* att, int rows, int T) {
+    softmax_causal_forward_kernel<<<(rows + 7) / 8, 256>>>(att, rows, T);
+    launchCheck();
+}
+
+// In place: datt (gradient of the probabilities) -> gradient of the raw scores q.k, times scale:
+//   dS[s] = scale * P[s] * (dP[s] - sum_s' P[s'] dP[s']) for s <= t, 0 above the diagonal.
+__global__ void softmax_causal_backward_kernel(floatX* datt, const floatX* att, int rows, int T, float scale) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    if (row >= rows) { return; }
+    const int t = row % T;
+    floatX* d = datt + (size_t)row * T;
+    const floatX* p = att + (size_t)row * T;
+    float dot = 0.0f;
+    for (int s = lane; s <= t; s += 32) { dot += x2f(p[s]) * x2f(d[s]); }
+    dot = warp_sum(dot);
+    for (int s = lane; s < T; s += 32) {
+        d[s] = f2x(s <= t ? scale * x2f(p[s]) * (x2f(d[s]) - dot) : 0.0f);
+    }
+}
+
+static void softmax_causal_backward(floatX* datt, const floatX* att, int rows, int T, float scale) {
+    softmax_causal_backward_kernel<<<(rows + 7) / 8, 256>>>(datt, att, rows, T, scale);
+    launchCheck();
 }
 
 // The forward pass of one layer's attention: atty (B, T, C) from q, k and v where the layout puts
@@ -2032,8 +1772,7 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, QKVSources<
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { role_ptr[r] = bufs->perm[s->owner[r]]; continue; }
         const AttnRows rows = qkv_role_view(&s->layout, r, s->hd, src);
-        permute_heads_kernel<<<heads_grid(B, rows.heads, T, hd, 256), 256>>>(bufs->perm[r], rows.ptr, B, T, rows.heads, hd, rows.stride, 0);
-        launchCheck();
+        permute_heads(bufs->perm[r], rows.ptr, B, T, rows.heads, hd, rows.stride, 0);
         role_ptr[r] = bufs->perm[r];
     }
     const floatX* q = role_ptr[0];
@@ -2045,12 +1784,10 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, QKVSources<
     // scores: per batch (gT, T) = scale * q (gT, hd) @ k^T
     matmul_lt(att, CUBLAS_X_TYPE, k, q, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f, batches, s_kv, s_q, s_att);
     const int rows = B * H * T;
-    softmax_causal_forward_kernel<<<(rows + 7) / 8, 256>>>(att, rows, T);
-    launchCheck();
+    softmax_causal_forward(att, rows, T);
     // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
     matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
-    unpermute_heads_kernel<<<heads_grid(B, H, T, hd, 256), 256>>>(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
-    launchCheck();
+    unpermute_heads(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
 }
 
 // The backward pass of one layer's attention, from datty (B, T, C), into dsrc, the gradients of the
@@ -2093,8 +1830,7 @@ static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gb
     const int g = H / Hkv, gT = g * T, batches = B * Hkv;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
     // dy in the head layout of y
-    permute_heads_kernel<<<heads_grid(B, H, T, hd, 256), 256>>>(dyperm, datty, B, T, H, hd, C, 0);
-    launchCheck();
+    permute_heads(dyperm, datty, B, T, H, hd, C, 0);
     // datt (gT, T) = dy (gT, hd) @ v^T
     matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, 1.0f, 0.0f, batches, s_kv, s_q, s_att);
     // dv (T, hd) = att^T (T, gT) @ dy (gT, hd)
@@ -2103,8 +1839,7 @@ static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gb
     written[s->owner[2]] = 1;
     // datt -> dscores (times the scale, so that dq and dk below are plain matmuls)
     const int rows = B * H * T;
-    softmax_causal_backward_kernel<<<(rows + 7) / 8, 256>>>(datt, att, rows, T, s->scale);
-    launchCheck();
+    softmax_causal_backward(datt, att, rows, T, s->scale);
     // dq (gT, hd) = dscores (gT, T) @ k (T, hd)
     matmul_lt(dq, CUBLAS_X_TYPE, k, datt, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f,
               written[s->owner[0]] ? 1.0f : 0.0f, batches, s_kv, s_att, s_q);
@@ -2117,13 +1852,107 @@ static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gb
         if (s->owner[r] != r) { continue; }
         const QKVView<floatX> dst = qkv_role_view(&s->layout, r, hd, dsrc);
         const int into_dx = qkv_layout_role(&s->layout, r).source == QKV_SRC_INPUT;
-        unpermute_heads_kernel<<<heads_grid(B, dst.heads, T, hd, 256), 256>>>(dst.ptr, gbufs->dperm[r], B, T, dst.heads,
-                                                                             hd, dst.stride, 0, into_dx && wrote_dx);
-        launchCheck();
+        unpermute_heads(dst.ptr, gbufs->dperm[r], B, T, dst.heads, hd, dst.stride, 0, into_dx && wrote_dx);
         wrote_dx |= into_dx;
     }
     profile_mark(PROF_ATTN_BWD); // the fused path marks its three kernels instead
     return wrote_dx;
+}
+
+// ----------------------------------------------------------------------------
+// GELU (tanh approximation): the fc layer's activation, in cuBLASLt's epilogue when it can be
+// (elementwise kernels: n a multiple of x128::size, 16-byte aligned, one thread per x128)
+
+#define GELU_SCALE 0.7978845608028654f // sqrt(2 / pi)
+
+__device__ __forceinline__ float gelu_tanh(float x) {
+    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+__device__ __forceinline__ float gelu_tanh_grad(float x) {
+    const float u = GELU_SCALE * (x + 0.044715f * x * x * x);
+    const float th = tanhf(u);
+    const float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+}
+
+// used where the GELU is not fused into the fc matmul (no cuBLASLt algorithm, --gelu_fusion 0) and
+// by -r 1 to recompute gelu(fch) in the backward pass
+__global__ void gelu_forward_kernel(floatX* out, const floatX* inp, int n) {
+    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i >= n) { return; }
+    const x128 x = load128(inp + i);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(gelu_tanh(x2f(x[k]))); }
+    store128(out + i, o);
+}
+
+static void gelu_forward(floatX* out, const floatX* inp, size_t n) {
+    gelu_forward_kernel<<<grid_for_packs(n, 256, "gelu_forward"), 256>>>(out, inp, (int)n);
+    launchCheck();
+}
+
+// dinp = gelu'(inp) * dout; dinp may be dout
+__global__ void gelu_backward_kernel(floatX* dinp, const floatX* inp, const floatX* dout, int n) {
+    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i >= n) { return; }
+    const x128 x = load128cs(inp + i), d = load128(dout + i);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(gelu_tanh_grad(x2f(x[k])) * x2f(d[k])); }
+    store128(dinp + i, o);
+}
+
+static void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n) {
+    gelu_backward_kernel<<<grid_for_packs(n, 256, "gelu_backward"), 256>>>(dinp, inp, dout, (int)n);
+    launchCheck();
+}
+
+// The fc layer and its GELU: pre (N, OC) = inp (N, C) @ weight^T + bias, out = gelu(pre), both kept
+// (pre for the GELU's derivative in the backward pass). Fused: one cuBLASLt call whose epilogue adds
+// the bias, writes pre as its aux output and out = gelu(pre), so (N, OC) is not read back and
+// written again by a separate kernel. Else (--gelu_fusion 0, an unaligned bias, no algorithm with
+// that epilogue) the matmul, then gelu_forward_kernel.
+static void matmul_forward_gelu(floatX* out, floatX* pre, const floatX* inp, const floatX* weight, const floatX* bias,
+                                int N, int C, int OC) {
+    const int bias_aligned = bias == NULL || ((uintptr_t)bias % 16) == 0;
+    if (g_gelu_fusion && bias_aligned &&
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, bias, LT_GELU, pre, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        return;
+    }
+    matmul_forward(pre, inp, weight, bias, N, C, OC);
+    gelu_forward(out, pre, (size_t)N * OC);
+}
+
+// The backward of out = inp @ weight^T + bias with inp = gelu(pre) (the MLP's projection), down to pre:
+// dpre (N, C) = (dout (N, OC) @ weight (OC, C)) * gelu'(pre), the derivative in cuBLASLt's epilogue
+// (DGELU) when fused, else a separate gelu_backward_kernel; dweight += dout^T @ inp; dbias += colsums.
+static void matmul_backward_gelu(floatX* dpre, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                                 const floatX* weight, const floatX* pre, int N, int C, int OC) {
+    if (!g_gelu_fusion ||
+        !matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_DGELU, pre, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0);
+        gelu_backward(dpre, pre, dpre, (size_t)N * C);
+    }
+    matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
+}
+
+// ----------------------------------------------------------------------------
+// residual: an elementwise add (the residual stream's own adds are fused into
+// residual_layernorm_forward; this one is the residual query's q = x + f and dx += dq)
+
+// out = a + b (q_residual's q = x + f and dx += dq); out may be a or b
+__global__ void add_kernel(floatX* out, const floatX* a, const floatX* b, int n) {
+    const int i = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i >= n) { return; }
+    const x128 va = load128(a + i), vb = load128(b + i);
+    x128 o;
+    for (int k = 0; k < x128::size; k++) { o[k] = f2x(x2f(va[k]) + x2f(vb[k])); }
+    store128(out + i, o);
+}
+
+static void add_forward(floatX* out, const floatX* a, const floatX* b, size_t n) {
+    add_kernel<<<grid_for_packs(n, 256, "add"), 256>>>(out, a, b, (int)n);
+    launchCheck();
 }
 
 // ----------------------------------------------------------------------------
@@ -2210,6 +2039,288 @@ static void qkv_backward(QKVSources<floatX> dsrc, int wrote_dx, const QResGradSc
         profile_mark(PROF_QRES_BWD);
     }
 }
+
+// ----------------------------------------------------------------------------
+// classifier: the LM head's softmax cross-entropy, fused with its backward, and the loss sum
+
+// (max, sum of exp(x - max)) pairs: combining two gives the pair of the union; (-inf, 0) is empty
+__device__ __forceinline__ void softmax_stats_merge(float* m, float* s, float m2, float s2) {
+    const float mm = fmaxf(*m, m2);
+    if (mm == -INFINITY) { return; } // both empty
+    *s = *s * expf(*m - mm) + s2 * expf(m2 - mm);
+    *m = mm;
+}
+
+// One block per row of logits (N rows of Vp, Vp a multiple of x128::size; the first V are real).
+// Reads the row twice: once for its max and sum of exponentials together (online softmax: the sum
+// is rescaled when the max grows), once to overwrite it IN PLACE, when write_dlogits, with
+// dlogits = (softmax - onehot(target)) * dloss (padded columns 0). losses[row] = lse - x[target].
+// No probability tensor is stored. Blocks of at most 1024 threads.
+// Rows run in reverse: the matmul that wrote the logits finished with the last rows, some of them
+// still in L2. The first read keeps the row cached for the second, the second read and the dlogits
+// store stream past the caches (dlogits are read back by the next matmuls, long after).
+__global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, float* losses, const int* targets,
+                                                                int N, int V, int Vp, float dloss, int write_dlogits) {
+    __shared__ float s_m[32], s_s[32];
+    __shared__ float s_target_logit;
+    if ((int)blockIdx.x >= N) { return; }
+    const int row = N - 1 - (int)blockIdx.x;
+    floatX* x = logits + (size_t)row * Vp;
+    const int target = targets[row];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
+    float m = -INFINITY, s = 0.0f;
+    for (int i = threadIdx.x * x128::size; i < V; i += blockDim.x * x128::size) {
+        const x128 v = load128(x + i);
+        float pm = -INFINITY;
+        for (int k = 0; k < x128::size; k++) { if (i + k < V) { pm = fmaxf(pm, x2f(v[k])); } }
+        float ps = 0.0f;
+        for (int k = 0; k < x128::size; k++) { if (i + k < V) { ps += expf(x2f(v[k]) - pm); } }
+        softmax_stats_merge(&m, &s, pm, ps);
+    }
+    // the block's pair: butterfly within warps, then warp 0 over the warps' pairs (fixed order)
+    for (int off = 16; off > 0; off >>= 1) {
+        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
+        softmax_stats_merge(&m, &s, m2, s2);
+    }
+    if (lane == 0) { s_m[warp] = m; s_s[warp] = s; }
+    __syncthreads(); // also: every read of the row above happens before the first write below
+    m = lane < nwarps ? s_m[lane] : -INFINITY;
+    s = lane < nwarps ? s_s[lane] : 0.0f;
+    for (int off = 16; off > 0; off >>= 1) {
+        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
+        softmax_stats_merge(&m, &s, m2, s2);
+    }
+    const float lse = m + logf(s);
+    if (threadIdx.x == 0) { losses[row] = lse - s_target_logit; }
+    if (!write_dlogits) { return; }
+    for (int i = threadIdx.x * x128::size; i < Vp; i += blockDim.x * x128::size) {
+        const x128 v = load128cs(x + i);
+        x128 d;
+        for (int k = 0; k < x128::size; k++) {
+            const int col = i + k;
+            const float g = col < V ? (expf(x2f(v[k]) - lse) - (col == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+            d[k] = f2x(g);
+        }
+        store128cs(x + i, d);
+    }
+}
+
+// fused_classifier_kernel's block: one x128 pack per thread and sweep. GPT-2's 50304 columns fill
+// 1024 threads; a small vocabulary gets whole warps for its packs and no idle ones.
+static int classifier_threads(int Vp) {
+    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernel's loads)
+    return packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
+}
+
+// One chunk of the classifier: logits (rows, Vp) = lnf_rows (rows, C) @ head^T; losses (rows) of the
+// targets; with backward (training), the logits replaced in place by dlogits = dloss * (softmax -
+// onehot), then dlnf_rows (rows, C) = dlogits @ head and dhead (Vp, C) += dlogits^T @ lnf_rows.
+static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, float* dhead, const floatX* lnf_rows,
+                             const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
+                             int backward) {
+    matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
+    fused_classifier_kernel<<<rows, classifier_threads(Vp)>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
+    launchCheck();
+    if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
+}
+
+// *accum += sum of losses[0 .. n) in double, by one block in a fixed order: the losses of a whole
+// step stay on the device and reach the host in one copy when the step ends
+__global__ void __launch_bounds__(1024) loss_sum_kernel(double* accum, const float* losses, int n) {
+    __shared__ double s_warp[32];
+    double v = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { v += (double)losses[i]; }
+    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) { s_warp[warp] = v; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double t = 0.0;
+        for (int w = 0; w < nwarps; w++) { t += s_warp[w]; }
+        *accum += t;
+    }
+}
+
+static void loss_sum(double* accum, const float* losses, int n) {
+    loss_sum_kernel<<<1, 1024>>>(accum, losses, n);
+    launchCheck();
+}
+
+// ----------------------------------------------------------------------------
+// optimizer: AdamW, and the global gradient norm its clipping reads
+
+// AdamW on n parameters (FORMATS.md): g = grad * grad_scale, m, v moments, bias corrections
+// bc1 = 1 - b1^t, bc2 = 1 - b2^t, p -= lr * (m^ / (sqrt(v^) + eps) + wd * p).
+// With master weights (fp32) p is read from and written to master, then rounded into params.
+// grad_scale clips the global norm: min(1, clip / norm) with norm = sqrt(*norm_sq), read here on the
+// device so that the host never waits for the norm inside a step (clip <= 0: no clipping).
+// One thread per x128::size parameters (16-byte loads; the tail of n element by element).
+__device__ __forceinline__ void adamw_one(floatX* params, float* master, const float* grads, float* m_mem,
+                                          float* v_mem, int i, float lr, float beta1, float beta2, float bc1,
+                                          float bc2, float eps, float wd, float grad_scale) {
+    const float g = grads[i] * grad_scale;
+    const float m = beta1 * m_mem[i] + (1.0f - beta1) * g;
+    const float v = beta2 * v_mem[i] + (1.0f - beta2) * g * g;
+    m_mem[i] = m;
+    v_mem[i] = v;
+    float p = master != NULL ? master[i] : x2f(params[i]);
+    p -= lr * ((m / bc1) / (sqrtf(v / bc2) + eps) + wd * p);
+    if (master != NULL) { master[i] = p; }
+    params[i] = f2x(p);
+}
+__global__ void adamw_kernel(floatX* params, float* master, const float* grads, float* m_mem, float* v_mem, int n,
+                             float lr, float beta1, float beta2, float bc1, float bc2, float eps, float wd,
+                             const float* norm_sq, float grad_clip) {
+    const int i0 = (blockIdx.x * blockDim.x + threadIdx.x) * x128::size;
+    if (i0 >= n) { return; }
+    const float norm = sqrtf(*norm_sq);
+    const float grad_scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0f;
+    if (i0 + x128::size > n) { // the tail
+        for (int i = i0; i < n; i++) { adamw_one(params, master, grads, m_mem, v_mem, i, lr, beta1, beta2, bc1, bc2, eps, wd, grad_scale); }
+        return;
+    }
+    float p[x128::size];
+    if (master != NULL) {
+        for (int k = 0; k < x128::size; k += f128::size) {
+            const f128 w = load128(master + i0 + k);
+            for (int j = 0; j < f128::size; j++) { p[k + j] = w[j]; }
+        }
+    } else {
+        const x128 w = load128(params + i0);
+        for (int k = 0; k < x128::size; k++) { p[k] = x2f(w[k]); }
+    }
+    x128 out;
+    for (int k = 0; k < x128::size; k += f128::size) {
+        const f128 g = load128cs(grads + i0 + k);
+        f128 m = load128(m_mem + i0 + k), v = load128(v_mem + i0 + k);
+        for (int j = 0; j < f128::size; j++) {
+            const float gs = g[j] * grad_scale;
+            m[j] = beta1 * m[j] + (1.0f - beta1) * gs;
+            v[j] = beta2 * v[j] + (1.0f - beta2) * gs * gs;
+            float& pk = p[k + j];
+            pk -= lr * ((m[j] / bc1) / (sqrtf(v[j] / bc2) + eps) + wd * pk);
+            out[k + j] = f2x(pk);
+        }
+        store128(m_mem + i0 + k, m);
+        store128(v_mem + i0 + k, v);
+        if (master != NULL) {
+            f128 w;
+            for (int j = 0; j < f128::size; j++) { w[j] = p[k + j]; }
+            store128(master + i0 + k, w);
+        }
+    }
+    store128(params + i0, out);
+}
+
+// one parameter tensor's update (n elements); norm_sq, grad_clip: the clipping, decided on the device
+static void adamw_update(floatX* params, float* master, const float* grads, float* m_mem, float* v_mem, size_t n,
+                         float lr, float beta1, float beta2, float bc1, float bc2, float eps, float wd,
+                         const float* norm_sq, float grad_clip) {
+    const unsigned blocks = (unsigned)((n + 256 * x128::size - 1) / (256 * x128::size));
+    adamw_kernel<<<blocks, 256>>>(params, master, grads, m_mem, v_mem, (int)n, lr, beta1, beta2, bc1, bc2, eps, wd,
+                                  norm_sq, grad_clip);
+    launchCheck();
+}
+
+// sum of squares, per block (fixed grid, fixed order; n a multiple of f128::size); the launcher
+// sums the blocks with sum_partials_kernel
+#define NORM_BLOCKS 512
+#define NORM_THREADS 512
+__global__ void sum_squares_partial_kernel(float* partial, const float* x, size_t n) {
+    __shared__ float shared32[32];
+    float s = 0.0f;
+    const size_t stride = (size_t)gridDim.x * blockDim.x * f128::size;
+    for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * f128::size; i < n; i += stride) {
+        const f128 v = load128cs(x + i);
+        for (int j = 0; j < f128::size; j++) { s += v[j] * v[j]; }
+    }
+    s = block_sum(s, shared32);
+    if (threadIdx.x == 0) { partial[blockIdx.x] = s; }
+}
+
+__global__ void sum_partials_kernel(float* out, const float* partial, int n) {
+    __shared__ float shared32[32];
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) { s += partial[i]; }
+    s = block_sum(s, shared32);
+    if (threadIdx.x == 0) { out[0] = s; }
+}
+
+// out[0] = sum of squares of x (n elements), partial: NORM_BLOCKS floats of scratch. At most NORM_BLOCKS
+// blocks, fewer when x does not fill them (no block without a pack to read); the grid depends on n
+// only, so the sum's order, and its bits, are the same at every call.
+static void sum_squares(float* out, float* partial, const float* x, size_t n) {
+    const unsigned int blocks = std::min(grid_for(n, NORM_THREADS * f128::size), (unsigned int)NORM_BLOCKS);
+    sum_squares_partial_kernel<<<blocks, NORM_THREADS>>>(partial, x, n);
+    launchCheck();
+    sum_partials_kernel<<<1, 1024>>>(out, partial, (int)blocks);
+    launchCheck();
+}
+
+// ----------------------------------------------------------------------------
+// parameter init and the master-weight copies
+
+// counter-based normal numbers: the same init for a seed on every GPU and launch shape
+__device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+__global__ void init_normal_kernel(floatX* params, float* master, size_t n, float std, unsigned long long seed,
+                                   unsigned long long stream) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const unsigned long long h1 = mix64(seed * 0x9E3779B97F4A7C15ULL + stream * 0xD1B54A32D192ED03ULL + 2 * i + 1);
+        const unsigned long long h2 = mix64(h1 ^ 0xABC98388FB8FAC03ULL);
+        const float u1 = ((float)(h1 >> 40) + 0.5f) / 16777216.0f; // in (0, 1)
+        const float u2 = (float)(h2 >> 40) / 16777216.0f;
+        const float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+        const float p = std * z;
+        params[i] = f2x(p);
+        if (master != NULL) { master[i] = p; }
+    }
+}
+
+__global__ void fill_kernel(floatX* params, float* master, size_t n, float value) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        params[i] = f2x(value);
+        if (master != NULL) { master[i] = value; }
+    }
+}
+
+static void init_normal(floatX* params, float* master, size_t n, float std, unsigned long long seed, unsigned long long stream) {
+    init_normal_kernel<<<grid_for(n, 256), 256>>>(params, master, n, std, seed, stream);
+    launchCheck();
+}
+
+static void fill_params(floatX* params, float* master, size_t n, float value) {
+    fill_kernel<<<grid_for(n, 256), 256>>>(params, master, n, value);
+    launchCheck();
+}
+
+// params = round(master): used after loading master weights from a training state
+__global__ void copy_master_to_params_kernel(floatX* params, const float* master, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        params[i] = f2x(master[i]);
+    }
+}
+
+__global__ void params_to_master_kernel(float* master, const floatX* params, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        master[i] = x2f(params[i]);
+    }
+}
+
+static void copy_master_to_params(floatX* params, const float* master, size_t n) {
+    copy_master_to_params_kernel<<<grid_for(n, 256), 256>>>(params, master, n);
+    launchCheck();
+}
+
+static void params_to_master(float* master, const floatX* params, size_t n) {
+    params_to_master_kernel<<<grid_for(n, 256), 256>>>(master, params, n);
+    launchCheck();
+}
+
 // ----------------------------------------------------------------------------
 // the model
 
@@ -2513,15 +2624,14 @@ static void gpt2_init_random(GPT2* model, unsigned long long seed) {
         const int is_bias = i == PARAM_LN1B || i == PARAM_QKVB || i == PARAM_ATTPROJB || i == PARAM_LN2B ||
                             i == PARAM_FCB || i == PARAM_FCPROJB || i == PARAM_LNFB;
         if (is_gain) {
-            fill_kernel<<<grid_for(n, 256), 256>>>(p, mw, n, 1.0f);
+            fill_params(p, mw, n, 1.0f);
         } else if (is_bias) {
-            fill_kernel<<<grid_for(n, 256), 256>>>(p, mw, n, 0.0f);
+            fill_params(p, mw, n, 0.0f);
         } else {
             if (i == PARAM_WTE || i == PARAM_LM_HEAD) { n = (size_t)c->vocab_size * c->channels; }
             const float std = param_tensor_residual_scaled[i] ? std_res : 0.02f;
-            init_normal_kernel<<<grid_for(n, 256), 256>>>(p, mw, n, std, seed, (unsigned long long)i);
+            init_normal(p, mw, n, std, seed, (unsigned long long)i);
         }
-        launchCheck();
     }
     cudaCheck(cudaDeviceSynchronize());
 }
@@ -2675,14 +2785,10 @@ static void gpt2_load_state(GPT2* model, const char* path, const TrainState* st)
     if (st->has_master) {
         fread_tensors_f32(model, model->master_memory, f, path, scratch); // skipped (read, not stored) without masters
         if (model->master_memory != NULL) {
-            copy_master_to_params_kernel<<<grid_for(model->num_parameters_padded, 256), 256>>>(
-                model->params_memory, model->master_memory, model->num_parameters_padded);
-            launchCheck();
+            copy_master_to_params(model->params_memory, model->master_memory, model->num_parameters_padded);
         }
     } else if (model->master_memory != NULL) {
-        params_to_master_kernel<<<grid_for(model->num_parameters_padded, 256), 256>>>(
-            model->master_memory, model->params_memory, model->num_parameters_padded);
-        launchCheck();
+        params_to_master(model->master_memory, model->params_memory, model->num_parameters_padded);
     }
     fclose(f);
     free(scratch);
@@ -2811,10 +2917,7 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
     const size_t ln_stride = model->recompute >= 2 ? 0 : BT * C; // -r 2: one layer's ln1 and ln2, recomputed
     const AttnShape shape = gpt2_attn_shape(model, B, T);
 
-    const int enc_threads = 256;
-    encoder_forward_kernel<<<(unsigned)((BT * (C / x128::size) + enc_threads - 1) / enc_threads), enc_threads>>>(
-        a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
-    launchCheck();
+    encoder_forward(a->encoded, model->inputs_d, p[PARAM_WTE], p[PARAM_WPE], B, T, C);
     profile_mark(PROF_ENCODER_FWD);
     // every LayerNorm after the first runs fused with the residual add before it (residual_layernorm_forward)
     layernorm_forward(a->ln1, a->ln1_mean, a->ln1_rstd, a->encoded, p[PARAM_LN1W], p[PARAM_LN1B], N, C);
@@ -2871,8 +2974,7 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
         classifier_chunk(a->output, a->losses + r0, dlnf_rows, dhead, a->lnf + (size_t)r0 * C, head,
                          model->targets_d + r0, rows, C, V, Vp, dloss, model->targets_present);
     }
-    loss_sum_kernel<<<1, 1024>>>(model->loss_sum_d, a->losses, N);
-    launchCheck();
+    loss_sum(model->loss_sum_d, a->losses, N);
     profile_mark(PROF_CLASSIFIER);
     model->loss_rows += N;
 }
@@ -2992,16 +3094,10 @@ static void gpt2_backward(GPT2* model) {
 }
 
 // Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,
-// stays on the device: AdamW reads it there for the clipping). NORM_BLOCKS blocks, fewer when the
-// gradients do not fill them (a small model: no block without a pack to read); the grid depends on
-// the size only, so the sum's order, and its bits, are the same at every step.
+// stays on the device: AdamW reads it there for the clipping).
 static void gpt2_grad_norm_sq(GPT2* model) {
-    const size_t n = model->num_parameters_padded;
-    const unsigned int blocks = std::min(grid_for(n, NORM_THREADS * f128::size), (unsigned int)NORM_BLOCKS);
-    sum_squares_partial_kernel<<<blocks, NORM_THREADS>>>(model->norm_partial_d, model->grads_memory, n);
-    launchCheck();
-    sum_partials_kernel<<<1, 1024>>>(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, (int)blocks);
-    launchCheck();
+    sum_squares(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, model->grads_memory,
+                model->num_parameters_padded);
 }
 
 // The global gradient norm before clipping, on the host: the step's wait for the GPU, before the
@@ -3026,12 +3122,9 @@ static void gpt2_update_apply(GPT2* model, float lr, float beta1, float beta2, f
         if (n == 0) { continue; }
         const size_t off = model->param_offsets[i];
         const float wd = param_tensor_decayed[i] ? weight_decay : 0.0f;
-        const unsigned blocks = (unsigned)((n + 256 * x128::size - 1) / (256 * x128::size));
-        adamw_kernel<<<blocks, 256>>>(model->params_memory + off,
-                                      model->master_memory != NULL ? model->master_memory + off : NULL,
-                                      model->grads_memory + off, model->m_memory + off, model->v_memory + off, (int)n,
-                                      lr, beta1, beta2, bc1, bc2, eps, wd, norm_sq, grad_clip);
-        launchCheck();
+        adamw_update(model->params_memory + off, model->master_memory != NULL ? model->master_memory + off : NULL,
+                     model->grads_memory + off, model->m_memory + off, model->v_memory + off, n, lr, beta1, beta2, bc1,
+                     bc2, eps, wd, norm_sq, grad_clip);
     }
 }
 
@@ -3044,7 +3137,18 @@ static __attribute__((unused)) float gpt2_update(GPT2* model, float lr, float be
 }
 
 // ----------------------------------------------------------------------------
-// kernels: decode attention (KV-cached generation, below)
+// KV-cached generation: one token's forward pass per new token against a cache of every earlier
+// token's k and v per layer (dev/cpu/train_gpt2_cpu.cpp has the same API and is the reference).
+//
+// What a layer caches is what attention reads as k and v, as qkv_layout() says (qkv_role_view):
+// a column range of the fused projection, or x itself (k_identity, v_identity); a tensor k and v
+// share (kv_shared, qkv_shared) is stored once; with GQA only the Hkv heads exist. q is never cached.
+// A row of layer l is [k | v] (or the one shared tensor) in floatX, as the training forward's q/k/v:
+// qkv_kv_cache_layer_channels() values, so the cache per token is qkv_kv_cache_bytes_per_token()
+// x sizeof(floatX) / 2 bytes. The decode step is gpt2_forward_staged at N = 1 row with the same
+// launchers and fusions (qkv_forward with the residual query, matmul_lt, residual_layernorm_forward,
+// the GELU epilogue), its attention attention_decode_kernel below; its scratch lives in the cache, so
+// sampling leaves the model's training activations alone.
 
 #define DECODE_THREADS 256
 // the decode kernel keeps one fp32 score per cached position in shared memory, without an opt-in
@@ -3131,20 +3235,6 @@ __global__ void __launch_bounds__(DECODE_THREADS) attention_decode_kernel(floatX
         out[(size_t)h * hd + tid] = f2x(o / l);
     }
 }
-
-// ----------------------------------------------------------------------------
-// KV-cached generation: one token's forward pass per new token against a cache of every earlier
-// token's k and v per layer (dev/cpu/train_gpt2_cpu.cpp has the same API and is the reference).
-//
-// What a layer caches is what attention reads as k and v, as qkv_layout() says (attn_role_rows):
-// a column range of the fused projection, or x itself (k_identity, v_identity); a tensor k and v
-// share (kv_shared, qkv_shared) is stored once; with GQA only the Hkv heads exist. q is never cached.
-// A row of layer l is [k | v] (or the one shared tensor) in floatX, as the training forward's q/k/v:
-// qkv_kv_cache_layer_channels() values, so the cache per token is qkv_kv_cache_bytes_per_token()
-// x sizeof(floatX) / 2 bytes. The decode step is gpt2_forward_staged at N = 1 row with the same
-// launchers and fusions (matmul_lt, residual_layernorm_forward, the GELU epilogue, q_residual's
-// branch), its attention attention_decode_kernel above; its scratch lives in the cache, so sampling
-// leaves the model's training activations alone.
 
 // dynamic shared memory of attention_decode_kernel for n cached positions: scores, q, partials
 static size_t attention_decode_smem_bytes(int n, int hd) {
@@ -3291,9 +3381,7 @@ static void gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logi
     float* rstd = cache->stats + 1;
     cudaCheck(cudaMemcpyAsync(cache->token_d, &token, sizeof(int), cudaMemcpyHostToDevice, 0));
     // position t's embedding: the encoder at B = T = 1 with wpe's row t
-    encoder_forward_kernel<<<(C / x128::size + 255) / 256, 256>>>(cache->residual, cache->token_d, p[PARAM_WTE],
-                                                                  p[PARAM_WPE] + (size_t)t * C, 1, 1, C);
-    launchCheck();
+    encoder_forward(cache->residual, cache->token_d, p[PARAM_WTE], p[PARAM_WPE] + (size_t)t * C, 1, 1, C);
     layernorm_forward(cache->ln1, mean, rstd, cache->residual, p[PARAM_LN1W], p[PARAM_LN1B], 1, C);
     for (int l = 0; l < L; l++) {
         const QKVSources<const floatX> src = qkv_forward(cache->qkv, &cache->qres, cache->ln1, &shape.layout, p, l, 1, C);

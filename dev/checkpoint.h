@@ -10,6 +10,7 @@ weight is read.
 #define CHECKPOINT_H
 
 #include "../attention_variants.cuh"
+#include "parameters.h"
 
 #define CHECKPOINT_MAGIC 20240326
 #define CHECKPOINT_VERSION_LLMC_FP32 3

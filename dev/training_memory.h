@@ -10,6 +10,7 @@ the trainer. Nothing here touches a GPU.
 #define TRAINING_MEMORY_H
 
 #include "../attention_variants.cuh"
+#include "parameters.h"
 
 // Parameter tensors start every PARAM_ALIGN_ELEMS elements on the device (256-byte boundaries for
 // bf16 parameters, 512 for the fp32 gradients, moments and master weights); the gaps stay zero.
