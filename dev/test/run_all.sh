@@ -40,6 +40,7 @@ run_suite() {
 run_suite deps bash dev/test/install_deps.sh
 run_suite header bash -c "make -s build/test_attention_variants && ./build/test_attention_variants"
 run_suite docs "$PYTHON" dev/test/test_docs.py
+run_suite layout "$PYTHON" dev/test/test_layout.py
 run_suite params bash dev/test/test_params.sh
 run_suite fixtures "$PYTHON" dev/reference/make_fixtures.py --out dev/fixtures
 run_suite reference bash dev/test/test_reference.sh
