@@ -1,25 +1,21 @@
-# GPT-2 trainer with a compile-time Q/K/V scheme.
+# GPT-2 trainer with a compile-time Q/K/V scheme. `make help` lists the targets (the #? lines below).
 #
-#   make train [QKV=<scheme>]      prepare the data, build, train: d12 with the CUDA trainer on a GPU, else
-#                                  d2 with the CPU trainer (dev/train/train.sh; TRAIN_ARGS=... adds flags)
-#   make test                      every CPU test, a compile check of every CUDA source, GPU tests if any
-#                                  (dev/test/run_all.sh; dev/TESTING.md)
-#   make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]
-#   make test_gpt2cu  QKV=<scheme> [PRECISION=BF16|FP32]
-#   make labs [PRECISION=BF16|FP32] kernel labs build/lab_<op> (dev/cuda/README.md; the attention labs in
-#                                  both precisions; layernorm, encoder_backward, classifier, matmul_gelu, optimizer BF16 only)
-#   make build/cudacpu/test_gpt2cu_<scheme>[_fp32]
-#                                  the CUDA trainer's test on the CPU runtime of dev/cudacpu (no GPU)
-#   make asan                      the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
-#   make params                    parameter counts and KV-cache sizes of the papers' configurations (dev/SCHEMES.md)
-#   make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]
-#                                  libFuzzer on every file parser, FUZZ_SECONDS each (dev/fuzz/README.md)
-#   make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]
-#                                  train every run (x seed) of an ablation config, then runs.csv, summary.csv,
-#                                  loss.png, table.md in OUT (default ablate_<name>/); a plan estimated over
-#                                  2 hours needs FORCE=1; dev/ablate/README.md
+#? make train [QKV=<scheme>]          prepare the data, build, train: d12 with the CUDA trainer on a GPU, else d2 with the CPU trainer (TRAIN_ARGS="..." adds flags)
+#? make test                          every test this machine can run: the CPU, the CUDA trainer on the CPU runtime, a compile of every CUDA source, the GPU if any (dev/TESTING.md)
+#? make train_gpt2cu [QKV=..] [PRECISION=BF16|FP32]  the CUDA trainer, ./train_gpt2cu[_<scheme>][_fp32]
+#? make test_gpt2cu [QKV=..] [PRECISION=BF16|FP32]   its test against the reference's fixtures, ./test_gpt2cu[_<scheme>][_fp32]
+#? make cpu [QKV=..]                  the CPU trainer build/train_gpt2_cpu_<scheme>, its test, and its test with the tiled attention
+#? make labs [PRECISION=BF16|FP32]    the kernel labs build/lab_<op>[_fp32] (dev/cuda/README.md); make labs-list names them
+#? make build/cudacpu/<binary>        test_gpt2cu_<scheme>[_fp32], train_gpt2cu_<scheme>[_fp32] or lab_<op>[_fp32] on the CPU runtime (no GPU)
+#? make asan                          the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
+#? make params                        parameter counts and KV-cache sizes of the papers' configurations (dev/SCHEMES.md)
+#? make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]  libFuzzer on every file parser (dev/fuzz/README.md)
+#? make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]  every run x seed of an ablation config, then its table and plot (dev/ablate/README.md)
+#? make schemes                       the scheme names, in id order
+#? make clean                         remove every build output
 #
-# Schemes: standard q_identity k_identity v_identity kv_shared qk_shared qkv_shared q_residual
+# Layout of this file: settings; the CUDA trainer (nvcc, then on the CPU runtime); the kernel labs;
+# the CPU binaries and their sanitizer twins (one recipe); fuzzing; the commands.
 
 # The schemes in id order, read from qkv_scheme_names in attention_variants.cuh, the one place a
 # scheme is defined; scripts ask `make -s schemes` for the same list.
@@ -46,8 +42,13 @@ CXX ?= g++
 CXXFLAGS := -O2 -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-function
 OPENMP := -fopenmp
 
+# the headers every trainer includes (the model, its files, the flags they share), and the tests'
+MODEL_HEADERS := attention_variants.cuh dev/parameters.h dev/checkpoint.h dev/training_memory.h dev/train_common.h \
+                 dev/profile.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+TEST_HEADERS := dev/test/debug_state.h dev/test/sampling_check.h
+
 # ---------------------------------------------------------------------------------------------
-# CUDA (owner: CUDA trainer). sm_80 and sm_90, plus the local GPU's own architecture if there is one.
+# The CUDA trainer: sm_80 and sm_90, plus the local GPU's own architecture if there is one.
 NVCC ?= /usr/local/cuda/bin/nvcc
 CUDA_HOME ?= /usr/local/cuda
 LOCAL_SM := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
@@ -67,10 +68,10 @@ train_gpt2cu: train_gpt2cu$(SUFFIX)
 test_gpt2cu: test_gpt2cu$(SUFFIX)
 endif
 
-train_gpt2cu$(SUFFIX): train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+train_gpt2cu$(SUFFIX): train_gpt2.cu $(MODEL_HEADERS)
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
-test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
+test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu $(MODEL_HEADERS) $(TEST_HEADERS)
 	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
 
 # The compile check of a scheme's trainer without ptxas (dev/test/test_cuda.sh where there is no GPU):
@@ -79,20 +80,18 @@ test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.
 # The same for test_gpt2.cu (build/ptx/test_gpt2cu_<scheme>[_fp32]: its device code is train_gpt2.cu's).
 PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 \
            $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(call PRECISION_DEFINE,$(if $(filter %_fp32,$(1)),FP32,BF16))
-$(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+$(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu $(MODEL_HEADERS)
 	@mkdir -p $(dir $@)
 	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
-$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h dev/test/sampling_check.h
+$(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu $(MODEL_HEADERS) $(TEST_HEADERS)
 	@mkdir -p $(dir $@)
 	$(call PTX_NVCC,$*) $< $(NVCC_LDFLAGS) -o $@
 
-# ---------------------------------------------------------------------------------------------
 # The CUDA trainer on the CPU (dev/cudacpu/README.md): train_gpt2.cu and test_gpt2.cu as they are,
 # through dev/cudacpu/rewrite.py (launches, inline PTX, __shared__), built with g++ against the CPU
 # runtime dev/cudacpu/cuda_cpu.h: build/cudacpu/{test,train}_gpt2cu_<scheme>[_fp32]. No GPU needed.
 CUDACPU := $(BUILD)/cudacpu
-CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
-                dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h $(MODEL_HEADERS)
 CUDACPU_FLAGS := -std=c++17 -O2 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas -x c++ -include dev/cudacpu/cuda_cpu.h \
                  -I$(CUDA_HOME)/include -I. -Idev/cudacpu
 # the stem is <scheme> or <scheme>_fp32
@@ -103,41 +102,27 @@ $(CUDACPU)/src/%.cu: %.cu dev/cudacpu/rewrite.py
 	@mkdir -p $(dir $@)
 	python3 dev/cudacpu/rewrite.py $< $@
 
-$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) dev/test/debug_state.h dev/test/sampling_check.h
+$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) $(TEST_HEADERS)
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
 $(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS)
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
-# the kernel labs on the same runtime: build/cudacpu/lab_<op>[_fp32], run with --check against their
-# CPU twins (dev/test/test_cudacpu.sh). Their headers are rewritten beside them, so that the labs'
-# `#include "../../train_gpt2.cu"` finds the rewritten trainer.
-.PRECIOUS: $(CUDACPU)/src/%.h
-$(CUDACPU)/src/%.h: %.h dev/cudacpu/rewrite.py
-	@mkdir -p $(dir $@)
-	python3 dev/cudacpu/rewrite.py $< $@
-CUDACPU_LAB_DEPS := $(CUDACPU_DEPS) $(CUDACPU)/src/train_gpt2.cu \
-                    $(patsubst %,$(CUDACPU)/src/dev/cuda/%,attention_lab_common.h attention_tiled_cpu.h lab_basics.h \
-                                                          lab_common.h kernels_cpu.h lab_matmul_common.h)
-$(CUDACPU)/lab_%_fp32: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
-	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_FP32 $< -o $@
-$(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
-	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_BF16 $< -o $@
-
 # ---------------------------------------------------------------------------------------------
-# Kernel labs (owner: kernel labs): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for
-# PRECISION=FP32. A lab includes train_gpt2.cu (its kernels are the trainer's) and covers every
-# scheme at run time, so QKV does not apply. The trainer's flags, but ONE architecture (compile time):
-# the local GPU's, else sm_90; LAB_SM=<nn> picks another. OpenMP for the CPU twin (the reference).
+# Kernel labs (dev/cuda/README.md): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for
+# PRECISION=FP32. A lab includes train_gpt2.cu (its kernels are the trainer's), its CPU reference and
+# dev/cuda/common.h, and covers every scheme at run time, so QKV does not apply. The trainer's flags,
+# but ONE architecture (compile time): the local GPU's, else sm_90; LAB_SM=<nn> picks another. OpenMP
+# for the CPU reference.
 LABS := attention_forward attention_backward
 # BF16-only labs (their tolerances and byte counts are bf16's): built by `make labs` in BF16 only
 LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer
+# dev/cuda/common.h and the CPU references the labs include
+LAB_HEADERS := dev/cuda/common.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)
-LAB_DEPS := dev/cuda/attention_lab_common.h dev/cpu/attention_tiled_cpu.h dev/cuda/lab_basics.h dev/cuda/lab_common.h \
-            dev/cuda/lab_matmul_common.h dev/cpu/kernels_cpu.h train_gpt2.cu dev/train_common.h dev/profile.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h \
-            dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+LAB_DEPS := $(LAB_HEADERS) train_gpt2.cu $(MODEL_HEADERS)
 .PHONY: labs labs-list
 labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS))) \
       $(if $(filter BF16,$(PRECISION)),$(addprefix $(BUILD)/lab_,$(LABS_BF16)))
@@ -151,94 +136,77 @@ $(BUILD)/lab_%_fp32: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 $(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 	$(NVCC) $(LAB_NVCC_FLAGS) $(call PRECISION_DEFINE,BF16) $< $(NVCC_LDFLAGS) -lgomp -o $@
 
-# ---------------------------------------------------------------------------------------------
-# CPU reference trainer (owner: CPU trainer): one binary per scheme, like the CUDA trainer.
-# *_tiled_<scheme>: the same with -DATTENTION_TILED, the CPU twin of the flash attention kernels
-# (dev/cpu/attention_tiled_cpu.h) instead of the plain attention; make's shortest-stem rule picks
-# the tiled pattern for them. test_attention_tiled_cpu: the twin against the plain attention.
-.PHONY: cpu
-cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)
+# The labs on the CPU runtime: build/cudacpu/lab_<op>[_fp32], run with --check against their CPU
+# references (dev/test/test_cudacpu.sh). The headers they include are rewritten beside them under
+# build/cudacpu/src/dev/, so that a lab's `#include "../../train_gpt2.cu"` finds the rewritten trainer.
+.PRECIOUS: $(CUDACPU)/src/%.h
+$(CUDACPU)/src/%.h: %.h dev/cudacpu/rewrite.py
+	@mkdir -p $(dir $@)
+	python3 dev/cudacpu/rewrite.py $< $@
+CUDACPU_LAB_DEPS := $(CUDACPU_DEPS) $(CUDACPU)/src/train_gpt2.cu $(addprefix $(CUDACPU)/src/,$(LAB_HEADERS))
+$(CUDACPU)/lab_%_fp32: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_FP32 $< -o $@
+$(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_BF16 $< -o $@
 
-# the CPU trainer is the no-GPU training path: -O3 -march=native lets the compiler vectorize its
-# layer loops (the binaries are built on the machine that runs them); -fno-math-errno lets it
-# vectorize loops that call sqrt (AdamW)
+# ---------------------------------------------------------------------------------------------
+# The CPU binaries, built twice from the same rules: optimized in build/ and with ASan + UBSan in
+# build/asan/ (dev/test/test_sanitize.sh runs the error paths of the twins: any UB fatal, -O1 -g for
+# readable reports; OpenMP stays on so the trainer runs as it does in production).
+#   <dir>/train_gpt2_cpu_<scheme>, test_gpt2_cpu_<scheme>, test_kv_cache_cpu_<scheme> (decode against the
+#   full forward pass), and *_tiled_<scheme>: the same with -DATTENTION_TILED, the CPU twin of the
+#   flash kernels (dev/cpu/attention_tiled_cpu.h) in place of the plain attention (make's
+#   shortest-stem rule picks the tiled pattern for them); params, test_tokenizer, test_dataloader.
+# The CPU trainer is the no-GPU training path: -O3 -march=native lets the compiler vectorize its layer
+# loops (the binaries are built on the machine that runs them); -fno-math-errno lets it vectorize
+# loops that call sqrt (AdamW).
 CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno
-CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h dev/cpu/attention_tiled_cpu.h dev/train_common.h dev/profile.h \
-                    dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
-CPU_TEST_DEPS := dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h
-
-$(BUILD)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-$(BUILD)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-$(BUILD)/train_gpt2_cpu_tiled_%: $(CPU_TRAINER_DEPS) dataloader.h | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-$(BUILD)/test_gpt2_cpu_tiled_%: $(CPU_TEST_DEPS) | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) -DATTENTION_TILED $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-# KV-cached generation (gpt2_decode_step) against the full forward pass, per scheme
-$(BUILD)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h dev/test/sampling_check.h | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-$(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $< -o $@ -lm
-
-# speed of a training step and of each layer function (dev/cpu/bench_cpu.cpp; standard scheme)
-$(BUILD)/bench_cpu: dev/cpu/bench_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
-	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,standard) $< -o $@ -lm
-
-# ---------------------------------------------------------------------------------------------
-# Tokenizer (owner: tokenizer)
-$(BUILD)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $< -o $@
-
-$(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $< -o $@
-
-# ---------------------------------------------------------------------------------------------
-# Data (owner: data)
-dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h
-	$(CXX) $(CXXFLAGS) $< -o $@
-
-$(BUILD)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $< -o $@
-
-# ---------------------------------------------------------------------------------------------
-# Sanitizer twins of the CPU tools (dev/test/test_sanitize.sh runs their error paths): the same
-# sources with ASan + UBSan, any UB fatal, -O1 -g for readable reports; standard scheme only, the
-# error paths do not depend on it. OpenMP stays on so the trainer runs as it does in production.
 ASAN := $(BUILD)/asan
 ASAN_CXXFLAGS := $(CXXFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-.PHONY: asan
+CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp dev/cpu/attention_tiled_cpu.h $(MODEL_HEADERS)
+
+# the one recipe, $(call cpu_recipe,trainer) for a trainer binary (a scheme stem: OpenMP, the scheme,
+# the tiled attention for *_tiled_*, the vectorizing flags) or $(call cpu_recipe,) for a tool; in
+# build/asan/ both get the sanitizer flags
+cpu_recipe = $(strip $(CXX) $(if $(filter $(ASAN)/%,$@),$(ASAN_CXXFLAGS),$(if $(1),$(CPU_CXXFLAGS),$(CXXFLAGS))) \
+             $(if $(1),$(OPENMP) $(if $(findstring _tiled_,$(@F)),-DATTENTION_TILED) $(call QKV_DEFINE,$*)) $< -o $@ $(if $(1),-lm))
+define cpu_binaries
+$(1)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) | $(1) ; $$(call cpu_recipe,trainer)
+$(1)/train_gpt2_cpu_tiled_%: $(CPU_TRAINER_DEPS) | $(1) ; $$(call cpu_recipe,trainer)
+$(1)/test_gpt2_cpu_%: dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) $(TEST_HEADERS) | $(1) ; $$(call cpu_recipe,trainer)
+$(1)/test_gpt2_cpu_tiled_%: dev/cpu/test_gpt2_cpu.cpp $(CPU_TRAINER_DEPS) $(TEST_HEADERS) | $(1) ; $$(call cpu_recipe,trainer)
+$(1)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) $(TEST_HEADERS) | $(1) ; $$(call cpu_recipe,trainer)
+$(1)/params: dev/tools/params.cpp $(MODEL_HEADERS) | $(1) ; $$(call cpu_recipe,)
+$(1)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(1) ; $$(call cpu_recipe,)
+$(1)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(1) ; $$(call cpu_recipe,)
+$(1):
+	mkdir -p $(1)
+endef
+$(foreach dir,$(BUILD) $(ASAN),$(eval $(call cpu_binaries,$(dir))))
+
+.PHONY: cpu asan
+cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)
 asan: $(ASAN)/train_gpt2_cpu_standard $(ASAN)/test_gpt2_cpu_standard $(ASAN)/test_kv_cache_cpu_standard $(ASAN)/params \
       $(ASAN)/encode_text $(ASAN)/test_tokenizer $(ASAN)/test_dataloader
 
-$(ASAN)/train_gpt2_cpu_%: $(CPU_TRAINER_DEPS) | $(ASAN)
-	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
+# the tiled attention against the plain one (unit test), and the speed of a step and of each layer
+# function (dev/cpu/bench_cpu.cpp): the standard scheme
+$(BUILD)/test_attention_tiled_cpu: dev/cpu/test_attention_tiled_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $< -o $@ -lm
+$(BUILD)/bench_cpu: dev/cpu/bench_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
+	$(CXX) $(CPU_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,standard) $< -o $@ -lm
 
-$(ASAN)/test_gpt2_cpu_%: $(CPU_TEST_DEPS) | $(ASAN)
-	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-$(ASAN)/test_kv_cache_cpu_%: dev/cpu/test_kv_cache_cpu.cpp $(CPU_TRAINER_DEPS) dev/test/debug_state.h dev/test/sampling_check.h | $(ASAN)
-	$(CXX) $(ASAN_CXXFLAGS) $(OPENMP) $(call QKV_DEFINE,$*) $< -o $@ -lm
-
-$(ASAN)/params: dev/tools/params.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h dev/profile.h | $(ASAN)
-	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
-
+# tools outside the twins: the header unit test, the tokenizer benchmark, the text encoder (which
+# dev/data's scripts run from dev/data/) and its sanitizer twin
+$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh dev/parameters.h \
+                                  dev/checkpoint.h dev/training_memory.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+$(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+dev/data/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h
+	$(CXX) $(CXXFLAGS) $< -o $@
 $(ASAN)/encode_text: dev/data/encode_text.cpp tokenizer.h dev/tokenizer/unicode_tables.h dataloader.h | $(ASAN)
 	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
-
-$(ASAN)/test_tokenizer: dev/tokenizer/test_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(ASAN)
-	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
-
-$(ASAN)/test_dataloader: dev/data/test_dataloader.cpp dataloader.h | $(ASAN)
-	$(CXX) $(ASAN_CXXFLAGS) $< -o $@
-
-$(ASAN):
-	mkdir -p $(ASAN)
 
 # ---------------------------------------------------------------------------------------------
 # Fuzzing (dev/fuzz/README.md): one libFuzzer binary per parser a user can hand a file to, built with
@@ -248,8 +216,7 @@ FUZZ_TARGETS ?= checkpoint state debug_state dataloader tokenizer_bin bpe_files 
 FUZZ_CXX ?= clang++
 FUZZ_FLAGS := -g -O1 -std=c++17 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
               -fsanitize-coverage-ignorelist=dev/fuzz/coverage_ignore.txt -Wall -Wextra -Wno-unused-parameter -Wno-unused-function
-FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/fuzz_bpe.h dev/fuzz/coverage_ignore.txt dev/train_common.h attention_variants.cuh dev/checkpoint.h dev/training_memory.h dataloader.h \
-             tokenizer.h dev/tokenizer/unicode_tables.h dev/test/debug_state.h
+FUZZ_DEPS := dev/fuzz/fuzz_common.h dev/fuzz/fuzz_bpe.h dev/fuzz/coverage_ignore.txt $(MODEL_HEADERS) dev/test/debug_state.h
 FUZZ_SECONDS ?= 600
 .PHONY: fuzz fuzz-build
 fuzz-build: $(addprefix $(BUILD)/fuzz/fuzz_,$(FUZZ_TARGETS))
@@ -261,24 +228,16 @@ $(BUILD)/fuzz/fuzz_%: dev/fuzz/fuzz_%.cpp $(FUZZ_DEPS)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) $< -o $@
 
 # ---------------------------------------------------------------------------------------------
-# Ablations (owner: ablate): every run of CONFIG, one after another, on the GPU trainer if there is
-# a GPU, else the CPU trainer; OUT only from the command line (the environment's $OUT is not ours);
-# FORCE=1 (command line or environment) trains a plan estimated over 2 hours
-.PHONY: ablate
-ablate:
-	@FORCE="$(FORCE)" bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
+# The commands. make ablate trains every run of CONFIG, one after another, on the GPU trainer if
+# there is a GPU, else the CPU trainer; OUT only from the command line (the environment's $OUT is not
+# ours); FORCE=1 (command line or environment) trains a plan estimated over 2 hours.
+.PHONY: help schemes params test train ablate clean
+help:
+	@sed -n 's/^#? //p' Makefile
+	@echo "schemes (QKV=): $(SCHEMES)"
 
-# ---------------------------------------------------------------------------------------------
-# Tools and the test runner (owner: lead)
-.PHONY: params test train clean schemes
 schemes:
 	@echo $(SCHEMES)
-
-$(BUILD)/params: dev/tools/params.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h dev/profile.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $< -o $@
-
-$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh dev/checkpoint.h dev/training_memory.h | $(BUILD)
-	$(CXX) $(CXXFLAGS) $< -o $@
 
 params: $(BUILD)/params
 	@./$(BUILD)/params
@@ -289,8 +248,8 @@ test:
 train:
 	@bash dev/train/train.sh $(QKV)
 
-$(BUILD):
-	mkdir -p $(BUILD)
+ablate:
+	@FORCE="$(FORCE)" bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
 
 clean:
 	rm -rf $(BUILD) train_gpt2cu* test_gpt2cu* dev/data/encode_text

@@ -859,7 +859,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     LtKey key;
     memset(&key, 0, sizeof(key));
     // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
-    // (dev/cuda/lab_matmul_common.h's lab_lt_lookup reads fields 0-4, 12, 13 and 17 by position.)
+    // (dev/cuda/common.h's lab_lt_lookup reads fields 0-4, 12, 13 and 17 by position.)
     const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
     const uint32_t al_bias = bias != NULL ? lt_alignment(bias, 0, 1) : 0;
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,

@@ -50,11 +50,14 @@ versions >= 2, against version 1; no element of dqkv left unwritten; dx compared
 takes a role from x (and the return value 1 checked), else still 0xFF byte for byte (return 0);
 dqres likewise for q_residual; inputs, atty and the forward's buffers unchanged; guards intact; the
 second backward bit-identical to the first. One PASS/FAIL line per (version, scheme, shape); exit 1
-on any FAIL. Tolerances: attention_lab_common.h. Without a GPU: one SKIP line, exit 0.
+on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 --bench: backward alone (after one forward) and forward + backward, ms (median of 25, L2 flushed
 before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/cuda/sdpa_bench.py.
 */
-#include "attention_lab_common.h"
+#define TESTING
+#include "../../train_gpt2.cu"
+#include "../cpu/attention_tiled_cpu.h"
+#include "common.h"
 
 // what one version's backward produced, as floats (the baseline of later versions when it is version 1)
 typedef struct {
@@ -69,7 +72,7 @@ static void compare_grads(const char* prefix, int version, const char* against, 
     const LabShape* sh = &in->sh;
     const size_t BT = (size_t)sh->B * sh->T;
     for (int r = 0; r < 3; r++) {
-        const QKVRole role = attn_role(s, r);
+        const QKVRole role = qkv_layout_role(&s->layout, r);
         if (s->owner[r] != r || role.source != QKV_SRC_PROJECTION) { continue; }
         const std::vector<float> o = lab_columns(out->dqkv.data(), BT, in->W, role.offset, role.channels);
         const std::vector<float> f = lab_columns(ref_dqkv.data(), BT, in->W, role.offset, role.channels);
@@ -106,11 +109,12 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     LabBuf dqkv = lab_buf_alloc(BT * in->W * sizeof(floatX), "dqkv");
     LabBuf dx = lab_buf_alloc(BT * in->C * sizeof(floatX), "dx");
     LabBuf dqres = lab_buf_alloc(BT * in->C * sizeof(floatX), "dqres");
-    const floatX* qres = in->has_qres ? lab_in(&in->qres) : NULL;
+    const QKVSources<const floatX> src = lab_sources(in);
+    const QKVSources<floatX> dsrc = qkv_sources<floatX>((floatX*)dqkv.ptr, (floatX*)dx.ptr, (floatX*)dqres.ptr);
     // the forward pass of this version, with its buffers poisoned first
     lab_attn_poison_forward(&at);
     lab_buf_poison(&atty);
-    attention_forward((floatX*)atty.ptr, &at.bufs, lab_in(&in->x), lab_in(&in->qkv), qres, &s);
+    attention_forward((floatX*)atty.ptr, &at.bufs, src, &s);
     cudaCheck(cudaDeviceSynchronize());
     const std::vector<unsigned char> fwd_before = lab_attn_forward_bytes(&at);
     const std::vector<unsigned char> atty_before = lab_buf_download(&atty);
@@ -122,9 +126,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
         lab_buf_poison(&dqkv);
         lab_buf_poison(&dx);
         lab_buf_poison(&dqres);
-        wrote_dx[rep] = attention_backward((floatX*)dqkv.ptr, (floatX*)dx.ptr, (floatX*)dqres.ptr, &at.gbufs,
-                                           lab_in(&in->datty), (const floatX*)atty.ptr, &at.bufs, lab_in(&in->x),
-                                           lab_in(&in->qkv), qres, &s);
+        wrote_dx[rep] = attention_backward(dsrc, &at.gbufs, lab_in(&in->datty), (const floatX*)atty.ptr, &at.bufs, src, &s);
         cudaCheck(cudaDeviceSynchronize());
         const std::vector<unsigned char> h[3] = {lab_buf_download(&dqkv), lab_buf_download(&dx), lab_buf_download(&dqres)};
         if (rep == 1) { // the second run: the same bytes
@@ -184,7 +186,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     lab_buf_free(&dqkv);
     lab_buf_free(&atty);
     lab_attn_free(&at);
-    return print ? lab_verdict_print(a, ver->version, in, &v) : 0;
+    return print ? lab_attn_verdict(a, ver->version, in, &v) : 0;
 }
 
 static int check(const LabArgs* a) {
@@ -201,9 +203,9 @@ static int check(const LabArgs* a) {
         lab_twin_backward(&in, out_ref, lse_ref, &ref);
         BackwardOut v1;
         v1.wrote_dx = 0;
-        for (int kk = 0; kk < lab_num_versions; kk++) {
-            const LabVersion* ver = &lab_versions[kk];
-            const int selected = lab_version_selected(a, ver);
+        for (int kk = 0; kk < lab_attn_num_versions; kk++) {
+            const LabVersion* ver = &lab_attn_versions[kk];
+            const int selected = lab_version_selected(a, ver->version);
             if (!lab_version_runs(a, ver)) { continue; }
             AttnShape s;
             if (!lab_version_shape(ver, &in, &s)) { continue; }
@@ -230,30 +232,29 @@ static void bench(const LabArgs* a) {
         const double f_fwd = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd), f_bwd = lab_flops_backward(sh.B, sh.T, sh.H, sh.hd);
         const double b_fwd = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
         const double b_bwd = lab_bytes_backward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
-        lab_bench_predicted("backward", f_bwd, b_bwd, sh.T);
-        lab_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, sh.T);
+        lab_attn_bench_predicted("backward", f_bwd, b_bwd, sh.T);
+        lab_attn_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, sh.T);
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 1);
         const size_t BT = (size_t)sh.B * sh.T;
-        for (int k = 0; k < lab_num_versions; k++) {
-            const LabVersion* ver = &lab_versions[k];
+        for (int k = 0; k < lab_attn_num_versions; k++) {
+            const LabVersion* ver = &lab_attn_versions[k];
             AttnShape s;
-            if (!lab_version_selected(a, ver) || !lab_version_shape(ver, &in, &s)) { continue; }
+            if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
             lab_attn_alloc(&at, &s, 1);
             LabBuf atty = lab_buf_alloc(BT * in.C * sizeof(floatX), "atty");
             LabBuf dqkv = lab_buf_alloc(BT * in.W * sizeof(floatX), "dqkv");
             floatX* d_atty = (floatX*)atty.ptr;
-            auto forward = [&]() { attention_forward(d_atty, &at.bufs, lab_in(&in.x), lab_in(&in.qkv), NULL, &s); };
-            auto backward = [&]() {
-                attention_backward((floatX*)dqkv.ptr, NULL, NULL, &at.gbufs, lab_in(&in.datty), d_atty, &at.bufs,
-                                   lab_in(&in.x), lab_in(&in.qkv), NULL, &s);
-            };
+            const QKVSources<const floatX> src = lab_sources(&in);
+            const QKVSources<floatX> dsrc = qkv_sources<floatX>((floatX*)dqkv.ptr, NULL, NULL);
+            auto forward = [&]() { attention_forward(d_atty, &at.bufs, src, &s); };
+            auto backward = [&]() { attention_backward(dsrc, &at.gbufs, lab_in(&in.datty), d_atty, &at.bufs, src, &s); };
             forward();
             const double ms_bwd = lab_time_median_ms(&timer, LAB_BENCH_REPS, backward);
-            lab_bench_line(ver->version, "backward", sh.T, ms_bwd, f_bwd, b_bwd);
+            lab_attn_bench_line(ver->version, "backward", sh.T, ms_bwd, f_bwd, b_bwd);
             const double ms_both = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() { forward(); backward(); });
-            lab_bench_line(ver->version, "forward+backward", sh.T, ms_both, f_fwd + f_bwd, b_fwd + b_bwd);
+            lab_attn_bench_line(ver->version, "forward+backward", sh.T, ms_both, f_fwd + f_bwd, b_fwd + b_bwd);
             lab_buf_free(&dqkv);
             lab_buf_free(&atty);
             lab_attn_free(&at);
@@ -264,10 +265,13 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = lab_attn_spec("lab_attention_backward", "causal attention backward of train_gpt2.cu",
+                                       "time every version's backward, and forward + backward, at T = 1024, 2048, 4096\n"
+                                       "                (B 8, H 12, hd 64, standard layout)");
     LabArgs a;
-    if (!lab_parse_args(&a, argc, argv, "lab_attention_backward", "causal attention backward of train_gpt2.cu")) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
+    lab_attn_apply_args(&a);
     if (!lab_device_or_skip(&a)) { return 0; }
-    lab_print_start(&a);
     int failed = 0;
     if (a.check) { failed = check(&a); }
     if (a.bench) { bench(&a); }

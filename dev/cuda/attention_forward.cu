@@ -39,11 +39,14 @@ inputs per trial (seed printed), atty and every buffer of the path poisoned with
 run (guards around every buffer too), then atty against the CPU twin (dev/cpu/attention_tiled_cpu.h),
 lse against the twin (version 2), atty of version >= 2 against version 1, no element left unwritten,
 guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
-shape); exit 1 on any FAIL. Tolerances: attention_lab_common.h. Without a GPU: one SKIP line, exit 0.
+shape); exit 1 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 --bench: ms (median of 25, L2 flushed before each), TFLOP/s and GB/s from the two numbers above.
 PyTorch's SDPA on the same shapes: python3 dev/cuda/sdpa_bench.py.
 */
-#include "attention_lab_common.h"
+#define TESTING
+#include "../../train_gpt2.cu"
+#include "../cpu/attention_tiled_cpu.h"
+#include "common.h"
 
 // one version on one trial; returns 1 on FAIL. When v1_atty is not NULL and this is version 1,
 // fills it with this version's atty (the baseline of later versions); for later versions, compares.
@@ -65,8 +68,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     for (int rep = 0; rep < runs; rep++) {
         lab_attn_poison_forward(&at);
         lab_buf_poison(&atty);
-        attention_forward((floatX*)atty.ptr, &at.bufs, lab_in(&in->x), lab_in(&in->qkv),
-                          in->has_qres ? lab_in(&in->qres) : NULL, &s);
+        attention_forward((floatX*)atty.ptr, &at.bufs, lab_sources(in), &s);
         cudaCheck(cudaDeviceSynchronize());
         const std::vector<unsigned char> h_atty = lab_buf_download(&atty);
         const std::vector<unsigned char> h_lse = lab_buf_download(&at.lse);
@@ -101,7 +103,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     if (ver->version == 1 && v1_atty != NULL) { *v1_atty = out; }
     lab_buf_free(&atty);
     lab_attn_free(&at);
-    return print ? lab_verdict_print(a, ver->version, in, &v) : 0;
+    return print ? lab_attn_verdict(a, ver->version, in, &v) : 0;
 }
 
 static int check(const LabArgs* a) {
@@ -116,9 +118,9 @@ static int check(const LabArgs* a) {
         lab_twin_forward(&in, &atty_ref, &lse_ref); // the CPU twin on the same (rounded) inputs
         // version 1 first: it is the baseline of the later ones (run silently when not selected)
         std::vector<float> v1_atty;
-        for (int k = 0; k < lab_num_versions; k++) {
-            const LabVersion* ver = &lab_versions[k];
-            const int selected = lab_version_selected(a, ver);
+        for (int k = 0; k < lab_attn_num_versions; k++) {
+            const LabVersion* ver = &lab_attn_versions[k];
+            const int selected = lab_version_selected(a, ver->version);
             if (!lab_version_runs(a, ver)) { continue; }
             AttnShape s;
             if (!lab_version_shape(ver, &in, &s)) { continue; } // no kernel for this head size
@@ -144,20 +146,20 @@ static void bench(const LabArgs* a) {
         const LabShape sh = lab_bench_shape(lab_bench_T[ti]);
         const double flops = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd);
         const double bytes = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
-        lab_bench_predicted("forward", flops, bytes, sh.T);
+        lab_attn_bench_predicted("forward", flops, bytes, sh.T);
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 0);
-        for (int k = 0; k < lab_num_versions; k++) {
-            const LabVersion* ver = &lab_versions[k];
+        for (int k = 0; k < lab_attn_num_versions; k++) {
+            const LabVersion* ver = &lab_attn_versions[k];
             AttnShape s;
-            if (!lab_version_selected(a, ver) || !lab_version_shape(ver, &in, &s)) { continue; }
+            if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
             lab_attn_alloc(&at, &s, 0);
             LabBuf atty = lab_buf_alloc((size_t)sh.B * sh.T * in.C * sizeof(floatX), "atty");
             const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
-                attention_forward((floatX*)atty.ptr, &at.bufs, lab_in(&in.x), lab_in(&in.qkv), NULL, &s);
+                attention_forward((floatX*)atty.ptr, &at.bufs, lab_sources(&in), &s);
             });
-            lab_bench_line(ver->version, "forward", sh.T, ms, flops, bytes);
+            lab_attn_bench_line(ver->version, "forward", sh.T, ms, flops, bytes);
             lab_buf_free(&atty);
             lab_attn_free(&at);
         }
@@ -167,10 +169,12 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = lab_attn_spec("lab_attention_forward", "causal attention forward of train_gpt2.cu",
+                                       "time every version at T = 1024, 2048, 4096 (B 8, H 12, hd 64, standard layout)");
     LabArgs a;
-    if (!lab_parse_args(&a, argc, argv, "lab_attention_forward", "causal attention forward of train_gpt2.cu")) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
+    lab_attn_apply_args(&a);
     if (!lab_device_or_skip(&a)) { return 0; }
-    lab_print_start(&a);
     int failed = 0;
     if (a.check) { failed = check(&a); }
     if (a.bench) { bench(&a); }

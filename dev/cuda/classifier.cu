@@ -87,7 +87,10 @@ Tolerances.
     <= 0.2 of its tolerance, dlnf <= 2.5e-3, dhead's increment <= 2e-3, dlogits <= 2e-3; a dropped
     chunk or row gives 1e-1 or more.
 */
-#include "lab_matmul_common.h"
+#define TESTING
+#include "../../train_gpt2.cu"
+#include "../cpu/kernels_cpu.h"
+#include "common.h"
 
 // ----------------------------------------------------------------------------
 // version 1: the three-pass kernel of commit cce9b07 (train_gpt2.cu), kept as it was, with its
@@ -135,13 +138,10 @@ __global__ void fused_classifier_kernel1(floatX* logits, float* losses, const in
 // ----------------------------------------------------------------------------
 // the versions
 
-static const std::vector<int> lab_versions = {1, 2};
-static const char* const lab_usage_text =
-    "  the fused classifier of train_gpt2.cu (loss and dlogits in place) and its chunked path; BF16 builds\n"
-    "    1  three passes (max, sum, write), scalar loads, 512 threads: fused_classifier_kernel of commit cce9b07\n"
-    "    2  online softmax (max and sum in one pass), x128 loads, up to 1024 threads: the trainer's fused_classifier_kernel\n"
-    "  --check: V x rows x logit patterns against float64, then the chunked path (R = 37, 8192)\n"
-    "  --bench: 8192 rows x Vp 50304: ms, GB/s; then the chunk at C 768: ms, TFLOP/s\n";
+static const LabVersion kVersions[] = {
+    {1, "three passes (max, sum, write), scalar loads, 512 threads: fused_classifier_kernel of commit cce9b07", 0, 0},
+    {2, "online softmax (max and sum in one pass), x128 loads, up to 1024 threads: the trainer's fused_classifier_kernel", 0, 0},
+};
 
 // the launch of each version: v1 as commit cce9b07 launched it, v2 as gpt2_forward_staged does
 static void classifier_launch(int version, floatX* logits, float* losses, const int* targets, int N, int V, int Vp,
@@ -248,8 +248,7 @@ static int check_kernel_version(const LabArgs* a, int version, const KernelTrial
     lab_verdict_init(&v);
     LabBuf logits = lab_buf_input(t->x, "logits");
     LabBuf losses = lab_buf_alloc((size_t)rows * sizeof(float), "losses");
-    std::vector<unsigned char> tb(rows * sizeof(int));
-    memcpy(tb.data(), t->targets.data(), tb.size());
+    const std::vector<unsigned char> tb = lab_bytes_of(t->targets);
     LabBuf targets = lab_buf_input(tb, "targets");
 
     std::vector<unsigned char> dl_bytes, loss_bytes;
@@ -326,7 +325,7 @@ static int check_kernel_version(const LabArgs* a, int version, const KernelTrial
         dl_real.insert(dl_real.end(), dl.begin() + (size_t)r * Vp, dl.begin() + (size_t)r * Vp + V);
         ref_real.insert(ref_real.end(), dl_ref.begin() + (size_t)r * Vp, dl_ref.begin() + (size_t)r * Vp + V);
     }
-    lab_compare(trial, version, "dlogits", dl_real.data(), ref_real.data(), dl_real.size(), (size_t)V, 1e-2, &v);
+    lab_compare_rows(trial, version, "dlogits", dl_real.data(), ref_real.data(), dl_real.size(), (size_t)V, 1e-2, &v);
     printf("  %s dlogits max |d|/bound=%.3g at row=%zu col=%zu (%.6g vs %.6g), %zu beyond their bound (v%d vs cpu)\n",
            trial, worst, worst_at / Vp, worst_at % Vp, dl[worst_at], dl_ref[worst_at], beyond, version);
     snprintf(what, sizeof(what), "dlogits |d|/bound %.3g at row %zu col %zu vs cpu (%zu beyond)", worst, worst_at / Vp,
@@ -339,7 +338,7 @@ static int check_kernel_version(const LabArgs* a, int version, const KernelTrial
     lab_buf_free(&logits);
     lab_buf_free(&losses);
     lab_buf_free(&targets);
-    return lab_verdict_print(a, version, trial, t->seed, &v);
+    return lab_verdict_print(a, version, trial, t->seed, 1, &v);
 }
 
 // ----------------------------------------------------------------------------
@@ -365,8 +364,8 @@ static void chunk_trial_make(ChunkTrial* t, int V, int Vp, int C, int N, int R, 
     // R is left out: both chunk sizes see the same inputs and the same reference
     t->seed = lab_trial_seed(base_seed, {V, Vp, C, N});
     unsigned long long rng = t->seed;
-    lab_host_x_normal(&t->lnf, (size_t)N * C, 1.0, &rng);
-    lab_host_x_normal(&t->head, (size_t)Vp * C, 1.0 / sqrt((double)C), &rng); // logits of std ~1
+    t->lnf = lab_host_x(lab_normal_vec((size_t)N * C, 0.0, 1.0, &rng));
+    t->head = lab_host_x(lab_normal_vec((size_t)Vp * C, 0.0, 1.0 / sqrt((double)C), &rng)); // logits of std ~1
     t->targets.resize(N);
     for (int r = 0; r < N; r++) { t->targets[r] = r == 0 ? 0 : r == 1 ? V - 1 : (int)(lab_uniform(&rng) * V); }
     // z = lnf @ head^T over the V real rows; padded columns 0 (never read by cpu_classifier)
@@ -407,9 +406,8 @@ static int check_chunk_version(const LabArgs* a, int version, const ChunkTrial* 
     snprintf(trial, sizeof(trial), "chunked V=%d Vp=%d C=%d N=%d R=%d", V, Vp, C, N, R);
     LabVerdict v;
     lab_verdict_init(&v);
-    std::vector<unsigned char> tb(N * sizeof(int));
-    memcpy(tb.data(), t->targets.data(), tb.size());
-    const std::vector<unsigned char> dhead0 = lab_f32_bytes(t->dhead0);
+    const std::vector<unsigned char> tb = lab_bytes_of(t->targets);
+    const std::vector<unsigned char> dhead0 = lab_bytes_of(t->dhead0);
     LabBuf lnf = lab_buf_input(t->lnf.x, "lnf"), head = lab_buf_input(t->head.x, "head"), targets = lab_buf_input(tb, "targets");
     LabBuf out = lab_buf_alloc((size_t)Rr * Vp * sizeof(floatX), "output (R rows of logits)");
     LabBuf losses = lab_buf_alloc((size_t)N * sizeof(float), "losses");
@@ -471,8 +469,8 @@ static int check_chunk_version(const LabArgs* a, int version, const ChunkTrial* 
     lab_verdict_add(&v, isfinite(mean) ? mean_ratio : NAN, what);
 
     const std::vector<float> gdlnf = lab_x_to_floats(b_dlnf), gdhead = lab_f32_from_bytes(b_dhead);
-    lab_compare(trial, version, "dlnf", gdlnf.data(), t->dlnf.data(), gdlnf.size(), (size_t)C, 1e-2, &v);
-    lab_compare(trial, version, "dhead", gdhead.data(), t->dhead.data(), (size_t)V * C, (size_t)C, 1e-2, &v);
+    lab_compare_rows(trial, version, "dlnf", gdlnf.data(), t->dlnf.data(), gdlnf.size(), (size_t)C, 1e-2, &v);
+    lab_compare_rows(trial, version, "dhead", gdhead.data(), t->dhead.data(), (size_t)V * C, (size_t)C, 1e-2, &v);
     // padded head rows: their dlogits are 0, so dhead keeps its bits there
     if (memcmp(b_dhead.data() + (size_t)V * C * 4, dhead0.data() + (size_t)V * C * 4, (size_t)(Vp - V) * C * 4) != 0) {
         v.fail += "; dhead's padded rows changed (dlogits of padded columns not 0)";
@@ -488,10 +486,10 @@ static int check_chunk_version(const LabArgs* a, int version, const ChunkTrial* 
         ref.insert(ref.end(), t->dz.begin() + (size_t)(last0 + r) * Vp, t->dz.begin() + (size_t)(last0 + r) * Vp + V);
         for (int c = V; c < Vp; c++) { pad_nonzero += obits[(size_t)r * Vp + c] != 0; }
     }
-    lab_compare(trial, version, "dlogits(last chunk)", got.data(), ref.data(), got.size(), (size_t)V, 1e-2, &v);
+    lab_compare_rows(trial, version, "dlogits(last chunk)", got.data(), ref.data(), got.size(), (size_t)V, 1e-2, &v);
     if (pad_nonzero > 0) { v.fail += "; " + std::to_string(pad_nonzero) + " padded dlogits of the last chunk not +0"; }
     for (LabBuf* b : {&lnf, &head, &targets, &out, &losses, &loss_sum, &dlnf, &dhead}) { lab_buf_free(b); }
-    return lab_verdict_print(a, version, trial, t->seed, &v);
+    return lab_verdict_print(a, version, trial, t->seed, 1, &v);
 }
 
 // ----------------------------------------------------------------------------
@@ -510,8 +508,7 @@ static int check(const LabArgs* a) {
                 kernel_trial_make(&t, Vs[vi][0], Vs[vi][1], rows, p, a->seed);
                 std::vector<float> loss_ref(rows), dl_ref((size_t)rows * t.Vp);
                 cpu_classifier(loss_ref.data(), dl_ref.data(), t.f.data(), t.targets.data(), rows, t.V, t.Vp, t.dloss);
-                for (int ver : lab_versions) {
-                    if (!lab_version_selected(a, ver)) { continue; }
+                for (int ver : a->versions) {
                     failed |= check_kernel_version(a, ver, &t, loss_ref, dl_ref);
                     count++;
                 }
@@ -527,8 +524,7 @@ static int check(const LabArgs* a) {
         chunk_trial_make(&t, s.V, s.Vp, s.C, s.N, Rs[0], a->seed);
         for (int R : Rs) {
             t.R = R;
-            for (int ver : lab_versions) {
-                if (!lab_version_selected(a, ver)) { continue; }
+            for (int ver : a->versions) {
                 failed |= check_chunk_version(a, ver, &t);
                 count++;
             }
@@ -561,8 +557,7 @@ static void bench(const LabArgs* a) {
     for (int r = 0; r < rows; r++) { ht[r] = (int)(lab_uniform(&rng) * V); }
     int* targets = (int*)device_malloc(rows * sizeof(int), "bench targets");
     cudaCheck(cudaMemcpy(targets, ht.data(), rows * sizeof(int), cudaMemcpyHostToDevice));
-    for (int ver : lab_versions) {
-        if (!lab_version_selected(a, ver)) { continue; }
+    for (int ver : a->versions) {
         const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
             classifier_launch(ver, logits, losses, targets, rows, V, Vp, 1.0f / rows, 1);
         });
@@ -585,8 +580,7 @@ static void bench(const LabArgs* a) {
     const double flops = 3.0 * 2.0 * rows * (double)C * Vp;
     printf("predicted chunk at C=%d: 3 matmuls, %.1f GFLOP / 790 TFLOP/s = %.3f ms, plus the kernel\n", C, flops / 1e9,
            flops / LAB_PEAK_FLOPS * 1e3);
-    for (int ver : lab_versions) {
-        if (!lab_version_selected(a, ver)) { continue; }
+    for (int ver : a->versions) {
         const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
             classifier_chunked(ver, logits, rows, losses, loss_sum, dlnf, dhead, lnf, head, targets, rows, C, V, Vp,
                                1.0f / rows);
@@ -601,8 +595,12 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = {"lab_classifier", "the fused classifier of train_gpt2.cu (loss and dlogits in place) and its "
+                          "chunked path", kVersions, LAB_COUNT(kVersions), 0,
+                          "V x rows x logit patterns against float64, then the chunked path (R = 37, 8192)",
+                          "8192 rows x Vp 50304: ms, GB/s; then the chunk at C 768: ms, TFLOP/s", NULL};
     LabArgs a;
-    if (!lab_parse_args(&a, argc, argv, "lab_classifier" LAB_SUFFIX, lab_versions, lab_usage_text)) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     if (!lab_bf16_or_skip(&a) || !lab_device_or_skip(&a)) { return 0; }
     int failed = 0;
     if (a.check) { failed = check(&a); }

@@ -57,7 +57,7 @@ Without a CUDA device: one SKIP line, exit 0. BF16 builds only.
 #define TESTING
 #include "../../train_gpt2.cu"
 #include "../cpu/kernels_cpu.h"
-#include "lab_common.h"
+#include "common.h"
 
 #include <chrono>
 
@@ -160,7 +160,10 @@ static void v2_encoder_backward_wpe(float* dwpe, const floatX* dout, int B, int 
     encoder_backward_wpe(dwpe, dout, B, T, C);
 }
 
-static const std::vector<int> kVersions = {1, 2};
+static const LabVersion kVersions[] = {
+    {1, "cce9b07's: std::sort buckets, a thread per (token, channel) over all its positions", 0, 0},
+    {2, "the trainer's: counting-sort buckets cut into chunks of 64, x128 threads, scratch + reduce", 0, 0},
+};
 
 // ----------------------------------------------------------------------------
 // tokens
@@ -196,24 +199,6 @@ static std::vector<int> make_tokens(int dist, int n, unsigned long long* rng) {
     return t;
 }
 
-static std::vector<float> uniform_floats(size_t n, unsigned long long* rng) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; i++) { v[i] = (float)(2.0 * lab_uniform(rng) - 1.0); }
-    return v;
-}
-
-static std::vector<unsigned char> int_bytes(const std::vector<int>& v) {
-    std::vector<unsigned char> b(v.size() * sizeof(int));
-    memcpy(b.data(), v.data(), b.size());
-    return b;
-}
-
-static std::vector<unsigned char> f32_bytes(const std::vector<float>& v) {
-    std::vector<unsigned char> b(v.size() * sizeof(float));
-    memcpy(b.data(), v.data(), b.size());
-    return b;
-}
-
 // ----------------------------------------------------------------------------
 // check
 
@@ -229,11 +214,9 @@ static int check_case(const LabArgs* a, int dist, int B, int T, int C) {
     const unsigned long long seed = lab_trial_seed(a->seed, {dist, B, T, C});
     unsigned long long rng = seed;
     const std::vector<int> tokens = make_tokens(dist, n, &rng);
-    std::vector<float> dout_v((size_t)n * C);
-    for (float& x : dout_v) { x = (float)lab_normal(&rng); }
-    LabHostX dout;
-    lab_host_x_from(&dout, dout_v);
-    const std::vector<float> dwte0 = uniform_floats((size_t)LAB_V * C, &rng), dwpe0 = uniform_floats((size_t)T * C, &rng);
+    const LabHostX dout = lab_host_x(lab_normal_vec((size_t)n * C, 0.0, 1.0, &rng));
+    const std::vector<float> dwte0 = lab_uniform_vec((size_t)LAB_V * C, -1.0, 1.0, &rng);
+    const std::vector<float> dwpe0 = lab_uniform_vec((size_t)T * C, -1.0, 1.0, &rng);
 
     std::vector<float> wte_ref = dwte0, wpe_ref = dwpe0;
     cpu_encoder_backward(wte_ref.data(), wpe_ref.data(), dout.f.data(), tokens.data(), B, T, C, LAB_V);
@@ -258,21 +241,20 @@ static int check_case(const LabArgs* a, int dist, int B, int T, int C) {
     d.dout = lab_buf_input(dout.x, "dout");
     d.dwte = lab_buf_alloc((size_t)LAB_V * C * sizeof(float), "dwte");
     d.dwpe = lab_buf_alloc((size_t)T * C * sizeof(float), "dwpe");
-    const std::vector<unsigned char> b_tok = int_bytes(v1.tok), b_start = int_bytes(v1.start), b_pos = int_bytes(v1.pos);
-    const std::vector<unsigned char> b_batch = int_bytes(v2.ints);
+    const std::vector<unsigned char> b_tok = lab_bytes_of(v1.tok), b_start = lab_bytes_of(v1.start), b_pos = lab_bytes_of(v1.pos);
+    const std::vector<unsigned char> b_batch = lab_bytes_of(v2.ints);
     d.v1_tok = lab_buf_input(b_tok, "v1 bucket_tok");
     d.v1_start = lab_buf_input(b_start, "v1 bucket_start");
     d.v1_pos = lab_buf_input(b_pos, "v1 bucket_pos");
     d.batch = lab_buf_input(b_batch, "v2 staged batch");
     d.scratch = lab_buf_alloc(encoder_scratch_rows(v2.cap) * C * sizeof(float), "v2 wte scratch");
-    const std::vector<unsigned char> b_dwte0 = f32_bytes(dwte0), b_dwpe0 = f32_bytes(dwpe0);
+    const std::vector<unsigned char> b_dwte0 = lab_bytes_of(dwte0), b_dwpe0 = lab_bytes_of(dwpe0);
 
     char what[160];
     snprintf(what, sizeof(what), "%s B=%d T=%d C=%d (%zu tokens; v1 %zu buckets; v2 %d chunks, %d reduced)",
              kDistNames[dist], B, T, C, rows.size(), v1.tok.size(), v2.num_chunks, v2.num_reduce);
     int failed = 0;
-    for (int version : kVersions) {
-        if (!lab_version_selected(a, version)) { continue; }
+    for (int version : a->versions) {
         LabVerdict v;
         lab_verdict_init(&v);
         std::vector<unsigned char> first[2];
@@ -307,8 +289,8 @@ static int check_case(const LabArgs* a, int dist, int B, int T, int C) {
         if (changed_absent > 0) {
             v.fail += "; " + std::to_string(changed_absent) + " rows of dwte of tokens not in the batch changed";
         }
-        lab_compare(what, version, "dwte[present]", out_rows.data(), ref_rows.data(), out_rows.size(), C, TOL_F32, &v);
-        lab_compare(what, version, "dwpe", wpe.data(), wpe_ref.data(), wpe.size(), C, TOL_F32, &v);
+        lab_compare_rows(what, version, "dwte[present]", out_rows.data(), ref_rows.data(), out_rows.size(), C, TOL_F32, &v);
+        lab_compare_rows(what, version, "dwpe", wpe.data(), wpe_ref.data(), wpe.size(), C, TOL_F32, &v);
         lab_buf_guards_ok(&d.dwte, &v.fail);
         lab_buf_guards_ok(&d.dwpe, &v.fail);
         lab_buf_guards_ok(&d.scratch, &v.fail);
@@ -317,7 +299,7 @@ static int check_case(const LabArgs* a, int dist, int B, int T, int C) {
         lab_buf_intact(&d.v1_start, b_start, &v.fail);
         lab_buf_intact(&d.v1_pos, b_pos, &v.fail);
         lab_buf_intact(&d.batch, b_batch, &v.fail);
-        failed |= lab_verdict_print(a, version, what, seed, &v);
+        failed |= lab_verdict_print(a, version, what, seed, 1, &v);
     }
     LabBuf* all[8] = {&d.dout, &d.dwte, &d.dwpe, &d.v1_tok, &d.v1_start, &d.v1_pos, &d.batch, &d.scratch};
     for (LabBuf* b : all) { lab_buf_free(b); }
@@ -391,19 +373,15 @@ static void bench(const LabArgs* a) {
 
     LabTimer timer;
     lab_timer_init(&timer);
-    std::vector<float> dv((size_t)n * C);
-    for (float& x : dv) { x = (float)(2.0 * lab_uniform(&rng) - 1.0); }
-    LabHostX dout;
-    lab_host_x_from(&dout, dv);
+    const LabHostX dout = lab_host_x(lab_uniform_vec((size_t)n * C, -1.0, 1.0, &rng));
     LabBuf d_dout = lab_buf_input(dout.x, "dout");
     LabBuf d_dwte = lab_buf_alloc((size_t)LAB_V * C * sizeof(float), "dwte"), d_dwpe = lab_buf_alloc((size_t)T * C * sizeof(float), "dwpe");
     cudaCheck(cudaMemset(d_dwte.ptr, 0, d_dwte.bytes));
     cudaCheck(cudaMemset(d_dwpe.ptr, 0, d_dwpe.bytes));
-    LabBuf d_tok = lab_buf_input(int_bytes(v1.tok), "v1 bucket_tok"), d_start = lab_buf_input(int_bytes(v1.start), "v1 bucket_start");
-    LabBuf d_pos = lab_buf_input(int_bytes(v1.pos), "v1 bucket_pos"), d_batch = lab_buf_input(int_bytes(v2.ints), "v2 staged batch");
+    LabBuf d_tok = lab_buf_input(lab_bytes_of(v1.tok), "v1 bucket_tok"), d_start = lab_buf_input(lab_bytes_of(v1.start), "v1 bucket_start");
+    LabBuf d_pos = lab_buf_input(lab_bytes_of(v1.pos), "v1 bucket_pos"), d_batch = lab_buf_input(lab_bytes_of(v2.ints), "v2 staged batch");
     LabBuf d_scratch = lab_buf_alloc(encoder_scratch_rows(v2.cap) * C * sizeof(float), "v2 wte scratch");
-    for (int version : kVersions) {
-        if (!lab_version_selected(a, version)) { continue; }
+    for (int version : a->versions) {
         const double ms_wte = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
             if (version == 1) {
                 v1_encoder_backward_wte((float*)d_dwte.ptr, (const floatX*)d_dout.ptr, (const int*)d_tok.ptr,
@@ -426,11 +404,10 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = {"lab_encoder_backward", "encoder backward of train_gpt2.cu: dwte (by token, no atomics) and dwpe",
+                          kVersions, LAB_COUNT(kVersions), 0, NULL, NULL, NULL};
     LabArgs a;
-    const char* usage = "  encoder backward of train_gpt2.cu: dwte (by token, no atomics) and dwpe\n"
-                        "    1  cce9b07's: std::sort buckets, a thread per (token, channel) over all its positions\n"
-                        "    2  the trainer's: counting-sort buckets cut into chunks of 64, x128 threads, scratch + reduce\n";
-    if (!lab_parse_args(&a, argc, argv, "lab_encoder_backward", kVersions, usage)) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     if (!lab_device_or_skip(&a)) { return 0; }
     int failed = 0;
     if (a.check) { failed = check(&a); }

@@ -77,7 +77,7 @@ Without a CUDA device: one SKIP line, exit 0. BF16 builds only.
 #define TESTING
 #include "../../train_gpt2.cu"
 #include "../cpu/kernels_cpu.h"
-#include "lab_common.h"
+#include "common.h"
 
 #if !PRECISION_IS_BF16
 #error "dev/cuda/layernorm.cu is a BF16 lab (its tolerances are bf16's): build it with -DENABLE_BF16"
@@ -248,7 +248,10 @@ static void v1_norm_backward(floatX* dinp, float* dweight, float* dbias, float* 
 // ----------------------------------------------------------------------------
 // the versions behind one call each
 
-static const std::vector<int> kVersions = {1, 2};
+static const LabVersion kVersions[] = {
+    {1, "cce9b07's add_kernel + layernorm_forward_kernel; norm_backward_kernel + column sums", 0, 0},
+    {2, "the trainer's residual_layernorm_forward; norm_backward (one kernel, last-block reduction)", 0, 0},
+};
 
 static void forward_version(int version, floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
                             const floatX* inp2, const floatX* weight, const floatX* bias, int N, int C) {
@@ -308,24 +311,6 @@ static std::vector<float> random_rows(int N, int C, int offsets, unsigned long l
     return v;
 }
 
-static std::vector<float> random_vec(size_t n, double mean, double std, unsigned long long* rng) {
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; i++) { v[i] = (float)(mean + std * lab_normal(rng)); }
-    return v;
-}
-
-static LabHostX to_x(const std::vector<float>& v) {
-    LabHostX h;
-    lab_host_x_from(&h, v);
-    return h;
-}
-
-static std::vector<unsigned char> f32_bytes(const std::vector<float>& v) {
-    std::vector<unsigned char> b(v.size() * sizeof(float));
-    memcpy(b.data(), v.data(), b.size());
-    return b;
-}
-
 static const int kCheckN[] = {1, 7, 64, 4099};
 // every PACKS of norm_backward_kernel (1: C <= 256, 3: 768, 4 to 8: 1016 to 2048; 7: 1600, d48)
 static const int kCheckC[] = {48, 64, 256, 768, 1016, 1272, 1528, 1600, 1784, 2048};
@@ -340,17 +325,17 @@ static int check_forward_case(const LabArgs* a, int N, int C, int has_bias, int 
     const unsigned long long seed = lab_trial_seed(a->seed, {1, N, C, has_bias, fused});
     unsigned long long rng = seed;
     const size_t NC = (size_t)N * C;
-    const LabHostX inp1 = to_x(random_rows(N, C, 1, &rng));
-    const LabHostX inp2 = to_x(random_vec(NC, 0.0, 1.0, &rng));
-    const LabHostX weight = to_x(random_vec(C, 1.0, 0.25, &rng));
-    const LabHostX bias = to_x(random_vec(C, 0.0, 0.1, &rng));
+    const LabHostX inp1 = lab_host_x(random_rows(N, C, 1, &rng));
+    const LabHostX inp2 = lab_host_x(lab_normal_vec(NC, 0.0, 1.0, &rng));
+    const LabHostX weight = lab_host_x(lab_normal_vec(C, 1.0, 0.25, &rng));
+    const LabHostX bias = lab_host_x(lab_normal_vec(C, 0.0, 0.1, &rng));
 
     // the reference: residual as stored (one fp32 add, one rounding), then the norm in float64 of it
     std::vector<float> res_ref = inp1.f;
     if (fused) {
         std::vector<float> sum(NC);
         cpu_add(sum.data(), inp1.f.data(), inp2.f.data(), NC);
-        res_ref = to_x(sum).f;
+        res_ref = lab_host_x(sum).f;
     }
     std::vector<float> out_ref(NC), mean_ref(N), rstd_ref(N);
     cpu_layernorm_forward(out_ref.data(), mean_ref.data(), rstd_ref.data(), res_ref.data(), weight.f.data(),
@@ -367,8 +352,7 @@ static int check_forward_case(const LabArgs* a, int N, int C, int has_bias, int 
     char what[128];
     snprintf(what, sizeof(what), "forward N=%d C=%d bias=%d %s", N, C, has_bias, fused ? "residual" : "plain");
     int failed = 0;
-    for (int version : kVersions) {
-        if (!lab_version_selected(a, version)) { continue; }
+    for (int version : a->versions) {
         LabVerdict v;
         lab_verdict_init(&v);
         std::vector<unsigned char> first[4];
@@ -397,13 +381,13 @@ static int check_forward_case(const LabArgs* a, int N, int C, int has_bias, int 
         }
         if (fused) {
             const std::vector<float> res = lab_x_to_floats(first[0]);
-            lab_compare(what, version, "residual", res.data(), res_ref.data(), NC, C, 0.0, &v);
+            lab_compare_rows(what, version, "residual", res.data(), res_ref.data(), NC, C, 0.0, &v);
         }
         const std::vector<float> out = lab_x_to_floats(first[1]);
         const std::vector<float> mean = lab_f32_from_bytes(first[2]), rstd = lab_f32_from_bytes(first[3]);
-        lab_compare(what, version, "out", out.data(), out_ref.data(), NC, C, TOL_X, &v);
-        lab_compare(what, version, "mean", mean.data(), mean_ref.data(), N, 1, TOL_F32, &v);
-        lab_compare(what, version, "rstd", rstd.data(), rstd_ref.data(), N, 1, TOL_F32, &v);
+        lab_compare_rows(what, version, "out", out.data(), out_ref.data(), NC, C, TOL_X, &v);
+        lab_compare_rows(what, version, "mean", mean.data(), mean_ref.data(), N, 1, TOL_F32, &v);
+        lab_compare_rows(what, version, "rstd", rstd.data(), rstd_ref.data(), N, 1, TOL_F32, &v);
         // version 2: the plain norm of the stored residual must repeat the fused pass bit for bit
         // (-r 2 recomputes ln1, ln2 that way in the backward pass)
         if (version == 2 && fused) {
@@ -424,7 +408,7 @@ static int check_forward_case(const LabArgs* a, int N, int C, int has_bias, int 
         lab_buf_intact(&d_inp2, inp2.x, &v.fail);
         lab_buf_intact(&d_w, weight.x, &v.fail);
         lab_buf_intact(&d_b, bias.x, &v.fail);
-        failed |= lab_verdict_print(a, version, what, seed, &v);
+        failed |= lab_verdict_print(a, version, what, seed, 1, &v);
     }
     for (LabBuf* b : outs) { lab_buf_free(b); }
     lab_buf_free(&d_inp1);
@@ -445,11 +429,11 @@ static int check_backward_case(const LabArgs* a, const ReduceScratch* rs, int N,
     unsigned long long rng = seed;
     const size_t NC = (size_t)N * C;
     const int has_mean = kind != NORM_RMS, has_bias = kind == NORM_LN_BIAS;
-    const LabHostX inp = to_x(random_rows(N, C, 1, &rng));
-    const LabHostX dout = to_x(random_vec(NC, 0.0, 1.0, &rng));
-    const LabHostX weight = to_x(random_vec(C, 1.0, 0.25, &rng));
-    const LabHostX dinp0 = to_x(random_vec(NC, 0.0, 1.0, &rng));
-    const std::vector<float> dweight0 = random_vec(C, 0.0, 1.0, &rng), dbias0 = random_vec(C, 0.0, 1.0, &rng);
+    const LabHostX inp = lab_host_x(random_rows(N, C, 1, &rng));
+    const LabHostX dout = lab_host_x(lab_normal_vec(NC, 0.0, 1.0, &rng));
+    const LabHostX weight = lab_host_x(lab_normal_vec(C, 1.0, 0.25, &rng));
+    const LabHostX dinp0 = lab_host_x(lab_normal_vec(NC, 0.0, 1.0, &rng));
+    const std::vector<float> dweight0 = lab_normal_vec(C, 0.0, 1.0, &rng), dbias0 = lab_normal_vec(C, 0.0, 1.0, &rng);
     // the forward's statistics of x, in fp32 as the forward stores them
     std::vector<float> mean(N), rstd(N), scratch(NC);
     if (has_mean) { cpu_layernorm_forward(scratch.data(), mean.data(), rstd.data(), inp.f.data(), weight.f.data(), NULL, N, C); }
@@ -461,9 +445,9 @@ static int check_backward_case(const LabArgs* a, const ReduceScratch* rs, int N,
                       weight.f.data(), has_mean ? mean.data() : NULL, rstd.data(), N, C, accumulate);
 
     LabBuf d_inp = lab_buf_input(inp.x, "inp"), d_dout = lab_buf_input(dout.x, "dout"), d_w = lab_buf_input(weight.x, "weight");
-    const std::vector<unsigned char> mean_b = f32_bytes(mean), rstd_b = f32_bytes(rstd);
+    const std::vector<unsigned char> mean_b = lab_bytes_of(mean), rstd_b = lab_bytes_of(rstd);
     LabBuf d_mean = lab_buf_input(mean_b, "mean"), d_rstd = lab_buf_input(rstd_b, "rstd");
-    const std::vector<unsigned char> dw0_b = f32_bytes(dweight0), db0_b = f32_bytes(dbias0);
+    const std::vector<unsigned char> dw0_b = lab_bytes_of(dweight0), db0_b = lab_bytes_of(dbias0);
     LabBuf d_dinp = lab_buf_alloc(NC * sizeof(floatX), "dinp"), d_dw = lab_buf_alloc(C * sizeof(float), "dweight");
     LabBuf d_db = lab_buf_alloc(C * sizeof(float), "dbias");
     LabBuf d_v1_partial = lab_buf_alloc((size_t)V1_COLSUM_MAX_CHUNKS * 2 * C * sizeof(float), "v1 column sums partial");
@@ -471,8 +455,7 @@ static int check_backward_case(const LabArgs* a, const ReduceScratch* rs, int N,
     char what[128];
     snprintf(what, sizeof(what), "backward N=%d C=%d %s accumulate=%d", N, C, kNormNames[kind], accumulate);
     int failed = 0;
-    for (int version : kVersions) {
-        if (!lab_version_selected(a, version)) { continue; }
+    for (int version : a->versions) {
         LabVerdict v;
         lab_verdict_init(&v);
         std::vector<unsigned char> first[3];
@@ -506,9 +489,9 @@ static int check_backward_case(const LabArgs* a, const ReduceScratch* rs, int N,
         if (left > 0) { v.fail += "; " + std::to_string(left) + " elements of dinp never written"; }
         const std::vector<float> dinp = lab_x_to_floats(first[0]);
         const std::vector<float> dw = lab_f32_from_bytes(first[1]), db = lab_f32_from_bytes(first[2]);
-        lab_compare(what, version, "dinp", dinp.data(), dinp_ref.data(), NC, C, TOL_X, &v);
-        lab_compare(what, version, "dweight", dw.data(), dw_ref.data(), C, C, TOL_F32, &v);
-        if (has_bias) { lab_compare(what, version, "dbias", db.data(), db_ref.data(), C, C, TOL_F32, &v); }
+        lab_compare_rows(what, version, "dinp", dinp.data(), dinp_ref.data(), NC, C, TOL_X, &v);
+        lab_compare_rows(what, version, "dweight", dw.data(), dw_ref.data(), C, C, TOL_F32, &v);
+        if (has_bias) { lab_compare_rows(what, version, "dbias", db.data(), db_ref.data(), C, C, TOL_F32, &v); }
         lab_buf_guards_ok(&d_dinp, &v.fail);
         lab_buf_guards_ok(&d_dw, &v.fail);
         lab_buf_guards_ok(&d_db, &v.fail);
@@ -520,7 +503,7 @@ static int check_backward_case(const LabArgs* a, const ReduceScratch* rs, int N,
         lab_buf_intact(&d_w, weight.x, &v.fail);
         lab_buf_intact(&d_mean, mean_b, &v.fail);
         lab_buf_intact(&d_rstd, rstd_b, &v.fail);
-        failed |= lab_verdict_print(a, version, what, seed, &v);
+        failed |= lab_verdict_print(a, version, what, seed, 1, &v);
     }
     LabBuf* all[9] = {&d_inp, &d_dout, &d_w, &d_mean, &d_rstd, &d_dinp, &d_dw, &d_db, &d_v1_partial};
     for (LabBuf* b : all) { lab_buf_free(b); }
@@ -558,12 +541,11 @@ static int check(const LabArgs* a, const ReduceScratch* rs) {
 
 // values for timing only: uniform in [-2, 2), one hash per element (50M normals would take seconds)
 static LabBuf bench_buf(size_t n, size_t elem, const char* name, unsigned long long seed) {
-    std::vector<float> v(n);
     unsigned long long rng = seed;
-    for (size_t i = 0; i < n; i++) { v[i] = (float)(4.0 * lab_uniform(&rng) - 2.0); }
+    const std::vector<float> v = lab_uniform_vec(n, -2.0, 2.0, &rng);
     LabBuf b = lab_buf_alloc(n * elem, name);
     if (elem == sizeof(float)) { lab_buf_upload(&b, v.data()); }
-    else { lab_buf_upload(&b, to_x(v).x.data()); }
+    else { lab_buf_upload(&b, lab_host_x(v).x.data()); }
     return b;
 }
 
@@ -585,8 +567,7 @@ static void bench_shape(const LabArgs* a, LabTimer* timer, int C) {
     LabBuf mean = lab_buf_alloc(N * sizeof(float), "mean"), rstd = lab_buf_alloc(N * sizeof(float), "rstd");
     LabBuf dw = bench_buf(C, sizeof(float), "dweight", a->seed + 6), db = bench_buf(C, sizeof(float), "dbias", a->seed + 7);
     LabBuf v1_partial = lab_buf_alloc((size_t)V1_COLSUM_MAX_CHUNKS * 2 * C * sizeof(float), "v1 partial");
-    for (int version : kVersions) {
-        if (!lab_version_selected(a, version)) { continue; }
+    for (int version : a->versions) {
         const double ms = lab_time_median_ms(timer, LAB_BENCH_REPS, [&]() {
             forward_version(version, (floatX*)res.ptr, (floatX*)out.ptr, (float*)mean.ptr, (float*)rstd.ptr,
                             (const floatX*)x1.ptr, (const floatX*)x2.ptr, (const floatX*)w.ptr, (const floatX*)b.ptr, N, C);
@@ -597,8 +578,7 @@ static void bench_shape(const LabArgs* a, LabTimer* timer, int C) {
     // the backward reads the forward's statistics of residual (finite, as the forward leaves them)
     forward_version(2, (floatX*)res.ptr, (floatX*)out.ptr, (float*)mean.ptr, (float*)rstd.ptr, (const floatX*)x1.ptr,
                     (const floatX*)x2.ptr, (const floatX*)w.ptr, (const floatX*)b.ptr, N, C);
-    for (int version : kVersions) {
-        if (!lab_version_selected(a, version)) { continue; }
+    for (int version : a->versions) {
         const double ms = lab_time_median_ms(timer, LAB_BENCH_REPS, [&]() {
             backward_version(version, (floatX*)dinp.ptr, (float*)dw.ptr, (float*)db.ptr, (float*)v1_partial.ptr,
                              (const floatX*)dout.ptr, (const floatX*)res.ptr, (const floatX*)w.ptr,
@@ -622,11 +602,10 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = {"lab_layernorm", "LayerNorm of train_gpt2.cu: residual add + norm forward, norm backward "
+                          "(LayerNorm, RMSNorm)", kVersions, LAB_COUNT(kVersions), 0, NULL, NULL, NULL};
     LabArgs a;
-    const char* usage = "  LayerNorm of train_gpt2.cu: residual add + norm forward, norm backward (LayerNorm, RMSNorm)\n"
-                        "    1  cce9b07's add_kernel + layernorm_forward_kernel; norm_backward_kernel + column sums\n"
-                        "    2  the trainer's residual_layernorm_forward; norm_backward (one kernel, last-block reduction)\n";
-    if (!lab_parse_args(&a, argc, argv, "lab_layernorm", kVersions, usage)) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     if (!lab_device_or_skip(&a)) { return 0; }
     ReduceScratch rs = reduce_scratch_make(2 * kCheckC[sizeof(kCheckC) / sizeof(kCheckC[0]) - 1]);
     int failed = 0;

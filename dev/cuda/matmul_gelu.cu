@@ -68,15 +68,15 @@ Tolerances. pre, out, dpre (bf16 outputs): the reference is float64 on the same 
   dwp, dbp (fp32): products of bf16 values are exact in fp32, only the additions round: <= N 2^-24 =
   6e-5 at N = 1024 if every rounding went one way, ~sqrt(N) 2^-24 = 2e-6 as they do; 1e-4.
 */
-#include "lab_matmul_common.h"
+#define TESTING
+#include "../../train_gpt2.cu"
+#include "../cpu/kernels_cpu.h"
+#include "common.h"
 
-static const std::vector<int> lab_versions = {1, 2};
-static const char* const lab_usage_text =
-    "  the fc layer with GELU of train_gpt2.cu (matmul_forward_gelu, matmul_backward_gelu); BF16 builds\n"
-    "    1  separate passes: matmul then gelu_forward_kernel / gelu_backward_kernel (g_gelu_fusion = 0)\n"
-    "    2  GELU in cuBLASLt's epilogue: GELU_AUX_BIAS forward, DGELU backward (g_gelu_fusion = 1)\n"
-    "  --check: forward and backward, N x C x OC x bias against float64, naming the path that ran\n"
-    "  --bench: N 65536, C 768, OC 3072: ms, TFLOP/s, GB/s, forward and backward\n";
+static const LabVersion kVersions[] = {
+    {1, "separate passes: matmul then gelu_forward_kernel / gelu_backward_kernel (g_gelu_fusion = 0)", 0, 0},
+    {2, "GELU in cuBLASLt's epilogue: GELU_AUX_BIAS forward, DGELU backward (g_gelu_fusion = 1)", 0, 0},
+};
 
 static const double TOL_X = 1e-2;   // bf16 outputs
 static const double TOL_F32 = 1e-4; // fp32 gradients
@@ -147,23 +147,21 @@ static int check_forward(const LabArgs* a, const Shape* s, PathTally* tally) {
     const int N = s->N, C = s->C, OC = s->OC;
     const unsigned long long seed = lab_trial_seed(a->seed, {N, C, OC, s->bias, 0});
     unsigned long long rng = seed;
-    LabHostX inp, w, b;
-    lab_host_x_normal(&inp, (size_t)N * C, 1.0, &rng);
-    lab_host_x_normal(&w, (size_t)OC * C, 1.5 / sqrt((double)C), &rng);
-    if (s->bias) { lab_host_x_normal(&b, OC, 0.5, &rng); }
+    const LabHostX inp = lab_host_x(lab_normal_vec((size_t)N * C, 0.0, 1.0, &rng));
+    const LabHostX w = lab_host_x(lab_normal_vec((size_t)OC * C, 0.0, 1.5 / sqrt((double)C), &rng));
+    const LabHostX b = lab_host_x(s->bias ? lab_normal_vec(OC, 0.0, 0.5, &rng) : std::vector<float>());
     std::vector<float> pre_ref((size_t)N * OC), out_ref((size_t)N * OC);
     lab_matmul_nt(pre_ref.data(), inp.f.data(), w.f.data(), s->bias ? b.f.data() : NULL, N, C, OC);
     cpu_gelu_forward(out_ref.data(), pre_ref.data(), pre_ref.size());
 
     LabBuf d_inp = lab_buf_input(inp.x, "inp"), d_w = lab_buf_input(w.x, "w");
-    LabBuf d_b = s->bias ? lab_buf_input(b.x, "b") : LabBuf{NULL, NULL, 0, "b"};
+    LabBuf d_b = s->bias ? lab_buf_input(b.x, "b") : lab_buf_none("b");
     LabBuf d_pre = lab_buf_alloc((size_t)N * OC * sizeof(floatX), "pre");
     LabBuf d_out = lab_buf_alloc((size_t)N * OC * sizeof(floatX), "out");
     char trial[128];
     snprintf(trial, sizeof(trial), "forward N=%d C=%d OC=%d %s", N, C, OC, s->bias ? "bias" : "no-bias");
     int failed = 0;
-    for (int ver : lab_versions) {
-        if (!lab_version_selected(a, ver)) { continue; }
+    for (int ver : a->versions) {
         LabVerdict v;
         lab_verdict_init(&v);
         std::vector<unsigned char> b_pre, b_out;
@@ -187,8 +185,8 @@ static int check_forward(const LabArgs* a, const Shape* s, PathTally* tally) {
         if (up > 0) { v.fail += "; " + std::to_string(up) + " elements of pre never written"; }
         if (uo > 0) { v.fail += "; " + std::to_string(uo) + " elements of out never written"; }
         const std::vector<float> pre = lab_x_to_floats(b_pre), out = lab_x_to_floats(b_out);
-        lab_compare(trial, ver, "pre", pre.data(), pre_ref.data(), pre.size(), (size_t)OC, TOL_X, &v);
-        lab_compare(trial, ver, "out", out.data(), out_ref.data(), out.size(), (size_t)OC, TOL_X, &v);
+        lab_compare_rows(trial, ver, "pre", pre.data(), pre_ref.data(), pre.size(), (size_t)OC, TOL_X, &v);
+        lab_compare_rows(trial, ver, "out", out.data(), out_ref.data(), out.size(), (size_t)OC, TOL_X, &v);
         int epi = 0;
         const std::string what = std::string(trial) + ", path: " + forward_path(ver, N, C, OC, s->bias, &epi);
         if (ver >= 2) {
@@ -196,7 +194,7 @@ static int check_forward(const LabArgs* a, const Shape* s, PathTally* tally) {
             tally->fallback[0] += !epi;
             if (!epi) { tally->fallback_shapes[0] += std::string(" (") + (trial + 8) + ")"; }
         }
-        failed |= lab_verdict_print(a, ver, what.c_str(), seed, &v);
+        failed |= lab_verdict_print(a, ver, what.c_str(), seed, 1, &v);
     }
     for (LabBuf* bf : {&d_inp, &d_w, &d_b, &d_pre, &d_out}) { lab_buf_free(bf); }
     return failed;
@@ -206,13 +204,12 @@ static int check_backward(const LabArgs* a, const Shape* s, PathTally* tally) {
     const int N = s->N, C = s->C, OC = s->OC;
     const unsigned long long seed = lab_trial_seed(a->seed, {N, C, OC, s->bias, 1});
     unsigned long long rng = seed;
-    LabHostX dy, wp, pre, out;
-    lab_host_x_normal(&dy, (size_t)N * C, 1.0, &rng);
-    lab_host_x_normal(&wp, (size_t)C * OC, 1.0 / sqrt((double)OC), &rng);
-    lab_host_x_normal(&pre, (size_t)N * OC, 1.5, &rng);
+    const LabHostX dy = lab_host_x(lab_normal_vec((size_t)N * C, 0.0, 1.0, &rng));
+    const LabHostX wp = lab_host_x(lab_normal_vec((size_t)C * OC, 0.0, 1.0 / sqrt((double)OC), &rng));
+    const LabHostX pre = lab_host_x(lab_normal_vec((size_t)N * OC, 0.0, 1.5, &rng));
     std::vector<float> g((size_t)N * OC); // what the forward stored: gelu(pre) in bf16
     cpu_gelu_forward(g.data(), pre.f.data(), g.size());
-    lab_host_x_from(&out, g);
+    const LabHostX out = lab_host_x(g);
 
     // reference: dpre = (dy @ wp) * gelu'(pre); dwp = dwp0 + dy^T @ out; dbp = dbp0 + colsums(dy)
     std::vector<float> dh((size_t)N * OC), dpre_ref((size_t)N * OC), dw_inc((size_t)C * OC), db_inc(C, 0.0f);
@@ -233,18 +230,17 @@ static int check_backward(const LabArgs* a, const Shape* s, PathTally* tally) {
         db0[i] = (float)(rb * lab_normal(&rng));
         db_ref[i] = (float)((double)db0[i] + db_inc[i]);
     }
-    const std::vector<unsigned char> dw0_b = lab_f32_bytes(dw0), db0_b = lab_f32_bytes(db0);
+    const std::vector<unsigned char> dw0_b = lab_bytes_of(dw0), db0_b = lab_bytes_of(db0);
 
     LabBuf d_dy = lab_buf_input(dy.x, "dy"), d_wp = lab_buf_input(wp.x, "wp"), d_pre = lab_buf_input(pre.x, "pre");
     LabBuf d_out = lab_buf_input(out.x, "out");
     LabBuf d_dpre = lab_buf_alloc((size_t)N * OC * sizeof(floatX), "dpre");
     LabBuf d_dw = lab_buf_alloc(dw0_b.size(), "dwp");
-    LabBuf d_db = s->bias ? lab_buf_alloc(db0_b.size(), "dbp") : LabBuf{NULL, NULL, 0, "dbp"};
+    LabBuf d_db = s->bias ? lab_buf_alloc(db0_b.size(), "dbp") : lab_buf_none("dbp");
     char trial[128];
     snprintf(trial, sizeof(trial), "backward N=%d C=%d OC=%d %s", N, C, OC, s->bias ? "bias" : "no-bias");
     int failed = 0;
-    for (int ver : lab_versions) {
-        if (!lab_version_selected(a, ver)) { continue; }
+    for (int ver : a->versions) {
         LabVerdict v;
         lab_verdict_init(&v);
         std::vector<unsigned char> b_dpre, b_dw, b_db;
@@ -270,11 +266,11 @@ static int check_backward(const LabArgs* a, const Shape* s, PathTally* tally) {
         const size_t ud = lab_count_unwritten(b_dpre, sizeof(floatX));
         if (ud > 0) { v.fail += "; " + std::to_string(ud) + " elements of dpre never written"; }
         const std::vector<float> dpre = lab_x_to_floats(b_dpre), dw = lab_f32_from_bytes(b_dw);
-        lab_compare(trial, ver, "dpre", dpre.data(), dpre_ref.data(), dpre.size(), (size_t)OC, TOL_X, &v);
-        lab_compare(trial, ver, "dwp", dw.data(), dw_ref.data(), dw.size(), (size_t)OC, TOL_F32, &v);
+        lab_compare_rows(trial, ver, "dpre", dpre.data(), dpre_ref.data(), dpre.size(), (size_t)OC, TOL_X, &v);
+        lab_compare_rows(trial, ver, "dwp", dw.data(), dw_ref.data(), dw.size(), (size_t)OC, TOL_F32, &v);
         if (s->bias) {
             const std::vector<float> db = lab_f32_from_bytes(b_db);
-            lab_compare(trial, ver, "dbp", db.data(), db_ref.data(), db.size(), (size_t)C, TOL_F32, &v);
+            lab_compare_rows(trial, ver, "dbp", db.data(), db_ref.data(), db.size(), (size_t)C, TOL_F32, &v);
         }
         int epi = 0;
         const std::string what = std::string(trial) + ", path: " + backward_path(ver, N, C, OC, &epi);
@@ -283,7 +279,7 @@ static int check_backward(const LabArgs* a, const Shape* s, PathTally* tally) {
             tally->fallback[1] += !epi;
             if (!epi) { tally->fallback_shapes[1] += std::string(" (") + (trial + 9) + ")"; }
         }
-        failed |= lab_verdict_print(a, ver, what.c_str(), seed, &v);
+        failed |= lab_verdict_print(a, ver, what.c_str(), seed, 1, &v);
     }
     for (LabBuf* bf : {&d_dy, &d_wp, &d_pre, &d_out, &d_dpre, &d_dw, &d_db}) { lab_buf_free(bf); }
     return failed;
@@ -358,8 +354,7 @@ static void bench(const LabArgs* a) {
     cudaCheck(cudaMemset(dwp, 0, CO * sizeof(float)));
     cudaCheck(cudaMemset(dbp, 0, C * sizeof(float)));
     fc_forward(1, out, pre, inp, w, b, N, C, OC); // the backward's pre and out
-    for (int ver : lab_versions) {
-        if (!lab_version_selected(a, ver)) { continue; }
+    for (int ver : a->versions) {
         const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
             fc_forward(ver, out, pre, inp, w, b, N, C, OC);
         });
@@ -368,8 +363,7 @@ static void bench(const LabArgs* a) {
                f_fwd / (ms * 1e-3) / 1e12, b_fwd / (ms * 1e-3) / 1e9, forward_path(ver, N, C, OC, 1, &epi).c_str());
         fflush(stdout);
     }
-    for (int ver : lab_versions) {
-        if (!lab_version_selected(a, ver)) { continue; }
+    for (int ver : a->versions) {
         const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
             fc_backward(ver, dpre, dwp, dbp, dy, out, wp, pre, N, C, OC);
         });
@@ -384,8 +378,12 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = {"lab_matmul_gelu", "the fc layer with GELU of train_gpt2.cu (matmul_forward_gelu, "
+                          "matmul_backward_gelu)", kVersions, LAB_COUNT(kVersions), 0,
+                          "forward and backward, N x C x OC x bias against float64, naming the path that ran",
+                          "N 65536, C 768, OC 3072: ms, TFLOP/s, GB/s, forward and backward", NULL};
     LabArgs a;
-    if (!lab_parse_args(&a, argc, argv, "lab_matmul_gelu" LAB_SUFFIX, lab_versions, lab_usage_text)) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     if (!lab_bf16_or_skip(&a) || !lab_device_or_skip(&a)) { return 0; }
     reduce_scratch_reserve(3072); // the trainer's allocation (gpt2_build)
     int failed = 0;

@@ -51,13 +51,15 @@ Without a CUDA device: one SKIP line, exit 0. BF16 builds only.
 #define TESTING
 #include "../../train_gpt2.cu"
 #include "../cpu/kernels_cpu.h"
-#include "lab_common.h"
+#include "common.h"
 
 #if !PRECISION_IS_BF16
 #error "dev/cuda/optimizer.cu is a BF16 lab (it checks the fp32 master weights): build it with -DENABLE_BF16"
 #endif
 
-static const std::vector<int> kVersions = {1};
+static const LabVersion kVersions[] = {
+    {1, "the trainer's: gpt2_grad_norm, gpt2_update_apply, gpt2_init_random", 0, 0},
+};
 static const double TOL_F32 = 1e-5;   // fp32 results of fp32 arithmetic on exact inputs
 static const double TOL_STEP = 1e-4;  // the master's step: a difference of two close fp32 values
 static const float LR = 1e-2f, BETA1 = 0.9f, BETA2 = 0.95f, EPS = 1e-8f, WD = 0.1f;
@@ -81,23 +83,9 @@ static GPT2Config shape_config(const ModelShape* s, int T) {
     return c;
 }
 
-static std::vector<float> download_f32(const float* d, size_t n) {
-    std::vector<float> h(n);
-    cudaCheck(cudaMemcpy(h.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost));
-    return h;
-}
-static std::vector<float> download_x(const floatX* d, size_t n) {
-    std::vector<uint16_t> raw(n);
-    cudaCheck(cudaMemcpy(raw.data(), d, n * sizeof(floatX), cudaMemcpyDeviceToHost));
-    std::vector<float> h(n);
-    for (size_t i = 0; i < n; i++) { h[i] = host_bf16_to_f32(raw[i]); }
-    return h;
-}
-static std::vector<unsigned char> download_bytes(const void* d, size_t bytes) {
-    std::vector<unsigned char> h(bytes);
-    cudaCheck(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost));
-    return h;
-}
+// the trainer's device arrays (the model's), as floats
+static std::vector<float> download_f32(const float* d, size_t n) { return lab_f32_from_bytes(lab_download(d, n * sizeof(float))); }
+static std::vector<float> download_x(const floatX* d, size_t n) { return lab_x_to_floats(lab_download(d, n * sizeof(floatX))); }
 static float round_bf16(float v) { return host_bf16_to_f32(host_f32_to_bf16(v)); }
 
 // 1 where an element of the padded layout belongs to no tensor (an alignment gap)
@@ -139,7 +127,7 @@ static int check_init(const LabArgs* a, GPT2* model, const ModelShape* s) {
     }
     // the weights against float64 within 1e-5; everything that is not a normal exactly (gaps, padded
     // rows, gains, biases: the exact comparison below covers them, since a normal is never exactly 0 or 1)
-    lab_compare(s->name, 1, "init master", master.data(), ref.data(), P, 0, TOL_F32, &v);
+    lab_compare_rows(s->name, 1, "init master", master.data(), ref.data(), P, 0, TOL_F32, &v);
     size_t exact_bad = 0, round_bad = 0;
     for (size_t k = 0; k < P; k++) {
         if ((ref[k] == 0.0f || ref[k] == 1.0f) && master[k] != ref[k]) { exact_bad++; }
@@ -149,7 +137,7 @@ static int check_init(const LabArgs* a, GPT2* model, const ModelShape* s) {
     if (round_bad) { v.fail += "; " + std::to_string(round_bad) + " parameters are not their master rounded to bf16"; }
     char what[96];
     snprintf(what, sizeof(what), "init %s P=%zu", s->name, model->num_parameters);
-    return lab_verdict_print(a, 1, what, seed, &v);
+    return lab_verdict_print(a, 1, what, seed, 0, &v);
 }
 
 // ----------------------------------------------------------------------------
@@ -212,9 +200,9 @@ static int check_step(const LabArgs* a, GPT2* model, const ModelShape* s, int sh
         gpt2_update_apply(model, LR, BETA1, BETA2, EPS, WD, clip, t);
         cudaCheck(cudaDeviceSynchronize());
         const std::vector<unsigned char> bytes[5] = {
-            download_bytes(model->params_memory, P * sizeof(floatX)), download_bytes(model->master_memory, P * sizeof(float)),
-            download_bytes(model->m_memory, P * sizeof(float)), download_bytes(model->v_memory, P * sizeof(float)),
-            download_bytes(model->norm_partial_d + NORM_BLOCKS, sizeof(float))};
+            lab_download(model->params_memory, P * sizeof(floatX)), lab_download(model->master_memory, P * sizeof(float)),
+            lab_download(model->m_memory, P * sizeof(float)), lab_download(model->v_memory, P * sizeof(float)),
+            lab_download(model->norm_partial_d + NORM_BLOCKS, sizeof(float))};
         if (run == 1) {
             const char* names[5] = {"params", "master", "m", "v", "norm_sq"};
             for (int k = 0; k < 5; k++) { lab_check_same(first[k], bytes[k], names[k], &v); }
@@ -225,18 +213,18 @@ static int check_step(const LabArgs* a, GPT2* model, const ModelShape* s, int sh
         memcpy(&norm_sq, bytes[4].data(), sizeof norm_sq);
         const float norm_sq_ref_f = (float)norm_sq_ref;
         if (norm != sqrtf(norm_sq)) { v.fail += "; gpt2_grad_norm's value is not the root of the squared norm on the device"; }
-        lab_compare(s->name, 1, "norm_sq", &norm_sq, &norm_sq_ref_f, 1, 0, TOL_F32, &v);
+        lab_compare_rows(s->name, 1, "norm_sq", &norm_sq, &norm_sq_ref_f, 1, 0, TOL_F32, &v);
         const std::vector<float> params = download_x(model->params_memory, P), master = download_f32(model->master_memory, P);
         const std::vector<float> m = download_f32(model->m_memory, P), vv = download_f32(model->v_memory, P);
-        lab_compare(s->name, 1, "m", m.data(), rm.data(), P, 0, TOL_F32, &v);
-        lab_compare(s->name, 1, "v", vv.data(), rv.data(), P, 0, TOL_F32, &v);
-        lab_compare(s->name, 1, "master", master.data(), rmaster.data(), P, 0, TOL_F32, &v);
+        lab_compare_rows(s->name, 1, "m", m.data(), rm.data(), P, 0, TOL_F32, &v);
+        lab_compare_rows(s->name, 1, "v", vv.data(), rv.data(), P, 0, TOL_F32, &v);
+        lab_compare_rows(s->name, 1, "master", master.data(), rmaster.data(), P, 0, TOL_F32, &v);
         std::vector<float> step(P), rstep(P);
         for (size_t k = 0; k < P; k++) {
             step[k] = (float)((double)master[k] - st.master[k]);
             rstep[k] = (float)((double)rmaster[k] - st.master[k]);
         }
-        lab_compare(s->name, 1, "master step", step.data(), rstep.data(), P, 0, TOL_STEP, &v);
+        lab_compare_rows(s->name, 1, "master step", step.data(), rstep.data(), P, 0, TOL_STEP, &v);
         size_t round_bad = 0, gap_bad = 0;
         for (size_t k = 0; k < P; k++) {
             if (params[k] != round_bf16(master[k])) { round_bad++; }
@@ -250,7 +238,7 @@ static int check_step(const LabArgs* a, GPT2* model, const ModelShape* s, int sh
     char what[128];
     snprintf(what, sizeof(what), "adamw %s P=%zu t=%d %s (norm %.4g, clip %.4g)", s->name, model->num_parameters, t,
              clip_names[clip_case], norm_ref, clip);
-    return lab_verdict_print(a, 1, what, seed, &v);
+    return lab_verdict_print(a, 1, what, seed, 1, &v);
 }
 
 static int check(const LabArgs* a) {
@@ -311,10 +299,10 @@ static void bench(const LabArgs* a) {
 }
 
 int main(int argc, char** argv) {
+    const LabSpec spec = {"lab_optimizer", "the optimizer step of train_gpt2.cu (gradient norm, AdamW) and its parameter init",
+                          kVersions, LAB_COUNT(kVersions), 0, NULL, NULL, NULL};
     LabArgs a;
-    const char* usage = "  the optimizer step of train_gpt2.cu (gradient norm, AdamW) and its parameter init; BF16 builds\n"
-                        "    1  the trainer's: gpt2_grad_norm, gpt2_update_apply, gpt2_init_random\n";
-    if (!lab_parse_args(&a, argc, argv, "lab_optimizer", kVersions, usage)) { return 0; }
+    if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     if (!lab_device_or_skip(&a)) { return 0; }
     int failed = 0;
     if (a.check) { failed = check(&a); }

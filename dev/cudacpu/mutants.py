@@ -31,8 +31,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LIST = os.path.join(ROOT, "dev", "cudacpu", "mutants.txt")
-LAB_HEADERS = ["attention_lab_common.h", "attention_tiled_cpu.h", "lab_basics.h", "lab_common.h", "kernels_cpu.h",
-               "lab_matmul_common.h"]
+LAB_HEADERS = ["common.h", "../cpu/attention_tiled_cpu.h", "../cpu/kernels_cpu.h"]  # as the labs include them
 OUT = os.path.join(ROOT, "build", "mutants")
 RUN_TIMEOUT_S = 300
 

@@ -90,9 +90,9 @@ two_at_a_time() { # out_file function items...
 # --- build: the rewrite once, then two g++ at a time ----------------------------------------------
 build_start=$SECONDS
 lab_sources=()
-for f in attention_forward.cu attention_backward.cu layernorm.cu classifier.cu encoder_backward.cu optimizer.cu matmul_gelu.cu \
-         attention_lab_common.h attention_tiled_cpu.h lab_basics.h lab_common.h kernels_cpu.h lab_matmul_common.h; do
-  lab_sources+=("build/cudacpu/src/dev/cuda/$f")
+for f in dev/cuda/{attention_forward,attention_backward,layernorm,classifier,encoder_backward,optimizer,matmul_gelu}.cu \
+         dev/cuda/common.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h; do
+  lab_sources+=("build/cudacpu/src/$f")
 done
 make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu "${lab_sources[@]}" >"$log_dir/rewrite.log" 2>&1 ||
   { echo "FAIL cpu-run rewrite: $(grep -m1 -i 'error' "$log_dir/rewrite.log" || tail -n1 "$log_dir/rewrite.log")"; exit 1; }

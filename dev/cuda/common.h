@@ -1,0 +1,1165 @@
+/*
+common.h: what the kernel labs of dev/cuda/ share (llm.c's dev/cuda/common.h, for labs whose
+versions are the trainer's own kernels). It is the only header here; a lab includes it last:
+
+    #define TESTING
+    #include "../../train_gpt2.cu"   // the kernels under test, its main dropped (as test_gpt2.cu does)
+    #include "../cpu/kernels_cpu.h"  // the float64 CPU reference (the attention labs: attention_tiled_cpu.h)
+    #include "common.h"
+
+and uses the trainer's cudaCheck, device_malloc, cuda_setup, floatX and host conversions.
+
+Every lab keeps llm.c's pattern: a header comment with the two numbers (FLOPs and minimum bytes at
+the benchmark shape) and the time they predict on an H100; a CPU reference; numbered versions; a
+--check that draws fresh random inputs per trial (seed printed), poisons every output and scratch
+buffer, compares each version with the reference and prints one PASS/FAIL line per (version, trial);
+a --bench (median of LAB_BENCH_REPS runs, L2 flushed before each). The command line is the same in
+every lab: <lab> [version] [--seed n] [--check] [--bench] [--quick], and --scheme s in the attention
+labs.
+
+Sections:
+  the command line        LabVersion, LabSpec, LabArgs, lab_parse_args, lab_device_or_skip
+  random numbers          splitmix64: lab_trial_seed, lab_uniform, lab_normal and their vectors
+  device buffers          LabBuf: poisoned, with guard bytes on both sides
+  host values             LabHostX (floats rounded to floatX, and their bytes), byte conversions
+  comparisons, verdict    lab_compare (the rel_err lines), LabVerdict, lab_verdict_print, lab_verdict
+  timing                  LabTimer, lab_time_median_ms, lab_bench_predicted, lab_bench_line
+  float64 matmuls         the CPU side of classifier.cu and matmul_gelu.cu, cuBLASLt's choice
+  the attention labs      their versions, tolerances, shapes, inputs and CPU-twin calls; compiled where
+                          the lab included dev/cpu/attention_tiled_cpu.h
+*/
+#ifndef DEV_CUDA_COMMON_H
+#define DEV_CUDA_COMMON_H
+
+#include <algorithm>
+#include <errno.h>
+#include <stdarg.h>
+#include <string>
+#include <vector>
+
+#if PRECISION_IS_BF16
+#define LAB_SUFFIX ""
+#else
+#define LAB_SUFFIX "_fp32"
+#endif
+
+// ----------------------------------------------------------------------------
+// the command line: <lab> [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
+
+typedef struct {
+    int version;
+    const char* what;  // one line for -h
+    int bf16_only;     // 1: absent from FP32 builds
+    int variant;       // what the lab's code takes to run this version (the attention labs: AttnShape.fused)
+} LabVersion;
+
+// what a lab is, for the parser and -h
+typedef struct {
+    const char* name;            // "lab_layernorm" (FP32 builds append _fp32)
+    const char* what;            // one line
+    const LabVersion* versions;
+    int num_versions;
+    int schemes;                 // 1: --scheme s picks one Q/K/V scheme (the attention labs)
+    const char* check;           // what --check, --bench and --quick run (-h); NULL: the general line
+    const char* bench;
+    const char* quick;
+} LabSpec;
+
+typedef struct {
+    const LabSpec* spec;
+    char name[64];               // the binary: spec->name LAB_SUFFIX
+    int version;                 // 0: every version of this build
+    std::vector<int> versions;   // the versions to run: the one asked for, else every one of this build
+    int scheme;                  // -1: every scheme
+    unsigned long long seed;
+    int check, bench;
+    int quick;                   // --check on the lab's short list of shapes (implies --check)
+} LabArgs;
+
+#define LAB_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0]))) // the rows of a static table
+
+static int lab_version_in_build(const LabVersion* v) { return !v->bf16_only || PRECISION_IS_BF16; }
+
+static const LabVersion* lab_find_version(const LabSpec* spec, long version) {
+    for (int i = 0; i < spec->num_versions; i++) {
+        if (spec->versions[i].version == version) { return &spec->versions[i]; }
+    }
+    return NULL;
+}
+
+// whether version runs under these arguments (it exists in this build and was asked for)
+static int lab_version_selected(const LabArgs* a, int version) {
+    return std::find(a->versions.begin(), a->versions.end(), version) != a->versions.end();
+}
+
+// " 1 2": the versions of this build
+static std::string lab_version_list(const LabSpec* spec) {
+    std::string list;
+    for (int i = 0; i < spec->num_versions; i++) {
+        if (lab_version_in_build(&spec->versions[i])) { list += " " + std::to_string(spec->versions[i].version); }
+    }
+    return list;
+}
+
+static void lab_usage(const LabArgs* a) {
+    const LabSpec* spec = a->spec;
+    printf("Usage: %s [version]%s [--seed n] [--check] [--bench] [--quick]\n", a->name, spec->schemes ? " [--scheme s]" : "");
+    printf("  %s (%s build)\n", spec->what, PRECISION_NAME);
+    printf("  version       one of:%s (default: all of them)\n", lab_version_list(spec).c_str());
+    for (int i = 0; i < spec->num_versions; i++) {
+        printf("    %d  %s%s\n", spec->versions[i].version, spec->versions[i].what,
+               lab_version_in_build(&spec->versions[i]) ? "" : " (not in FP32 builds: BF16-only)");
+    }
+    if (spec->schemes) {
+        printf("  --scheme s    check one scheme (default: all):");
+        for (int s = 0; s < QKV_NUM_SCHEMES; s++) { printf(" %s", qkv_scheme_name(s)); }
+        printf("\n");
+    }
+    printf("  --seed n      base seed of the random inputs (default 1337); each trial mixes in its shape\n");
+    printf("  --check       %s\n", spec->check ? spec->check : "every version against the float64 CPU reference");
+    printf("  --bench       %s\n", spec->bench ? spec->bench : "time every version at the benchmark shape, L2 flushed before each run");
+    printf("  --quick       %s\n", spec->quick ? spec->quick
+           : "--check on a short list of shapes that still reaches every code path at the trainer's widths\n"
+             "                (for dev/cudacpu, the CPU runtime; implies --check)");
+    printf("With neither --check nor --bench: both. Without a CUDA device: one SKIP line, exit 0.\n");
+}
+
+// a bad argument: one "error:" line on stderr, exit 1
+__attribute__((noreturn, format(printf, 2, 3))) static void lab_arg_error(const LabArgs* a, const char* fmt, ...) {
+    fprintf(stderr, "error: %s: ", a->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    exit(EXIT_FAILURE);
+}
+
+// Parses argv, before any CUDA call. Returns 1 to run, 0 after -h (exit 0); on a bad argument it
+// prints one "error:" line and exits 1.
+static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec) {
+    a->spec = spec;
+    snprintf(a->name, sizeof(a->name), "%s%s", spec->name, LAB_SUFFIX);
+    a->version = 0;
+    a->scheme = -1;
+    a->seed = 1337;
+    a->check = a->bench = a->quick = 0;
+    int have_version = 0;
+    for (int i = 1; i < argc; i++) {
+        const char* arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) { lab_usage(a); return 0; }
+        if (strcmp(arg, "--check") == 0) { a->check = 1; continue; }
+        if (strcmp(arg, "--bench") == 0) { a->bench = 1; continue; }
+        if (strcmp(arg, "--quick") == 0) { a->quick = a->check = 1; continue; }
+        const int is_seed = strcmp(arg, "--seed") == 0, is_scheme = spec->schemes && strcmp(arg, "--scheme") == 0;
+        if (is_seed || is_scheme) {
+            if (i + 1 >= argc) {
+                lab_arg_error(a, "%s needs a value (%s)", arg, is_seed ? "a non-negative integer" : "a scheme name, see -h");
+            }
+            const char* val = argv[++i];
+            if (is_seed) {
+                char* end = NULL;
+                errno = 0;
+                const unsigned long long v = strtoull(val, &end, 10);
+                if (val[0] < '0' || val[0] > '9' || *end != '\0' || errno != 0) {
+                    lab_arg_error(a, "--seed '%s': expected a non-negative integer", val);
+                }
+                a->seed = v;
+            } else {
+                a->scheme = qkv_scheme_from_name(val);
+                if (a->scheme < 0) {
+                    std::string names;
+                    for (int s = 0; s < QKV_NUM_SCHEMES; s++) { names += std::string(" ") + qkv_scheme_name(s); }
+                    lab_arg_error(a, "--scheme '%s': expected one of:%s", val, names.c_str());
+                }
+            }
+            continue;
+        }
+        if (arg[0] == '-') {
+            lab_arg_error(a, "unknown flag '%s' (expected [version]%s --seed n --check --bench --quick, or -h)", arg,
+                          spec->schemes ? " --scheme s" : "");
+        }
+        // the version, a positional number
+        char* end = NULL;
+        const long v = strtol(arg, &end, 10);
+        const LabVersion* found = *end == '\0' ? lab_find_version(spec, v) : NULL;
+        if (have_version || found == NULL) {
+            lab_arg_error(a, "version '%s': expected one version, one of:%s", arg, lab_version_list(spec).c_str());
+        }
+        if (!lab_version_in_build(found)) {
+            lab_arg_error(a, "version %d (%s) does not exist in FP32 builds: it is BF16-only (HINT: build/%s, make labs)",
+                          found->version, found->what, spec->name);
+        }
+        a->version = found->version;
+        have_version = 1;
+    }
+    if (!a->check && !a->bench) { a->check = a->bench = 1; }
+    a->versions.clear();
+    for (int i = 0; i < spec->num_versions; i++) {
+        const LabVersion* v = &spec->versions[i];
+        if (lab_version_in_build(v) && (a->version == 0 || a->version == v->version)) { a->versions.push_back(v->version); }
+    }
+    return 1;
+}
+
+// 1 in a BF16 build, else one SKIP line and 0 (for a lab that compiles in FP32 builds but whose
+// tolerances and byte counts are bf16's)
+static int lab_bf16_or_skip(const LabArgs* a) {
+    if (PRECISION_IS_BF16) { return 1; }
+    printf("SKIP %s: a BF16-only lab, this is an FP32 build (HINT: make labs, without PRECISION=FP32)\n", a->name);
+    return 0;
+}
+
+// 1 with a device (set up as the trainer sets it up: cuBLASLt, g_reduce_blocks) and the lab's first
+// line printed; else one SKIP line and 0 (the caller exits 0: no GPU is not a failure)
+static int lab_device_or_skip(const LabArgs* a) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        printf("SKIP %s: no CUDA device (%s)\n", a->name, err != cudaSuccess ? cudaGetErrorString(err) : "0 devices found");
+        return 0;
+    }
+    cuda_setup();
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    std::string list;
+    for (int v : a->versions) { list += " " + std::to_string(v); }
+    printf("%s: %s build on %s (sm_%d%d, %d SMs), versions:%s, base seed %llu\n", a->name, PRECISION_NAME, prop.name,
+           prop.major, prop.minor, prop.multiProcessorCount, list.c_str(), a->seed);
+    for (int i = 0; i < a->spec->num_versions; i++) {
+        const LabVersion* v = &a->spec->versions[i];
+        if (!lab_version_in_build(v)) { printf("version %d (%s): not in FP32 builds, it is BF16-only\n", v->version, v->what); }
+    }
+    return 1;
+}
+
+// ----------------------------------------------------------------------------
+// random numbers: splitmix64, so that a trial's inputs depend on (seed, shape) alone
+
+static unsigned long long lab_mix64(unsigned long long z) {
+    z += 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// the inputs' seed of one trial: the base seed mixed with the fields that name the trial (its shape,
+// case), so that a trial has the same inputs whatever the command line selects
+static unsigned long long lab_trial_seed(unsigned long long seed, const std::vector<long long>& fields) {
+    unsigned long long z = lab_mix64(seed);
+    for (long long f : fields) { z = lab_mix64(z ^ (unsigned long long)f); }
+    return z;
+}
+
+static double lab_uniform(unsigned long long* state) { // in (0, 1)
+    *state = lab_mix64(*state);
+    return ((double)(*state >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double lab_normal(unsigned long long* state) { // Box-Muller, one value per draw: simple beats fast here
+    const double u1 = lab_uniform(state), u2 = lab_uniform(state);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+// n values mean + std * N(0, 1)
+static std::vector<float> lab_normal_vec(size_t n, double mean, double std, unsigned long long* rng) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i++) { v[i] = (float)(mean + std * lab_normal(rng)); }
+    return v;
+}
+
+// n values N(0, 1), both of each Box-Muller draw (cos, then sin): the attention labs' inputs
+static std::vector<float> lab_normal_vec_paired(size_t n, unsigned long long* rng) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i += 2) {
+        const double u1 = lab_uniform(rng), u2 = lab_uniform(rng);
+        const double r = sqrt(-2.0 * log(u1));
+        v[i] = (float)(r * cos(6.283185307179586 * u2));
+        if (i + 1 < n) { v[i + 1] = (float)(r * sin(6.283185307179586 * u2)); }
+    }
+    return v;
+}
+
+// n values uniform in [lo, hi)
+static std::vector<float> lab_uniform_vec(size_t n, double lo, double hi, unsigned long long* rng) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; i++) { v[i] = (float)(lo + (hi - lo) * lab_uniform(rng)); }
+    return v;
+}
+
+// ----------------------------------------------------------------------------
+// poison and device buffers
+//
+// Every buffer has g_lab_guard bytes of 0xFF before and after it (LAB_GUARD, a multiple of 256: the
+// buffer keeps the trainer's 256-byte alignment). Outputs and scratch are filled with 0xFF before
+// every run: NaN in fp32 and in bf16, so an element a version never writes, or scratch it reads
+// before writing, shows. After a run the guards must still be 0xFF (nothing written outside a
+// buffer) and the inputs unchanged. The attention labs' --quick (the compute-sanitizer runs) sets
+// g_lab_guard to 0: each buffer is then its own allocation, so memcheck sees its exact end.
+
+#define LAB_POISON 0xFF
+#define LAB_GUARD 1024
+static size_t g_lab_guard = LAB_GUARD;
+
+static size_t lab_count_poison_bytes(const unsigned char* p, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) { c += p[i] == LAB_POISON; }
+    return c;
+}
+
+// elements of elem_bytes still all 0xFF: never written
+static size_t lab_count_unwritten(const std::vector<unsigned char>& h, size_t elem_bytes) {
+    size_t c = 0;
+    for (size_t i = 0; i + elem_bytes <= h.size(); i += elem_bytes) { c += lab_count_poison_bytes(&h[i], elem_bytes) == elem_bytes; }
+    return c;
+}
+
+typedef struct {
+    unsigned char* base; // NULL: no buffer
+    void* ptr;           // base + guard
+    size_t bytes;
+    size_t guard;        // bytes of 0xFF on each side
+    const char* name;
+} LabBuf;
+
+static LabBuf lab_buf_none(const char* name) {
+    LabBuf b;
+    b.base = NULL;
+    b.ptr = NULL;
+    b.bytes = 0;
+    b.guard = 0;
+    b.name = name;
+    return b;
+}
+
+static LabBuf lab_buf_alloc(size_t bytes, const char* name) {
+    LabBuf b;
+    b.guard = g_lab_guard;
+    b.base = (unsigned char*)device_malloc(bytes + 2 * b.guard, name);
+    b.ptr = b.base + b.guard;
+    b.bytes = bytes;
+    b.name = name;
+    cudaCheck(cudaMemset(b.base, LAB_POISON, bytes + 2 * b.guard));
+    return b;
+}
+
+static void lab_buf_free(LabBuf* b) {
+    if (b->base != NULL) { cudaCheck(cudaFree(b->base)); }
+    *b = lab_buf_none(b->name);
+}
+
+static void lab_buf_poison(const LabBuf* b) {
+    if (b->base != NULL) { cudaCheck(cudaMemset(b->ptr, LAB_POISON, b->bytes)); }
+}
+
+static void lab_buf_upload(const LabBuf* b, const void* h) {
+    if (b->base != NULL && b->bytes > 0) { cudaCheck(cudaMemcpy(b->ptr, h, b->bytes, cudaMemcpyHostToDevice)); }
+}
+
+// bytes of device memory (a buffer of the lab's, or one the trainer allocated)
+static std::vector<unsigned char> lab_download(const void* d, size_t bytes) {
+    std::vector<unsigned char> h(bytes);
+    if (d != NULL && bytes > 0) { cudaCheck(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost)); }
+    return h;
+}
+
+static std::vector<unsigned char> lab_buf_download(const LabBuf* b) { return lab_download(b->ptr, b->bytes); }
+
+// a device copy of host bytes, guarded (an input: lab_buf_intact checks it afterwards)
+static LabBuf lab_buf_input(const std::vector<unsigned char>& h, const char* name) {
+    LabBuf b = lab_buf_alloc(h.size(), name);
+    lab_buf_upload(&b, h.data());
+    return b;
+}
+
+// appends "; wrote outside <name> ..." to *why when a guard changed
+static void lab_buf_guards_ok(const LabBuf* b, std::string* why) {
+    if (b->base == NULL || b->guard == 0) { return; }
+    const std::vector<unsigned char> before = lab_download(b->base, b->guard);
+    const std::vector<unsigned char> after = lab_download(b->base + b->guard + b->bytes, b->guard);
+    const size_t nb = b->guard - lab_count_poison_bytes(before.data(), b->guard);
+    const size_t na = b->guard - lab_count_poison_bytes(after.data(), b->guard);
+    if (nb > 0 || na > 0) {
+        *why += "; wrote outside " + std::string(b->name) + " (" + std::to_string(nb) + " guard bytes before it, " +
+                std::to_string(na) + " after it changed)";
+    }
+}
+
+// an input buffer: guards intact and the same bytes as uploaded
+static void lab_buf_intact(const LabBuf* b, const std::vector<unsigned char>& h, std::string* why) {
+    if (b->base == NULL) { return; }
+    lab_buf_guards_ok(b, why);
+    if (lab_buf_download(b) != h) { *why += "; input " + std::string(b->name) + " changed"; }
+}
+
+// ----------------------------------------------------------------------------
+// host values
+
+// floats rounded to floatX: f the values the kernel will see (the reference reads these), x their
+// floatX bytes (what is uploaded)
+typedef struct {
+    std::vector<float> f;
+    std::vector<unsigned char> x;
+} LabHostX;
+
+// rounds h->f to floatX in place and fills h->x with the bytes
+static void lab_host_x_round(LabHostX* h) {
+    h->x.resize(h->f.size() * sizeof(floatX));
+    host_floats_to_x(h->x.data(), h->f.data(), h->f.size());
+    host_x_to_floats(h->f.data(), h->x.data(), h->f.size());
+}
+
+static LabHostX lab_host_x(const std::vector<float>& v) {
+    LabHostX h;
+    h.f = v;
+    lab_host_x_round(&h);
+    return h;
+}
+
+// floatX bytes -> floats
+static std::vector<float> lab_x_to_floats(const std::vector<unsigned char>& h) {
+    std::vector<float> f(h.size() / sizeof(floatX));
+    host_x_to_floats(f.data(), h.data(), f.size());
+    return f;
+}
+
+static std::vector<float> lab_f32_from_bytes(const std::vector<unsigned char>& h) {
+    std::vector<float> f(h.size() / sizeof(float));
+    if (!f.empty()) { memcpy(f.data(), h.data(), f.size() * sizeof(float)); }
+    return f;
+}
+
+// the bytes of a vector (floats, ints): what a buffer of them holds
+template <typename T>
+static std::vector<unsigned char> lab_bytes_of(const std::vector<T>& v) {
+    std::vector<unsigned char> h(v.size() * sizeof(T));
+    if (!v.empty()) { memcpy(h.data(), v.data(), h.size()); }
+    return h;
+}
+
+// ----------------------------------------------------------------------------
+// comparisons and the verdict of one (version, trial)
+
+// where an element is, for the comparison lines: up to 4 dimensions, row-major
+typedef struct {
+    int ndim;
+    size_t dims[4];
+    const char* names[4];
+} LabIndex;
+
+// (n / cols, cols) as "row=.. col=.."; cols 0: "i=.."
+static LabIndex lab_index_rows(size_t n, size_t cols) {
+    LabIndex ix = {2, {cols > 0 ? n / cols : 0, cols}, {"row", "col", "", ""}};
+    if (cols == 0) { ix = LabIndex{1, {n, 0}, {"i", "", "", ""}}; }
+    return ix;
+}
+
+static std::string lab_where(const LabIndex* ix, size_t i) {
+    size_t coord[4] = {0, 0, 0, 0};
+    for (int d = ix->ndim - 1; d >= 0; d--) {
+        const size_t dim = ix->dims[d] > 0 ? ix->dims[d] : 1;
+        coord[d] = d > 0 ? i % dim : i;
+        i /= dim;
+    }
+    std::string s;
+    for (int d = 0; d < ix->ndim; d++) { s += (d ? " " : "") + std::string(ix->names[d]) + "=" + std::to_string(coord[d]); }
+    return s;
+}
+
+typedef struct {
+    double worst_ratio;  // error / tolerance of the worst tensor so far (NaN: a NaN)
+    std::string worst;   // "out rel_err 1.2e-03 vs cpu, tolerance 1e-02"
+    std::string fail;    // "; ..." reasons; empty: PASS
+} LabVerdict;
+
+static void lab_verdict_init(LabVerdict* v) {
+    v->worst_ratio = -1.0;
+    v->worst.clear();
+    v->fail.clear();
+}
+
+// folds one error / tolerance ratio (NaN: a non-finite output) into the verdict: a FAIL above 1
+static void lab_verdict_add(LabVerdict* v, double ratio, const std::string& what) {
+    if (isnan(ratio) || !(ratio <= 1.0)) { v->fail += "; " + what; }
+    if (isnan(ratio) || (!isnan(v->worst_ratio) && ratio > v->worst_ratio)) {
+        v->worst_ratio = ratio;
+        v->worst = what;
+    }
+}
+
+// sum of squares-based norm of n values; NaN in, NaN out
+static double lab_norm(const float* a, size_t n) {
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) { s += (double)a[i] * (double)a[i]; }
+    return sqrt(s);
+}
+
+// Prints "  <prefix> <tensor> rel_err=.. max_abs=.. at <where> (vN vs <against>)" and folds it into
+// the verdict: rel_err = ||out - ref|| / ||ref|| over n values laid out as ix; a non-finite output
+// is the worst error (NaN). floor_norm: the denominator's lower bound, for a reference that is zero
+// in exact arithmetic (0: none). tol 0: the values must be equal (one rounding, reproduced exactly
+// on the host). against: "cpu", "v1".
+static void lab_compare(const char* prefix, int version, const char* tensor, const char* against, const float* out,
+                        const float* ref, size_t n, const LabIndex* ix, double floor_norm, double tol, LabVerdict* v) {
+    double diff2 = 0.0, max_abs = -1.0;
+    size_t at = 0, nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(out[i])) {
+            if (nonfinite++ == 0) { at = i; }
+            continue;
+        }
+        const double d = fabs((double)out[i] - (double)ref[i]);
+        diff2 += d * d;
+        if (nonfinite == 0 && d > max_abs) { max_abs = d; at = i; }
+    }
+    const double ref_norm = lab_norm(ref, n);
+    const int floored = ref_norm < floor_norm;
+    const double denom = floored ? floor_norm : ref_norm;
+    double rel = denom > 0.0 ? sqrt(diff2) / denom : (diff2 > 0.0 ? INFINITY : 0.0);
+    if (nonfinite > 0) { rel = NAN; }
+    if (nonfinite > 0) {
+        printf("  %s %s rel_err=nan (%zu of %zu not finite, the first at %s) (v%d vs %s)\n", prefix, tensor, nonfinite, n,
+               lab_where(ix, at).c_str(), version, against);
+    } else {
+        printf("  %s %s rel_err=%.3e max_abs=%.3e at %s (v%d vs %s%s)\n", prefix, tensor, rel, max_abs < 0.0 ? 0.0 : max_abs,
+               n > 0 ? lab_where(ix, at).c_str() : "-", version, against,
+               floored ? "; ref ~ 0: against 1e-3 rms(datty)" : "");
+    }
+    const double ratio = tol > 0.0 ? rel / tol : (rel == 0.0 ? 0.0 : (isnan(rel) ? NAN : INFINITY));
+    char tol_s[32], what[256];
+    if (tol > 0.0) { snprintf(tol_s, sizeof(tol_s), "%.0e", tol); }
+    else { snprintf(tol_s, sizeof(tol_s), "0 (exact)"); }
+    snprintf(what, sizeof(what), "%s rel_err %.3g vs %s, tolerance %s", tensor, rel, against, tol_s);
+    lab_verdict_add(v, ratio, what);
+}
+
+// lab_compare against the CPU reference, n values as (n / cols, cols) rows (cols 0: a flat vector)
+static void lab_compare_rows(const char* prefix, int version, const char* tensor, const float* out, const float* ref,
+                             size_t n, size_t cols, double tol, LabVerdict* v) {
+    const LabIndex ix = lab_index_rows(n, cols);
+    lab_compare(prefix, version, tensor, "cpu", out, ref, n, &ix, 0.0, tol, v);
+}
+
+// a rerun must give the same bytes: every version in these labs is deterministic (no atomics on sums)
+static void lab_check_same(const std::vector<unsigned char>& a, const std::vector<unsigned char>& b, const char* what,
+                           LabVerdict* v) {
+    if (a != b) { v->fail += std::string("; ") + what + " differs between two runs (not deterministic)"; }
+}
+
+// "PASS <lab> vN <trial> (inputs seed 0x..; worst: ..; bit-identical rerun)" or FAIL with the
+// reasons; reran: the trial ran twice and the rerun was compared. Returns 1 on FAIL.
+static int lab_verdict_print(const LabArgs* a, int version, const char* what, unsigned long long seed, int reran,
+                             const LabVerdict* v) {
+    const int failed = !v->fail.empty();
+    printf("%s %s v%d %s (inputs seed 0x%016llx; worst: %s%s%s)\n", failed ? "FAIL" : "PASS", a->name, version, what, seed,
+           v->worst.c_str(), failed || !reran ? "" : "; bit-identical rerun", failed ? v->fail.c_str() : "");
+    fflush(stdout);
+    return failed;
+}
+
+// a lab's last line (after --check; nothing after --bench alone) and its exit status: 1 on a FAIL
+static int lab_verdict(const char* name, int checked, int failed) {
+    if (checked) { printf("%s: %s\n", name, failed ? "FAIL (see the FAIL lines)" : "every check passed"); }
+    return failed ? 1 : 0;
+}
+
+// ----------------------------------------------------------------------------
+// timing: median of reps runs, each after a memset of twice the L2 (so every run reads from DRAM),
+// CUDA events around the run alone. The predicted times are stated against an H100's rates.
+
+#define LAB_BENCH_REPS 25
+static const double LAB_PEAK_FLOPS = 790e12; // H100 dense bf16 tensor cores (the trainer's MFU peak)
+static const double LAB_PEAK_BYTES = 3e12;   // H100 HBM3
+
+typedef struct {
+    void* flush;
+    size_t flush_bytes;
+    cudaEvent_t start, stop;
+} LabTimer;
+
+static void lab_timer_init(LabTimer* t) {
+    int l2 = 0;
+    cudaCheck(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    t->flush_bytes = (size_t)(l2 > 0 ? l2 : (50 << 20)) * 2;
+    t->flush = device_malloc(t->flush_bytes, "L2 flush buffer");
+    cudaCheck(cudaEventCreate(&t->start));
+    cudaCheck(cudaEventCreate(&t->stop));
+}
+
+static void lab_timer_free(LabTimer* t) {
+    cudaCheck(cudaFree(t->flush));
+    cudaCheck(cudaEventDestroy(t->start));
+    cudaCheck(cudaEventDestroy(t->stop));
+}
+
+// two warm-up runs first (lazy module loading, cuBLASLt's heuristic, first-touch of the buffers)
+template <typename F>
+static double lab_time_median_ms(LabTimer* t, int reps, F fn) {
+    for (int i = 0; i < 2; i++) { fn(); }
+    cudaCheck(cudaDeviceSynchronize());
+    std::vector<float> ms(reps);
+    for (int i = 0; i < reps; i++) {
+        cudaCheck(cudaMemset(t->flush, i & 0xFF, t->flush_bytes));
+        cudaCheck(cudaEventRecord(t->start));
+        fn();
+        cudaCheck(cudaEventRecord(t->stop));
+        cudaCheck(cudaEventSynchronize(t->stop));
+        cudaCheck(cudaEventElapsedTime(&ms[i], t->start, t->stop));
+    }
+    std::sort(ms.begin(), ms.end());
+    return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+}
+
+// "predicted <what>: F GFLOP / 790 TFLOP/s = .. ms, B MB / 3 TB/s = .. ms: memory-bound"
+static void lab_bench_predicted(const char* what, double flops, double bytes) {
+    const double tc = flops / LAB_PEAK_FLOPS * 1e3, tm = bytes / LAB_PEAK_BYTES * 1e3;
+    printf("predicted %s: %.3f GFLOP / 790 TFLOP/s = %.4f ms, %.1f MB / 3 TB/s = %.4f ms: %s-bound\n", what, flops / 1e9,
+           tc, bytes / 1e6, tm, tc >= tm ? "compute" : "memory");
+}
+
+// GB/s of the minimum bytes: a version that moves more than the minimum shows as a lower rate
+static void lab_bench_line(int version, const char* what, double ms, double bytes) {
+    printf("bench v%d %-28s ms=%.4f GB/s=%.1f (of the minimum %.1f MB; %.0f%% of 3 TB/s)\n", version, what, ms,
+           bytes / (ms * 1e-3) / 1e9, bytes / 1e6, 100.0 * bytes / (ms * 1e-3) / LAB_PEAK_BYTES);
+    fflush(stdout);
+}
+
+// ----------------------------------------------------------------------------
+// float64 matmuls: the CPU side of classifier.cu and matmul_gelu.cu (the rest of it is
+// dev/cpu/kernels_cpu.h). Row-major; each result summed in double, rounded once to float; OpenMP
+// over output rows.
+
+// out (N, OC) = inp (N, C) @ w (OC, C)^T [+ bias (OC)]
+static void lab_matmul_nt(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float* x = inp + (size_t)n * C;
+        for (int o = 0; o < OC; o++) {
+            const float* wr = w + (size_t)o * C;
+            double s = bias != NULL ? (double)bias[o] : 0.0;
+            for (int c = 0; c < C; c++) { s += (double)x[c] * wr[c]; }
+            out[(size_t)n * OC + o] = (float)s;
+        }
+    }
+}
+
+// out (N, C) = dout (N, K; row stride ld_dout) @ w (K, C): the first K rows of w
+static void lab_matmul_nn(float* out, const float* dout, int ld_dout, const float* w, int N, int K, int C) {
+#pragma omp parallel
+    {
+        std::vector<double> acc(C);
+#pragma omp for schedule(static)
+        for (int n = 0; n < N; n++) {
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int k = 0; k < K; k++) {
+                const double d = dout[(size_t)n * ld_dout + k];
+                if (d == 0.0) { continue; }
+                const float* wr = w + (size_t)k * C;
+                for (int c = 0; c < C; c++) { acc[c] += d * wr[c]; }
+            }
+            for (int c = 0; c < C; c++) { out[(size_t)n * C + c] = (float)acc[c]; }
+        }
+    }
+}
+
+// out (K, C) = init (K, C; may be NULL) + dout (N, K; row stride ld_dout)^T @ inp (N, C)
+static void lab_matmul_tn(float* out, const float* init, const float* dout, int ld_dout, const float* inp, int N, int K,
+                          int C) {
+#pragma omp parallel
+    {
+        std::vector<double> acc(C);
+#pragma omp for schedule(static)
+        for (int k = 0; k < K; k++) {
+            for (int c = 0; c < C; c++) { acc[c] = init != NULL ? (double)init[(size_t)k * C + c] : 0.0; }
+            for (int n = 0; n < N; n++) {
+                const double d = dout[(size_t)n * ld_dout + k];
+                if (d == 0.0) { continue; }
+                const float* x = inp + (size_t)n * C;
+                for (int c = 0; c < C; c++) { acc[c] += d * x[c]; }
+            }
+            for (int c = 0; c < C; c++) { out[(size_t)k * C + c] = (float)acc[c]; }
+        }
+    }
+}
+
+// Which algorithm (or none) cuBLASLt gave matmul_lt for a configuration. matmul_lt remembers every
+// heuristic answer in g_lt_cache, keyed by its `fields` (0 m, 1 n, 2 k, 3 transA, 4 transB, 12 D's type,
+// 13 bias != NULL, 17 act; the alignments after them are not matched here); found = 0 means no
+// algorithm: the caller's fallback ran. Returns -1 when matmul_lt never saw the configuration.
+static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataType d_type, int has_bias,
+                         LtActivation act, std::string* algo) {
+    int found = -1;
+    if (algo != NULL) { *algo = "no algorithm"; }
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        const long long* f = g_lt_cache[i].first.v;
+        if (f[0] != m || f[1] != n || f[2] != k || f[3] != transA || f[4] != transB || f[12] != (long long)d_type ||
+            f[13] != has_bias || f[17] != (long long)act) {
+            continue;
+        }
+        found = g_lt_cache[i].second.found;
+        if (found && algo != NULL) {
+            const cublasLtMatmulAlgo_t* al = &g_lt_cache[i].second.algo;
+            int32_t id = -1, splitk = 1;
+            uint32_t tile = 0, stages = 0;
+            size_t written = 0;
+            cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &written);
+            cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &written);
+            cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof(splitk), &written);
+            cublasLtMatmulAlgoConfigGetAttribute(al, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &written);
+            *algo = "algo " + std::to_string(id) + " tile " + std::to_string(tile) + " stages " + std::to_string(stages) +
+                    " splitK " + std::to_string(splitk);
+        }
+    }
+    return found;
+}
+
+#ifdef ATTENTION_TILED_CPU_H
+// ============================================================================
+// The attention labs (attention_forward.cu, attention_backward.cu): compiled where the lab included
+// the CPU twin of the flash kernels, dev/cpu/attention_tiled_cpu.h, their reference. Their versions
+// are paths of the trainer's attention_forward/backward; the checks cover every scheme.
+// Shapes and names follow the trainer: B batch, T sequence, H query heads, Hkv kv heads, hd head
+// size, C = H * hd, W the fused projection's width (QKVLayout.width).
+
+// The versions: each is a path of attention_forward/backward, chosen by the `fused` argument of
+// attn_shape_make (LabVersion.variant). A version 3 is one more row here (and its AttnShape.fused).
+static const LabVersion lab_attn_versions[] = {
+    {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
+    {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 1},
+};
+static const int lab_attn_num_versions = LAB_COUNT(lab_attn_versions);
+
+static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench) {
+    LabSpec s;
+    s.name = name;
+    s.what = what;
+    s.versions = lab_attn_versions;
+    s.num_versions = lab_attn_num_versions;
+    s.schemes = 1;
+    s.check = "compare every version with the CPU twin and with version 1";
+    s.bench = bench;
+    s.quick = "--check for compute-sanitizer runs (implies --check): T 65 and 200, hd 64 and 128, H 2,\n"
+              "                Hkv 2 and 1; no guard bytes (memcheck sees each buffer's exact end), one run per\n"
+              "                version, and version 1 runs only where selected (no baseline for later versions)";
+    return s;
+}
+
+// the attention labs' own use of --quick: no guard bytes
+static void lab_attn_apply_args(const LabArgs* a) {
+    if (a->quick) { g_lab_guard = 0; }
+}
+
+// ----------------------------------------------------------------------------
+// tolerances (relative error ||out - ref|| / ||ref|| of a whole tensor)
+//
+// BF16, 1e-2. bf16 keeps 8 significant bits (unit roundoff 2^-9 = 2e-3). Both labs feed the CPU twin
+// the same bf16-rounded inputs, so what remains is rounding inside each path: the outputs (one bf16
+// rounding, 2^-9 relative per element); version 1 also stores the scores S, the probabilities P and
+// dP, dS in bf16 between its kernels; version 2 rounds P and dS to bf16 before their matmuls (the
+// mma inputs) and keeps S, row_max, row_sum, lse and the accumulators in fp32. A numpy emulation of
+// both paths (each rounding placed as in the kernels, inputs N(0, 1), scores of std 1, T 63..1024,
+// hd 64 and 128) gave, against float64: version 1 3e-3..5e-3, version 2 2e-3..3e-3, version 2 vs
+// version 1 <= 5.2e-3. 1e-2 is twice the worst of these; a logic error (a wrong mask, a dropped
+// tile, a wrong head or row offset) gives 1e-1 or more. The inputs are therefore drawn N(0, 1): with
+// larger scores (std 4) version 1 reaches 1.2e-2 (its bf16 S and dP).
+// lse (version 2), 1e-4: fp32 arithmetic on both sides (mma with fp32 accumulation vs float loops),
+// only the summation order and the approximate exp2/log2 of --use_fast_math differ (emulated 6e-8).
+// FP32 (version 1 only), 1e-5: no rounding to 16 bits anywhere, cuBLASLt with CUBLAS_COMPUTE_32F
+// (TF32 off) vs the twin's float loops: summation order only (emulated <= 5e-7 at T >= 63).
+// Where q and k are one tensor (qk_shared, qkv_shared) each row's score with itself is scale |k_t|^2
+// ~ sqrt(hd) = 8..11: attention is nearly one-hot and dq + dk, one buffer, cancels to a few percent of
+// its terms, ill-conditioned for any bf16 path (emulated: 1.4e-2 .. 0.7 against float64 for both
+// versions at hd 64 and 128). Their shared columns are therefore drawn with variance 1 / sqrt(hd)
+// (self-score ~ 1; emulated then <= 4e-3, version 2 vs version 1 included).
+// A gradient that is zero in exact arithmetic (dq and dk at T = 1: one key, P = 1) is noise on both
+// sides; its error is measured against 1e-3 of datty's root mean square instead (lab_floor_norm).
+#if PRECISION_IS_BF16
+static const double LAB_TOL = 1e-2;
+#else
+static const double LAB_TOL = 1e-5;
+#endif
+static const double LAB_TOL_LSE = 1e-4;
+
+// whether version v runs in the check: selected, or version 1 as the baseline of later versions
+// (not with --quick)
+static int lab_version_runs(const LabArgs* a, const LabVersion* v) {
+    return lab_version_selected(a, v->version) || (v->version == 1 && lab_version_in_build(v) && !a->quick);
+}
+
+// runs of each version per trial: two (the second must be bit-identical), one with --quick
+static int lab_runs_per_trial(const LabArgs* a) { return a->quick ? 1 : 2; }
+
+// ----------------------------------------------------------------------------
+// the shapes of the check
+
+typedef struct {
+    int scheme, B, T, H, Hkv, hd;
+} LabShape;
+
+static GPT2Config lab_config(const LabShape* sh) {
+    // one layer; vocabulary and MLP do not matter to attention, but the config must be a valid one
+    GPT2Config c = gpt2_config_default(1, sh->H, sh->H * sh->hd, sh->T, 64, 64);
+    c.scheme = sh->scheme;
+    c.num_kv_heads = sh->Hkv;
+    return c;
+}
+
+static void lab_shape_describe(const LabShape* sh, char* out, size_t n) {
+    snprintf(out, n, "%s T=%d H=%d Hkv=%d hd=%d", qkv_scheme_name(sh->scheme), sh->T, sh->H, sh->Hkv, sh->hd);
+}
+
+// Every scheme (or the one asked for) x Hkv in {H, H/2, 1} where gpt2_config_check allows it x
+// T in {1, 63, 64, 65, 200} x hd in {16 (version 1 only), 64, 128}, B = 2, H = 4.
+// quick (compute-sanitizer runs): T in {65, 200}, hd in {64, 128}, H = 2, Hkv in {H, 1}.
+static std::vector<LabShape> lab_check_shapes(int scheme_filter, int quick) {
+    static const int Ts[] = {1, 63, 64, 65, 200};
+    static const int Ts_quick[] = {65, 200};
+    static const int hds[] = {16, 64, 128};
+    static const int hds_quick[] = {64, 128};
+    const int B = 2, H = quick ? 2 : 4;
+    const int Hkvs[] = {H, H / 2, 1};
+    std::vector<LabShape> out;
+    for (int s = 0; s < QKV_NUM_SCHEMES; s++) {
+        if (scheme_filter >= 0 && s != scheme_filter) { continue; }
+        for (int ki = 0; ki < 3; ki++) {
+            if (quick && ki == 1) { continue; }
+            for (int hi = 0; hi < (quick ? 2 : 3); hi++) {
+                for (int ti = 0; ti < (quick ? 2 : 5); ti++) {
+                    LabShape sh;
+                    sh.scheme = s;
+                    sh.B = B;
+                    sh.H = H;
+                    sh.Hkv = Hkvs[ki];
+                    sh.hd = quick ? hds_quick[hi] : hds[hi];
+                    sh.T = quick ? Ts_quick[ti] : Ts[ti];
+                    GPT2Config c = lab_config(&sh);
+                    char msg[512];
+                    if (gpt2_config_check(&c, msg, sizeof(msg))) { out.push_back(sh); }
+                }
+            }
+        }
+    }
+    return out;
+}
+
+// ----------------------------------------------------------------------------
+// inputs: x (B, T, C), qkv (B, T, W), qres (B, T, C) for q_residual, datty (B, T, C); N(0, 1),
+// rounded to floatX (shared q = k columns scaled, see the tolerances). The host keeps both the floatX
+// bytes and their float values (what the CPU twin reads, so that both sides see the same numbers).
+
+struct LabTensor : LabHostX { // and its device copy
+    LabBuf d;
+};
+
+// host only: values and bytes; no device copy yet (lab_tensor_upload)
+static void lab_tensor_fill(LabTensor* t, size_t n, unsigned long long* rng, const char* name) {
+    t->d = lab_buf_none(name);
+    t->f = lab_normal_vec_paired(n, rng);
+    lab_host_x_round(t);
+}
+
+// multiplies columns [c0, c0 + cols) of t, rows of `stride`, by `factor`, rounding again to floatX
+static void lab_tensor_scale_columns(LabTensor* t, size_t stride, size_t c0, size_t cols, float factor) {
+    const size_t rows = t->f.size() / stride;
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t c = c0; c < c0 + cols; c++) { t->f[r * stride + c] *= factor; }
+    }
+    lab_host_x_round(t);
+}
+
+static void lab_tensor_upload(LabTensor* t) {
+    if (!t->f.empty()) { t->d = lab_buf_input(t->x, t->d.name); }
+}
+
+static void lab_tensor_free(LabTensor* t) {
+    lab_buf_free(&t->d);
+    t->f.clear();
+    t->x.clear();
+}
+
+typedef struct {
+    LabShape sh;
+    GPT2Config cfg;
+    unsigned long long seed;
+    int C, W;
+    int has_qres;
+    LabTensor x, qkv, qres, datty; // qres: q_residual only; datty: with gradients only
+} LabInputs;
+
+// host only (the CPU twin needs no device); lab_inputs_make also copies them to the device
+static void lab_inputs_fill(LabInputs* in, const LabShape* sh, unsigned long long base_seed, int with_grad) {
+    in->sh = *sh;
+    in->cfg = lab_config(sh);
+    in->seed = lab_trial_seed(base_seed, {sh->scheme, sh->B, sh->T, sh->H, sh->Hkv, sh->hd});
+    in->C = sh->H * sh->hd;
+    const QKVLayout layout = qkv_layout(&in->cfg);
+    in->W = layout.width;
+    in->has_qres = qkv_has_residual_query(&layout);
+    unsigned long long rng = in->seed;
+    const size_t BT = (size_t)sh->B * sh->T;
+    lab_tensor_fill(&in->x, BT * in->C, &rng, "x");
+    lab_tensor_fill(&in->qkv, BT * in->W, &rng, "qkv");
+    const QKVLayout L = qkv_layout(&in->cfg);
+    if (qkv_roles_share(L.q, L.k)) { // see the tolerances: self-scores ~ 1 instead of ~ sqrt(hd)
+        lab_tensor_scale_columns(&in->qkv, (size_t)in->W, (size_t)L.k.offset, (size_t)L.k.channels,
+                                 powf((float)sh->hd, -0.25f));
+    }
+    in->qres.f.clear();
+    in->qres.d = lab_buf_none("qres");
+    in->datty.f.clear();
+    in->datty.d = lab_buf_none("datty");
+    if (in->has_qres) { lab_tensor_fill(&in->qres, BT * in->C, &rng, "qres"); }
+    if (with_grad) { lab_tensor_fill(&in->datty, BT * in->C, &rng, "datty"); }
+}
+
+static void lab_inputs_make(LabInputs* in, const LabShape* sh, unsigned long long base_seed, int with_grad) {
+    lab_inputs_fill(in, sh, base_seed, with_grad);
+    lab_tensor_upload(&in->x);
+    lab_tensor_upload(&in->qkv);
+    lab_tensor_upload(&in->qres);
+    lab_tensor_upload(&in->datty);
+}
+
+static void lab_inputs_free(LabInputs* in) {
+    lab_tensor_free(&in->x);
+    lab_tensor_free(&in->qkv);
+    lab_tensor_free(&in->qres);
+    lab_tensor_free(&in->datty);
+}
+
+// appends a reason to *why when a device copy changed (inputs are read-only to both passes)
+static void lab_inputs_intact(const LabInputs* in, std::string* why) {
+    lab_buf_intact(&in->x.d, in->x.x, why);
+    lab_buf_intact(&in->qkv.d, in->qkv.x, why);
+    lab_buf_intact(&in->qres.d, in->qres.x, why);
+    lab_buf_intact(&in->datty.d, in->datty.x, why);
+}
+
+static const floatX* lab_in(const LabTensor* t) { return (const floatX*)t->d.ptr; }
+
+// the layer's source tensors on the device, as the trainer passes them: projection, x, q_residual's
+// query (NULL where the scheme has none)
+static QKVSources<const floatX> lab_sources(const LabInputs* in) {
+    return qkv_sources<const floatX>(lab_in(&in->qkv), lab_in(&in->x), lab_in(&in->qres));
+}
+
+// "q", "k=v", "q=k=v": the roles stored in tensor r (owner r)
+static std::string lab_stored_name(const AttnShape* s, int r) {
+    static const char* const names[3] = {"q", "k", "v"};
+    std::string n;
+    for (int i = 0; i < 3; i++) {
+        if (s->owner[i] == r) { n += (n.empty() ? "" : "=") + std::string(names[i]); }
+    }
+    return n;
+}
+
+// The CPU twin's forward on the trial's (rounded) inputs: out (B, T, C), lse (B, H, T). q, k, v are
+// found as on the device: qkv_role_view of the host copies of the sources.
+static void lab_twin_forward(LabInputs* in, std::vector<float>* out, std::vector<float>* lse) {
+    const LabShape* sh = &in->sh;
+    const AttnShape s = attn_shape_make(&in->cfg, sh->B, sh->T, 0);
+    const QKVSources<float> src =
+        qkv_sources<float>(in->qkv.f.data(), in->x.f.data(), in->has_qres ? in->qres.f.data() : NULL);
+    out->assign((size_t)sh->B * sh->T * in->C, 0.0f);
+    lse->assign((size_t)sh->B * sh->H * sh->T, 0.0f);
+    attention_tiled_forward(out->data(), lse->data(), qkv_role_view(&s.layout, 0, sh->hd, src),
+                            qkv_role_view(&s.layout, 1, sh->hd, src), qkv_role_view(&s.layout, 2, sh->hd, src), sh->B,
+                            sh->T, sh->H, sh->Hkv, sh->hd, s.scale);
+}
+
+// The twin's gradients, sent where the trainer sends them: zeroed dqkv (B, T, W), dx and dqres
+// (B, T, C), then += through views of the same layout (aliased roles sum, as in the CPU trainer).
+// out, lse: lab_twin_forward's. expect_dx: a role is x; expect_dqres: q is q_residual's query.
+typedef struct {
+    std::vector<float> dqkv, dx, dqres;
+    int expect_dx, expect_dqres;
+} LabTwinGrads;
+
+static void lab_twin_backward(LabInputs* in, const std::vector<float>& out, const std::vector<float>& lse,
+                              LabTwinGrads* g) {
+    const LabShape* sh = &in->sh;
+    const size_t BT = (size_t)sh->B * sh->T;
+    const AttnShape s = attn_shape_make(&in->cfg, sh->B, sh->T, 0);
+    g->dqkv.assign(BT * in->W, 0.0f);
+    g->dx.assign(BT * in->C, 0.0f);
+    g->dqres.assign(BT * in->C, 0.0f);
+    g->expect_dx = 0;
+    for (int r = 0; r < 3; r++) { g->expect_dx |= qkv_layout_role(&s.layout, r).source == QKV_SRC_INPUT; }
+    g->expect_dqres = s.layout.q.source == QKV_SRC_RESIDUAL_QUERY;
+    const QKVSources<float> src =
+        qkv_sources<float>(in->qkv.f.data(), in->x.f.data(), in->has_qres ? in->qres.f.data() : NULL);
+    const QKVSources<float> dsrc =
+        qkv_sources<float>(g->dqkv.data(), g->dx.data(), in->has_qres ? g->dqres.data() : NULL);
+    std::vector<float> delta((size_t)sh->B * sh->H * sh->T);
+    attention_tiled_backward(qkv_role_view(&s.layout, 0, sh->hd, dsrc), qkv_role_view(&s.layout, 1, sh->hd, dsrc),
+                             qkv_role_view(&s.layout, 2, sh->hd, dsrc), delta.data(), in->datty.f.data(), out.data(),
+                             lse.data(), qkv_role_view(&s.layout, 0, sh->hd, src),
+                             qkv_role_view(&s.layout, 1, sh->hd, src), qkv_role_view(&s.layout, 2, sh->hd, src), sh->B,
+                             sh->T, sh->H, sh->Hkv, sh->hd, s.scale);
+}
+
+// ----------------------------------------------------------------------------
+// the buffers of one path (AttnBuffers, AttnGradBuffers), each a LabBuf with guards
+
+typedef struct {
+    AttnShape s;
+    LabBuf perm[3], att, yperm, lse;       // forward: unfused perm/att/yperm, fused lse
+    LabBuf dperm[3], datt, dyperm, delta;  // backward scratch
+    AttnBuffers bufs;
+    AttnGradBuffers gbufs;
+} LabAttn;
+
+static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
+    static const char* const perm_names[3] = {"perm[0]", "perm[1]", "perm[2]"};
+    static const char* const dperm_names[3] = {"dperm[0]", "dperm[1]", "dperm[2]"};
+    a->s = *s;
+    const size_t B = (size_t)s->B, T = (size_t)s->T, H = (size_t)s->H, hd = (size_t)s->hd, X = sizeof(floatX);
+    const size_t nheads[3] = {H, (size_t)s->Hkv, (size_t)s->Hkv};
+    for (int r = 0; r < 3; r++) {
+        const int stored = !s->fused && s->owner[r] == r;
+        a->perm[r] = stored ? lab_buf_alloc(B * nheads[r] * T * hd * X, perm_names[r]) : lab_buf_none(perm_names[r]);
+        a->dperm[r] = stored && with_grad ? lab_buf_alloc(B * nheads[r] * T * hd * X, dperm_names[r])
+                                          : lab_buf_none(dperm_names[r]);
+    }
+    a->att = !s->fused ? lab_buf_alloc(B * H * T * T * X, "att") : lab_buf_none("att");
+    a->yperm = !s->fused ? lab_buf_alloc(B * H * T * hd * X, "yperm") : lab_buf_none("yperm");
+    a->lse = s->fused ? lab_buf_alloc(B * H * T * sizeof(float), "lse") : lab_buf_none("lse");
+    a->datt = !s->fused && with_grad ? lab_buf_alloc(B * H * T * T * X, "datt") : lab_buf_none("datt");
+    a->dyperm = !s->fused && with_grad ? lab_buf_alloc(B * H * T * hd * X, "dyperm") : lab_buf_none("dyperm");
+    a->delta = s->fused && with_grad ? lab_buf_alloc(B * H * T * sizeof(float), "delta") : lab_buf_none("delta");
+    for (int r = 0; r < 3; r++) {
+        a->bufs.perm[r] = (floatX*)a->perm[r].ptr;
+        a->gbufs.dperm[r] = (floatX*)a->dperm[r].ptr;
+    }
+    a->bufs.att = (floatX*)a->att.ptr;
+    a->bufs.yperm = (floatX*)a->yperm.ptr;
+    a->bufs.lse = (float*)a->lse.ptr;
+    a->gbufs.datt = (floatX*)a->datt.ptr;
+    a->gbufs.dyperm = (floatX*)a->dyperm.ptr;
+    a->gbufs.delta = (float*)a->delta.ptr;
+}
+
+// every buffer of the path, forward ones first
+static std::vector<LabBuf*> lab_attn_bufs(LabAttn* a) {
+    return {&a->perm[0], &a->perm[1], &a->perm[2], &a->att, &a->yperm, &a->lse,
+            &a->dperm[0], &a->dperm[1], &a->dperm[2], &a->datt, &a->dyperm, &a->delta};
+}
+
+static void lab_attn_free(LabAttn* a) {
+    for (LabBuf* b : lab_attn_bufs(a)) { lab_buf_free(b); }
+}
+
+static void lab_attn_poison_forward(LabAttn* a) {
+    const std::vector<LabBuf*> all = lab_attn_bufs(a);
+    for (size_t i = 0; i < 6; i++) { lab_buf_poison(all[i]); }
+}
+
+static void lab_attn_poison_backward(LabAttn* a) {
+    const std::vector<LabBuf*> all = lab_attn_bufs(a);
+    for (size_t i = 6; i < all.size(); i++) { lab_buf_poison(all[i]); }
+}
+
+static void lab_attn_guards_ok(LabAttn* a, std::string* why) {
+    for (LabBuf* b : lab_attn_bufs(a)) { lab_buf_guards_ok(b, why); }
+}
+
+// the forward buffers' bytes (what the backward pass reads and must not change; yperm is forward scratch)
+static std::vector<unsigned char> lab_attn_forward_bytes(const LabAttn* a) {
+    std::vector<unsigned char> all;
+    const LabBuf* bs[5] = {&a->perm[0], &a->perm[1], &a->perm[2], &a->att, &a->lse};
+    for (int i = 0; i < 5; i++) {
+        const std::vector<unsigned char> h = lab_buf_download(bs[i]);
+        all.insert(all.end(), h.begin(), h.end());
+    }
+    return all;
+}
+
+// the AttnShape of a version for the trial's config, or 0 when the version has no kernel for it
+static int lab_version_shape(const LabVersion* v, const LabInputs* in, AttnShape* s) {
+    *s = attn_shape_make(&in->cfg, in->sh.B, in->sh.T, v->variant);
+    return s->fused == v->variant;
+}
+
+// ----------------------------------------------------------------------------
+// comparisons: "  <scheme> T=.. H=.. Hkv=.. hd=.. <tensor> rel_err=... max_abs=... at b=.. t=.. (vN vs ref)"
+
+static LabIndex lab_index_btchd(int B, int T, int heads, int hd) { // (B, T, heads * hd)
+    LabIndex ix = {4, {(size_t)B, (size_t)T, (size_t)heads, (size_t)hd}, {"b", "t", "h", "d"}};
+    return ix;
+}
+static LabIndex lab_index_bht(int B, int H, int T) { // (B, H, T)
+    LabIndex ix = {3, {(size_t)B, (size_t)H, (size_t)T, 1}, {"b", "h", "t", ""}};
+    return ix;
+}
+
+// 1e-3 of datty's root mean square, over n elements: the size under which a gradient counts as zero
+static double lab_floor_norm(const std::vector<float>& datty, size_t n) {
+    const double rms = datty.empty() ? 0.0 : lab_norm(datty.data(), datty.size()) / sqrt((double)datty.size());
+    return 1e-3 * rms * sqrt((double)n);
+}
+
+// columns [c0, c0 + cols) of rows (n_rows, stride): a contiguous (n_rows, cols) copy
+static std::vector<float> lab_columns(const float* a, size_t n_rows, size_t stride, size_t c0, size_t cols) {
+    std::vector<float> out(n_rows * cols);
+    for (size_t r = 0; r < n_rows; r++) { memcpy(&out[r * cols], a + r * stride + c0, cols * sizeof(float)); }
+    return out;
+}
+
+// one PASS/FAIL line per (version, scheme, shape); returns 1 on FAIL
+static int lab_attn_verdict(const LabArgs* a, int version, const LabInputs* in, const LabVerdict* v) {
+    char what[192];
+    lab_shape_describe(&in->sh, what, sizeof(what));
+    snprintf(what + strlen(what), sizeof(what) - strlen(what), " B=%d", in->sh.B);
+    return lab_verdict_print(a, version, what, in->seed, !a->quick, v);
+}
+
+// ----------------------------------------------------------------------------
+// benchmark: the d12 model's heads (H = 12, hd = 64), B = 8 at every T, standard layout
+
+#define LAB_BENCH_B 8
+#define LAB_BENCH_H 12
+#define LAB_BENCH_HD 64
+static const int lab_bench_T[3] = {1024, 2048, 4096};
+
+// FLOPs: causal, QK^T and PV over half of the T x T square: 2 matmuls x 2 B H T^2 hd / 2
+static double lab_flops_forward(int B, int T, int H, int hd) { return 2.0 * B * H * (double)T * T * hd; }
+static double lab_flops_backward(int B, int T, int H, int hd) { return 2.5 * lab_flops_forward(B, T, H, hd); }
+// bytes: q, O (H heads), k, v (Hkv heads) of floatX and lse (fp32) once
+static double lab_bytes_forward(int B, int T, int H, int Hkv, int hd) {
+    return (double)sizeof(floatX) * B * T * hd * (2.0 * H + 2.0 * Hkv) + 4.0 * B * H * T;
+}
+// plus dO, dq (H heads), dk, dv (Hkv heads)
+static double lab_bytes_backward(int B, int T, int H, int Hkv, int hd) {
+    return lab_bytes_forward(B, T, H, Hkv, hd) + (double)sizeof(floatX) * B * T * hd * (2.0 * H + 2.0 * Hkv);
+}
+
+// "predicted <pass> T=..: ..." (lab_bench_predicted)
+static void lab_attn_bench_predicted(const char* pass, double flops, double bytes, int T) {
+    char what[64];
+    snprintf(what, sizeof(what), "%s T=%d", pass, T);
+    lab_bench_predicted(what, flops, bytes);
+}
+
+// "bench vN <pass> T=.. B=.. H=.. hd=.. ms=.. TFLOP/s=.. GB/s=..": dev/cuda/sdpa_bench.py prints the
+// same, and dev/test/gpu_suite.sh compares the two
+static void lab_attn_bench_line(int version, const char* pass, int T, double ms, double flops, double bytes) {
+    printf("bench v%d %-16s T=%d B=%d H=%d hd=%d ms=%.4f TFLOP/s=%.1f GB/s=%.1f\n", version, pass, T, LAB_BENCH_B,
+           LAB_BENCH_H, LAB_BENCH_HD, ms, flops / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e9);
+    fflush(stdout);
+}
+
+// the bench's inputs: standard layout, the same allocation as the check
+static LabShape lab_bench_shape(int T) {
+    LabShape sh;
+    sh.scheme = QKV_STANDARD;
+    sh.B = LAB_BENCH_B;
+    sh.T = T;
+    sh.H = LAB_BENCH_H;
+    sh.Hkv = LAB_BENCH_H;
+    sh.hd = LAB_BENCH_HD;
+    return sh;
+}
+
+#endif // ATTENTION_TILED_CPU_H
+
+#endif // DEV_CUDA_COMMON_H
