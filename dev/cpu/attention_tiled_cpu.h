@@ -55,6 +55,10 @@ still meets the 1e-5 relative error of dev/test/test_cpu.sh against the float64 
 #include <stdio.h>
 #include <stdlib.h>
 
+// q, k, v and their gradients are read and written in place through QKVView<float> (a pointer and
+// a row stride): element (b, t, head h, dim d) is ptr[(b * T + t) * stride + h * hd + d]
+#include "../../attention_variants.cuh"
+
 // the GPU kernels' tile: kBlockM query rows by kBlockN keys (the *_blocks functions take others)
 #define ATTN_TILED_BLOCK_M 64
 #define ATTN_TILED_BLOCK_N 64
@@ -68,13 +72,6 @@ still meets the 1e-5 relative error of dev/test/test_cpu.sh against the float64 
 
 static const float kAttnTiledLog2e = 1.4426950408889634f; // log2(e)
 static const float kAttnTiledLn2 = 0.6931471805599453f;   // ln(2)
-
-// A (B*T, channels) view with a row stride, as the trainer keeps q, k, v (and their gradients) in
-// place: element (b, t, head h, dim d) is ptr[(b * T + t) * stride + h * hd + d]
-typedef struct {
-    float* ptr;
-    size_t stride;
-} TiledRows;
 
 // ----------------------------------------------------------------------------
 // one work item's tiles: the GPU's shared memory and register fragments, carved from one buffer
@@ -230,8 +227,8 @@ static inline void attn_tiled_epilogue(float* out, float* lse, const float* acc_
 // Forward with any tile size (the GPU: kBlockM = kBlockN = 64, attention_tiled_forward below).
 // out: (B, T, H*hd) contiguous; lse: (B, H, T); q: (B, T, H*hd) view, stride q.stride;
 // k, v: (B, T, Hkv*hd) views, strides k.stride, v.stride
-static inline void attention_tiled_forward_blocks(float* out, float* lse, TiledRows q, TiledRows k, TiledRows v,
-                                                  int B, int T, int H, int Hkv, int hd, float scale,
+static inline void attention_tiled_forward_blocks(float* out, float* lse, QKVView<float> q, QKVView<float> k,
+                                                  QKVView<float> v, int B, int T, int H, int Hkv, int hd, float scale,
                                                   int kBlockM, int kBlockN) {
     const int g = H / Hkv;
     const int num_m_blocks = attn_tiled_ceil_div(T, kBlockM);
@@ -321,9 +318,9 @@ static inline void attn_tiled_bwd_ds(float* dS, const float* P, const float* sdO
 // epilogue of the dK/dV pass: acc_dk *= scale; then dk += acc_dk and dv += acc_dv, or, when k and
 // v are one storage (dk.ptr == dv.ptr: kv_shared, qkv_shared), that storage += acc_dk + acc_dv once.
 // Keys past T are not written. acc_dk, acc_dv: (kBlockN, hd); dk, dv: (B, T, Hkv*hd) views
-static inline void attn_tiled_bwd_dkdv_epilogue(TiledRows dk, TiledRows dv, float* acc_dk, const float* acc_dv,
-                                                int b, int kvh, int n_block, int kBlockN, int T, int hd,
-                                                float scale) {
+static inline void attn_tiled_bwd_dkdv_epilogue(QKVView<float> dk, QKVView<float> dv, float* acc_dk,
+                                                const float* acc_dv, int b, int kvh, int n_block, int kBlockN, int T,
+                                                int hd, float scale) {
     for (size_t i = 0; i < (size_t)kBlockN * hd; i++) { acc_dk[i] *= scale; }
     const int kv_one_storage = dk.ptr == dv.ptr;
     for (int j = 0; j < kBlockN; j++) {
@@ -344,7 +341,7 @@ static inline void attn_tiled_bwd_dkdv_epilogue(TiledRows dk, TiledRows dv, floa
 
 // epilogue of the dQ pass: dq += acc_dq * scale; rows past T are not written
 // acc_dq: (kBlockM, hd); dq: (B, T, H*hd) view
-static inline void attn_tiled_bwd_dq_epilogue(TiledRows dq, const float* acc_dq, int b, int h, int m_block,
+static inline void attn_tiled_bwd_dq_epilogue(QKVView<float> dq, const float* acc_dq, int b, int h, int m_block,
                                               int kBlockM, int T, int hd, float scale) {
     for (int i = 0; i < kBlockM; i++) {
         const int t = m_block * kBlockM + i;
@@ -359,10 +356,10 @@ static inline void attn_tiled_bwd_dq_epilogue(TiledRows dq, const float* acc_dq,
 // gradients of q, k, v into dq: (B, T, H*hd) view, dk, dv: (B, T, Hkv*hd) views (may alias, see the top).
 // delta: (B, H, T) scratch; dout, out: (B, T, H*hd) contiguous; lse: (B, H, T) from the forward;
 // q, k, v: the forward's views
-static inline void attention_tiled_backward_blocks(TiledRows dq, TiledRows dk, TiledRows dv, float* delta,
-                                                   const float* dout, const float* out, const float* lse,
-                                                   TiledRows q, TiledRows k, TiledRows v, int B, int T, int H,
-                                                   int Hkv, int hd, float scale, int kBlockM, int kBlockN) {
+static inline void attention_tiled_backward_blocks(QKVView<float> dq, QKVView<float> dk, QKVView<float> dv,
+                                                   float* delta, const float* dout, const float* out, const float* lse,
+                                                   QKVView<float> q, QKVView<float> k, QKVView<float> v, int B, int T,
+                                                   int H, int Hkv, int hd, float scale, int kBlockM, int kBlockN) {
     const int g = H / Hkv;
     const size_t out_stride = (size_t)H * hd;
     const int num_m_blocks = attn_tiled_ceil_div(T, kBlockM);
@@ -437,16 +434,16 @@ static inline void attention_tiled_backward_blocks(TiledRows dq, TiledRows dk, T
 // the interface, with the GPU kernels' tiles (kBlockM = kBlockN = 64)
 
 // out: (B, T, H*hd) contiguous; lse: (B, H, T), natural log; q: (B, T, H*hd) view; k, v: (B, T, Hkv*hd) views
-static inline void attention_tiled_forward(float* out, float* lse, TiledRows q, TiledRows k, TiledRows v,
+static inline void attention_tiled_forward(float* out, float* lse, QKVView<float> q, QKVView<float> k, QKVView<float> v,
                                            int B, int T, int H, int Hkv, int hd, float scale) {
     attention_tiled_forward_blocks(out, lse, q, k, v, B, T, H, Hkv, hd, scale, ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);
 }
 
 // dq, dk, dv: += views like q, k, v (may alias); delta: (B, H, T) scratch; dout, out: (B, T, H*hd)
 // contiguous; lse: (B, H, T) from attention_tiled_forward
-static inline void attention_tiled_backward(TiledRows dq, TiledRows dk, TiledRows dv, float* delta,
+static inline void attention_tiled_backward(QKVView<float> dq, QKVView<float> dk, QKVView<float> dv, float* delta,
                                             const float* dout, const float* out, const float* lse,
-                                            TiledRows q, TiledRows k, TiledRows v,
+                                            QKVView<float> q, QKVView<float> k, QKVView<float> v,
                                             int B, int T, int H, int Hkv, int hd, float scale) {
     attention_tiled_backward_blocks(dq, dk, dv, delta, dout, out, lse, q, k, v, B, T, H, Hkv, hd, scale,
                                     ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);

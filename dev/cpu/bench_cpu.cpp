@@ -128,7 +128,12 @@ int main(int argc, char** argv) {
     float* losses = rand_buffer(BT, 0.0f);
     for (size_t i = 0; i < BT; i++) { stats[i] = 0.0f; stats[BT + i] = 1.0f; losses[i] = 1.0f / BT; }
     const float* ones = bias; // any (C) weight will do
-    RowView q = {y, W}, k = {y + C, W}, v = {y + 2 * C, W}, dq = {dx, W}, dk = {dx + C, W}, dv = {dx + 2 * C, W};
+    // q, k, v of a standard layer: column ranges of the projection y (B*T, width); dq, dk, dv: those of dx
+    auto role = [&](int r, float* proj) {
+        return qkv_role_view(&model.layout, r, C / H, qkv_sources<float>(proj, x, NULL));
+    };
+    const QKVView<float> q = role(0, y), k = role(1, y), v = role(2, y);
+    const QKVView<float> dq = role(0, dx), dk = role(1, dx), dv = role(2, dx);
     const int N = (int)BT;
     const float scale = model.attn_scale;
     Row rows[32];

@@ -1,5 +1,5 @@
 /*
-test_attention_tiled_cpu.cpp: the tiled attention twin (dev/cuda/attention_tiled_cpu.h) against the
+test_attention_tiled_cpu.cpp: the tiled attention twin (dev/cpu/attention_tiled_cpu.h) against the
 plain attention of the CPU trainer, on random inputs, without a model.
 
   make build/test_attention_tiled_cpu && ./build/test_attention_tiled_cpu [--seed n]
@@ -85,14 +85,26 @@ typedef struct {
     std::vector<float> out, lse, proj_grad, x_grad;
 } Results;
 
-// the view of one role: a column range of `fused` (stride W), or x (stride C)
-static RowView role_view(int unit, float* fused, float* x, int W, int C, int KV) {
-    RowView r;
-    if (unit < 0) { r.ptr = x; r.stride = (size_t)C; return r; }
+// a Layout as the trainers' QKVLayout, so that the views come from qkv_role_view as theirs do
+static QKVRole unit_role(int unit, int channels, int C, int KV) {
+    if (unit < 0) { return qkv_role(QKV_SRC_INPUT, 0, channels); }
     const int offsets[4] = {0, C, C + KV, KV};
-    r.ptr = fused + offsets[unit];
-    r.stride = (size_t)W;
-    return r;
+    return qkv_role(QKV_SRC_PROJECTION, offsets[unit], channels);
+}
+
+static QKVLayout qkv_layout_of(const Layout& lay, int W, int C, int KV) {
+    QKVLayout L;
+    L.width = W;
+    L.q = unit_role(lay.q, C, C, KV);
+    L.k = unit_role(lay.k, KV, C, KV);
+    L.v = unit_role(lay.v, KV, C, KV);
+    return L;
+}
+
+// role r (0 q, 1 k, 2 v): a column range of `fused` (B*T, W), or x (B*T, C); given the gradient
+// buffers, where the role's gradient goes
+static QKVView<float> role_view(const QKVLayout* L, int r, int hd, float* fused, float* x) {
+    return qkv_role_view(L, r, hd, qkv_sources<float>(fused, x, NULL));
 }
 
 // one case: the plain attention (double accumulators, the (B, H, T, T) matrix) against the twin
@@ -104,6 +116,7 @@ static void run_case(Tally* tally, int B, int T, int H, int Hkv, int hd, float s
     snprintf(name, sizeof(name), "B=%d T=%d H=%d Hkv=%d hd=%d scale=%g %s tiles %dx%d", B, T, H, Hkv, hd, scale,
              lay.name, kBlockM, kBlockN);
     const size_t BT = (size_t)B * T;
+    const QKVLayout L = qkv_layout_of(lay, W, C, KV);
     std::vector<float> fused(BT * W), x(BT * C), dout(BT * C);
     std::vector<float> proj_grad0(BT * W), x_grad0(BT * C);
     fill_uniform(fused, -1.5f, 1.5f);
@@ -120,12 +133,12 @@ static void run_case(Tally* tally, int B, int T, int H, int Hkv, int hd, float s
     ref.x_grad = x_grad0;
     std::vector<float> att((size_t)B * H * T * T);
     {
-        RowView q = role_view(lay.q, fused.data(), x.data(), W, C, KV);
-        RowView k = role_view(lay.k, fused.data(), x.data(), W, C, KV);
-        RowView v = role_view(lay.v, fused.data(), x.data(), W, C, KV);
-        RowView dq = role_view(lay.q, ref.proj_grad.data(), ref.x_grad.data(), W, C, KV);
-        RowView dk = role_view(lay.k, ref.proj_grad.data(), ref.x_grad.data(), W, C, KV);
-        RowView dv = role_view(lay.v, ref.proj_grad.data(), ref.x_grad.data(), W, C, KV);
+        QKVView<float> q = role_view(&L, 0, hd, fused.data(), x.data());
+        QKVView<float> k = role_view(&L, 1, hd, fused.data(), x.data());
+        QKVView<float> v = role_view(&L, 2, hd, fused.data(), x.data());
+        QKVView<float> dq = role_view(&L, 0, hd, ref.proj_grad.data(), ref.x_grad.data());
+        QKVView<float> dk = role_view(&L, 1, hd, ref.proj_grad.data(), ref.x_grad.data());
+        QKVView<float> dv = role_view(&L, 2, hd, ref.proj_grad.data(), ref.x_grad.data());
         attention_forward(ref.out.data(), att.data(), q, k, v, B, T, C, H, Hkv, scale, ref.lse.data());
         attention_backward(dq, dk, dv, dout.data(), q, k, v, att.data(), B, T, C, H, Hkv, scale);
     }
@@ -144,12 +157,12 @@ static void run_case(Tally* tally, int B, int T, int H, int Hkv, int hd, float s
         r.proj_grad = proj_grad0;
         r.x_grad = x_grad0;
         std::vector<float> delta((size_t)B * H * T, NAN);
-        TiledRows q = tiled_rows(role_view(lay.q, fused.data(), x.data(), W, C, KV));
-        TiledRows k = tiled_rows(role_view(lay.k, fused.data(), x.data(), W, C, KV));
-        TiledRows v = tiled_rows(role_view(lay.v, fused.data(), x.data(), W, C, KV));
-        TiledRows dq = tiled_rows(role_view(lay.q, r.proj_grad.data(), r.x_grad.data(), W, C, KV));
-        TiledRows dk = tiled_rows(role_view(lay.k, r.proj_grad.data(), r.x_grad.data(), W, C, KV));
-        TiledRows dv = tiled_rows(role_view(lay.v, r.proj_grad.data(), r.x_grad.data(), W, C, KV));
+        QKVView<float> q = role_view(&L, 0, hd, fused.data(), x.data());
+        QKVView<float> k = role_view(&L, 1, hd, fused.data(), x.data());
+        QKVView<float> v = role_view(&L, 2, hd, fused.data(), x.data());
+        QKVView<float> dq = role_view(&L, 0, hd, r.proj_grad.data(), r.x_grad.data());
+        QKVView<float> dk = role_view(&L, 1, hd, r.proj_grad.data(), r.x_grad.data());
+        QKVView<float> dv = role_view(&L, 2, hd, r.proj_grad.data(), r.x_grad.data());
         attention_tiled_forward_blocks(r.out.data(), r.lse.data(), q, k, v, B, T, H, Hkv, hd, scale, kBlockM, kBlockN);
         attention_tiled_backward_blocks(dq, dk, dv, delta.data(), dout.data(), r.out.data(), r.lse.data(), q, k, v,
                                         B, T, H, Hkv, hd, scale, kBlockM, kBlockN);

@@ -70,15 +70,15 @@ static OwnTensor find_own_tensor(const GPT2* model, const char* name) {
     if (sscanf(name, "L%d.%n", &l, &consumed) != 1 || consumed == 0 || l < 0 || l >= c->num_layers) { return none; }
     const char* field = name + consumed;
     const size_t LC = (size_t)l * BT * C;
-    const int qres = model->layout.q.source == QKV_SRC_RESIDUAL_QUERY;
     if (strcmp(field, "ln1") == 0) { return own(a->ln1 + LC, 1, BT * C, 0); }
-    if (strcmp(field, "qres_f") == 0) { return qres ? own(a->qres_f + LC, 1, BT * C, 0) : none; }
+    if (strcmp(field, "qres_f") == 0) {
+        return qkv_has_residual_query(&model->layout) ? own(a->qres_f + LC, 1, BT * C, 0) : none;
+    }
     if (strcmp(field, "q") == 0 || strcmp(field, "k") == 0 || strcmp(field, "v") == 0) {
-        RowView q, k, v;
-        gpt2_qkv_views(model, a, l, BT, &q, &k, &v);
-        const RowView r = field[0] == 'q' ? q : field[0] == 'k' ? k : v;
-        const QKVRole role = field[0] == 'q' ? model->layout.q : field[0] == 'k' ? model->layout.k : model->layout.v;
-        return own(r.ptr, BT, (size_t)role.channels, r.stride);
+        const int r = field[0] == 'q' ? 0 : field[0] == 'k' ? 1 : 2;
+        const QKVViews qkv = layer_qkv_views(model, a, l, BT);
+        const QKVView<float> view = r == 0 ? qkv.q : r == 1 ? qkv.k : qkv.v;
+        return own(view.ptr, BT, (size_t)qkv_layout_role(&model->layout, r).channels, (size_t)view.stride);
     }
     if (strcmp(field, "att") == 0) {
         return a->att != NULL ? own(a->att + (size_t)l * B * H * T * T, 1, B * H * T * T, 0) : none;

@@ -12,7 +12,10 @@ attention scale (gpt2_attn_scale); this file only knows the three kinds of sourc
     in the backward pass both roles add their gradient into that one gradient buffer.
   - QKV_SRC_INPUT: x itself (the LN1 output); the role's gradient is added into dx, on top of
     what flows back through the fused projection.
-  - QKV_SRC_RESIDUAL_QUERY (q_residual): q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))).
+  - QKV_SRC_RESIDUAL_QUERY (q_residual): q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))), a sublayer of
+    its own (qres_forward, qres_backward). attention_inputs_forward and _backward, which form a
+    layer's q, k, v, are the one place that asks the layout whether q comes from it; the forward
+    and backward passes and the decode step never do.
 
 So each scheme is one row of qkv_layout (C = channels, KV = Hkv * hd; y is (B, T, width)):
 
@@ -29,11 +32,12 @@ So each scheme is one row of qkv_layout (C = channels, KV = Hkv * hd; y is (B, T
 Apart from q_residual's own branch, a smaller width is the whole parameter saving: the fused
 projection simply has fewer output columns.
 
-Attention reads q, k, v in place through (pointer, row stride) views, so it never copies or
-rearranges them. GQA: query head h reads kv head h / (H / Hkv).
+Attention reads q, k, v in place through (pointer, row stride) views, the QKVView<float> of
+qkv_role_view (attention_variants.cuh), so it never copies or rearranges them. GQA: query head h
+reads kv head h / (H / Hkv).
 Attention path: the plain one below, with its (B, H, T, T) matrix (read it to learn what attention
 computes); built with -DATTENTION_TILED (make build/train_gpt2_cpu_tiled_<scheme>), the CPU twin of
-the CUDA flash attention, dev/cuda/attention_tiled_cpu.h, which keeps only lse (B, H, T).
+the CUDA flash attention, dev/cpu/attention_tiled_cpu.h, which keeps only lse (B, H, T).
 
 Reductions (dot products, norms, sums over the batch) accumulate in double: the test compares
 against a float64 reference at 1e-5 relative error, and float accumulators over hundreds of
@@ -57,7 +61,7 @@ main() and the data loader are compiled only without TESTING.
 
 #include "../../attention_variants.cuh"
 #include "../../tokenizer.h"
-#include "../cuda/attention_tiled_cpu.h"
+#include "attention_tiled_cpu.h"
 // the flags, the file headers, the schedule and the sampling rule, shared with the CUDA trainer
 #define PRECISION_NAME "fp32"
 #define PRECISION_IS_BF16 0
@@ -472,35 +476,6 @@ void residual_backward(float* dinp1, float* dinp2, const float* dout, size_t n) 
     }
 }
 
-// A (B*T, channels) matrix stored with a row stride: how attention sees q, k and v. A column range
-// of the fused projection output has stride = width; x itself or the residual query stride = C.
-typedef struct {
-    float* ptr;
-    size_t stride;
-} RowView;
-
-// the same view for the tiled attention (dev/cuda/attention_tiled_cpu.h)
-static TiledRows tiled_rows(RowView r) {
-    TiledRows t;
-    t.ptr = r.ptr;
-    t.stride = r.stride;
-    return t;
-}
-
-// Where a role of the layout lives, for one layer. Called with the activations to read q/k/v and
-// with the activation gradients to find where their gradients go: a role taken from x sends its
-// gradient into dx, a shared role sends it into the same buffer as its partner.
-static RowView qkv_role_view(QKVRole role, float* proj, int width, float* x, float* residual_query, int C) {
-    RowView v;
-    switch (role.source) {
-        case QKV_SRC_INPUT: v.ptr = x; v.stride = (size_t)C; break;
-        case QKV_SRC_RESIDUAL_QUERY: v.ptr = residual_query; v.stride = (size_t)C; break;
-        case QKV_SRC_PROJECTION:
-        default: v.ptr = proj + role.offset; v.stride = (size_t)width; break;
-    }
-    return v;
-}
-
 // The max of the first V of a row of logits (vectorized: max is exact in any order)
 static inline float row_max(const float* l, int V) {
     float maxval = -INFINITY;
@@ -528,12 +503,13 @@ static double sum_exp(const float* l, float maxval, int V, float* e) {
     return sum;
 }
 
-// Causal multi-head attention with GQA, reading q, k, v in place.
-// q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous; att (B,H,T,T) probabilities;
-// lse (B,H,T) or NULL: each row's log-sum-exp of the scaled scores, log sum_{t2<=t} exp(scale q.k)
+// Causal multi-head attention with GQA, reading q, k, v in place through their views (a pointer and
+// a row stride). q: (B,T,C) view, k and v: (B,T,Hkv*hd) views; out (B,T,C) contiguous;
+// att (B,H,T,T) probabilities; lse (B,H,T) or NULL: each row's log-sum-exp of the scaled scores,
+// log sum_{t2<=t} exp(scale q.k)
 // Vectorized over the head dimension: dot products and sums over keys accumulate in double
 // (exact float products), exp in float (exp_fast), each row's softmax sum in double (sum_exp).
-void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
+void attention_forward(float* out, float* att, QKVView<float> q, QKVView<float> k, QKVView<float> v,
                        int B, int T, int C, int H, int Hkv, float scale, float* lse = NULL) {
     const int hd = C / H;
     const int group = H / Hkv; // query heads per kv head
@@ -588,8 +564,8 @@ void attention_forward(float* out, float* att, RowView q, RowView k, RowView v,
 // (b, kv head): each writes only its own slice of dq, dk and dv, so threads never collide,
 // even when the views alias (aliasing needs Hkv == H or k == v, both within one slice).
 // Vectorized over the head dimension, double accumulators, like the forward pass.
-void attention_backward(RowView dq, RowView dk, RowView dv, const float* dout,
-                        RowView q, RowView k, RowView v, const float* att,
+void attention_backward(QKVView<float> dq, QKVView<float> dk, QKVView<float> dv, const float* dout,
+                        QKVView<float> q, QKVView<float> k, QKVView<float> v, const float* att,
                         int B, int T, int C, int H, int Hkv, float scale) {
     const int hd = C / H;
     const int group = H / Hkv;
@@ -705,7 +681,7 @@ static const char* attention_path_description(void) {
     static char line[256];
     if (kAttentionTiled) {
         snprintf(line, sizeof(line), "attention: tiled like flash attention (%dx%d blocks, online softmax; the backward pass "
-                 "recomputes the probabilities; dev/cuda/attention_tiled_cpu.h)", ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);
+                 "recomputes the probabilities; dev/cpu/attention_tiled_cpu.h)", ATTN_TILED_BLOCK_M, ATTN_TILED_BLOCK_N);
     } else {
         snprintf(line, sizeof(line), "attention: textbook, each head's T x T probabilities kept for the backward pass "
                  "(build/train_gpt2_cpu_tiled_standard tiles it like flash attention)");
@@ -801,7 +777,7 @@ static void fill_activation_sizes(size_t sizes[NUM_ACTIVATION_TENSORS], const GP
                                   const QKVLayout* layout, size_t B, size_t T, int for_grads) {
     const size_t L = c->num_layers, C = c->channels, H = c->num_heads, M = c->mlp_hidden;
     const size_t Vp = c->padded_vocab_size, W = layout->width;
-    const size_t qres = layout->q.source == QKV_SRC_RESIDUAL_QUERY ? 1 : 0;
+    const size_t qres = qkv_has_residual_query(layout) ? 1 : 0;
     const size_t BT = B * T;
     size_t s[NUM_ACTIVATION_TENSORS] = {
         BT * C,                                        // encoded
@@ -1070,14 +1046,46 @@ static const float* gpt2_lm_head_weight(const GPT2* model) {
     return model->config.tied_head ? model->params.wte : model->params.lm_head;
 }
 
-// q_residual's query branch for one layer: q = x + LN_q(W2 gelu(W1 RMSNorm_q(x)))
-// a: this layer's activations (pointers already offset to layer l)
-typedef struct {
-    float *r, *rrstd, *h, *hg, *u, *mean, *rstd, *f, *q;
-} QResLayer;
+// ----------------------------------------------------------------------------
+// A layer's attention inputs: the fused projection, and q_residual's query sublayer where the
+// layout takes q from it. attention_inputs_forward and attention_inputs_backward are the one place
+// that asks where q comes from: the training forward, the backward and the decode step form and
+// differentiate their q, k and v only through them, and know nothing of the residual query.
 
-static QResLayer qres_layer(const ActivationTensors* a, size_t l, size_t BT, size_t C) {
-    QResLayer q;
+// the residual query's weights for one layer, or their gradients
+typedef struct {
+    float* rmsw; // (C)       RMSNorm_q's gain
+    float* w1;   // (C/2, C)
+    float* w2;   // (C, C/2)
+    float* lnw;  // (C)       LN_q's gain (LN_q has no bias)
+} QResWeights;
+
+// the residual query's activations for one layer, or their gradients
+typedef struct {
+    float* r;     // (B, T, C)   RMSNorm_q(x)
+    float* rrstd; // (B, T)
+    float* h;     // (B, T, C/2) W1 r
+    float* hg;    // (B, T, C/2) gelu(h)
+    float* u;     // (B, T, C)   W2 hg
+    float* mean;  // (B, T)      LN_q's statistics of u
+    float* rstd;  // (B, T)
+    float* f;     // (B, T, C)   LN_q(u)
+    float* q;     // (B, T, C)   x + f, attention's q
+} QResActs;
+
+// layer l's slices of the weights (or their gradients) and of the activations (or their gradients),
+// at BT = B * T rows per layer
+static QResWeights qres_weights(const ParameterTensors* p, size_t l, size_t C) {
+    QResWeights w;
+    w.rmsw = p->qres_rmsw + l * C;
+    w.w1 = p->qres_w1 + l * (C / 2) * C;
+    w.w2 = p->qres_w2 + l * C * (C / 2);
+    w.lnw = p->qres_lnw + l * C;
+    return w;
+}
+
+static QResActs qres_acts(const ActivationTensors* a, size_t l, size_t BT, size_t C) {
+    QResActs q;
     q.r = a->qres_r + l * BT * C;
     q.rrstd = a->qres_rrstd + l * BT;
     q.h = a->qres_h + l * BT * (C / 2);
@@ -1090,38 +1098,80 @@ static QResLayer qres_layer(const ActivationTensors* a, size_t l, size_t BT, siz
     return q;
 }
 
-void qres_forward(QResLayer a, const float* x, const float* rmsw, const float* w1, const float* w2,
-                  const float* lnw, int N, int C) {
-    rmsnorm_forward(a.r, a.rrstd, x, rmsw, N, C);          // (N, C)
-    matmul_forward(a.h, a.r, w1, NULL, N, C, C / 2);      // (N, C/2)
-    gelu_forward(a.hg, a.h, (size_t)N * (C / 2));
-    matmul_forward(a.u, a.hg, w2, NULL, N, C / 2, C);     // (N, C)
-    layernorm_forward(a.f, a.mean, a.rstd, a.u, lnw, NULL, N, C); // LN_q: gain only
-    residual_forward(a.q, x, a.f, (size_t)N * C);
+// q = x + LN_q(W2 gelu(W1 RMSNorm_q(x))); x: (B, T, C), N = B * T rows
+void qres_forward(QResActs a, const float* x, QResWeights w, int N, int C) {
+    rmsnorm_forward(a.r, a.rrstd, x, w.rmsw, N, C);                 // (B, T, C)
+    matmul_forward(a.h, a.r, w.w1, NULL, N, C, C / 2);              // (B, T, C/2)
+    gelu_forward(a.hg, a.h, (size_t)N * (C / 2));                   // (B, T, C/2)
+    matmul_forward(a.u, a.hg, w.w2, NULL, N, C / 2, C);             // (B, T, C)
+    layernorm_forward(a.f, a.mean, a.rstd, a.u, w.lnw, NULL, N, C); // (B, T, C)
+    residual_forward(a.q, x, a.f, (size_t)N * C);                   // (B, T, C)
 }
 
-// d: gradient buffers of the branch (d.q holds dL/dq on entry); adds into dx and the weight grads
-void qres_backward(QResLayer d, QResLayer a, float* dx, float* drmsw, float* dw1, float* dw2, float* dlnw,
-                   const float* x, const float* rmsw, const float* w1, const float* w2, const float* lnw,
-                   int N, int C) {
+// d: the sublayer's gradients, d.q = dL/dq on entry; adds into dx (B, T, C) and the weight gradients dw
+void qres_backward(QResActs d, QResActs a, QResWeights dw, QResWeights w, float* dx, const float* x, int N, int C) {
     residual_backward(dx, d.f, d.q, (size_t)N * C);
-    layernorm_backward(d.u, dlnw, NULL, d.f, a.u, lnw, a.mean, a.rstd, N, C);
-    matmul_backward(d.hg, dw2, NULL, d.u, a.hg, w2, N, C / 2, C);
+    layernorm_backward(d.u, dw.lnw, NULL, d.f, a.u, w.lnw, a.mean, a.rstd, N, C);
+    matmul_backward(d.hg, dw.w2, NULL, d.u, a.hg, w.w2, N, C / 2, C);
     gelu_backward(d.h, a.h, d.hg, (size_t)N * (C / 2));
-    matmul_backward(d.r, dw1, NULL, d.h, a.r, w1, N, C, C / 2);
-    rmsnorm_backward(dx, drmsw, d.r, x, rmsw, a.rrstd, N, C);
+    matmul_backward(d.r, dw.w1, NULL, d.h, a.r, w.w1, N, C, C / 2);
+    rmsnorm_backward(dx, dw.rmsw, d.r, x, w.rmsw, a.rrstd, N, C);
 }
 
-// the q, k, v views of layer l in `a` (activations or their gradients)
-static void gpt2_qkv_views(const GPT2* model, const ActivationTensors* a, int l, size_t BT,
-                           RowView* q, RowView* k, RowView* v) {
+typedef struct {
+    QKVView<float> q, k, v;
+} QKVViews;
+
+// Layer l's q, k, v in `a`. Given the activations, where attention reads them; given the activation
+// gradients, where their gradients go: a role taken from x into dx, roles sharing a tensor into one
+// buffer (qkv_role_view, attention_variants.cuh).
+static QKVViews layer_qkv_views(const GPT2* model, const ActivationTensors* a, int l, size_t BT) {
+    const size_t C = model->config.channels, W = model->layout.width, L = (size_t)l;
+    const int hd = model->config.channels / model->config.num_heads;
+    float* residual_query = a->qres_q != NULL ? a->qres_q + L * BT * C : NULL;
+    const QKVSources<float> src = qkv_sources<float>(a->qkv + L * BT * W, a->ln1 + L * BT * C, residual_query);
+    QKVViews v;
+    v.q = qkv_role_view(&model->layout, 0, hd, src);
+    v.k = qkv_role_view(&model->layout, 1, hd, src);
+    v.v = qkv_role_view(&model->layout, 2, hd, src);
+    return v;
+}
+
+// Forms layer l's q, k, v from x = LN1's output (a->ln1): the fused projection, then the residual
+// query where q comes from it. `a` holds BT = B * T rows per layer (the decode step's scratch: 1).
+static QKVViews attention_inputs_forward(const GPT2* model, const ActivationTensors* a, int l, size_t BT) {
     const int C = model->config.channels, W = model->layout.width;
-    float* proj = a->qkv + (size_t)l * BT * W;
-    float* x = a->ln1 + (size_t)l * BT * C;
-    float* xq = a->qres_q != NULL ? a->qres_q + (size_t)l * BT * C : NULL;
-    *q = qkv_role_view(model->layout.q, proj, W, x, xq, C);
-    *k = qkv_role_view(model->layout.k, proj, W, x, xq, C);
-    *v = qkv_role_view(model->layout.v, proj, W, x, xq, C);
+    const size_t L = (size_t)l;
+    const ParameterTensors* p = &model->params;
+    const float* x = a->ln1 + L * BT * C;
+    const float* qkvb = p->qkvb != NULL ? p->qkvb + L * W : NULL;
+    matmul_forward(a->qkv + L * BT * W, x, p->qkvw + L * W * C, qkvb, (int)BT, C, W); // (B, T, width)
+    profile_mark(PROF_QKV_FWD);
+    if (qkv_has_residual_query(&model->layout)) {
+        qres_forward(qres_acts(a, L, BT, C), x, qres_weights(p, L, C), (int)BT, C); // (B, T, C)
+        profile_mark(PROF_QRES_FWD);
+    }
+    return layer_qkv_views(model, a, l, BT);
+}
+
+// The backward of attention_inputs_forward, once attention's backward has added dq, dk, dv where
+// layer_qkv_views(ga) says: adds into dx = ga->ln1 (B, T, C) and the weights' gradients.
+static void attention_inputs_backward(const GPT2* model, const ActivationTensors* a, const ActivationTensors* ga,
+                                      int l, size_t BT) {
+    const int C = model->config.channels, W = model->layout.width;
+    const size_t L = (size_t)l;
+    const ParameterTensors* p = &model->params;
+    const ParameterTensors* g = &model->grads;
+    const float* x = a->ln1 + L * BT * C;
+    float* dx = ga->ln1 + L * BT * C;
+    if (qkv_has_residual_query(&model->layout)) {
+        qres_backward(qres_acts(ga, L, BT, C), qres_acts(a, L, BT, C), qres_weights(g, L, C), qres_weights(p, L, C),
+                      dx, x, (int)BT, C);
+        profile_mark(PROF_QRES_BWD);
+    }
+    float* dqkvb = g->qkvb != NULL ? g->qkvb + L * W : NULL;
+    matmul_backward(dx, g->qkvw + L * W * C, dqkvb, ga->qkv + L * BT * W, x, p->qkvw + L * W * C, (int)BT, C, W);
+    profile_mark(PROF_QKV_BWD);
 }
 
 // Forward pass on inputs (B, T); with targets (may be NULL) also the loss. Returns 1, or 0 with a
@@ -1130,7 +1180,6 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
     const GPT2Config* c = &model->config;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
     const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
-    const int W = model->layout.width;
     if (model->params_memory == NULL) {
         snprintf(msg, msg_size, "model was not initialized from a checkpoint");
         return 0;
@@ -1166,7 +1215,6 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     const size_t BT = (size_t)B * T;
-    const int qres = model->layout.q.source == QKV_SRC_RESIDUAL_QUERY;
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C); // (B, T, C)
     profile_mark(PROF_ENCODER_FWD);
     for (int l = 0; l < L; l++) {
@@ -1174,8 +1222,6 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
         // this layer's weights
         const float* l_ln1w = p.ln1w + (size_t)l * C;
         const float* l_ln1b = p.ln1b != NULL ? p.ln1b + (size_t)l * C : NULL;
-        const float* l_qkvw = p.qkvw + (size_t)l * W * C;
-        const float* l_qkvb = p.qkvb != NULL ? p.qkvb + (size_t)l * W : NULL;
         const float* l_attprojw = p.attprojw + (size_t)l * C * C;
         const float* l_attprojb = p.attprojb != NULL ? p.attprojb + (size_t)l * C : NULL;
         const float* l_ln2w = p.ln2w + (size_t)l * C;
@@ -1186,7 +1232,6 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
         const float* l_fcprojb = p.fcprojb != NULL ? p.fcprojb + (size_t)l * C : NULL;
         // this layer's activations
         float* l_ln1 = a.ln1 + (size_t)l * BT * C;
-        float* l_qkv = a.qkv + (size_t)l * BT * W;
         float* l_lse = a.att_lse + (size_t)l * B * H * T;
         float* l_atty = a.atty + (size_t)l * BT * C;
         float* l_attproj = a.attproj + (size_t)l * BT * C;
@@ -1199,22 +1244,12 @@ int gpt2_forward(GPT2* model, const int* inputs, const int* targets, int B, int 
 
         layernorm_forward(l_ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual, l_ln1w, l_ln1b, (int)BT, C);
         profile_mark(PROF_LN1_FWD);
-        matmul_forward(l_qkv, l_ln1, l_qkvw, l_qkvb, (int)BT, C, W); // (B, T, width)
-        profile_mark(PROF_QKV_FWD);
-        if (qres) {
-            qres_forward(qres_layer(&a, l, BT, C), l_ln1, p.qres_rmsw + (size_t)l * C,
-                         p.qres_w1 + (size_t)l * (C / 2) * C, p.qres_w2 + (size_t)l * C * (C / 2),
-                         p.qres_lnw + (size_t)l * C, (int)BT, C);
-            profile_mark(PROF_QRES_FWD);
-        }
-        RowView q, k, v;
-        gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
+        const QKVViews qkv = attention_inputs_forward(model, &a, l, BT);
         if (kAttentionTiled) {
-            attention_tiled_forward(l_atty, l_lse, tiled_rows(q), tiled_rows(k), tiled_rows(v), B, T, H, Hkv,
-                                    C / H, model->attn_scale);
+            attention_tiled_forward(l_atty, l_lse, qkv.q, qkv.k, qkv.v, B, T, H, Hkv, C / H, model->attn_scale);
         } else {
             float* l_att = a.att + (size_t)l * B * H * T * T;
-            attention_forward(l_atty, l_att, q, k, v, B, T, C, H, Hkv, model->attn_scale, l_lse);
+            attention_forward(l_atty, l_att, qkv.q, qkv.k, qkv.v, B, T, C, H, Hkv, model->attn_scale, l_lse);
         }
         profile_mark(PROF_ATTN_FWD);
         matmul_forward(l_attproj, l_atty, l_attprojw, l_attprojb, (int)BT, C, C);
@@ -1271,9 +1306,7 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
     const int B = model->batch_size, T = model->seq_len;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
     const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
-    const int W = model->layout.width;
     const size_t BT = (size_t)B * T;
-    const int qres = model->layout.q.source == QKV_SRC_RESIDUAL_QUERY;
     ParameterTensors p = model->params;
     ParameterTensors g = model->grads;
     ActivationTensors a = model->acts;
@@ -1296,15 +1329,12 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         dresidual = l == 0 ? ga.encoded : ga.residual3 + (size_t)(l - 1) * BT * C;
         // this layer's weights and their gradients
         const float* l_ln1w = p.ln1w + (size_t)l * C;
-        const float* l_qkvw = p.qkvw + (size_t)l * W * C;
         const float* l_attprojw = p.attprojw + (size_t)l * C * C;
         const float* l_ln2w = p.ln2w + (size_t)l * C;
         const float* l_fcw = p.fcw + (size_t)l * M * C;
         const float* l_fcprojw = p.fcprojw + (size_t)l * C * M;
         float* dl_ln1w = g.ln1w + (size_t)l * C;
         float* dl_ln1b = g.ln1b != NULL ? g.ln1b + (size_t)l * C : NULL;
-        float* dl_qkvw = g.qkvw + (size_t)l * W * C;
-        float* dl_qkvb = g.qkvb != NULL ? g.qkvb + (size_t)l * W : NULL;
         float* dl_attprojw = g.attprojw + (size_t)l * C * C;
         float* dl_attprojb = g.attprojb != NULL ? g.attprojb + (size_t)l * C : NULL;
         float* dl_ln2w = g.ln2w + (size_t)l * C;
@@ -1314,14 +1344,12 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         float* dl_fcprojw = g.fcprojw + (size_t)l * C * M;
         float* dl_fcprojb = g.fcprojb != NULL ? g.fcprojb + (size_t)l * C : NULL;
         // this layer's activations and their gradients
-        const float* l_ln1 = a.ln1 + (size_t)l * BT * C;
         const float* l_atty = a.atty + (size_t)l * BT * C;
         const float* l_residual2 = a.residual2 + (size_t)l * BT * C;
         const float* l_ln2 = a.ln2 + (size_t)l * BT * C;
         const float* l_fch = a.fch + (size_t)l * BT * M;
         const float* l_fch_gelu = a.fch_gelu + (size_t)l * BT * M;
         float* dl_ln1 = ga.ln1 + (size_t)l * BT * C;
-        float* dl_qkv = ga.qkv + (size_t)l * BT * W;
         float* dl_atty = ga.atty + (size_t)l * BT * C;
         float* dl_attproj = ga.attproj + (size_t)l * BT * C;
         float* dl_residual2 = ga.residual2 + (size_t)l * BT * C;
@@ -1345,31 +1373,22 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         residual_backward(dresidual, dl_attproj, dl_residual2, BT * C);
         matmul_backward(dl_atty, dl_attprojw, dl_attprojb, dl_attproj, l_atty, l_attprojw, (int)BT, C, C);
         profile_mark(PROF_ATTPROJ_BWD);
-        // q, k, v gradients land where the roles live: the fused projection output (shared roles
-        // in one place), dx for roles taken from x, the residual query for q_residual
-        RowView q, k, v, dq, dk, dv;
-        gpt2_qkv_views(model, &a, l, BT, &q, &k, &v);
-        gpt2_qkv_views(model, &ga, l, BT, &dq, &dk, &dv);
+        // q, k, v gradients land where the roles live (layer_qkv_views): the fused projection output
+        // (shared roles in one place), dx for roles taken from x
+        const QKVViews qkv = layer_qkv_views(model, &a, l, BT);
+        const QKVViews dqkv = layer_qkv_views(model, &ga, l, BT);
         if (kAttentionTiled) {
             // recomputes the probabilities from lse and the output; ga.att_lse is the delta scratch
-            attention_tiled_backward(tiled_rows(dq), tiled_rows(dk), tiled_rows(dv), ga.att_lse, dl_atty, l_atty,
-                                     a.att_lse + (size_t)l * B * H * T, tiled_rows(q), tiled_rows(k), tiled_rows(v),
+            const float* l_lse = a.att_lse + (size_t)l * B * H * T;
+            attention_tiled_backward(dqkv.q, dqkv.k, dqkv.v, ga.att_lse, dl_atty, l_atty, l_lse, qkv.q, qkv.k, qkv.v,
                                      B, T, H, Hkv, C / H, model->attn_scale);
         } else {
             const float* l_att = a.att + (size_t)l * B * H * T * T;
-            attention_backward(dq, dk, dv, dl_atty, q, k, v, l_att, B, T, C, H, Hkv, model->attn_scale);
+            attention_backward(dqkv.q, dqkv.k, dqkv.v, dl_atty, qkv.q, qkv.k, qkv.v, l_att, B, T, C, H, Hkv,
+                               model->attn_scale);
         }
         profile_mark(PROF_ATTN_BWD);
-        if (qres) {
-            qres_backward(qres_layer(&ga, l, BT, C), qres_layer(&a, l, BT, C), dl_ln1,
-                          g.qres_rmsw + (size_t)l * C, g.qres_w1 + (size_t)l * (C / 2) * C,
-                          g.qres_w2 + (size_t)l * C * (C / 2), g.qres_lnw + (size_t)l * C,
-                          l_ln1, p.qres_rmsw + (size_t)l * C, p.qres_w1 + (size_t)l * (C / 2) * C,
-                          p.qres_w2 + (size_t)l * C * (C / 2), p.qres_lnw + (size_t)l * C, (int)BT, C);
-            profile_mark(PROF_QRES_BWD);
-        }
-        matmul_backward(dl_ln1, dl_qkvw, dl_qkvb, dl_qkv, l_ln1, l_qkvw, (int)BT, C, W);
-        profile_mark(PROF_QKV_BWD);
+        attention_inputs_backward(model, &a, &ga, l, BT);
         layernorm_backward(dresidual, dl_ln1w, dl_ln1b, dl_ln1, residual, l_ln1w,
                            a.ln1_mean + l * BT, a.ln1_rstd + l * BT, (int)BT, C);
         profile_mark(PROF_LN1_BWD);
@@ -1472,8 +1491,8 @@ typedef struct {
 // unrounded probabilities times v); the blocked matmuls of the full pass sum in another order, so
 // cached and full-forward logits agree to float rounding (test_kv_cache_cpu checks 1e-5).
 // No probabilities are kept: nothing goes backward through generation.
-void attention_decode_forward(float* out, const float* q, RowView k, RowView v, int t, int C, int H, int Hkv,
-                              float scale) {
+void attention_decode_forward(float* out, const float* q, QKVView<float> k, QKVView<float> v, int t, int C, int H,
+                              int Hkv, float scale) {
     const int hd = C / H;
     const int group = H / Hkv;
     #pragma omp parallel
@@ -1567,7 +1586,6 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char
     const GPT2Config* c = &model->config;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
     const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
-    const int W = model->layout.width;
     if (model->params_memory == NULL || cache->memory == NULL || memcmp(&cache->config, c, sizeof(*c)) != 0) {
         snprintf(msg, msg_size, "decode step: the kv cache was not built for this model (kv_cache_build)");
         return 0;
@@ -1583,20 +1601,17 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char
         return 0;
     }
     const QKVLayout* lay = &model->layout;
-    const int qres = lay->q.source == QKV_SRC_RESIDUAL_QUERY;
     ParameterTensors p = model->params;
     ActivationTensors a = cache->acts; // one row: layer l's slice of an (L, 1, 1, X) tensor is at l * X
     encoder_forward(a.encoded, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C); // position t's embedding
     for (int l = 0; l < L; l++) {
         const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * C;
         const float* l_ln1b = p.ln1b != NULL ? p.ln1b + (size_t)l * C : NULL;
-        const float* l_qkvb = p.qkvb != NULL ? p.qkvb + (size_t)l * W : NULL;
         const float* l_attprojb = p.attprojb != NULL ? p.attprojb + (size_t)l * C : NULL;
         const float* l_ln2b = p.ln2b != NULL ? p.ln2b + (size_t)l * C : NULL;
         const float* l_fcb = p.fcb != NULL ? p.fcb + (size_t)l * M : NULL;
         const float* l_fcprojb = p.fcprojb != NULL ? p.fcprojb + (size_t)l * C : NULL;
         float* l_ln1 = a.ln1 + (size_t)l * C;
-        float* l_qkv = a.qkv + (size_t)l * W;
         float* l_atty = a.atty + (size_t)l * C;
         float* l_attproj = a.attproj + (size_t)l * C;
         float* l_residual2 = a.residual2 + (size_t)l * C;
@@ -1607,22 +1622,15 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char
         float* l_residual3 = a.residual3 + (size_t)l * C;
 
         layernorm_forward(l_ln1, a.ln1_mean + l, a.ln1_rstd + l, residual, p.ln1w + (size_t)l * C, l_ln1b, 1, C);
-        matmul_forward(l_qkv, l_ln1, p.qkvw + (size_t)l * W * C, l_qkvb, 1, C, W); // (width)
-        if (qres) {
-            qres_forward(qres_layer(&a, l, 1, C), l_ln1, p.qres_rmsw + (size_t)l * C,
-                         p.qres_w1 + (size_t)l * (C / 2) * C, p.qres_w2 + (size_t)l * C * (C / 2),
-                         p.qres_lnw + (size_t)l * C, 1, C);
-        }
-        // the new token's q, k, v where the layout puts them; k and v join the cache at row t
-        RowView q, k, v;
-        gpt2_qkv_views(model, &a, l, 1, &q, &k, &v);
+        // the new token's q, k, v, one row; k and v join the cache at row t
+        const QKVViews qkv = attention_inputs_forward(model, &a, l, 1);
         float* layer_kv = cache->kv + (size_t)l * cache->max_T * cache->row;
         float* row_t = layer_kv + (size_t)t * cache->row;
-        memcpy(row_t + cache->k_offset, k.ptr, (size_t)lay->k.channels * sizeof(float));
-        memcpy(row_t + cache->v_offset, v.ptr, (size_t)lay->v.channels * sizeof(float)); // shared: k again
-        RowView k_cached = {layer_kv + cache->k_offset, cache->row};
-        RowView v_cached = {layer_kv + cache->v_offset, cache->row};
-        attention_decode_forward(l_atty, q.ptr, k_cached, v_cached, t, C, H, Hkv, model->attn_scale);
+        memcpy(row_t + cache->k_offset, qkv.k.ptr, (size_t)lay->k.channels * sizeof(float));
+        memcpy(row_t + cache->v_offset, qkv.v.ptr, (size_t)lay->v.channels * sizeof(float)); // shared: k again
+        const QKVView<float> k_cached = {layer_kv + cache->k_offset, (int)cache->row, Hkv};
+        const QKVView<float> v_cached = {layer_kv + cache->v_offset, (int)cache->row, Hkv};
+        attention_decode_forward(l_atty, qkv.q.ptr, k_cached, v_cached, t, C, H, Hkv, model->attn_scale);
         matmul_forward(l_attproj, l_atty, p.attprojw + (size_t)l * C * C, l_attprojb, 1, C, C);
         residual_forward(l_residual2, residual, l_attproj, (size_t)C);
         layernorm_forward(l_ln2, a.ln2_mean + l, a.ln2_rstd + l, l_residual2, p.ln2w + (size_t)l * C, l_ln2b, 1, C);

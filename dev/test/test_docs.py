@@ -53,7 +53,9 @@ def definition_range(path, name):
         return None
     first = last = starts[0]
     comment = "#" if path.endswith(".py") else "//"
-    while first > 0 and lines[first - 1].strip().startswith(comment):
+    # the comment lines above it, and a C++ template header between them and it
+    while first > 0 and (lines[first - 1].strip().startswith(comment) or
+                         (comment == "//" and lines[first - 1].startswith("template <"))):
         first -= 1
     if path.endswith(".py"):
         indent = len(lines[last]) - len(lines[last].lstrip())
