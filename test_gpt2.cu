@@ -112,10 +112,10 @@ static int fetch_activation(GPT2* model, const char* name, std::vector<float>* o
     if (strcmp(what, "q") == 0 || strcmp(what, "k") == 0 || strcmp(what, "v") == 0) {
         // read where attention reads them: in place, in the projection output, x or the residual query
         const int r = what[0] == 'q' ? 0 : (what[0] == 'k' ? 1 : 2);
-        const AttnShape s = gpt2_attn_shape(model, B, T);
         const floatX* qres_q = qres ? a->qres_q + lC : NULL;
         const floatX* x = a->ln1 + (model->recompute >= 2 ? 0 : lC);
-        const AttnRows rows = qkv_role_view(&s.layout, r, hd, qkv_sources<const floatX>(a->qkv + (size_t)l * BT * model->layout.width, x, qres_q));
+        const floatX* qkv = a->qkv + (size_t)l * BT * model->layout.width;
+        const AttnRows rows = qkv_role_view(&model->layout, r, hd, qkv_sources<const floatX>(qkv, x, qres_q));
         if (rows.ptr == x && model->recompute >= 2 && l > 0) { // an identity role reads ln1 itself
             *why = "not kept with -r 2 (this role is ln1, one layer's buffer; layer 0's is checked)";
             return 2;
