@@ -2,7 +2,7 @@
 dev/parameters.h: the model's parameter tensors, as data.
 
 Their file order (dev/FORMATS.md), names and shapes for a config, which AdamW decays and which are
-initialized depth-scaled, the parameter counts VARIANTS.md quotes, and the training FLOPs per token
+initialized depth-scaled, the parameter counts dev/SCHEMES.md quotes, and the training FLOPs per token
 that MFU is computed from. The shapes read the scheme's layout (attention_variants.cuh): the width
 of the fused projection, and the residual query's tensors where the layout has one.
 */
