@@ -101,10 +101,19 @@ static QKVLayout qkv_layout_of(const Layout& lay, int W, int C, int KV) {
     return L;
 }
 
-// role r (0 q, 1 k, 2 v): a column range of `fused` (B*T, W), or x (B*T, C); given the gradient
-// buffers, where the role's gradient goes
-static QKVView<float> role_view(const QKVLayout* L, int r, int hd, float* fused, float* x) {
-    return qkv_role_view(L, r, hd, qkv_sources<float>(fused, x, NULL));
+// q, k, v of a layout: column ranges of `fused` (B*T, W), or x (B*T, C); given the gradient buffers,
+// where dq, dk, dv go
+typedef struct {
+    QKVView<float> q, k, v;
+} RoleViews;
+
+static RoleViews role_views(const QKVLayout* L, int hd, float* fused, float* x) {
+    const QKVSources<float> src = qkv_sources<float>(fused, x, NULL);
+    RoleViews r;
+    r.q = qkv_role_view(L, 0, hd, src);
+    r.k = qkv_role_view(L, 1, hd, src);
+    r.v = qkv_role_view(L, 2, hd, src);
+    return r;
 }
 
 // one case: the plain attention (double accumulators, the (B, H, T, T) matrix) against the twin
@@ -133,14 +142,10 @@ static void run_case(Tally* tally, int B, int T, int H, int Hkv, int hd, float s
     ref.x_grad = x_grad0;
     std::vector<float> att((size_t)B * H * T * T);
     {
-        QKVView<float> q = role_view(&L, 0, hd, fused.data(), x.data());
-        QKVView<float> k = role_view(&L, 1, hd, fused.data(), x.data());
-        QKVView<float> v = role_view(&L, 2, hd, fused.data(), x.data());
-        QKVView<float> dq = role_view(&L, 0, hd, ref.proj_grad.data(), ref.x_grad.data());
-        QKVView<float> dk = role_view(&L, 1, hd, ref.proj_grad.data(), ref.x_grad.data());
-        QKVView<float> dv = role_view(&L, 2, hd, ref.proj_grad.data(), ref.x_grad.data());
-        attention_forward(ref.out.data(), att.data(), q, k, v, B, T, C, H, Hkv, scale, ref.lse.data());
-        attention_backward(dq, dk, dv, dout.data(), q, k, v, att.data(), B, T, C, H, Hkv, scale);
+        const RoleViews in = role_views(&L, hd, fused.data(), x.data());
+        const RoleViews d = role_views(&L, hd, ref.proj_grad.data(), ref.x_grad.data());
+        attention_forward(ref.out.data(), att.data(), in.q, in.k, in.v, B, T, C, H, Hkv, scale, ref.lse.data());
+        attention_backward(d.q, d.k, d.v, dout.data(), in.q, in.k, in.v, att.data(), B, T, C, H, Hkv, scale);
     }
 
     // tiled, with 1 thread and (if OpenMP) 3
@@ -157,15 +162,12 @@ static void run_case(Tally* tally, int B, int T, int H, int Hkv, int hd, float s
         r.proj_grad = proj_grad0;
         r.x_grad = x_grad0;
         std::vector<float> delta((size_t)B * H * T, NAN);
-        QKVView<float> q = role_view(&L, 0, hd, fused.data(), x.data());
-        QKVView<float> k = role_view(&L, 1, hd, fused.data(), x.data());
-        QKVView<float> v = role_view(&L, 2, hd, fused.data(), x.data());
-        QKVView<float> dq = role_view(&L, 0, hd, r.proj_grad.data(), r.x_grad.data());
-        QKVView<float> dk = role_view(&L, 1, hd, r.proj_grad.data(), r.x_grad.data());
-        QKVView<float> dv = role_view(&L, 2, hd, r.proj_grad.data(), r.x_grad.data());
-        attention_tiled_forward_blocks(r.out.data(), r.lse.data(), q, k, v, B, T, H, Hkv, hd, scale, kBlockM, kBlockN);
-        attention_tiled_backward_blocks(dq, dk, dv, delta.data(), dout.data(), r.out.data(), r.lse.data(), q, k, v,
-                                        B, T, H, Hkv, hd, scale, kBlockM, kBlockN);
+        const RoleViews in = role_views(&L, hd, fused.data(), x.data());
+        const RoleViews d = role_views(&L, hd, r.proj_grad.data(), r.x_grad.data());
+        attention_tiled_forward_blocks(r.out.data(), r.lse.data(), in.q, in.k, in.v, B, T, H, Hkv, hd, scale, kBlockM,
+                                       kBlockN);
+        attention_tiled_backward_blocks(d.q, d.k, d.v, delta.data(), dout.data(), r.out.data(), r.lse.data(), in.q,
+                                        in.k, in.v, B, T, H, Hkv, hd, scale, kBlockM, kBlockN);
 #ifdef _OPENMP
         omp_set_num_threads(saved);
 #endif
