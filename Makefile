@@ -108,6 +108,12 @@ $(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.
 $(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS)
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
+# the runtime's own check of the inline PTX it models (ldmatrix, cp.async, mma.sync), on a GPU too
+$(CUDACPU)/test_ptx: $(CUDACPU)/src/dev/cudacpu/test_ptx.cu $(CUDACPU_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $< -o $@
+$(BUILD)/test_ptx: dev/cudacpu/test_ptx.cu | $(BUILD)
+	$(NVCC) $(NVCC_FLAGS) $< $(NVCC_LDFLAGS) -o $@
+
 # ---------------------------------------------------------------------------------------------
 # Kernel labs (dev/cuda/README.md): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for
 # PRECISION=FP32. A lab includes train_gpt2.cu (its kernels are the trainer's), its CPU reference and

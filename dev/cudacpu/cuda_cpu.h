@@ -51,6 +51,7 @@ README.
 #include <unordered_map>
 #include <initializer_list>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -304,56 +305,115 @@ struct FaultHandlerInstaller {
 inline FaultHandlerInstaller fault_handler_installer;
 
 // ---------------------------------------------------------------------------------------------
-// PTX: the one inline PTX instruction family the trainer uses, read from the asm statement's own
-// text (rewrite.py passes the template and the operands); anything else stops the kernel
+// PTX: the inline PTX the trainer uses, read from the asm statement's own text (rewrite.py passes the
+// template and the operands): mma.sync m16n8k16 bf16 (simt.h), ldmatrix m8n8 .x1/.x2/.x4 [.trans]
+// b16, cp.async.{ca,cg}.shared.global with its commit_group / wait_group / wait_all. Anything else
+// stops the kernel with a message.
 struct PtxOperand {
-    char constraint; // 'f', 'r', ...
+    char constraint; // 'f', 'r', 'l', 'n', ...
     bool output;
     void* ptr;       // an output's location
-    uint32_t bits;   // an input's value
+    uint64_t bits;   // an input's value (a pointer's address for "l")
 };
 static inline PtxOperand ptx_out(const char* c, float* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0}; }
 static inline PtxOperand ptx_out(const char* c, uint32_t* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0}; }
-static inline PtxOperand ptx_in(const char* c, uint32_t v) { return PtxOperand{c[strlen(c) - 1], false, nullptr, v}; }
-static inline PtxOperand ptx_in(const char* c, float v) {
-    uint32_t b;
-    memcpy(&b, &v, 4);
+template <class T>
+static inline PtxOperand ptx_in(const char* c, T v) {
+    uint64_t b = 0;
+    if constexpr (std::is_pointer<T>::value) {
+        b = (uint64_t)(uintptr_t)v;
+    } else if constexpr (std::is_same<T, float>::value) {
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        b = u;
+    } else {
+        static_assert(std::is_integral<T>::value, "PTX input of an unsupported type");
+        b = (uint64_t)v;
+    }
     return PtxOperand{c[strlen(c) - 1], false, nullptr, b};
 }
 
-// "{%0, %1, %2, %3}" -> operand numbers
-static std::vector<int> ptx_group(const std::string& s, size_t* pos) {
-    std::vector<int> out;
-    const size_t open = s.find('{', *pos), close = s.find('}', open);
-    if (open == std::string::npos || close == std::string::npos) { return out; }
-    for (size_t i = open; i < close; i++) {
-        if (s[i] == '%') { out.push_back(atoi(s.c_str() + i + 1)); }
-    }
-    *pos = close + 1;
-    return out;
-}
+// one operand of an instruction: {%a, %b, ...}, [%n] or [%n+imm], %n, or an integer literal
+struct PtxArg {
+    enum Kind { GROUP, ADDRESS, REG, IMM } kind;
+    std::vector<int> regs; // GROUP: the operand numbers; ADDRESS, REG: regs[0]
+    long long imm = 0;     // IMM: the value; ADDRESS: the offset
+};
 
 // an asm statement's template, read once per call site (the template is a string literal: its
 // address names the site)
+enum PtxOp { PTX_UNKNOWN, PTX_MMA, PTX_LDMATRIX, PTX_CP_ASYNC, PTX_CP_COMMIT, PTX_CP_WAIT, PTX_CP_WAIT_ALL };
 struct PtxParsed {
-    bool mma = false;
+    PtxOp op = PTX_UNKNOWN;
     std::string mnemonic;
-    std::vector<int> d, a, b, c;
+    std::vector<PtxArg> args;
+    int nmat = 0, trans = 0; // ldmatrix
+    int cp_bytes = 0;        // cp.async's copy size (its third operand)
 };
+
+static bool ptx_mnemonic_has(const std::string& m, const char* part) {
+    const std::string p = std::string(".") + part;
+    const size_t i = m.find(p);
+    return i != std::string::npos && (i + p.size() == m.size() || m[i + p.size()] == '.');
+}
+
+static std::vector<PtxArg> ptx_args(const std::string& s) {
+    std::vector<PtxArg> out;
+    size_t i = 0;
+    while (i < s.size()) {
+        while (i < s.size() && (s[i] == ' ' || s[i] == ',' || s[i] == ';')) { i++; }
+        if (i >= s.size()) { break; }
+        PtxArg a;
+        if (s[i] == '{' || s[i] == '[') {
+            const char close = s[i] == '{' ? '}' : ']';
+            const size_t e = s.find(close, i);
+            const std::string in = s.substr(i + 1, (e == std::string::npos ? s.size() : e) - i - 1);
+            a.kind = s[i] == '{' ? PtxArg::GROUP : PtxArg::ADDRESS;
+            for (size_t k = 0; k < in.size(); k++) {
+                if (in[k] == '%') { a.regs.push_back(atoi(in.c_str() + k + 1)); }
+            }
+            const size_t plus = in.find('+');
+            if (a.kind == PtxArg::ADDRESS && plus != std::string::npos) { a.imm = atoll(in.c_str() + plus + 1); }
+            i = e == std::string::npos ? s.size() : e + 1;
+        } else if (s[i] == '%') {
+            a.kind = PtxArg::REG;
+            a.regs.push_back(atoi(s.c_str() + i + 1));
+            while (i < s.size() && s[i] != ',' && s[i] != ';') { i++; }
+        } else {
+            a.kind = PtxArg::IMM;
+            a.imm = atoll(s.c_str() + i);
+            while (i < s.size() && s[i] != ',' && s[i] != ';') { i++; }
+        }
+        out.push_back(a);
+    }
+    return out;
+}
+
 static const PtxParsed& ptx_parse(const char* tmpl) {
     static std::unordered_map<const char*, PtxParsed> parsed;
     auto it = parsed.find(tmpl);
     if (it != parsed.end()) { return it->second; }
     PtxParsed p;
     const std::string s(tmpl);
-    p.mnemonic = s.substr(0, s.find_first_of(" \t"));
-    if (p.mnemonic == "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") {
-        size_t pos = p.mnemonic.size();
-        p.d = ptx_group(s, &pos);
-        p.a = ptx_group(s, &pos);
-        p.b = ptx_group(s, &pos);
-        p.c = ptx_group(s, &pos);
-        p.mma = true;
+    const size_t sp = s.find_first_of(" \t;");
+    p.mnemonic = s.substr(0, sp);
+    if (sp != std::string::npos) { p.args = ptx_args(s.substr(sp)); }
+    const std::string& mn = p.mnemonic;
+    if (mn == "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") {
+        p.op = PTX_MMA;
+    } else if (mn.rfind("ldmatrix.sync.aligned.m8n8.", 0) == 0 && ptx_mnemonic_has(mn, "shared") && ptx_mnemonic_has(mn, "b16")) {
+        p.nmat = ptx_mnemonic_has(mn, "x1") ? 1 : ptx_mnemonic_has(mn, "x2") ? 2 : ptx_mnemonic_has(mn, "x4") ? 4 : 0;
+        p.trans = ptx_mnemonic_has(mn, "trans") ? 1 : 0;
+        if (p.nmat > 0) { p.op = PTX_LDMATRIX; }
+    } else if ((mn.rfind("cp.async.ca.shared.global", 0) == 0 || mn.rfind("cp.async.cg.shared.global", 0) == 0)) {
+        p.op = PTX_CP_ASYNC;
+        if (p.args.size() >= 3 && p.args[2].kind == PtxArg::IMM) { p.cp_bytes = (int)p.args[2].imm; }
+    } else if (mn == "cp.async.commit_group") {
+        p.op = PTX_CP_COMMIT;
+    } else if (mn == "cp.async.wait_group") {
+        p.op = PTX_CP_WAIT;
+    } else if (mn == "cp.async.wait_all") {
+        p.op = PTX_CP_WAIT_ALL;
     }
     return parsed.emplace(tmpl, std::move(p)).first->second;
 }
@@ -364,26 +424,67 @@ static void ptx(int line, const char* tmpl, std::initializer_list<PtxOperand> ou
     for (const PtxOperand& o : outs) { if (n < 32) { ops[n++] = o; } }
     for (const PtxOperand& o : ins) { if (n < 32) { ops[n++] = o; } }
     const PtxParsed& p = ptx_parse(tmpl);
-    auto value = [&](int i) -> uint32_t {
+    auto value = [&](int i) -> uint64_t {
         if (i < 0 || i >= n) { fail("PTX operand %" + std::to_string(i) + " out of range at " + line_str(line)); }
         if (ops[i].output) { uint32_t b; memcpy(&b, ops[i].ptr, 4); return b; } // a "+" operand's input
         return ops[i].bits;
     };
-    if (p.mma) {
-        if (p.d.size() != 4 || p.a.size() != 4 || p.b.size() != 2 || p.c.size() != 4) { fail("malformed mma.sync operands at " + line_str(line)); }
+    auto malformed = [&]() { fail("malformed " + p.mnemonic + " operands at " + line_str(line)); };
+    // an operand that is a register (%n) or a literal
+    auto scalar = [&](const PtxArg& a) -> uint64_t { return a.kind == PtxArg::IMM ? (uint64_t)a.imm : value(a.regs[0]); };
+    auto address = [&](const PtxArg& a) -> uint64_t {
+        if (a.kind != PtxArg::ADDRESS || a.regs.size() != 1) { malformed(); }
+        return value(a.regs[0]) + (uint64_t)a.imm;
+    };
+    switch (p.op) {
+    case PTX_MMA: {
+        if (p.args.size() != 4) { malformed(); }
+        const std::vector<int>& d = p.args[0].regs;
+        const std::vector<int>& a = p.args[1].regs;
+        const std::vector<int>& b = p.args[2].regs;
+        const std::vector<int>& c = p.args[3].regs;
+        if (d.size() != 4 || a.size() != 4 || b.size() != 2 || c.size() != 4) { malformed(); }
         uint32_t ar[4], br[2];
         float cr[4], dr[4];
-        for (int i = 0; i < 4; i++) { ar[i] = value(p.a[i]); uint32_t cb = value(p.c[i]); memcpy(&cr[i], &cb, 4); }
-        for (int i = 0; i < 2; i++) { br[i] = value(p.b[i]); }
+        for (int i = 0; i < 4; i++) { ar[i] = (uint32_t)value(a[i]); uint32_t cb = (uint32_t)value(c[i]); memcpy(&cr[i], &cb, 4); }
+        for (int i = 0; i < 2; i++) { br[i] = (uint32_t)value(b[i]); }
         mma_16816(dr, ar, br, cr, line);
         for (int i = 0; i < 4; i++) {
-            const int di = p.d[i];
+            const int di = d[i];
             if (di < 0 || di >= n || !ops[di].output || ops[di].constraint != 'f') {
                 fail("mma.sync's D operand is not an fp32 output at " + line_str(line));
             }
             memcpy(ops[di].ptr, &dr[i], 4);
         }
         return;
+    }
+    case PTX_LDMATRIX: {
+        if (p.args.size() != 2 || p.args[0].kind != PtxArg::GROUP || (int)p.args[0].regs.size() != p.nmat) { malformed(); }
+        uint32_t r[4];
+        ldmatrix(r, p.nmat, p.trans, address(p.args[1]), line);
+        for (int j = 0; j < p.nmat; j++) {
+            const int di = p.args[0].regs[j];
+            if (di < 0 || di >= n || !ops[di].output || ops[di].constraint != 'r') {
+                fail("ldmatrix's destination is not a 32-bit register output at " + line_str(line));
+            }
+            memcpy(ops[di].ptr, &r[j], 4);
+        }
+        return;
+    }
+    case PTX_CP_ASYNC: {
+        if (p.args.size() != 3 && p.args.size() != 4) { malformed(); }
+        const int src_bytes = p.args.size() == 4 ? (int)scalar(p.args[3]) : p.cp_bytes;
+        if (p.mnemonic.rfind("cp.async.cg", 0) == 0 && p.cp_bytes != 16) { fail("cp.async.cg copies 16 bytes only (" + line_str(line) + ")"); }
+        cp_async(address(p.args[0]), (const void*)(uintptr_t)address(p.args[1]), p.cp_bytes, src_bytes, line);
+        return;
+    }
+    case PTX_CP_COMMIT: cp_async_commit(); return;
+    case PTX_CP_WAIT:
+        if (p.args.size() != 1) { malformed(); }
+        cp_async_wait((long)scalar(p.args[0]), line);
+        return;
+    case PTX_CP_WAIT_ALL: cp_async_commit(); cp_async_wait(0, line); return;
+    case PTX_UNKNOWN: break;
     }
     fail("inline PTX '" + p.mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");
 }
@@ -435,6 +536,8 @@ static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned
 static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (v > o) { *p = v; } return o; }
 static inline void __threadfence() { cudacpu::cta_switch_point(); }
 static inline void __threadfence_block() {}
+// a shared-memory pointer's 32-bit address for ldmatrix and cp.async (simt.h's window)
+static inline size_t __cvta_generic_to_shared(const void* p) { return (size_t)cudacpu::shared_window_addr(p); }
 // cache-hinted loads and stores: plain ones of the same type
 template <class T> static inline T __ldcs(const T* p) { return *p; }
 template <class T> static inline T __ldcg(const T* p) { return *p; }

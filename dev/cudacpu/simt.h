@@ -20,7 +20,16 @@ train_gpt2.cu's line):
   - __syncthreads reached at different lines by threads of one CTA, or after some threads exited;
   - a warp collective whose 32 lanes disagree on the operation or line, in a partial warp, or with a
     mask other than 0xFFFFFFFF (one that a lane exited before never completes: a deadlock);
-  - deadlock (no thread of a CTA can run).
+  - deadlock (no thread of a CTA can run);
+  - ldmatrix: an address outside the CTA's shared memory or not 16-byte aligned;
+  - cp.async: a destination outside shared memory, a misaligned source or destination, a thread that
+    exits with copies in flight (a missing cp.async.wait_group).
+
+cp.async (the model, stricter than any one GPU): a copy's 16 (8, 4) destination bytes hold 0xFF from
+its issue until the wait that retires its group, and the source is read at issue. So a read of a
+tile before its wait_group (RAW), and a copy issued into a buffer that another warp still reads
+before a barrier separates them (WAR), both read NaN. A __syncthreads does not complete copies: only
+the issuing thread's own cp.async.wait_group / wait_all does, as on a GPU.
 */
 #ifndef CUDACPU_SIMT_H
 #define CUDACPU_SIMT_H
@@ -65,7 +74,7 @@ asm(".text\n"
 
 enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, DONE };
 enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_SHFL_IDX = 5, OP_SYNCWARP = 6,
-              OP_BALLOT = 7 };
+              OP_BALLOT = 7, OP_LDMATRIX = 8 };
 enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
 static const int kMaxThreads = 1024;
 static const int kLiveCtas = 4;
@@ -75,10 +84,19 @@ static const uint64_t kStackCanary = 0x5AFE57AC4CA9A21Eull;
 struct LaneOp {
     int kind, line;
     unsigned mask;
-    int arg;    // shuffles: the lane mask, delta or source lane; ballot: the predicate
+    int arg;    // shuffles: the lane mask, delta or source lane; ballot: the predicate; ldmatrix: the row address
     uint32_t v; // shuffles: the value's bits
     uint32_t a[4], b[2];
     float c[4];
+};
+
+// one cp.async in flight: its bytes were read at issue; they land in shared memory when the issuing
+// thread's wait retires its group (group 0: issued after the last commit, in no group yet)
+struct AsyncCopy {
+    unsigned char* dst;
+    int bytes;
+    long group;
+    unsigned char data[16];
 };
 
 struct Fiber {
@@ -101,7 +119,10 @@ struct Cta {
     std::vector<int> warp_arrived;
     std::vector<LaneOp> ops;
     std::vector<uint32_t> res_v;
-    std::vector<float> res_d;
+    std::vector<float> res_d;       // mma: 4 per lane
+    std::vector<uint32_t> res_r;    // ldmatrix: 4 registers per lane
+    std::vector<std::vector<AsyncCopy>> async_copies; // per thread: its cp.async copies in flight
+    std::vector<long> async_groups;                  // per thread: groups committed so far
     unsigned char* dyn_smem = nullptr; // this launch's dynamic shared memory, guard page after it
     unsigned char* dyn_map = nullptr;
     size_t dyn_map_len = 0;
@@ -173,6 +194,35 @@ static std::string line_str(int line) { return "train_gpt2.cu:" + std::to_string
 }
 
 // ---------------------------------------------------------------------------------------------
+// the shared-memory window: the 32-bit addresses that __cvta_generic_to_shared gives and that
+// ldmatrix and cp.async take. The running CTA's static __shared__ variables sit at [0, 48 KiB), its
+// dynamic shared memory at kDynWindow. An address maps back only into what the CTA has: the static
+// variables declared so far, the launch's dynamic bytes.
+static const uint64_t kDynWindow = 0x10000;
+
+static inline uint64_t shared_window_addr(const void* p) {
+    Cta& c = cta();
+    const unsigned char* b = (const unsigned char*)p;
+    if (c.static_smem && b >= c.static_smem && b < c.static_smem + c.static_used) { return (uint64_t)(b - c.static_smem); }
+    if (c.dyn_smem && b >= c.dyn_smem && b <= c.dyn_smem + m.dyn_smem_bytes) { return kDynWindow + (uint64_t)(b - c.dyn_smem); }
+    fail("__cvta_generic_to_shared of a pointer that is not this CTA's shared memory");
+}
+
+// `bytes` of the window at addr, `align`-aligned, for what (an instruction) at line
+static unsigned char* shared_window_ptr(uint64_t addr, size_t bytes, size_t align, const char* what, int line) {
+    Cta& c = cta();
+    if (addr % align != 0) {
+        fail(std::string(what) + " at " + line_str(line) + ": shared address " + std::to_string(addr) + " is not " +
+             std::to_string(align) + "-byte aligned");
+    }
+    if (addr + bytes <= c.static_used) { return c.static_smem + addr; }
+    if (addr >= kDynWindow && addr - kDynWindow + bytes <= m.dyn_smem_bytes) { return c.dyn_smem + (addr - kDynWindow); }
+    fail(std::string(what) + " at " + line_str(line) + ": shared address " + std::to_string(addr) + " (+" +
+         std::to_string(bytes) + " bytes) is outside this CTA's shared memory (static " + std::to_string(c.static_used) +
+         " bytes at 0, dynamic " + std::to_string(m.dyn_smem_bytes) + " at " + std::to_string(kDynWindow) + ")");
+}
+
+// ---------------------------------------------------------------------------------------------
 // the m16n8k16 fragment layout, from the PTX ISA (not from the kernel's comment):
 // groupID = lane >> 2, threadID_in_group = lane % 4; every register holds two bf16, the element
 // with the lower column (A, C) or lower k (B) in the low 16 bits.
@@ -238,6 +288,29 @@ __attribute__((noinline)) static void mma_compute(Cta& c, int warp0) {
     }
 }
 
+// ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16 for one warp (PTX ISA): lanes 8j..8j+7 give
+// the addresses of matrix j's 8 rows (16 bytes each); register j of lane l receives matrix j's row l/4,
+// elements 2(l%4) and 2(l%4)+1 (the lower in the low half), or with .trans its column l/4, rows
+// 2(l%4) and 2(l%4)+1: the A/B fragment layout of mma.sync, read straight from a row-major tile
+__attribute__((noinline)) static void ldmatrix_compute(Cta& c, int warp0, int line) {
+    const LaneOp& op0 = c.ops[warp0];
+    const int nmat = (int)op0.a[0], trans = (int)op0.a[1];
+    uint16_t mat[4][8][8];
+    for (int j = 0; j < nmat; j++) {
+        for (int r = 0; r < 8; r++) {
+            const uint64_t addr = (uint32_t)c.ops[warp0 + 8 * j + r].arg;
+            memcpy(mat[j][r], shared_window_ptr(addr, 16, 16, "ldmatrix", line), 16);
+        }
+    }
+    for (int l = 0; l < 32; l++) {
+        for (int j = 0; j < nmat; j++) {
+            const int i = l / 4, k = 2 * (l % 4);
+            const uint16_t lo = trans ? mat[j][k][i] : mat[j][i][k], hi = trans ? mat[j][k + 1][i] : mat[j][i][k + 1];
+            c.res_r[(size_t)(warp0 + l) * 4 + j] = (uint32_t)lo | ((uint32_t)hi << 16);
+        }
+    }
+}
+
 // a lane's slot for a warp collective, its operation filled in (in place: no copy to load back)
 static inline LaneOp& lane_op(int kind, int line, unsigned mask, int arg) {
     LaneOp& op = cta().ops[m.cur];
@@ -264,7 +337,7 @@ static void warp_collective() {
     }
     c.warp_arrived[warp] = 0;
     // a shfl_sync's source lane and a ballot's predicate may differ per lane; nothing else may
-    const bool per_lane_arg = op.kind == OP_SHFL_IDX || op.kind == OP_BALLOT;
+    const bool per_lane_arg = op.kind == OP_SHFL_IDX || op.kind == OP_BALLOT || op.kind == OP_LDMATRIX;
     for (int l = 0; l < 32; l++) {
         const LaneOp& o = c.ops[warp0 + l];
         if (o.kind != op.kind || o.line != op.line || o.mask != op.mask || (o.arg != op.arg && !per_lane_arg)) {
@@ -274,6 +347,8 @@ static void warp_collective() {
     }
     if (op.kind == OP_MMA) {
         mma_compute(c, warp0);
+    } else if (op.kind == OP_LDMATRIX) {
+        ldmatrix_compute(c, warp0, op.line);
     } else if (op.kind == OP_BALLOT) {
         uint32_t bits = 0;
         for (int l = 0; l < 32; l++) { bits |= (c.ops[warp0 + l].arg != 0 ? 1u : 0u) << l; }
@@ -338,6 +413,56 @@ static inline void mma_16816(float d[4], const uint32_t a[4], const uint32_t b[2
     op.b[1] = b[1];
     warp_collective();
     for (int i = 0; i < 4; i++) { d[i] = cta().res_d[(size_t)m.cur * 4 + i]; }
+}
+
+// one lane's ldmatrix: its row address (the lanes past the matrices' 8 each are ignored, as on a GPU)
+static inline void ldmatrix(uint32_t* d, int nmat, int trans, uint64_t addr, int line) {
+    if (addr > 0xFFFFFFFFull) { fail("ldmatrix at " + line_str(line) + ": the address is not a 32-bit shared-memory address"); }
+    LaneOp& op = lane_op(OP_LDMATRIX, line, 0xFFFFFFFFu, (int)(uint32_t)addr);
+    op.a[0] = (uint32_t)nmat;
+    op.a[1] = (uint32_t)trans;
+    warp_collective();
+    for (int j = 0; j < nmat; j++) { d[j] = cta().res_r[(size_t)m.cur * 4 + j]; }
+}
+
+// cp.async.{ca,cg}.shared.global [dst], [src], bytes(, src_bytes): the first src_bytes are read now
+// (the rest of the copy is zeros), and dst holds 0xFF until the copy's group is waited for
+static void cp_async(uint64_t dst_addr, const void* src, int bytes, int src_bytes, int line) {
+    if (bytes != 4 && bytes != 8 && bytes != 16) { fail("cp.async at " + line_str(line) + ": copy size must be 4, 8 or 16"); }
+    if (src_bytes < 0 || src_bytes > bytes) { fail("cp.async at " + line_str(line) + ": source size outside 0.." + std::to_string(bytes)); }
+    if ((uintptr_t)src % (uintptr_t)bytes != 0) { fail("cp.async at " + line_str(line) + ": global source not " + std::to_string(bytes) + "-byte aligned"); }
+    AsyncCopy cp;
+    cp.dst = shared_window_ptr(dst_addr, (size_t)bytes, (size_t)bytes, "cp.async", line);
+    cp.bytes = bytes;
+    cp.group = 0;
+    memset(cp.data, 0, sizeof cp.data);
+    if (src_bytes > 0) { memcpy(cp.data, src, (size_t)src_bytes); }
+    memset(cp.dst, 0xFF, (size_t)bytes);
+    cta().async_copies[m.cur].push_back(cp);
+}
+
+// cp.async.commit_group: the copies issued since the last commit form the next group (maybe empty)
+static void cp_async_commit() {
+    Cta& c = cta();
+    const long g = ++c.async_groups[m.cur];
+    for (AsyncCopy& cp : c.async_copies[m.cur]) { if (cp.group == 0) { cp.group = g; } }
+}
+
+// cp.async.wait_group n: every committed group but the newest n has landed (uncommitted copies wait)
+static void cp_async_wait(long n, int line) {
+    if (n < 0) { fail("cp.async.wait_group at " + line_str(line) + " with a negative count"); }
+    Cta& c = cta();
+    std::vector<AsyncCopy>& q = c.async_copies[m.cur];
+    const long done = c.async_groups[m.cur] - n;
+    size_t keep = 0;
+    for (size_t i = 0; i < q.size(); i++) {
+        if (q[i].group != 0 && q[i].group <= done) {
+            memcpy(q[i].dst, q[i].data, (size_t)q[i].bytes);
+        } else {
+            q[keep++] = q[i];
+        }
+    }
+    q.resize(keep);
 }
 
 static void syncthreads(int line) {
@@ -406,6 +531,10 @@ static void fiber_main() {
         fail("exited while other threads wait at __syncthreads (" + line_str(c.block_line) + ")");
     }
     if (c.warp_arrived[tid / 32] > 0) { fail("exited while its warp waits at a collective"); }
+    if (!c.async_copies[tid].empty()) {
+        fail("exited with " + std::to_string(c.async_copies[tid].size()) +
+             " cp.async copies in flight (a missing cp.async.wait_group: they never land)");
+    }
     switch_to_scheduler();
     abort();
 }
@@ -461,6 +590,10 @@ static void cta_start(int slot, uint3 idx, size_t smem) {
     c.ops.assign(n, LaneOp{});
     c.res_v.assign(n, 0u);
     c.res_d.assign((size_t)n * 4, 0.0f);
+    c.res_r.assign((size_t)n * 4, 0u);
+    if (c.async_copies.size() < (size_t)n) { c.async_copies.resize((size_t)n); }
+    for (int t = 0; t < n; t++) { c.async_copies[t].clear(); }
+    c.async_groups.assign(n, 0);
     c.block_arrived = 0;
     c.done_count = 0;
     for (int t = 0; t < n; t++) {

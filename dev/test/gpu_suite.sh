@@ -36,7 +36,8 @@
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
 #                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
-#   lab_check         [540] `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP
+#   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
+#                     the hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP
 #   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
@@ -364,7 +365,7 @@ build_outputs_ok() {
   done; done
   for l in $LABS; do [ -x "build/lab_$l" ] && [ -x "build/lab_${l}_fp32" ] || return 1; done
   for l in $LABS_BF16; do [ -x "build/lab_$l" ] || return 1; done
-  [ -x build/params ]
+  [ -x build/params ] && [ -x build/test_ptx ]
 }
 fixtures_ok() {
   [ -f dev/fixtures/manifest.tsv ] || return 1
@@ -397,6 +398,7 @@ stage_build() {
   for l in $LABS; do echo "lab build/lab_$l" >>"$jobs"; echo "lab build/lab_${l}_fp32" >>"$jobs"; done
   for l in $LABS_BF16; do echo "lab build/lab_$l" >>"$jobs"; done
   echo "params build/params" >>"$jobs"
+  echo "ptx build/test_ptx" >>"$jobs"
   pool "$JOBS" "$jobs" build_job
   [ $DRY -eq 1 ] && return
   n=$(grep -c . "$jobs")
@@ -525,8 +527,9 @@ stage_profile_ncu() {
 # ---------------------------------------------------------------------------------------------
 # kernel labs
 
-lab_bins() { # the lab binaries, attention first
+lab_bins() { # the runtime's PTX check (the CPU runtime's model of ldmatrix, cp.async, mma.sync), then the labs, attention first
   local l
+  echo build/test_ptx
   for l in $LABS; do echo "build/lab_$l"; echo "build/lab_${l}_fp32"; done
   for l in $LABS_BF16; do echo "build/lab_$l"; done
 }

@@ -17,6 +17,8 @@
 #   the attention labs (dev/cuda/attention_{forward,backward}.cu), BF16, every version, --check against
 #        their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
+#   the runtime's inline PTX (dev/cudacpu/test_ptx.cu): ldmatrix x1/x2/x4 (.trans) into mma.sync against
+#        a host matmul, cp.async groups, zero-fill and the poison before the wait
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
 #   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
@@ -69,6 +71,8 @@ runs+=("standard standard_hd64 --fixtures-only no_epilogues")
 # both, the GELU fused and not)
 runs+=("lab_layernorm - 2,--quick" "lab_classifier - 2,--quick" "lab_encoder_backward - 2,--quick"
        "lab_optimizer - --quick" "lab_matmul_gelu - --quick")
+# the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)
+runs+=("test_ptx - full")
 
 # `function item` for each item (its words as arguments), two at a time, their output collected in
 # out_file, then printed; a FAIL line there fails the suite
@@ -104,7 +108,7 @@ build_one() { # target
     echo "FAIL cpu-run compile $1: compiler warning: $(grep -m1 -i 'warning' "$log")"
   fi
 }
-binary_of() { case $1 in lab_*) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
+binary_of() { case $1 in lab_* | test_ptx) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32 build/cudacpu/train_gpt2cu_standard)
 for r in "${runs[@]}"; do # each binary once (two makes of one target at a time would race)
   t=$(binary_of "${r%% *}")
