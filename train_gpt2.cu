@@ -307,6 +307,7 @@ __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
 // launch helpers: the settings and scratch the launchers below share
 
 static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
+static int g_flash_version = 3; // the flash attention kernels' version (--flash): 3, or 2 (the previous ones)
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
 static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
@@ -1029,6 +1030,7 @@ typedef struct {
     QKVLayout layout;
     int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
     int fused;    // 1: flash kernels, 0: cuBLASLt path
+    int flash;    // the flash kernels' version (g_flash_version): 3, or 2
 } AttnShape;
 
 // the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
@@ -1059,6 +1061,7 @@ static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
     s.layout = qkv_layout(c);
     attn_owners(&s.layout, s.owner);
     s.fused = fused && attention_fused_supported(s.hd);
+    s.flash = g_flash_version;
     return s;
 }
 
@@ -1356,6 +1359,240 @@ static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, Attn
     launchCheck();
 }
 
+// ----------------------------------------------------------------------------
+// flash attention version 3: the forward (dev/cuda/attention_forward.cu v3)
+//
+// What changes from version 2, and why:
+//   - 128 query rows per CTA (8 warps x 16): each K/V tile in shared memory serves twice the rows, so
+//     a query row costs half the K/V tile loads (global and shared memory) of version 2.
+//   - Q's fragments stay in registers for the whole key loop: version 2 reloads them from shared
+//     memory for every key tile.
+//   - ldmatrix: one instruction gives a lane 4 registers of an mma operand (8 x 8 bf16 matrices, 16
+//     bytes a row) where version 2 issues 4-8 scalar shared loads, and .trans reads V's column pairs
+//     (the B operand of P V) straight from V's row-major tile.
+//   - cp.async double buffering: the next K/V tile streams into the other buffer while this one is
+//     computed, and the copies need no registers.
+//   - the grid is (B * H, query tiles): consecutive CTAs are the heads of one batch row, so the g query
+//     heads of a GQA group (h = kvh * g + j) run side by side and read their kv head's tiles from L2.
+// Shared rows keep version 2's pad (hd + 8 bf16: 144 or 272 bytes, 4 banks past a multiple of 128
+// bytes), so the 8 rows that one phase of an ldmatrix reads (16 bytes each) start 4 banks apart and
+// cover the 32 banks once: no conflicts. cp.async writes 16-byte chunks, 8 per 128 contiguous bytes.
+
+#define FLASH3_BLOCK_M 128 // query rows per CTA
+#define FLASH3_BLOCK_N 64  // keys per tile
+#define FLASH3_WARPS 8     // 8 warps x 16 rows
+#define FLASH3_THREADS (FLASH3_WARPS * 32)
+static_assert(FLASH3_BLOCK_M == FLASH3_WARPS * 16, "each warp owns 16 query rows");
+
+// a shared-memory pointer as the 32-bit address that ldmatrix and cp.async take
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+// 16 bytes global -> shared (at a 32-bit shared address) without registers; src_bytes 0 zero-fills
+// the destination (rows >= T)
+__device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(smem), "l"(gmem), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// every committed group of this thread but the newest kPending has landed
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(kPending) : "memory"); }
+
+// four 8 x 8 bf16 matrices; this lane gives the 32-bit shared address of row lane % 8 of matrix
+// lane / 8 (32-bit addresses rather than pointers: half the registers, and constant offsets fold into
+// the instruction)
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(row));
+}
+// the same, each matrix transposed: register j holds a column pair of matrix j
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(row));
+}
+
+// sTile (kRows, kHeadDim), row stride kHeadDim + FLASH_SMEM_PAD  <-  rows row0.. of one head (as
+// flash_load_tile), by cp.async; rows >= T are zero-filled (their source address stays in bounds)
+template <int kRows, int kHeadDim, int kThreads>
+__device__ __forceinline__ void flash_cp_async_tile(uint32_t sTile, const floatX* g, int stride, int row0, int T) {
+    constexpr int kChunks = kHeadDim / 8, kRowsPerPass = kThreads / kChunks;
+    static_assert(kThreads % kChunks == 0 && kRows % kRowsPerPass == 0, "whole rows per pass of the block");
+    const int c = (threadIdx.x % kChunks) * 8; // this thread's 16-byte chunk of every row it copies
+    #pragma unroll
+    for (int r = threadIdx.x / kChunks; r < kRows; r += kRowsPerPass) {
+        const int t = row0 + r;
+        cp_async_16(sTile + (uint32_t)(r * (kHeadDim + FLASH_SMEM_PAD) + c) * sizeof(floatX),
+                    g + (size_t)min(t, T - 1) * stride + c, t < T ? 16 : 0);
+    }
+}
+
+// Forward, version 3. Grid (B * H, ceil(T / 128)), FLASH3_THREADS threads, dynamic smem: Q (128 rows)
+// and two stages of K and V (64 rows each; V's unused when v is k). Same arguments and outputs as
+// flash_attention_forward_kernel:
+//   out (B, T, H * kHeadDim), lse (B, H, T) natural-log log-sum-exp of each row's scaled scores;
+//   q (B, T, H heads) view, k and v (B, T, Hkv heads) views; scale_log2 = scale * log2(e)
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH3_THREADS, kHeadDim == 64 ? 2 : 1)
+flash3_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                                float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = FLASH3_BLOCK_N / 8, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr uint32_t kRowBytes = kStride * sizeof(floatX), kTileBytes = FLASH3_BLOCK_N * kRowBytes;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // shared memory as 32-bit addresses: Q (128 rows), then stage s's K at sKV + 2s tiles, V one tile after
+    const uint32_t sQ = smem_u32(flash_smem);
+    const uint32_t sKV = sQ + FLASH3_BLOCK_M * kRowBytes;
+    const bool kv_same = k.ptr == v.ptr;
+    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
+    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const int warp_row0 = m_block * FLASH3_BLOCK_M + warp * 16;
+    const int row0 = warp_row0 + group; // query of c[0..1]; c[2..3] is row0 + 8
+    // key tiles up to the CTA's last row (causal) and T
+    const int n_last = (min(m_block * FLASH3_BLOCK_M + FLASH3_BLOCK_M, T) - 1) / FLASH3_BLOCK_N;
+    // ldmatrix rows: lane / 8 picks the matrix, lane % 8 its row. This lane's byte offset into a tile
+    // for K's B fragments, matrices (keys 0-7, dims 0-7), (keys 0-7, dims 8-15), (keys 8-15, dims 0-7),
+    // (keys 8-15, dims 8-15); for Q's A fragments and V's (transposed) B fragments, matrices (rows 0-7,
+    // cols 0-7), (rows 8-15, cols 0-7), (rows 0-7, cols 8-15), (rows 8-15, cols 8-15)
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+
+    auto load_kv = [&](int n_block, int stage) {
+        const uint32_t sK = sKV + 2 * stage * kTileBytes;
+        flash_cp_async_tile<FLASH3_BLOCK_N, kHeadDim, FLASH3_THREADS>(sK, gK, k.stride, n_block * FLASH3_BLOCK_N, T);
+        if (!kv_same) { flash_cp_async_tile<FLASH3_BLOCK_N, kHeadDim, FLASH3_THREADS>(sK + kTileBytes, gV, v.stride, n_block * FLASH3_BLOCK_N, T); }
+        cp_async_commit();
+    };
+    flash_cp_async_tile<FLASH3_BLOCK_M, kHeadDim, FLASH3_THREADS>(sQ, gQ, q.stride, m_block * FLASH3_BLOCK_M, T);
+    cp_async_commit();
+    load_kv(0, 0);
+    cp_async_wait<1>(); // Q has landed (K/V tile 0 may still be in flight)
+    __syncthreads();    // ... every thread's share of it
+    // this warp's 16 rows of Q as A fragments (a[0..3] = the 4 matrices), one per 16-wide step over the head
+    uint32_t q_frag[kStepsD][4];
+    #pragma unroll
+    for (int kk = 0; kk < kStepsD; kk++) { ldmatrix_x4(q_frag[kk], sQ + warp * 16 * kRowBytes + lane_kn + kk * 32); }
+
+    float acc_o[kTilesD][4]; // (16, kHeadDim) per warp: this warp's rows of O before the division by row_sum
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][0] = acc_o[dj][1] = acc_o[dj][2] = acc_o[dj][3] = 0.0f; }
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // per thread: rows row0, row0 + 8
+
+    for (int n_block = 0; n_block <= n_last; n_block++) {
+        const int stage = n_block & 1;
+        if (n_block < n_last) { // the next tile streams in while this one is computed
+            load_kv(n_block + 1, stage ^ 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); // tile n_block is complete: every thread's copies have landed
+        const uint32_t sK = sKV + 2 * stage * kTileBytes;
+        const uint32_t sV = kv_same ? sK : sK + kTileBytes;
+        const int key0 = n_block * FLASH3_BLOCK_N;
+        if (key0 <= warp_row0 + 15) { // else every key of the tile is after this warp's rows: nothing to add
+            // S = Q K^T: B fragments of two 8-key tiles per ldmatrix
+            float s[kTilesN][4]; // (16, 64) per warp: S, then P
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) { s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f; }
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j += 2) {
+                    uint32_t kb[4];
+                    ldmatrix_x4(kb, sK + j * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(s[j], q_frag[kk], kb);
+                    mma_16816(s[j + 1], q_frag[kk], kb + 2);
+                }
+            }
+            // scale to base 2; -inf where key > query (causal: only tiles that reach past the warp's
+            // first row) or key >= T
+            const bool masked = key0 + FLASH3_BLOCK_N - 1 > warp_row0 || key0 + FLASH3_BLOCK_N > T;
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int key = key0 + j * 8 + 2 * quad + (e & 1);
+                    const int query = row0 + (e >= 2 ? 8 : 0);
+                    s[j][e] = (masked && (key > query || key >= T)) ? -INFINITY : s[j][e] * scale_log2;
+                }
+            }
+            // online softmax, as version 2
+            #pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float m_new = row_max[r];
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j++) { m_new = fmaxf(m_new, fmaxf(s[j][2 * r], s[j][2 * r + 1])); }
+                m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1));
+                m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
+                const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+                const float corr = exp2f(row_max[r] - m_use);
+                row_max[r] = m_new;
+                float sum = 0.0f;
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j++) {
+                    s[j][2 * r] = exp2f(s[j][2 * r] - m_use);
+                    s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - m_use);
+                    sum += s[j][2 * r] + s[j][2 * r + 1];
+                }
+                row_sum[r] = row_sum[r] * corr + sum;
+                #pragma unroll
+                for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][2 * r] *= corr; acc_o[dj][2 * r + 1] *= corr; }
+            }
+            // acc_o += P V: V's B fragments by ldmatrix.trans, two 8-dim tiles per instruction
+            #pragma unroll
+            for (int kk = 0; kk < FLASH3_BLOCK_N / 16; kk++) {
+                uint32_t a[4];
+                frag_a_from_acc<kTilesN>(a, s, kk);
+                #pragma unroll
+                for (int dj = 0; dj < kTilesD; dj += 2) {
+                    uint32_t vb[4];
+                    ldmatrix_x4_trans(vb, sV + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_o[dj], a, vb);
+                    mma_16816(acc_o[dj + 1], a, vb + 2);
+                }
+            }
+        }
+        __syncthreads(); // every warp is done with this stage before the next iteration's copies refill it
+    }
+
+    // epilogue, as version 2: O = acc_o / row_sum, lse = ln(row_sum) + row_max / log2(e)
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 2);
+        const int t = row0 + 8 * r;
+        if (t >= T) { continue; }
+        const float inv = 1.0f / row_sum[r];
+        floatX* o = out + ((size_t)b * T + t) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) { flash_store_pair(o + dj * 8, acc_o[dj][2 * r] * inv, acc_o[dj][2 * r + 1] * inv, 0); }
+        if (quad == 0) { lse[((size_t)b * H + h) * T + t] = (row_max[r] + log2f(row_sum[r])) * FLASH_LN2; }
+    }
+}
+
+// dynamic shared memory of the version 3 forward: Q (128 rows) and two stages of K and V (64 rows)
+static size_t flash3_forward_smem_bytes(int hd) {
+    return (size_t)(FLASH3_BLOCK_M + 4 * FLASH3_BLOCK_N) * (hd + FLASH_SMEM_PAD) * sizeof(floatX);
+}
+
+template <int kHeadDim>
+static void flash3_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                        int H, int Hkv, float scale) {
+    const size_t smem = flash3_forward_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash3_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
+    dim3 grid(B * H, (T + FLASH3_BLOCK_M - 1) / FLASH3_BLOCK_M);
+    flash3_attention_forward_kernel<kHeadDim><<<grid, FLASH3_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 // delta (B, H, T) = rowsum(dout * out) per head, the softmax backward's correction term D.
 // One warp per (b, t, h); dout and out (B, T, H * hd).
 __global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
@@ -1633,8 +1870,13 @@ static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRow
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
     flash_check_rows(v.ptr, v.stride, "v");
-    if (s->hd == 64) { flash_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-    if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    if (s->flash == 3) {
+        if (s->hd == 64) { flash3_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash3_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    } else {
+        if (s->hd == 64) { flash_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    }
 #endif
     fprintf(stderr, "error: internal: no flash attention kernel for head size %d in a %s build\n", s->hd, PRECISION_NAME);
     exit(EXIT_FAILURE);
@@ -3592,6 +3834,7 @@ static int train_run(TrainArgs* a) {
     }
 
     g_gelu_fusion = a->gelu_fusion;
+    g_flash_version = a->flash_version;
     GPT2 model;
     gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
                !a->attn_unfused); // fused where a flash kernel exists: gpt2_build decides
@@ -3768,7 +4011,7 @@ static int train_run(TrainArgs* a) {
     a->final_rng = rng;
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
-                                    model.master_memory != NULL, model.attn_fused, model.recompute};
+                                    model.master_memory != NULL, model.attn_fused ? g_flash_version : 0, model.recompute};
         if (!profile_write(&g_profile, &model.config, &shape, a->profile_csv)) { rc = 1; }
     }
     profile_free();

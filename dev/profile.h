@@ -82,9 +82,11 @@ static const char* const profile_row_names[PROF_NUM_ROWS] = {
 #define PROFILE_PEAK_FLOPS 790e12
 #define PROFILE_PEAK_BYTES 3.35e12
 // The cost model's efficiencies (assumptions, not measurements: the GPU's profile checks them):
-// cuBLASLt GEMMs at 85% of peak, the flash kernels at 35%, memory-bound kernels at 3.0 TB/s.
-enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION };
-static const double profile_kind_efficiency[3] = {3.0 / 3.35, 0.85, 0.35};
+// cuBLASLt GEMMs at 85% of peak, the flash kernels at 35%, memory-bound kernels at 3.0 TB/s; the
+// version 3 flash forward at 54%, from the shared-memory model of dev/cuda/attention_forward.cu's
+// header (0.030 ms for 12.9 GFLOP at B 8, H 12, hd 64, T 1024; the same model gives version 2 35%).
+enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH3_FWD };
+static const double profile_kind_efficiency[4] = {3.0 / 3.35, 0.85, 0.35, 0.54};
 
 // what the costs depend on besides the model
 typedef struct {
@@ -92,7 +94,7 @@ typedef struct {
     int micro_steps;    // micro-batches per step (gradient accumulation)
     int act_bytes;      // bytes of an activation or parameter value: 2 (bf16) or 4 (fp32)
     int master_weights; // 1: an fp32 master copy of the parameters (the CUDA trainer's bf16 -w 1)
-    int flash;          // 1: the fused attention (its backward is three rows)
+    int flash;          // the fused attention's flash version (2 or 3; its backward is three rows), 0: unfused
     int recompute;      // the CUDA trainer's -r: 0, 1 (GELU), 2 (GELU and the LayerNorms)
 } ProfileShape;
 
@@ -179,7 +181,8 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     if (!qkv_roles_share(lay.v, lay.k)) { kv_ch += lay.v.channels; }
     const int q_shares = qkv_roles_share(lay.q, lay.k) || qkv_roles_share(lay.q, lay.v);
     const double unit = N * C * T;
-    ROW(PROF_ATTN_FWD, Lyr * 2.0 * unit, Lyr * (a * N * (qkv_ch + C) + 4.0 * BHT), PROF_KIND_ATTENTION);
+    ROW(PROF_ATTN_FWD, Lyr * 2.0 * unit, Lyr * (a * N * (qkv_ch + C) + 4.0 * BHT),
+        s->flash == 3 ? PROF_KIND_FLASH3_FWD : PROF_KIND_ATTENTION);
     if (s->flash) {
         // the model's four backward products: dP, dV, dK in the dK/dV kernel, dQ in the dQ kernel (the
         // kernels also recompute what they need: the excess shows as time over the roofline)
@@ -303,9 +306,10 @@ static inline int profile_write(const ProfileTotals* t, const GPT2Config* c, con
         }
     }
     printf("profile: %d steps after a warm-up step | scheme %s | B %d T %d x %d micro-steps | roofline %.0f TFLOP/s, "
-           "%.2f TB/s | predicted: GEMMs %.0f%%, flash %.0f%% of it, memory %.1f TB/s\n", t->steps,
+           "%.2f TB/s | predicted: GEMMs %.0f%%, flash %.0f%% (v3 forward %.0f%%) of it, memory %.1f TB/s\n", t->steps,
            qkv_scheme_name(c->scheme), s->B, s->T, s->micro_steps, PROFILE_PEAK_FLOPS / 1e12, PROFILE_PEAK_BYTES / 1e12,
            100.0 * profile_kind_efficiency[PROF_KIND_MATMUL], 100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
+           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_FWD],
            PROFILE_PEAK_BYTES * profile_kind_efficiency[PROF_KIND_MEMORY] / 1e12);
     profile_report(t, rows, csv);
     if (csv != NULL) {

@@ -802,6 +802,7 @@ typedef struct {
     int val_every, val_max_steps, sample_every, gen_T, checkpoint_every, resume, recompute, master_weights;
     int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
     int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
+    int flash_version; // --flash: the flash attention kernels' version (3, or 2)
     // model shape flags; -1 = not given
     int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
     float attn_scale; // < 0 = not given
@@ -861,6 +862,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->master_weights = 1;
     a->attn_unfused = 0;
     a->gelu_fusion = 1;
+    a->flash_version = 3;
     a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
     a->attn_scale = -1.0f;
     a->seed = 1337;
@@ -939,6 +941,8 @@ static void print_usage(const char* prog) {
     printf("  --attention <fused|unfused>  fused: flash kernels (BF16 builds, head size 64 or 128; other\n");
     printf("                       shapes use the unfused path); unfused: scores in memory, cuBLASLt\n");
     printf("                       matmuls, for any head size (default fused)\n");
+    printf("  --flash <2|3>        the flash kernels' version: 3 (128-row tiles, ldmatrix, cp.async\n");
+    printf("                       double buffering) or 2, the previous one (default 3)\n");
     printf("  --gelu_fusion <0|1>  1: the MLP's GELU and its derivative in the cuBLASLt matmul epilogues;\n");
     printf("                       0: separate kernels (default 1)\n");
 #endif
@@ -978,7 +982,7 @@ static void print_usage(const char* prog) {
     printf("                       stream (saved in its training states) does not depend on them. Refused on\n");
     printf("                       a run that samples nothing (-s 0 and no --generate)\n");
 #if !TRAIN_COMMON_CUDA
-    printf("The CUDA trainer's -r, -w, --attention and --gelu_fusion do not apply here and are refused.\n");
+    printf("The CUDA trainer's -r, -w, --attention, --flash and --gelu_fusion do not apply here and are refused.\n");
 #endif
 }
 
@@ -1042,11 +1046,11 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         static const char* const known[] = {"-i", "-j", "-o", "-e", "-b", "-t", "-d", "-x", "-l", "-u", "-q", "-c",
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
-                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention",
+                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention", "--flash",
                                             "--generate", "--prompt", "-sl", "-sg", "--overwrite",
                                             "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
                                             "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule"};
-        static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention"};
+        static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention", "--flash"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
         for (size_t k = 0; k < sizeof(cuda_only) / sizeof(cuda_only[0]); k++) { is_cuda_only |= strcmp(flag, cuda_only[k]) == 0; }
@@ -1110,6 +1114,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             else if (strcmp(val, "unfused") == 0) { a->attn_unfused = 1; }
             else { snprintf(msg, msg_size, "--attention %s: expected fused or unfused (HINT: run with -h for usage)", val); ok = 0; }
         }
+        else if (strcmp(flag, "--flash") == 0) { ok = parse_ll(flag, val, 2, 3, &v, msg, msg_size); a->flash_version = (int)v; }
         else if (strcmp(flag, "--generate") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->generate = (int)v; }
         else if (strcmp(flag, "--prompt") == 0) { a->prompt = val; }
         else if (strcmp(flag, "--temperature") == 0) {

@@ -30,6 +30,40 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      hd 128, no spills (ptxas -v, nvcc 13.0, sm_90). hd 64 or 128, BF16 builds, rows
      16-byte aligned with strides a multiple of 8 (host-checked), any T (rows >= T zero-filled);
      deterministic (no atomics). ms on GPU: not yet run.
+  3  flash version 3, ./build/lab_attention_forward 3 (the trainer's default; --flash 2 picks version 2):
+     flash3_attention_forward_kernel<hd>, grid (B*H, ceil(T/128)): the heads of one batch row side by
+     side, so a GQA group's query heads read their kv head's tiles from L2 together; 256 threads
+     (8 warps x 16 query rows = 128 rows per CTA), Q's A fragments held in registers for the whole key
+     loop (ldmatrix.x4 once), K and V tiles of 64 keys double-buffered by cp.async.cg (the next tile
+     lands while this one is computed; rows >= T zero-filled), their B fragments by ldmatrix.x4 (K) and
+     ldmatrix.x4.trans (V: P V's column pairs from V's row-major tile), two 8-wide tiles per instruction;
+     a warp skips the key tiles that lie wholly after its 16 rows. Shared rows hd + 8 bf16 (144 or 272
+     bytes: 4 banks past a multiple of 128 bytes), so the 8 rows of one ldmatrix phase (16 bytes each)
+     start 4 banks apart and cover the 32 banks once, and a cp.async phase (8 lanes x 16 bytes of one
+     row) is 128 contiguous bytes: no bank conflicts either way. Dynamic smem Q + 2 stages of K, V:
+     54.0 KiB at hd 64, 102.0 KiB at hd 128. ptxas (nvcc 13.0, sm_90, --use_fast_math):
+       flash3_attention_forward_kernel<64>:  128 registers, 0 bytes spill stores, 0 bytes spill loads
+         (__launch_bounds__(256, 2): 2 CTAs = 16 warps per SM; without the bound 142 registers, 1 CTA)
+       flash3_attention_forward_kernel<128>: 205 registers, 0 bytes spill stores, 0 bytes spill loads
+         (1 CTA = 8 warps per SM)
+     (cuobjdump is not installed on the development machine: the SASS is read on the GPU run.)
+     Deterministic (no atomics). ms on GPU: not yet run.
+
+  Predicted (not measured), B 8, H 12, hd 64, T 1024: the two numbers above put the floor at
+  0.017 ms; what binds the flash kernels is shared memory (128 bytes per clock per SM: 132 SMs x
+  1.755 GHz = 29.6 TB/s) and mma.sync (taken as 2/3 of the 790 TFLOP/s dense rate: 527 TFLOP/s).
+  Counted per warp tile (16 query rows x 64 keys; 544 per (b, h) with causal skipping, 52,224 in all,
+  64 m16n8k16 each: 13.7 GFLOP):
+    version 2: Q 2 KiB + K 8 KiB + V 8 KiB per warp tile, V's B fragments as two 16-bit loads per
+       register (half a 32-bit load's bytes per instruction): 26 KiB-equivalent -> 1.39 GB of shared
+       traffic, 0.047 ms; mma 0.026 ms; exp2 (16 per clock per SM) 0.015 ms. Predicted 0.047 ms
+       (275 TFLOP/s on the 12.9 GFLOP: 35% of 790).
+    version 3: K 8 KiB + V 8 KiB per warp tile (Q from registers, V by ldmatrix.trans) -> 0.86 GB,
+       0.029 ms; mma and exp2 as version 2. Predicted 0.030 ms (430 TFLOP/s, 54% of 790): 1.6x
+       version 2. At T 2048 and 4096 the same ratios (the warp tiles scale with T^2).
+  The next step, not taken: 32 rows per warp (4 warps x 32 rows) reuses each K/V fragment for two
+  m16 tiles, halving the shared traffic (0.43 GB: mma-bound, 0.026 ms); its registers (Q 32 + O 64 +
+  S 64 at hd 64) allow it at hd 64 only, with one CTA of 4 warps per SM.
 
   ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
 
@@ -37,7 +71,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
 where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs per trial (seed printed), atty and every buffer of the path poisoned with 0xFF before each
 run (guards around every buffer too), then atty against the CPU twin (dev/cpu/attention_tiled_cpu.h),
-lse against the twin (version 2), atty of version >= 2 against version 1, no element left unwritten,
+lse against the twin (versions 2 and 3), atty of version >= 2 against version 1, no element left unwritten,
 guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
 shape); exit 1 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 --bench: ms (median of 25, L2 flushed before each), TFLOP/s and GB/s from the two numbers above.
@@ -170,7 +204,8 @@ static void bench(const LabArgs* a) {
 
 int main(int argc, char** argv) {
     const LabSpec spec = lab_attn_spec("lab_attention_forward", "causal attention forward of train_gpt2.cu",
-                                       "time every version at T = 1024, 2048, 4096 (B 8, H 12, hd 64, standard layout)");
+                                       "time every version at T = 1024, 2048, 4096 (B 8, H 12, hd 64, standard layout)",
+                                       lab_attn_num_versions);
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);

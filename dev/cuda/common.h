@@ -50,7 +50,8 @@ typedef struct {
     int version;
     const char* what;  // one line for -h
     int bf16_only;     // 1: absent from FP32 builds
-    int variant;       // what the lab's code takes to run this version (the attention labs: AttnShape.fused)
+    int variant;       // what the lab's code takes to run this version (the attention labs: 0 the unfused
+                       // path, else the flash kernels' version, AttnShape.flash)
 } LabVersion;
 
 // what a lab is, for the parser and -h
@@ -722,19 +723,23 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 // size, C = H * hd, W the fused projection's width (QKVLayout.width).
 
 // The versions: each is a path of attention_forward/backward, chosen by the `fused` argument of
-// attn_shape_make (LabVersion.variant). A version 3 is one more row here (and its AttnShape.fused).
+// attn_shape_make and AttnShape.flash (LabVersion.variant: 0 unfused, else the flash version).
+// The backward lab has the first lab_attn_backward_versions of them: version 3 is a forward kernel
+// (its backward is version 2's until a version 3 backward exists).
 static const LabVersion lab_attn_versions[] = {
     {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
-    {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 1},
+    {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2},
+    {3, "fused flash v3: 128-row tiles, Q in registers, ldmatrix, cp.async double buffering", 1, 3},
 };
 static const int lab_attn_num_versions = LAB_COUNT(lab_attn_versions);
+static const int lab_attn_backward_versions = 2;
 
-static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench) {
+static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench, int num_versions) {
     LabSpec s;
     s.name = name;
     s.what = what;
     s.versions = lab_attn_versions;
-    s.num_versions = lab_attn_num_versions;
+    s.num_versions = num_versions;
     s.schemes = 1;
     s.check = "compare every version with the CPU twin and with version 1";
     s.bench = bench;
@@ -1076,8 +1081,9 @@ static std::vector<unsigned char> lab_attn_forward_bytes(const LabAttn* a) {
 
 // the AttnShape of a version for the trial's config, or 0 when the version has no kernel for it
 static int lab_version_shape(const LabVersion* v, const LabInputs* in, AttnShape* s) {
-    *s = attn_shape_make(&in->cfg, in->sh.B, in->sh.T, v->variant);
-    return s->fused == v->variant;
+    *s = attn_shape_make(&in->cfg, in->sh.B, in->sh.T, v->variant != 0);
+    if (v->variant != 0) { s->flash = v->variant; }
+    return s->fused == (v->variant != 0);
 }
 
 // ----------------------------------------------------------------------------

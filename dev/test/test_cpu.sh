@@ -485,6 +485,7 @@ bad depth|-e d7|-e d7
 -t too long|-t 2048|-e d2 -t 2048
 CUDA-only -r|the CUDA trainer|-r 1
 CUDA-only --gelu_fusion|the CUDA trainer|--gelu_fusion 0
+CUDA-only --flash|the CUDA trainer|--flash 2
 checkpoint shape flag|cannot be changed|-e $m -t 32 --n_kv_head 2
 resume without -o|-y 1 needs -o|-e $m -t 32 -y 1
 resume with nothing to resume|-y 1: no checkpoint to resume from in -o $TMP/no_run_here|-e $m -t 32 -o $TMP/no_run_here -y 1

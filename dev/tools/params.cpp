@@ -14,7 +14,7 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          Defaults as the trainer's: bf16, fused attention where the build has it
                          (bf16, head size 64 or 128) else unfused, -r 0, -w 1. wpe has
                          max(T, 1024) rows, vocab 50257 padded to 50304.
-  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--csv FILE]
+  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3] [--csv FILE]
   params profile d12 T B [...]
                          the predicted per-sublayer table of one training step (dev/profile.h):
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
@@ -101,6 +101,7 @@ static int set_once(int* slot, int value, const char* what, const char* arg) {
 typedef struct {
     GPT2Config c;
     int B, T, bf16, fused, recompute, master;
+    int flash; // the flash kernels' version (--flash 2|3, default 3), where fused
     const char* csv; // profile --csv FILE, else NULL
 } RunShape;
 
@@ -125,7 +126,7 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
     const int T = parse_arg("T", argv[i]), B = parse_arg("B", argv[i + 1]);
     if (T < 1) { fprintf(stderr, "params: T is '%s', expected a whole number >= 1\n", argv[i]); return 0; }
     if (B < 1) { fprintf(stderr, "params: B is '%s', expected a whole number >= 1\n", argv[i + 1]); return 0; }
-    int bf16 = -1, fused = -1, recompute = -1, master = -1;
+    int bf16 = -1, fused = -1, recompute = -1, master = -1, flash = -1;
     for (i += 2; i < argc; i++) {
         const char* o = argv[i];
         int ok;
@@ -133,6 +134,14 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             ok = set_once(&bf16, strcmp(o, "bf16") == 0, "the precision (bf16|fp32)", o);
         } else if (strcmp(o, "fused") == 0 || strcmp(o, "unfused") == 0) {
             ok = set_once(&fused, strcmp(o, "fused") == 0, "the attention path (fused|unfused)", o);
+        } else if (strcmp(o, "--flash") == 0) {
+            const char* v = i + 1 < argc ? argv[i + 1] : "";
+            if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0) {
+                fprintf(stderr, "params: --flash is '%s', expected 2 or 3\n", v);
+                return 0;
+            }
+            ok = set_once(&flash, v[0] - '0', o, v);
+            i++;
         } else if (strcmp(o, "-r") == 0 || strcmp(o, "-w") == 0) {
             const char* v = i + 1 < argc ? argv[i + 1] : "";
             const int is_r = o[1] == 'r';
@@ -148,7 +157,7 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             rs->csv = argv[++i];
             ok = 1;
         } else {
-            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, -r 0|1|2, -w 0|1%s\n", o,
+            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, --flash 2|3, -r 0|1|2, -w 0|1%s\n", o,
                     allow_csv ? ", --csv FILE" : "");
             return 0;
         }
@@ -175,11 +184,13 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
                         "got %s with head size %d (HINT: use unfused)\n", bf16 ? "bf16" : "fp32", hd);
         return 0;
     }
+    if (flash < 0) { flash = 3; }
     if (recompute < 0) { recompute = 0; }
     if (master < 0) { master = 1; }
     master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
     rs->c = c;
     rs->B = B; rs->T = T; rs->bf16 = bf16; rs->fused = fused; rs->recompute = recompute; rs->master = master;
+    rs->flash = flash;
     return 1;
 }
 
@@ -232,13 +243,13 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
 
 static const char* const profile_usage =
     "usage: params profile <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
-    "[-r 0|1|2] [-w 0|1] [--csv FILE], or params profile d12 T B [the same options]";
+    "[--flash 2|3] [-r 0|1|2] [-w 0|1] [--csv FILE], or params profile d12 T B [the same options]";
 
 // The rows' FLOPs plus llm.c's 6 per token for each parameter that is no matmul weight must be
 // exactly gpt2_flops_per_token: checked on one sequence (B = 1), where every term is a whole number
 // below 2^53 and so exact in double.
 static int profile_flops_check(const RunShape* rs) {
-    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused, rs->recompute};
+    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused ? rs->flash : 0, rs->recompute};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(&rs->c, &one, rows);
     double sum = 0.0;
@@ -256,7 +267,7 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
     RunShape rs;
     if (!parse_run_shape(argc, argv, profile_usage, 1, &rs)) { return 1; }
     const GPT2Config* c = &rs.c;
-    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused, rs.recompute};
+    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0, rs.recompute};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(c, &shape, rows);
     FILE* csv = NULL;
@@ -265,9 +276,10 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
         return 1;
     }
     printf("profile scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d B=%d T=%d precision=%s "
-           "attention=%s recompute=%d master_weights=%d (predicted, one micro-step per step)\n",
+           "attention=%s%s recompute=%d master_weights=%d (predicted, one micro-step per step)\n",
            qkv_scheme_name(c->scheme), c->num_layers, c->channels, c->num_heads, c->num_kv_heads, c->mlp_hidden,
-           c->use_bias, rs.B, rs.T, rs.bf16 ? "bf16" : "fp32", rs.fused ? "fused" : "unfused", rs.recompute, rs.master);
+           c->use_bias, rs.B, rs.T, rs.bf16 ? "bf16" : "fp32", rs.fused ? "fused" : "unfused",
+           rs.fused ? (rs.flash == 3 ? " (flash 3)" : " (flash 2)") : "", rs.recompute, rs.master);
     profile_report(NULL, rows, csv);
     if (csv != NULL && fclose(csv) != 0) {
         fprintf(stderr, "params: --csv %s: write failed (%s)\n", rs.csv, strerror(errno));
