@@ -1079,7 +1079,19 @@ typedef struct {
     floatX* datt;     // unfused: (B, H, T, T)
     floatX* dyperm;   // unfused: (B, H, T, hd)
     float* delta;     // fused: (B, H, T) rowsum(datty * atty) per head
+    float* dq_accum;  // fused, flash version 3: (B, T, C) fp32, dQ's ordered sum (scratch)
+    unsigned int* sync; // fused, flash version 3: flash3_bwd_sync_words tickets and counters
 } AttnGradBuffers;
+
+// the flash version 3 backward's query rows per step: the registers decide (per warp, dK and dV hold
+// 16 keys x hd in fp32 each)
+#define FLASH3_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 64 : 32)
+
+// its sync words: [0] the work ticket, then per (b, h, query tile) the dQ order counter, then the D flag
+// (training_memory.h sizes them for block_m 32, the smaller)
+static inline size_t flash3_bwd_sync_words(int B, int H, int T, int block_m) {
+    return 1 + 2 * (size_t)B * H * (size_t)((T + block_m - 1) / block_m);
+}
 
 // ----------------------------------------------------------------------------
 // attention: the flash kernels (BF16 builds, head sizes 64 and 128)
@@ -1853,6 +1865,349 @@ static void flash_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGr
     profile_mark(PROF_ATTN_BWD_DQ);
 }
 
+// ----------------------------------------------------------------------------
+// flash attention version 3: the backward in one pass (dev/cuda/attention_backward.cu v3)
+//
+// Version 2 forms dK/dV in one kernel and dQ in a second, which recomputes P and dP: 7 T^2 hd
+// products where 5 suffice (S, dP, dV, dK, dQ). Version 3 is one kernel: a CTA owns 128 keys of one
+// kv head (8 warps x 16 keys, K and V resident in shared memory) and walks the query tiles of the g
+// query heads of its group from the diagonal on. Per step (one query tile of one head) it recomputes
+// P^T and dP^T once, adds P^T dO to dV and dS^T Q to dK in registers, writes dS to shared memory,
+// and forms the tile's dQ contribution dS K, which is added into an fp32 accumulator in a FIXED
+// order: the runs stay bit-identical (resume depends on it), where FlashAttention-2 adds it with
+// atomics.
+//
+// The order, and why it cannot deadlock. Query tile m of head h receives contributions from the
+// key CTAs n = n_diag(m) (the CTA holding the tile's diagonal keys), n_diag - 1, ..., 0, in that
+// order: the natural one, since CTA n reaches tile m at its step m - first(n), later the smaller n is.
+// A per-(b, h, m) counter says how many have been added; CTA n waits for n_diag - n, adds (the first
+// stores, the last, CTA 0, writes the final bf16 dQ times the scale), then publishes n_diag - n + 1.
+// CTAs take their work from a ticket (an atomic counter), not from blockIdx, handing out the key
+// tiles of a (b, kv head) in descending order: every CTA a CTA waits for took an earlier ticket, so
+// it is already running, and runs to completion. Memory: the accumulator is fp32 (B, T, H * hd), the
+// MLP gradient buffer dbuf_m while attention's backward runs (no extra memory), plus 2 words per
+// (b, h, query tile) of counters; time: the accumulator's read and write per step, 2 x 16 KiB at
+// head size 64, from L2 (predicted, dev/cuda/attention_backward.cu's header).
+// The softmax term D = rowsum(dO * O) is folded in: the diagonal CTA of tile m, the first to reach
+// it, computes D for its rows (it holds dO's tile already) and publishes it with a flag; the others
+// reach the tile at least one step later and wait on the flag (which is set by then).
+// q sharing k's or v's storage (AttnGradDest.accumulate of dq): dK/dV and the final dQ would add
+// into the same rows from different CTAs, so then every contribution goes to the accumulator and
+// flash3_dq_store adds it to the destination after the kernel, as version 2's second kernel does.
+// Operands by ldmatrix (.trans where the mma needs column pairs), Q and dO tiles double-buffered by
+// cp.async; shared rows padded as the forward's (no bank conflicts).
+
+#define FLASH3_BWD_BLOCK_N 128 // keys per CTA
+#define FLASH3_BWD_WARPS 8     // 8 warps x 16 keys
+#define FLASH3_BWD_THREADS (FLASH3_BWD_WARPS * 32)
+static_assert(FLASH3_BWD_BLOCK_N == FLASH3_BWD_WARPS * 16, "each warp owns 16 keys");
+
+// one CTA per (key tile, b, kv head), FLASH3_BWD_THREADS threads; see above. dq, dk, dv: where the
+// gradients go (views and accumulate flags, as version 2); dq_accum fp32 (B, T, H * hd) scratch; sync:
+// flash3_bwd_sync_words zeroed words; delta (B, H, T) is written (D); dout, out (B, T, H * hd); lse
+// (B, H, T); q (H heads), k, v (Hkv heads) views.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH3_BWD_THREADS)
+flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* dq_accum, unsigned int* sync,
+                                 float* delta, const floatX* dout, const floatX* out, const float* lse, AttnRows q,
+                                 AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale, float scale_log2) {
+    constexpr int kBlockM = FLASH3_BWD_BLOCK_M(kHeadDim), kBlockN = FLASH3_BWD_BLOCK_N;
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr uint32_t kRowBytes = kStride * sizeof(floatX);
+    constexpr int kTilesM = kBlockM / 8, kStepsM = kBlockM / 16, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr uint32_t kSRowBytes = (kBlockM + FLASH_SMEM_PAD) * sizeof(floatX); // a row of dS^T: one key's queries
+    constexpr int kRowGroups = kBlockM / 16, kDqTiles = kBlockM * kHeadDim / (16 * 8 * FLASH3_BWD_WARPS);
+    static_assert(kDqTiles == 4, "each warp forms 4 m16n8 tiles of the step's dQ");
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // K, V (128 keys), two stages of Q and dO (kBlockM rows), dS^T (128 keys x kBlockM), lse and D (kBlockM)
+    const uint32_t sK = smem_u32(flash_smem), sV = sK + kBlockN * kRowBytes;
+    const uint32_t sStages = sV + kBlockN * kRowBytes; // stage s: Q at + 2s tiles, dO one tile after
+    constexpr uint32_t kTileBytes = kBlockM * kRowBytes;
+    const uint32_t sdS = sStages + 4 * kTileBytes;
+    unsigned char* sdS_ptr = flash_smem + (sdS - sK);
+    float* s_lse = reinterpret_cast<float*>(sdS_ptr + kBlockN * kSRowBytes); // base 2
+    float* s_delta = s_lse + kBlockM;
+    __shared__ unsigned int s_item;
+
+    const int NB = (T + kBlockN - 1) / kBlockN, MB = (T + kBlockM - 1) / kBlockM;
+    if (threadIdx.x == 0) { s_item = atomicAdd(&sync[0], 1u); } // the work in ticket order
+    __syncthreads();
+    const int item = (int)s_item;
+    const int n_block = NB - 1 - item % NB; // descending within a (b, kv head): see above
+    const int b = (item / NB) / Hkv, kvh = (item / NB) % Hkv, g = H / Hkv;
+    unsigned int* dq_order = sync + 1;                         // (B, H, MB)
+    unsigned int* d_ready = dq_order + (size_t)B * H * MB;     // (B, H, MB)
+    const bool kv_same = k.ptr == v.ptr;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const int C = H * kHeadDim;
+    const int key_w0 = n_block * kBlockN + warp * 16; // this warp's first key
+    const int key0 = key_w0 + group;                   // key of c[0..1]; c[2..3] is key0 + 8
+    const int m_first = n_block * kBlockN / kBlockM;   // the first query tile that meets these keys
+    const int steps = g * (MB - m_first);              // (head j, query tile m), j outer
+
+    flash_cp_async_tile<kBlockN, kHeadDim, FLASH3_BWD_THREADS>(sK, k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim,
+                                                               k.stride, n_block * kBlockN, T);
+    if (!kv_same) {
+        flash_cp_async_tile<kBlockN, kHeadDim, FLASH3_BWD_THREADS>(sV, v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim,
+                                                                   v.stride, n_block * kBlockN, T);
+    }
+    const uint32_t sVk = kv_same ? sK : sV;
+    auto load_step = [&](int step, int stage) { // Q and dO of the step's query tile into a stage
+        const int h = kvh * g + step / (MB - m_first), m = m_first + step % (MB - m_first);
+        const uint32_t sQ = sStages + 2 * stage * kTileBytes;
+        flash_cp_async_tile<kBlockM, kHeadDim, FLASH3_BWD_THREADS>(sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim,
+                                                                   q.stride, m * kBlockM, T);
+        flash_cp_async_tile<kBlockM, kHeadDim, FLASH3_BWD_THREADS>(sQ + kTileBytes, dout + (size_t)b * T * C + (size_t)h * kHeadDim,
+                                                                   C, m * kBlockM, T);
+        cp_async_commit();
+    };
+    load_step(0, 0); // one group: K, V and the first step's tiles
+
+    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) {
+        #pragma unroll
+        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
+    }
+
+    for (int step = 0; step < steps; step++) {
+        const int stage = step & 1;
+        const int j = step / (MB - m_first), m = m_first + step % (MB - m_first), h = kvh * g + j;
+        const int q0 = m * kBlockM; // the tile's first query
+        const size_t tile_id = ((size_t)b * H + h) * MB + m;
+        const int n_diag = q0 / kBlockN; // the tile's first (diagonal) key CTA
+        const uint32_t sQ = sStages + 2 * stage * kTileBytes, sdO = sQ + kTileBytes;
+        cp_async_wait<0>(); // this step's tiles (the only group in flight)
+        __syncthreads();    // ... every thread's, and every warp is done with the previous step
+        if (step + 1 < steps) { load_step(step + 1, stage ^ 1); } // streams in while this step computes
+
+        // lse and D of the tile's rows; the diagonal CTA computes D = rowsum(dO * O) and publishes it
+        if (n_block == n_diag) {
+            constexpr int kLanesPerRow = FLASH3_BWD_THREADS / kBlockM, kDims = kHeadDim / kLanesPerRow;
+            const int r = threadIdx.x / kLanesPerRow, d0 = (threadIdx.x % kLanesPerRow) * kDims, t = q0 + r;
+            float sum = 0.0f;
+            if (t < T) {
+                const floatX* o = out + ((size_t)b * T + t) * C + (size_t)h * kHeadDim + d0;
+                const floatX* sdo_row = reinterpret_cast<const floatX*>(flash_smem + (sdO - sK) + r * kRowBytes) + d0;
+                #pragma unroll
+                for (int d = 0; d < kDims; d += x128::size) {
+                    const x128 ov = load128(o + d);
+                    const x128 gv = *reinterpret_cast<const x128*>(sdo_row + d);
+                    #pragma unroll
+                    for (int e = 0; e < x128::size; e++) { sum += x2f(ov[e]) * x2f(gv[e]); }
+                }
+            }
+            #pragma unroll
+            for (int off = 1; off < kLanesPerRow; off *= 2) { sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off); }
+            if (threadIdx.x % kLanesPerRow == 0) {
+                s_delta[r] = sum;
+                if (t < T) { delta[((size_t)b * H + h) * T + t] = sum; }
+            }
+            __threadfence(); // D in memory before the flag below
+        } else {
+            if (threadIdx.x == 0) {
+                while (atomicAdd(&d_ready[tile_id], 0u) == 0u) {} // set a step or more ago, normally
+                __threadfence();
+            }
+            __syncthreads();
+            for (int i = threadIdx.x; i < kBlockM; i += FLASH3_BWD_THREADS) {
+                s_delta[i] = q0 + i < T ? __ldcg(&delta[((size_t)b * H + h) * T + q0 + i]) : 0.0f;
+            }
+        }
+        for (int i = threadIdx.x; i < kBlockM; i += FLASH3_BWD_THREADS) {
+            s_lse[i] = q0 + i < T ? lse[((size_t)b * H + h) * T + q0 + i] * FLASH_LOG2E : 0.0f;
+        }
+        __syncthreads(); // lse and D complete
+        if (n_block == n_diag && threadIdx.x == 0) { atomicExch(&d_ready[tile_id], 1u); }
+
+        // this warp's 16 keys against the tile's queries; nothing when every key is after every query
+        float dst[kTilesM][4]; // (16 keys, kBlockM queries): dP^T, then dS^T
+        const bool active = key_w0 <= q0 + kBlockM - 1 && key_w0 < T;
+        if (active) {
+            // S^T = K_w Q^T, then P^T = 2^(scale S^T - lse), 0 where query < key or query >= T
+            float pt[kTilesM][4];
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) { pt[i][0] = pt[i][1] = pt[i][2] = pt[i][3] = 0.0f; dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t ka[4], va[4];
+                ldmatrix_x4(ka, sK + warp * 16 * kRowBytes + lane_kn + kk * 32);
+                ldmatrix_x4(va, sVk + warp * 16 * kRowBytes + lane_kn + kk * 32);
+                #pragma unroll
+                for (int i = 0; i < kTilesM; i += 2) {
+                    uint32_t qb[4], ob[4];
+                    ldmatrix_x4(qb, sQ + i * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(pt[i], ka, qb);
+                    mma_16816(pt[i + 1], ka, qb + 2);
+                    // dP^T = V_w dO^T
+                    ldmatrix_x4(ob, sdO + i * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(dst[i], va, ob);
+                    mma_16816(dst[i + 1], va, ob + 2);
+                }
+            }
+            const bool masked = key_w0 + 15 > q0 || q0 + kBlockM > T;
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int col = i * 8 + 2 * quad + (e & 1), query = q0 + col, key = key0 + (e >= 2 ? 8 : 0);
+                    const float p = (masked && (query < key || query >= T)) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
+                    pt[i][e] = p;
+                    dst[i][e] = p * (dst[i][e] - s_delta[col]); // dS^T = P^T * (dP^T - D)
+                }
+            }
+            // dV += P^T dO, dK += dS^T Q (the scale is applied once, at the end): B by ldmatrix.trans
+            #pragma unroll
+            for (int kk = 0; kk < kStepsM; kk++) {
+                uint32_t pa[4], sa[4];
+                frag_a_from_acc<kTilesM>(pa, pt, kk);
+                frag_a_from_acc<kTilesM>(sa, dst, kk);
+                #pragma unroll
+                for (int dj = 0; dj < kTilesD; dj += 2) {
+                    uint32_t ob[4], qb[4];
+                    ldmatrix_x4_trans(ob, sdO + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_dv[dj], pa, ob);
+                    mma_16816(acc_dv[dj + 1], pa, ob + 2);
+                    ldmatrix_x4_trans(qb, sQ + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_dk[dj], sa, qb);
+                    mma_16816(acc_dk[dj + 1], sa, qb + 2);
+                }
+            }
+        } else {
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) { dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
+        }
+        // dS^T (bf16) to shared memory, this warp's 16 key rows: the A operand of the tile's dQ
+        {
+            unsigned char* row = sdS_ptr + (warp * 16 + group) * kSRowBytes + 2 * quad * sizeof(floatX);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                *reinterpret_cast<uint32_t*>(row + i * 8 * sizeof(floatX)) = pack_bf16x2(dst[i][0], dst[i][1]);
+                *reinterpret_cast<uint32_t*>(row + 8 * kSRowBytes + i * 8 * sizeof(floatX)) = pack_bf16x2(dst[i][2], dst[i][3]);
+            }
+        }
+        __syncthreads(); // dS complete
+
+        // the tile's dQ contribution (kBlockM, hd) = dS K: warp w forms rows 16 (w % kRowGroups).., four
+        // 8-wide column tiles from 32 (w / kRowGroups); A = dS from dS^T by ldmatrix.trans, B = K by .trans
+        const int rg = warp % kRowGroups, d_base = (warp / kRowGroups) * 32;
+        float acc_dq[kDqTiles][4];
+        #pragma unroll
+        for (int i = 0; i < kDqTiles; i++) { acc_dq[i][0] = acc_dq[i][1] = acc_dq[i][2] = acc_dq[i][3] = 0.0f; }
+        #pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; kk++) {
+            uint32_t sa[4];
+            ldmatrix_x4_trans(sa, sdS + (kk * 16 + lm_row + 8 * (lm_mat >> 1)) * kSRowBytes + (rg * 16 + 8 * (lm_mat & 1)) * sizeof(floatX));
+            #pragma unroll
+            for (int i = 0; i < kDqTiles; i += 2) {
+                uint32_t kb[4];
+                ldmatrix_x4_trans(kb, sK + kk * 16 * kRowBytes + lane_kn + (d_base + i * 8) * sizeof(floatX));
+                mma_16816(acc_dq[i], sa, kb);
+                mma_16816(acc_dq[i + 1], sa, kb + 2);
+            }
+        }
+        // added in the fixed order n_diag, n_diag - 1, ..., 0
+        const unsigned int turn = (unsigned int)(n_diag - n_block);
+        if (threadIdx.x == 0 && turn > 0) {
+            while (atomicAdd(&dq_order[tile_id], 0u) != turn) {}
+            __threadfence();
+        }
+        __syncthreads();
+        const bool last = n_block == 0 && !dq.accumulate; // the final dQ goes straight to its destination
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int t = q0 + rg * 16 + group + 8 * r;
+            if (t >= T) { continue; }
+            float* acc_row = dq_accum + ((size_t)b * T + t) * C + (size_t)h * kHeadDim + d_base + 2 * quad;
+            floatX* dq_row = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + d_base + 2 * quad;
+            #pragma unroll
+            for (int i = 0; i < kDqTiles; i++) {
+                float2 v2 = make_float2(acc_dq[i][2 * r], acc_dq[i][2 * r + 1]);
+                if (turn > 0) {
+                    const float2 prev = __ldcg(reinterpret_cast<const float2*>(acc_row + i * 8));
+                    v2.x += prev.x;
+                    v2.y += prev.y;
+                }
+                if (last) {
+                    flash_store_pair(dq_row + i * 8, v2.x * scale, v2.y * scale, 0);
+                } else {
+                    __stcg(reinterpret_cast<float2*>(acc_row + i * 8), v2);
+                }
+            }
+        }
+        __threadfence(); // this contribution in memory before the counter moves on
+        __syncthreads();
+        if (threadIdx.x == 0) { atomicExch(&dq_order[tile_id], turn + 1); }
+    }
+
+    // epilogue, as version 2: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int key = key0 + 8 * r;
+        if (key >= T) { continue; }
+        floatX* pk = dk.rows.ptr + ((size_t)b * T + key) * dk.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        floatX* pv = dv.rows.ptr + ((size_t)b * T + key) * dv.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) {
+            const float k0 = acc_dk[dj][2 * r] * scale, k1 = acc_dk[dj][2 * r + 1] * scale;
+            const float v0 = acc_dv[dj][2 * r], v1 = acc_dv[dj][2 * r + 1];
+            if (kv_same) {
+                flash_store_pair(pk + dj * 8, k0 + v0, k1 + v1, dk.accumulate);
+            } else {
+                flash_store_pair(pk + dj * 8, k0, k1, dk.accumulate);
+                flash_store_pair(pv + dj * 8, v0, v1, dv.accumulate);
+            }
+        }
+    }
+}
+
+// where dq accumulates (q shares k's or v's storage): dq (B, T, H heads) += scale * dq_accum, after
+// the kernel above has written dK and dV. One thread per pair of elements.
+__global__ void flash3_dq_store_kernel(AttnGradDest dq, const float* dq_accum, int B, int T, int H, int hd, float scale) {
+    const size_t pair = (size_t)blockIdx.x * blockDim.x + threadIdx.x, C = (size_t)H * hd;
+    if (pair >= (size_t)B * T * C / 2) { return; }
+    const size_t row = pair * 2 / C, col = pair * 2 % C;
+    const float2 a = *reinterpret_cast<const float2*>(dq_accum + row * C + col);
+    flash_store_pair(dq.rows.ptr + row * dq.rows.stride + col, a.x * scale, a.y * scale, dq.accumulate);
+}
+
+static void flash3_dq_store(AttnGradDest dq, const float* dq_accum, int B, int T, int H, int hd, float scale) {
+    const size_t pairs = (size_t)B * T * H * hd / 2;
+    flash3_dq_store_kernel<<<grid_for(pairs, 256), 256>>>(dq, dq_accum, B, T, H, hd, scale);
+    launchCheck();
+}
+
+// dynamic shared memory of the version 3 backward: K, V (128 rows), two stages of Q and dO (kBlockM
+// rows), dS^T (128 x kBlockM), lse and D
+static size_t flash3_backward_smem_bytes(int hd) {
+    const size_t block_m = (size_t)FLASH3_BWD_BLOCK_M(hd), row = (size_t)(hd + FLASH_SMEM_PAD) * sizeof(floatX);
+    return (2 * FLASH3_BWD_BLOCK_N + 4 * block_m) * row + FLASH3_BWD_BLOCK_N * (block_m + FLASH_SMEM_PAD) * sizeof(floatX) +
+           2 * block_m * sizeof(float);
+}
+
+template <int kHeadDim>
+static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* dq_accum,
+                                         unsigned int* sync, float* delta, const floatX* dout, const floatX* out,
+                                         const float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                                         int Hkv, float scale) {
+    const size_t smem = flash3_backward_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash3_attention_backward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
+    // the tickets and counters start at zero every launch
+    cudaCheck(cudaMemsetAsync(sync, 0, flash3_bwd_sync_words(B, H, T, FLASH3_BWD_BLOCK_M(kHeadDim)) * sizeof(unsigned int)));
+    const int ctas = (T + FLASH3_BWD_BLOCK_N - 1) / FLASH3_BWD_BLOCK_N * B * Hkv;
+    flash3_attention_backward_kernel<kHeadDim><<<ctas, FLASH3_BWD_THREADS, smem>>>(
+        dq, dk, dv, dq_accum, sync, delta, dout, out, lse, q, k, v, B, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    if (dq.accumulate) { flash3_dq_store(dq, dq_accum, B, T, H, kHeadDim, scale); }
+}
+
 // the grids put B * H in their y dimension
 static void flash_check_grid(const AttnShape* s) {
     if (!attention_fused_grid_fits(s->B, s->H)) {
@@ -1885,9 +2240,9 @@ static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRow
 // dq, dk, dv (the destinations with their accumulate flags) from dout = datty (B, T, H * hd), the
 // forward output `out` and lse. delta (B, H, T) is scratch. k and v with one pointer are one tensor:
 // dk then receives dK + dV (and dv must be the same destination).
-static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* delta, const floatX* dout,
-                                     const floatX* out, const float* lse, AttnRows q, AttnRows k, AttnRows v,
-                                     const AttnShape* s) {
+static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const AttnGradBuffers* gbufs,
+                                     const floatX* dout, const floatX* out, const float* lse, AttnRows q, AttnRows k,
+                                     AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
     flash_check_grid(s);
     flash_check_rows(dq.rows.ptr, dq.rows.stride, "dq");
@@ -1897,6 +2252,18 @@ static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradD
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
     flash_check_rows(v.ptr, v.stride, "v");
+    if (s->flash == 3) { // one kernel, D folded in
+        if (s->hd == 64) {
+            flash3_attention_backward_hd<64>(dq, dk, dv, gbufs->dq_accum, gbufs->sync, gbufs->delta, dout, out, lse, q, k, v,
+                                             s->B, s->T, s->H, s->Hkv, s->scale);
+        } else {
+            flash3_attention_backward_hd<128>(dq, dk, dv, gbufs->dq_accum, gbufs->sync, gbufs->delta, dout, out, lse, q, k, v,
+                                              s->B, s->T, s->H, s->Hkv, s->scale);
+        }
+        profile_mark(PROF_ATTN_BWD);
+        return;
+    }
+    float* delta = gbufs->delta;
     flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
     profile_mark(PROF_ATTN_BWD_DELTA);
     if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
@@ -2054,7 +2421,7 @@ static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gb
             dst[r].accumulate = plan.accumulate[r];
         }
         wrote_dx = plan.wrote_input;
-        flash_attention_backward(dst[0], dst[1], dst[2], gbufs->delta, datty, atty, bufs->lse,
+        flash_attention_backward(dst[0], dst[1], dst[2], gbufs, datty, atty, bufs->lse,
                                  qkv_role_view(&s->layout, 0, hd, src), qkv_role_view(&s->layout, 1, hd, src),
                                  qkv_role_view(&s->layout, 2, hd, src), s);
         return wrote_dx;
@@ -2626,6 +2993,7 @@ typedef struct {
     floatX* dyperm;      // unfused: (B, H, T, hd)
     floatX* datt;        // unfused: (B, H, T, T)
     float* attn_delta;   // (B, H, T) fused path: rowsum(dout * out)
+    unsigned int* attn_sync; // fused path, flash version 3: its backward's ticket and counters
     floatX* dqres;       // (B, T, C)   q_residual
     floatX* du;          // (B, T, C)
     floatX* dhg;         // (B, T, C/2)
@@ -2733,6 +3101,7 @@ static void grad_activation_slots(GradActivations* g, void** slots[NUM_GRAD_ACT_
     slots[GACT_DYPERM] = (void**)&g->dyperm;
     slots[GACT_DATT] = (void**)&g->datt;
     slots[GACT_ATTN_DELTA] = (void**)&g->attn_delta;
+    slots[GACT_ATTN_SYNC] = (void**)&g->attn_sync;
     slots[GACT_DQRES] = (void**)&g->dqres;
     slots[GACT_DU] = (void**)&g->du;
     slots[GACT_DHG] = (void**)&g->dhg;
@@ -3267,6 +3636,8 @@ static void gpt2_backward(GPT2* model) {
     attn_gbufs.datt = g->datt;
     attn_gbufs.dyperm = g->dyperm;
     attn_gbufs.delta = g->attn_delta;
+    attn_gbufs.dq_accum = (float*)g->dbuf_m; // dead until the next layer's fc backward (training_memory.h)
+    attn_gbufs.sync = g->attn_sync;
     const QResGradScratch qres_scratch = {g->du, g->dhg, g->dr};
     const QKVSources<floatX> dattn_src = qkv_sources<floatX>(g->dqkv, g->dln1, g->dqres);
 

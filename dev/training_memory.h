@@ -111,7 +111,8 @@ static const char* const act_tensor_shapes[NUM_ACT_TENSORS] = {
 enum {
     GACT_DRESIDUAL = 0, // (B, T, C)            gradient of the residual stream
     GACT_DBUF_C,        // (B, T, C)            dlnf, dln2, datty
-    GACT_DBUF_M,        // (B, T, M)            dfch
+    GACT_DBUF_M,        // (B, T, M)            dfch; fused: also flash v3's fp32 dQ sum (B, T, C), so
+                        //                      at least 4 B T C bytes (it is dead while attention's backward runs)
     GACT_DLN1,          // (B, T, C)
     GACT_DQKV,          // (B, T, width)
     GACT_DPERM_Q,       // (B, H, T, hd)        unfused: dperm[0]
@@ -120,6 +121,7 @@ enum {
     GACT_DYPERM,        // (B, H, T, hd)        unfused
     GACT_DATT,          // (B, H, T, T)         unfused
     GACT_ATTN_DELTA,    // (B, H, T)            fused, fp32: rowsum(dout * out)
+    GACT_ATTN_SYNC,     // (1 + 2 B H ceil(T/32)) fused, 32-bit: flash v3 backward's ticket and counters
     GACT_DQRES,         // (B, T, C)            q_residual
     GACT_DU,            // (B, T, C)            q_residual
     GACT_DHG,           // (B, T, C/2)          q_residual
@@ -129,7 +131,7 @@ enum {
 
 static const char* const grad_act_tensor_names[NUM_GRAD_ACT_TENSORS] = {
     "dresidual", "dbuf_c", "dbuf_m", "dln1", "dqkv", "dperm_q", "dperm_k", "dperm_v", "dyperm", "datt",
-    "attn_delta", "dqres", "du", "dhg", "dr",
+    "attn_delta", "attn_sync", "dqres", "du", "dhg", "dr",
 };
 
 typedef struct {
@@ -232,7 +234,9 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     TensorAlloc* g = m->grad_acts;
     QKV_TENSOR(g, GACT_DRESIDUAL, 1, BT * C, X);
     QKV_TENSOR(g, GACT_DBUF_C, 1, BT * C, X);
-    QKV_TENSOR(g, GACT_DBUF_M, 1, BT * M, X);
+    // the flash backward (version 3) sums dQ in fp32 here: dbuf_m is dead from fc's backward to the next layer's
+    const size_t dq_accum_elems = attn_fused ? (BT * C * F + X - 1) / X : 0;
+    QKV_TENSOR(g, GACT_DBUF_M, 1, BT * M > dq_accum_elems ? BT * M : dq_accum_elems, X);
     QKV_TENSOR(g, GACT_DLN1, 1, BT * C, X);
     QKV_TENSOR(g, GACT_DQKV, 1, BT * W, X);
     QKV_TENSOR(g, GACT_DPERM_Q, unfused, BT * C, X);
@@ -241,6 +245,7 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     QKV_TENSOR(g, GACT_DYPERM, unfused, BT * C, X);
     QKV_TENSOR(g, GACT_DATT, unfused, BHT * T, X);
     QKV_TENSOR(g, GACT_ATTN_DELTA, attn_fused, BHT, F);
+    QKV_TENSOR(g, GACT_ATTN_SYNC, attn_fused, 1 + 2 * (size_t)B * H * (((size_t)T + 31) / 32), F);
     QKV_TENSOR(g, GACT_DQRES, qres, BT * C, X);
     QKV_TENSOR(g, GACT_DU, qres, BT * C, X);
     QKV_TENSOR(g, GACT_DHG, qres, BT * (C / 2), X);

@@ -203,7 +203,7 @@ static int check(const LabArgs* a) {
         lab_twin_backward(&in, out_ref, lse_ref, &ref);
         BackwardOut v1;
         v1.wrote_dx = 0;
-        for (int kk = 0; kk < lab_attn_backward_versions; kk++) {
+        for (int kk = 0; kk < lab_attn_num_versions; kk++) {
             const LabVersion* ver = &lab_attn_versions[kk];
             const int selected = lab_version_selected(a, ver->version);
             if (!lab_version_runs(a, ver)) { continue; }
@@ -237,7 +237,7 @@ static void bench(const LabArgs* a) {
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 1);
         const size_t BT = (size_t)sh.B * sh.T;
-        for (int k = 0; k < lab_attn_backward_versions; k++) {
+        for (int k = 0; k < lab_attn_num_versions; k++) {
             const LabVersion* ver = &lab_attn_versions[k];
             AttnShape s;
             if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
@@ -267,7 +267,7 @@ static void bench(const LabArgs* a) {
 int main(int argc, char** argv) {
     const LabSpec spec = lab_attn_spec("lab_attention_backward", "causal attention backward of train_gpt2.cu",
                                        "time every version's backward, and forward + backward, at T = 1024, 2048, 4096\n"
-                                       "                (B 8, H 12, hd 64, standard layout)", lab_attn_backward_versions);
+                                       "                (B 8, H 12, hd 64, standard layout)", lab_attn_num_versions);
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);

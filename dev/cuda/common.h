@@ -724,15 +724,13 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 
 // The versions: each is a path of attention_forward/backward, chosen by the `fused` argument of
 // attn_shape_make and AttnShape.flash (LabVersion.variant: 0 unfused, else the flash version).
-// The backward lab has the first lab_attn_backward_versions of them: version 3 is a forward kernel
-// (its backward is version 2's until a version 3 backward exists).
+// Version 3 is the flash kernels' version 3 in both labs (forward: 128-row tiles; backward: one pass).
 static const LabVersion lab_attn_versions[] = {
     {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
     {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2},
-    {3, "fused flash v3: 128-row tiles, Q in registers, ldmatrix, cp.async double buffering", 1, 3},
+    {3, "fused flash v3: ldmatrix, cp.async; forward 128-row tiles, backward one pass (ordered dQ sum)", 1, 3},
 };
 static const int lab_attn_num_versions = LAB_COUNT(lab_attn_versions);
-static const int lab_attn_backward_versions = 2;
 
 static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench, int num_versions) {
     LabSpec s;
@@ -1010,6 +1008,7 @@ typedef struct {
     AttnShape s;
     LabBuf perm[3], att, yperm, lse;       // forward: unfused perm/att/yperm, fused lse
     LabBuf dperm[3], datt, dyperm, delta;  // backward scratch
+    LabBuf dq_accum, sync;                 // backward scratch of flash version 3
     AttnBuffers bufs;
     AttnGradBuffers gbufs;
 } LabAttn;
@@ -1032,6 +1031,10 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
     a->datt = !s->fused && with_grad ? lab_buf_alloc(B * H * T * T * X, "datt") : lab_buf_none("datt");
     a->dyperm = !s->fused && with_grad ? lab_buf_alloc(B * H * T * hd * X, "dyperm") : lab_buf_none("dyperm");
     a->delta = s->fused && with_grad ? lab_buf_alloc(B * H * T * sizeof(float), "delta") : lab_buf_none("delta");
+    const int v3 = s->fused && s->flash == 3 && with_grad;
+    a->dq_accum = v3 ? lab_buf_alloc(B * T * H * hd * sizeof(float), "dq_accum") : lab_buf_none("dq_accum");
+    a->sync = v3 ? lab_buf_alloc(flash3_bwd_sync_words(s->B, s->H, s->T, FLASH3_BWD_BLOCK_M(s->hd)) * sizeof(unsigned int), "sync")
+                 : lab_buf_none("sync");
     for (int r = 0; r < 3; r++) {
         a->bufs.perm[r] = (floatX*)a->perm[r].ptr;
         a->gbufs.dperm[r] = (floatX*)a->dperm[r].ptr;
@@ -1042,12 +1045,14 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
     a->gbufs.datt = (floatX*)a->datt.ptr;
     a->gbufs.dyperm = (floatX*)a->dyperm.ptr;
     a->gbufs.delta = (float*)a->delta.ptr;
+    a->gbufs.dq_accum = (float*)a->dq_accum.ptr;
+    a->gbufs.sync = (unsigned int*)a->sync.ptr;
 }
 
 // every buffer of the path, forward ones first
 static std::vector<LabBuf*> lab_attn_bufs(LabAttn* a) {
     return {&a->perm[0], &a->perm[1], &a->perm[2], &a->att, &a->yperm, &a->lse,
-            &a->dperm[0], &a->dperm[1], &a->dperm[2], &a->datt, &a->dyperm, &a->delta};
+            &a->dperm[0], &a->dperm[1], &a->dperm[2], &a->datt, &a->dyperm, &a->delta, &a->dq_accum, &a->sync};
 }
 
 static void lab_attn_free(LabAttn* a) {

@@ -255,6 +255,10 @@ struct Launch {
             return;
         }
         if (smem > smem_limit) { set_last(cudaErrorInvalidValue); return; }
+        // static plus dynamic: 48 KiB, or the 227 KiB of an H100's block once the kernel opted in to more
+        // (CUDA checks attribute + static <= 227 KiB when the attribute is set; the static bytes are known
+        // here only as the kernel declares them)
+        const size_t total_limit = smem_limit > 48 * 1024 ? 227 * 1024 : 48 * 1024;
         std::tuple<typename std::decay<P>::type...> params(args...);
         const char* nm = name;
         const int ln = line;
@@ -262,7 +266,7 @@ struct Launch {
         const size_t sm = smem;
         enqueue([=]() {
             const std::function<void()> body = [&]() { std::apply(kernel, params); };
-            run_kernel(nm, ln, g, b, sm, smem_limit, body);
+            run_kernel(nm, ln, g, b, sm, total_limit, body);
         });
     }
 };

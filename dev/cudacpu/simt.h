@@ -142,7 +142,7 @@ struct Machine {
     bool yield_cta = false;     // the running thread asked the scheduler to move to another CTA
     int live_ctas = kLiveCtas;  // CTAs live at once (CUDA_CPU_LIVE_CTAS, 1 to kLiveCtas)
     size_t dyn_smem_bytes = 0;  // this launch's dynamic shared memory
-    size_t smem_limit = 48 * 1024; // static + dynamic may not exceed it (the kernel's opt-in)
+    size_t smem_limit = 48 * 1024; // static + dynamic may not exceed it (227 KiB once the kernel opted in)
     int schedule = SCHED_ASC;
     std::string error;
     const char* kernel_name = "";

@@ -352,7 +352,8 @@ static void test_training_memory() {
             }
             struct { int id; bool present; } grads[] = {
                 {GACT_DPERM_Q, !fused}, {GACT_DPERM_K, !fused && own_k}, {GACT_DPERM_V, !fused && own_v},
-                {GACT_DATT, !fused}, {GACT_DYPERM, !fused}, {GACT_ATTN_DELTA, (bool)fused}, {GACT_DQRES, qres},
+                {GACT_DATT, !fused}, {GACT_DYPERM, !fused}, {GACT_ATTN_DELTA, (bool)fused}, {GACT_ATTN_SYNC, (bool)fused},
+                {GACT_DQRES, qres},
             };
             for (size_t k = 0; k < sizeof(grads) / sizeof(grads[0]); k++) {
                 if ((m.grad_acts[grads[k].id].count > 0) != grads[k].present) {
@@ -363,6 +364,8 @@ static void test_training_memory() {
                           m.acts[ACT_ATT_LSE].elem != 4 || m.grad_acts[GACT_ATTN_DELTA].count != (size_t)B * c.num_heads * T)) {
                 why += " att_lse / attn_delta shape;";
             }
+            // the flash backward's fp32 dQ sum lives in dbuf_m: (B, T, C) fp32 must fit
+            if (fused && tensor_alloc_bytes(&m.grad_acts[GACT_DBUF_M]) < (size_t)B * T * c.channels * 4) { why += " dbuf_m < dQ sum;"; }
             if (!fused && m.acts[ACT_ATT].count != (size_t)c.num_layers * B * c.num_heads * T * T) { why += " att shape;"; }
             // each list: offsets 256-byte aligned, in order, each tensor inside the allocation
             const TensorAlloc* lists[2] = {m.acts, m.grad_acts};
