@@ -1085,10 +1085,10 @@ typedef struct {
 
 // the flash version 3 backward's query rows per step: the registers decide (per warp, dK and dV hold
 // 16 keys x hd in fp32 each)
-#define FLASH3_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 64 : 32)
+#define FLASH3_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 64 : 16)
 
 // its sync words: [0] the work ticket, then per (b, h, query tile) the dQ order counter, then the D flag
-// (training_memory.h sizes them for block_m 32, the smaller)
+// (training_memory.h sizes them for block_m 16, the smaller)
 static inline size_t flash3_bwd_sync_words(int B, int H, int T, int block_m) {
     return 1 + 2 * (size_t)B * H * (size_t)((T + block_m - 1) / block_m);
 }
@@ -1917,7 +1917,7 @@ flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest 
     constexpr int kTilesM = kBlockM / 8, kStepsM = kBlockM / 16, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
     constexpr uint32_t kSRowBytes = (kBlockM + FLASH_SMEM_PAD) * sizeof(floatX); // a row of dS^T: one key's queries
     constexpr int kRowGroups = kBlockM / 16, kDqTiles = kBlockM * kHeadDim / (16 * 8 * FLASH3_BWD_WARPS);
-    static_assert(kDqTiles == 4, "each warp forms 4 m16n8 tiles of the step's dQ");
+    static_assert(kDqTiles >= 2 && kDqTiles % 2 == 0, "each warp forms pairs of m16n8 tiles of the step's dQ");
     extern __shared__ __align__(16) unsigned char flash_smem[];
     // K, V (128 keys), two stages of Q and dO (kBlockM rows), dS^T (128 keys x kBlockM), lse and D (kBlockM)
     const uint32_t sK = smem_u32(flash_smem), sV = sK + kBlockN * kRowBytes;
@@ -2033,16 +2033,24 @@ flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest 
             for (int i = 0; i < kTilesM; i++) { pt[i][0] = pt[i][1] = pt[i][2] = pt[i][3] = 0.0f; dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
             #pragma unroll
             for (int kk = 0; kk < kStepsD; kk++) {
-                uint32_t ka[4], va[4];
+                uint32_t ka[4];
                 ldmatrix_x4(ka, sK + warp * 16 * kRowBytes + lane_kn + kk * 32);
-                ldmatrix_x4(va, sVk + warp * 16 * kRowBytes + lane_kn + kk * 32);
                 #pragma unroll
                 for (int i = 0; i < kTilesM; i += 2) {
-                    uint32_t qb[4], ob[4];
+                    uint32_t qb[4];
                     ldmatrix_x4(qb, sQ + i * 8 * kRowBytes + lane_nk + kk * 32);
                     mma_16816(pt[i], ka, qb);
                     mma_16816(pt[i + 1], ka, qb + 2);
-                    // dP^T = V_w dO^T
+                }
+            }
+            // dP^T = V_w dO^T
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t va[4];
+                ldmatrix_x4(va, sVk + warp * 16 * kRowBytes + lane_kn + kk * 32);
+                #pragma unroll
+                for (int i = 0; i < kTilesM; i += 2) {
+                    uint32_t ob[4];
                     ldmatrix_x4(ob, sdO + i * 8 * kRowBytes + lane_nk + kk * 32);
                     mma_16816(dst[i], va, ob);
                     mma_16816(dst[i + 1], va, ob + 2);
@@ -2091,9 +2099,9 @@ flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest 
         }
         __syncthreads(); // dS complete
 
-        // the tile's dQ contribution (kBlockM, hd) = dS K: warp w forms rows 16 (w % kRowGroups).., four
-        // 8-wide column tiles from 32 (w / kRowGroups); A = dS from dS^T by ldmatrix.trans, B = K by .trans
-        const int rg = warp % kRowGroups, d_base = (warp / kRowGroups) * 32;
+        // the tile's dQ contribution (kBlockM, hd) = dS K: warp w forms rows 16 (w % kRowGroups).., kDqTiles
+        // 8-wide column tiles from 8 kDqTiles (w / kRowGroups); A = dS from dS^T by ldmatrix.trans, B = K by .trans
+        const int rg = warp % kRowGroups, d_base = (warp / kRowGroups) * kDqTiles * 8;
         float acc_dq[kDqTiles][4];
         #pragma unroll
         for (int i = 0; i < kDqTiles; i++) { acc_dq[i][0] = acc_dq[i][1] = acc_dq[i][2] = acc_dq[i][3] = 0.0f; }

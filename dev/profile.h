@@ -10,8 +10,9 @@ rows partition the step and add up to it. What a row covers:
   - fc is its matmul with the GELU epilogue, fcproj's backward includes GELU's backward;
   - classifier is the LM head's matmul, softmax, loss and their backward (the CUDA trainer runs
     them in one chunked pass during the forward);
-  - the fused attention's backward is three rows, one per kernel: attn_bwd_delta (D = rowsum(dO * O)),
-    attn_bwd_dkdv and attn_bwd_dq; the unfused and the CPU attention are one row, attn_bwd.
+  - the fused attention's backward (flash version 2) is three rows, one per kernel: attn_bwd_delta
+    (D = rowsum(dO * O)), attn_bwd_dkdv and attn_bwd_dq; flash version 3 (one kernel), the unfused
+    and the CPU attention are one row, attn_bwd.
 
 For each row, profile_costs gives two analytic numbers for one step:
   - FLOPs: the matmul work the model needs (2 m n k forward, 4 m n k backward; attention's two
@@ -82,11 +83,12 @@ static const char* const profile_row_names[PROF_NUM_ROWS] = {
 #define PROFILE_PEAK_FLOPS 790e12
 #define PROFILE_PEAK_BYTES 3.35e12
 // The cost model's efficiencies (assumptions, not measurements: the GPU's profile checks them):
-// cuBLASLt GEMMs at 85% of peak, the flash kernels at 35%, memory-bound kernels at 3.0 TB/s; the
-// version 3 flash forward at 54%, from the shared-memory model of dev/cuda/attention_forward.cu's
-// header (0.030 ms for 12.9 GFLOP at B 8, H 12, hd 64, T 1024; the same model gives version 2 35%).
-enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH3_FWD };
-static const double profile_kind_efficiency[4] = {3.0 / 3.35, 0.85, 0.35, 0.54};
+// cuBLASLt GEMMs at 85% of peak, the flash kernels (version 2) at 35%, memory-bound kernels at
+// 3.0 TB/s; version 3's forward at 54% and backward at 38%, from the shared-memory model in the
+// attention labs' headers (dev/cuda/attention_forward.cu, attention_backward.cu; that model gives
+// version 2's forward 35% and its backward 22%).
+enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH3_FWD, PROF_KIND_FLASH3_BWD };
+static const double profile_kind_efficiency[5] = {3.0 / 3.35, 0.85, 0.35, 0.54, 0.38};
 
 // what the costs depend on besides the model
 typedef struct {
@@ -94,7 +96,7 @@ typedef struct {
     int micro_steps;    // micro-batches per step (gradient accumulation)
     int act_bytes;      // bytes of an activation or parameter value: 2 (bf16) or 4 (fp32)
     int master_weights; // 1: an fp32 master copy of the parameters (the CUDA trainer's bf16 -w 1)
-    int flash;          // the fused attention's flash version (2 or 3; its backward is three rows), 0: unfused
+    int flash;          // the fused attention's flash version (2: its backward is three rows; 3: one), 0: unfused
     int recompute;      // the CUDA trainer's -r: 0, 1 (GELU), 2 (GELU and the LayerNorms)
 } ProfileShape;
 
@@ -183,7 +185,11 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     const double unit = N * C * T;
     ROW(PROF_ATTN_FWD, Lyr * 2.0 * unit, Lyr * (a * N * (qkv_ch + C) + 4.0 * BHT),
         s->flash == 3 ? PROF_KIND_FLASH3_FWD : PROF_KIND_ATTENTION);
-    if (s->flash) {
+    if (s->flash == 3) {
+        // one kernel: the four products (and S recomputed, not counted); it reads q, k, v, dO, O and lse,
+        // writes the gradients and D (its fp32 dQ sum stays in L2, no minimum bytes)
+        ROW(PROF_ATTN_BWD, Lyr * 4.0 * unit, Lyr * (a * N * (2.0 * qkv_ch + 2.0 * C) + 8.0 * BHT), PROF_KIND_FLASH3_BWD);
+    } else if (s->flash) {
         // the model's four backward products: dP, dV, dK in the dK/dV kernel, dQ in the dQ kernel (the
         // kernels also recompute what they need: the excess shows as time over the roofline)
         ROW(PROF_ATTN_BWD_DELTA, 0.0, Lyr * (2.0 * a * N * C + 4.0 * BHT), PROF_KIND_MEMORY);
@@ -306,10 +312,10 @@ static inline int profile_write(const ProfileTotals* t, const GPT2Config* c, con
         }
     }
     printf("profile: %d steps after a warm-up step | scheme %s | B %d T %d x %d micro-steps | roofline %.0f TFLOP/s, "
-           "%.2f TB/s | predicted: GEMMs %.0f%%, flash %.0f%% (v3 forward %.0f%%) of it, memory %.1f TB/s\n", t->steps,
+           "%.2f TB/s | predicted: GEMMs %.0f%%, flash %.0f%% (v3 forward %.0f%%, backward %.0f%%) of it, memory %.1f TB/s\n", t->steps,
            qkv_scheme_name(c->scheme), s->B, s->T, s->micro_steps, PROFILE_PEAK_FLOPS / 1e12, PROFILE_PEAK_BYTES / 1e12,
            100.0 * profile_kind_efficiency[PROF_KIND_MATMUL], 100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
-           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_FWD],
+           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_FWD], 100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_BWD],
            PROFILE_PEAK_BYTES * profile_kind_efficiency[PROF_KIND_MEMORY] / 1e12);
     profile_report(t, rows, csv);
     if (csv != NULL) {

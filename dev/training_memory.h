@@ -121,7 +121,7 @@ enum {
     GACT_DYPERM,        // (B, H, T, hd)        unfused
     GACT_DATT,          // (B, H, T, T)         unfused
     GACT_ATTN_DELTA,    // (B, H, T)            fused, fp32: rowsum(dout * out)
-    GACT_ATTN_SYNC,     // (1 + 2 B H ceil(T/32)) fused, 32-bit: flash v3 backward's ticket and counters
+    GACT_ATTN_SYNC,     // (1 + 2 B H ceil(T/16)) fused, 32-bit: flash v3 backward's ticket and counters
     GACT_DQRES,         // (B, T, C)            q_residual
     GACT_DU,            // (B, T, C)            q_residual
     GACT_DHG,           // (B, T, C/2)          q_residual
@@ -245,7 +245,7 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     QKV_TENSOR(g, GACT_DYPERM, unfused, BT * C, X);
     QKV_TENSOR(g, GACT_DATT, unfused, BHT * T, X);
     QKV_TENSOR(g, GACT_ATTN_DELTA, attn_fused, BHT, F);
-    QKV_TENSOR(g, GACT_ATTN_SYNC, attn_fused, 1 + 2 * (size_t)B * H * (((size_t)T + 31) / 32), F);
+    QKV_TENSOR(g, GACT_ATTN_SYNC, attn_fused, 1 + 2 * (size_t)B * H * (((size_t)T + 15) / 16), F);
     QKV_TENSOR(g, GACT_DQRES, qres, BT * C, X);
     QKV_TENSOR(g, GACT_DU, qres, BT * C, X);
     QKV_TENSOR(g, GACT_DHG, qres, BT * (C / 2), X);

@@ -25,8 +25,8 @@
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
 #        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text;
-#        --profile (FP32: the unfused attention; BF16 at head size 64: the flash kernels' three backward
-#        rows, with -r 2 and 2 micro-steps): each row of the path timed (cudaEvents, stamped by the
+#        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's one row
+#        (version 3), with -r 2 and 2 micro-steps, and with --flash 2 its three rows): each row of the path timed (cudaEvents, stamped by the
 #        runtime's queue), the rows within 5% of the step the trainer measured
 #
 # One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
@@ -256,7 +256,8 @@ source dev/test/profile_csv.sh
 profile_start=$SECONDS
 rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
 rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
-for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256"; do
+for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd|-r 2 -d 256" \
+           "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|--flash 2"; do
   IFS='|' read -r stem fixture attn extra <<<"$run"
   bin=build/cudacpu/train_gpt2cu_$stem
   csv="$log_dir/profile_$stem.csv"
@@ -267,7 +268,7 @@ for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_
     --profile 2 --profile_csv "$csv" >"$log" 2>&1
   rc=$?
   want="$rows_fwd ${rows_bwd/ATTN/$attn}"
-  [ -n "$extra" ] && want="$rows_fwd recompute ${rows_bwd/ATTN/$attn}"
+  [[ "$extra" == *"-r "* ]] && want="$rows_fwd recompute ${rows_bwd/ATTN/$attn}"
   step_ms=$(sed -n 's/^summary: 2 timed steps | \([0-9.]*\) ms\/step.*/\1/p' "$log")
   if [ $rc -eq 0 ] && profile_csv_check "$csv" "$step_ms" "$want"; then
     echo "PASS cpu-run train_gpt2cu_$stem --profile 2 ($fixture${extra:+ $extra}): $(echo "$want" | wc -w) rows, each timed; rows $rows_ms ms vs the summary's $step_ms ms/step: $apart% apart"

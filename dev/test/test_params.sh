@@ -98,8 +98,10 @@ if rep=$(./build/params memory d12 $T $B bf16 fused 2>&1); then
                $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((8192*Vp*2)) $((BT*4)) $((BT*C*2)); do
     act=$(( act + $(r $bytes 256) ))
   done
+  # ... dbuf_m (B, T, M) bf16 holds the flash backward's fp32 dQ sum (B, T, C): 2 M >= 4 C here; the
+  # flash backward's sync words: 1 + 2 B H ceil(T / 16)
   dact=0
-  for bytes in $((BT*C*2)) $((BT*C*2)) $((BT*M*2)) $((BT*C*2)) $((BT*W*2)) $((B*H*T*4)); do
+  for bytes in $((BT*C*2)) $((BT*C*2)) $((BT*M*2)) $((BT*C*2)) $((BT*W*2)) $((B*H*T*4)) $(((1 + 2*B*H*(T/16))*4)); do
     dact=$(( dact + $(r $bytes 256) ))
   done
   mem_check "d12 B=64 T=1024 bf16 fused" "$rep" parameters=$((np * 2)) gradients=$((np * 4)) optimizer=$((np * 8)) \
@@ -212,7 +214,8 @@ hand_checks=(
   "qkv_shared 12 768 12 12 3072 1 1024 64|qkv_fwd|$((12 * 2 * 64 * 1024 * 768 * 768))"
   "q_residual 12 768 12 12 3072 1 1024 64|qres_fwd|$((12 * 2 * 2 * 64 * 1024 * 768 * 384))"
   "standard 12 768 12 12 3072 1 1024 64|attn_fwd|$((12 * 2 * 64 * 1024 * 768 * 1024))"
-  "standard 12 768 12 12 3072 1 1024 64|attn_bwd_dkdv|$((12 * 3 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64 --flash 2|attn_bwd_dkdv|$((12 * 3 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64 unfused|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64|classifier|$((6 * 64 * 1024 * 50304 * 768))"
 )
@@ -228,16 +231,17 @@ for hc in "${hand_checks[@]}"; do
   fi
 done
 
-# the table of d12 at B 64: the fused path's three backward rows (not the unfused one), the total
-# row the sum of the rows, the CSV the table's rows
-out=$(./build/params profile d12 1024 64 --csv build/params_profile.csv) || { echo "FAIL params profile d12 1024 64: exit non-zero"; fail=1; }
+# the table of d12 at B 64 with the flash kernels' version 2: the fused path's three backward rows (not
+# the unfused one), the total row the sum of the rows, the CSV the table's rows (version 3, the
+# default, has one backward row: the hand check above)
+out=$(./build/params profile d12 1024 64 --flash 2 --csv build/params_profile.csv) || { echo "FAIL params profile d12 1024 64 --flash 2: exit non-zero"; fail=1; }
 rows=$(awk -F, 'NR > 1 && $1 != "total" { print $1 }' build/params_profile.csv | tr '\n' ' ')
 sum_ok=$(awk -F, 'NR > 1 && $1 != "total" { s += $5 } $1 == "total" { t = $5 } END { d = s - t; if (d < 0) d = -d; print (d < 1e-3 && t > 0) ? 1 : 0 }' build/params_profile.csv)
 if [ "$rows" = "encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd fcproj_bwd fc_bwd ln2_bwd attproj_bwd attn_bwd_delta attn_bwd_dkdv attn_bwd_dq qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw " ] &&
    [ "$sum_ok" = 1 ] && [ "$(printf "%s\n" "$out" | grep -c "^profile ")" -eq 29 ] && printf "%s\n" "$out" | grep -q '^profile predicted step [0-9.]* ms: [0-9]* tokens/s'; then
-  echo "PASS params profile d12 1024 64: 24 rows (flash backward in three), total = sum of the rows, $(printf "%s\n" "$out" | grep '^profile predicted step' | cut -c9-80)"
+  echo "PASS params profile d12 1024 64 --flash 2: 24 rows (flash backward in three), total = sum of the rows, $(printf "%s\n" "$out" | grep '^profile predicted step' | cut -c9-80)"
 else
-  echo "FAIL params profile d12 1024 64: rows '$rows', sum check $sum_ok, $(printf "%s\n" "$out" | grep -c '^profile ') profile lines (expected 29)"; fail=1
+  echo "FAIL params profile d12 1024 64 --flash 2: rows '$rows', sum check $sum_ok, $(printf "%s\n" "$out" | grep -c '^profile ') profile lines (expected 29)"; fail=1
 fi
 echo "params profile checks took $((SECONDS - t0)) s"
 
