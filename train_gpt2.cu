@@ -2668,11 +2668,170 @@ __device__ __forceinline__ void softmax_stats_merge(float* m, float* s, float m2
     *m = mm;
 }
 
-// One block per row of logits (N rows of Vp, Vp a multiple of x128::size; the first V are real).
-// Reads the row twice: once for its max and sum of exponentials together (online softmax: the sum
-// is rescaled when the max grows), once to overwrite it IN PLACE, when write_dlogits, with
-// dlogits = (softmax - onehot(target)) * dloss (padded columns 0). losses[row] = lse - x[target].
-// No probability tensor is stored. Blocks of at most 1024 threads.
+// The block's (max, sum) pair from each thread's (m, s), in every thread: a butterfly within the
+// warps, then every warp over the warps' pairs (fixed order: bit-identical reruns, no atomics).
+// s_m, s_s: (32) shared. Synchronizes the block: a classifier kernel's reads of its row come before
+// its first write.
+__device__ __forceinline__ void softmax_stats_block(float* m, float* s, float* s_m, float* s_s) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    for (int off = 16; off > 0; off >>= 1) {
+        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, *m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, *s, off);
+        softmax_stats_merge(m, s, m2, s2);
+    }
+    if (lane == 0) { s_m[warp] = *m; s_s[warp] = *s; }
+    __syncthreads(); // the warps' pairs written before any warp reads them; every read of the row before a write
+    *m = lane < nwarps ? s_m[lane] : -INFINITY;
+    *s = lane < nwarps ? s_s[lane] : 0.0f;
+    for (int off = 16; off > 0; off >>= 1) {
+        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, *m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, *s, off);
+        softmax_stats_merge(m, s, m2, s2);
+    }
+}
+
+// the classifier's block: one x128 pack per thread and sweep. GPT-2's 50304 columns fill 1024
+// threads; a small vocabulary gets whole warps for its packs and no idle ones.
+static int classifier_threads(int Vp) {
+    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernels' loads)
+    return packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
+}
+
+// A pack of floatX held as its four 32-bit words (two bf16 to a word, the lower half first): an x128
+// kept in registers is split by the compiler into 16-bit values, a 32-bit register each, twice the
+// pack's size in BF16 (ptxas spilled fused_classifier_onepass_kernel<7> so).
+typedef Packed128<uint32_t> w128;
+// element k of a w128 as float, by a shift or a mask
+__device__ __forceinline__ float w128_get(const w128& w, int k) {
+#if PRECISION_IS_BF16
+    const uint32_t u = k % 2 == 0 ? w[k / 2] << 16 : w[k / 2] & 0xFFFF0000u;
+#else
+    const uint32_t u = w[k];
+#endif
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+// element k of w set to -inf
+__device__ __forceinline__ void w128_set_neg_inf(w128* w, int k) {
+#if PRECISION_IS_BF16
+    (*w)[k / 2] = k % 2 == 0 ? ((*w)[k / 2] & 0xFFFF0000u) | 0xFF80u : ((*w)[k / 2] & 0xFFFFu) | 0xFF800000u;
+#else
+    (*w)[k] = 0xFF800000u;
+#endif
+}
+// the max over kPacks packs. BF16: max.bf16x2 over the words (exact: a max selects), then the two
+// halves; converting each element to float here would have the compiler keep those floats for the
+// sum of exponentials, twice the packs' registers
+template <int kPacks>
+__device__ __forceinline__ float w128_max(const w128 (&v)[kPacks]) {
+#if PRECISION_IS_BF16
+    __nv_bfloat162_raw raw;
+    memcpy(&raw, &v[0][0], 4);
+    __nv_bfloat162 m2 = raw;
+#pragma unroll
+    for (int j = 0; j < kPacks; j++) {
+#pragma unroll
+        for (int q = 0; q < 4; q++) {
+            memcpy(&raw, &v[j][q], 4);
+            m2 = __hmax2(m2, __nv_bfloat162(raw));
+        }
+    }
+    return fmaxf(__low2float(m2), __high2float(m2));
+#else
+    float m = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < kPacks; j++) {
+#pragma unroll
+        for (int k = 0; k < x128::size; k++) { m = fmaxf(m, w128_get(v[j], k)); }
+    }
+    return m;
+#endif
+}
+// sum of exp(x - m) over kPacks packs, in order. The elements go through x2f (cvt.f32.bf16), not
+// w128_get: with the same shifts as the dlogits' conversions after the block's barrier, the compiler
+// keeps this sum's floats for those, live across the barrier (ptxas: kPacks 7 spilled)
+template <int kPacks>
+__device__ __forceinline__ float w128_sum_exp(const w128 (&v)[kPacks], float m) {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPacks; j++) {
+        x128 p;
+        memcpy(&p, &v[j], sizeof(p));
+#pragma unroll
+        for (int k = 0; k < x128::size; k++) { s += expf(x2f(p[k]) - m); }
+    }
+    return s;
+}
+
+// One block per row of logits (N rows of Vp, Vp a multiple of x128::size; the first V are real),
+// reading the row once: losses[row] = lse - x[target] and, when write_dlogits, the row overwritten
+// IN PLACE with dlogits = (softmax - onehot(target)) * dloss (padded columns 0); no probability
+// tensor is stored. Each thread loads its kPacks x128 of the row into registers, takes its max and
+// then its sum of exp(x - max) from them (no rescaling within a thread), softmax_stats_block merges
+// the threads' pairs, and each thread writes dlogits over the packs it read, from the same
+// registers: one read and one write of the row, 2 exps per logit (fused_classifier_kernel below:
+// two reads, 2.25). Pack j of thread t is pack t + 1024 j of the row, so a warp's loads of one j are
+// 512 contiguous bytes. Needs Vp <= kPacks * 1024 * x128::size and, for kPacks > 1, 1024 threads (the
+// launcher's choice). Each thread writes only what it read itself; thread 0's read of x[target]
+// comes before the block's barrier, every write after it. Rows in reverse (see fused_classifier_kernel).
+// kPacks <= CLASSIFIER_MAX_PACKS: 7 x 16 bytes of the row are 28 of the 64 registers a 1024-thread
+// block allows; ptxas (sm_90) takes 62 in BF16, 64 in FP32, no spills; 13 packs (GPT-2's row in FP32)
+// spill 56 to 220 bytes (dev/cuda/classifier.cu's header has the counts).
+#define CLASSIFIER_MAX_PACKS 7
+template <int kPacks>
+__global__ void __launch_bounds__(1024) fused_classifier_onepass_kernel(floatX* logits, float* losses,
+                                                                        const int* targets, int N, int V, int Vp,
+                                                                        float dloss, int write_dlogits) {
+    __shared__ float s_m[32], s_s[32];
+    __shared__ float s_target_logit;
+    if ((int)blockIdx.x >= N) { return; }
+    const int row = N - 1 - (int)blockIdx.x;
+    floatX* x = logits + (size_t)row * Vp;
+    const int target = targets[row];
+    if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
+    // pack j at column i0 + j * kStride: a constant stride makes the packs' addresses one register
+    // pair plus constant offsets (kPacks 1, the only one with fewer threads, never uses it)
+    constexpr int kStride = 1024 * x128::size;
+    const int i0 = threadIdx.x * x128::size;
+    floatX* xt = x + i0;
+    w128 v[kPacks]; // (kPacks, x128::size): this thread's packs of the row; read once, streamed past the caches
+#pragma unroll
+    for (int j = 0; j < kPacks; j++) {
+        const int i = i0 + j * kStride;
+        if (i < Vp) { v[j] = load128cs(reinterpret_cast<const uint32_t*>(xt + j * kStride)); }
+        // columns from V on (padding, packs past the row) become -inf: the max and the sum below
+        // need no test per logit. At most one pack of a row holds both kinds.
+        if (i + x128::size > V) {
+#pragma unroll
+            for (int k = 0; k < x128::size; k++) { if (i + k >= V) { w128_set_neg_inf(&v[j], k); } }
+        }
+    }
+    // m = max of the thread's logits, s = sum of exp(x - m); (-inf, 0) where it holds no real column
+    float m = w128_max(v);
+    float s = w128_sum_exp(v, m);
+    if (m == -INFINITY) { s = 0.0f; } // exp(-inf - -inf) is NaN
+    softmax_stats_block(&m, &s, s_m, s_s); // s_target_logit is visible below
+    const float lse = m + logf(s);
+    if (threadIdx.x == 0) { losses[row] = lse - s_target_logit; }
+    if (!write_dlogits) { return; }
+#pragma unroll
+    for (int j = 0; j < kPacks; j++) {
+        const int i = i0 + j * kStride;
+        if (i >= Vp) { continue; }
+        x128 d;
+#pragma unroll
+        for (int k = 0; k < x128::size; k++) {
+            const int col = i + k;
+            const float g = col < V ? (expf(w128_get(v[j], k) - lse) - (col == target ? 1.0f : 0.0f)) * dloss : 0.0f;
+            d[k] = f2x(g);
+        }
+        store128cs(xt + j * kStride, d);
+    }
+}
+
+// fused_classifier_onepass_kernel's job for a row of any length (its fallback, for rows that do not
+// fit a block's registers), reading the row twice: once for its max and sum of exponentials together
+// (online softmax: the sum is rescaled when the max grows), once to overwrite it with dlogits.
+// Blocks of at most 1024 threads.
 // Rows run in reverse: the matmul that wrote the logits finished with the last rows, some of them
 // still in L2. The first read keeps the row cached for the second, the second read and the dlogits
 // store stream past the caches (dlogits are read back by the next matmuls, long after).
@@ -2684,7 +2843,6 @@ __global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, 
     const int row = N - 1 - (int)blockIdx.x;
     floatX* x = logits + (size_t)row * Vp;
     const int target = targets[row];
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
     if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
     float m = -INFINITY, s = 0.0f;
     for (int i = threadIdx.x * x128::size; i < V; i += blockDim.x * x128::size) {
@@ -2695,19 +2853,7 @@ __global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, 
         for (int k = 0; k < x128::size; k++) { if (i + k < V) { ps += expf(x2f(v[k]) - pm); } }
         softmax_stats_merge(&m, &s, pm, ps);
     }
-    // the block's pair: butterfly within warps, then warp 0 over the warps' pairs (fixed order)
-    for (int off = 16; off > 0; off >>= 1) {
-        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
-        softmax_stats_merge(&m, &s, m2, s2);
-    }
-    if (lane == 0) { s_m[warp] = m; s_s[warp] = s; }
-    __syncthreads(); // also: every read of the row above happens before the first write below
-    m = lane < nwarps ? s_m[lane] : -INFINITY;
-    s = lane < nwarps ? s_s[lane] : 0.0f;
-    for (int off = 16; off > 0; off >>= 1) {
-        const float m2 = __shfl_xor_sync(0xFFFFFFFFu, m, off), s2 = __shfl_xor_sync(0xFFFFFFFFu, s, off);
-        softmax_stats_merge(&m, &s, m2, s2);
-    }
+    softmax_stats_block(&m, &s, s_m, s_s); // s_target_logit is visible below
     const float lse = m + logf(s);
     if (threadIdx.x == 0) { losses[row] = lse - s_target_logit; }
     if (!write_dlogits) { return; }
@@ -2723,11 +2869,25 @@ __global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, 
     }
 }
 
-// fused_classifier_kernel's block: one x128 pack per thread and sweep. GPT-2's 50304 columns fill
-// 1024 threads; a small vocabulary gets whole warps for its packs and no idle ones.
-static int classifier_threads(int Vp) {
-    const int packs = Vp / x128::size; // Vp is a multiple of x128::size (the kernel's loads)
-    return packs >= 1024 ? 1024 : (packs + 31) / 32 * 32;
+// losses (N) of the targets (N) over logits (N, Vp), and with write_dlogits the logits replaced in
+// place by dlogits = dloss * (softmax - onehot). fused_classifier_onepass_kernel where the row fits
+// the block's registers, with the smallest kPacks holding the thread's packs (BF16: GPT-2's 50304
+// columns are 6.1 packs per thread, kPacks 7); else fused_classifier_kernel, reading the row twice:
+// above 7 x 1024 packs, 57344 columns in BF16, 28672 in FP32 (GPT-2's vocabulary in FP32 builds,
+// 12.3 packs per thread: 13 spill, see CLASSIFIER_MAX_PACKS).
+static void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
+                             int write_dlogits) {
+    const int threads = classifier_threads(Vp);
+    const int packs = (Vp / x128::size + threads - 1) / threads; // per thread
+#define CLASSIFIER_ONEPASS(P) \
+    fused_classifier_onepass_kernel<P><<<N, threads>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits)
+    if (packs <= 1) { CLASSIFIER_ONEPASS(1); }
+    else if (packs <= 2) { CLASSIFIER_ONEPASS(2); }
+    else if (packs <= 4) { CLASSIFIER_ONEPASS(4); }
+    else if (packs <= CLASSIFIER_MAX_PACKS) { CLASSIFIER_ONEPASS(CLASSIFIER_MAX_PACKS); }
+    else { fused_classifier_kernel<<<N, threads>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits); }
+#undef CLASSIFIER_ONEPASS
+    launchCheck();
 }
 
 // One chunk of the classifier: logits (rows, Vp) = lnf_rows (rows, C) @ head^T; losses (rows) of the
@@ -2737,8 +2897,7 @@ static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, f
                              const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
                              int backward) {
     matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
-    fused_classifier_kernel<<<rows, classifier_threads(Vp)>>>(logits, losses, targets, rows, V, Vp, dloss, backward);
-    launchCheck();
+    fused_classifier(logits, losses, targets, rows, V, Vp, dloss, backward);
     if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
 }
 

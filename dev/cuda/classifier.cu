@@ -6,39 +6,68 @@ Kernel lab: the fused classifier of train_gpt2.cu (cross-entropy loss and dlogit
 
 The two numbers (benchmark shape: 8192 rows (CLASSIFIER_CHUNK_ROWS, one chunk) x Vp = 50304 (V = 50257), bf16):
   bytes  the logits, 2 * rows * Vp = 824.2 MB, read at least once and overwritten once:
-         minimum 2 x 824.2 MB = 1648.4 MB -> 0.549 ms at 3 TB/s
+         minimum 2 x 824.2 MB = 1648.4 MB -> 0.549 ms at 3 TB/s (0.492 ms at the 3.35 TB/s peak)
   FLOPs  no matmul: per logit an exp, a subtraction, a max and a sum per pass; the exp decides, on the
-         SFU (16 / clock / SM: about 3.6e12 / s on an H100 at 1.7 GHz): version 1 2 exp per logit
-         (0.82 G, 0.23 ms), version 2 2.25 (0.93 G, 0.26 ms); the fp32 arithmetic (~6 GFLOP at
-         67 TFLOP/s, 0.09 ms) less. 790 TFLOP/s does not apply: memory-bound, predicted
+         SFU (16 / clock / SM: about 3.6e12 / s on an H100 at 1.7 GHz): versions 1 and 3 2 exp per
+         logit (0.82 G, 0.23 ms), version 2 2.25 (0.93 G, 0.26 ms); the fp32 arithmetic (~6 GFLOP at
+         67 TFLOP/s, 0.09 ms) less. 790 TFLOP/s does not apply (no tensor-core work): memory-bound,
+         predicted
          version 1: reads the row 3 times + writes it once = 3297 MB -> 1.099 ms
          version 2: reads it 2 times + writes it once     = 2473 MB -> 0.824 ms
-         (both as if every read came from DRAM. A row is 100 KB; version 2's 2 blocks per SM keep
+         version 3: reads it once + writes it once        = 1648 MB -> 0.549 ms (0.492 ms at 3.35 TB/s)
+         (all as if every read came from DRAM. A row is 100 KB; version 2's 2 blocks per SM keep
          264 rows, 26 MB, in flight, under the 50 MB L2, so its second read could hit L2 (floor
-         0.549 ms) were its first pass not load128cs, evict-first; version 1's 4 blocks per SM, 53 MB)
+         0.549 ms) were its first pass not load128cs, evict-first; version 1's 4 blocks per SM, 53 MB.
+         Version 3 holds 1 block per SM (62 registers x 1024 threads): an SM's next row is not loaded
+         while its row is reduced (two butterflies and a barrier, ~1-2 us against the ~9 us a row's
+         200 KB take at 1/132 of 3 TB/s), so it may land 10-20% over its floor, still under version 2)
   The whole chunk (matmul_forward, the kernel, matmul_backward) at C = 768 adds 3 matmuls of
-  2 * rows * C * Vp = 1899 GFLOP in all, 2.404 ms at 790 TFLOP/s: the kernel is 25-30% of a chunk.
+  2 * rows * C * Vp = 1899 GFLOP in all, 2.404 ms at 790 TFLOP/s: the kernel is 25-30% of a chunk
+  with version 2, 19% with version 3.
 
 Versions (./build/lab_classifier [version]; one block per row, deterministic: fixed-order reductions,
 no atomics; registers from -Xptxas -v, nvcc 13.0, sm_90):
   1  three passes: fused_classifier_kernel1, the trainer's kernel at commit cce9b07, copied below:
      grid rows, 512 threads, scalar bf16 loads; pass 1 the row max (block_max), pass 2 the sum of
      exp(x - max) (block_sum), pass 3 writes dlogits. 144 B static smem, 20 registers, no spills.
-  2  online softmax: the trainer's fused_classifier_kernel (train_gpt2.cu), launched as
-     gpt2_forward_staged does, grid rows, classifier_threads(Vp) threads (1024 at GPT-2's vocabulary, whole
-     warps for the packs of a smaller one: 64 at Vp 512, 32 at 64): x128 loads (16 bytes, Vp % 8 == 0, rows 16-byte
-     aligned); pass 1 keeps (max, sum) pairs merged by softmax_stats_merge (rescaling the sum when the
-     max grows), butterflies over the warp, then over the warps; pass 2 writes dlogits.
-     272 B static smem, 28 registers, no spills (<= 64, so 1024-thread blocks can launch: the kernel
-     has no __launch_bounds__, and 65 registers would fail every launch).
+  2  online softmax: the trainer's fused_classifier_kernel (train_gpt2.cu), launched as version 3's
+     launcher does where it falls back, grid rows, classifier_threads(Vp) threads (1024 at GPT-2's
+     vocabulary, whole warps for the packs of a smaller one: 64 at Vp 512, 32 at 64): x128 loads
+     (16 bytes, Vp % 8 == 0, rows 16-byte aligned); pass 1 keeps (max, sum) pairs merged by
+     softmax_stats_merge (rescaling the sum when the max grows), butterflies over the warp, then over
+     the warps (softmax_stats_block); pass 2 writes dlogits.
+     272 B static smem, 32 registers, no spills (FP32 build: 28); __launch_bounds__(1024) keeps it
+     <= 64, so 1024-thread blocks can launch. In the trainer: the fallback of version 3's launcher.
+  3  one read: the trainer's fused_classifier (its launcher, as classifier_chunk calls it), grid rows,
+     classifier_threads(Vp) threads: fused_classifier_onepass_kernel<kPacks> where the row fits,
+     kPacks in {1, 2, 4, 7} x128 per thread (the smallest holding ceil(Vp / 8 / threads): 7 at
+     GPT-2's vocabulary, 1 at the small ones), else version 2's kernel (above 7 x 1024 packs: 57344
+     columns in BF16, 28672 in FP32, so GPT-2's vocabulary in FP32 builds). Each thread loads its packs
+     once (load128cs) into registers as 32-bit words (w128: two bf16 to a register), sets columns from
+     V on to -inf there, takes its max (max.bf16x2 over the words) and its sum of exp(x - max), the
+     block merges the threads' pairs as version 2 does (softmax_stats_block: the same butterflies,
+     the same order), then each thread writes dlogits over its own packs from its registers.
+     ptxas -v, sm_90, 272 B static smem, no stack frame, no spills (0 bytes stack frame: no LDL/STL
+     possible; cuobjdump is not in this CUDA 13.0 install, so the SASS was not read):
+       BF16: kPacks 1, 2, 4: 32 registers; 7: 62.   FP32: 1: 28; 2, 4: 32; 7: 64.
+       (sm_80, the trainer's other architecture: kPacks 7 62 registers in both, no spills)
+     kPacks 13 (GPT-2's row in FP32, 52 registers of data) does not fit: ptxas spills (BF16 64
+     registers, 56 B stack, 76 B spill stores; FP32 64, 112 B stack, 220 B stores), so FP32 falls back
+     to version 2; FP32 builds are the 1e-4 correctness builds, not timed. What kPacks 7 took (BF16
+     spill stores before each step): the row as 32-bit words, not x128 (split into 16-bit values, a
+     register each: 204 B); a constant stride between a thread's packs (one address pair: 120 B); the
+     max on bf16x2 words (the compiler kept the max's 56 floats for the sum: 72 B); the sum converting
+     with x2f, the dlogits with w128_get's shifts (with the same instructions the compiler kept the
+     sum's floats across the barrier for the dlogits: 48 B).
   Besides, per version, the trainer's chunked path as a whole (gpt2_forward_staged's classifier loop):
   for R rows at a time, logits = lnf @ head^T (matmul_forward), the kernel, then matmul_backward into
   dlnf and dhead (+=), and loss_sum_kernel.
 
-  ./build/lab_classifier [version] [--seed n] [--check] [--bench]
+  ./build/lab_classifier [version] [--seed n] [--check] [--bench] [--quick]
 
 --check (with neither --check nor --bench, both):
-  kernel: V / Vp in {50257 / 50304, 500 / 512, 50 / 64} x rows in {1, 3, 1000} x logit patterns
+  kernel: V / Vp in {50257 / 50304, 60000 / 60032 (past version 3's registers: its launcher takes
+  version 2's kernel), 500 / 512, 50 / 64} x rows in {1, 3, 1000} x logit patterns
   {random N(0, 3); one huge logit per row (1e4 or 3e38; at the target, in column V - 1 or elsewhere);
   all V logits equal (0 or N(0, 1000)); the row's max in column V - 1, the last pack}, padded columns
   NaN or +inf (alternating rows; the kernel must not read them as logits); targets 0 and V - 1 in
@@ -54,8 +83,8 @@ no atomics; registers from -Xptxas -v, nvcc 13.0, sm_90):
   the sum of the losses it read (1e-10 of sum |loss|: only the order of a double sum differs,
   at most N 2^-53 of it).
   One PASS/FAIL line per (version, trial); exit 1 on any FAIL. Without a GPU: one SKIP line, exit 0.
-  --quick (the CPU runtime, dev/cudacpu): the same without V 50257 at 1000 rows (kernel and chunked):
-  GPT-2's vocabulary at 1 and 3 rows, 1000 and 8200 rows at the small ones.
+  --quick (the CPU runtime, dev/cudacpu): the same without V 50257 and 60000 at 1000 rows (kernel and
+  chunked): GPT-2's vocabulary (and the fallback's) at 1 and 3 rows, 1000 and 8200 rows at the small ones.
 --bench: 8192 x 50304, median of 25 runs, L2 flushed before each (each run reads the dlogits the
   last one wrote: the same work): ms, GB/s over the minimum 1648 MB and over the version's own
   traffic; then the chunk at C = 768: ms, TFLOP/s.
@@ -75,7 +104,9 @@ Tolerances.
     A C++ emulation of both kernels (their thread and reduction order, __expf as ex2 of the rounded
     x log2(e) times 1 +- 2^-22, __logf as lg2 +- 2^-22) over these trials: loss <= 0.21 of its bound,
     dlogits <= 0.5 (the half-ulp rounding against a one-ulp bound); the same with one pack dropped
-    from the sum: 2..4e4 times the bound wherever the pack holds weight.
+    from the sum: 2..4e4 times the bound wherever the pack holds weight. Version 3 was not emulated:
+    its terms are version 2's (a thread sums its 56 exps in order at one max, then the same
+    merges), with no rescaling inside a thread; the CPU runtime's --quick gives its measured ratios.
   Chunked path (logits from a bf16 matmul: z rounded to bf16, |dz| <= 2^-9 |z|):
     loss per row, 1e-2 of max(1, |lse|, max |z|): the loss moves by sum_v p_v dz_v - dz_t, at most
     2^-8 max |z| (3.9e-3 of the scale), typically 10x less; a wrong target column moves it by ~|z|.
@@ -141,11 +172,18 @@ __global__ void fused_classifier_kernel1(floatX* logits, float* losses, const in
 static const LabVersion kVersions[] = {
     {1, "three passes (max, sum, write), scalar loads, 512 threads: fused_classifier_kernel of commit cce9b07", 0, 0},
     {2, "online softmax (max and sum in one pass), x128 loads, up to 1024 threads: the trainer's fused_classifier_kernel", 0, 0},
+    {3, "one read: the row in registers (kPacks x128 per thread), then dlogits from them: the trainer's fused_classifier "
+        "(version 2's kernel past 7 packs per thread)", 0, 0},
 };
 
-// the launch of each version: v1 as commit cce9b07 launched it, v2 as gpt2_forward_staged does
+// the launch of each version: v1 as commit cce9b07 launched it, v2 as the trainer's launcher launches
+// its fallback, v3 the trainer's launcher itself
 static void classifier_launch(int version, floatX* logits, float* losses, const int* targets, int N, int V, int Vp,
                               float dloss, int write_dlogits) {
+    if (version == 3) {
+        fused_classifier(logits, losses, targets, N, V, Vp, dloss, write_dlogits);
+        return;
+    }
     if (version == 1) {
         fused_classifier_kernel1<<<N, 512>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits);
     } else {
@@ -155,14 +193,14 @@ static void classifier_launch(int version, floatX* logits, float* losses, const 
 }
 
 // gpt2_forward_staged's classifier loop (train_gpt2.cu, "the classifier, logits_rows rows at a time"):
-// version 2 runs the trainer's classifier_chunk, version 1 the same steps with the old kernel. out: R rows of Vp.
+// version 3 runs the trainer's classifier_chunk, versions 1 and 2 the same steps with their kernels. out: R rows of Vp.
 static void classifier_chunked(int version, floatX* out, int R, float* losses, double* loss_sum, floatX* dlnf,
                                float* dhead, const floatX* lnf, const floatX* head, const int* targets, int N, int C,
                                int V, int Vp, float dloss) {
     for (int r0 = 0; r0 < N; r0 += R) {
         const int rows = N - r0 < R ? N - r0 : R;
         const floatX* lnf_rows = lnf + (size_t)r0 * C;
-        if (version == 2) { // the trainer's own chunk
+        if (version == 3) { // the trainer's own chunk
             classifier_chunk(out, losses + r0, dlnf + (size_t)r0 * C, dhead, lnf_rows, head, targets + r0, rows, C, V, Vp,
                              dloss, 1);
             continue;
@@ -495,14 +533,15 @@ static int check_chunk_version(const LabArgs* a, int version, const ChunkTrial* 
 // ----------------------------------------------------------------------------
 
 static int check(const LabArgs* a) {
-    static const int Vs[3][2] = {{50257, 50304}, {500, 512}, {50, 64}};
+    // 60000 / 60032: 7504 packs, past version 3's 7 x 1024 (BF16): its launcher takes version 2's kernel
+    static const int Vs[4][2] = {{50257, 50304}, {60000, 60032}, {500, 512}, {50, 64}};
     const int rows_list[3] = {1, 3, 1000};
     int failed = 0, count = 0;
     printf("check: kernel trials (V x rows x pattern), then the chunked path; bounds in the header%s\n",
-           a->quick ? " (--quick: V 50257 at 1 and 3 rows; no chunked trial of V 50257 x 1000 rows)" : "");
-    for (int vi = 0; vi < 3; vi++) {
+           a->quick ? " (--quick: V 50257 and 60000 at 1 and 3 rows; no chunked trial of V 50257 x 1000 rows)" : "");
+    for (int vi = 0; vi < 4; vi++) {
         for (int rows : rows_list) {
-            if (a->quick && Vs[vi][0] == 50257 && rows == 1000) { continue; }
+            if (a->quick && Vs[vi][0] >= 50257 && rows == 1000) { continue; }
             for (int p = 0; p < NUM_PATTERNS; p++) {
                 KernelTrial t;
                 kernel_trial_make(&t, Vs[vi][0], Vs[vi][1], rows, p, a->seed);
@@ -537,13 +576,13 @@ static int check(const LabArgs* a) {
 static void bench(const LabArgs* a) {
     const int rows = CLASSIFIER_CHUNK_ROWS, V = 50257, Vp = 50304, C = 768;
     const double bytes = 2.0 * rows * Vp;                        // the logits once
-    const double traffic[3] = {0.0, 4.0 * bytes, 3.0 * bytes};  // version 1: 3 reads + 1 write; 2: 2 + 1
+    const double traffic[4] = {0.0, 4.0 * bytes, 3.0 * bytes, 2.0 * bytes}; // v1: 3 reads + 1 write; v2: 2 + 1; v3: 1 + 1
     LabTimer timer;
     lab_timer_init(&timer);
     printf("bench: rows=%d V=%d Vp=%d, bf16, median of %d runs, L2 (%zu MiB) flushed before each\n",
            rows, V, Vp, LAB_BENCH_REPS, timer.flush_bytes / 2 >> 20);
-    printf("predicted kernel: read once + write once %.1f MB / 3 TB/s = %.3f ms (floor); v1 3 reads + 1 write %.3f ms; "
-           "v2 2 reads + 1 write %.3f ms: memory-bound\n", 2.0 * bytes / 1e6, 2.0 * bytes / LAB_PEAK_BYTES * 1e3,
+    printf("predicted kernel: read once + write once (v3) %.1f MB / 3 TB/s = %.3f ms (floor); v1 3 reads + 1 write "
+           "%.3f ms; v2 2 reads + 1 write %.3f ms: memory-bound\n", 2.0 * bytes / 1e6, 2.0 * bytes / LAB_PEAK_BYTES * 1e3,
            traffic[1] / LAB_PEAK_BYTES * 1e3, traffic[2] / LAB_PEAK_BYTES * 1e3);
     const size_t n = (size_t)rows * Vp;
     // each run overwrites the logits with dlogits and the next run reads those: the same bytes and

@@ -68,7 +68,7 @@ GROUPS = [
                      r"encoder_backward_wpe_kernel"], ["encoder_bwd"]),
     ("grad_norm", [r"sum_squares_partial_kernel", r"sum_partials_kernel"], ["grad_norm"]),
     ("adamw", [r"adamw_kernel"], ["adamw"]),
-    ("matmuls", [LIBRARY, r"fused_classifier_kernel", r"loss_sum_kernel"],
+    ("matmuls", [LIBRARY, r"fused_classifier_onepass_kernel", r"fused_classifier_kernel", r"loss_sum_kernel"],
      ["qkv_fwd", "qres_fwd", "attproj_fwd", "fc_fwd", "fcproj_fwd", "classifier", "fcproj_bwd", "fc_bwd",
       "attproj_bwd", "qkv_bwd", "qres_bwd"]),
 ]
