@@ -1013,7 +1013,8 @@ static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const fl
 //
 // fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels below read q, k
 //   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
-//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T).
+//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T). Two versions
+//   (AttnShape.flash, --flash): 3, the default (128-row forward tiles, a one-pass backward), and 2.
 // unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
 //   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
 //   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed

@@ -83,12 +83,14 @@ static const char* const profile_row_names[PROF_NUM_ROWS] = {
 #define PROFILE_PEAK_FLOPS 790e12
 #define PROFILE_PEAK_BYTES 3.35e12
 // The cost model's efficiencies (assumptions, not measurements: the GPU's profile checks them):
-// cuBLASLt GEMMs at 85% of peak, the flash kernels (version 2) at 35%, memory-bound kernels at
-// 3.0 TB/s; version 3's forward at 54% and backward at 38%, from the shared-memory model in the
-// attention labs' headers (dev/cuda/attention_forward.cu, attention_backward.cu; that model gives
-// version 2's forward 35% and its backward 22%).
-enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH3_FWD, PROF_KIND_FLASH3_BWD };
-static const double profile_kind_efficiency[5] = {3.0 / 3.35, 0.85, 0.35, 0.54, 0.38};
+// cuBLASLt GEMMs at 85% of peak, memory-bound kernels at 3.0 TB/s, the unfused attention at 35%;
+// the flash kernels from the shared-memory model in the attention labs' headers
+// (dev/cuda/attention_forward.cu, attention_backward.cu: shared memory at 128 bytes per clock per
+// SM, mma.sync at 2/3 of peak): version 2's forward 35% and backward 21% (its three kernels),
+// version 3's forward 54% and backward 34%.
+enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH2_BWD, PROF_KIND_FLASH3_FWD,
+                   PROF_KIND_FLASH3_BWD };
+static const double profile_kind_efficiency[6] = {3.0 / 3.35, 0.85, 0.35, 0.21, 0.54, 0.34};
 
 // what the costs depend on besides the model
 typedef struct {
@@ -193,9 +195,9 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
         // the model's four backward products: dP, dV, dK in the dK/dV kernel, dQ in the dQ kernel (the
         // kernels also recompute what they need: the excess shows as time over the roofline)
         ROW(PROF_ATTN_BWD_DELTA, 0.0, Lyr * (2.0 * a * N * C + 4.0 * BHT), PROF_KIND_MEMORY);
-        ROW(PROF_ATTN_BWD_DKDV, Lyr * 3.0 * unit, Lyr * (a * N * (qkv_ch + C + kv_ch) + 8.0 * BHT), PROF_KIND_ATTENTION);
+        ROW(PROF_ATTN_BWD_DKDV, Lyr * 3.0 * unit, Lyr * (a * N * (qkv_ch + C + kv_ch) + 8.0 * BHT), PROF_KIND_FLASH2_BWD);
         ROW(PROF_ATTN_BWD_DQ, Lyr * unit, Lyr * (a * N * (qkv_ch + C + C * (q_shares ? 2.0 : 1.0)) + 8.0 * BHT),
-            PROF_KIND_ATTENTION);
+            PROF_KIND_FLASH2_BWD);
     } else {
         ROW(PROF_ATTN_BWD, Lyr * 4.0 * unit, Lyr * (a * N * (2.0 * qkv_ch + 2.0 * C) + 4.0 * BHT), PROF_KIND_ATTENTION);
     }
@@ -312,10 +314,12 @@ static inline int profile_write(const ProfileTotals* t, const GPT2Config* c, con
         }
     }
     printf("profile: %d steps after a warm-up step | scheme %s | B %d T %d x %d micro-steps | roofline %.0f TFLOP/s, "
-           "%.2f TB/s | predicted: GEMMs %.0f%%, flash %.0f%% (v3 forward %.0f%%, backward %.0f%%) of it, memory %.1f TB/s\n", t->steps,
+           "%.2f TB/s | predicted: GEMMs %.0f%%, flash v2 %.0f%% / %.0f%%, v3 %.0f%% / %.0f%% (forward / backward), "
+           "unfused attention %.0f%% of it, memory %.1f TB/s\n", t->steps,
            qkv_scheme_name(c->scheme), s->B, s->T, s->micro_steps, PROFILE_PEAK_FLOPS / 1e12, PROFILE_PEAK_BYTES / 1e12,
            100.0 * profile_kind_efficiency[PROF_KIND_MATMUL], 100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
-           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_FWD], 100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_BWD],
+           100.0 * profile_kind_efficiency[PROF_KIND_FLASH2_BWD], 100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_FWD],
+           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_BWD], 100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
            PROFILE_PEAK_BYTES * profile_kind_efficiency[PROF_KIND_MEMORY] / 1e12);
     profile_report(t, rows, csv);
     if (csv != NULL) {

@@ -38,13 +38,62 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      dS rounded to bf16 as mma A fragments. Registers (ptxas -v, nvcc 13.0, sm_90): dK/dV 168 at hd 64,
      255 + 8 bytes spilled at hd 128; dQ 128 / 172; delta 32. hd 64 or 128, BF16 builds, rows 16-byte
      aligned, any T; deterministic (no atomics). ms on GPU: not yet run.
+  3  flash version 3, one pass, ./build/lab_attention_backward 3 (the trainer's default; --flash 2 picks
+     version 2): flash3_attention_backward_kernel<hd>, a 1-D grid of ceil(T/128) * B * Hkv CTAs taking
+     their work from a ticket, 256 threads (8 warps x 16 keys = 128 keys of one kv head), K and V
+     resident in shared memory; per step (one query tile of one of the g query heads, from the diagonal
+     on) Q and dO (cp.async, double-buffered) give P^T and dP^T once, dV += P^T dO and dK += dS^T Q in
+     registers, dS^T goes to shared memory, and the tile's dQ = dS K is added into an fp32 accumulator
+     (B, T, C) in a fixed order. Every mma operand by ldmatrix (.trans for dO and Q as B of dV and dK,
+     K as B of dQ, dS^T read back as dS). Query rows per step: 64 at hd 64, 16 at hd 128 (the registers:
+     dK and dV are 16 keys x hd fp32 each per warp). D = rowsum(dO * O) folded in: the tile's diagonal
+     CTA computes it from O and its dO tile and publishes it (flag); no delta kernel. Where q shares k's
+     or v's storage, flash3_dq_store_kernel adds the summed dQ after the kernel (as version 2's dQ
+     kernel adds to dK/dV's write). 5 products of T^2 hd per head (version 2: 7). Dynamic smem 90.5 KiB
+     at hd 64 (K, V 36 KiB, two stages of Q and dO 36 KiB, dS^T 18 KiB), 91.1 KiB at hd 128.
+     ptxas (nvcc 13.0, sm_90, --use_fast_math):
+       flash3_attention_backward_kernel<64>:  228 registers, 0 bytes spill stores, 0 bytes spill loads
+       flash3_attention_backward_kernel<128>: 241 registers, 0 bytes spill stores, 0 bytes spill loads
+         (with 32 query rows per step at hd 128: 255 registers and 4 bytes spilled, hence 16)
+       flash3_dq_store_kernel: 16 registers. One CTA (8 warps) per SM at both head sizes.
+     Deterministic: bit-identical runs (the check's second backward). ms on GPU: not yet run.
+
+  Determinism, the choice (version 3). A query tile's dQ sums contributions from every key CTA at or
+  before its diagonal. FlashAttention-2 adds them with fp32 atomics (the order varies run to run).
+  Options: (a) per key tile partials, reduced afterwards in a fixed order: (T/128) partial dQ tensors,
+  16 x 25 MB = 403 MB at d12's B 64, T 1024 per layer, written and read once more: ~0.25 ms per layer
+  of HBM traffic and 403 MB of memory; (b) a semaphore per query tile fixing the order of plain
+  read-add-writes into one fp32 accumulator: 25 MB per layer (B T C fp32, carved from dbuf_m, which is
+  dead then: no extra memory), traffic 2 x 16 KiB per CTA step that L2 holds (the accumulator of the
+  tiles in flight), and waits only when a CTA runs ahead of the one before it in the order. (b), with
+  the order n_diag, n_diag - 1, ..., 0: the order in which the contributions are formed when the CTAs
+  of a kv head run side by side (CTA n reaches tile m one step after CTA n + 1 does), so in the steady
+  state nobody waits. Work comes from a ticket (tiles of a (b, kv head) in descending key order), so
+  every CTA that one waits for took an earlier ticket and is running: no deadlock whatever order the
+  hardware starts CTAs in. (The CPU runtime cannot show an ordering bug here: dev/cudacpu/README.md.)
+
+  Predicted (not measured), B 8, H 12, hd 64, T 1024, by the forward lab's shared-memory model
+  (128 B per clock per SM, 29.6 TB/s; mma.sync at 527 TFLOP/s; exp2 at 3.7e12 per second), counted
+  per warp step (16 keys x 64 queries):
+    version 2: dK/dV kernel 52 KiB-equivalent (Q 8 + dO 8 as 32-bit pairs; dO and Q as 16-bit column
+      pairs, 16 + 16; K, V A fragments 2 + 2), 52,224 warp steps: 2.72 GB; dQ kernel 36 KiB (Q, dO
+      rows 2 + 2, K, V 8 + 8, K as column pairs 16): 1.88 GB; 4.6 GB -> 0.155 ms (mma 0.09 ms).
+      21% of 790 TFLOP/s on the backward's 4 products (the profile's count).
+    version 3: 50 KiB (S^T: K 2 + Q 8; dP^T: V 2 + dO 8; dV: dO 8; dK: Q 8; dS^T written 2; dQ: dS 4
+      + K 8), 55,296 warp steps (128-key CTAs, 72 steps per (b, h)): 2.83 GB -> 0.096 ms; mma
+      (160 per warp step) 0.069 ms; exp2 0.015 ms; the dQ accumulator 221 MB through L2, overlapped.
+      Predicted 0.10 ms: 34% of 790 TFLOP/s on the 4 products, 1.6x version 2 (which also runs the
+      delta kernel: 25 MB, 0.008 ms).
+  At hd 128 version 3's 16-row steps reload K's and V's A fragments (4 + 4 KiB) for every 16 queries:
+  predicted about 1.2x version 2 there, not more.
 
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs and datty per trial (seed printed); the version's forward, then, twice, its backward with
-dqkv, dx, dqres and every scratch buffer poisoned with 0xFF (guards around each): each stored
+dqkv, dx, dqres and every scratch buffer poisoned with 0xFF (guards around each; version 3's dQ
+accumulator and counters too, which its launcher zeroes): each stored
 tensor's slice of dqkv ("dqkv[k=v]") against the CPU twin (dev/cpu/attention_tiled_cpu.h) and, for
 versions >= 2, against version 1; no element of dqkv left unwritten; dx compared when the scheme
 takes a role from x (and the return value 1 checked), else still 0xFF byte for byte (return 0);
