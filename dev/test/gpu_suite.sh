@@ -42,10 +42,10 @@
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
 #                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
-#                     standard_hd64 (both paths), the attention labs' version 2 (--check --quick)
+#                     standard_hd64 (both paths), the attention labs' versions 1-3 (--check --quick)
 #   sanitize_racecheck[540] racecheck: the trainer (BF16) on every head-size-64 fixture, standard_tiny,
-#                     the attention labs' version 2
-#   sanitize_synccheck[540] synccheck: the trainer (BF16) on every head-size-64 fixture, the labs' version 2
+#                     the attention labs' versions 1-3
+#   sanitize_synccheck[540] synccheck: the trainer (BF16) on every head-size-64 fixture, the labs' versions 1-3
 #   sanitize_initcheck[540] initcheck, one step: FP32 on each scheme's tiny fixture; BF16 on
 #                     standard_tiny and the head-size-64 fixtures of standard, kv_shared, qkv_shared,
 #                     q_residual, through dev/test/initcheck_filter.py (reads of what only cuBLASLt
@@ -587,7 +587,7 @@ sanitize_job() { # tool kind precision target
   if [ $DRY -eq 0 ] && [ "$left" -lt 30 ]; then rm -f "$res"; return 0; fi # not reached: no result, the next call runs it
   case $kind in
     lab)
-      cmd=(./build/lab_"$target" 2 --check --quick); label="lab_$target 2 --check --quick" ;;
+      cmd=(./build/lab_"$target" --check --quick); label="lab_$target --check --quick (every version)" ;;
     test)
       awk -F'\t' -v f="$target" '$1 == f' dev/fixtures/manifest.tsv >"$dir/manifest_$target.tsv" 2>/dev/null
       scheme=$(fixture_scheme "$target"); scheme=${scheme:-standard}
@@ -664,7 +664,7 @@ sanitize_group() { # kind precision target -> the summary row the run belongs to
   case $1 in
     train) case $3 in *_hd64*|*_hd128*) echo "trainer $2, head-size-64 fixtures (flash)";; *) echo "trainer $2, tiny fixtures (unfused)";; esac ;;
     test) echo "test_gpt2cu $2 $3 (both paths)" ;;
-    lab) echo "attention labs, version 2 --check --quick" ;;
+    lab) echo "attention labs, every version --check --quick" ;;
   esac
 }
 stage_sanitize() { # tool

@@ -14,8 +14,8 @@
 #        (-r 1; -r 2 with the classifier in 37-row chunks and the GELU unfused), the bit-identical
 #        resume (both attention paths), the log, bad steps, the v5 read; the other schemes skip it
 #        (--fixtures-only) to fit CI
-#   the attention labs (dev/cuda/attention_{forward,backward}.cu), BF16, every version, --check against
-#        their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
+#   the attention labs (dev/cuda/attention_{forward,backward}.cu), BF16, version 3 --check (version 1
+#        its baseline) and version 2 --quick against their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
 #   the runtime's inline PTX (dev/cudacpu/test_ptx.cu): ldmatrix x1/x2/x4 (.trans) into mma.sync against
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
@@ -47,10 +47,12 @@ fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
   awk -F'\t' -v s="$1" -v p="$2" '$2 == s && (($1 ~ /_hd(64|128)/) == (p == "bf16")) { printf "%s%s", n++ ? "," : "", $1 }' "$manifest"
 }
 runs=("standard $(fixtures_of standard bf16) full")
-# the attention labs' --check against their CPU twin (dev/cuda/README.md), every version, on this
-# runtime. Their FP32 builds have version 1 only, the unfused path the 25 FP32 fixtures run: not here.
+# the attention labs' --check against their CPU twin (dev/cuda/README.md) on this runtime: version 3
+# (the trainer's default) in full, with version 1 as its baseline; version 2, unchanged since its full
+# runs, on --quick's shapes (20 s instead of 96). Their FP32 builds have version 1 only, the unfused
+# path the 25 FP32 fixtures run: not here.
 for l in attention_backward attention_forward; do
-  runs+=("lab_$l - --check")
+  runs+=("lab_$l - 3,--check" "lab_$l - 2,--quick")
 done
 runs+=("standard_fp32 $(fixtures_of standard fp32) full")
 for s in $SCHEMES; do
