@@ -142,6 +142,17 @@ $(BUILD)/lab_%_fp32: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 $(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 	$(NVCC) $(LAB_NVCC_FLAGS) $(call PRECISION_DEFINE,BF16) $< $(NVCC_LDFLAGS) -lgomp -o $@
 
+# The labs' compile check without ptxas (dev/test/test_cuda.sh where there is no GPU):
+# build/ptx/lab_<op>[_fp32], PTX for compute_90 only, as build/ptx/train_gpt2cu_<scheme>: a lab's
+# device code is the trainer's (standard's full build runs ptxas on it) and its reference versions.
+LAB_PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 -Xcompiler $(OPENMP)
+$(BUILD)/ptx/lab_%_fp32: dev/cuda/%.cu $(LAB_DEPS)
+	@mkdir -p $(dir $@)
+	$(LAB_PTX_NVCC) $(call PRECISION_DEFINE,FP32) $< $(NVCC_LDFLAGS) -lgomp -o $@
+$(BUILD)/ptx/lab_%: dev/cuda/%.cu $(LAB_DEPS)
+	@mkdir -p $(dir $@)
+	$(LAB_PTX_NVCC) $(call PRECISION_DEFINE,BF16) $< $(NVCC_LDFLAGS) -lgomp -o $@
+
 # The labs on the CPU runtime: build/cudacpu/lab_<op>[_fp32], run with --check against their CPU
 # references (dev/test/test_cudacpu.sh). The headers they include are rewritten beside them under
 # build/cudacpu/src/dev/, so that a lab's `#include "../../train_gpt2.cu"` finds the rewritten trainer.

@@ -1090,7 +1090,7 @@ typedef struct {
 
 // its sync words: [0] the work ticket, then per (b, h, query tile) the dQ order counter, then the D flag
 // (training_memory.h sizes them for block_m 16, the smaller)
-static inline size_t flash3_bwd_sync_words(int B, int H, int T, int block_m) {
+static __attribute__((unused)) inline size_t flash3_bwd_sync_words(int B, int H, int T, int block_m) {
     return 1 + 2 * (size_t)B * H * (size_t)((T + block_m - 1) / block_m);
 }
 
