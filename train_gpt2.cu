@@ -1215,6 +1215,52 @@ __device__ __forceinline__ void flash_store_pair(floatX* p, float a, float b, in
     *p2 = __floats2bfloat162_rn(a, b);
 }
 
+// A forward's epilogue, every version: the quad's row_sum summed, then this thread's rows row0 and
+// row0 + 8 of O = acc_o / row_sum (B, T, H * kHeadDim) and lse = ln(row_sum) + row_max / log2(e) (B, H, T)
+template <int kHeadDim>
+__device__ __forceinline__ void flash_store_o_lse(floatX* out, float* lse, const float (&acc_o)[kHeadDim / 8][4],
+                                                  const float row_max[2], float row_sum[2], int b, int h, int H,
+                                                  int T, int row0, int quad) {
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 1);
+        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 2);
+        const int t = row0 + 8 * r;
+        if (t >= T) { continue; }
+        const float inv = 1.0f / row_sum[r];
+        floatX* o = out + ((size_t)b * T + t) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj++) { flash_store_pair(o + dj * 8, acc_o[dj][2 * r] * inv, acc_o[dj][2 * r + 1] * inv, 0); }
+        if (quad == 0) { lse[((size_t)b * H + h) * T + t] = (row_max[r] + log2f(row_sum[r])) * FLASH_LN2; }
+    }
+}
+
+// A backward's dK/dV epilogue, every version: this thread's keys key0 and key0 + 8 of kv head kvh,
+// dK = scale * acc_dk and dV = acc_dv; a shared k = v tensor gets dK + dV in one write
+template <int kHeadDim>
+__device__ __forceinline__ void flash_store_dkdv(AttnGradDest dk, AttnGradDest dv, const float (&acc_dk)[kHeadDim / 8][4],
+                                                 const float (&acc_dv)[kHeadDim / 8][4], int b, int kvh, int T, int key0,
+                                                 int quad, float scale, bool kv_same) {
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int key = key0 + 8 * r;
+        if (key >= T) { continue; }
+        floatX* pk = dk.rows.ptr + ((size_t)b * T + key) * dk.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        floatX* pv = dv.rows.ptr + ((size_t)b * T + key) * dv.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj++) {
+            const float k0 = acc_dk[dj][2 * r] * scale, k1 = acc_dk[dj][2 * r + 1] * scale;
+            const float v0 = acc_dv[dj][2 * r], v1 = acc_dv[dj][2 * r + 1];
+            if (kv_same) {
+                flash_store_pair(pk + dj * 8, k0 + v0, k1 + v1, dk.accumulate);
+            } else {
+                flash_store_pair(pk + dj * 8, k0, k1, dk.accumulate);
+                flash_store_pair(pv + dj * 8, v0, v1, dv.accumulate);
+            }
+        }
+    }
+}
+
 // S (16, kBlockN) = Q_w K^T for this warp's 16 rows of sQ against the key tile sK, fp32
 template <int kHeadDim>
 __device__ __forceinline__ void flash_scores(float (&s)[FLASH_BLOCK_N / 8][4], const floatX* sQw, const floatX* sK,
@@ -1328,18 +1374,7 @@ flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, 
     }
 
     // epilogue: O = acc_o / row_sum, lse = ln(row_sum) + row_max / log2(e)
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 1);
-        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 2);
-        const int t = row0 + 8 * r;
-        if (t >= T) { continue; }
-        const float inv = 1.0f / row_sum[r];
-        floatX* o = out + ((size_t)b * T + t) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim + 2 * quad;
-        #pragma unroll
-        for (int dj = 0; dj < kTilesD; dj++) { flash_store_pair(o + dj * 8, acc_o[dj][2 * r] * inv, acc_o[dj][2 * r + 1] * inv, 0); }
-        if (quad == 0) { lse[((size_t)b * H + h) * T + t] = (row_max[r] + log2f(row_sum[r])) * FLASH_LN2; }
-    }
+    flash_store_o_lse<kHeadDim>(out, lse, acc_o, row_max, row_sum, b, h, H, T, row0, quad);
 }
 
 // dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
@@ -1572,19 +1607,8 @@ flash3_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k,
         __syncthreads(); // every warp is done with this stage before the next iteration's copies refill it
     }
 
-    // epilogue, as version 2: O = acc_o / row_sum, lse = ln(row_sum) + row_max / log2(e)
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 1);
-        row_sum[r] += __shfl_xor_sync(0xFFFFFFFFu, row_sum[r], 2);
-        const int t = row0 + 8 * r;
-        if (t >= T) { continue; }
-        const float inv = 1.0f / row_sum[r];
-        floatX* o = out + ((size_t)b * T + t) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim + 2 * quad;
-        #pragma unroll
-        for (int dj = 0; dj < kTilesD; dj++) { flash_store_pair(o + dj * 8, acc_o[dj][2 * r] * inv, acc_o[dj][2 * r + 1] * inv, 0); }
-        if (quad == 0) { lse[((size_t)b * H + h) * T + t] = (row_max[r] + log2f(row_sum[r])) * FLASH_LN2; }
-    }
+    // epilogue, as version 2
+    flash_store_o_lse<kHeadDim>(out, lse, acc_o, row_max, row_sum, b, h, H, T, row0, quad);
 }
 
 // dynamic shared memory of the version 3 forward: Q (128 rows) and two stages of K and V (64 rows)
@@ -1717,24 +1741,7 @@ flash_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const flo
     }
 
     // epilogue: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int key = key0 + 8 * r;
-        if (key >= T) { continue; }
-        floatX* pk = dk.rows.ptr + ((size_t)b * T + key) * dk.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
-        floatX* pv = dv.rows.ptr + ((size_t)b * T + key) * dv.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
-        #pragma unroll
-        for (int dj = 0; dj < kTilesD; dj++) {
-            const float k0 = acc_dk[dj][2 * r] * scale, k1 = acc_dk[dj][2 * r + 1] * scale;
-            const float v0 = acc_dv[dj][2 * r], v1 = acc_dv[dj][2 * r + 1];
-            if (kv_same) {
-                flash_store_pair(pk + dj * 8, k0 + v0, k1 + v1, dk.accumulate);
-            } else {
-                flash_store_pair(pk + dj * 8, k0, k1, dk.accumulate);
-                flash_store_pair(pv + dj * 8, v0, v1, dv.accumulate);
-            }
-        }
-    }
+    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
 }
 
 template <int kHeadDim>
@@ -2152,25 +2159,8 @@ flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest 
         if (threadIdx.x == 0) { atomicExch(&dq_order[tile_id], turn + 1); }
     }
 
-    // epilogue, as version 2: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int key = key0 + 8 * r;
-        if (key >= T) { continue; }
-        floatX* pk = dk.rows.ptr + ((size_t)b * T + key) * dk.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
-        floatX* pv = dv.rows.ptr + ((size_t)b * T + key) * dv.rows.stride + (size_t)kvh * kHeadDim + 2 * quad;
-        #pragma unroll
-        for (int dj = 0; dj < kTilesD; dj++) {
-            const float k0 = acc_dk[dj][2 * r] * scale, k1 = acc_dk[dj][2 * r + 1] * scale;
-            const float v0 = acc_dv[dj][2 * r], v1 = acc_dv[dj][2 * r + 1];
-            if (kv_same) {
-                flash_store_pair(pk + dj * 8, k0 + v0, k1 + v1, dk.accumulate);
-            } else {
-                flash_store_pair(pk + dj * 8, k0, k1, dk.accumulate);
-                flash_store_pair(pv + dj * 8, v0, v1, dv.accumulate);
-            }
-        }
-    }
+    // epilogue, as version 2
+    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
 }
 
 // where dq accumulates (q shares k's or v's storage): dq (B, T, H heads) += scale * dq_accum, after
