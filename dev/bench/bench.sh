@@ -3,6 +3,9 @@
 # GPU and takes minutes.
 #
 #   bash dev/bench/bench.sh [steps (default 10)] [schemes (default all)]
+#   bash dev/bench/bench.sh --build-llmc
+#       only build llm.c (below) and mark it built for this GPU, so that gpu_suite.sh can build it in
+#       the background while other stages run; a later bench.sh on the same machine reuses it
 #
 # 1. Peers: our standard scheme at d12, T 1024, BF16, 524288 tokens per step (gradient accumulation),
 #    the largest micro-batch B that fits (128 down, halving on "out of memory"); then llm.c's
@@ -23,9 +26,11 @@
 # Data: one shard of random token ids in build/bench/ (throughput does not depend on the text).
 # Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv. BENCH_PEERS_ONLY=1: part 1 only;
 # BENCH_SCHEMES_ONLY=1: part 2 only (dev/test/gpu_suite.sh runs the two parts as two stages, each
-# within one device call). Each run is stopped after 540 s (a device call's limit).
+# within one device call). Each run is stopped after RUN_TIMEOUT s (default 300).
 set -u
 cd "$(dirname "$0")/../.."
+BUILD_LLMC_ONLY=0
+if [ "${1:-}" = --build-llmc ]; then BUILD_LLMC_ONLY=1; shift; fi
 STEPS=${1:-10}
 case "$STEPS" in ''|*[!0-9]*) echo "bench: steps '$STEPS': expected an integer >= 4" >&2; exit 1;; esac
 [ "$STEPS" -ge 4 ] || { echo "bench: steps $STEPS: expected >= 4 (the first steps are not timed)" >&2; exit 1; }
@@ -37,6 +42,9 @@ fi
 TOKENS_PER_STEP=524288
 T=1024
 PEAK_TFLOPS=${PEAK_TFLOPS:-790}
+# each run's limit: 6-10 steps take seconds, PyTorch's compilation a minute or two; a hung kernel
+# then costs 300 s, not the device call's 540
+RUN_TIMEOUT=${RUN_TIMEOUT:-300}
 PYTHON=${PYTHON:-python3}
 LLMC_DIR=${LLMC_DIR:-dev/bench/peers/llm.c}
 CUDNN_FRONTEND=${CUDNN_FRONTEND:-$PWD/$LLMC_DIR/cudnn-frontend/include}
@@ -51,7 +59,7 @@ SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d
 
 # one shard of random GPT-2 token ids, enough for STEPS steps and llm.c's final validation
 shard=build/bench/bench_train_000.bin
-"$PYTHON" - "$shard" $((TOKENS_PER_STEP * (STEPS + 2) + 1)) <<'EOF'
+[ $BUILD_LLMC_ONLY = 1 ] || "$PYTHON" - "$shard" $((TOKENS_PER_STEP * (STEPS + 2) + 1)) <<'EOF'
 import os, sys
 import numpy as np
 path, n = sys.argv[1], int(sys.argv[2])
@@ -65,7 +73,7 @@ with open(path + ".tmp", "wb") as f:
     f.write(ids.tobytes())
 os.replace(path + ".tmp", path)
 EOF
-[ -f "$shard" ] || { echo "bench: could not write $shard" >&2; exit 1; }
+[ $BUILD_LLMC_ONLY = 1 ] || [ -f "$shard" ] || { echo "bench: could not write $shard" >&2; exit 1; }
 
 # run a command while sampling the GPU's memory in use; the peak (MiB) goes to $log.mem
 with_memory_peak() { # log cmd...
@@ -123,7 +131,7 @@ run_fitting() { # who scheme depth first_B
 
 # ours: the trainer's summary line (mean over the steps after the first)
 launch_ours() { # scheme depth B
-  timeout 540 ./"$(binary "$1")" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4
+  timeout "$RUN_TIMEOUT" ./"$(binary "$1")" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 0 -s 0 -i "$shard" -l 1e-4
 }
 parse_ours() {
   grep -q '^summary:' "$1" || return 0
@@ -134,10 +142,18 @@ run_ours() { # scheme depth
   run_fitting ours "$1" "$2" 128
 }
 
-# llm.c: built once, with cuDNN if that builds; sets LLMC_BIN and LLMC_NOTE
+# llm.c: built once per machine, with cuDNN if that builds; sets LLMC_BIN and LLMC_NOTE. A finished
+# build writes "sm_<arch> <note>" to $LLMC_DIR/BUILT; a later call for the same GPU reuses it (the
+# folder is carried from elsewhere without it, so a build made for another machine is never reused)
 LLMC_BIN=""
 build_llmc() {
   [ -f "$LLMC_DIR/train_gpt2.cu" ] || { echo "bench: no llm.c source in $LLMC_DIR (HINT: fetch github.com/karpathy/llm.c there; it is ignored by git)" >&2; return 1; }
+  if [ -x "$LLMC_DIR/train_gpt2cu" ] && [ "$(cut -d' ' -f1 "$LLMC_DIR/BUILT" 2>/dev/null)" = "sm_$SM" ]; then
+    LLMC_NOTE=$(cut -d' ' -f2- "$LLMC_DIR/BUILT") LLMC_BIN="$LLMC_DIR/train_gpt2cu"
+    echo "llm.c: $(cat "$LLMC_DIR/COMMIT" 2>/dev/null || echo 'commit unknown'), $LLMC_NOTE (built earlier on this machine)"
+    return 0
+  fi
+  rm -f "$LLMC_DIR/BUILT"
   local cudnn_dir
   # llm.c uses NVML when nvml.h is found; the linker then needs libnvidia-ml (the toolkit's stub)
   # or the driver's libnvidia-ml.so.1 under an unversioned name
@@ -170,12 +186,19 @@ build_llmc() {
       { echo "bench: llm.c did not build: $(grep -m1 -i error "$out_dir/llmc_build.log")" >&2; return 1; }
   fi
   LLMC_BIN="$LLMC_DIR/train_gpt2cu"
+  echo "sm_$SM $LLMC_NOTE" >"$LLMC_DIR/BUILT"
   echo "llm.c: $(cat "$LLMC_DIR/COMMIT" 2>/dev/null || echo 'commit unknown'), $LLMC_NOTE"
 }
+if [ $BUILD_LLMC_ONLY = 1 ]; then
+  build_llmc >"$out_dir/llmc_build_note.txt" 2>&1
+  rc=$?
+  cat "$out_dir/llmc_build_note.txt"
+  exit $rc
+fi
 # llm.c's defaults otherwise (recompute GELU -r 1, master weights, ZeRO 0); no validation or
 # sampling inside the timed steps; its "total average iteration time" excludes the first step
 launch_llmc() { # scheme depth B
-  timeout 540 "$LLMC_BIN" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 100000 -s 100000 -m 1 \
+  timeout "$RUN_TIMEOUT" "$LLMC_BIN" -e "$2" -t $T -b "$3" -d $TOKENS_PER_STEP -x "$STEPS" -v 100000 -s 100000 -m 1 \
     -i "$shard" -j "$shard" -l 1e-4
 }
 parse_llmc() {
@@ -185,7 +208,7 @@ parse_llmc() {
 }
 # PyTorch: bench_torch.py's summary line (mean over the steps after the first two)
 launch_pytorch() { # scheme depth B
-  timeout 540 "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$2" -b "$3" -t $T -d $TOKENS_PER_STEP \
+  timeout "$RUN_TIMEOUT" "$PYTHON" dev/bench/bench_torch.py --shard "$shard" -e "$2" -b "$3" -t $T -d $TOKENS_PER_STEP \
     -x "$STEPS" --peak_tflops "$PEAK_TFLOPS"
 }
 parse_pytorch() {

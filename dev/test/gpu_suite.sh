@@ -429,7 +429,7 @@ stage_fixtures() {
 stage_tests() { # precision
   local p=$1 lp s test_log n_pass n_fail worst rc
   lp=$(echo "$p" | tr A-Z a-z)
-  x env CUDA_TEST_PRECISIONS="$p" CUDA_TEST_LABS=0 PYTHON="$PYTHON" timeout "$(tlimit 400)" bash dev/test/test_cuda.sh \
+  x env CUDA_TEST_PRECISIONS="$p" CUDA_TEST_LABS=0 GPU_RUN_TIMEOUT=60 PYTHON="$PYTHON" timeout "$(tlimit 400)" bash dev/test/test_cuda.sh \
     >"$LOG/tests_$lp.log" 2>&1
   rc=$?
   [ $DRY -eq 1 ] && return
@@ -463,7 +463,7 @@ stage_bench() { # part (peers|schemes)
   if [ $rc -eq 0 ]; then row "bench.sh $part ($BENCH_STEPS steps per run)" PASS "$(stage_secs) s"
   else row "bench.sh $part ($BENCH_STEPS steps per run)" FAIL "exit $rc: $(grep -m1 '^bench:' "$LOG/bench_$part.log" | cut -c1-110)"; fi
 }
-stage_bench_peers() { stage_bench peers; }
+stage_bench_peers() { wait_llmc_build; stage_bench peers; }
 stage_bench_schemes() { stage_bench schemes; }
 
 # ---------------------------------------------------------------------------------------------
@@ -538,7 +538,7 @@ stage_lab_check() {
   mkdir -p "$LOG/lab"
   for bin in $(lab_bins); do
     name=$(basename "$bin") log="$LOG/lab/${name}_check.log"
-    x timeout "$(tlimit 300)" ./"$bin" --check >"$log" 2>&1
+    x timeout "$(tlimit 150)" ./"$bin" --check >"$log" 2>&1
     rc=$?
     [ $DRY -eq 1 ] && continue
     n_pass=$(grep -c '^PASS ' "$log"); n_fail=$(grep -c '^FAIL ' "$log")
@@ -718,6 +718,7 @@ stage_sanitize_initcheck() { stage_sanitize initcheck; }
 
 stage_train() {
   local rc val steps summary g
+  wait_llmc_build
   need_data dev/data/austen austen_train_000000.bin "make train" || return
   x timeout "$(tlimit 240)" make train >"$LOG/make_train.log" 2>&1
   rc=$?
@@ -924,6 +925,29 @@ run_stage() { # stage [reason it runs although LOG_DIR says it passed]
 
 passed_before() { # stage: LOG_DIR records it as passed (and --force is not given)
   [ $FORCE -eq 0 ] && [ -f "$LOG/$1.status" ] && [ "$(cut -f1 "$LOG/$1.status")" = PASS ]
+}
+# llm.c's build (about 2 min with cuDNN, one nvcc after another) runs in the background from the
+# call's start, beside the stages before bench_peers; bench_peers and train wait for it
+LLMC_BUILD_PID=""
+for st in $STAGES; do
+  case $st in bench_peers|train) passed_before "$st" || { LLMC_WANTED=1; break; };; esac
+done
+if [ "${LLMC_WANTED:-0}" = 1 ] && [ -f dev/bench/peers/llm.c/train_gpt2.cu ]; then
+  mkdir -p "$LOG/bench_peers"
+  if [ $DRY -eq 1 ]; then
+    x env BENCH_LOG_DIR="$LOG/bench_peers" PYTHON="$PYTHON" bash dev/bench/bench.sh --build-llmc
+  else
+    BENCH_LOG_DIR="$LOG/bench_peers" PYTHON="$PYTHON" timeout 600 bash dev/bench/bench.sh --build-llmc \
+      >"$LOG/bench_peers/llmc_background_build.log" 2>&1 &
+    LLMC_BUILD_PID=$!
+  fi
+fi
+wait_llmc_build() {
+  [ -n "$LLMC_BUILD_PID" ] || return 0
+  echo "(waiting for llm.c's background build: $(date -u +%H:%M:%S))"
+  wait "$LLMC_BUILD_PID"
+  echo "(llm.c's background build: exit $?, $(tail -n 1 "$LOG/bench_peers/llmc_background_build.log" 2>/dev/null))"
+  LLMC_BUILD_PID=""
 }
 for st in $STAGES; do
   if passed_before "$st" && [ "$st" != build ] && [ "$st" != fixtures ]; then run_stage "$st"; continue; fi

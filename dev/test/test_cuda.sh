@@ -302,7 +302,9 @@ if [ $has_gpu -eq 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-# GPU tests
+# GPU tests. Each binary runs under a timeout: a kernel that hangs (a spin wait on another block
+# that never comes) must cost one run, not the device call
+GPU_RUN_TIMEOUT=${GPU_RUN_TIMEOUT:-180}
 if [ $has_gpu -eq 0 ]; then
   echo "SKIP gpu tests: no CUDA device on this machine"
 else
@@ -312,12 +314,12 @@ else
     for s in $SCHEMES; do
       bin=$(binary test_gpt2cu "$s" "$p")
       [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
-      ./"$bin" | tee "$log_dir/$bin.log" | grep -E '^(PASS|FAIL|SKIP) |^cuda-'
+      timeout "$GPU_RUN_TIMEOUT" ./"$bin" | tee "$log_dir/$bin.log" | grep -E '^(PASS|FAIL|SKIP) |^cuda-'
       rc=${PIPESTATUS[0]}
       if [ "$rc" -ne 0 ]; then
         # exit 1 with FAIL lines is a counted failure; anything else (a crash, a cudaCheck exit mid-run) is one more
         if [ "$rc" -ne 1 ] || ! grep -q '^FAIL' "$log_dir/$bin.log"; then
-          echo "FAIL gpu $bin: exited $rc (crash or error before its summary; see $log_dir/$bin.log: $(grep -m1 '^error' "$log_dir/$bin.log"))"
+          echo "FAIL gpu $bin: exited $rc$([ "$rc" -eq 124 ] && echo ": stopped after $GPU_RUN_TIMEOUT s (a hang?)") (crash or error before its summary; see $log_dir/$bin.log: $(grep -m1 '^error' "$log_dir/$bin.log"))"
         fi
         failed=1
       elif ! grep -q '^PASS ' "$log_dir/$bin.log"; then
@@ -392,7 +394,7 @@ else
   for bin in "${lab_bins[@]}"; do
     [ -x "$bin" ] || { fail "gpu $bin: not built"; continue; }
     lab_log="$log_dir/$(basename "$bin").log"
-    ./"$bin" --check >"$lab_log" 2>&1
+    timeout "$GPU_RUN_TIMEOUT" ./"$bin" --check >"$lab_log" 2>&1
     rc=$?
     n_pass=$(grep -c '^PASS ' "$lab_log")
     n_fail=$(grep -c '^FAIL ' "$lab_log")
