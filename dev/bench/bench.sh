@@ -166,13 +166,14 @@ build_llmc() {
   fi
   cudnn_dir=$("$PYTHON" -c 'import nvidia.cudnn, os; f = getattr(nvidia.cudnn, "__file__", None); print(os.path.dirname(f) if f else list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
   LLMC_NOTE="llm.c without cuDNN"
+  # (cudnn-frontend 1.x compiles some kernels at run time: -lnvrtc; the 2026-11-26 H100 run failed to link without it)
   if [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ] && [ -d "$CUDNN_FRONTEND" ]; then
     # the wheel ships libcudnn.so.9 only: give the linker an unversioned name
     mkdir -p build/bench/cudnn_lib
     ln -sf "$cudnn_dir/lib/libcudnn.so.9" build/bench/cudnn_lib/libcudnn.so
     if (cd "$LLMC_DIR" && timeout 300 make -B train_gpt2cu GPU_COMPUTE_CAPABILITY="$SM" NO_MULTI_GPU=1 USE_CUDNN=1 PRECISION=BF16 \
           CUDNN_FRONTEND_PATH="$CUDNN_FRONTEND" NVCC_INCLUDES="-I$CUDNN_FRONTEND -I$cudnn_dir/include" \
-          NVCC_LDFLAGS="-lcublas -lcublasLt $NVML_LINK -L$PWD/build/bench/cudnn_lib -lcudnn -Xlinker -rpath=$cudnn_dir/lib") \
+          NVCC_LDFLAGS="-lcublas -lcublasLt -lnvrtc $NVML_LINK -L$PWD/build/bench/cudnn_lib -lcudnn -Xlinker -rpath=$cudnn_dir/lib") \
           >"$out_dir/llmc_build_cudnn.log" 2>&1; then
       LLMC_NOTE="llm.c with cuDNN"
     else
