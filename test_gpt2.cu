@@ -504,7 +504,8 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
             } else {
                 bad++;
                 printf("  kv_cache %s sampling %s step %d: cached token %d, the full pass's %d (coin %.7f, logit "
-                       "difference %.1e)\n", fixture, kSamplingGrid[s].name, g, mine, theirs, (double)coins[(size_t)g], d);
+                       "difference %.1e; %s)\n", fixture, kSamplingGrid[s].name, g, mine, theirs, (double)coins[(size_t)g], d,
+                       sampling_flip_detail(sampler.settings, ref.data(), &cached[(size_t)g * V], V, mine, theirs, d).c_str());
             }
         }
         per_setting += std::string(s > 0 ? ", " : "") + kSamplingGrid[s].name + " " + std::to_string(same) + "/" +

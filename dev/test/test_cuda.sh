@@ -376,7 +376,7 @@ else
   fi
   # the BF16 trainer writes a plain GPT-2 (the standard fixture: Hkv = H, MLP 4C, biases, tied) as
   # llm.c's version 5, fields 8..255 zero, so that llm.c's train_gpt2cu loads it
-  m5=build/test_cuda_trainer/model_00000004.bin
+  m5=build/test_cuda_trainer/model_00000002.bin # the --overwrite 1 run's (it removed the first run's files)
   if [ $has_bf16 -eq 0 ]; then
     :
   elif [ -f "$m5" ]; then

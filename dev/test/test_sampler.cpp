@@ -13,6 +13,7 @@
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
 #include "../train_common.h"
+#include "sampling_check.h"
 
 #include <map>
 
@@ -66,6 +67,61 @@ static const char* setting_kind(const SamplingSettings* s) {
     if (s->top_k > 0) { return "top_k"; }
     if (s->top_p < 1.0f) { return "top_p"; }
     return "temperature";
+}
+
+// sampling_check.h's flip explanation (the KV-cache tests' rule) on hand-built logits: two near-tied
+// tokens at a top-k or top-p cut-off trade places between the "full" and the "cached" logits (the
+// kept set changes), and every coin of a fine grid whose token differs must be explained; a flip
+// far from every boundary, with a tiny difference, must not be. Returns 1 when all hold.
+static int check_flip_explanations() {
+    const float base[16] = {0.30f, 0.10f, 0.52f, 0.21f, 0.45f, 0.05f, 0.38f, 0.15f,
+                            0.60f, 0.27f, 0.33f, 0.01f, 0.49f, 0.12f, 0.41f, 0.24f};
+    const int V = 16;
+    const double d = 1e-3;
+    const SamplingSettings grid[2] = {{1.0f, 5, 1.0f}, {0.7f, 0, 0.5f}}; // a top-k cut, a top-p cut
+    int ok = 1;
+    Sampler sampler;
+    for (const SamplingSettings& settings : grid) {
+        std::vector<float> full(base, base + V);
+        // the nearest pair at the cut-off: made a near-tie in "full", swapped in "cached"
+        std::vector<int> order((size_t)V);
+        for (int v = 0; v < V; v++) { order[(size_t)v] = v; }
+        std::sort(order.begin(), order.end(), LogitRank{full.data()});
+        int cut = settings.top_k > 0 ? settings.top_k : 0;
+        if (settings.top_p < 1.0f) {
+            double total = 0.0, cum = 0.0;
+            for (int v = 0; v < V; v++) { total += exp((double)full[(size_t)v] / settings.temperature); }
+            while (cum < settings.top_p * total) { cum += exp((double)full[(size_t)order[(size_t)cut++]] / settings.temperature); }
+        }
+        const int kept = order[(size_t)cut - 1], excluded = order[(size_t)cut];
+        full[(size_t)excluded] = full[(size_t)kept] - (float)d;
+        std::vector<float> cached = full;
+        std::swap(cached[(size_t)kept], cached[(size_t)excluded]);
+        int flips = 0, unexplained = 0;
+        sampler.settings = settings;
+        for (int i = 0; i < 10000; i++) {
+            const float coin = (float)i / 10000.0f;
+            const int a = sample_token(&sampler, cached.data(), V, coin), b = sample_token(&sampler, full.data(), V, coin);
+            if (a == b) { continue; }
+            flips++;
+            unexplained += !sampling_flip_explained(&sampler, full.data(), V, a, b, coin, d);
+        }
+        // far from every boundary: the middle of the pick's bin, another kept token, a tiny difference
+        const int pick = sample_token(&sampler, full.data(), V, 0.5f);
+        int other = -1;
+        for (float c : {0.01f, 0.99f, 0.25f, 0.75f}) { // another kept token, not one of the near-tie
+            const int v = sample_token(&sampler, full.data(), V, c);
+            if (other < 0 && v != pick && v != kept && v != excluded) { other = v; }
+        }
+        const int far_explained = other >= 0 && sampling_flip_explained(&sampler, full.data(), V, other, pick, 0.5f, 1e-6);
+        printf("  sampling_check T=%g top_k=%d top_p=%g: tokens %d/%d trade places at the cut-off: %d coins of 10000 flip, %d unexplained; "
+               "a flip far from the boundaries %s\n", (double)settings.temperature, settings.top_k, (double)settings.top_p,
+               kept, excluded, flips, unexplained, other < 0 ? "not built" : far_explained ? "explained (wrong)" : "not explained");
+        ok = ok && flips > 0 && unexplained == 0 && other >= 0 && !far_explained;
+    }
+    printf("%s cpu sampling_check (a near-tie at a top-k or top-p cut-off swapped: every flip explained; a flip far "
+           "from the boundaries not)\n", ok ? "PASS" : "FAIL");
+    return ok;
 }
 
 int main(int argc, char** argv) {
@@ -148,5 +204,6 @@ int main(int argc, char** argv) {
         printf("FAIL cpu sampler (%d of %d cases differ from dev/test/sampler_reference.py's token, first ones above)\n",
                n - same, n);
     }
-    return same == n ? 0 : 1;
+    const int flips_ok = check_flip_explanations();
+    return same == n && flips_ok ? 0 : 1;
 }
