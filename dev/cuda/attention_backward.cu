@@ -27,7 +27,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      inner dimension g*T); softmax_causal_backward_kernel dS = scale P (dP - rowsum(P dP)) in place (a
      warp per row); cuBLASLt dq = dS k, dk = dS^T q (beta = 1 into a shared role's buffer); unpermute each
      stored tensor to dqkv / dx / dqres. Needs the forward's perm and (B, H, T, T) att. Any hd;
-     deterministic. FP32 builds: this version only. ms on GPU: not yet run.
+     deterministic. FP32 builds: this version only. ms on GPU: "Measured" below.
   2  fused flash, ./build/lab_attention_backward 2: flash_attention_delta_kernel delta = rowsum(dO * O)
      (a warp per (b, t, h), 256 threads); flash_attention_backward_dkdv_kernel<hd>, grid (ceil(T/64),
      B*Hkv), 128 threads (4 warps x 16 keys), smem K, V, Q, dO tiles 64 x (hd + 8) bf16 + lse, delta
@@ -37,7 +37,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      68.0 KiB), acc_dq in registers, adds to the dK/dV kernel's write where q shares k's storage. P and
      dS rounded to bf16 as mma A fragments. Registers (ptxas -v, nvcc 13.0, sm_90): dK/dV 168 at hd 64,
      255 + 8 bytes spilled at hd 128; dQ 128 / 172; delta 32. hd 64 or 128, BF16 builds, rows 16-byte
-     aligned, any T; deterministic (no atomics). ms on GPU: not yet run.
+     aligned, any T; deterministic (no atomics). ms on GPU: "Measured" below.
   3  flash version 3, one pass, ./build/lab_attention_backward 3 (the trainer's default; --flash 2 picks
      version 2): flash3_attention_backward_kernel<hd>, a 1-D grid of ceil(T/128) * B * Hkv CTAs taking
      their work from a ticket, 256 threads (8 warps x 16 keys = 128 keys of one kv head), K and V
@@ -56,7 +56,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
        flash3_attention_backward_kernel<128>: 241 registers, 0 bytes spill stores, 0 bytes spill loads
          (with 32 query rows per step at hd 128: 255 registers and 4 bytes spilled, hence 16)
        flash3_dq_store_kernel: 16 registers. One CTA (8 warps) per SM at both head sizes.
-     Deterministic: bit-identical runs (the check's second backward). ms on GPU: not yet run.
+     Deterministic: bit-identical runs (the check's second backward). ms on GPU: "Measured" below.
 
   Determinism, the choice (version 3). A query tile's dQ sums contributions from every key CTA at or
   before its diagonal. FlashAttention-2 adds them with fp32 atomics (the order varies run to run).
@@ -86,6 +86,16 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
       delta kernel: 25 MB, 0.008 ms).
   At hd 128 version 3's 16-row steps reload K's and V's A fragments (4 + 4 KiB) for every 16 queries:
   predicted about 1.2x version 2 there, not more.
+  Measured (H100 80GB HBM3, 2026-11-26, --bench as the forward's; dev/results/
+  2026-11-26_NVIDIA-H100-80GB-HBM3_gpu_followup.txt), backward ms at T 1024 / 2048 / 4096: version 1
+  0.866 / 4.457 / 20.73; version 2 0.372 / 1.149 / 4.039 (2.4x its prediction at T 1024); version 3
+  0.494 / 1.757 / 6.687 (4.9x its prediction, and slower than version 2, not 1.6x faster); PyTorch
+  SDPA 0.222 / 0.549 / 1.648. ncu of version 3 at T 1024 (..._gpu_ncu_flash3_bwd.txt): 228 registers
+  and its shared memory leave one CTA (8 warps) per SM, 12.5% of the warp slots; the tensor pipe busy
+  12.8%; warps stalled on global loads 27% (the spin waits on the D flag and the dQ turn read memory
+  too), barriers 22%, memory fences 10% (the __threadfence of each step): the ordering of the dQ
+  accumulation, which the smem model leaves out, is the first suspect (not yet separated).
+  Version 2's dK/dV kernel: 168 registers, 3 CTAs (12 warps) per SM, tensor pipe 25%.
 
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
 

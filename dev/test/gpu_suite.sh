@@ -31,14 +31,16 @@
 #   tests_bf16        [400] the same in BF16, with the checks that use the BF16 trainer (shapes,
 #                     checkpoints, the end-to-end -o/-y/SIGTERM runs, llm.c's version 5 header)
 #   bench_peers       [540] dev/bench/bench.sh part 1: ours vs llm.c vs PyTorch compile at d12
-#   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
+#   train             [300] `make train` (standard, Austen, 150 steps), --generate with the KV cache
+#                     (make train's model; a random d12 of kv_shared), llm.c loading our checkpoint
 #   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen,
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
-#   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
-#                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
+#   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
 #   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
 #                     the hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP
 #   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
+#   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
+#                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
 #                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
@@ -50,8 +52,6 @@
 #                     standard_tiny and the head-size-64 fixtures of standard, kv_shared, qkv_shared,
 #                     q_residual, through dev/test/initcheck_filter.py (reads of what only cuBLASLt
 #                     wrote dropped, everything else kept; why: dev/results/README.md)
-#   train             [300] `make train` (standard, Austen, 150 steps), --generate with the KV cache
-#                     (make train's model; a random d12 of kv_shared), llm.c loading our checkpoint
 #   ablate_residual_query    [540] `make ablate CONFIG=dev/ablate/residual_query.txt` (2 runs)
 #   ablate_shared_projections_a..d [540 each] dev/ablate/shared_projections.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
 #                     into one folder; the last part writes the table
@@ -72,8 +72,8 @@ set -u
 cd "$(dirname "$0")/../.."
 source dev/test/torch_python.sh
 
-STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench
-sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_residual_query ablate_shared_projections_a
+STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train profile bench_schemes lab_check lab_bench profile_ncu
+sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck ablate_residual_query ablate_shared_projections_a
 ablate_shared_projections_b ablate_shared_projections_c ablate_shared_projections_d"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
@@ -98,8 +98,8 @@ NEEDS_BUILD=" $(echo $NEEDS_BUILD) " NEEDS_FIXTURES=" $(echo $NEEDS_FIXTURES) " 
 declare -A ABLATE_PART=([ablate_shared_projections_a]="standard kv_shared" [ablate_shared_projections_b]="qk_shared qkv_shared"
   [ablate_shared_projections_c]="gqa4 mqa" [ablate_shared_projections_d]="q_gqa4 q_mqa")
 MAX_CALL_S=540          # one device call: 600 s at most, less the transfers and a margin
-START_S=150             # a machine's start-up, counted in the session's device time (2-3 min)
-CALL_OVERHEAD_S=30      # per call: sending the tree, fetching $OUT, the pause before the next call (idle time counts)
+START_S=60              # a machine's start-up, counted in the session's device time (2026-11-26, H100: 30-60 s)
+CALL_OVERHEAD_S=20      # per call: sending the tree, fetching $OUT, the pause before the next call (idle time counts; 12 s seen)
 LOG_REL=build/gpu_log   # the LOG_DIR of the plan's calls
 TIMES_FILE=${GPU_SUITE_TIMES:-dev/results/stage_times.tsv}
 BENCH_STEPS=${BENCH_STEPS:-6}
