@@ -15,8 +15,8 @@
 // itself can change too: two tokens within 2 d of each other at the top-k or top-p cut-off can
 // trade places (seen on an H100, 2026-11-26: kv_shared BF16, T=0.7, top_k=40, top_p=0.5, d 2e-3),
 // so each of the above is also tried with such a kept token lowered and an excluded one raised by
-// d each (then ranked just above it), for each pair at a cut-off that are that close. Any other difference is a mismatch
-// and fails the test; fp32's eps is ~1e-7.
+// d each (then ranked just above it), for each pair at a cut-off that are that close. Any other
+// difference is a mismatch and fails the test; fp32's eps is ~1e-7.
 #ifndef SAMPLING_CHECK_H
 #define SAMPLING_CHECK_H
 
@@ -48,16 +48,11 @@ static inline double sampling_check_max_diff(const float* a, const float* b, int
     return d;
 }
 
-// Whether the full pass's logits pick `cached_token` instead of `full_token` within the measured
-// difference d (the header comment): with the cached token's logit raised by 2 d, the full pass's
-// lowered by 2 d, or both, the cached token lies between the tokens of the coins coin - eps and
-// coin + eps (the pick moves to higher ids as the coin grows), with top-p's p, or p -/+ eps (the
-// nucleus' running sum moves by eps too)
 // The pairs (kept, excluded) at the full pass's top-k and top-p cut-offs whose logits are within 2 d
 // of each other: the tokens that rounding of d can swap in or out of the kept set (flat logits, a
 // random model's, hold several such tokens at a cut: the 8 nearest on each side are paired)
-static inline std::vector<std::pair<int, int>> sampling_close_cutoffs(const SamplingSettings& settings, const float* logits, int V,
-                                                               double d) {
+static inline std::vector<std::pair<int, int>> sampling_close_cutoffs(const SamplingSettings& settings,
+                                                                      const float* logits, int V, double d) {
     std::vector<std::pair<int, int>> pairs;
     if (settings.temperature == 0.0f || (settings.top_k <= 0 && settings.top_p >= 1.0f)) { return pairs; }
     std::vector<int> order((size_t)V);
@@ -88,8 +83,13 @@ static inline std::vector<std::pair<int, int>> sampling_close_cutoffs(const Samp
     return pairs;
 }
 
-static inline int sampling_flip_explained(Sampler* sampler, const float* full_logits, int V, int cached_token, int full_token,
-                                   float coin, double d) {
+// Whether the full pass's logits pick `cached_token` instead of `full_token` within the measured
+// difference d (the header comment): with the cached token's logit raised by 2 d, the full pass's
+// lowered by 2 d, or both, the cached token lies between the tokens of the coins coin - eps and
+// coin + eps (the pick moves to higher ids as the coin grows), with top-p's p, or p -/+ eps (the
+// nucleus' running sum moves by eps too)
+static inline int sampling_flip_explained(Sampler* sampler, const float* full_logits, int V, int cached_token,
+                                          int full_token, float coin, double d) {
     const SamplingSettings settings = sampler->settings;
     const double temperature = settings.temperature > 0.0f ? (double)settings.temperature : 1.0;
     const double eps = expm1(2.0 * d / temperature);
@@ -125,15 +125,16 @@ static inline int sampling_flip_explained(Sampler* sampler, const float* full_lo
 // What a test prints beside a flip it cannot explain, for the next look: each token's rank (by logit,
 // 0 the best) in both passes, and the close pairs at the cut-offs
 static inline std::string sampling_flip_detail(const SamplingSettings& settings, const float* full_logits,
-                                        const float* cached_logits, int V, int cached_token, int full_token, double d) {
+                                               const float* cached_logits, int V, int cached_token, int full_token,
+                                               double d) {
     auto rank_of = [&](const float* logits, int token) {
         int r = 0;
         for (int v = 0; v < V; v++) { r += LogitRank{logits}(v, token); }
         return r;
     };
     char buf[256];
-    snprintf(buf, sizeof(buf), "ranks (full, cached): cached token %d (%d, %d), full token %d (%d, %d); %zu close pairs at the cut-offs",
-             cached_token, rank_of(full_logits, cached_token), rank_of(cached_logits, cached_token), full_token,
+    snprintf(buf, sizeof(buf), "ranks (full, cached): cached token %d (%d, %d), full token %d (%d, %d); %zu close "
+             "pairs at the cut-offs", cached_token, rank_of(full_logits, cached_token), rank_of(cached_logits, cached_token), full_token,
              rank_of(full_logits, full_token), rank_of(cached_logits, full_token),
              sampling_close_cutoffs(settings, full_logits, V, d).size());
     return std::string(buf);

@@ -3,7 +3,8 @@
 // that script writes (fixed logits of 1 to 50257 tokens, ties among them; temperature 0/0.5/1/2 x
 // top_k 0/1/5/40 x top_p 1/0.9/0.5; fixed coins). Every token must be the reference's. Then the
 // sampler's cost per token at V = 50257, per setting, on the broad (random-init-like) and peaked
-// (trained-like) logits of the cases.
+// (trained-like) logits of the cases. Then dev/test/sampling_check.h's rule for explaining a sampled
+// token that differs between two logit vectors d apart (the KV-cache tests'), on hand-built cut-offs.
 //
 //   /usr/bin/python3 dev/test/sampler_reference.py build/sampler_cases.bin
 //   g++ -O2 -std=c++17 -I. dev/test/test_sampler.cpp -o build/test_sampler && ./build/test_sampler build/sampler_cases.bin
@@ -91,7 +92,9 @@ static int check_flip_explanations() {
         if (settings.top_p < 1.0f) {
             double total = 0.0, cum = 0.0;
             for (int v = 0; v < V; v++) { total += exp((double)full[(size_t)v] / settings.temperature); }
-            while (cum < settings.top_p * total) { cum += exp((double)full[(size_t)order[(size_t)cut++]] / settings.temperature); }
+            while (cum < settings.top_p * total) {
+                cum += exp((double)full[(size_t)order[(size_t)cut++]] / settings.temperature);
+            }
         }
         const int kept = order[(size_t)cut - 1], excluded = order[(size_t)cut];
         full[(size_t)excluded] = full[(size_t)kept] - (float)d;
@@ -113,9 +116,10 @@ static int check_flip_explanations() {
             const int v = sample_token(&sampler, full.data(), V, c);
             if (other < 0 && v != pick && v != kept && v != excluded) { other = v; }
         }
-        const int far_explained = other >= 0 && sampling_flip_explained(&sampler, full.data(), V, other, pick, 0.5f, 1e-6);
-        printf("  sampling_check T=%g top_k=%d top_p=%g: tokens %d/%d trade places at the cut-off: %d coins of 10000 flip, %d unexplained; "
-               "a flip far from the boundaries %s\n", (double)settings.temperature, settings.top_k, (double)settings.top_p,
+        const int far_explained =
+            other >= 0 && sampling_flip_explained(&sampler, full.data(), V, other, pick, 0.5f, 1e-6);
+        printf("  sampling_check T=%g top_k=%d top_p=%g: tokens %d/%d trade places at the cut-off: %d coins of 10000 "
+               "flip, %d unexplained; a flip far from the boundaries %s\n", (double)settings.temperature, settings.top_k, (double)settings.top_p,
                kept, excluded, flips, unexplained, other < 0 ? "not built" : far_explained ? "explained (wrong)" : "not explained");
         ok = ok && flips > 0 && unexplained == 0 && other >= 0 && !far_explained;
     }
