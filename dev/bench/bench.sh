@@ -23,7 +23,8 @@
 # llm.c: built here from its source in dev/bench/peers/llm.c (an ignored folder; fetched from
 # github.com/karpathy/llm.c, never committed) with cuDNN attention when cuDNN and
 # $LLMC_DIR/cudnn-frontend/include (github.com/NVIDIA/cudnn-frontend) are found, else without; the build line says which.
-# Data: one shard of random token ids in build/bench/ (throughput does not depend on the text).
+# Data: one shard of random token ids in build/bench/, written by dev/bench/bench_shard.py (throughput
+# does not depend on the text).
 # Results: BENCH_LOG_DIR (default build/bench): a log per run and results.tsv. BENCH_PEERS_ONLY=1: part 1 only;
 # BENCH_SCHEMES_ONLY=1: part 2 only (dev/test/gpu_suite.sh runs the two parts as two stages, each
 # within one device call). Each run is stopped after RUN_TIMEOUT s (default 300).
@@ -56,24 +57,6 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
 fi
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)
 SM=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d '.')
-
-# one shard of random GPT-2 token ids, enough for STEPS steps and llm.c's final validation
-shard=build/bench/bench_train_000.bin
-[ $BUILD_LLMC_ONLY = 1 ] || "$PYTHON" - "$shard" $((TOKENS_PER_STEP * (STEPS + 2) + 1)) <<'EOF'
-import os, sys
-import numpy as np
-path, n = sys.argv[1], int(sys.argv[2])
-if os.path.exists(path) and os.path.getsize(path) == 1024 + 2 * n:
-    sys.exit(0)
-header = np.zeros(256, dtype=np.int32)
-header[:3] = (20240520, 1, n)
-ids = np.random.default_rng(1234).integers(0, 50257, size=n, dtype=np.uint16)
-with open(path + ".tmp", "wb") as f:
-    f.write(header.tobytes())
-    f.write(ids.tobytes())
-os.replace(path + ".tmp", path)
-EOF
-[ $BUILD_LLMC_ONLY = 1 ] || [ -f "$shard" ] || { echo "bench: could not write $shard" >&2; exit 1; }
 
 # run a command while sampling the GPU's memory in use; the peak (MiB) goes to $log.mem
 with_memory_peak() { # log cmd...
@@ -196,6 +179,11 @@ if [ $BUILD_LLMC_ONLY = 1 ]; then
   cat "$out_dir/llmc_build_note.txt"
   exit $rc
 fi
+
+# one shard of random GPT-2 token ids, enough for STEPS steps and llm.c's final validation
+shard=build/bench/bench_train_000.bin
+"$PYTHON" dev/bench/bench_shard.py "$shard" $((TOKENS_PER_STEP * (STEPS + 2) + 1))
+[ -f "$shard" ] || { echo "bench: could not write $shard" >&2; exit 1; }
 # llm.c's defaults otherwise (recompute GELU -r 1, master weights, ZeRO 0); no validation or
 # sampling inside the timed steps; its "total average iteration time" excludes the first step
 launch_llmc() { # scheme depth B

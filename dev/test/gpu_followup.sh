@@ -42,13 +42,7 @@ stamp "sdpa_bench.py: exit $?"; grep '^bench sdpa' "$out/sdpa_bench.log"
 wait "$llmc_pid"
 stamp "llm.c build: exit $?: $(tail -n 1 "$out/llmc_build.log")"
 shard=build/bench/bench_train_000.bin
-"$PYTHON" - "$shard" $((524288 * 8 + 1)) <<'PY'
-import sys, numpy as np
-path, n = sys.argv[1], int(sys.argv[2])
-header = np.zeros(256, dtype=np.int32); header[:3] = (20240520, 1, n)
-ids = np.random.default_rng(1234).integers(0, 50257, size=n, dtype=np.uint16)
-open(path, "wb").write(header.tobytes() + ids.tobytes())
-PY
+"$PYTHON" dev/bench/bench_shard.py "$shard" $((524288 * 8 + 1)) # bench.sh's shard, 6 steps and validation
 if [ -x dev/bench/peers/llm.c/train_gpt2cu ]; then
   timeout 90 dev/bench/peers/llm.c/train_gpt2cu -e d12 -t 1024 -b 64 -d 524288 -x 6 -v 100000 -s 100000 -m 1 \
     -i "$shard" -j "$shard" -l 1e-4 >"$out/llmc_d12_B64.log" 2>&1
