@@ -22,7 +22,20 @@ Build (gpu_suite.sh does this on the GPU machine; dev/test/test_gpu_suite.sh on 
 the CUDA headers and libcublasLt, calling it through a small driver without a GPU):
 
   gcc -shared -fPIC -O2 -I$CUDA_HOME/include dev/test/initcheck_lt_regions.c -o lt_regions.so -ldl
-  LD_PRELOAD=$PWD/lt_regions.so LT_REGIONS_FILE=regions.txt compute-sanitizer --tool initcheck ./train_gpt2cu ...
+  LD_PRELOAD=$PWD/lt_regions.so LT_REGIONS_FILE=regions.txt \
+      compute-sanitizer --tool initcheck --nvtx yes ./train_gpt2cu ...
+
+Marking, not only recording (added after the 2026-11-26 H200 run): compute-sanitizer 2025.3.1 (CUDA
+13.0) reported every read of a BF16 cuBLASLt output as uninitialized, thousands per run, and its
+device-side record buffer overflowed ("Error buffer overflow has been detected. Some records have
+been dropped"), so reports were lost before the filter could classify them. So, once the library
+has accepted the call, the shim also tells the tool that the same elements are initialized, in
+stream order after the matmul, through the NVTX memory API for Compute Sanitizer
+(nvtxMemCudaMarkInitialized; honoured with --nvtx yes). Then our kernels' reads of matmul outputs are
+not reported at all; cuBLASLt's own reads of D inside the call still are, and the filter drops them.
+Before the call, one line per output says what will be marked ("lt_mark D ranges=N bytes=B": one
+range per column when ld > rows, else one per batch matrix); after it, "lt_marked D" when it was.
+LT_MARK_INITIALIZED=0 records without marking (the filter alone, as before).
 */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +44,7 @@ the CUDA headers and libcublasLt, calling it through a small driver without a GP
 #include <stdlib.h>
 #include <string.h>
 #include <cublasLt.h>
+#include <nvtx3/nvToolsExtMemCudaRt.h>
 
 typedef cublasStatus_t (*lt_matmul_fn)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
                                        cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t, const void*,
@@ -83,6 +97,52 @@ static void log_region(FILE* f, const char* kind, const void* base, size_t esize
             esize, (long long)rows, (long long)cols, (long long)ld, (long long)batch, (long long)stride);
 }
 
+// The byte ranges a call writes into one output, for the NVTX mark: a batch matrix is one range when
+// its columns are contiguous (ld == rows), else one range per column, so the padding between
+// columns stays unmarked, as the filter leaves it. A batch stride of 0 is one matrix written once.
+typedef struct {
+    nvtxMemVirtualRangeDesc_t* ranges;
+    size_t count;
+    size_t bytes;
+} MarkRanges;
+
+static MarkRanges mark_ranges(const void* base, size_t esize, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                              int64_t stride) {
+    MarkRanges m = {NULL, 0, 0};
+    if (base == NULL || esize == 0 || rows <= 0 || cols <= 0) { return m; }
+    if (ld < rows) { ld = rows; }
+    if (batch < 1 || stride == 0) { batch = 1; }
+    const int contiguous = ld == rows;
+    const size_t per_matrix = contiguous ? 1 : (size_t)cols;
+    m.ranges = (nvtxMemVirtualRangeDesc_t*)calloc(per_matrix * (size_t)batch, sizeof(nvtxMemVirtualRangeDesc_t));
+    if (m.ranges == NULL) { return m; }
+    for (int64_t b = 0; b < batch; b++) {
+        const char* matrix = (const char*)base + (size_t)(b * stride) * esize;
+        for (size_t c = 0; c < per_matrix; c++) {
+            nvtxMemVirtualRangeDesc_t* r = &m.ranges[m.count++];
+            r->ptr = matrix + c * (size_t)ld * esize;
+            r->size = (contiguous ? (size_t)rows * (size_t)cols : (size_t)rows) * esize;
+            m.bytes += r->size;
+        }
+    }
+    return m;
+}
+
+static void mark_initialized(MarkRanges m, cudaStream_t stream) {
+    static nvtxDomainHandle_t domain = NULL;
+    if (m.count == 0) { return; }
+    if (domain == NULL) { domain = nvtxDomainCreateA("initcheck_lt_regions"); }
+    nvtxMemMarkInitializedBatch_t batch;
+    memset(&batch, 0, sizeof(batch));
+    batch.extCompatID = NVTX_EXT_COMPATID_MEM;
+    batch.structSize = sizeof(batch);
+    batch.regionType = NVTX_MEM_TYPE_VIRTUAL_ADDRESS;
+    batch.regionDescCount = m.count;
+    batch.regionDescElementSize = sizeof(nvtxMemVirtualRangeDesc_t);
+    batch.regionDescElements = m.ranges;
+    nvtxMemCudaMarkInitialized(domain, stream, 0, &batch);
+}
+
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, const void* alpha, const void* A,
                               cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc,
                               const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
@@ -97,6 +157,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
         }
     }
     const char* path = getenv("LT_REGIONS_FILE");
+    const char* mark_env = getenv("LT_MARK_INITIALIZED");
+    const int marking = mark_env == NULL || strcmp(mark_env, "0") != 0;
+    MarkRanges mark_d = {NULL, 0, 0}, mark_aux = {NULL, 0, 0};
     FILE* f = path != NULL ? fopen(path, "a") : NULL;
     if (f != NULL) {
         const int64_t order = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
@@ -110,6 +173,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
             fprintf(f, "lt_unsupported D order=%lld esize=%zu\n", (long long)order, es);
         } else {
             log_region(f, "D", D, es, rows, cols, ld, batch, stride);
+            if (marking) { mark_d = mark_ranges(D, es, rows, cols, ld, batch, stride); }
         }
         const int64_t epi = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_DEFAULT);
         if (epi == CUBLASLT_EPILOGUE_GELU_AUX || epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
@@ -118,12 +182,31 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
             const int64_t aux_type = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, -1);
             const size_t aux_es = aux_type < 0 ? es : type_size((int32_t)aux_type); // -1: D's type
             const int64_t aux_stride = desc_attr(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, 0);
-            if (aux != NULL && aux_es != 0) { log_region(f, "aux", aux, aux_es, rows, cols, aux_ld, batch, aux_stride); }
+            if (aux != NULL && aux_es != 0) {
+                log_region(f, "aux", aux, aux_es, rows, cols, aux_ld, batch, aux_stride);
+                if (marking) { mark_aux = mark_ranges(aux, aux_es, rows, cols, aux_ld, batch, aux_stride); }
+            }
         } else if (epi != CUBLASLT_EPILOGUE_DEFAULT && epi != CUBLASLT_EPILOGUE_BIAS && epi != CUBLASLT_EPILOGUE_DGELU) {
             fprintf(f, "lt_unsupported epilogue=%lld\n", (long long)epi);
         }
+        if (mark_d.count > 0) { fprintf(f, "lt_mark D ranges=%zu bytes=%zu\n", mark_d.count, mark_d.bytes); }
+        if (mark_aux.count > 0) { fprintf(f, "lt_mark aux ranges=%zu bytes=%zu\n", mark_aux.count, mark_aux.bytes); }
         fclose(f);
     }
-    return real(handle, op, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace,
-                workspaceSizeInBytes, stream);
+    const cublasStatus_t status = real(handle, op, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
+                                       workspace, workspaceSizeInBytes, stream);
+    // only a call the library accepted writes its outputs: a refused one marks nothing
+    if (status == CUBLAS_STATUS_SUCCESS && (mark_d.count > 0 || mark_aux.count > 0)) {
+        mark_initialized(mark_d, stream);
+        mark_initialized(mark_aux, stream);
+        FILE* g = fopen(path, "a");
+        if (g != NULL) {
+            if (mark_d.count > 0) { fprintf(g, "lt_marked D\n"); }
+            if (mark_aux.count > 0) { fprintf(g, "lt_marked aux\n"); }
+            fclose(g);
+        }
+    }
+    free(mark_d.ranges);
+    free(mark_aux.ranges);
+    return status;
 }

@@ -236,9 +236,14 @@ EOF
   if gcc -Wall -Wextra -shared -fPIC -O2 -I"$CUDA_HOME/include" dev/test/initcheck_lt_regions.c -o "$tmp/lt.so" -ldl 2>"$tmp/shim.err" &&
      gcc -I"$CUDA_HOME/include" "$tmp/drv.c" -o "$tmp/drv" -L"$CUDA_HOME/lib64" -lcublasLt -Wl,-rpath="$CUDA_HOME/lib64" 2>>"$tmp/shim.err"; then
     LD_PRELOAD="$tmp/lt.so" LT_REGIONS_FILE="$tmp/regions.txt" "$tmp/drv" >/dev/null 2>>"$tmp/shim.err"
-    want=$'lt_region D base=0x7100000000 esize=2 rows=768 cols=256 ld=800 batch=3 stride=204800\nlt_region aux base=0x7000000000 esize=2 rows=768 cols=256 ld=768 batch=3 stride=0\nlt_region D base=0x7200000000 esize=4 rows=64 cols=32 ld=64 batch=1 stride=0'
-    if [ "$(cat "$tmp/regions.txt" 2>/dev/null)" = "$want" ] && ! grep -q warning "$tmp/shim.err"; then
-      pass "lt_regions_shim: built without warnings; D (bf16, strided batch, ld > rows), the GELU aux output and an fp32 D recorded from cuBLASLt's descriptors"
+    LD_PRELOAD="$tmp/lt.so" LT_REGIONS_FILE="$tmp/regions_nomark.txt" LT_MARK_INITIALIZED=0 "$tmp/drv" >/dev/null 2>>"$tmp/shim.err"
+    # the NVTX ranges: D 3 batch matrices x 256 columns (ld 800 > rows 768: the padding unmarked),
+    # 768 x 256 x 2 bytes each; the aux output's batch stride 0 is one matrix, contiguous; the fp32 D
+    # one range; no "lt_marked" line, since the library refused every call (no handle, no GPU)
+    want=$'lt_region D base=0x7100000000 esize=2 rows=768 cols=256 ld=800 batch=3 stride=204800\nlt_region aux base=0x7000000000 esize=2 rows=768 cols=256 ld=768 batch=3 stride=0\nlt_mark D ranges=768 bytes=1179648\nlt_mark aux ranges=1 bytes=393216\nlt_region D base=0x7200000000 esize=4 rows=64 cols=32 ld=64 batch=1 stride=0\nlt_mark D ranges=1 bytes=8192'
+    if [ "$(cat "$tmp/regions.txt" 2>/dev/null)" = "$want" ] && ! grep -q warning "$tmp/shim.err" &&
+       [ "$(cat "$tmp/regions_nomark.txt" 2>/dev/null)" = "$(grep -v '^lt_mark' <<<"$want")" ]; then
+      pass "lt_regions_shim: built without warnings; D (bf16, strided batch, ld > rows), the GELU aux output and an fp32 D recorded from cuBLASLt's descriptors, with the ranges the NVTX mark covers (none marked on a refused call; none with LT_MARK_INITIALIZED=0)"
     else
       fail "lt_regions_shim: got '$(tr '\n' '|' <"$tmp/regions.txt" 2>/dev/null)': $(head -c 300 "$tmp/shim.err")"
     fi
