@@ -35,6 +35,10 @@ stream order after the matmul, through the NVTX memory API for Compute Sanitizer
 not reported at all; cuBLASLt's own reads of D inside the call still are, and the filter drops them.
 Before the call, one line per output says what will be marked ("lt_mark D ranges=N bytes=B": one
 range per column when ld > rows, else one per batch matrix); after it, "lt_marked D" when it was.
+When beta is a host 0, D is also marked before the call ("lt_premark D"): cuBLASLt's own epilogue
+kernel reads D inside the call, and a mark after the call comes too late for it (on the 2026-11-26
+H200 that one launch overflowed the buffer again). With beta != 0, D is read as C and must have been
+written before: no mark then, so that an accumulation into memory nobody zeroed is still reported.
 LT_MARK_INITIALIZED=0 records without marking (the filter alone, as before).
 */
 #define _GNU_SOURCE
@@ -128,6 +132,20 @@ static MarkRanges mark_ranges(const void* base, size_t esize, int64_t rows, int6
     return m;
 }
 
+// True when the call's beta is a host scalar equal to 0, so that D's earlier contents do not enter
+// the result. Only then may D be marked initialized before the call: with beta != 0 the call reads
+// D as C, and a read of a gradient nobody zeroed must still be reported.
+static int beta_is_zero(cublasLtMatmulDesc_t op, const void* beta) {
+    if (beta == NULL ||
+        desc_attr(op, CUBLASLT_MATMUL_DESC_POINTER_MODE, CUBLASLT_POINTER_MODE_HOST) != CUBLASLT_POINTER_MODE_HOST) {
+        return 0;
+    }
+    const int64_t scale = desc_attr(op, CUBLASLT_MATMUL_DESC_SCALE_TYPE, CUDA_R_32F);
+    if (scale == CUDA_R_32F) { float b; memcpy(&b, beta, sizeof(b)); return b == 0.0f; }
+    if (scale == CUDA_R_64F) { double b; memcpy(&b, beta, sizeof(b)); return b == 0.0; }
+    return 0;
+}
+
 static void mark_initialized(MarkRanges m, cudaStream_t stream) {
     static nvtxDomainHandle_t domain = NULL;
     if (m.count == 0) { return; }
@@ -160,6 +178,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     const char* mark_env = getenv("LT_MARK_INITIALIZED");
     const int marking = mark_env == NULL || strcmp(mark_env, "0") != 0;
     MarkRanges mark_d = {NULL, 0, 0}, mark_aux = {NULL, 0, 0};
+    int premark = 0;
     FILE* f = path != NULL ? fopen(path, "a") : NULL;
     if (f != NULL) {
         const int64_t order = layout_attr(Ddesc, CUBLASLT_MATRIX_LAYOUT_ORDER, CUBLASLT_ORDER_COL);
@@ -191,8 +210,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
         }
         if (mark_d.count > 0) { fprintf(f, "lt_mark D ranges=%zu bytes=%zu\n", mark_d.count, mark_d.bytes); }
         if (mark_aux.count > 0) { fprintf(f, "lt_mark aux ranges=%zu bytes=%zu\n", mark_aux.count, mark_aux.bytes); }
+        premark = mark_d.count > 0 && beta_is_zero(op, beta);
+        if (premark) { fprintf(f, "lt_premark D\n"); }
         fclose(f);
     }
+    // cuBLASLt may finish a matmul in a second kernel (its epilogue) that reads the D its first one
+    // stored with untracked writes: on the 2026-11-26 H200 one such launch read 163,840 elements and
+    // overflowed initcheck's record buffer. With beta == 0 D is marked before the call as well.
+    if (premark) { mark_initialized(mark_d, stream); }
     const cublasStatus_t status = real(handle, op, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
                                        workspace, workspaceSizeInBytes, stream);
     // only a call the library accepted writes its outputs: a refused one marks nothing

@@ -225,11 +225,12 @@ int main(void) {
     void* aux = (void*)0x7000000000; int64_t aux_ld = 768;
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux));
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld));
-    cublasLtMatmul(NULL, op, NULL, NULL, ld, NULL, ld, NULL, NULL, ld, (void*)0x7100000000, ld, NULL, NULL, 0, 0);
+    const float zero = 0.0f, one = 1.0f; /* beta 0: D marked before the call too; beta 1 (accumulate): not */
+    cublasLtMatmul(NULL, op, &one, NULL, ld, NULL, ld, &zero, NULL, ld, (void*)0x7100000000, ld, NULL, NULL, 0, 0);
     cublasLtMatrixLayoutCreate(&ld2, CUDA_R_32F, 64, 32, 64); /* fp32 weight gradients, plain epilogue */
     e = CUBLASLT_EPILOGUE_DEFAULT;
     cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e));
-    cublasLtMatmul(NULL, op, NULL, NULL, ld2, NULL, ld2, NULL, NULL, ld2, (void*)0x7200000000, ld2, NULL, NULL, 0, 0);
+    cublasLtMatmul(NULL, op, &one, NULL, ld2, NULL, ld2, &one, NULL, ld2, (void*)0x7200000000, ld2, NULL, NULL, 0, 0);
     return 0;
 }
 EOF
@@ -239,11 +240,12 @@ EOF
     LD_PRELOAD="$tmp/lt.so" LT_REGIONS_FILE="$tmp/regions_nomark.txt" LT_MARK_INITIALIZED=0 "$tmp/drv" >/dev/null 2>>"$tmp/shim.err"
     # the NVTX ranges: D 3 batch matrices x 256 columns (ld 800 > rows 768: the padding unmarked),
     # 768 x 256 x 2 bytes each; the aux output's batch stride 0 is one matrix, contiguous; the fp32 D
-    # one range; no "lt_marked" line, since the library refused every call (no handle, no GPU)
-    want=$'lt_region D base=0x7100000000 esize=2 rows=768 cols=256 ld=800 batch=3 stride=204800\nlt_region aux base=0x7000000000 esize=2 rows=768 cols=256 ld=768 batch=3 stride=0\nlt_mark D ranges=768 bytes=1179648\nlt_mark aux ranges=1 bytes=393216\nlt_region D base=0x7200000000 esize=4 rows=64 cols=32 ld=64 batch=1 stride=0\nlt_mark D ranges=1 bytes=8192'
+    # one range; D of the beta-0 call marked before the call too ("lt_premark"), the beta-1 one not;
+    # no "lt_marked" line, since the library refused every call (no handle, no GPU)
+    want=$'lt_region D base=0x7100000000 esize=2 rows=768 cols=256 ld=800 batch=3 stride=204800\nlt_region aux base=0x7000000000 esize=2 rows=768 cols=256 ld=768 batch=3 stride=0\nlt_mark D ranges=768 bytes=1179648\nlt_mark aux ranges=1 bytes=393216\nlt_premark D\nlt_region D base=0x7200000000 esize=4 rows=64 cols=32 ld=64 batch=1 stride=0\nlt_mark D ranges=1 bytes=8192'
     if [ "$(cat "$tmp/regions.txt" 2>/dev/null)" = "$want" ] && ! grep -q warning "$tmp/shim.err" &&
-       [ "$(cat "$tmp/regions_nomark.txt" 2>/dev/null)" = "$(grep -v '^lt_mark' <<<"$want")" ]; then
-      pass "lt_regions_shim: built without warnings; D (bf16, strided batch, ld > rows), the GELU aux output and an fp32 D recorded from cuBLASLt's descriptors, with the ranges the NVTX mark covers (none marked on a refused call; none with LT_MARK_INITIALIZED=0)"
+       [ "$(cat "$tmp/regions_nomark.txt" 2>/dev/null)" = "$(grep -v '^lt_\(pre\)\{0,1\}mark' <<<"$want")" ]; then
+      pass "lt_regions_shim: built without warnings; D (bf16, strided batch, ld > rows), the GELU aux output and an fp32 D recorded from cuBLASLt's descriptors, with the ranges the NVTX mark covers (before the call only at beta 0; none after a refused call; none with LT_MARK_INITIALIZED=0)"
     else
       fail "lt_regions_shim: got '$(tr '\n' '|' <"$tmp/regions.txt" 2>/dev/null)': $(head -c 300 "$tmp/shim.err")"
     fi
