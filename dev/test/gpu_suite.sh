@@ -952,16 +952,20 @@ if [ "${LLMC_WANTED:-0}" = 1 ] && [ -f dev/bench/peers/llm.c/train_gpt2.cu ]; th
   if [ $DRY -eq 1 ]; then
     x env BENCH_LOG_DIR="$LOG/bench_peers" PYTHON="$PYTHON" bash dev/bench/bench.sh --build-llmc
   else
-    BENCH_LOG_DIR="$LOG/bench_peers" PYTHON="$PYTHON" timeout 600 bash dev/bench/bench.sh --build-llmc \
-      >"$LOG/bench_peers/llmc_background_build.log" 2>&1 &
+    # its exit status goes to a file: a pool's `wait -n` may reap the job first, and a later `wait PID`
+    # then says 127 (it did on the 2026-11-26 H200, after a good build)
+    rm -f "$LOG/bench_peers/llmc_background_build.rc"
+    { BENCH_LOG_DIR="$LOG/bench_peers" PYTHON="$PYTHON" timeout 600 bash dev/bench/bench.sh --build-llmc \
+        >"$LOG/bench_peers/llmc_background_build.log" 2>&1
+      echo $? >"$LOG/bench_peers/llmc_background_build.rc"; } &
     LLMC_BUILD_PID=$!
   fi
 fi
 wait_llmc_build() {
   [ -n "$LLMC_BUILD_PID" ] || return 0
   echo "(waiting for llm.c's background build: $(date -u +%H:%M:%S))"
-  wait "$LLMC_BUILD_PID"
-  echo "(llm.c's background build: exit $?, $(tail -n 1 "$LOG/bench_peers/llmc_background_build.log" 2>/dev/null))"
+  wait "$LLMC_BUILD_PID" 2>/dev/null
+  echo "(llm.c's background build: exit $(cat "$LOG/bench_peers/llmc_background_build.rc" 2>/dev/null || echo unknown), $(tail -n 1 "$LOG/bench_peers/llmc_background_build.log" 2>/dev/null))"
   LLMC_BUILD_PID=""
 }
 for st in $STAGES; do
