@@ -37,7 +37,8 @@ Before the call, one line per output says what will be marked ("lt_mark D ranges
 range per column when ld > rows, else one per batch matrix); after it, "lt_marked D" when it was.
 When beta is a host 0, D is also marked before the call ("lt_premark D"): cuBLASLt's own epilogue
 kernel reads D inside the call, and a mark after the call comes too late for it (on the 2026-11-26
-H200 that one launch overflowed the buffer again). With beta != 0, D is read as C and must have been
+H200 its reads were all 256 printed reports of standard_hd64, before 163,584 more were skipped on a
+second overflow, most likely of the same reads). With beta != 0, D is read as C and must have been
 written before: no mark then, so that an accumulation into memory nobody zeroed is still reported.
 LT_MARK_INITIALIZED=0 records without marking (the filter alone, as before).
 */
@@ -215,8 +216,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
         fclose(f);
     }
     // cuBLASLt may finish a matmul in a second kernel (its epilogue) that reads the D its first one
-    // stored with untracked writes: on the 2026-11-26 H200 one such launch read 163,840 elements and
-    // overflowed initcheck's record buffer. With beta == 0 D is marked before the call as well.
+    // stored with untracked writes, inside the call (the header says what the H200 showed): with
+    // beta == 0, D is marked before the call as well.
     if (premark) { mark_initialized(mark_d, stream); }
     const cublasStatus_t status = real(handle, op, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
                                        workspace, workspaceSizeInBytes, stream);
