@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The short call that re-checks a sanitizer fix on a fresh GPU machine with 3-4 minutes of device
 # time left, where gpu_suite.sh's sanitizer stages (all 16 trainers built first) would not fit:
-# only the standard BF16 trainer is built, and it runs the same sanitizer command lines as
-# gpu_suite.sh's stages on the standard fixtures:
+# only the standard BF16 trainer is built, and it runs gpu_suite.sh's sanitizer command lines
+# (dev/test/sanitizer_runs.sh) on the standard fixtures:
 #   1. initcheck, one step, with the LD_PRELOAD shim that marks cuBLASLt's outputs initialized
 #      (dev/test/initcheck_lt_regions.c, --nvtx yes), each log through dev/test/initcheck_filter.py;
 #   2. racecheck, one step and an 8-token sample, 4 runs at once (head sizes 64: MHA, GQA, MQA;
@@ -13,6 +13,7 @@
 #   bash dev/test/gpu_sanitize_recheck.sh OUT_DIR
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/sanitizer_runs.sh
 out=${1:?usage: bash dev/test/gpu_sanitize_recheck.sh OUT_DIR}
 logs=$out/sanitize_recheck
 mkdir -p "$logs" build/gpu_suite
@@ -25,20 +26,22 @@ make -s train_gpt2cu CUDA_ARCHS="-gencode arch=compute_$SM,code=sm_$SM" >"$logs/
 build_pid=$!
 python3 dev/reference/make_fixtures.py --out dev/fixtures >"$logs/fixtures.log" 2>&1
 stamp "fixtures: exit $?"
-gcc -shared -fPIC -O2 -I"${CUDA_HOME:-/usr/local/cuda}/include" dev/test/initcheck_lt_regions.c \
-  -o build/gpu_suite/initcheck_lt_regions.so -ldl >"$logs/shim_build.log" 2>&1
+sanitizer_build_shim "${CUDA_HOME:-/usr/local/cuda}" >"$logs/shim_build.log" 2>&1
 stamp "shim: exit $?"
-shard=build/gpu_suite/sanitize_shard_000.bin
-python3 dev/test/tiny_shard.py "$shard" $((4 * 80 * 8 + 1)) 7 >/dev/null
+sanitizer_prepare_shard >/dev/null
 wait "$build_pid"
 stamp "train_gpt2cu (sm_$SM): exit $?"
 
-shape_of() { case $1 in *_hd64*) echo "-b 4 -t 80 -d 640";; *) echo "-b 4 -t 32 -d 256";; esac; }
+run_sanitizer() { # tool fixture seconds
+  local SAN_TOOL_ARGS SAN_ENV_ARGS SAN_TRAINER_ARGS
+  sanitizer_tool_args "$1"
+  sanitizer_env_args "$1" "$logs/$1_$2.regions"
+  sanitizer_trainer_args "$1" "$2" "build/gpu_suite/$1_$2"
+  timeout "$3" "${SAN_ENV_ARGS[@]}" "$SANITIZER" "${SAN_TOOL_ARGS[@]}" ./train_gpt2cu "${SAN_TRAINER_ARGS[@]}" \
+    >"$logs/$1_$2.log" 2>&1
+}
 for f in standard_hd64 standard_tiny; do
-  LD_PRELOAD="$PWD/build/gpu_suite/initcheck_lt_regions.so" LT_REGIONS_FILE="$logs/initcheck_$f.regions" \
-    timeout 60 "$SANITIZER" --tool initcheck --error-exitcode 99 --print-limit 100000000 --show-backtrace no --nvtx yes \
-    ./train_gpt2cu -e "dev/fixtures/${f}_model.bin" -i "$shard" -j "$shard" $(shape_of $f) -x 1 -v 0 -s 0 \
-    >"$logs/initcheck_$f.log" 2>&1
+  run_sanitizer initcheck "$f" 60
   rc=$?
   python3 dev/test/initcheck_filter.py "$logs/initcheck_$f.log" --regions "$logs/initcheck_$f.regions" \
     >"$logs/initcheck_$f.filtered.txt" 2>&1
@@ -48,9 +51,7 @@ for f in standard_hd64 standard_tiny; do
 done
 
 race() { # fixture
-  timeout 100 "$SANITIZER" --tool racecheck --error-exitcode 99 --print-limit 20 \
-    ./train_gpt2cu -e "dev/fixtures/$1_model.bin" -i "$shard" -j "$shard" $(shape_of "$1") -x 1 -v 0 -s 1 -g 8 \
-    >"$logs/racecheck_$1.log" 2>&1
+  run_sanitizer racecheck "$1" 100
   echo "racecheck $1 BF16: exit $?, $(grep -m1 'RACECHECK SUMMARY' "$logs/racecheck_$1.log" | sed 's/^=* *//')" \
     >"$logs/racecheck_$1.result"
 }

@@ -577,9 +577,9 @@ stage_lab_bench() {
 # sanitizers: one run per job line "tool kind precision target" (kind: train, test, lab), in value
 # order, P at a time; a run that passed (LOG/sanitize/<run>.result) is not repeated
 
-SAN_SHARD=build/gpu_suite/sanitize_shard_000.bin
+source dev/test/sanitizer_runs.sh
 sanitize_job() { # tool kind precision target
-  local tool=$1 kind=$2 p=$3 target=$4 name dir log res left cmd=() env_pre=() label rc summary scheme
+  local tool=$1 kind=$2 p=$3 target=$4 name dir log res left cmd=() label rc summary scheme
   name="${tool}_${kind}_${target}_${p}"
   dir="$LOG/sanitize" log="$dir/$name.log" res="$dir/$name.result"
   [ $DRY -eq 0 ] && [ -f "$res" ] && grep -q '^PASS' "$res" && return 0
@@ -594,30 +594,16 @@ sanitize_job() { # tool kind precision target
       cmd=(./"$(binary test_gpt2cu "$scheme" "$p")" "$dir/manifest_$target.tsv"); label="test_gpt2cu $target $p" ;;
     train)
       scheme=$(fixture_scheme "$target"); scheme=${scheme:-${target%%_*}}
-      local shape=(-b 4 -t 32 -d 256)
-      case $target in *_hd64*) shape=(-b 4 -t 80 -d 640);; esac # T 80: a full and a partial 64-row tile
-      local run=(-x 3 -v 3 -m 1 -s 3 -g 8 -n 3 -o "build/gpu_suite/$name") # accumulation, validation, a sample, a checkpoint
-      [ "$tool" = initcheck ] && run=(-x 1 -v 0 -s 0)                   # one step: the slow tool
-      # racecheck: one step and an 8-token sample (the decode kernels); 3 steps took 28-72 s each
-      # with 13 runs at once on the 2026-11-26 H200, and 10 of those runs were killed
-      [ "$tool" = racecheck ] && run=(-x 1 -v 0 -s 1 -g 8)
       [ $DRY -eq 0 ] && rm -rf "build/gpu_suite/$name"
-      cmd=(./"$(binary train_gpt2cu "$scheme" "$p")" -e "dev/fixtures/${target}_model.bin" -i "$SAN_SHARD" -j "$SAN_SHARD"
-           "${shape[@]}" "${run[@]}")
+      sanitizer_trainer_args "$tool" "$target" "build/gpu_suite/$name"
+      cmd=(./"$(binary train_gpt2cu "$scheme" "$p")" "${SAN_TRAINER_ARGS[@]}")
       label="trainer $target $p" ;;
   esac
-  local san=("$SANITIZER" --tool "$tool" --error-exitcode 99)
-  if [ "$tool" = initcheck ]; then
-    # every report printed, without backtraces, and the regions cuBLASLt writes recorded beside;
-    # --nvtx yes: the shim marks those regions initialized (NVTX memory API), so that our kernels'
-    # reads of them are not reported (they overflowed the tool's record buffer on 2026-11-26)
-    san+=(--print-limit 100000000 --show-backtrace no --nvtx yes)
-    env_pre=(env LD_PRELOAD="$PWD/build/gpu_suite/initcheck_lt_regions.so" LT_REGIONS_FILE="$dir/$name.regions")
-    [ $DRY -eq 0 ] && rm -f "$dir/$name.regions"
-  else
-    san+=(--print-limit 20)
-  fi
-  x timeout "$left" "${env_pre[@]}" "${san[@]}" "${cmd[@]}" >"$log" 2>&1
+  local SAN_TOOL_ARGS SAN_ENV_ARGS
+  sanitizer_tool_args "$tool"
+  sanitizer_env_args "$tool" "$dir/$name.regions"
+  [ "$tool" = initcheck ] && [ $DRY -eq 0 ] && rm -f "$dir/$name.regions"
+  x timeout "$left" "${SAN_ENV_ARGS[@]}" "$SANITIZER" "${SAN_TOOL_ARGS[@]}" "${cmd[@]}" >"$log" 2>&1
   rc=$?
   [ $DRY -eq 1 ] && return 0
   summary=$(grep -m1 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | sed 's/^=* *//')
@@ -682,10 +668,10 @@ stage_sanitize() { # tool
   mkdir -p "$LOG/sanitize"
   jobs="$LOG/sanitize/${tool}_jobs.txt"
   sanitize_jobs "$tool" >"$jobs"
-  x python3 dev/test/tiny_shard.py "$SAN_SHARD" $((4 * 80 * 8 + 1)) 7
+  sanitizer_prepare_shard x
   if [ "$tool" = initcheck ]; then
-    x gcc -shared -fPIC -O2 -I"$CUDA_HOME/include" dev/test/initcheck_lt_regions.c -o build/gpu_suite/initcheck_lt_regions.so -ldl \
-      >"$LOG/sanitize/shim_build.log" 2>&1 || row "initcheck_lt_regions.so (gcc)" FAIL "$(head -c 120 "$LOG/sanitize/shim_build.log")"
+    sanitizer_build_shim "$CUDA_HOME" x >"$LOG/sanitize/shim_build.log" 2>&1 ||
+      row "initcheck_lt_regions.so (gcc)" FAIL "$(head -c 120 "$LOG/sanitize/shim_build.log")"
   fi
   # racecheck keeps far more state per run than the other tools: 13 trainer runs at once on the
   # 2026-11-26 H200 ended with 10 of them killed before their first step
