@@ -48,6 +48,31 @@ static inline double sampling_check_max_diff(const float* a, const float* b, int
     return d;
 }
 
+// Where the full pass's top-k and top-p cut the logits ranked best first (`order`, as sample_token
+// ranks them): top-k keeps order[..kept), top-p then order[..nucleus); each is the previous one (V
+// for top-k) where it cuts nothing
+struct SamplingCuts {
+    int kept;
+    int nucleus;
+};
+
+static inline SamplingCuts sampling_cuts(const SamplingSettings& settings, const float* logits,
+                                         const std::vector<int>& order, int V) {
+    SamplingCuts cuts;
+    cuts.kept = settings.top_k > 0 && settings.top_k < V ? settings.top_k : V;
+    cuts.nucleus = cuts.kept;
+    if (settings.top_p < 1.0f) {
+        const double temperature = (double)settings.temperature, z_max = (double)logits[order[0]] / temperature;
+        double total = 0.0, cum = 0.0;
+        for (int i = 0; i < cuts.kept; i++) { total += exp((double)logits[order[(size_t)i]] / temperature - z_max); }
+        cuts.nucleus = 0;
+        while (cuts.nucleus < cuts.kept && cum < (double)settings.top_p * total) {
+            cum += exp((double)logits[order[(size_t)cuts.nucleus++]] / temperature - z_max);
+        }
+    }
+    return cuts;
+}
+
 // The pairs (kept, excluded) at the full pass's top-k and top-p cut-offs whose logits are within 2 d
 // of each other: the tokens that rounding of d can swap in or out of the kept set (flat logits, a
 // random model's, hold several such tokens at a cut: the 8 nearest on each side are paired)
@@ -58,7 +83,7 @@ static inline std::vector<std::pair<int, int>> sampling_close_cutoffs(const Samp
     std::vector<int> order((size_t)V);
     for (int v = 0; v < V; v++) { order[(size_t)v] = v; }
     std::sort(order.begin(), order.end(), LogitRank{logits}); // best first, as sample_token ranks
-    const int kept = settings.top_k > 0 && settings.top_k < V ? settings.top_k : V;
+    const SamplingCuts cuts = sampling_cuts(settings, logits, order, V);
     auto pair_up = [&](int cut) { // order[..cut) kept, order[cut..) excluded
         if (cut <= 0 || cut >= V) { return; }
         for (int i = cut - 1; i >= 0 && i >= cut - 8; i--) {
@@ -69,17 +94,8 @@ static inline std::vector<std::pair<int, int>> sampling_close_cutoffs(const Samp
             }
         }
     };
-    if (kept < V) { pair_up(kept); }
-    if (settings.top_p < 1.0f) {
-        const double temperature = (double)settings.temperature, z_max = (double)logits[order[0]] / temperature;
-        double total = 0.0, cum = 0.0;
-        for (int i = 0; i < kept; i++) { total += exp((double)logits[order[(size_t)i]] / temperature - z_max); }
-        int cut = 0;
-        while (cut < kept && cum < (double)settings.top_p * total) {
-            cum += exp((double)logits[order[(size_t)cut++]] / temperature - z_max);
-        }
-        if (cut < kept) { pair_up(cut); }
-    }
+    if (cuts.kept < V) { pair_up(cuts.kept); }
+    if (cuts.nucleus < cuts.kept) { pair_up(cuts.nucleus); }
     return pairs;
 }
 

@@ -88,14 +88,8 @@ static int check_flip_explanations() {
         std::vector<int> order((size_t)V);
         for (int v = 0; v < V; v++) { order[(size_t)v] = v; }
         std::sort(order.begin(), order.end(), LogitRank{full.data()});
-        int cut = settings.top_k > 0 ? settings.top_k : 0;
-        if (settings.top_p < 1.0f) {
-            double total = 0.0, cum = 0.0;
-            for (int v = 0; v < V; v++) { total += exp((double)full[(size_t)v] / settings.temperature); }
-            while (cum < settings.top_p * total) {
-                cum += exp((double)full[(size_t)order[(size_t)cut++]] / settings.temperature);
-            }
-        }
+        const SamplingCuts cuts = sampling_cuts(settings, full.data(), order, V);
+        const int cut = settings.top_p < 1.0f ? cuts.nucleus : cuts.kept;
         const int kept = order[(size_t)cut - 1], excluded = order[(size_t)cut];
         full[(size_t)excluded] = full[(size_t)kept] - (float)d;
         std::vector<float> cached = full;
