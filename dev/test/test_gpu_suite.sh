@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU session's tools, checked without a GPU (suite gpu_suite of `make test`, ~10 s):
+# The GPU session's tools, checked without a GPU (suite gpu_suite of `make test`, ~30 s):
 #   dev/test/gpu_suite.sh --dry-run: every stage's commands printed, nothing run, consistent (every
 #     script and config there, every timeout <= 540 s); resume (a passed stage skipped, its rows
 #     kept in the summary), --time-limit (a stage that no longer fits is not started), a bad stage;
@@ -11,7 +11,10 @@
 #     .regions): it drops exactly the 4 reads inside cuBLASLt's outputs and keeps the 4 others;
 #   dev/test/initcheck_lt_regions.c (the LD_PRELOAD shim) built and called through cuBLASLt's own
 #     descriptors, where the CUDA headers and libcublasLt are (no GPU needed);
-#   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (shared_projections in parts).
+#   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (shared_projections in parts);
+#   the racecheck stage run for real on a fake GPU (fake nvidia-smi, binaries, fixtures and
+#     compute-sanitizer): a run killed beside others is tried again alone; the next call keeps the
+#     passed runs and its status adds the earlier call's seconds.
 # One PASS/FAIL line per check.
 #
 #   bash dev/test/test_gpu_suite.sh
@@ -275,6 +278,82 @@ else fail "ablate_parts: parts '$parts', config runs '$runs'"; fi
 out=$(BENCH_PEERS_ONLY=1 BENCH_SCHEMES_ONLY=1 bash dev/bench/bench.sh 2>&1)
 if [ $? -eq 1 ] && echo "$out" | grep -q 'expected at most one of them'; then pass "bench_parts: BENCH_PEERS_ONLY and BENCH_SCHEMES_ONLY together refused"
 else fail "bench_parts: $out"; fi
+
+# ---------------------------------------------------------------- a sanitizer stage on a fake GPU
+# The suite for real (not --dry-run) in a copy of its scripts, with a fake nvidia-smi, fake
+# binaries and fixtures, and a fake compute-sanitizer that kills the standard_hd64_mqa run the first
+# FAKE_KILLS times: a run killed beside others gets a second try alone; a stage that kept runs passed
+# in an earlier call records the sum of the calls' seconds (what --record-times reads).
+fake_repo="$tmp/fake_repo" fake_bin="$tmp/fake_bin"
+mkdir -p "$fake_repo/dev/results" "$fake_repo/dev/fixtures" "$fake_repo/build" "$fake_bin"
+cp Makefile attention_variants.cuh "$fake_repo/" && cp -r dev/test "$fake_repo/dev/" && cp dev/results/stage_times.tsv "$fake_repo/dev/results/"
+cat >"$fake_bin/nvidia-smi" <<'EOF'
+#!/bin/sh
+case "$*" in
+  -L) echo "GPU 0: Fake GPU (UUID: GPU-0)" ;;
+  *compute_cap*) echo "9.0" ;;
+  *driver_version*) echo "name, driver_version, memory.total [MiB], clocks.max.sm [MHz]"; echo "Fake GPU, 0, 1 MiB, 1 MHz" ;;
+  *) echo "Fake GPU" ;;
+esac
+EOF
+cat >"$fake_bin/compute-sanitizer" <<'EOF'
+#!/bin/sh
+[ "$1" = --version ] && { echo "fake compute-sanitizer"; exit 0; }
+case "$*" in
+  *standard_hd64_mqa_model.bin*)
+    n=$(cat "$FAKE_KILLS_FILE" 2>/dev/null || echo 0)
+    if [ "$n" -lt "$FAKE_KILLS" ]; then echo $((n + 1)) >"$FAKE_KILLS_FILE"; echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"; exit 9; fi ;;
+esac
+echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+EOF
+printf '#!/bin/sh\nexit 0\n' >"$fake_bin/ok"
+chmod +x "$fake_bin"/*
+fake_schemes=$(make -s --no-print-directory -C "$fake_repo" schemes)
+fake_labs=$(make -s --no-print-directory -C "$fake_repo" labs-list | tr '/' ' ')
+for sch in $fake_schemes; do
+  for kind in train_gpt2cu test_gpt2cu; do
+    name=$kind; [ "$sch" != standard ] && name="${name}_$sch"
+    cp "$fake_bin/ok" "$fake_repo/$name"; cp "$fake_bin/ok" "$fake_repo/${name}_fp32"
+  done
+  for fx in "${sch}_hd64" "${sch}_tiny" standard_hd64_gqa2 standard_hd64_mqa kv_shared_hd64_gqa2 q_identity_hd64_mqa q_residual_hd64_gqa2; do
+    case $fx in "${sch}"_*) : >"$fake_repo/dev/fixtures/${fx}_model.bin"; : >"$fake_repo/dev/fixtures/${fx}_debug.bin"
+      printf '%s\t%s\tdev/fixtures/%s_model.bin\tdev/fixtures/%s_debug.bin\n' "$fx" "$sch" "$fx" "$fx" >>"$fake_repo/dev/fixtures/manifest.tsv";; esac
+  done
+done
+for l in $fake_labs params test_ptx; do cp "$fake_bin/ok" "$fake_repo/build/lab_$l"; cp "$fake_bin/ok" "$fake_repo/build/lab_${l}_fp32"; done
+cp "$fake_bin/ok" "$fake_repo/build/params"; cp "$fake_bin/ok" "$fake_repo/build/test_ptx"
+fake_suite() { # FAKE_KILLS log -> the suite's output; its exit status
+  (cd "$fake_repo" && PATH="$fake_bin:$PATH" SANITIZER="$fake_bin/compute-sanitizer" NCU="$fake_bin/ok" FAKE_KILLS=$1 \
+     FAKE_KILLS_FILE="$tmp/fake_kills_$2" PYTHON="$fake_bin/ok" bash dev/test/gpu_suite.sh "$tmp/$2" sanitize_racecheck 2>&1)
+}
+out=$(fake_suite 1 fake_once); rc=$?
+if [ $rc -eq 0 ] && echo "$out" | grep -q '1 run(s) killed beside others: again, one at a time' &&
+   echo "$out" | grep -q '^sanitize_racecheck racecheck: trainer BF16, head-size-64 fixtures (flash) (13 runs) PASS' &&
+   [ "$(cut -f1 "$tmp/fake_once/sanitize_racecheck.status")" = PASS ]; then
+  pass "sanitize_retry: a racecheck run killed beside 3 others passes on its second try, alone; the stage passes"
+else
+  fail "sanitize_retry: exit $rc: $(echo "$out" | grep -m3 'killed\|racecheck:\|gpu_suite' | tr '\n' '|')"
+fi
+out=$(fake_suite 2 fake_twice); rc=$?
+if [ $rc -eq 1 ] && echo "$out" | grep -q 'standard_hd64_mqa BF16: killed (exit 9, SIGKILL; .* 1 runs at once)' &&
+   [ "$(cut -f1 "$tmp/fake_twice/sanitize_racecheck.status")" = FAIL ]; then
+  pass "sanitize_killed_alone: killed again alone, the run fails, saying it ran alone"
+else
+  fail "sanitize_killed_alone: exit $rc: $(echo "$out" | grep -m3 'killed\|racecheck:' | tr '\n' '|')"
+fi
+# the next call: the 15 runs that passed are kept, the killed one runs (and passes); the status
+# adds this call's seconds to the 100 s written here for the earlier call
+printf 'FAIL\t100\t2026-11-30 10:00 UTC\tFake GPU\n' >"$tmp/fake_twice/sanitize_racecheck.status"
+out=$(fake_suite 2 fake_twice); rc=$?
+secs=$(cut -f2 "$tmp/fake_twice/sanitize_racecheck.status")
+GPU_SUITE_TIMES="$tmp/fake_times.tsv" bash $suite --record-times "$tmp/fake_twice" >/dev/null 2>&1
+if [ $rc -eq 0 ] && [ "$(cut -f1 "$tmp/fake_twice/sanitize_racecheck.status")" = PASS ] && [ "$secs" -ge 100 ] && [ "$secs" -lt 160 ] &&
+   echo "$out" | grep -q "($secs s with the earlier calls' runs)" &&
+   grep -q "^sanitize_racecheck	$secs	measured " "$tmp/fake_times.tsv"; then
+  pass "sanitize_resume_time: the next call runs only the failed run; the status and --record-times get both calls' time ($secs s)"
+else
+  fail "sanitize_resume_time: exit $rc, status seconds '$secs': $(echo "$out" | grep -m2 '=== sanitize_racecheck' | tr '\n' '|')"
+fi
 
 echo "  gpu_suite: $((SECONDS - start)) s"
 exit $failed
