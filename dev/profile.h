@@ -103,7 +103,9 @@ typedef struct {
 } ProfileShape;
 
 typedef struct {
-    double flops, bytes; // per step
+    double flops, bytes; // per step; bytes: the minimum (the roofline's)
+    double pass_bytes;   // read again by a separate memory-bound pass that a fused design would not need
+                         // (today: the bias gradients' column sums re-read dY after the matmuls)
     int kind;            // ProfileKind
     int present;         // 0: this model and path have no such row
 } ProfileCost;
@@ -114,19 +116,23 @@ static inline double profile_roofline_s(const ProfileCost* r) {
 }
 
 static inline double profile_predicted_s(const ProfileCost* r) {
-    const double e = profile_kind_efficiency[r->kind];
-    const double tf = r->flops / (PROFILE_PEAK_FLOPS * e), tb = r->bytes / (PROFILE_PEAK_BYTES * profile_kind_efficiency[0]);
-    return tf > tb ? tf : tb;
+    const double e = profile_kind_efficiency[r->kind], mem = PROFILE_PEAK_BYTES * profile_kind_efficiency[0];
+    const double tf = r->flops / (PROFILE_PEAK_FLOPS * e), tb = r->bytes / mem;
+    // the separate pass runs after the row's main kernel, so its time adds (the 2026-11-26 H200 ncu
+    // capture: bias_backward_kernel 8.4 ms of the step, which the model had left out)
+    return (tf > tb ? tf : tb) + r->pass_bytes / mem;
 }
 
 // y = x w^T + b over n rows, k -> o: the forward and the backward (dx, dw += , db +=) of one layer.
-// Gradients of weights are fp32, read and written (they accumulate over micro-steps).
+// Gradients of weights are fp32, read and written (they accumulate over micro-steps). bp: the bias
+// gradient's column sum, a pass of its own over dY (n x o) in the CUDA trainer's bias_backward.
 static inline void profile_linear(double n, double k, double o, int bias, double a, double* ff, double* fb,
-                                  double* bf, double* bb) {
+                                  double* bf, double* bb, double* bp) {
     *ff = 2.0 * n * k * o;
     *fb = 4.0 * n * k * o;
     *bf = a * (n * k + k * o + n * o) + (bias ? a * o : 0.0);
     *bb = a * (n * o + n * k + k * o + n * k) + 8.0 * k * o + (bias ? 8.0 * o : 0.0);
+    *bp = bias ? a * n * o : 0.0;
 }
 
 // The parameters that are no matmul weight: llm.c's formula charges 6 FLOPs per token for each, the
@@ -151,10 +157,15 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     const double BHT = (double)s->B * c->num_heads * T; // one fp32 per query row: lse, delta
     const int bias = c->use_bias, qres = lay.q.source == QKV_SRC_RESIDUAL_QUERY;
     const double P = (double)gpt2_num_parameters(c);
-    for (int r = 0; r < PROF_NUM_ROWS; r++) { rows[r].flops = rows[r].bytes = 0.0; rows[r].kind = PROF_KIND_MEMORY; rows[r].present = 0; }
+    for (int r = 0; r < PROF_NUM_ROWS; r++) {
+        rows[r].flops = rows[r].bytes = rows[r].pass_bytes = 0.0;
+        rows[r].kind = PROF_KIND_MEMORY;
+        rows[r].present = 0;
+    }
     // per micro-step, then scaled below
 #define ROW(id, f, b, k) do { rows[id].flops = (f); rows[id].bytes = (b); rows[id].kind = (k); rows[id].present = 1; } while (0)
-    double ff, fb, bf, bb;
+#define PASS(id, b) (rows[id].pass_bytes = (b))
+    double ff, fb, bf, bb, bp;
     const double ln_w = a * C * (bias ? 2.0 : 1.0);
     const double ln_plain = 2.0 * a * N * C + 8.0 * N + ln_w;          // x -> y, mean, rstd
     const double ln_fused = 4.0 * a * N * C + 8.0 * N + ln_w;          // r + d -> r', y, mean, rstd
@@ -162,15 +173,16 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     const double ln_bwd_acc = ln_bwd + a * N * C;                       // dx +=
     ROW(PROF_ENCODER_FWD, 0.0, 4.0 * N + a * (2.0 * N * C + T * C), PROF_KIND_MEMORY);
     ROW(PROF_LN1_FWD, 0.0, ln_plain + (Lyr - 1.0) * ln_fused, PROF_KIND_MEMORY);
-    profile_linear(N, C, W, bias, a, &ff, &fb, &bf, &bb);
+    profile_linear(N, C, W, bias, a, &ff, &fb, &bf, &bb, &bp);
     ROW(PROF_QKV_FWD, Lyr * ff, Lyr * bf, PROF_KIND_MATMUL);
     // qkv backward: dx accumulates into what the attention wrote there when a role is x itself
     const int input_role = lay.q.source == QKV_SRC_INPUT || lay.k.source == QKV_SRC_INPUT || lay.v.source == QKV_SRC_INPUT;
     ROW(PROF_QKV_BWD, Lyr * fb, Lyr * (bb + (input_role ? a * N * C : 0.0)), PROF_KIND_MATMUL);
+    PASS(PROF_QKV_BWD, Lyr * bp);
     if (qres) { // RMSNorm, W1 (C -> C/2) + GELU (h and gelu(h) kept), W2 (C/2 -> C), LN_q, x + f
-        double f1f, f1b, b1f, b1b, f2f, f2b, b2f, b2b;
-        profile_linear(N, C, C / 2.0, 0, a, &f1f, &f1b, &b1f, &b1b);
-        profile_linear(N, C / 2.0, C, 0, a, &f2f, &f2b, &b2f, &b2b);
+        double f1f, f1b, b1f, b1b, f2f, f2b, b2f, b2b, nobias;
+        profile_linear(N, C, C / 2.0, 0, a, &f1f, &f1b, &b1f, &b1b, &nobias);
+        profile_linear(N, C / 2.0, C, 0, a, &f2f, &f2b, &b2f, &b2b, &nobias);
         const double fwd = (2.0 * a * N * C + 4.0 * N) + (b1f + a * N * C / 2.0) + b2f + (2.0 * a * N * C + 8.0 * N) + 3.0 * a * N * C;
         const double bwd = 3.0 * a * N * C + (3.0 * a * N * C + 8.0 * N + 8.0 * C) + (b2b + a * N * C / 2.0) + b1b +
                            (4.0 * a * N * C + 4.0 * N + 8.0 * C);
@@ -201,17 +213,20 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     } else {
         ROW(PROF_ATTN_BWD, Lyr * 4.0 * unit, Lyr * (a * N * (2.0 * qkv_ch + 2.0 * C) + 4.0 * BHT), PROF_KIND_ATTENTION);
     }
-    profile_linear(N, C, C, bias, a, &ff, &fb, &bf, &bb);
+    profile_linear(N, C, C, bias, a, &ff, &fb, &bf, &bb, &bp);
     ROW(PROF_ATTPROJ_FWD, Lyr * ff, Lyr * bf, PROF_KIND_MATMUL);
     ROW(PROF_ATTPROJ_BWD, Lyr * fb, Lyr * bb, PROF_KIND_MATMUL);
+    PASS(PROF_ATTPROJ_BWD, Lyr * bp);
     ROW(PROF_LN2_FWD, 0.0, Lyr * ln_fused, PROF_KIND_MEMORY);
     ROW(PROF_LN2_BWD, 0.0, Lyr * ln_bwd_acc, PROF_KIND_MEMORY);
-    profile_linear(N, C, M, bias, a, &ff, &fb, &bf, &bb);
+    profile_linear(N, C, M, bias, a, &ff, &fb, &bf, &bb, &bp);
     ROW(PROF_FC_FWD, Lyr * ff, Lyr * (bf + a * N * M), PROF_KIND_MATMUL); // the pre-GELU values are kept too
     ROW(PROF_FC_BWD, Lyr * fb, Lyr * bb, PROF_KIND_MATMUL);
-    profile_linear(N, M, C, bias, a, &ff, &fb, &bf, &bb);
+    PASS(PROF_FC_BWD, Lyr * bp);
+    profile_linear(N, M, C, bias, a, &ff, &fb, &bf, &bb, &bp);
     ROW(PROF_FCPROJ_FWD, Lyr * ff, Lyr * bf, PROF_KIND_MATMUL);
     ROW(PROF_FCPROJ_BWD, Lyr * fb, Lyr * (bb + a * N * M), PROF_KIND_MATMUL); // GELU's backward reads the pre-GELU values
+    PASS(PROF_FCPROJ_BWD, Lyr * bp);
     ROW(PROF_LNF_FWD, 0.0, ln_fused, PROF_KIND_MEMORY);
     ROW(PROF_LNF_BWD, 0.0, ln_bwd, PROF_KIND_MEMORY);
     // the head: lnf and the weight read, dlnf written, dhead accumulated; the logits need not be stored
@@ -222,13 +237,18 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     ROW(PROF_LN1_BWD, 0.0, Lyr * ln_bwd_acc, PROF_KIND_MEMORY);
     // dwte: at most min(N, V) distinct rows, read and written; dwpe: T rows
     ROW(PROF_ENCODER_BWD, 0.0, a * N * C + 4.0 * N + 8.0 * (N < V ? N : V) * C + 8.0 * T * C, PROF_KIND_MEMORY);
-    for (int r = 0; r < PROF_NUM_ROWS; r++) { rows[r].flops *= s->micro_steps; rows[r].bytes *= s->micro_steps; }
+    for (int r = 0; r < PROF_NUM_ROWS; r++) {
+        rows[r].flops *= s->micro_steps;
+        rows[r].bytes *= s->micro_steps;
+        rows[r].pass_bytes *= s->micro_steps;
+    }
     // once per step
     ROW(PROF_ZERO_GRAD, 0.0, 4.0 * P, PROF_KIND_MEMORY);
     ROW(PROF_GRAD_NORM, 0.0, 4.0 * P, PROF_KIND_MEMORY);
     // params, grads, m, v read; params, m, v written; with master weights the fp32 copy is read and written
     ROW(PROF_ADAMW, 0.0, P * (2.0 * a + 4.0 + 16.0 + (s->master_weights ? 8.0 : 0.0)), PROF_KIND_MEMORY);
 #undef ROW
+#undef PASS
 }
 
 // ----------------------------------------------------------------------------
