@@ -296,6 +296,10 @@ binary() { # kind scheme precision -> the Makefile's binary name
   [ "$3" = FP32 ] && name="${name}_fp32"
   echo "$name"
 }
+known_binaries() { # every trainer and test binary the build stage makes
+  local s p
+  for s in $SCHEMES; do for p in BF16 FP32; do echo "$(binary train_gpt2cu "$s" $p) $(binary test_gpt2cu "$s" $p)"; done; done | tr '\n' ' '
+}
 DRY_ERRORS=0
 dry_error() { echo "gpu_suite --dry-run: $*" >&3; DRY_ERRORS=$((DRY_ERRORS + 1)); }
 dry_check() { # the words of a command: timeouts within a call, the scripts and configs it names present
@@ -306,6 +310,9 @@ dry_check() { # the words of a command: timeouts within a call, the scripts and 
     case $f in
       dev/data/*) ;; # carried data, absent here
       dev/*.sh|dev/*.py|dev/*.txt|dev/*.c|dev/*.cpp|dev/*.cu|*.cu) [ -f "$f" ] || dry_error "$f: no such file (in: $*)" ;;
+      ./train_gpt2cu*|./test_gpt2cu*) # built there, absent here: a name the build stage makes
+        [ -n "${KNOWN_BINARIES:-}" ] || KNOWN_BINARIES=$(known_binaries)
+        case " $KNOWN_BINARIES " in *" ${f#./} "*) ;; *) dry_error "$f: not a binary the build stage makes (in: $*)";; esac ;;
     esac
     prev=$a
   done
@@ -350,7 +357,14 @@ pool() { # P file func
   done <"$file"
   wait
 }
-fixture_scheme() { awk -F'\t' -v f="$1" '$1 == f { print $2; exit }' dev/fixtures/manifest.tsv 2>/dev/null; }
+fixture_scheme() { # fixture -> its scheme: the manifest's; before the fixtures exist (a dry run
+  # here), the longest scheme name the fixture's name starts with (q_identity_hd64_mqa: q_identity)
+  local s best=""
+  s=$(awk -F'\t' -v f="$1" '$1 == f { print $2; exit }' dev/fixtures/manifest.tsv 2>/dev/null)
+  [ -n "$s" ] && { echo "$s"; return; }
+  for s in $SCHEMES; do case $1 in "$s"_*) [ ${#s} -gt ${#best} ] && best=$s;; esac; done
+  echo "${best:-standard}"
+}
 need_data() { # folder file what -> 0 when there (a dry run only notes it)
   [ -f "$1/$2" ] && return 0
   if [ $DRY -eq 1 ]; then echo "  (needs $1, carried: absent here)" >&3; return 0; fi
@@ -590,10 +604,10 @@ sanitize_job() { # tool kind precision target
       cmd=(./build/lab_"$target" --check --quick); label="lab_$target --check --quick (every version)" ;;
     test)
       awk -F'\t' -v f="$target" '$1 == f' dev/fixtures/manifest.tsv >"$dir/manifest_$target.tsv" 2>/dev/null
-      scheme=$(fixture_scheme "$target"); scheme=${scheme:-standard}
+      scheme=$(fixture_scheme "$target")
       cmd=(./"$(binary test_gpt2cu "$scheme" "$p")" "$dir/manifest_$target.tsv"); label="test_gpt2cu $target $p" ;;
     train)
-      scheme=$(fixture_scheme "$target"); scheme=${scheme:-${target%%_*}}
+      scheme=$(fixture_scheme "$target")
       [ $DRY -eq 0 ] && rm -rf "build/gpu_suite/$name"
       sanitizer_trainer_args "$tool" "$target" "build/gpu_suite/$name"
       cmd=(./"$(binary train_gpt2cu "$scheme" "$p")" "${SAN_TRAINER_ARGS[@]}")
