@@ -32,7 +32,8 @@ STAGES=$(bash $suite --dry-run "$tmp/list" no_such_stage 2>&1 | sed -n 's/.*expe
 [ "$(echo "$STAGES" | wc -w)" -ge 10 ] || fail "stage list: could not read STAGES_ALL from $suite (got '$STAGES')"
 
 # ---------------------------------------------------------------- syntax
-for f in $suite dev/test/test_cuda.sh dev/bench/bench.sh dev/ablate/ablate.sh dev/test/torch_python.sh; do
+for f in $suite dev/test/test_cuda.sh dev/bench/bench.sh dev/ablate/ablate.sh dev/test/torch_python.sh \
+         dev/test/sanitizer_runs.sh dev/test/gpu_sanitize_recheck.sh dev/test/gpu_followup.sh; do
   if out=$(bash -n "$f" 2>&1); then pass "syntax $f"; else fail "syntax $f: $out"; fi
 done
 
