@@ -348,6 +348,7 @@ for try in 1 2 3; do
     polls=0
     while [ $polls -lt 20000 ]; do # no $(seq) here: expanding it took 30 ms
         polls=$((polls + 1))
+        [ -r /proc/$pid/status ] || break # it ended: the checks below say how
         mapfile -t proc_status < /proc/$pid/status
         cgt=; for l in "${proc_status[@]}"; do [ "${l%%:*}" = SigCgt ] && cgt=${l##*[[:space:]]}; done
         [ -n "$cgt" ] && (( (0x$cgt & 0x4000) == 0 )) && break
