@@ -592,9 +592,10 @@ stage_lab_bench() {
 # order, P at a time; a run that passed (LOG/sanitize/<run>.result) is not repeated
 
 source dev/test/sanitizer_runs.sh
+sanitize_run_name() { echo "$1_$2_$4_$3"; } # tool kind precision target -> the run's file names in LOG/sanitize
 sanitize_job() { # tool kind precision target
   local tool=$1 kind=$2 p=$3 target=$4 name dir log res left cmd=() label rc summary scheme
-  name="${tool}_${kind}_${target}_${p}"
+  name=$(sanitize_run_name "$@")
   dir="$LOG/sanitize" log="$dir/$name.log" res="$dir/$name.result"
   [ $DRY -eq 0 ] && [ -f "$res" ] && grep -q '^PASS' "$res" && return 0
   left=$(tlimit 480)
@@ -691,9 +692,8 @@ stage_sanitize() { # tool
   # 2026-11-26 H200 ended with 10 of them killed before their first step
   SAN_AT_ONCE=$JOBS
   [ "$tool" = racecheck ] && SAN_AT_ONCE=4
-  STAGE_RESUMED=0
   while read -r _ kind p target; do
-    grep -qs '^PASS' "$LOG/sanitize/${tool}_${kind}_${target}_${p}.result" && STAGE_RESUMED=$((STAGE_RESUMED + 1))
+    grep -qs '^PASS' "$LOG/sanitize/$(sanitize_run_name "$tool" "$kind" "$p" "$target").result" && STAGE_RESUMED=$((STAGE_RESUMED + 1))
   done <"$jobs"
   pool "$SAN_AT_ONCE" "$jobs" sanitize_job
   [ $DRY -eq 1 ] && return
@@ -701,7 +701,8 @@ stage_sanitize() { # tool
   # alone, in this call's time; killed alone, it fails
   local retry="$LOG/sanitize/${tool}_retry.txt"
   while read -r _ kind p target; do
-    grep -qs '^FAIL .*: killed (' "$LOG/sanitize/${tool}_${kind}_${target}_${p}.result" && echo "$tool $kind $p $target"
+    grep -qs '^FAIL .*: killed (' "$LOG/sanitize/$(sanitize_run_name "$tool" "$kind" "$p" "$target").result" &&
+      echo "$tool $kind $p $target"
   done <"$jobs" >"$retry"
   if [ -s "$retry" ] && [ "$SAN_AT_ONCE" -gt 1 ]; then
     echo "  $(wc -l <"$retry") run(s) killed beside others: again, one at a time"
@@ -719,7 +720,7 @@ stage_sanitize() { # tool
     local pass=0 fail=0 missing=0 first="" res
     while read -r _ kind p target; do
       [ "$(sanitize_group "$kind" "$p" "$target")" = "$g" ] || continue
-      res="$LOG/sanitize/${tool}_${kind}_${target}_${p}.result"
+      res="$LOG/sanitize/$(sanitize_run_name "$tool" "$kind" "$p" "$target").result"
       if [ ! -f "$res" ]; then missing=$((missing + 1))
       elif grep -q '^PASS' "$res"; then pass=$((pass + 1))
       else fail=$((fail + 1)); [ -n "$first" ] || first=$(cut -c6-140 "$res"); fi
