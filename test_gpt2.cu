@@ -174,9 +174,10 @@ static void hard_fail(Verdict* v, const char* fixture, const std::string& why) {
 typedef struct {
     int recompute;   // -r
     int gelu_fusion; // --gelu_fusion
+    int bias_fusion; // --bias_fusion
     int logits_rows; // > 0: the classifier's chunk in the passes with targets (at most the allocated rows)
 } RunOptions;
-static const RunOptions kDefaultRun = {0, 1, 0};
+static const RunOptions kDefaultRun = {0, 1, 1, 0};
 static const int GRAD_CHECK_MICRO_STEPS = 2;
 
 // fused: the flash attention path (where the head size has one), else the unfused path
@@ -212,6 +213,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
     }
     GPT2 model;
     g_gelu_fusion = opt->gelu_fusion;
+    g_bias_fusion = opt->bias_fusion;
     gpt2_build(&model, &config, B, T, 1, opt->recompute, fused); // gpt2_build keeps fused only where a flash kernel exists
     gpt2_load_params(&model, model_path, version);
     Verdict v;
@@ -964,16 +966,18 @@ int main(int argc, char** argv) {
         if (run_kv_cache_check(fields[0], fields[2], both)) { passed++; } else { failed++; }
         // the scheme's first fixture twice more, through every non-default path of the trainer: the
         // classifier in chunks of 37 rows (several chunks, the last one partial), the GELU and its
-        // derivative as separate kernels and -r 2 (GELU and both LayerNorms recomputed); then -r 1
-        // with the fused GELU (the backward recomputes gelu from the rounded pre-activation)
+        // derivative as separate kernels, the bias gradients by the column-sum kernel and -r 2 (GELU
+        // and both LayerNorms recomputed); then -r 1 with the fused GELU (the backward recomputes gelu
+        // from the rounded pre-activation)
         if (ran == 1 && !fixtures_only) {
-            const RunOptions other[2] = {{2, 0, 37}, {1, 1, 0}};
-            const char* const suffix[2] = {"/chunk37_nogelufusion_r2", "/r1"};
+            const RunOptions other[2] = {{2, 0, 0, 37}, {1, 1, 1, 0}};
+            const char* const suffix[2] = {"/chunk37_nogelufusion_nobiasfusion_r2", "/r1"};
             for (int k = 0; k < 2; k++) {
                 const std::string name = std::string(fields[0]) + suffix[k];
                 if (run_fixture(name.c_str(), fields[2], fields[3], both, &other[k])) { passed++; } else { failed++; }
             }
             g_gelu_fusion = kDefaultRun.gelu_fusion;
+            g_bias_fusion = kDefaultRun.bias_fusion;
         }
         fflush(stdout);
     }

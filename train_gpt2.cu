@@ -307,16 +307,19 @@ __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
 // launch helpers: the settings and scratch the launchers below share
 
 static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
+static int g_bias_fusion = 1;   // 1: bias gradients in the weight gradient's cuBLASLt epilogue (--bias_fusion)
 static int g_flash_version = 3; // the flash attention kernels' version (--flash): 3, or 2 (the previous ones)
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
 static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
 // Scratch of the one-kernel reductions (norm_backward_kernel, bias_backward_kernel): partial sums
-// (REDUCE_MAX_BLOCKS, 2, max columns) and one ticket counter per column group, all 0 between launches.
-// Every launch runs on the one stream, so they share it.
+// (REDUCE_MAX_BLOCKS, 2, max columns) and one ticket counter per column group, all 0 between launches;
+// and the column sums that cuBLASLt's BGRADB epilogue writes (max columns, fp32) before they are added
+// to a bias gradient. Every launch runs on the one stream, so they share it.
 #define REDUCE_MAX_BLOCKS 512
 static float* g_reduce_partial = NULL;
 static unsigned int* g_reduce_counters = NULL;
+static float* g_bias_sums = NULL;
 static int g_reduce_max_cols = 0;
 
 static void reduce_scratch_check(int cols, const char* what) {
@@ -341,7 +344,9 @@ static void reduce_scratch_reserve(int max_cols) {
     if (max_cols <= g_reduce_max_cols) { return; }
     if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
     if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
+    if (g_bias_sums != NULL) { cudaCheck(cudaFree(g_bias_sums)); }
     g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
+    g_bias_sums = (float*)device_malloc((size_t)max_cols * sizeof(float), "bias gradient sums");
     const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
     g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
     cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
@@ -775,8 +780,8 @@ static void rmsnorm_backward(floatX* dinp, float* dweight, const floatX* dout, c
 // matmul: every matmul of the model goes through cuBLASLt (matmul_lt); the bias kernels
 // are for what its epilogues do not cover
 
-// what runs in a matmul's epilogue besides the bias (see matmul_lt)
-typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2 } LtActivation;
+// what runs in a matmul's epilogue besides the bias (see matmul_lt); LT_BGRADB: the bias is an output
+typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2, LT_BGRADB = 3 } LtActivation;
 
 static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
@@ -800,11 +805,13 @@ static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
 // A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
 // parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
 // Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
-// Epilogue: + bias (m) when bias != NULL; act LT_GELU: D = gelu(result), aux (laid out like D) = the
-// result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL).
+// Epilogue: + bias (m, floatX) when bias != NULL; act LT_GELU: D = gelu(result), aux (laid out like D) =
+// the result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL);
+// LT_BGRADB: bias is an output of n values of D's type, the sums of op(B)'s columns over k (cuBLASLt's
+// BGRADB: the weight gradient's GEMM sums dY while it reads it), written, never added to.
 // Returns 1. When cuBLASLt has no algorithm: with a bias or an activation, returns 0 having done
 // nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
-static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const floatX* bias,
+static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const void* bias,
                       LtActivation act, const floatX* aux, int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
                       float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
     const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
@@ -817,15 +824,16 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     if (act == LT_GELU) { epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; }
     if (act == LT_DGELU) { epilogue = CUBLASLT_EPILOGUE_DGELU; }
+    if (act == LT_BGRADB) { epilogue = CUBLASLT_EPILOGUE_BGRADB; }
     cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    if (act != LT_PLAIN) { // the GELU input: written by LT_GELU, read by LT_DGELU; laid out like D
+    if (act == LT_GELU || act == LT_DGELU) { // the GELU input: written by LT_GELU, read by LT_DGELU; laid out like D
         cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
         const int64_t aux_ld = ldd;
         cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
     }
     if (bias != NULL) {
         cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-        const cudaDataType bias_type = CUBLAS_X_TYPE;
+        const cudaDataType bias_type = act == LT_BGRADB ? d_type : CUBLAS_X_TYPE;
         cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
     }
     cublasLtMatrixLayout_t la, lb, ld;
@@ -861,7 +869,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     memset(&key, 0, sizeof(key));
     // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
     // (dev/cuda/common.h's lab_lt_lookup reads fields 0-4, 12, 13 and 17 by position.)
-    const uint32_t al_aux = act != LT_PLAIN ? lt_alignment(aux, 0, 1) : 0;
+    const uint32_t al_aux = act == LT_GELU || act == LT_DGELU ? lt_alignment(aux, 0, 1) : 0;
     const uint32_t al_bias = bias != NULL ? lt_alignment(bias, 0, 1) : 0;
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
                                 bias != NULL, al_a, al_b, al_d, (long long)act, al_aux, al_bias};
@@ -930,7 +938,8 @@ static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight,
     }
 }
 
-// dbias[c] += sum over N rows of dout[:, c] (a bias gradient), in one deterministic kernel. Block
+// dbias[c] += sum over N rows of dout[:, c] (a bias gradient; where the weight gradient's GEMM has no
+// BGRADB epilogue, see matmul_backward_params), in one deterministic kernel. Block
 // (32, BIAS_ROW_LANES): column group blockIdx.x (thread x: x128::size columns), row share blockIdx.y
 // (rows blockIdx.y * lanes + y + k * gridDim.y * lanes). The row lanes add up in shared memory in
 // lane order, the block writes partial[blockIdx.y] (its columns of an (gridDim.y, OC) array), and
@@ -994,8 +1003,28 @@ static void bias_backward(float* dbias, const floatX* dout, int N, int OC) {
     launchCheck();
 }
 
-// the parameter side of a linear layer's backward: dweight (OC, C) += dout^T @ inp (fp32), dbias += column sums of dout
+// dbias (OC) += sums (OC): a bias gradient's share of this micro-step, summed by the weight gradient's
+// GEMM (cuBLASLt's BGRADB epilogue writes its sums; gradients accumulate over micro-steps)
+__global__ void bias_sums_add_kernel(float* dbias, const float* sums, int OC) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < OC) { dbias[i] += sums[i]; }
+}
+
+// The parameter side of a linear layer's backward: dweight (OC, C) += dout^T @ inp (fp32), dbias +=
+// column sums of dout. The GEMM reads all of dout (its B, k = the N rows), so its BGRADB epilogue sums
+// the columns on the way, in fp32 into g_bias_sums, and a 4 * OC-byte add follows: dout is not read a
+// second time. --bias_fusion 0, or no cuBLASLt algorithm with that epilogue: bias_backward_kernel
+// reads dout again after the plain GEMM.
 static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
+    if (dbias != NULL && g_bias_fusion) {
+        reduce_scratch_check(OC, "the bias gradient's epilogue");
+        if (matmul_lt(dweight, CUDA_R_32F, inp, dout, g_bias_sums, LT_BGRADB, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f,
+                      1, 0, 0, 0)) {
+            bias_sums_add_kernel<<<(OC + 255) / 256, 256>>>(dbias, g_bias_sums, OC);
+            launchCheck();
+            return;
+        }
+    }
     matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, LT_PLAIN, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
     if (dbias != NULL) { bias_backward(dbias, dout, N, OC); }
 }
@@ -4363,6 +4392,7 @@ static int train_run(TrainArgs* a) {
     }
 
     g_gelu_fusion = a->gelu_fusion;
+    g_bias_fusion = a->bias_fusion;
     g_flash_version = a->flash_version;
     GPT2 model;
     gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
@@ -4540,7 +4570,8 @@ static int train_run(TrainArgs* a) {
     a->final_rng = rng;
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
-                                    model.master_memory != NULL, model.attn_fused ? g_flash_version : 0, model.recompute};
+                                    model.master_memory != NULL, model.attn_fused ? g_flash_version : 0, model.recompute,
+                                    g_bias_fusion};
         if (!profile_write(&g_profile, &model.config, &shape, a->profile_csv)) { rc = 1; }
     }
     profile_free();

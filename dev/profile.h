@@ -100,12 +100,14 @@ typedef struct {
     int master_weights; // 1: an fp32 master copy of the parameters (the CUDA trainer's bf16 -w 1)
     int flash;          // the fused attention's flash version (2: its backward is three rows; 3: one), 0: unfused
     int recompute;      // the CUDA trainer's -r: 0, 1 (GELU), 2 (GELU and the LayerNorms)
+    int bias_fusion;    // 1: the bias gradients summed by the weight gradients' GEMMs (the CUDA trainer's
+                        // --bias_fusion 1, cuBLASLt's BGRADB epilogue), 0: a column-sum pass of their own
 } ProfileShape;
 
 typedef struct {
     double flops, bytes; // per step; bytes: the minimum (the roofline's)
     double pass_bytes;   // read again by a separate memory-bound pass that a fused design would not need
-                         // (today: the bias gradients' column sums re-read dY after the matmuls)
+                         // (the bias gradients' column sums re-reading dY after the matmuls, bias_fusion 0)
     int kind;            // ProfileKind
     int present;         // 0: this model and path have no such row
 } ProfileCost;
@@ -125,7 +127,9 @@ static inline double profile_predicted_s(const ProfileCost* r) {
 
 // y = x w^T + b over n rows, k -> o: the forward and the backward (dx, dw += , db +=) of one layer.
 // Gradients of weights are fp32, read and written (they accumulate over micro-steps). bp: the bias
-// gradient's column sum, a pass of its own over dY (n x o) in the CUDA trainer's bias_backward.
+// gradient's column sum as a pass of its own over dY (n x o), the CUDA trainer's bias_backward; with
+// bias_fusion the dW GEMM sums dY as it reads it, predicted at no cost (its 8 o bytes of sums written
+// and added are left out, as the bias gradient's own 8 o are not).
 static inline void profile_linear(double n, double k, double o, int bias, double a, double* ff, double* fb,
                                   double* bf, double* bb, double* bp) {
     *ff = 2.0 * n * k * o;
@@ -164,7 +168,7 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     }
     // per micro-step, then scaled below
 #define ROW(id, f, b, k) do { rows[id].flops = (f); rows[id].bytes = (b); rows[id].kind = (k); rows[id].present = 1; } while (0)
-#define PASS(id, b) (rows[id].pass_bytes = (b))
+#define PASS(id, b) (rows[id].pass_bytes = s->bias_fusion ? 0.0 : (b))
     double ff, fb, bf, bb, bp;
     const double ln_w = a * C * (bias ? 2.0 : 1.0);
     const double ln_plain = 2.0 * a * N * C + 8.0 * N + ln_w;          // x -> y, mean, rstd

@@ -7,8 +7,8 @@ the sampling RNG, the rule that turns logits into a sampled token and --generate
 
 Plain C++ with no GPU code. The includer defines, before including:
   PRECISION_NAME, PRECISION_IS_BF16   its parameter precision ("fp32"/0 on the CPU)
-  TRAIN_COMMON_CUDA                   1 in the CUDA trainer: its own flags (-r, -w, --attention,
-                                      --gelu_fusion) are accepted; the CPU trainer refuses them
+  TRAIN_COMMON_CUDA                   1 in the CUDA trainer: its own flags (-r, -w, --attention, --flash,
+                                      --gelu_fusion, --bias_fusion) are accepted; the CPU trainer refuses them
 and defines after it
   static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size);
                                       what its own kernels need of a shape beyond gpt2_config_check
@@ -802,6 +802,7 @@ typedef struct {
     int val_every, val_max_steps, sample_every, gen_T, checkpoint_every, resume, recompute, master_weights;
     int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
     int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
+    int bias_fusion;  // --bias_fusion: bias gradients in the weight gradients' cuBLASLt epilogue
     int flash_version; // --flash: the flash attention kernels' version (3, or 2)
     // model shape flags; -1 = not given
     int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
@@ -862,6 +863,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->master_weights = 1;
     a->attn_unfused = 0;
     a->gelu_fusion = 1;
+    a->bias_fusion = 1;
     a->flash_version = 3;
     a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
     a->attn_scale = -1.0f;
@@ -945,6 +947,8 @@ static void print_usage(const char* prog) {
     printf("                       double buffering) or 2, the previous one (default 3)\n");
     printf("  --gelu_fusion <0|1>  1: the MLP's GELU and its derivative in the cuBLASLt matmul epilogues;\n");
     printf("                       0: separate kernels (default 1)\n");
+    printf("  --bias_fusion <0|1>  1: each bias gradient summed by its weight gradient's cuBLASLt matmul (the\n");
+    printf("                       BGRADB epilogue); 0: a separate column-sum kernel (default 1)\n");
 #endif
     printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
     printf("  --n_kv_head <int>    key/value heads, divides the query heads (GQA; 1 = MQA) (default n_head)\n");
@@ -982,7 +986,8 @@ static void print_usage(const char* prog) {
     printf("                       stream (saved in its training states) does not depend on them. Refused on\n");
     printf("                       a run that samples nothing (-s 0 and no --generate)\n");
 #if !TRAIN_COMMON_CUDA
-    printf("The CUDA trainer's -r, -w, --attention, --flash and --gelu_fusion do not apply here and are refused.\n");
+    printf("The CUDA trainer's -r, -w, --attention, --flash, --gelu_fusion and --bias_fusion do not apply here and\n");
+    printf("are refused.\n");
 #endif
 }
 
@@ -1046,11 +1051,11 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         static const char* const known[] = {"-i", "-j", "-o", "-e", "-b", "-t", "-d", "-x", "-l", "-u", "-q", "-c",
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
-                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--attention", "--flash",
+                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--bias_fusion", "--attention", "--flash",
                                             "--generate", "--prompt", "-sl", "-sg", "--overwrite",
                                             "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
                                             "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule"};
-        static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--attention", "--flash"};
+        static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--bias_fusion", "--attention", "--flash"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
         for (size_t k = 0; k < sizeof(cuda_only) / sizeof(cuda_only[0]); k++) { is_cuda_only |= strcmp(flag, cuda_only[k]) == 0; }
@@ -1100,6 +1105,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "-y") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->resume = (int)v; }
         else if (strcmp(flag, "-r") == 0) { ok = parse_ll(flag, val, 0, 2, &v, msg, msg_size); a->recompute = (int)v; }
         else if (strcmp(flag, "--gelu_fusion") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->gelu_fusion = (int)v; }
+        else if (strcmp(flag, "--bias_fusion") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->bias_fusion = (int)v; }
         else if (strcmp(flag, "-w") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->master_weights = (int)v; }
         else if (strcmp(flag, "--n_kv_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_kv_head = (int)v; }
         else if (strcmp(flag, "--mlp_hidden") == 0) { ok = parse_ll(flag, val, 1, 1 << 20, &v, msg, msg_size); a->mlp_hidden = (int)v; }

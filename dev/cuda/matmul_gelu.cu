@@ -1,6 +1,7 @@
 /*
 Kernel lab: the MLP's fc layer with its GELU (train_gpt2.cu's matmul_forward_gelu), and the backward
-down to the GELU's input (matmul_backward_gelu), separate passes vs cuBLASLt's GELU epilogues.
+down to the GELU's input (matmul_backward_gelu), separate passes vs cuBLASLt's GELU epilogues, and the
+bias gradient as a separate column sum vs the weight gradient's BGRADB epilogue.
 
   forward:  pre (N, OC) = inp (N, C) @ w (OC, C)^T [+ b (OC)], out = gelu(pre) (tanh approximation),
             both kept (pre for the backward)
@@ -22,25 +23,36 @@ The two numbers (benchmark shape: N = 65536 rows (B 64 x T 1024), C = 768, OC = 
             version 1: + gelu_backward_kernel reading dpre and pre and writing dpre, 6 N OC = 1208 MB
                        -> 0.403 ms: ~1.19 ms
             version 2: the DGELU epilogue reads pre inside the matmul: ~0.78 ms
-            both + bias_backward_kernel reading dy again (100.7 MB, 0.034 ms)
+            versions 1 and 2 + bias_backward_kernel reading dy again (100.7 MB, 0.034 ms at 3 TB/s; the
+                       H200's ncu capture of a d12 step measured this kernel at 2.3x its bytes' time,
+                       27% of DRAM bandwidth: ~0.08 ms here)
+            version 3: version 2 with the bias gradient summed in the dwp GEMM's BGRADB epilogue, which
+                       reads dy anyway, plus bias_sums_add_kernel (12 C bytes, a launch): ~0.78 ms,
+                       if the epilogue's column sums cost the GEMM nothing (predicted; cuBLASLt
+                       documents no cost, and one report has found BGRADB slower at large shapes)
 
-Versions (./build/lab_matmul_gelu [version]; the trainer's launchers, the path picked by its global
-g_gelu_fusion, as --gelu_fusion 0 / 1 does). The matmuls are cuBLASLt's (fp32 accumulation, grid,
+Versions (./build/lab_matmul_gelu [version]; the trainer's launchers, the path picked by its globals
+g_gelu_fusion and g_bias_fusion, as --gelu_fusion 0 / 1 and --bias_fusion 0 / 1 do). The matmuls are cuBLASLt's (fp32 accumulation, grid,
 tiles and registers its own: the check prints the algorithm, tile and split-K it chose); the
 trainer's kernels (ptxas -v, nvcc 13.0, sm_90; no spills, no shared memory unless said):
-  1  g_gelu_fusion = 0. forward: matmul_forward (bias in cuBLASLt's BIAS epilogue, or add_bias_kernel,
+  1  g_gelu_fusion = 0, g_bias_fusion = 0. forward: matmul_forward (bias in cuBLASLt's BIAS epilogue, or add_bias_kernel,
      a grid-stride loop of 256 threads, 20 registers, when there is no algorithm with it), then
      gelu_forward_kernel: one thread per x128 (8 bf16), 256 threads, 26 registers.
      backward: the plain matmul dpre = dy @ wp, then gelu_backward_kernel in place (one thread per
      x128, 256 threads, 30 registers), then matmul_backward_params: cuBLASLt dwp += dy^T @ out (fp32 D,
      beta 1) and bias_backward_kernel (grid (column groups of 256, 2 per SM), block 32 x 8, 8 KiB
      static smem, 32 registers; fixed-order partial sums, the last block adds them).
-  2  g_gelu_fusion = 1. forward: one cuBLASLt call, epilogue GELU_AUX_BIAS (GELU_AUX without a bias):
+  2  g_gelu_fusion = 1, g_bias_fusion = 0. forward: one cuBLASLt call, epilogue GELU_AUX_BIAS (GELU_AUX without a bias):
      out = gelu(acc + b) in fp32, rounded once, and pre written as the aux output (ld = OC).
      backward: one call, epilogue DGELU: dpre = acc * gelu'(pre), pre read as the aux input; then
      matmul_backward_params as version 1. When cuBLASLt has no algorithm for the epilogue, matmul_lt
      returns 0 and the launcher falls back to version 1's passes: the lab prints `fallback` then.
-  Both deterministic (cuBLASLt's algorithm is fixed per configuration by matmul_lt's cache; split-k
+  3  g_gelu_fusion = 1, g_bias_fusion = 1 (the trainer's default). forward as version 2. backward: the
+     DGELU call, then one cuBLASLt call dwp += dy^T @ out with epilogue BGRADB: the sums of dy's
+     columns over the N rows written to the fp32 scratch g_bias_sums, then bias_sums_add_kernel (one
+     thread per column, 256 threads) adds them to dbp. No algorithm with BGRADB: version 2's plain
+     GEMM and bias_backward_kernel (the lab prints `fallback`).
+  All deterministic (cuBLASLt's algorithm is fixed per configuration by matmul_lt's cache; split-k
   partial sums in fp32; bias_backward_kernel's order is fixed), checked by a bit-identical rerun.
 
   ./build/lab_matmul_gelu [version] [--seed n] [--check] [--bench]
@@ -53,7 +65,7 @@ trainer's kernels (ptxas -v, nvcc 13.0, sm_90; no spills, no shared memory unles
   buffer. Against float64 (the GELU of dev/cpu/kernels_cpu.h): pre, out, dpre (bf16) rel_err 1e-2;
   dwp, dbp (fp32) 1e-4; every element written, guards and inputs unchanged, a second run bit-identical.
   One PASS/FAIL line per (version, direction, shape) naming the path that ran (epilogue or
-  fallback); a summary of the paths at the end. Exit 1 on any FAIL; without a GPU one SKIP line, exit 0.
+  fallback); a summary of the paths at the end (version 2's GELU epilogues, version 3's BGRADB). Exit 1 on any FAIL; without a GPU one SKIP line, exit 0.
 --quick (the CPU runtime, dev/cudacpu): N 7 and 64 only (the reference GEMM in double cannot afford 1024).
 --bench: the shape above, with bias, median of 25 runs (L2 flushed before each): ms, TFLOP/s, GB/s.
 
@@ -76,6 +88,7 @@ Tolerances. pre, out, dpre (bf16 outputs): the reference is float64 on the same 
 static const LabVersion kVersions[] = {
     {1, "separate passes: matmul then gelu_forward_kernel / gelu_backward_kernel (g_gelu_fusion = 0)", 0, 0},
     {2, "GELU in cuBLASLt's epilogue: GELU_AUX_BIAS forward, DGELU backward (g_gelu_fusion = 1)", 0, 0},
+    {3, "version 2, and the bias gradient in the weight gradient's BGRADB epilogue (g_bias_fusion = 1)", 0, 0},
 };
 
 static const double TOL_X = 1e-2;   // bf16 outputs
@@ -84,6 +97,7 @@ static const double TOL_F32 = 1e-4; // fp32 gradients
 static void fc_forward(int version, floatX* out, floatX* pre, const floatX* inp, const floatX* w, const floatX* b,
                        int N, int C, int OC) {
     g_gelu_fusion = version >= 2;
+    g_bias_fusion = version >= 3;
     matmul_forward_gelu(out, pre, inp, w, b, N, C, OC);
 }
 
@@ -91,6 +105,7 @@ static void fc_forward(int version, floatX* out, floatX* pre, const floatX* inp,
 static void fc_backward(int version, floatX* dpre, float* dwp, float* dbp, const floatX* dy, const floatX* out,
                         const floatX* wp, const floatX* pre, int N, int C, int OC) {
     g_gelu_fusion = version >= 2;
+    g_bias_fusion = version >= 3;
     matmul_backward_gelu(dpre, dwp, dbp, dy, out, wp, pre, N, OC, C);
 }
 
@@ -115,19 +130,32 @@ static std::string forward_path(int version, int N, int C, int OC, int has_bias,
     return std::string("matmul (") + algo + ")" + (has_bias ? " + add_bias_kernel" : "") + " + gelu_forward_kernel";
 }
 
-static std::string backward_path(int version, int N, int C, int OC, int* epilogue) {
-    std::string algo;
-    *epilogue = 0;
+// *bgrad_epilogue: 1 when version 3's BGRADB epilogue ran, 0 when the column-sum kernel did
+static std::string backward_path(int version, int N, int C, int OC, int has_bias, int* epilogue, int* bgrad_epilogue) {
+    std::string algo, path;
+    *epilogue = *bgrad_epilogue = 0;
     if (version >= 2) {
         const int f = lab_lt_lookup(OC, N, C, 0, 0, CUBLAS_X_TYPE, 0, LT_DGELU, &algo);
         if (f == 1) {
             *epilogue = 1;
-            return "epilogue DGELU (" + algo + ")";
+            path = "epilogue DGELU (" + algo + ")";
+        } else {
+            path = "fallback: no cuBLASLt algorithm with the DGELU epilogue, version 1's passes ran";
         }
-        return "fallback: no cuBLASLt algorithm with the DGELU epilogue, version 1's passes ran";
+    } else {
+        lab_lt_lookup(OC, N, C, 0, 0, CUBLAS_X_TYPE, 0, LT_PLAIN, &algo);
+        path = "matmul (" + algo + ") + gelu_backward_kernel";
     }
-    lab_lt_lookup(OC, N, C, 0, 0, CUBLAS_X_TYPE, 0, LT_PLAIN, &algo);
-    return "matmul (" + algo + ") + gelu_backward_kernel";
+    if (!has_bias) { return path; }
+    // dwp (OC, C) += dy^T @ out: matmul_lt's m = OC, n = C, k = N, B = dy transposed
+    if (version >= 3) {
+        if (lab_lt_lookup(OC, C, N, 0, 1, CUDA_R_32F, 1, LT_BGRADB, &algo) == 1) {
+            *bgrad_epilogue = 1;
+            return path + "; dbp: epilogue BGRADB (" + algo + ") + bias_sums_add_kernel";
+        }
+        return path + "; dbp: fallback: no cuBLASLt algorithm with the BGRADB epilogue, bias_backward_kernel ran";
+    }
+    return path + "; dbp: bias_backward_kernel";
 }
 
 // ----------------------------------------------------------------------------
@@ -137,10 +165,10 @@ typedef struct {
     int N, C, OC, bias;
 } Shape;
 
-// epilogue / fallback counts per (version 2) direction, for the summary
+// epilogue / fallback counts for the summary: version 2's forward and backward GELU, version 3's BGRADB
 typedef struct {
-    int epilogue[2], fallback[2];
-    std::string fallback_shapes[2];
+    int epilogue[3], fallback[3];
+    std::string fallback_shapes[3];
 } PathTally;
 
 static int check_forward(const LabArgs* a, const Shape* s, PathTally* tally) {
@@ -189,7 +217,7 @@ static int check_forward(const LabArgs* a, const Shape* s, PathTally* tally) {
         lab_compare_rows(trial, ver, "out", out.data(), out_ref.data(), out.size(), (size_t)OC, TOL_X, &v);
         int epi = 0;
         const std::string what = std::string(trial) + ", path: " + forward_path(ver, N, C, OC, s->bias, &epi);
-        if (ver >= 2) {
+        if (ver == 2) {
             tally->epilogue[0] += epi;
             tally->fallback[0] += !epi;
             if (!epi) { tally->fallback_shapes[0] += std::string(" (") + (trial + 8) + ")"; }
@@ -272,12 +300,17 @@ static int check_backward(const LabArgs* a, const Shape* s, PathTally* tally) {
             const std::vector<float> db = lab_f32_from_bytes(b_db);
             lab_compare_rows(trial, ver, "dbp", db.data(), db_ref.data(), db.size(), (size_t)C, TOL_F32, &v);
         }
-        int epi = 0;
-        const std::string what = std::string(trial) + ", path: " + backward_path(ver, N, C, OC, &epi);
-        if (ver >= 2) {
+        int epi = 0, bgrad = 0;
+        const std::string what = std::string(trial) + ", path: " + backward_path(ver, N, C, OC, s->bias, &epi, &bgrad);
+        if (ver == 2) {
             tally->epilogue[1] += epi;
             tally->fallback[1] += !epi;
             if (!epi) { tally->fallback_shapes[1] += std::string(" (") + (trial + 9) + ")"; }
+        }
+        if (ver == 3 && s->bias) {
+            tally->epilogue[2] += bgrad;
+            tally->fallback[2] += !bgrad;
+            if (!bgrad) { tally->fallback_shapes[2] += std::string(" (") + (trial + 9) + ")"; }
         }
         failed |= lab_verdict_print(a, ver, what.c_str(), seed, 1, &v);
     }
@@ -287,7 +320,7 @@ static int check_backward(const LabArgs* a, const Shape* s, PathTally* tally) {
 
 static int check(const LabArgs* a) {
     const int Ns[3] = {7, 64, 1024}, Cs[2] = {64, 768}, OCs[2] = {256, 3072};
-    PathTally tally = {{0, 0}, {0, 0}, {"", ""}};
+    PathTally tally = {{0, 0, 0}, {0, 0, 0}, {"", "", ""}};
     int failed = 0, count = 0;
     printf("check: forward and backward, N x C x OC x bias%s; tolerances bf16 %.0e, fp32 %.0e\n",
            a->quick ? " (--quick: N 7 and 64)" : "", TOL_X, TOL_F32);
@@ -305,12 +338,11 @@ static int check(const LabArgs* a) {
         }
     }
     printf("check: %d (direction, shape) trials\n", count);
-    if (lab_version_selected(a, 2)) {
-        const char* dir[2] = {"forward (GELU_AUX[_BIAS])", "backward (DGELU)"};
-        for (int d = 0; d < 2; d++) {
-            printf("paths v2 %s: epilogue on %d shapes, fallback on %d%s%s\n", dir[d], tally.epilogue[d], tally.fallback[d],
-                   tally.fallback[d] ? ":" : "", tally.fallback_shapes[d].c_str());
-        }
+    const char* dir[3] = {"v2 forward (GELU_AUX[_BIAS])", "v2 backward (DGELU)", "v3 bias gradient (BGRADB)"};
+    for (int d = 0; d < 3; d++) {
+        if (!lab_version_selected(a, d < 2 ? 2 : 3)) { continue; }
+        printf("paths %s: epilogue on %d shapes, fallback on %d%s%s\n", dir[d], tally.epilogue[d], tally.fallback[d],
+               tally.fallback[d] ? ":" : "", tally.fallback_shapes[d].c_str());
     }
     return failed;
 }
@@ -332,9 +364,9 @@ static void bench(const LabArgs* a) {
     printf("predicted forward: v1 + gelu_forward_kernel's %.1f MB = %.3f ms; v2 the matmul alone\n", 4.0 * NO / 1e6,
            4.0 * NO / LAB_PEAK_BYTES * 1e3);
     lab_bench_predicted("backward", f_bwd, b_bwd);
-    printf("predicted backward: v1 + gelu_backward_kernel's %.1f MB = %.3f ms; v2 the matmuls alone; both + "
-           "bias_backward's %.1f MB = %.3f ms\n", 6.0 * NO / 1e6, 6.0 * NO / LAB_PEAK_BYTES * 1e3, 2.0 * NC / 1e6,
-           2.0 * NC / LAB_PEAK_BYTES * 1e3);
+    printf("predicted backward: v1 + gelu_backward_kernel's %.1f MB = %.3f ms; v2 the matmuls alone; v1 and v2 + "
+           "bias_backward's %.1f MB = %.3f ms; v3 the matmuls alone\n", 6.0 * NO / 1e6, 6.0 * NO / LAB_PEAK_BYTES * 1e3,
+           2.0 * NC / 1e6, 2.0 * NC / LAB_PEAK_BYTES * 1e3);
     floatX* inp = (floatX*)device_malloc(NC * sizeof(floatX), "bench inp");
     floatX* w = (floatX*)device_malloc(CO * sizeof(floatX), "bench w");
     floatX* b = (floatX*)device_malloc(OC * sizeof(floatX), "bench b");
@@ -367,9 +399,9 @@ static void bench(const LabArgs* a) {
         const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
             fc_backward(ver, dpre, dwp, dbp, dy, out, wp, pre, N, C, OC);
         });
-        int epi = 0;
+        int epi = 0, bgrad = 0;
         printf("bench v%d backward N=%d C=%d OC=%d ms=%.4f TFLOP/s=%.1f GB/s=%.1f (path: %s)\n", ver, N, C, OC, ms,
-               f_bwd / (ms * 1e-3) / 1e12, b_bwd / (ms * 1e-3) / 1e9, backward_path(ver, N, C, OC, &epi).c_str());
+               f_bwd / (ms * 1e-3) / 1e12, b_bwd / (ms * 1e-3) / 1e9, backward_path(ver, N, C, OC, 1, &epi, &bgrad).c_str());
         fflush(stdout);
     }
     void* bufs[] = {inp, w, b, pre, out, dy, wp, dpre, dwp, dbp};

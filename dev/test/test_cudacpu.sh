@@ -68,14 +68,14 @@ for s in $SCHEMES; do
   done
 done
 # cuBLASLt without its epilogues (CUDA_CPU_LT_NO_EPILOGUES=1: no algorithm for any): the trainer's own
-# fallbacks (add_bias_kernel, gelu_forward/backward_kernel, bias sums) in place of BIAS, GELU_AUX_BIAS
-# and DGELU, against the same fixtures, with and without biases
+# fallbacks (add_bias_kernel, gelu_forward/backward_kernel, bias_backward_kernel) in place of BIAS,
+# GELU_AUX_BIAS, DGELU and BGRADB, against the same fixtures, with and without biases
 runs+=("standard_fp32 standard_tiny,standard_nobias --fixtures-only no_epilogues")
 runs+=("standard standard_hd64 --fixtures-only no_epilogues")
 # the other kernels at the trainer's widths (C to 2048, V 50257, 1.8M parameters) against their CPU
 # twins: the BF16 labs' --quick (their short shape lists), the trainer's version of each (matmul_gelu:
-# both, the GELU fused and not; classifier: version 3, whose launcher also takes version 2's kernel,
-# its fallback, at V 60000)
+# all three, the GELU and the bias gradients fused and not; classifier: version 3, whose launcher also
+# takes version 2's kernel, its fallback, at V 60000)
 runs+=("lab_layernorm - 2,--quick" "lab_classifier - 3,--quick" "lab_encoder_backward - 2,--quick"
        "lab_optimizer - --quick" "lab_matmul_gelu - --quick")
 # the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)

@@ -231,22 +231,33 @@ for hc in "${hand_checks[@]}"; do
   fi
 done
 
-# the bias gradients' column sums (a pass of their own over dY, at 3.0 TB/s, added to the backward
-# matmul rows): predicted minus the row's own max(FLOPs at 85% of 790 TFLOP/s, bytes at 3.0 TB/s),
-# over qkv/attproj/fc/fcproj_bwd, against L x B T x (3C + C + 4C + C) x 2 bytes by hand; 0 without biases
-for hc in "standard 12 768 12 12 3072 1 1024 64|$(awk 'BEGIN { printf "%.4f", 12 * 64 * 1024 * (2304 + 768 + 3072 + 768) * 2 / 3.0e12 * 1e3 }')" \
-          "standard 12 768 12 12 3072 0 1024 64|0.0000"; do
+# the bias gradients' column sums: with --bias_fusion 0 a pass of their own over dY, at 3.0 TB/s, added
+# to the backward matmul rows: predicted minus the row's own max(FLOPs at 85% of 790 TFLOP/s, bytes at
+# 3.0 TB/s), over qkv/attproj/fc/fcproj_bwd, against L x B T x (3C + C + 4C + C) x 2 bytes by hand; 0
+# without biases, and 0 with the trainer's default --bias_fusion 1 (the dW GEMMs' BGRADB epilogue)
+for hc in "standard 12 768 12 12 3072 1 1024 64 --bias_fusion 0|$(awk 'BEGIN { printf "%.4f", 12 * 64 * 1024 * (2304 + 768 + 3072 + 768) * 2 / 3.0e12 * 1e3 }')" \
+          "standard 12 768 12 12 3072 0 1024 64 --bias_fusion 0|0.0000" \
+          "standard 12 768 12 12 3072 1 1024 64|0.0000"; do
   IFS='|' read -r args want <<<"$hc"
   # shellcheck disable=SC2086
-  ./build/params profile $args --csv build/params_profile.csv >/dev/null 2>&1
+  out=$(./build/params profile $args --csv build/params_profile.csv 2>&1)
   got=$(awk -F, '$1 ~ /^(qkv|attproj|fc|fcproj)_bwd$/ { t = $2 / (790e12 * 0.85); m = $3 / 3.0e12; if (m > t) t = m; s += $5 - t * 1e3 }
                  END { printf "%.4f", s }' build/params_profile.csv 2>/dev/null)
-  if [ -n "$got" ] && awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d < 2e-3) }'; then
-    echo "PASS params profile bias pass of '$args': $got ms over the backward matmul rows, $want by hand"
+  fusion=$(printf "%s\n" "$out" | grep -o 'bias_fusion=[01]' | head -n1)
+  want_fusion=bias_fusion=$([[ "$args" == *"--bias_fusion 0"* ]] && echo 0 || echo 1)
+  if [ -n "$got" ] && [ "$fusion" = "$want_fusion" ] && awk -v g="$got" -v w="$want" 'BEGIN { d = g - w; if (d < 0) d = -d; exit !(d < 2e-3) }'; then
+    echo "PASS params profile bias pass of '$args' ($fusion): $got ms over the backward matmul rows, $want by hand"
   else
-    echo "FAIL params profile bias pass of '$args': '$got' ms, expected $want"; fail=1
+    echo "FAIL params profile bias pass of '$args': '$got' ms, '$fusion' in the header, expected $want and $want_fusion"; fail=1
   fi
 done
+run_capture() { out=$(./build/params "$@" 2>&1); rc=$?; }
+run_capture profile d12 1024 64 --bias_fusion 2
+if [ "$rc" -ne 0 ] && [ "$(printf "%s\n" "$out" | wc -l)" -eq 1 ] && printf "%s\n" "$out" | grep -q "^params: --bias_fusion is '2', expected 0 or 1$"; then
+  echo "PASS params profile --bias_fusion 2: refused in one line ($out)"
+else
+  echo "FAIL params profile --bias_fusion 2: exit $rc, expected 1 and one line naming the flag, got: $out"; fail=1
+fi
 
 # the table of d12 at B 64 with the flash kernels' version 2: the fused path's three backward rows (not
 # the unfused one), the total row the sum of the rows, the CSV the table's rows (version 3, the

@@ -33,8 +33,8 @@ sublayer, a kernel a piece of one or several; a group is the kernels that togeth
   - a group of one kernel: that kernel is predicted the sum of its rows' predicted_ms;
   - a group of several kernels (encoder_bwd, grad_norm, and "matmuls": cuBLASLt's GEMMs, which run
     every matmul row under a few kernel names, plus the classifier's own kernels inside the
-    classifier row and bias_backward_kernel, the bias gradients' column sums inside the backward
-    matmul rows): no per-kernel prediction ("-"); the group is compared as a whole in the
+    classifier row, and the bias gradients' bias_sums_add_kernel (after the BGRADB epilogue) or
+    bias_backward_kernel (--bias_fusion 0) inside the backward matmul rows): no per-kernel prediction ("-"); the group is compared as a whole in the
     second table;
   - kernels in no group (the unfused attention, fallbacks, sampling: not on the standard scheme's
     fused BF16 path) have no prediction, and are listed as such.
@@ -70,7 +70,7 @@ GROUPS = [
     ("grad_norm", [r"sum_squares_partial_kernel", r"sum_partials_kernel"], ["grad_norm"]),
     ("adamw", [r"adamw_kernel"], ["adamw"]),
     ("matmuls", [LIBRARY, r"fused_classifier_onepass_kernel", r"fused_classifier_kernel", r"loss_sum_kernel",
-                 r"bias_backward_kernel"],
+                 r"bias_backward_kernel", r"bias_sums_add_kernel"],
      ["qkv_fwd", "qres_fwd", "attproj_fwd", "fc_fwd", "fcproj_fwd", "classifier", "fcproj_bwd", "fc_bwd",
       "attproj_bwd", "qkv_bwd", "qres_bwd"]),
 ]

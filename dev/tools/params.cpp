@@ -14,12 +14,13 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          Defaults as the trainer's: bf16, fused attention where the build has it
                          (bf16, head size 64 or 128) else unfused, -r 0, -w 1. wpe has
                          max(T, 1024) rows, vocab 50257 padded to 50304.
-  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3] [--csv FILE]
+  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3]
+                 [--bias_fusion 0|1] [--csv FILE]
   params profile d12 T B [...]
                          the predicted per-sublayer table of one training step (dev/profile.h):
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
                          CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
-                         (exit 1 if not).
+                         (exit 1 if not). --flash and --bias_fusion as the trainer's (defaults 3, 1).
 */
 #include <errno.h>
 #include <limits.h>
@@ -102,6 +103,7 @@ typedef struct {
     GPT2Config c;
     int B, T, bf16, fused, recompute, master;
     int flash; // the flash kernels' version (--flash 2|3, default 3), where fused
+    int bias_fusion; // profile --bias_fusion 0|1 (default 1, the trainer's): the bias gradients in the dW GEMMs
     const char* csv; // profile --csv FILE, else NULL
 } RunShape;
 
@@ -126,7 +128,7 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
     const int T = parse_arg("T", argv[i]), B = parse_arg("B", argv[i + 1]);
     if (T < 1) { fprintf(stderr, "params: T is '%s', expected a whole number >= 1\n", argv[i]); return 0; }
     if (B < 1) { fprintf(stderr, "params: B is '%s', expected a whole number >= 1\n", argv[i + 1]); return 0; }
-    int bf16 = -1, fused = -1, recompute = -1, master = -1, flash = -1;
+    int bf16 = -1, fused = -1, recompute = -1, master = -1, flash = -1, bias_fusion = -1;
     for (i += 2; i < argc; i++) {
         const char* o = argv[i];
         int ok;
@@ -151,6 +153,14 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             }
             ok = set_once(is_r ? &recompute : &master, v[0] - '0', o, v);
             i++;
+        } else if (allow_csv && strcmp(o, "--bias_fusion") == 0) {
+            const char* v = i + 1 < argc ? argv[i + 1] : "";
+            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
+                fprintf(stderr, "params: --bias_fusion is '%s', expected 0 or 1\n", v);
+                return 0;
+            }
+            ok = set_once(&bias_fusion, v[0] - '0', o, v);
+            i++;
         } else if (allow_csv && strcmp(o, "--csv") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0') { fprintf(stderr, "params: --csv needs a file name\n"); return 0; }
             if (rs->csv != NULL) { fprintf(stderr, "params: --csv given twice, expected it at most once\n"); return 0; }
@@ -158,7 +168,7 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             ok = 1;
         } else {
             fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, --flash 2|3, -r 0|1|2, -w 0|1%s\n", o,
-                    allow_csv ? ", --csv FILE" : "");
+                    allow_csv ? ", --bias_fusion 0|1, --csv FILE" : "");
             return 0;
         }
         if (!ok) { return 0; }
@@ -185,12 +195,14 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
         return 0;
     }
     if (flash < 0) { flash = 3; }
+    if (bias_fusion < 0) { bias_fusion = 1; }
     if (recompute < 0) { recompute = 0; }
     if (master < 0) { master = 1; }
     master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
     rs->c = c;
     rs->B = B; rs->T = T; rs->bf16 = bf16; rs->fused = fused; rs->recompute = recompute; rs->master = master;
     rs->flash = flash;
+    rs->bias_fusion = bias_fusion;
     return 1;
 }
 
@@ -243,13 +255,14 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
 
 static const char* const profile_usage =
     "usage: params profile <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
-    "[--flash 2|3] [-r 0|1|2] [-w 0|1] [--csv FILE], or params profile d12 T B [the same options]";
+    "[--flash 2|3] [-r 0|1|2] [-w 0|1] [--bias_fusion 0|1] [--csv FILE], or params profile d12 T B [the same options]";
 
 // The rows' FLOPs plus llm.c's 6 per token for each parameter that is no matmul weight must be
 // exactly gpt2_flops_per_token: checked on one sequence (B = 1), where every term is a whole number
 // below 2^53 and so exact in double.
 static int profile_flops_check(const RunShape* rs) {
-    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused ? rs->flash : 0, rs->recompute};
+    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused ? rs->flash : 0, rs->recompute,
+                       rs->bias_fusion};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(&rs->c, &one, rows);
     double sum = 0.0;
@@ -267,7 +280,8 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
     RunShape rs;
     if (!parse_run_shape(argc, argv, profile_usage, 1, &rs)) { return 1; }
     const GPT2Config* c = &rs.c;
-    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0, rs.recompute};
+    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0, rs.recompute,
+                          rs.bias_fusion};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(c, &shape, rows);
     FILE* csv = NULL;
@@ -276,10 +290,10 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
         return 1;
     }
     printf("profile scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d B=%d T=%d precision=%s "
-           "attention=%s%s recompute=%d master_weights=%d (predicted, one micro-step per step)\n",
+           "attention=%s%s recompute=%d master_weights=%d bias_fusion=%d (predicted, one micro-step per step)\n",
            qkv_scheme_name(c->scheme), c->num_layers, c->channels, c->num_heads, c->num_kv_heads, c->mlp_hidden,
            c->use_bias, rs.B, rs.T, rs.bf16 ? "bf16" : "fp32", rs.fused ? "fused" : "unfused",
-           rs.fused ? (rs.flash == 3 ? " (flash 3)" : " (flash 2)") : "", rs.recompute, rs.master);
+           rs.fused ? (rs.flash == 3 ? " (flash 3)" : " (flash 2)") : "", rs.recompute, rs.master, rs.bias_fusion);
     profile_report(NULL, rows, csv);
     if (csv != NULL && fclose(csv) != 0) {
         fprintf(stderr, "params: --csv %s: write failed (%s)\n", rs.csv, strerror(errno));
