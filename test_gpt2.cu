@@ -19,9 +19,11 @@ scheme's first fixture, and again on its first fixture with a flash kernel: resu
 uninterrupted run's main.log must have one well-formed line per step. The standard scheme also
 reads an llm.c version 5 (bf16) checkpoint. No fixture of this scheme in the manifest is a FAIL.
 
-A fixture whose head size has a flash kernel (64, 128; BF16 builds) runs twice, as <fixture>/fused
-and <fixture>/unfused (the `--attention unfused` path): the fused path checks each layer's att_lse,
-the unfused path its att probabilities; q, k and v are read in place, where attention reads them.
+A fixture whose head size has a flash kernel (64, 128; BF16 builds) runs three times, as
+<fixture>/fused (the default flash kernels: forward version 3, backward version 2),
+<fixture>/fused_flash3 (`--flash 3`: version 3's one-pass backward) and <fixture>/unfused (the
+`--attention unfused` path): the fused paths check each layer's att_lse, the unfused path its att
+probabilities; q, k and v are read in place, where attention reads them.
 Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
 "FAIL ..." line per fixture and path, one "PASS/FAIL cuda-<precision> kv_cache <fixture>" line per
 fixture (run_kv_cache_check: greedy KV-cached generation against the full forward pass, logits within
@@ -175,9 +177,19 @@ typedef struct {
     int recompute;   // -r
     int gelu_fusion; // --gelu_fusion
     int bias_fusion; // --bias_fusion
+    int flash;       // --flash: both flash kernels' version; 0: the default (forward 3, backward 2)
     int logits_rows; // > 0: the classifier's chunk in the passes with targets (at most the allocated rows)
 } RunOptions;
-static const RunOptions kDefaultRun = {0, 1, 1, 0};
+static const RunOptions kDefaultRun = {0, 1, 1, 0, 0};
+static const RunOptions kFlash3Run = {0, 1, 1, 3, 0}; // version 3's one-pass backward
+
+// the trainer's globals that train_run sets from its flags
+static void set_run_globals(const RunOptions* opt) {
+    g_gelu_fusion = opt->gelu_fusion;
+    g_bias_fusion = opt->bias_fusion;
+    g_flash_version = opt->flash != 0 ? opt->flash : 3;
+    g_flash_backward_version = opt->flash != 0 ? opt->flash : 2;
+}
 static const int GRAD_CHECK_MICRO_STEPS = 2;
 
 // fused: the flash attention path (where the head size has one), else the unfused path
@@ -212,8 +224,7 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
         return 0;
     }
     GPT2 model;
-    g_gelu_fusion = opt->gelu_fusion;
-    g_bias_fusion = opt->bias_fusion;
+    set_run_globals(opt);
     gpt2_build(&model, &config, B, T, 1, opt->recompute, fused); // gpt2_build keeps fused only where a flash kernel exists
     gpt2_load_params(&model, model_path, version);
     Verdict v;
@@ -953,10 +964,12 @@ int main(int argc, char** argv) {
         const int both = checkpoint_inspect(fields[2], -1.0f, &fc, &fversion, msg, sizeof(msg)) &&
                          attention_fused_supported(qkv_head_dim(&fc));
         if (both && first_fused_model.empty()) { first_fused_model = fields[2]; }
-        if (both) {
-            const std::string fused_name = std::string(fields[0]) + "/fused", unfused_name = std::string(fields[0]) + "/unfused";
-            if (run_fixture(fused_name.c_str(), fields[2], fields[3], 1)) { passed++; } else { failed++; }
-            if (run_fixture(unfused_name.c_str(), fields[2], fields[3], 0)) { passed++; } else { failed++; }
+        if (both) { // the flash path by default (forward 3, backward 2) and with --flash 3, and the unfused path
+            const std::string name = fields[0];
+            if (run_fixture((name + "/fused").c_str(), fields[2], fields[3], 1)) { passed++; } else { failed++; }
+            if (run_fixture((name + "/fused_flash3").c_str(), fields[2], fields[3], 1, &kFlash3Run)) { passed++; } else { failed++; }
+            set_run_globals(&kDefaultRun);
+            if (run_fixture((name + "/unfused").c_str(), fields[2], fields[3], 0)) { passed++; } else { failed++; }
         } else if (run_fixture(fields[0], fields[2], fields[3], 0)) {
             passed++;
         } else {
@@ -970,14 +983,13 @@ int main(int argc, char** argv) {
         // and both LayerNorms recomputed); then -r 1 with the fused GELU (the backward recomputes gelu
         // from the rounded pre-activation)
         if (ran == 1 && !fixtures_only) {
-            const RunOptions other[2] = {{2, 0, 0, 37}, {1, 1, 1, 0}};
+            const RunOptions other[2] = {{2, 0, 0, 0, 37}, {1, 1, 1, 0, 0}};
             const char* const suffix[2] = {"/chunk37_nogelufusion_nobiasfusion_r2", "/r1"};
             for (int k = 0; k < 2; k++) {
                 const std::string name = std::string(fields[0]) + suffix[k];
                 if (run_fixture(name.c_str(), fields[2], fields[3], both, &other[k])) { passed++; } else { failed++; }
             }
-            g_gelu_fusion = kDefaultRun.gelu_fusion;
-            g_bias_fusion = kDefaultRun.bias_fusion;
+            set_run_globals(&kDefaultRun);
         }
         fflush(stdout);
     }

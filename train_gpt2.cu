@@ -308,7 +308,11 @@ __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
 
 static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
 static int g_bias_fusion = 1;   // 1: bias gradients in the weight gradient's cuBLASLt epilogue (--bias_fusion)
-static int g_flash_version = 3; // the flash attention kernels' version (--flash): 3, or 2 (the previous ones)
+// The flash attention kernels' versions, forward and backward (--flash N: both N). By default each
+// direction's faster one as measured on an H100 and an H200 (2026-11-26): version 3's forward (1.2-1.4x
+// version 2's) and version 2's backward (version 3's one-pass backward ran 1.3-1.7x slower).
+static int g_flash_version = 3;          // the forward's: 3, or 2
+static int g_flash_backward_version = 2; // the backward's: 2, or 3
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
 static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
@@ -1043,7 +1047,8 @@ static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const fl
 // fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels below read q, k
 //   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
 //   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T). Two versions
-//   (AttnShape.flash, --flash): 3, the default (128-row forward tiles, a one-pass backward), and 2.
+//   of each direction (AttnShape.flash_fwd, flash_bwd; --flash): 3 (128-row forward tiles, a one-pass
+//   backward) and 2; by default forward 3, backward 2. Both versions' lse is ln(sum) + max.
 // unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
 //   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
 //   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed
@@ -1060,7 +1065,7 @@ typedef struct {
     QKVLayout layout;
     int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
     int fused;    // 1: flash kernels, 0: cuBLASLt path
-    int flash;    // the flash kernels' version (g_flash_version): 3, or 2
+    int flash_fwd, flash_bwd; // the flash kernels' versions (g_flash_version, g_flash_backward_version): 3, or 2
 } AttnShape;
 
 // the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
@@ -1091,7 +1096,8 @@ static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
     s.layout = qkv_layout(c);
     attn_owners(&s.layout, s.owner);
     s.fused = fused && attention_fused_supported(s.hd);
-    s.flash = g_flash_version;
+    s.flash_fwd = g_flash_version;
+    s.flash_bwd = g_flash_backward_version;
     return s;
 }
 
@@ -2253,7 +2259,7 @@ static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRow
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
     flash_check_rows(v.ptr, v.stride, "v");
-    if (s->flash == 3) {
+    if (s->flash_fwd == 3) {
         if (s->hd == 64) { flash3_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
         if (s->hd == 128) { flash3_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     } else {
@@ -2280,7 +2286,7 @@ static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradD
     flash_check_rows(q.ptr, q.stride, "q");
     flash_check_rows(k.ptr, k.stride, "k");
     flash_check_rows(v.ptr, v.stride, "v");
-    if (s->flash == 3) { // one kernel, D folded in
+    if (s->flash_bwd == 3) { // one kernel, D folded in
         if (s->hd == 64) {
             flash3_attention_backward_hd<64>(dq, dk, dv, gbufs->dq_accum, gbufs->sync, gbufs->delta, dout, out, lse, q, k, v,
                                              s->B, s->T, s->H, s->Hkv, s->scale);
@@ -4393,7 +4399,8 @@ static int train_run(TrainArgs* a) {
 
     g_gelu_fusion = a->gelu_fusion;
     g_bias_fusion = a->bias_fusion;
-    g_flash_version = a->flash_version;
+    g_flash_version = a->flash_version != 0 ? a->flash_version : 3;
+    g_flash_backward_version = a->flash_version != 0 ? a->flash_version : 2;
     GPT2 model;
     gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
                !a->attn_unfused); // fused where a flash kernel exists: gpt2_build decides
@@ -4434,7 +4441,9 @@ static int train_run(TrainArgs* a) {
            a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
     const int hd = qkv_head_dim(&model.config);
     if (model.attn_fused) {
-        printf("attention: fused flash-attention kernels (head size %d): the T x T scores never reach memory\n", hd);
+        printf("attention: fused flash-attention kernels (head size %d; forward version %d, backward version %d%s): "
+               "the T x T scores never reach memory\n", hd, g_flash_version, g_flash_backward_version,
+               a->flash_version != 0 ? ", --flash" : ", the default");
     } else {
         printf("attention: unfused, cuBLASLt matmuls with each head's T x T scores in memory (%s)\n",
                a->attn_unfused ? "--attention unfused" :
@@ -4570,7 +4579,8 @@ static int train_run(TrainArgs* a) {
     a->final_rng = rng;
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
-                                    model.master_memory != NULL, model.attn_fused ? g_flash_version : 0, model.recompute,
+                                    model.master_memory != NULL, model.attn_fused ? g_flash_version : 0,
+                                    model.attn_fused ? g_flash_backward_version : 0, model.recompute,
                                     g_bias_fusion};
         if (!profile_write(&g_profile, &model.config, &shape, a->profile_csv)) { rc = 1; }
     }

@@ -98,7 +98,8 @@ typedef struct {
     int micro_steps;    // micro-batches per step (gradient accumulation)
     int act_bytes;      // bytes of an activation or parameter value: 2 (bf16) or 4 (fp32)
     int master_weights; // 1: an fp32 master copy of the parameters (the CUDA trainer's bf16 -w 1)
-    int flash;          // the fused attention's flash version (2: its backward is three rows; 3: one), 0: unfused
+    int flash;          // the fused attention forward's flash version (2 or 3), 0: unfused
+    int flash_bwd;      // the backward's (2: three rows, delta, dK/dV, dQ; 3: one), 0: unfused
     int recompute;      // the CUDA trainer's -r: 0, 1 (GELU), 2 (GELU and the LayerNorms)
     int bias_fusion;    // 1: the bias gradients summed by the weight gradients' GEMMs (the CUDA trainer's
                         // --bias_fusion 1, cuBLASLt's BGRADB epilogue), 0: a column-sum pass of their own
@@ -203,11 +204,11 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
     const double unit = N * C * T;
     ROW(PROF_ATTN_FWD, Lyr * 2.0 * unit, Lyr * (a * N * (qkv_ch + C) + 4.0 * BHT),
         s->flash == 3 ? PROF_KIND_FLASH3_FWD : PROF_KIND_ATTENTION);
-    if (s->flash == 3) {
+    if (s->flash_bwd == 3) {
         // one kernel: the four products (and S recomputed, not counted); it reads q, k, v, dO, O and lse,
         // writes the gradients and D (its fp32 dQ sum stays in L2, no minimum bytes)
         ROW(PROF_ATTN_BWD, Lyr * 4.0 * unit, Lyr * (a * N * (2.0 * qkv_ch + 2.0 * C) + 8.0 * BHT), PROF_KIND_FLASH3_BWD);
-    } else if (s->flash) {
+    } else if (s->flash_bwd) {
         // the model's four backward products: dP, dV, dK in the dK/dV kernel, dQ in the dQ kernel (the
         // kernels also recompute what they need: the excess shows as time over the roofline)
         ROW(PROF_ATTN_BWD_DELTA, 0.0, Lyr * (2.0 * a * N * C + 4.0 * BHT), PROF_KIND_MEMORY);

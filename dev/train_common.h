@@ -803,7 +803,8 @@ typedef struct {
     int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
     int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
     int bias_fusion;  // --bias_fusion: bias gradients in the weight gradients' cuBLASLt epilogue
-    int flash_version; // --flash: the flash attention kernels' version (3, or 2)
+    int flash_version; // --flash: the flash attention kernels' version, both directions (3, or 2); 0 = not
+                       // given: forward 3, backward 2, each direction's faster one as measured
     // model shape flags; -1 = not given
     int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
     float attn_scale; // < 0 = not given
@@ -864,7 +865,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->attn_unfused = 0;
     a->gelu_fusion = 1;
     a->bias_fusion = 1;
-    a->flash_version = 3;
+    a->flash_version = 0;
     a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
     a->attn_scale = -1.0f;
     a->seed = 1337;
@@ -943,8 +944,9 @@ static void print_usage(const char* prog) {
     printf("  --attention <fused|unfused>  fused: flash kernels (BF16 builds, head size 64 or 128; other\n");
     printf("                       shapes use the unfused path); unfused: scores in memory, cuBLASLt\n");
     printf("                       matmuls, for any head size (default fused)\n");
-    printf("  --flash <2|3>        the flash kernels' version: 3 (128-row tiles, ldmatrix, cp.async\n");
-    printf("                       double buffering) or 2, the previous one (default 3)\n");
+    printf("  --flash <2|3>        the flash kernels' version, forward and backward: 3 (128-row tiles,\n");
+    printf("                       ldmatrix, cp.async double buffering; a one-pass backward) or 2, the previous\n");
+    printf("                       one (default: forward 3, backward 2, the faster of each on an H100 and H200)\n");
     printf("  --gelu_fusion <0|1>  1: the MLP's GELU and its derivative in the cuBLASLt matmul epilogues;\n");
     printf("                       0: separate kernels (default 1)\n");
     printf("  --bias_fusion <0|1>  1: each bias gradient summed by its weight gradient's cuBLASLt matmul (the\n");

@@ -1922,7 +1922,7 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     }
     if (rc == 0 && !g_train_stop_signal) { rc = step_guard_finish(&guard, num_steps, logf); }
     if (a->profile_steps > 0 && g_profile.steps > 0) {
-        const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, 4, 0, 0, 0, 0}; // column sums: a pass
+        const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, 4, 0, 0, 0, 0, 0}; // column sums: a pass
         if (!profile_write(&g_profile, &model->config, &shape, a->profile_csv)) { rc = 1; }
     }
     if (timed_steps > 0) {

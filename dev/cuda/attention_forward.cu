@@ -30,7 +30,8 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      hd 128, no spills (ptxas -v, nvcc 13.0, sm_90). hd 64 or 128, BF16 builds, rows
      16-byte aligned with strides a multiple of 8 (host-checked), any T (rows >= T zero-filled);
      deterministic (no atomics). ms on GPU: "Measured" below.
-  3  flash version 3, ./build/lab_attention_forward 3 (the trainer's default; --flash 2 picks version 2):
+  3  flash version 3, ./build/lab_attention_forward 3 (the trainer's default; --flash 2 picks version 2
+     in both directions):
      flash3_attention_forward_kernel<hd>, grid (B*H, ceil(T/128)): the heads of one batch row side by
      side, so a GQA group's query heads read their kv head's tiles from L2 together; 256 threads
      (8 warps x 16 query rows = 128 rows per CTA), Q's A fragments held in registers for the whole key

@@ -723,7 +723,7 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 // size, C = H * hd, W the fused projection's width (QKVLayout.width).
 
 // The versions: each is a path of attention_forward/backward, chosen by the `fused` argument of
-// attn_shape_make and AttnShape.flash (LabVersion.variant: 0 unfused, else the flash version).
+// attn_shape_make and AttnShape.flash_fwd/flash_bwd (LabVersion.variant: 0 unfused, else the flash version).
 // Version 3 is the flash kernels' version 3 in both labs (forward: 128-row tiles; backward: one pass).
 static const LabVersion lab_attn_versions[] = {
     {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
@@ -1031,7 +1031,7 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
     a->datt = !s->fused && with_grad ? lab_buf_alloc(B * H * T * T * X, "datt") : lab_buf_none("datt");
     a->dyperm = !s->fused && with_grad ? lab_buf_alloc(B * H * T * hd * X, "dyperm") : lab_buf_none("dyperm");
     a->delta = s->fused && with_grad ? lab_buf_alloc(B * H * T * sizeof(float), "delta") : lab_buf_none("delta");
-    const int v3 = s->fused && s->flash == 3 && with_grad;
+    const int v3 = s->fused && s->flash_bwd == 3 && with_grad;
     a->dq_accum = v3 ? lab_buf_alloc(B * T * H * hd * sizeof(float), "dq_accum") : lab_buf_none("dq_accum");
     a->sync = v3 ? lab_buf_alloc(flash3_bwd_sync_words(s->B, s->H, s->T, FLASH3_BWD_BLOCK_M(s->hd)) * sizeof(unsigned int), "sync")
                  : lab_buf_none("sync");
@@ -1087,7 +1087,7 @@ static std::vector<unsigned char> lab_attn_forward_bytes(const LabAttn* a) {
 // the AttnShape of a version for the trial's config, or 0 when the version has no kernel for it
 static int lab_version_shape(const LabVersion* v, const LabInputs* in, AttnShape* s) {
     *s = attn_shape_make(&in->cfg, in->sh.B, in->sh.T, v->variant != 0);
-    if (v->variant != 0) { s->flash = v->variant; }
+    if (v->variant != 0) { s->flash_fwd = s->flash_bwd = v->variant; }
     return s->fused == (v->variant != 0);
 }
 

@@ -3,7 +3,8 @@
 # the flash kernels' two versions side by side, which no gpu_suite.sh stage does in one run, each
 # under its own timeout, every log written to OUT_DIR as it goes (what is there comes back even if
 # the call is cut):
-#   1. our standard trainer's --profile with --flash 2 and --flash 3 (d12, B 64, T 1024, Austen);
+#   1. our standard trainer's --profile by default (flash forward 3, backward 2; the bias gradients in
+#      the BGRADB epilogue), with --bias_fusion 0, --flash 2 and --flash 3 (d12, B 64, T 1024, Austen);
 #   2. the attention labs' --bench beside PyTorch SDPA (dev/cuda/sdpa_bench.py).
 # llm.c is not here: the bench_peers stage builds it with cuDNN and runs it beside ours.
 #
@@ -25,11 +26,13 @@ make -s -j 2 build/lab_attention_forward build/lab_attention_backward LAB_SM="$S
 wait "$trainer_pid"
 stamp "built: $(ls train_gpt2cu build/lab_attention_forward build/lab_attention_backward 2>&1 | tr '\n' ' ')"
 
-for v in 2 3; do
+for run in "default|" "nobiasfusion|--bias_fusion 0" "flash2|--flash 2" "flash3|--flash 3"; do
+  IFS='|' read -r name flags <<<"$run"
+  # shellcheck disable=SC2086 # $flags is words on purpose
   timeout 60 ./train_gpt2cu -e d12 -i "dev/data/austen/austen_train_*.bin" -j "dev/data/austen/austen_val_*.bin" -b 64 -t 1024 \
-    -x 6 -v 0 -s 0 --flash $v --profile 5 >"$out/profile_flash$v.log" 2>&1
-  stamp "profile --flash $v: exit $?: $(grep '^summary:' "$out/profile_flash$v.log" | cut -c1-150)"
-  grep '^profile \(attn\|total\)' "$out/profile_flash$v.log"
+    -x 6 -v 0 -s 0 $flags --profile 5 >"$out/profile_$name.log" 2>&1
+  stamp "profile ${flags:-(the defaults)}: exit $?: $(grep '^summary:' "$out/profile_$name.log" | cut -c1-150)"
+  grep '^profile \(attn\|qkv_bwd\|attproj_bwd\|fc_bwd\|fcproj_bwd\|total\)' "$out/profile_$name.log"
 done
 for l in forward backward; do
   timeout 60 ./build/lab_attention_$l --bench >"$out/lab_attention_${l}_bench.log" 2>&1

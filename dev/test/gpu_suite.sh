@@ -874,7 +874,7 @@ targets() {
     if [ ! -f "$LOG/lab_bench.status" ]; then row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" SKIP "not yet measured (stage lab_bench)"; continue; fi
     detail="" ok=1
     for T in 1024 2048 4096; do
-      # the fastest of the lab's versions (version 3 is the trainer's default, --flash 2 the other)
+      # the fastest of the lab's versions (the trainer runs version 3's forward and version 2's backward by default)
       a=$(sed -n "s/^bench v[0-9] $pass  *T=$T .* ms=\([0-9.]*\) .*/\1/p" "$lab" 2>/dev/null | sort -g | head -n 1)
       b=$(sed -n "s/^bench sdpa $pass  *T=$T .* ms=\([0-9.]*\) .*/\1/p" "$LOG/lab/sdpa_bench.log" 2>/dev/null | head -n 1)
       if [ -z "$a" ] || [ -z "$b" ]; then ok=0; detail="$detail; T=$T not measured (flash '$a', sdpa '$b')"; continue; fi

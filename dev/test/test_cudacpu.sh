@@ -26,9 +26,10 @@
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
 #        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text;
-#        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's one row
-#        (version 3), with -r 2 and 2 micro-steps, and with --flash 2 its three rows): each row of the path timed (cudaEvents, stamped by the
-#        runtime's queue), the rows within 5% of the step the trainer measured
+#        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's three rows
+#        (version 2, the default) with -r 2 and 2 micro-steps, and with --flash 3 its one row): each
+#        row of the path timed (cudaEvents, stamped by the runtime's queue), the rows within 5% of the
+#        step the trainer measured
 #
 # One PASS/FAIL line per check (the test binary's own lines, prefixed "cpu-run"). Two runs at a time.
 #   bash dev/test/test_cudacpu.sh
@@ -265,8 +266,8 @@ source dev/test/profile_csv.sh
 profile_start=$SECONDS
 rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
 rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
-for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd|-r 2 -d 256" \
-           "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|--flash 2"; do
+for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256" \
+           "standard|standard_hd64|attn_bwd|--flash 3"; do
   IFS='|' read -r stem fixture attn extra <<<"$run"
   bin=build/cudacpu/train_gpt2cu_$stem
   csv="$log_dir/profile_$stem.csv"

@@ -215,7 +215,7 @@ hand_checks=(
   "q_residual 12 768 12 12 3072 1 1024 64|qres_fwd|$((12 * 2 * 2 * 64 * 1024 * 768 * 384))"
   "standard 12 768 12 12 3072 1 1024 64|attn_fwd|$((12 * 2 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64 --flash 2|attn_bwd_dkdv|$((12 * 3 * 64 * 1024 * 768 * 1024))"
-  "standard 12 768 12 12 3072 1 1024 64|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64 --flash 3|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64 unfused|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64|classifier|$((6 * 64 * 1024 * 50304 * 768))"
 )
@@ -259,18 +259,24 @@ else
   echo "FAIL params profile --bias_fusion 2: exit $rc, expected 1 and one line naming the flag, got: $out"; fail=1
 fi
 
-# the table of d12 at B 64 with the flash kernels' version 2: the fused path's three backward rows (not
-# the unfused one), the total row the sum of the rows, the CSV the table's rows (version 3, the
-# default, has one backward row: the hand check above)
-out=$(./build/params profile d12 1024 64 --flash 2 --csv build/params_profile.csv) || { echo "FAIL params profile d12 1024 64 --flash 2: exit non-zero"; fail=1; }
-rows=$(awk -F, 'NR > 1 && $1 != "total" { print $1 }' build/params_profile.csv | tr '\n' ' ')
-sum_ok=$(awk -F, 'NR > 1 && $1 != "total" { s += $5 } $1 == "total" { t = $5 } END { d = s - t; if (d < 0) d = -d; print (d < 1e-3 && t > 0) ? 1 : 0 }' build/params_profile.csv)
-if [ "$rows" = "encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd fcproj_bwd fc_bwd ln2_bwd attproj_bwd attn_bwd_delta attn_bwd_dkdv attn_bwd_dq qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw " ] &&
-   [ "$sum_ok" = 1 ] && [ "$(printf "%s\n" "$out" | grep -c "^profile ")" -eq 29 ] && printf "%s\n" "$out" | grep -q '^profile predicted step [0-9.]* ms: [0-9]* tokens/s'; then
-  echo "PASS params profile d12 1024 64 --flash 2: 24 rows (flash backward in three), total = sum of the rows, $(printf "%s\n" "$out" | grep '^profile predicted step' | cut -c9-80)"
-else
-  echo "FAIL params profile d12 1024 64 --flash 2: rows '$rows', sum check $sum_ok, $(printf "%s\n" "$out" | grep -c '^profile ') profile lines (expected 29)"; fail=1
-fi
+# the table of d12 at B 64 by default (flash forward 3, backward 2, as the trainer's) and with the
+# flash kernels' version 2: the fused path's three backward rows (not the unfused one), the total row
+# the sum of the rows, the CSV the table's rows, the header naming both versions (--flash 3 has one
+# backward row: the hand check above)
+for flash in "" "--flash 2"; do
+  header="(flash forward $([ -n "$flash" ] && echo 2 || echo 3), backward 2)"
+  # shellcheck disable=SC2086
+  out=$(./build/params profile d12 1024 64 $flash --csv build/params_profile.csv) || { echo "FAIL params profile d12 1024 64 $flash: exit non-zero"; fail=1; }
+  rows=$(awk -F, 'NR > 1 && $1 != "total" { print $1 }' build/params_profile.csv | tr '\n' ' ')
+  sum_ok=$(awk -F, 'NR > 1 && $1 != "total" { s += $5 } $1 == "total" { t = $5 } END { d = s - t; if (d < 0) d = -d; print (d < 1e-3 && t > 0) ? 1 : 0 }' build/params_profile.csv)
+  if [ "$rows" = "encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd fcproj_bwd fc_bwd ln2_bwd attproj_bwd attn_bwd_delta attn_bwd_dkdv attn_bwd_dq qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw " ] &&
+     [ "$sum_ok" = 1 ] && [ "$(printf "%s\n" "$out" | grep -c "^profile ")" -eq 29 ] && printf "%s\n" "$out" | grep -q '^profile predicted step [0-9.]* ms: [0-9]* tokens/s' &&
+     printf "%s\n" "$out" | head -n1 | grep -qF "attention=fused $header"; then
+    echo "PASS params profile d12 1024 64${flash:+ $flash}: $header, 24 rows (flash backward in three), total = sum of the rows, $(printf "%s\n" "$out" | grep '^profile predicted step' | cut -c9-80)"
+  else
+    echo "FAIL params profile d12 1024 64${flash:+ $flash}: rows '$rows', sum check $sum_ok, $(printf "%s\n" "$out" | grep -c '^profile ') profile lines (expected 29), header '$(printf "%s\n" "$out" | head -n1 | grep -o 'attention=[^)]*)')' (expected '$header')"; fail=1
+  fi
+done
 echo "params profile checks took $((SECONDS - t0)) s"
 
 [ -f "$spec" ] || echo "SKIP params cross-check against VARIANTS.md: $spec not found beside the repository (the transcribed numbers above were still checked)"

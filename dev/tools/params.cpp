@@ -20,7 +20,8 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          the predicted per-sublayer table of one training step (dev/profile.h):
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
                          CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
-                         (exit 1 if not). --flash and --bias_fusion as the trainer's (defaults 3, 1).
+                         (exit 1 if not). --flash and --bias_fusion as the trainer's (defaults:
+                         flash forward 3 and backward 2; bias fusion 1).
 */
 #include <errno.h>
 #include <limits.h>
@@ -102,7 +103,8 @@ static int set_once(int* slot, int value, const char* what, const char* arg) {
 typedef struct {
     GPT2Config c;
     int B, T, bf16, fused, recompute, master;
-    int flash; // the flash kernels' version (--flash 2|3, default 3), where fused
+    int flash, flash_bwd; // the flash kernels' versions, forward and backward, where fused (--flash N: both N;
+                          // default forward 3, backward 2, as the trainer's)
     int bias_fusion; // profile --bias_fusion 0|1 (default 1, the trainer's): the bias gradients in the dW GEMMs
     const char* csv; // profile --csv FILE, else NULL
 } RunShape;
@@ -194,14 +196,14 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
                         "got %s with head size %d (HINT: use unfused)\n", bf16 ? "bf16" : "fp32", hd);
         return 0;
     }
-    if (flash < 0) { flash = 3; }
     if (bias_fusion < 0) { bias_fusion = 1; }
     if (recompute < 0) { recompute = 0; }
     if (master < 0) { master = 1; }
     master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
     rs->c = c;
     rs->B = B; rs->T = T; rs->bf16 = bf16; rs->fused = fused; rs->recompute = recompute; rs->master = master;
-    rs->flash = flash;
+    rs->flash = flash < 0 ? 3 : flash;
+    rs->flash_bwd = flash < 0 ? 2 : flash;
     rs->bias_fusion = bias_fusion;
     return 1;
 }
@@ -261,7 +263,8 @@ static const char* const profile_usage =
 // exactly gpt2_flops_per_token: checked on one sequence (B = 1), where every term is a whole number
 // below 2^53 and so exact in double.
 static int profile_flops_check(const RunShape* rs) {
-    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused ? rs->flash : 0, rs->recompute,
+    ProfileShape one = {1, rs->T, 1, rs->bf16 ? 2 : 4, rs->master, rs->fused ? rs->flash : 0, rs->fused ? rs->flash_bwd : 0,
+                       rs->recompute,
                        rs->bias_fusion};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(&rs->c, &one, rows);
@@ -280,7 +283,8 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
     RunShape rs;
     if (!parse_run_shape(argc, argv, profile_usage, 1, &rs)) { return 1; }
     const GPT2Config* c = &rs.c;
-    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0, rs.recompute,
+    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0, rs.fused ? rs.flash_bwd : 0,
+                          rs.recompute,
                           rs.bias_fusion};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(c, &shape, rows);
@@ -289,11 +293,13 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
         fprintf(stderr, "params: --csv %s: cannot write it (%s)\n", rs.csv, strerror(errno));
         return 1;
     }
+    char flash_name[64];
+    snprintf(flash_name, sizeof(flash_name), " (flash forward %d, backward %d)", rs.flash, rs.flash_bwd);
     printf("profile scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d B=%d T=%d precision=%s "
            "attention=%s%s recompute=%d master_weights=%d bias_fusion=%d (predicted, one micro-step per step)\n",
            qkv_scheme_name(c->scheme), c->num_layers, c->channels, c->num_heads, c->num_kv_heads, c->mlp_hidden,
            c->use_bias, rs.B, rs.T, rs.bf16 ? "bf16" : "fp32", rs.fused ? "fused" : "unfused",
-           rs.fused ? (rs.flash == 3 ? " (flash 3)" : " (flash 2)") : "", rs.recompute, rs.master, rs.bias_fusion);
+           rs.fused ? flash_name : "", rs.recompute, rs.master, rs.bias_fusion);
     profile_report(NULL, rows, csv);
     if (csv != NULL && fclose(csv) != 0) {
         fprintf(stderr, "params: --csv %s: write failed (%s)\n", rs.csv, strerror(errno));
