@@ -343,17 +343,34 @@ static unsigned int grid_for_packs(size_t n, int block, const char* what) {
     return (unsigned int)((packs + block - 1) / block);
 }
 
+// norm_backward_kernel's reduction: blocks per first-level group (version 3); 0 = one group of every
+// block, version 2's reduction (the layernorm lab sets it to compare the two; see the kernel)
+#define NORM_BACKWARD_GROUP 16
+static int g_norm_backward_group = NORM_BACKWARD_GROUP;
+
+// The reductions' scratch for sums over up to max_cols columns: a row of partial sums per block and
+// one per group of norm_backward_kernel's blocks; a ticket counter per column group of
+// bias_backward_kernel, or per group of norm_backward_kernel plus one, whichever is more.
+static size_t reduce_partial_floats(int max_cols) {
+    return ((size_t)REDUCE_MAX_BLOCKS + REDUCE_MAX_BLOCKS / NORM_BACKWARD_GROUP + 1) * (size_t)max_cols;
+}
+static size_t reduce_counter_count(int max_cols) {
+    const size_t col_groups = (size_t)max_cols / (32 * x128::size) + 1;
+    const size_t norm_tickets = REDUCE_MAX_BLOCKS / NORM_BACKWARD_GROUP + 2;
+    return col_groups > norm_tickets ? col_groups : norm_tickets;
+}
+
 // the reductions' scratch (g_reduce_partial, g_reduce_counters) for sums over up to max_cols columns
 static void reduce_scratch_reserve(int max_cols) {
     if (max_cols <= g_reduce_max_cols) { return; }
     if (g_reduce_partial != NULL) { cudaCheck(cudaFree(g_reduce_partial)); }
     if (g_reduce_counters != NULL) { cudaCheck(cudaFree(g_reduce_counters)); }
     if (g_bias_sums != NULL) { cudaCheck(cudaFree(g_bias_sums)); }
-    g_reduce_partial = (float*)device_malloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "reduction scratch");
+    g_reduce_partial = (float*)device_malloc(reduce_partial_floats(max_cols) * sizeof(float), "reduction scratch");
     g_bias_sums = (float*)device_malloc((size_t)max_cols * sizeof(float), "bias gradient sums");
-    const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
-    g_reduce_counters = (unsigned int*)device_malloc(groups * sizeof(unsigned int), "reduction counters");
-    cudaCheck(cudaMemset(g_reduce_counters, 0, groups * sizeof(unsigned int)));
+    const size_t counters = reduce_counter_count(max_cols);
+    g_reduce_counters = (unsigned int*)device_malloc(counters * sizeof(unsigned int), "reduction counters");
+    cudaCheck(cudaMemset(g_reduce_counters, 0, counters * sizeof(unsigned int)));
     g_reduce_max_cols = max_cols;
 }
 
@@ -642,19 +659,50 @@ static void rmsnorm_forward(floatX* out, float* rstd, const floatX* inp, const f
 // Warp w of block b takes rows b * nwarps + w + k * gridDim.x * nwarps, holds each row in registers
 // for its two passes and sums its share of dweight/dbias in registers (lane: channels
 // (j * 32 + lane) * x128::size, j < PACKS = ceil(C / (32 * x128::size))). The warps of a block then add
-// their sums into shared memory one warp after the other, the block writes its row to partial
-// (gridDim.x, 2, C), and the last block to take a ticket from *counter adds the partials in block
-// order into dweight/dbias and resets the counter. No atomic touches a sum: a fixed grid gives
-// bit-identical results. counter: 0 before the launch (gpt2_build), 0 after it.
+// their sums into shared memory one warp after the other and the block writes its row to partial
+// (gridDim.x, 2, C). The rows are then added in a fixed order, whichever block does it: the blocks
+// form groups of `group` (0: one group of all of them); the last block of group g to take a ticket
+// from counter[g] adds the group's rows in block order, into dweight/dbias when there is one group,
+// else into the group's row of partial (after the blocks' rows); the last group to finish (ticket
+// counter[groups]) adds the group rows in group order into dweight/dbias. No atomic touches a sum: a
+// fixed grid and group give bit-identical results. counter: 0 before the launch (gpt2_build), 0 after.
+// Why groups (version 3): with one group (version 2) a single block reads all gridDim.x rows (1.6 MB at
+// C 768 on an H100's grid of 264) while the GPU waits; with groups of 16 the last blocks of 17 groups
+// read 16 rows each, side by side, and the last of them 17 group rows.
 #define NORM_BACKWARD_MAX_C 2048
 #define NORM_BACKWARD_THREADS 256
+
+// The sum of rows [first, first + count) of rows (2C floats each: dweight's sums, then dbias's), in row
+// order, the block's threads over 4-float chunks: stored to out (a 2C row) when out != NULL, else added
+// to dweight and dbias (dbias may be NULL). The rows were written by other blocks: read past L1 (.cg).
+__device__ void norm_sums_add_rows(float* out, float* dweight, float* dbias, const float* rows, int first, int count, int C) {
+    for (int i = threadIdx.x * f128::size; i < 2 * C; i += blockDim.x * f128::size) {
+        float tot[f128::size] = {};
+        for (int r = first; r < first + count; r++) {
+            const f128 v = load128cg(rows + (size_t)r * 2 * C + i);
+            for (int j = 0; j < f128::size; j++) { tot[j] += v[j]; }
+        }
+        if (out != NULL) {
+            f128 t;
+            for (int j = 0; j < f128::size; j++) { t[j] = tot[j]; }
+            store128(out + i, t);
+            continue;
+        }
+        float* dst = i < C ? dweight + i : (dbias != NULL ? dbias + (i - C) : NULL);
+        if (dst != NULL) {
+            f128 gsum = load128(dst);
+            for (int j = 0; j < f128::size; j++) { gsum[j] += tot[j]; }
+            store128(dst, gsum);
+        }
+    }
+}
 // Up to C = 768 (PACKS 3) two blocks fit an SM (at most 128 registers); the launcher sizes the grid
 // by the occupancy of the instantiation it runs.
 template <int PACKS>
 __global__ void __launch_bounds__(NORM_BACKWARD_THREADS, PACKS <= 3 ? 2 : 1)
 norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial, unsigned int* counter,
                      const floatX* dout, const floatX* inp, const floatX* weight, const float* mean, const float* rstd,
-                     int N, int C, int accumulate) {
+                     int N, int C, int accumulate, int group) {
     __shared__ float s_sums[2 * NORM_BACKWARD_MAX_C]; // dweight's sums, then dbias's
     __shared__ unsigned int s_last;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nwarps = blockDim.x / 32;
@@ -719,26 +767,31 @@ norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial,
         for (int j = 0; j < f128::size; j++) { v[j] = s_sums[i + j]; }
         store128(mine + i, v);
     }
+    const int size = group > 0 ? group : (int)gridDim.x;
+    const int groups = ((int)gridDim.x + size - 1) / size, g = blockIdx.x / size;
+    const int first = g * size, count = min(size, (int)gridDim.x - first);
     __threadfence(); // this block's partial is visible to whichever block comes last
     __syncthreads();
-    if (threadIdx.x == 0) { s_last = atomicAdd(counter, 1u) == gridDim.x - 1; }
+    if (threadIdx.x == 0) { s_last = atomicAdd(&counter[g], 1u) == (unsigned int)count - 1; }
     __syncthreads();
     if (!s_last) { return; }
-    __threadfence(); // acquire side: the other blocks' partials are read after their fences
-    for (int i = threadIdx.x * f128::size; i < 2 * C; i += blockDim.x * f128::size) {
-        float tot[f128::size] = {};
-        for (int b = 0; b < (int)gridDim.x; b++) {
-            const f128 v = load128cg(partial + (size_t)b * 2 * C + i);
-            for (int j = 0; j < f128::size; j++) { tot[j] += v[j]; }
-        }
-        float* dst = i < C ? dweight + i : (dbias != NULL ? dbias + (i - C) : NULL);
-        if (dst != NULL) {
-            f128 g = load128(dst);
-            for (int j = 0; j < f128::size; j++) { g[j] += tot[j]; }
-            store128(dst, g);
-        }
+    __threadfence(); // acquire side: the group's other partials are read after their fences
+    float* group_rows = partial + (size_t)gridDim.x * 2 * C;
+    if (groups == 1) {
+        norm_sums_add_rows(NULL, dweight, dbias, partial, first, count, C);
+        if (threadIdx.x == 0) { counter[g] = 0u; }
+        return;
     }
-    if (threadIdx.x == 0) { *counter = 0u; }
+    norm_sums_add_rows(group_rows + (size_t)g * 2 * C, NULL, NULL, partial, first, count, C);
+    if (threadIdx.x == 0) { counter[g] = 0u; }
+    __threadfence(); // the group's row is visible to whichever group comes last
+    __syncthreads();
+    if (threadIdx.x == 0) { s_last = atomicAdd(&counter[groups], 1u) == (unsigned int)groups - 1; }
+    __syncthreads();
+    if (!s_last) { return; }
+    __threadfence();
+    norm_sums_add_rows(NULL, dweight, dbias, group_rows, 0, groups, C);
+    if (threadIdx.x == 0) { counter[groups] = 0u; }
 }
 
 // dinp (+)= the norm's input gradient; dweight, dbias += (dbias may be NULL: no bias; mean NULL: RMSNorm)
@@ -761,7 +814,7 @@ static void norm_backward(floatX* dinp, float* dweight, float* dbias, const floa
         if (grid > sms * blocks_per_sm[P]) { grid = sms * blocks_per_sm[P]; } \
         if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; } \
         norm_backward_kernel<P><<<grid, NORM_BACKWARD_THREADS>>>(dinp, dweight, dbias, g_reduce_partial, \
-            g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate); \
+            g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate, g_norm_backward_group); \
         break;
     switch (packs) {
         NORM_BACKWARD_CASE(1) NORM_BACKWARD_CASE(2) NORM_BACKWARD_CASE(3) NORM_BACKWARD_CASE(4)

@@ -26,6 +26,16 @@ dense bf16, ~3 TB/s HBM3):
           -> 0.0011 ms (0.0128 ms at the fp32 CUDA-core peak): memory-bound.
     version 1 reads dout and inp twice (the dx kernel, then the column sums): 12*N*C + 16*N = 605.0 MB -> 0.2017 ms.
     version 2 adds its partial sums, grid * 2C fp32 written and read once: 3.2 MB at the H100's grid of 264.
+      But one block reads all 1.6 MB of them while the rest of the GPU waits: 264 rows x 384 chunks of
+      16 bytes over 256 threads, each thread's loads unrolled by 4 (the PTX), is ~100 dependent rounds
+      of an L2 hit (~0.4 us): ~40 us a launch, 25 launches a d12 step: ~1 ms (predicted). The H200's
+      ncu capture (2026-11-26) measured norm_backward_kernel at 4.04 ms a step against 3.33 predicted
+      for its bytes at 3 TB/s, 49% of DRAM throughput: the tail fits that gap.
+    version 3 adds the partials in two levels: groups of 16 blocks, the last block of each group adds
+      its 16 rows (17 groups at a grid of 264, side by side), the last group the 17 group rows: the
+      serial part reads 33 rows, not 264, ~4 rounds of 4 loads per thread each level: ~4 us a launch,
+      0.1 ms a step (predicted); + 17 x 2C fp32 group rows written and read (0.1 MB). Predicted step
+      total 3.4 ms, as the bytes' time (the main pass unchanged).
 
   At C = 1600 (d48; also benched, see version 2's registers): 839.4 MB -> 0.2798 ms, forward and backward alike.
 
@@ -54,6 +64,15 @@ Versions (./build/lab_layernorm [version] [--seed n] [--check] [--bench]; regist
      (232 B of spill loads). At 256 threads a block, up to 128 registers give the 2 blocks per SM the grid of
      2 * SMs assumes; from PACKS 4 (C > 768: d24, d36, d48) only 1 block (8 warps) fits per SM and the grid
      runs in two waves. Deterministic for a fixed grid, that is for a given GPU (the grid follows its SMs).
+     The partials' reduction with g_norm_backward_group = 0: one group, the last block adds every row.
+  3  version 2 with the trainer's g_norm_backward_group = NORM_BACKWARD_GROUP (16, the trainer's default):
+     the reduction in groups of 16 blocks (above). ptxas (nvcc 13.0, sm_90, --use_fast_math, 2026-11-27)
+     by PACKS: 1: 108, 2: 123, 3 (C = 768): 128, 4: 190, 5: 223, 6: 247, 7: 255, 8: 255 with 58 B
+     spilled; the same day's build of version 2 alone: 1: 90, 2: 119, the rest the same. So the
+     occupancy the grid assumes is unchanged (2 blocks per SM up to PACKS 3). The same shared memory; the group rows after the blocks' rows in g_reduce_partial, tickets
+     g_reduce_counters[0 .. groups]. Deterministic for a fixed grid, as version 2; its sums are added in
+     another order than version 2's (a different rounding, within the fp32 tolerance). The forward is
+     version 2's.
 
 --check: every version, for N in {1, 7, 64, 4099} x C in {48, 64, 256, 768, 1016, 1272, 1528, 1600, 1784,
   2048} (every PACKS of norm_backward_kernel, 1 to 8):
@@ -67,8 +86,9 @@ Versions (./build/lab_layernorm [version] [--seed n] [--check] [--bench]; regist
   Outputs and scratch filled with 0xFF (NaN) before each run and 1 KiB of 0xFF guards around every buffer;
   each output against the float64 reference (dev/cpu/kernels_cpu.h) as "rel_err = ||out - ref|| / ||ref||";
   no element left unwritten, guards and inputs unchanged, plain mode leaves residual byte for byte
-  untouched, version 2's counter back to 0, a second run bit-identical; version 2's residual mode must
-  equal, bit for bit, its plain LayerNorm of the residual it stored (what -r 2's recompute relies on).
+  untouched, versions 2 and 3's ticket counters back to 0, a second run bit-identical; the residual
+  mode of versions 2 and 3 must equal, bit for bit, their plain LayerNorm of the residual it stored
+  (what -r 2's recompute relies on).
   One PASS/FAIL line per (version, case); exit 1 on any FAIL.
 --bench: the benchmark shape, then C = 1600: forward (residual, bias) and backward (LayerNorm, bias,
   accumulate 1), median of 25 runs, L2 flushed before each; ms and GB/s of the minimum bytes above.
@@ -251,6 +271,7 @@ static void v1_norm_backward(floatX* dinp, float* dweight, float* dbias, float* 
 static const LabVersion kVersions[] = {
     {1, "cce9b07's add_kernel + layernorm_forward_kernel; norm_backward_kernel + column sums", 0, 0},
     {2, "the trainer's residual_layernorm_forward; norm_backward (one kernel, last-block reduction)", 0, 0},
+    {3, "version 2, norm_backward's partials added in groups of 16 blocks, then the groups (the trainer's)", 0, 0},
 };
 
 static void forward_version(int version, floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
@@ -263,22 +284,23 @@ static void forward_version(int version, floatX* residual, floatX* out, float* m
 static void backward_version(int version, floatX* dinp, float* dweight, float* dbias, float* v1_partial,
                              const floatX* dout, const floatX* inp, const floatX* weight, const float* mean,
                              const float* rstd, int N, int C, int accumulate) {
-    if (version == 1) { v1_norm_backward(dinp, dweight, dbias, v1_partial, dout, inp, weight, mean, rstd, N, C, accumulate); }
-    else { norm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate); }
+    if (version == 1) { v1_norm_backward(dinp, dweight, dbias, v1_partial, dout, inp, weight, mean, rstd, N, C, accumulate); return; }
+    g_norm_backward_group = version == 2 ? 0 : NORM_BACKWARD_GROUP;
+    norm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate);
+    g_norm_backward_group = NORM_BACKWARD_GROUP;
 }
 
-// The scratch version 2 shares with the trainer's other reductions (gpt2_build allocates it): partial
-// sums for up to REDUCE_MAX_BLOCKS blocks of max_cols columns, ticket counters at 0. Guarded buffers,
-// so that a write past either end shows.
+// The scratch versions 2 and 3 share with the trainer's other reductions (gpt2_build allocates it):
+// partial sums for up to REDUCE_MAX_BLOCKS blocks (and their groups) of max_cols columns, ticket
+// counters at 0, sized as the trainer sizes them. Guarded buffers, so that a write past either end shows.
 typedef struct {
     LabBuf partial, counters;
 } ReduceScratch;
 
 static ReduceScratch reduce_scratch_make(int max_cols) {
     ReduceScratch r;
-    const size_t groups = (size_t)max_cols / (32 * x128::size) + 1;
-    r.partial = lab_buf_alloc((size_t)REDUCE_MAX_BLOCKS * max_cols * sizeof(float), "g_reduce_partial");
-    r.counters = lab_buf_alloc(groups * sizeof(unsigned int), "g_reduce_counters");
+    r.partial = lab_buf_alloc(reduce_partial_floats(max_cols) * sizeof(float), "g_reduce_partial");
+    r.counters = lab_buf_alloc(reduce_counter_count(max_cols) * sizeof(unsigned int), "g_reduce_counters");
     cudaCheck(cudaMemset(r.counters.ptr, 0, r.counters.bytes));
     g_reduce_partial = (float*)r.partial.ptr;
     g_reduce_counters = (unsigned int*)r.counters.ptr;
@@ -388,9 +410,9 @@ static int check_forward_case(const LabArgs* a, int N, int C, int has_bias, int 
         lab_compare_rows(what, version, "out", out.data(), out_ref.data(), NC, C, TOL_X, &v);
         lab_compare_rows(what, version, "mean", mean.data(), mean_ref.data(), N, 1, TOL_F32, &v);
         lab_compare_rows(what, version, "rstd", rstd.data(), rstd_ref.data(), N, 1, TOL_F32, &v);
-        // version 2: the plain norm of the stored residual must repeat the fused pass bit for bit
-        // (-r 2 recomputes ln1, ln2 that way in the backward pass)
-        if (version == 2 && fused) {
+        // versions 2 and 3 (the same forward): the plain norm of the stored residual must repeat the
+        // fused pass bit for bit (-r 2 recomputes ln1, ln2 that way in the backward pass)
+        if (version >= 2 && fused) {
             const std::vector<unsigned char> res_bytes = first[0];
             for (int i = 1; i < 4; i++) { lab_buf_poison(outs[i]); }
             layernorm_forward((floatX*)d_out.ptr, (float*)d_mean.ptr, (float*)d_rstd.ptr, (const floatX*)d_res.ptr,
