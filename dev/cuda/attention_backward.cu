@@ -110,6 +110,8 @@ takes a role from x (and the return value 1 checked), else still 0xFF byte for b
 dqres likewise for q_residual; inputs, atty and the forward's buffers unchanged; guards intact; the
 second backward bit-identical to the first. One PASS/FAIL line per (version, scheme, shape); exit 1
 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
+With version 2 selected, --check also runs version 2's delta kernel and the one it replaced against
+double sums (check_delta), and --bench times both (bench_delta: the bench shapes and B 64, T 1024).
 --bench: backward alone (after one forward) and forward + backward, ms (median of 25, L2 flushed
 before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/cuda/sdpa_bench.py.
 */
@@ -117,6 +119,117 @@ before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/
 #include "../../train_gpt2.cu"
 #include "../cpu/attention_tiled_cpu.h"
 #include "common.h"
+
+// ----------------------------------------------------------------------------
+// version 2's delta kernel: D (B, H, T) = rowsum(dO * O) per head
+//
+// The two numbers at d12's micro-step (B 64, T 1024, H 12, hd 64): 2 x B T C x 2 bytes read (dO, O)
+// + B H T x 4 written = 204.5 MB -> 0.068 ms a layer at 3 TB/s, 0.82 ms a step; 2 FLOPs an element,
+// nothing. The H100 (2026-11-26) measured the kernel of the time, a warp per row with 2-byte loads,
+// at 2.38 ms a step (0.20 ms a layer, 1.0 TB/s): 98,304 blocks of 8 warps that each read 256 bytes and
+// then shuffle. The trainer's kernel since 2026-11-27 gives a row hd / 8 lanes of one x128 each
+// (4 rows a warp at hd 64): a quarter of the warps, 16-byte loads, 3 shuffle steps not 5; predicted
+// near the bytes' time, 0.07 ms a layer. --check compares both against the host's double sums,
+// --bench times both at the bench shapes and at d12's.
+
+// the kernel before 2026-11-27 (copied; the trainer no longer has it): a warp per (b, t, h)
+__global__ void delta_warp_per_row_kernel(float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
+    const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; // (b, t, h) flattened
+    const int lane = threadIdx.x % 32;
+    if (row >= B * T * H) { return; }
+    const int h = row % H, t = (row / H) % T, b = row / (H * T);
+    const size_t base = ((size_t)b * T + t) * ((size_t)H * hd) + (size_t)h * hd;
+    float sum = 0.0f;
+    for (int d = lane; d < hd; d += 32) { sum += x2f(dout[base + d]) * x2f(out[base + d]); }
+    sum = warp_sum(sum);
+    if (lane == 0) { delta[((size_t)b * H + h) * T + t] = sum; }
+}
+
+static void delta_run(int which, float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
+    if (which == 0) {
+        delta_warp_per_row_kernel<<<(B * T * H + 7) / 8, 256>>>(delta, dout, out, B, T, H, hd);
+        launchCheck();
+    } else {
+        flash_attention_delta(delta, dout, out, B, T, H, hd);
+    }
+}
+static const char* const kDeltaNames[2] = {"delta, a warp per row (before 2026-11-27)", "delta, hd / 8 lanes per row (the trainer's)"};
+
+// both delta kernels against double sums of the same bf16 values: T in {1, 63, 65, 200} x hd {64, 128},
+// B 2, H 3 (rows of one token's heads share a warp), delta poisoned, guarded, a second run bit-identical
+static int check_delta(const LabArgs* a) {
+    int failed = 0;
+    for (int T : {1, 63, 65, 200}) {
+        for (int hd : {64, 128}) {
+            const int B = 2, H = 3;
+            const size_t n = (size_t)B * T * H * hd, rows = (size_t)B * T * H;
+            const unsigned long long seed = lab_trial_seed(a->seed, {T, hd, 77});
+            unsigned long long rng = seed;
+            const LabHostX dout = lab_host_x(lab_normal_vec(n, 0.0, 1.0, &rng)), out = lab_host_x(lab_normal_vec(n, 0.0, 1.0, &rng));
+            std::vector<float> ref(rows);
+            for (int b = 0; b < B; b++) {
+                for (int t = 0; t < T; t++) {
+                    for (int h = 0; h < H; h++) {
+                        double acc = 0.0;
+                        const size_t base = (((size_t)b * T + t) * H + h) * hd;
+                        for (int d = 0; d < hd; d++) { acc += (double)dout.f[base + d] * out.f[base + d]; }
+                        ref[((size_t)b * H + h) * T + t] = (float)acc;
+                    }
+                }
+            }
+            LabBuf d_dout = lab_buf_input(dout.x, "dout"), d_out = lab_buf_input(out.x, "out");
+            LabBuf d_delta = lab_buf_alloc(rows * sizeof(float), "delta");
+            for (int which = 0; which < 2; which++) {
+                LabVerdict v;
+                lab_verdict_init(&v);
+                std::vector<unsigned char> first;
+                for (int rep = 0; rep < 2; rep++) {
+                    lab_buf_poison(&d_delta);
+                    delta_run(which, (float*)d_delta.ptr, (const floatX*)d_dout.ptr, (const floatX*)d_out.ptr, B, T, H, hd);
+                    cudaCheck(cudaDeviceSynchronize());
+                    const std::vector<unsigned char> h = lab_buf_download(&d_delta);
+                    if (rep == 0) { first = h; } else { lab_check_same(first, h, "delta", &v); }
+                }
+                lab_buf_guards_ok(&d_delta, &v.fail);
+                lab_buf_intact(&d_dout, dout.x, &v.fail);
+                lab_buf_intact(&d_out, out.x, &v.fail);
+                const size_t left = lab_count_unwritten(first, sizeof(float));
+                if (left > 0) { v.fail += "; " + std::to_string(left) + " elements of delta never written"; }
+                char what[160];
+                snprintf(what, sizeof(what), "%s T=%d hd=%d B=%d H=%d", kDeltaNames[which], T, hd, B, H);
+                const std::vector<float> got = lab_f32_from_bytes(first);
+                lab_compare_rows(what, 2, "delta", got.data(), ref.data(), rows, (size_t)T, 1e-5, &v);
+                failed |= lab_verdict_print(a, 2, what, seed, 1, &v);
+            }
+            for (LabBuf* bf : {&d_dout, &d_out, &d_delta}) { lab_buf_free(bf); }
+        }
+    }
+    return failed;
+}
+
+// both delta kernels at the bench shapes (B 8, H 12, hd 64) and at d12's micro-step (B 64, T 1024)
+static void bench_delta(LabTimer* timer, const LabArgs* a) {
+    const int shapes[4][2] = {{8, 1024}, {8, 2048}, {8, 4096}, {64, 1024}};
+    for (const auto& sh : shapes) {
+        const int B = sh[0], T = sh[1], H = LAB_BENCH_H, hd = LAB_BENCH_HD;
+        const size_t n = (size_t)B * T * H * hd, rows = (size_t)B * T * H;
+        const double bytes = 2.0 * n * sizeof(floatX) + 4.0 * rows;
+        floatX* dout = (floatX*)device_malloc(n * sizeof(floatX), "bench dout");
+        floatX* out = (floatX*)device_malloc(n * sizeof(floatX), "bench out");
+        float* delta = (float*)device_malloc(rows * sizeof(float), "bench delta");
+        init_normal_kernel<<<grid_for(n, 256), 256>>>(dout, NULL, n, 1.0f, a->seed, 1);
+        init_normal_kernel<<<grid_for(n, 256), 256>>>(out, NULL, n, 1.0f, a->seed, 2);
+        launchCheck();
+        printf("predicted delta B=%d T=%d: %.1f MB -> %.4f ms at 3 TB/s\n", B, T, bytes / 1e6, bytes / LAB_PEAK_BYTES * 1e3);
+        for (int which = 0; which < 2; which++) {
+            const double ms = lab_time_median_ms(timer, LAB_BENCH_REPS, [&]() { delta_run(which, delta, dout, out, B, T, H, hd); });
+            printf("bench delta B=%d T=%d ms=%.4f GB/s=%.1f (%s)\n", B, T, ms, bytes / (ms * 1e-3) / 1e9, kDeltaNames[which]);
+        }
+        cudaCheck(cudaFree(dout));
+        cudaCheck(cudaFree(out));
+        cudaCheck(cudaFree(delta));
+    }
+}
 
 // what one version's backward produced, as floats (the baseline of later versions when it is version 1)
 typedef struct {
@@ -273,6 +386,7 @@ static int check(const LabArgs* a) {
         }
         lab_inputs_free(&in);
     }
+    if (lab_version_selected(a, 2)) { failed |= check_delta(a); } // version 2's delta kernel, beside the one it replaced
     if (ran == 0) {
         printf("FAIL %s: no (version, shape) pair ran (version %d has no kernel for these shapes)\n", a->name, a->version);
         return 1;
@@ -320,6 +434,7 @@ static void bench(const LabArgs* a) {
         }
         lab_inputs_free(&in);
     }
+    if (lab_version_selected(a, 2)) { bench_delta(&timer, a); }
     lab_timer_free(&timer);
 }
 

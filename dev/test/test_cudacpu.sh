@@ -50,15 +50,17 @@ fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
 }
 runs=("standard $(fixtures_of standard bf16) full")
 # the attention labs' --check against their CPU twin (dev/cuda/README.md) on this runtime: version 3
-# (the trainer's default) on every shape for the standard layout (with version 1 as its baseline;
-# Hkv H, H/2, 1 and T 1 to 200) and on --quick's shapes for every scheme (what differs between
-# schemes: shared tiles, dq added after dK/dV, identity roles); version 2, unchanged since its full
-# runs, on --quick's shapes. Every scheme's v3 also runs in the fixtures above. (All schemes in full:
-# 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused path the 25 FP32
+# on every shape for the standard layout (with version 1 as its baseline; Hkv H, H/2, 1 and T 1 to
+# 200) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
+# after dK/dV, identity roles); version 2 on --quick's shapes, and its backward, the trainer's default
+# since 2026-11-27 (with a new delta kernel, checked beside the old one), on every standard shape too
+# (24 s). Every scheme's default path and --flash 3 also run in the fixtures above. (All schemes in
+# full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused path the 25 FP32
 # fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
 done
+runs+=("lab_attention_backward - 2,--check,--scheme,standard")
 runs+=("standard_fp32 $(fixtures_of standard fp32) full")
 for s in $SCHEMES; do
   [ "$s" = standard ] && continue
