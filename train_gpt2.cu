@@ -939,9 +939,21 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
         cublasLtMatmulHeuristicResult_t heuristic;
         memset(&heuristic, 0, sizeof(heuristic));
         int found = 0;
-        // "no algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED
+        // "no algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED; with an epilogue,
+        // INVALID_VALUE too (a cuBLASLt that rejects, say, an fp32 bias gradient beside bf16 inputs): said
+        // once per epilogue, and the caller's fallback runs
         const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found);
-        if (st != CUBLAS_STATUS_NOT_SUPPORTED) { cublasCheck(st); }
+        const int has_epilogue = bias != NULL || act != LT_PLAIN;
+        if (st == CUBLAS_STATUS_INVALID_VALUE && has_epilogue) {
+            static std::vector<int> warned;
+            if (std::find(warned.begin(), warned.end(), (int)epilogue) == warned.end()) {
+                warned.push_back((int)epilogue);
+                fprintf(stderr, "warning: cuBLASLt rejects epilogue %d (first at m=%d n=%d k=%d: CUBLAS_STATUS_INVALID_VALUE): "
+                        "the trainer's own kernels do its work\n", (int)epilogue, m, n, k);
+            }
+        } else if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
+            cublasCheck(st);
+        }
         LtChoice c;
         c.found = st == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS;
         c.algo = heuristic.algo;
@@ -1073,7 +1085,7 @@ __global__ void bias_sums_add_kernel(float* dbias, const float* sums, int OC) {
 // second time. --bias_fusion 0, or no cuBLASLt algorithm with that epilogue: bias_backward_kernel
 // reads dout again after the plain GEMM.
 static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
-    if (dbias != NULL && g_bias_fusion) {
+    if (dbias != NULL && g_bias_fusion && g_bias_sums != NULL) {
         reduce_scratch_check(OC, "the bias gradient's epilogue");
         if (matmul_lt(dweight, CUDA_R_32F, inp, dout, g_bias_sums, LT_BGRADB, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f,
                       1, 0, 0, 0)) {

@@ -16,7 +16,7 @@ pointer or preference alignment below the element size (the heuristic: NOT_SUPPO
 and in cublasLtMatmul, a pointer less aligned than the preference promised when the algorithm was
 chosen, or a workspace smaller than the algorithm needs (INVALID_VALUE). With CUDA_CPU_LT_NO_EPILOGUES=1
 the heuristic has no algorithm for any epilogue (NOT_SUPPORTED), as a cuBLASLt without those kernels
-for a shape would: the callers' fallbacks run instead.
+for a shape would: the callers' fallbacks run instead; with =2 it refuses them as INVALID_VALUE.
 */
 #ifndef CUDACPU_CUBLASLT_CPU_H
 #define CUDACPU_CUBLASLT_CPU_H
@@ -122,6 +122,10 @@ static bool lt_supported(const LtDesc* d, const LtLayout* a, const LtLayout* b, 
     if (lt_uses_bias(d->epilogue)) {
         const int bt = d->bias_type >= 0 ? d->bias_type : dl->type;
         if (bt != dl->type && bt != a->type) { return false; }
+        // cublasLt.h: a bias gradient's elements are "the same type as the output elements (Ctype)"
+        const bool grad = d->epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD || d->epilogue == CUBLASLT_EPILOGUE_BGRADA ||
+                          d->epilogue == CUBLASLT_EPILOGUE_BGRADB;
+        if (grad && bt != dl->type) { return false; }
         if (d->bias == nullptr || lt_ptr_alignment(d->bias) < lt_type_size(bt)) { return false; }
     }
     if (lt_uses_aux(d->epilogue)) {
@@ -349,9 +353,15 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
     if (v != CUBLAS_STATUS_SUCCESS) { return v; }
     if (!lt_supported(od, la, lb, lc, ld, p->align)) { return CUBLAS_STATUS_NOT_SUPPORTED; }
     // CUDA_CPU_LT_NO_EPILOGUES=1: no algorithm for any epilogue (a cuBLASLt without kernels for them at
-    // this shape), so that every caller's own fallback runs (the trainer's add_bias, GELU and bias kernels)
-    static const int no_epilogues = [] { const char* e = getenv("CUDA_CPU_LT_NO_EPILOGUES"); return e != nullptr && e[0] == '1'; }();
-    if (no_epilogues && od->epilogue != CUBLASLT_EPILOGUE_DEFAULT) { return CUBLAS_STATUS_NOT_SUPPORTED; }
+    // this shape), so that every caller's own fallback runs (the trainer's add_bias, GELU and bias kernels);
+    // =2: the same epilogues refused as INVALID_VALUE (a cuBLASLt that rejects the descriptor instead)
+    static const int no_epilogues = [] {
+        const char* e = getenv("CUDA_CPU_LT_NO_EPILOGUES");
+        return e != nullptr && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
+    }();
+    if (no_epilogues && od->epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+        return no_epilogues == 2 ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_SUPPORTED;
+    }
     memset(&results[0], 0, sizeof(results[0]));
     LtAlgo algo{kAlgoMagic, {p->align[0], p->align[1], p->align[2], p->align[3]}, 0};
     memcpy(&results[0].algo, &algo, sizeof algo);
@@ -417,6 +427,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
         if (l->rows * l->cols > 0 && !is_device(ptrs[i], span)) {
             fprintf(stderr, "cuda-cpu: cublasLtMatmul: matrix %c (%llu x %llu, ld %lld, batch %d) is not inside one device allocation\n",
                     "ABCD"[i], (unsigned long long)l->rows, (unsigned long long)l->cols, (long long)l->ld, l->batch);
+            return CUBLAS_STATUS_INVALID_VALUE;
+        }
+    }
+    // the bias vector too: D's rows long (BIAS, BGRADA, DGELU_BGRAD; read or written), D's columns (BGRADB)
+    if (lt_uses_bias(od->epilogue)) {
+        const int bt = od->bias_type >= 0 ? od->bias_type : ld->type;
+        const uint64_t len = od->epilogue == CUBLASLT_EPILOGUE_BGRADB ? ld->cols : ld->rows;
+        if (len > 0 && !is_device(od->bias, (size_t)len * lt_type_size(bt))) {
+            fprintf(stderr, "cuda-cpu: cublasLtMatmul: the bias vector (%llu elements) is not inside one device allocation\n",
+                    (unsigned long long)len);
             return CUBLAS_STATUS_INVALID_VALUE;
         }
     }

@@ -75,6 +75,8 @@ done
 # GELU_AUX_BIAS, DGELU and BGRADB, against the same fixtures, with and without biases
 runs+=("standard_fp32 standard_tiny,standard_nobias --fixtures-only no_epilogues")
 runs+=("standard standard_hd64 --fixtures-only no_epilogues")
+# ... and refused as INVALID_VALUE (=2), which matmul_lt takes as "no algorithm" too, with a warning
+runs+=("standard_fp32 standard_tiny --fixtures-only epilogues_invalid")
 # the other kernels at the trainer's widths (C to 2048, V 50257, 1.8M parameters) against their CPU
 # twins: the BF16 labs' --quick (their short shape lists), the trainer's version of each (matmul_gelu:
 # all three, the GELU and the bias gradients fused and not; classifier: version 3, whose launcher also
@@ -136,6 +138,7 @@ run_one() { # stem fixtures full|--fixtures-only [no_epilogues], or lab_<op> - a
   local bin m="$log_dir/manifest_$name.tsv" log="$log_dir/test_$name.log" t0=$SECONDS
   local env=() tag=""
   [ "${4:-}" = no_epilogues ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=1); tag=" no-epilogues"; }
+  [ "${4:-}" = epilogues_invalid ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=2); tag=" epilogues-invalid"; }
   bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
   local args=("$m")
