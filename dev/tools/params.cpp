@@ -138,30 +138,18 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             ok = set_once(&bf16, strcmp(o, "bf16") == 0, "the precision (bf16|fp32)", o);
         } else if (strcmp(o, "fused") == 0 || strcmp(o, "unfused") == 0) {
             ok = set_once(&fused, strcmp(o, "fused") == 0, "the attention path (fused|unfused)", o);
-        } else if (strcmp(o, "--flash") == 0) {
+        } else if (strcmp(o, "--flash") == 0 || strcmp(o, "-r") == 0 || strcmp(o, "-w") == 0 ||
+                   (allow_csv && strcmp(o, "--bias_fusion") == 0)) {
+            // a flag with one digit: --flash 2|3, -r 0|1|2, -w 0|1, --bias_fusion 0|1
             const char* v = i + 1 < argc ? argv[i + 1] : "";
-            if (strcmp(v, "2") != 0 && strcmp(v, "3") != 0) {
-                fprintf(stderr, "params: --flash is '%s', expected 2 or 3\n", v);
+            const int is_flash = o[2] == 'f', is_r = strcmp(o, "-r") == 0;
+            const char* allowed = is_flash ? "23" : is_r ? "012" : "01";
+            if (strlen(v) != 1 || strchr(allowed, v[0]) == NULL) {
+                fprintf(stderr, "params: %s is '%s', expected %s\n", o, v, is_flash ? "2 or 3" : is_r ? "0, 1 or 2" : "0 or 1");
                 return 0;
             }
-            ok = set_once(&flash, v[0] - '0', o, v);
-            i++;
-        } else if (strcmp(o, "-r") == 0 || strcmp(o, "-w") == 0) {
-            const char* v = i + 1 < argc ? argv[i + 1] : "";
-            const int is_r = o[1] == 'r';
-            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0 && !(is_r && strcmp(v, "2") == 0)) {
-                fprintf(stderr, "params: %s is '%s', expected %s\n", o, v, is_r ? "0, 1 or 2" : "0 or 1");
-                return 0;
-            }
-            ok = set_once(is_r ? &recompute : &master, v[0] - '0', o, v);
-            i++;
-        } else if (allow_csv && strcmp(o, "--bias_fusion") == 0) {
-            const char* v = i + 1 < argc ? argv[i + 1] : "";
-            if (strcmp(v, "0") != 0 && strcmp(v, "1") != 0) {
-                fprintf(stderr, "params: --bias_fusion is '%s', expected 0 or 1\n", v);
-                return 0;
-            }
-            ok = set_once(&bias_fusion, v[0] - '0', o, v);
+            int* slot = is_flash ? &flash : is_r ? &recompute : strcmp(o, "-w") == 0 ? &master : &bias_fusion;
+            ok = set_once(slot, v[0] - '0', o, v);
             i++;
         } else if (allow_csv && strcmp(o, "--csv") == 0) {
             if (i + 1 >= argc || argv[i + 1][0] == '\0') { fprintf(stderr, "params: --csv needs a file name\n"); return 0; }
