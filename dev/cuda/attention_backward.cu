@@ -121,7 +121,8 @@ before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/
 #include "common.h"
 
 // ----------------------------------------------------------------------------
-// version 2's delta kernel: D (B, H, T) = rowsum(dO * O) per head
+// version 2's delta kernel: D (B, H, T) = rowsum(dO * O) per head (BF16 builds: the flash kernels')
+#if PRECISION_IS_BF16
 //
 // The two numbers at d12's micro-step (B 64, T 1024, H 12, hd 64): 2 x B T C x 2 bytes read (dO, O)
 // + B H T x 4 written = 204.5 MB -> 0.068 ms a layer at 3 TB/s, 0.82 ms a step; 2 FLOPs an element,
@@ -230,6 +231,7 @@ static void bench_delta(LabTimer* timer, const LabArgs* a) {
         cudaCheck(cudaFree(delta));
     }
 }
+#endif
 
 // what one version's backward produced, as floats (the baseline of later versions when it is version 1)
 typedef struct {
@@ -386,7 +388,9 @@ static int check(const LabArgs* a) {
         }
         lab_inputs_free(&in);
     }
+#if PRECISION_IS_BF16
     if (lab_version_selected(a, 2)) { failed |= check_delta(a); } // version 2's delta kernel, beside the one it replaced
+#endif
     if (ran == 0) {
         printf("FAIL %s: no (version, shape) pair ran (version %d has no kernel for these shapes)\n", a->name, a->version);
         return 1;
@@ -434,7 +438,9 @@ static void bench(const LabArgs* a) {
         }
         lab_inputs_free(&in);
     }
+#if PRECISION_IS_BF16
     if (lab_version_selected(a, 2)) { bench_delta(&timer, a); }
+#endif
     lab_timer_free(&timer);
 }
 
