@@ -187,8 +187,8 @@ static const RunOptions kFlash3Run = {0, 1, 1, 3, 0}; // version 3's one-pass ba
 static void set_run_globals(const RunOptions* opt) {
     g_gelu_fusion = opt->gelu_fusion;
     g_bias_fusion = opt->bias_fusion;
-    g_flash_version = opt->flash != 0 ? opt->flash : 3;
-    g_flash_backward_version = opt->flash != 0 ? opt->flash : 2;
+    g_flash_version = flash_forward_version(opt->flash);
+    g_flash_backward_version = flash_backward_version(opt->flash);
 }
 static const int GRAD_CHECK_MICRO_STEPS = 2;
 
@@ -968,7 +968,6 @@ int main(int argc, char** argv) {
             const std::string name = fields[0];
             if (run_fixture((name + "/fused").c_str(), fields[2], fields[3], 1)) { passed++; } else { failed++; }
             if (run_fixture((name + "/fused_flash3").c_str(), fields[2], fields[3], 1, &kFlash3Run)) { passed++; } else { failed++; }
-            set_run_globals(&kDefaultRun);
             if (run_fixture((name + "/unfused").c_str(), fields[2], fields[3], 0)) { passed++; } else { failed++; }
         } else if (run_fixture(fields[0], fields[2], fields[3], 0)) {
             passed++;

@@ -308,11 +308,10 @@ __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
 
 static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
 static int g_bias_fusion = 1;   // 1: bias gradients in the weight gradient's cuBLASLt epilogue (--bias_fusion)
-// The flash attention kernels' versions, forward and backward (--flash N: both N). By default each
-// direction's faster one as measured on an H100 and an H200 (2026-11-26): version 3's forward (1.2-1.4x
-// version 2's) and version 2's backward (version 3's one-pass backward ran 1.3-1.7x slower).
-static int g_flash_version = 3;          // the forward's: 3, or 2
-static int g_flash_backward_version = 2; // the backward's: 2, or 3
+// The flash attention kernels' versions, forward and backward (--flash N: both N; the defaults:
+// flash_forward_version in training_memory.h)
+static int g_flash_version = flash_forward_version(0);           // the forward's: 3, or 2
+static int g_flash_backward_version = flash_backward_version(0); // the backward's: 2, or 3
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
 static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
@@ -4480,8 +4479,8 @@ static int train_run(TrainArgs* a) {
 
     g_gelu_fusion = a->gelu_fusion;
     g_bias_fusion = a->bias_fusion;
-    g_flash_version = a->flash_version != 0 ? a->flash_version : 3;
-    g_flash_backward_version = a->flash_version != 0 ? a->flash_version : 2;
+    g_flash_version = flash_forward_version(a->flash_version);
+    g_flash_backward_version = flash_backward_version(a->flash_version);
     GPT2 model;
     gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
                !a->attn_unfused); // fused where a flash kernel exists: gpt2_build decides

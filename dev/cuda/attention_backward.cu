@@ -39,7 +39,8 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      255 + 8 bytes spilled at hd 128; dQ 128 / 172; delta 32. hd 64 or 128, BF16 builds, rows 16-byte
      aligned, any T; deterministic (no atomics). ms on GPU: "Measured" below.
   3  flash version 3, one pass, ./build/lab_attention_backward 3 (the trainer's with --flash 3; its
-     default is version 2's backward, measured 1.3-1.7x faster on an H100 and an H200, 2026-11-26): flash3_attention_backward_kernel<hd>, a 1-D grid of ceil(T/128) * B * Hkv CTAs taking
+     default is version 2's backward, measured 1.3-1.7x faster on an H100 and an H200, 2026-11-26):
+     flash3_attention_backward_kernel<hd>, a 1-D grid of ceil(T/128) * B * Hkv CTAs taking
      their work from a ticket, 256 threads (8 warps x 16 keys = 128 keys of one kv head), K and V
      resident in shared memory; per step (one query tile of one of the g query heads, from the diagonal
      on) Q and dO (cp.async, double-buffered) give P^T and dP^T once, dV += P^T dO and dK += dS^T Q in

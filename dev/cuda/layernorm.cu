@@ -69,8 +69,8 @@ Versions (./build/lab_layernorm [version] [--seed n] [--check] [--bench]; regist
      the reduction in groups of 16 blocks (above). ptxas (nvcc 13.0, sm_90, --use_fast_math, 2026-11-27)
      by PACKS: 1: 108, 2: 123, 3 (C = 768): 128, 4: 190, 5: 223, 6: 247, 7: 255, 8: 255 with 58 B
      spilled; the same day's build of version 2 alone: 1: 90, 2: 119, the rest the same. So the
-     occupancy the grid assumes is unchanged (2 blocks per SM up to PACKS 3). The same shared memory; the group rows after the blocks' rows in g_reduce_partial, tickets
-     g_reduce_counters[0 .. groups]. Deterministic for a fixed grid, as version 2; its sums are added in
+     occupancy the grid assumes is unchanged (2 blocks per SM up to PACKS 3). The same shared memory;
+     the group rows after the blocks' rows in g_reduce_partial, tickets g_reduce_counters[0 .. groups]. Deterministic for a fixed grid, as version 2; its sums are added in
      another order than version 2's (a different rounding, within the fp32 tolerance). The forward is
      version 2's.
 

@@ -190,8 +190,8 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
     master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
     rs->c = c;
     rs->B = B; rs->T = T; rs->bf16 = bf16; rs->fused = fused; rs->recompute = recompute; rs->master = master;
-    rs->flash = flash < 0 ? 3 : flash;
-    rs->flash_bwd = flash < 0 ? 2 : flash;
+    rs->flash = flash_forward_version(flash < 0 ? 0 : flash);
+    rs->flash_bwd = flash_backward_version(flash < 0 ? 0 : flash);
     rs->bias_fusion = bias_fusion;
     return 1;
 }
