@@ -38,6 +38,7 @@ and defines after it
 #include <vector>
 
 #include "../attention_variants.cuh"
+#include "attention_maps.h"
 #include "checkpoint.h"
 #include "../dataloader.h"
 #include "../tokenizer.h"
@@ -811,7 +812,9 @@ typedef struct {
     unsigned long long seed;
     float beta1, beta2, eps, grad_clip;
     int generate;       // --generate N: generate N tokens and exit, no training
-    const char* prompt; // --prompt, NULL = one end-of-text token
+    const char* prompt; // --prompt, NULL = one end-of-text token (the inspection run: ATTENTION_PROBE_TEXT)
+    const char* dump_attention; // --dump_attention FILE: the inspection run writes the attention maps there
+    const char* attention_csv;  // --attention_csv FILE: the inspection run writes the head diagnostics there
     SamplingSettings sampling;  // --temperature, --top_k, --top_p
     int num_samples;            // --num_samples N: N samples from one prompt (--generate)
     const char* sampling_flag;  // the first of --temperature/--top_k/--top_p given, as typed; NULL = none
@@ -976,6 +979,13 @@ static void print_usage(const char* prog) {
     printf("                       (default: one end-of-text token)\n");
     printf("  --num_samples <int>  N samples from the one prompt, each printed between --- lines: the prompt is\n");
     printf("                       fed through the KV cache once, each sample continues from it (default 1)\n");
+    printf("Looking inside attention (instead of training; no data needed; dev/ATTENTION_MAPS.md):\n");
+    printf("  --dump_attention <file>  load or build the model of -e, run it on --prompt (default: a fixed\n");
+    printf("                       probe sentence) and on an induction probe (%d random tokens, repeated),\n", INDUCTION_REPEAT);
+    printf("                       write every layer's and head's attention probabilities and pre-mask scores\n");
+    printf("                       (dev/FORMATS.md), print each head's diagnostics, and exit\n");
+    printf("  --attention_csv <file>   the same run; the head diagnostics (entropy, distance, sink,\n");
+    printf("                       prev_token, induction, asymmetry) as CSV there. Either flag, or both\n");
     printf("Sampling (--generate, and the samples of -s; applied in this order, as HF and nanoGPT do):\n");
     printf("  --temperature <float> the logits are divided by it; 0 = greedy: the largest logit, the lowest\n");
     printf("                       token id on ties; at most %g (default 1.0)\n", (double)SAMPLING_TEMPERATURE_MAX);
@@ -1054,7 +1064,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
                                             "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--bias_fusion", "--attention", "--flash",
-                                            "--generate", "--prompt", "-sl", "-sg", "--overwrite",
+                                            "--generate", "--prompt", "--dump_attention", "--attention_csv",
+                                            "-sl", "-sg", "--overwrite",
                                             "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
                                             "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule"};
         static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--bias_fusion", "--attention", "--flash"};
@@ -1125,6 +1136,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "--flash") == 0) { ok = parse_ll(flag, val, 2, 3, &v, msg, msg_size); a->flash_version = (int)v; }
         else if (strcmp(flag, "--generate") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->generate = (int)v; }
         else if (strcmp(flag, "--prompt") == 0) { a->prompt = val; }
+        else if (strcmp(flag, "--dump_attention") == 0) { a->dump_attention = val; }
+        else if (strcmp(flag, "--attention_csv") == 0) { a->attention_csv = val; }
         else if (strcmp(flag, "--temperature") == 0) {
             ok = parse_f(flag, val, 0.0f, SAMPLING_TEMPERATURE_MAX, &a->sampling.temperature, msg, msg_size);
             if (!ok) {
@@ -1492,6 +1505,86 @@ static const char* resume_model_note(const TrainArgs* a) {
     return a->resuming && a->model_given ? " (-e is not read: a resumed run continues the model in -o)" : "";
 }
 
+// ----------------------------------------------------------------------------
+// the inspection run (--dump_attention, --attention_csv): the attention maps of one prompt and of
+// the induction probe, and each head's diagnostics (dev/attention_maps.h, dev/ATTENTION_MAPS.md)
+
+// the prompt when --prompt is not given: one fixed sentence, so that runs and checkpoints compare
+#define ATTENTION_PROBE_TEXT "When Mr. Darcy came into the room, Elizabeth looked up from her book, and she " \
+                             "saw that her sister Jane was watching him too."
+
+static int inspecting(const TrainArgs* a) { return a->dump_attention != NULL || a->attention_csv != NULL; }
+
+// the flags of an inspection run, before the model is known. Returns 1, or 0 with a one-line message.
+static int inspect_args_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    if (!inspecting(a)) { return 1; }
+    const char* flag = a->dump_attention != NULL ? "--dump_attention" : "--attention_csv";
+    if (a->generate > 0) {
+        snprintf(msg, msg_size, "%s looks at attention on a prompt; --generate %d samples after it: give one of them",
+                 flag, a->generate);
+        return 0;
+    }
+    if (a->profile_steps > 0) {
+        snprintf(msg, msg_size, "%s trains no step; --profile %d times training steps: give one of them", flag,
+                 a->profile_steps);
+        return 0;
+    }
+    if (a->output_dir != NULL || a->resume) {
+        snprintf(msg, msg_size, "%s writes only its own file; -o/-y belong to a training run (HINT: -e <dir>/model_"
+                 "NNNNNNNN.bin names a run's checkpoint)", flag);
+        return 0;
+    }
+    if (a->prompt != NULL && a->prompt[0] == '\0') {
+        snprintf(msg, msg_size, "--prompt is empty: expected text whose attention to look at (HINT: drop --prompt for "
+                 "the fixed probe sentence)");
+        return 0;
+    }
+    return 1;
+}
+
+// Where the inspection run writes: files (not folders) in existing writable folders, neither one
+// the other nor an input (the model, the tokenizer files): each is written under a temporary name and
+// renamed over what was there. Returns 1, or 0 with a one-line message.
+static int inspect_outputs_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    const std::pair<const char*, const char*> outputs[2] = {{a->dump_attention, "--dump_attention"},
+                                                            {a->attention_csv, "--attention_csv"}};
+    std::vector<std::string> inputs;
+    if (a->from_file) { inputs.push_back(a->model_path); }
+    inputs.push_back(a->tokenizer_path);
+    inputs.push_back("dev/data/gpt2/encoder.json");
+    inputs.push_back("dev/data/gpt2/vocab.bpe");
+    for (int i = 0; i < 2; i++) {
+        const char* path = outputs[i].first;
+        const char* flag = outputs[i].second;
+        if (path == NULL) { continue; }
+        struct stat st;
+        const std::string p(path);
+        const size_t slash = p.rfind('/');
+        const std::string dir = slash == std::string::npos ? "." : p.substr(0, slash == 0 ? 1 : slash);
+        if (p.empty() || p[p.size() - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+            snprintf(msg, msg_size, "%s %s: expected a file name, this is a folder", flag, path);
+            return 0;
+        }
+        if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || access(dir.c_str(), W_OK | X_OK) != 0) {
+            snprintf(msg, msg_size, "%s %s: cannot write into %s (%s) (HINT: an existing folder you may write to)", flag,
+                     path, dir.c_str(), access(dir.c_str(), F_OK) != 0 ? "no such folder" : "not writable");
+            return 0;
+        }
+        for (size_t j = 0; j < inputs.size(); j++) {
+            if (same_file_or_name(path, inputs[j].c_str())) {
+                snprintf(msg, msg_size, "%s %s is %s, an input of this run: writing it would destroy it (HINT: choose "
+                         "another file)", flag, path, inputs[j].c_str());
+                return 0;
+            }
+        }
+    }
+    if (a->dump_attention != NULL && a->attention_csv != NULL && same_file_or_name(a->dump_attention, a->attention_csv)) {
+        snprintf(msg, msg_size, "--dump_attention and --attention_csv both name %s: expected two files", a->dump_attention);
+        return 0;
+    }
+    return 1;
+}
+
 // The model config, checkpoint and resume decisions, all from the host: every refusal (bad
 // shape, forbidden scheme/shape, a checkpoint of another scheme, an inconsistent resume) is
 // reported here, before a model is built. Returns 1, or 0 with a one-line message.
@@ -1517,11 +1610,12 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
         snprintf(msg, msg_size, "--profile_csv %s: needs --profile N, the steps to profile", a->profile_csv);
         return 0;
     }
-    if (a->prompt != NULL && a->generate == 0) { // training never reads it: the caller meant to generate
-        snprintf(msg, msg_size, "--prompt needs --generate N (N > 0): without it this run trains and never reads the "
-                 "prompt (HINT: add --generate 64, or drop --prompt)");
+    if (a->prompt != NULL && a->generate == 0 && !inspecting(a)) { // training never reads it: the caller meant to generate
+        snprintf(msg, msg_size, "--prompt needs --generate N (N > 0) or --dump_attention FILE: without either this run "
+                 "trains and never reads the prompt (HINT: add --generate 64, or drop --prompt)");
         return 0;
     }
+    if (!inspect_args_check(a, msg, msg_size)) { return 0; }
     if (a->num_samples_given && a->generate == 0) { // training prints one sample per -s N steps
         snprintf(msg, msg_size, "--num_samples %d needs --generate N (N > 0): training samples one text every -s steps "
                  "(HINT: add --generate 64, or drop --num_samples)", a->num_samples);
@@ -1577,7 +1671,7 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
             }
         }
     }
-    if (a->generate > 0 && a->T > a->config.max_seq_len) { a->T = a->config.max_seq_len; } // generation has no -t
+    if ((a->generate > 0 || inspecting(a)) && a->T > a->config.max_seq_len) { a->T = a->config.max_seq_len; } // no -t there
     if (a->T > a->config.max_seq_len) {
         snprintf(msg, msg_size, "-t %d: expected T <= the model's max_seq_len %d", a->T, a->config.max_seq_len);
         return 0;
@@ -1742,6 +1836,7 @@ static int train_num_steps(const TrainArgs* a, size_t train_tokens);
 static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size) {
     char why[4096];
     if (a->generate > 0) { return 1; } // generation reads no data and writes no files
+    if (inspecting(a)) { return inspect_outputs_check(a, msg, msg_size); } // no data either
     DataLoader loader;
     if (!dataloader_init(&loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, why, sizeof(why))) {
         snprintf(msg, msg_size, "-i %s: %s", a->train_pattern, why);
@@ -1790,7 +1885,13 @@ static int check_args_report(const TrainArgs* a) {
     char desc[256];
     gpt2_config_describe(&a->config, desc, sizeof(desc));
     const char* model = a->resuming ? a->state_path : a->from_file ? a->model_path : "random init";
-    if (a->generate > 0) {
+    if (inspecting(a)) {
+        printf("check_args: ok | scheme %s | %s | %s | would look at attention on %s and the induction probe, "
+               "writing%s%s%s%s | nothing run or written\n", qkv_scheme_name(a->config.scheme), desc, model,
+               a->prompt != NULL ? "--prompt" : "the probe sentence", a->dump_attention != NULL ? " " : "",
+               a->dump_attention != NULL ? a->dump_attention : "", a->attention_csv != NULL ? " " : "",
+               a->attention_csv != NULL ? a->attention_csv : "");
+    } else if (a->generate > 0) {
         char sampling[256];
         sampling_describe(a, sampling, sizeof(sampling));
         printf("check_args: ok | scheme %s | %s | %s | would generate %d tokens x %d sample%s | %s | nothing run or "
@@ -1931,10 +2032,94 @@ static int generate_prompt(const TrainArgs* a, int eot, int vocab_size, std::vec
             return 0;
         }
     }
+    if (a->generate == 0 && (long long)tokens->size() > a->config.max_seq_len) { // the inspection run
+        snprintf(msg, msg_size, "--prompt of %zu tokens (the end-of-text token before it included) is longer than the "
+                 "model's context, max_seq_len %d (HINT: shorten the prompt)", tokens->size(), a->config.max_seq_len);
+        return 0;
+    }
     if ((long long)tokens->size() + a->generate > a->config.max_seq_len) {
         snprintf(msg, msg_size, "--prompt of %zu tokens + --generate %d exceed the model's max_seq_len %d",
                  tokens->size(), a->generate, a->config.max_seq_len);
         return 0;
+    }
+    return 1;
+}
+
+// The inspection run's inputs, before the model runs: the prompt (an end-of-text token, then
+// --prompt or ATTENTION_PROBE_TEXT) and, where the context holds at least 3 positions, the induction
+// probe; maps' shape fields from the config, its sequences with their tokens, probs and scores sized
+// (L, H, T, T) and zero. Returns 1, or 0 with a one-line message.
+static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float scale, AttentionMaps* maps, char* msg,
+                           size_t msg_size) {
+    const GPT2Config* c = &a->config;
+    TrainArgs with_prompt = *a;
+    if (with_prompt.prompt == NULL) { with_prompt.prompt = ATTENTION_PROBE_TEXT; }
+    std::vector<int> prompt;
+    if (!generate_prompt(&with_prompt, eot, c->vocab_size, &prompt, msg, msg_size)) { return 0; }
+    maps->num_layers = c->num_layers;
+    maps->num_heads = c->num_heads;
+    maps->num_kv_heads = c->num_kv_heads;
+    maps->head_dim = c->channels / c->num_heads;
+    maps->scheme = (int)c->scheme;
+    maps->compute_bytes = compute_bytes;
+    maps->scale = scale;
+    maps->seqs.clear();
+    AttentionSequence s;
+    s.kind = ATTENTION_SEQ_PROMPT;
+    s.repeat = 0;
+    s.tokens = prompt;
+    maps->seqs.push_back(s);
+    const int R = induction_repeat_for(c->max_seq_len);
+    if (R >= 1) {
+        s.kind = ATTENTION_SEQ_INDUCTION;
+        s.repeat = R;
+        s.tokens = induction_tokens(R, c->vocab_size, eot);
+        maps->seqs.push_back(s);
+    }
+    for (size_t i = 0; i < maps->seqs.size(); i++) {
+        AttentionSequence& q = maps->seqs[i];
+        q.T = (int)q.tokens.size();
+        q.probs.assign((size_t)c->num_layers * c->num_heads * q.T * q.T, 0.0f);
+        q.scores.assign(q.probs.size(), 0.0f);
+    }
+    return 1;
+}
+
+// the longest sequence of the inspection run: the one forward pass's T, the shorter ones padded
+static int inspect_max_T(const AttentionMaps* maps) {
+    int T = 1;
+    for (size_t i = 0; i < maps->seqs.size(); i++) { T = maps->seqs[i].T > T ? maps->seqs[i].T : T; }
+    return T;
+}
+
+// sequence i's tokens padded with `pad` to T positions: causal attention makes the maps of the
+// first positions independent of what follows them
+static std::vector<int> inspect_padded_tokens(const AttentionSequence* s, int T, int pad) {
+    std::vector<int> t = s->tokens;
+    t.resize((size_t)T, pad);
+    return t;
+}
+
+// The inspection run's end, once the maps hold the model's values: the diagnostics table, then the
+// files of --attention_csv and --dump_attention. Returns 1, or 0 with a one-line message.
+static int inspect_report(const TrainArgs* a, const AttentionMaps* maps, char* msg, size_t msg_size) {
+    const AttentionSequence& prompt = maps->seqs[0];
+    printf("attention maps: %d layers x %d heads | prompt of %d tokens (an end-of-text token, then %s)", maps->num_layers,
+           maps->num_heads, prompt.T, a->prompt != NULL ? "--prompt" : "the probe sentence");
+    if (maps->seqs.size() > 1) {
+        printf(" | induction probe: end-of-text + %d random tokens, repeated (seed %llu)", maps->seqs[1].repeat,
+               (unsigned long long)INDUCTION_SEED);
+    }
+    printf("\n");
+    const std::vector<HeadDiagnostics> d = attention_diagnostics(maps);
+    attention_diagnostics_print(d);
+    if (a->attention_csv != NULL) {
+        if (!attention_diagnostics_write_csv(d, a->attention_csv, msg, msg_size)) { return 0; }
+        printf("wrote %s (a row per head)\n", a->attention_csv);
+    }
+    if (a->dump_attention != NULL) {
+        if (!attention_maps_write(maps, a->dump_attention, msg, msg_size)) { return 0; }
+        printf("wrote %s (%zu sequences; read it with dev/tools/attention_maps.py)\n", a->dump_attention, maps->seqs.size());
     }
     return 1;
 }

@@ -1117,6 +1117,34 @@ void qres_backward(QResActs d, QResActs a, QResWeights dw, QResWeights w, float*
     matmul_backward(d.r, dw.w1, NULL, d.h, a.r, w.w1, N, C, C / 2);
     rmsnorm_backward(dx, dw.rmsw, d.r, x, w.rmsw, a.rrstd, N, C);
 }
+// The inspection run's maps of one layer (--dump_attention, --attention_csv; one sequence, B = 1):
+// scores (H, T, T) = scale * q_t . k_s for every t and s, before the causal mask, and probs (H, T, T)
+// their causal softmax, as attention_forward computes it. Each dot product sums in double in index
+// order, with no vectorized reduction: where q and k are one tensor (Q = K) S[t][s] and S[s][t] are
+// then the same sum of the same products, and the exact symmetry the test asks for is real.
+void attention_maps_forward(float* scores, float* probs, QKVView<float> q, QKVView<float> k, int T, int H, int Hkv,
+                            int hd, float scale) {
+    const int group = H / Hkv;
+    #pragma omp parallel for collapse(2)
+    for (int h = 0; h < H; h++) {
+        for (int t = 0; t < T; t++) {
+            const float* q_t = q.ptr + (size_t)t * q.stride + (size_t)h * hd;
+            float* s_row = scores + ((size_t)h * T + t) * T;
+            float* p_row = probs + ((size_t)h * T + t) * T;
+            for (int u = 0; u < T; u++) {
+                const float* k_u = k.ptr + (size_t)u * k.stride + (size_t)(h / group) * hd;
+                double dot = 0.0;
+                for (int i = 0; i < hd; i++) { dot += (double)q_t[i] * k_u[i]; }
+                s_row[u] = (float)(dot * scale);
+            }
+            float maxval = -INFINITY;
+            for (int u = 0; u <= t; u++) { maxval = s_row[u] > maxval ? s_row[u] : maxval; }
+            double sum = 0.0;
+            for (int u = 0; u <= t; u++) { sum += exp((double)s_row[u] - maxval); }
+            for (int u = 0; u < T; u++) { p_row[u] = u <= t ? (float)(exp((double)s_row[u] - maxval) / sum) : 0.0f; }
+        }
+    }
+}
 
 typedef struct {
     QKVView<float> q, k, v;
@@ -1773,6 +1801,42 @@ static int generate_run(const TrainArgs* a, GPT2* model) {
     return rc;
 }
 
+// --dump_attention / --attention_csv: one forward pass per sequence (the prompt, the induction
+// probe) at the longest one's T, then each layer's maps from the q and k that pass formed.
+static int inspect_run(const TrainArgs* a, GPT2* model) {
+    char msg[4096];
+    Tokenizer tokenizer;
+    tokenizer_init(&tokenizer, a->tokenizer_path);
+    const int eot = sampling_eot_token(&tokenizer, model->config.vocab_size);
+    tokenizer_free(&tokenizer);
+    AttentionMaps maps;
+    if (!inspect_prepare(a, eot, (int)sizeof(float), model->attn_scale, &maps, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    const GPT2Config* c = &model->config;
+    const int T = inspect_max_T(&maps), H = c->num_heads, hd = c->channels / c->num_heads;
+    for (size_t i = 0; i < maps.seqs.size(); i++) {
+        AttentionSequence& s = maps.seqs[i];
+        const std::vector<int> tokens = inspect_padded_tokens(&s, T, eot);
+        if (!gpt2_forward(model, tokens.data(), NULL, 1, T, msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s\n", msg);
+            return 1;
+        }
+        for (int l = 0; l < c->num_layers; l++) {
+            const QKVViews qkv = layer_qkv_views(model, &model->acts, l, (size_t)T);
+            const size_t o = attention_map_offset(l, 0, H, s.T);
+            attention_maps_forward(s.scores.data() + o, s.probs.data() + o, qkv.q, qkv.k, s.T, H, c->num_kv_heads, hd,
+                                   model->attn_scale);
+        }
+    }
+    if (!inspect_report(a, &maps, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    return 0;
+}
+
 // The training run of resolved arguments. Returns the process exit code.
 static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     char msg[16384];
@@ -2004,7 +2068,9 @@ int main(int argc, char** argv) {
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
     fflush(stdout);
-    const int rc = args.generate > 0 ? generate_run(&args, &model) : train_run(&args, &model);
+    const int rc = args.generate > 0 ? generate_run(&args, &model)
+                   : inspecting(&args)  ? inspect_run(&args, &model)
+                                        : train_run(&args, &model);
     gpt2_free(&model);
     return rc;
 }
