@@ -43,7 +43,7 @@ CXXFLAGS := -O2 -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-funct
 OPENMP := -fopenmp
 
 # the headers every trainer includes (the model, its files, the flags they share), and the tests'
-MODEL_HEADERS := attention_variants.cuh dev/parameters.h dev/checkpoint.h dev/training_memory.h dev/train_common.h \
+MODEL_HEADERS := attention_variants.cuh dev/parameters.h dev/checkpoint.h dev/training_memory.h dev/train_common.h dev/attention_maps.h \
                  dev/profile.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 TEST_HEADERS := dev/test/debug_state.h dev/test/sampling_check.h
 
@@ -217,6 +217,8 @@ $(BUILD)/bench_cpu: dev/cpu/bench_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
 # dev/data's scripts run from dev/data/) and its sanitizer twin
 $(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh dev/parameters.h \
                                   dev/checkpoint.h dev/training_memory.h | $(BUILD)
+	$(CXX) $(CXXFLAGS) $< -o $@
+$(BUILD)/test_attention_maps: dev/test/test_attention_maps.cpp dev/attention_maps.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 $(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@

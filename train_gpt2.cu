@@ -2481,6 +2481,16 @@ static void softmax_causal_backward(floatX* datt, const floatX* att, int rows, i
     launchCheck();
 }
 
+// The unfused path's scores, (B, Hkv, g*T, T) = (B, H, T, T): scale * q k^T per batch of B * Hkv,
+// from q (B, H, T, hd) and k (B, Hkv, T, hd) as permuted. Every t and s: the causal mask is the
+// softmax's. attention_forward's first matmul, and the inspection run's scores (inspect_run).
+static void attention_scores(floatX* scores, const floatX* q, const floatX* k, const AttnShape* s) {
+    const int g = s->H / s->Hkv, gT = g * s->T, T = s->T, hd = s->hd;
+    const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
+    matmul_lt(scores, CUBLAS_X_TYPE, k, q, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f,
+              s->B * s->Hkv, s_kv, s_q, s_att);
+}
+
 // The forward pass of one layer's attention: atty (B, T, C) from q, k and v where the layout puts
 // them in src (the projection (B, T, width), x = LN1 output (B, T, C), the residual query (B, T, C));
 // bufs: what the backward pass needs, of the shape's path.
@@ -2504,8 +2514,7 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, QKVSources<
     floatX* att = bufs->att;
     const int g = H / Hkv, gT = g * T, batches = B * Hkv;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
-    // scores: per batch (gT, T) = scale * q (gT, hd) @ k^T
-    matmul_lt(att, CUBLAS_X_TYPE, k, q, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f, batches, s_kv, s_q, s_att);
+    attention_scores(att, q, k, s); // per batch (gT, T) = scale * q (gT, hd) @ k^T
     const int rows = B * H * T;
     softmax_causal_forward(att, rows, T);
     // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
@@ -4748,6 +4757,60 @@ static int generate_run(const TrainArgs* a) {
     return ok ? 0 : 1;
 }
 
+// --dump_attention / --attention_csv: the model of -e on the unfused path, whose softmax keeps each
+// layer's probabilities (B, H, T, T), one forward pass per sequence (the prompt, the induction
+// probe) at that sequence's length; then per layer those probabilities and the scores again from the
+// q and k the pass kept (attention_scores, the forward's own matmul), to the host as float32.
+// Returns the process exit code.
+static int inspect_run(const TrainArgs* a) {
+    char msg[4096];
+    cuda_setup();
+    Tokenizer tokenizer;
+    tokenizer_init(&tokenizer, a->tokenizer_path);
+    const int eot = sampling_eot_token(&tokenizer, a->config.vocab_size);
+    tokenizer_free(&tokenizer);
+    AttentionMaps maps;
+    if (!inspect_prepare(a, eot, (int)sizeof(floatX), gpt2_attn_scale(&a->config), &maps, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    const int T_max = inspect_max_T(&maps), H = a->config.num_heads, L = a->config.num_layers;
+    GPT2 model;
+    gpt2_build(&model, &a->config, 1, T_max, 0, 0, 0); // 0: the unfused path
+    if (a->from_file) { gpt2_load_params(&model, a->model_path, a->file_version); }
+    else { gpt2_init_random(&model, a->seed); }
+    printf("model: scheme %s | %zu parameters | %s | %s | attention: unfused (the probabilities are kept)\n",
+           qkv_scheme_name(model.config.scheme), model.num_parameters, a->from_file ? a->model_path : "random init",
+           PRECISION_NAME);
+    const size_t plane_max = (size_t)H * T_max * T_max;
+    floatX* scores_d = (floatX*)device_malloc(plane_max * sizeof(floatX), "inspection scores");
+    void* host_x = host_malloc(plane_max * sizeof(floatX), "inspection maps");
+    for (size_t i = 0; i < maps.seqs.size(); i++) {
+        AttentionSequence& seq = maps.seqs[i];
+        const int T = seq.T;
+        const size_t plane = (size_t)H * T * T;
+        gpt2_stage_batch(&model, seq.tokens.data(), NULL, 1, T);
+        gpt2_forward_staged(&model, 0.0f);
+        const AttnShape shape = gpt2_attn_shape(&model, 1, T);
+        for (int l = 0; l < L; l++) {
+            const AttnBuffers bufs = gpt2_attn_buffers(&model, l, 1, T);
+            cudaCheck(cudaMemcpy(host_x, bufs.att, plane * sizeof(floatX), cudaMemcpyDeviceToHost));
+            host_x_to_floats(seq.probs.data() + attention_map_offset(l, 0, H, T), host_x, plane);
+            attention_scores(scores_d, bufs.perm[shape.owner[0]], bufs.perm[shape.owner[1]], &shape);
+            cudaCheck(cudaMemcpy(host_x, scores_d, plane * sizeof(floatX), cudaMemcpyDeviceToHost));
+            host_x_to_floats(seq.scores.data() + attention_map_offset(l, 0, H, T), host_x, plane);
+        }
+    }
+    cudaCheck(cudaFree(scores_d));
+    free(host_x);
+    gpt2_free(&model);
+    if (!inspect_report(a, &maps, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s\n", msg);
+        return 1;
+    }
+    return 0;
+}
+
 #ifndef TESTING
 int main(int argc, char** argv) {
     char msg[16384];
@@ -4767,6 +4830,6 @@ int main(int argc, char** argv) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    return args.generate > 0 ? generate_run(&args) : train_run(&args);
+    return args.generate > 0 ? generate_run(&args) : inspecting(&args) ? inspect_run(&args) : train_run(&args);
 }
 #endif

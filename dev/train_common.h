@@ -813,6 +813,7 @@ typedef struct {
     float beta1, beta2, eps, grad_clip;
     int generate;       // --generate N: generate N tokens and exit, no training
     const char* prompt; // --prompt, NULL = one end-of-text token (the inspection run: ATTENTION_PROBE_TEXT)
+    const char* prompt_tokens;  // --prompt_tokens FILE: the inspection run's prompt as token ids, used as given
     const char* dump_attention; // --dump_attention FILE: the inspection run writes the attention maps there
     const char* attention_csv;  // --attention_csv FILE: the inspection run writes the head diagnostics there
     SamplingSettings sampling;  // --temperature, --top_k, --top_p
@@ -986,6 +987,8 @@ static void print_usage(const char* prog) {
     printf("                       (dev/FORMATS.md), print each head's diagnostics, and exit\n");
     printf("  --attention_csv <file>   the same run; the head diagnostics (entropy, distance, sink,\n");
     printf("                       prev_token, induction, asymmetry) as CSV there. Either flag, or both\n");
+    printf("  --prompt_tokens <file>   the prompt as token ids (whitespace or commas between them), used as\n");
+    printf("                       given: no end-of-text token is put before them (instead of --prompt)\n");
     printf("Sampling (--generate, and the samples of -s; applied in this order, as HF and nanoGPT do):\n");
     printf("  --temperature <float> the logits are divided by it; 0 = greedy: the largest logit, the lowest\n");
     printf("                       token id on ties; at most %g (default 1.0)\n", (double)SAMPLING_TEMPERATURE_MAX);
@@ -1064,7 +1067,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
                                             "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--bias_fusion", "--attention", "--flash",
-                                            "--generate", "--prompt", "--dump_attention", "--attention_csv",
+                                            "--generate", "--prompt", "--prompt_tokens", "--dump_attention", "--attention_csv",
                                             "-sl", "-sg", "--overwrite",
                                             "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
                                             "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule"};
@@ -1136,6 +1139,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "--flash") == 0) { ok = parse_ll(flag, val, 2, 3, &v, msg, msg_size); a->flash_version = (int)v; }
         else if (strcmp(flag, "--generate") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->generate = (int)v; }
         else if (strcmp(flag, "--prompt") == 0) { a->prompt = val; }
+        else if (strcmp(flag, "--prompt_tokens") == 0) { a->prompt_tokens = val; }
         else if (strcmp(flag, "--dump_attention") == 0) { a->dump_attention = val; }
         else if (strcmp(flag, "--attention_csv") == 0) { a->attention_csv = val; }
         else if (strcmp(flag, "--temperature") == 0) {
@@ -1534,6 +1538,10 @@ static int inspect_args_check(const TrainArgs* a, char* msg, size_t msg_size) {
                  "NNNNNNNN.bin names a run's checkpoint)", flag);
         return 0;
     }
+    if (a->prompt != NULL && a->prompt_tokens != NULL) {
+        snprintf(msg, msg_size, "--prompt and --prompt_tokens %s both give the prompt: give one of them", a->prompt_tokens);
+        return 0;
+    }
     if (a->prompt != NULL && a->prompt[0] == '\0') {
         snprintf(msg, msg_size, "--prompt is empty: expected text whose attention to look at (HINT: drop --prompt for "
                  "the fixed probe sentence)");
@@ -1550,6 +1558,7 @@ static int inspect_outputs_check(const TrainArgs* a, char* msg, size_t msg_size)
                                                             {a->attention_csv, "--attention_csv"}};
     std::vector<std::string> inputs;
     if (a->from_file) { inputs.push_back(a->model_path); }
+    if (a->prompt_tokens != NULL) { inputs.push_back(a->prompt_tokens); }
     inputs.push_back(a->tokenizer_path);
     inputs.push_back("dev/data/gpt2/encoder.json");
     inputs.push_back("dev/data/gpt2/vocab.bpe");
@@ -1613,6 +1622,11 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
     if (a->prompt != NULL && a->generate == 0 && !inspecting(a)) { // training never reads it: the caller meant to generate
         snprintf(msg, msg_size, "--prompt needs --generate N (N > 0) or --dump_attention FILE: without either this run "
                  "trains and never reads the prompt (HINT: add --generate 64, or drop --prompt)");
+        return 0;
+    }
+    if (a->prompt_tokens != NULL && !inspecting(a)) {
+        snprintf(msg, msg_size, "--prompt_tokens %s is the prompt of the inspection run: it needs --dump_attention FILE "
+                 "or --attention_csv FILE", a->prompt_tokens);
         return 0;
     }
     if (!inspect_args_check(a, msg, msg_size)) { return 0; }
@@ -1888,7 +1902,8 @@ static int check_args_report(const TrainArgs* a) {
     if (inspecting(a)) {
         printf("check_args: ok | scheme %s | %s | %s | would look at attention on %s and the induction probe, "
                "writing%s%s%s%s | nothing run or written\n", qkv_scheme_name(a->config.scheme), desc, model,
-               a->prompt != NULL ? "--prompt" : "the probe sentence", a->dump_attention != NULL ? " " : "",
+               a->prompt_tokens != NULL ? a->prompt_tokens : a->prompt != NULL ? "--prompt" : "the probe sentence",
+               a->dump_attention != NULL ? " " : "",
                a->dump_attention != NULL ? a->dump_attention : "", a->attention_csv != NULL ? " " : "",
                a->attention_csv != NULL ? a->attention_csv : "");
     } else if (a->generate > 0) {
@@ -2045,6 +2060,50 @@ static int generate_prompt(const TrainArgs* a, int eot, int vocab_size, std::vec
     return 1;
 }
 
+// --prompt_tokens FILE: token ids separated by whitespace or commas, each in the model's vocabulary,
+// at least one and at most max_seq_len of them. Returns 1, or 0 with a one-line message.
+static int read_prompt_tokens(const char* path, const GPT2Config* c, std::vector<int>* tokens, char* msg, size_t msg_size) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(msg, msg_size, "--prompt_tokens %s: cannot open (%s)", path, strerror(errno));
+        return 0;
+    }
+    tokens->clear();
+    std::string word;
+    int ch = 0, ok = 1;
+    while (ok && ch != EOF) {
+        ch = fgetc(f);
+        if (ch != EOF && !isspace(ch) && ch != ',') {
+            word.push_back((char)ch);
+            ok = word.size() < 16;
+            continue;
+        }
+        if (word.empty()) { continue; }
+        char* end = NULL;
+        const long v = strtol(word.c_str(), &end, 10);
+        ok = *end == '\0' && v >= 0 && v < c->vocab_size && (long long)tokens->size() < c->max_seq_len;
+        if (ok) { tokens->push_back((int)v); word.clear(); }
+    }
+    fclose(f);
+    if (!ok && (long long)tokens->size() >= c->max_seq_len) {
+        snprintf(msg, msg_size, "--prompt_tokens %s: more than the model's context of max_seq_len %d tokens (HINT: "
+                 "shorten the prompt)", path, c->max_seq_len);
+        return 0;
+    }
+    if (!ok) {
+        snprintf(msg, msg_size, "--prompt_tokens %s: token %zu ('%.16s') is not a token id of this model's vocabulary "
+                 "[0, %d) (HINT: ids separated by whitespace or commas)", path, tokens->size() + 1, word.c_str(),
+                 c->vocab_size);
+        return 0;
+    }
+    if (tokens->empty()) {
+        snprintf(msg, msg_size, "--prompt_tokens %s: no tokens in the file, expected token ids separated by whitespace "
+                 "or commas", path);
+        return 0;
+    }
+    return 1;
+}
+
 // The inspection run's inputs, before the model runs: the prompt (an end-of-text token, then
 // --prompt or ATTENTION_PROBE_TEXT) and, where the context holds at least 3 positions, the induction
 // probe; maps' shape fields from the config, its sequences with their tokens, probs and scores sized
@@ -2055,7 +2114,11 @@ static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float
     TrainArgs with_prompt = *a;
     if (with_prompt.prompt == NULL) { with_prompt.prompt = ATTENTION_PROBE_TEXT; }
     std::vector<int> prompt;
-    if (!generate_prompt(&with_prompt, eot, c->vocab_size, &prompt, msg, msg_size)) { return 0; }
+    if (a->prompt_tokens != NULL) {
+        if (!read_prompt_tokens(a->prompt_tokens, c, &prompt, msg, msg_size)) { return 0; }
+    } else if (!generate_prompt(&with_prompt, eot, c->vocab_size, &prompt, msg, msg_size)) {
+        return 0;
+    }
     maps->num_layers = c->num_layers;
     maps->num_heads = c->num_heads;
     maps->num_kv_heads = c->num_kv_heads;
@@ -2104,8 +2167,9 @@ static std::vector<int> inspect_padded_tokens(const AttentionSequence* s, int T,
 // files of --attention_csv and --dump_attention. Returns 1, or 0 with a one-line message.
 static int inspect_report(const TrainArgs* a, const AttentionMaps* maps, char* msg, size_t msg_size) {
     const AttentionSequence& prompt = maps->seqs[0];
-    printf("attention maps: %d layers x %d heads | prompt of %d tokens (an end-of-text token, then %s)", maps->num_layers,
-           maps->num_heads, prompt.T, a->prompt != NULL ? "--prompt" : "the probe sentence");
+    printf("attention maps: %d layers x %d heads | prompt of %d tokens (%s)", maps->num_layers,
+           maps->num_heads, prompt.T, a->prompt_tokens != NULL ? "--prompt_tokens, as given" : a->prompt != NULL ?
+           "an end-of-text token, then --prompt" : "an end-of-text token, then the probe sentence");
     if (maps->seqs.size() > 1) {
         printf(" | induction probe: end-of-text + %d random tokens, repeated (seed %llu)", maps->seqs[1].repeat,
                (unsigned long long)INDUCTION_SEED);

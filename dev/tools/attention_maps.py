@@ -60,7 +60,8 @@ def load(path):
     except OSError as e:
         die(f"{path}: cannot read ({e.strerror})")
     if len(raw) < 1024:
-        die(f"{path}: {len(raw)} bytes, shorter than the 1024-byte header of an attention maps file")
+        die(f"{path}: not an attention maps file: {len(raw)} bytes, shorter than its 1024-byte header (HINT: write one "
+            "with the trainer's --dump_attention)")
     header = np.frombuffer(raw[:1024], dtype="<i4")
     if header[0] != MAGIC or header[1] != VERSION:
         die(f"{path}: not an attention maps file of version {VERSION} (magic {header[0]}, expected {MAGIC}; "

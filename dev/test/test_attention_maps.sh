@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# test_attention_maps.sh: the inspection run (--dump_attention, --attention_csv; issue 31, README
+# "Looking inside attention"), its diagnostics and its pictures.
+#
+#   bash dev/test/test_attention_maps.sh      (from anywhere; runs in the repository root)
+#
+# (a) the diagnostics on hand-built patterns with known values (uniform, identity, previous-token,
+#     pure induction; symmetric and antisymmetric scores), the induction probe's tokens, the maps
+#     file's round trip and its refusal of damaged copies (build/test_attention_maps)
+# (b) the CPU trainer on every scheme's tiny fixture (and GQA, MQA): probabilities = the causal
+#     softmax of the scores, the CSV = numpy's own diagnostics of the maps, the prompt's tokens;
+#     Q = K (qk_shared, qkv_shared): every score map symmetric bit for bit, every other scheme not
+# (c) the CUDA trainer on the CPU runtime (dev/cudacpu): its maps against the CPU trainer's for the
+#     same checkpoint and prompt, ||cuda - cpu|| / ||cpu||, FP32 builds within 1e-5, BF16 within 1e-2;
+#     its Q = K scores symmetric too
+# (d) one-line refusals: an empty prompt, a prompt longer than the context (text and token file),
+#     a checkpoint of another scheme, an unwritable output, an output that is the model file, bad
+#     token files, --generate with it; nothing written by a refused run
+# (e) the pictures (dev/tools/attention_maps.py) on a tiny checkpoint: the grid, the scores, two
+#     schemes side by side and the diagnostics heatmaps, each a PNG of many colours
+# One PASS/FAIL line per check; exits non-zero on any FAIL.
+set -u
+cd "$(dirname "$0")/../.."
+start=$SECONDS
+PY=${PYTHON:-/usr/bin/python3}
+FIX=dev/fixtures
+CHECK="$PY dev/test/attention_maps_check.py"
+TOOL="$PY dev/tools/attention_maps.py"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+SCHEMES=$(make -s --no-print-directory schemes) && [ -n "$SCHEMES" ] || { echo "FAIL attention_maps: make schemes printed nothing"; exit 1; }
+
+nfail=0
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; nfail=$((nfail + 1)); }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/test_attention_maps.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# a prompt for the fixtures (vocabulary 500, context 64): token ids, used as given
+printf '0 17 42 99, 123\n7 250 17 42 99 3 480\n' > "$TMP/prompt.txt"
+PROMPT=0,17,42,99,123,7,250,17,42,99,3,480
+[ -f "$FIX/manifest.tsv" ] || $PY dev/reference/make_fixtures.py --out "$FIX" > "$TMP/fixtures.log" 2>&1 ||
+    fail "attention_maps: the fixtures could not be generated: $(tail -n 1 "$TMP/fixtures.log")"
+
+# ---------------------------------------------------------------------------------------------
+# (a) the diagnostics and the file format on their own
+if make -s build/test_attention_maps > "$TMP/build_unit.log" 2>&1; then
+    ./build/test_attention_maps "$TMP" || true # its own PASS/FAIL lines
+else
+    fail "attention_maps unit test: build failed: $(grep -m1 error "$TMP/build_unit.log")"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (b) the CPU trainer on every scheme
+cpu_bins=""
+for s in $SCHEMES; do cpu_bins="$cpu_bins build/train_gpt2_cpu_$s"; done
+make -s -j2 $cpu_bins > "$TMP/build_cpu.log" 2>&1 || fail "attention_maps: CPU trainers build failed: $(grep -m1 error "$TMP/build_cpu.log")"
+
+# dump FIXTURE BINARY OUT_STEM [flags]: the inspection run on the fixture's checkpoint and the prompt
+dump() {
+    local fixture=$1 bin=$2 out=$3; shift 3
+    "$bin" -e "$FIX/${fixture}_model.bin" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$out.bin" \
+        --attention_csv "$out.csv" "$@" > "$out.log" 2>&1
+}
+
+for fixture in $(for s in $SCHEMES; do echo "${s}_tiny"; done) standard_gqa2 standard_mqa kv_shared_mqa q_residual_gqa2; do
+    scheme=$(awk -v f="$fixture" '$1 == f { print $2 }' "$FIX/manifest.tsv")
+    [ -n "$scheme" ] || { fail "attention_maps cpu $fixture: not in $FIX/manifest.tsv"; continue; }
+    if ! dump "$fixture" "build/train_gpt2_cpu_$scheme" "$TMP/cpu_$fixture"; then
+        fail "attention_maps cpu $fixture: the inspection run failed: $(grep -m1 error "$TMP/cpu_$fixture.log")"
+        continue
+    fi
+    sym=""
+    case $scheme in qk_shared|qkv_shared) sym=--symmetric ;; esac
+    $CHECK verify "$TMP/cpu_$fixture.bin" "$TMP/cpu_$fixture.csv" $sym --tokens "$PROMPT" --name "cpu $fixture" ||
+        nfail=$((nfail + 1))
+done
+# the CSV's asymmetry column says the same: exactly 0 for Q = K
+for fixture in qk_shared_tiny qkv_shared_tiny; do
+    col=$(awk -F, 'NR > 1 { print $8 }' "$TMP/cpu_$fixture.csv" 2>/dev/null | sort -u | tr '\n' ' ')
+    [ "$col" = "0 " ] && pass "attention_maps cpu $fixture: the CSV's asymmetry is 0 for every head" ||
+        fail "attention_maps cpu $fixture: the CSV's asymmetry column holds '$col', expected 0 for every head"
+done
+
+# ---------------------------------------------------------------------------------------------
+# (c) the CUDA trainer on the CPU runtime against the CPU trainer: FP32 builds of the schemes whose
+# q and k come from different places (standard, q = k, the residual query), and the BF16 build
+cuda_bins="build/cudacpu/train_gpt2cu_standard_fp32 build/cudacpu/train_gpt2cu_standard build/cudacpu/train_gpt2cu_qk_shared_fp32 build/cudacpu/train_gpt2cu_q_residual_fp32"
+t0=$SECONDS
+if make -s -j2 $cuda_bins > "$TMP/build_cuda.log" 2>&1; then
+    echo "  (CUDA trainers on the CPU runtime built in $((SECONDS - t0)) s)"
+    for run in standard_tiny:standard_fp32:1e-5 standard_gqa2:standard_fp32:1e-5 qk_shared_tiny:qk_shared_fp32:1e-5 \
+               q_residual_gqa2:q_residual_fp32:1e-5 standard_tiny:standard:1e-2 standard_mqa:standard:1e-2; do
+        IFS=: read -r fixture build tol <<< "$run"
+        out="$TMP/cuda_${build}_$fixture"
+        if ! dump "$fixture" "build/cudacpu/train_gpt2cu_$build" "$out"; then
+            fail "attention_maps cudacpu train_gpt2cu_$build $fixture: the inspection run failed: $(grep -m1 error "$out.log")"
+            continue
+        fi
+        $CHECK compare "$out.bin" "$TMP/cpu_$fixture.bin" --tol "$tol" --name "cudacpu train_gpt2cu_$build vs cpu, $fixture" ||
+            nfail=$((nfail + 1))
+    done
+    $CHECK verify "$TMP/cuda_qk_shared_fp32_qk_shared_tiny.bin" "$TMP/cuda_qk_shared_fp32_qk_shared_tiny.csv" --symmetric \
+        --tokens "$PROMPT" --name "cudacpu train_gpt2cu_qk_shared_fp32 qk_shared_tiny" || nfail=$((nfail + 1))
+else
+    fail "attention_maps: CUDA trainers on the CPU runtime: build failed: $(grep -m1 error "$TMP/build_cuda.log")"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (d) refusals: exit 1, one "error:" line naming the problem, and no output file
+# refused NAME EXPECTED_TEXT BINARY FLAGS...
+refused() {
+    local name=$1 want=$2; shift 2
+    rm -f "$TMP/out.bin" "$TMP/out.csv"
+    "$@" > "$TMP/refused.out" 2> "$TMP/refused.err"
+    local rc=$? lines
+    lines=$(wc -l < "$TMP/refused.err")
+    if [ $rc -eq 1 ] && [ "$lines" -eq 1 ] && grep -q "^error: .*$want" "$TMP/refused.err" && [ ! -e "$TMP/out.bin" ] &&
+       [ ! -e "$TMP/out.csv" ]; then
+        pass "attention_maps refuses $name: $(cut -c1-150 "$TMP/refused.err")"
+    else
+        fail "attention_maps refuses $name: exit $rc, $lines stderr lines (expected 1, 1 line with '$want', no output): $(head -c 300 "$TMP/refused.err")"
+    fi
+}
+CPU=build/train_gpt2_cpu_standard
+M=$FIX/standard_tiny_model.bin
+seq 1 65 | tr '\n' ' ' > "$TMP/long_prompt.txt"
+printf '' > "$TMP/empty_prompt.txt"
+printf '1 2 banana 3\n' > "$TMP/word_prompt.txt"
+printf '1 2 500\n' > "$TMP/outside_prompt.txt"
+long_text=$(for i in $(seq 1 1100); do printf 'word '; done)
+refused "an empty --prompt" "--prompt is empty" $CPU -e "$M" --prompt "" --dump_attention "$TMP/out.bin"
+refused "an empty --prompt_tokens file" "no tokens in the file" $CPU -e "$M" --prompt_tokens "$TMP/empty_prompt.txt" --dump_attention "$TMP/out.bin"
+refused "a prompt longer than the context (token file)" "more than the model's context of max_seq_len 64" $CPU -e "$M" --prompt_tokens "$TMP/long_prompt.txt" --dump_attention "$TMP/out.bin"
+if [ -f dev/data/gpt2/encoder.json ] || bash dev/data/fetch_gpt2_vocab.sh > "$TMP/vocab.log" 2>&1; then
+    refused "a prompt longer than the context (text)" "longer than the model's context, max_seq_len 1024" $CPU -e d2 --prompt "$long_text" --dump_attention "$TMP/out.bin"
+else
+    fail "attention_maps: dev/data/fetch_gpt2_vocab.sh failed, a text --prompt cannot be encoded: $(tail -n 1 "$TMP/vocab.log")"
+fi
+refused "a token that is not a number" "token 3 ('banana') is not a token id" $CPU -e "$M" --prompt_tokens "$TMP/word_prompt.txt" --dump_attention "$TMP/out.bin"
+refused "a token outside the vocabulary" "token 3 ('500') is not a token id of this model's vocabulary \[0, 500)" $CPU -e "$M" --prompt_tokens "$TMP/outside_prompt.txt" --attention_csv "$TMP/out.csv"
+refused "a checkpoint of another scheme" "qk_shared" $CPU -e "$FIX/qk_shared_tiny_model.bin" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/out.bin"
+refused "an output in a missing folder" "cannot write into $TMP/missing (no such folder)" $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/missing/out.bin"
+refused "an output that is a folder" "this is a folder" $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --attention_csv "$TMP"
+cp "$M" "$TMP/model_copy.bin"
+sum=$(md5sum < "$TMP/model_copy.bin")
+refused "an output that is the model file" "an input of this run" $CPU -e "$TMP/model_copy.bin" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/./model_copy.bin"
+[ "$(md5sum < "$TMP/model_copy.bin")" = "$sum" ] && pass "attention_maps: the model file is unchanged after that refusal" ||
+    fail "attention_maps: the model file changed after --dump_attention named it"
+refused "--dump_attention with --generate" "give one of them" $CPU -e "$M" --generate 4 --dump_attention "$TMP/out.bin"
+refused "--prompt_tokens without an inspection flag" "it needs --dump_attention FILE" $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt"
+refused "the same file for both outputs" "both name" $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/out.bin" --attention_csv "$TMP/out.bin"
+if [ -e "$TMP/cudacpu_ok" ] || [ -x build/cudacpu/train_gpt2cu_standard_fp32 ]; then
+    refused "(CUDA trainer) a prompt longer than the context" "more than the model's context" build/cudacpu/train_gpt2cu_standard_fp32 -e "$M" --prompt_tokens "$TMP/long_prompt.txt" --dump_attention "$TMP/out.bin"
+    refused "(CUDA trainer) an unwritable output" "no such folder" build/cudacpu/train_gpt2cu_standard_fp32 -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/missing/out.bin"
+fi
+# --check_args describes the run and writes nothing
+if $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/out.bin" --check_args 1 > "$TMP/check.out" 2>&1 &&
+   grep -q "would look at attention on $TMP/prompt.txt and the induction probe, writing $TMP/out.bin" "$TMP/check.out" &&
+   [ ! -e "$TMP/out.bin" ]; then
+    pass "attention_maps --check_args 1: $(grep -m1 check_args "$TMP/check.out" | cut -c1-150)"
+else
+    fail "attention_maps --check_args 1: $(tail -n 2 "$TMP/check.out")"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (e) the pictures, on the tiny fixtures' maps: a PNG of many colours each
+# png_ok NAME FILE: exists, over 10 KB, at least 50 distinct colours and 10% of its pixels not white
+png_ok() {
+    local name=$1 file=$2 facts
+    if facts=$($PY - "$file" <<'EOF'
+import sys
+import matplotlib.image as mpimg
+import numpy as np
+img = mpimg.imread(sys.argv[1])[..., :3]
+colours = len(np.unique((img.reshape(-1, 3) * 255).astype(np.uint8), axis=0))
+inked = float(np.mean(np.any(img < 0.95, axis=-1)))
+print(f"{img.shape[1]}x{img.shape[0]} pixels, {colours} colours, {inked:.0%} not white")
+sys.exit(0 if colours >= 50 and inked >= 0.10 else 1)
+EOF
+    ) && [ "$(stat -c %s "$file")" -gt 10240 ]; then
+        pass "attention_maps.py $name: $file, $(stat -c %s "$file") bytes, $facts"
+    else
+        fail "attention_maps.py $name: $file missing, small or blank (${facts:-unreadable})"
+    fi
+}
+S=$TMP/cpu_standard_tiny
+Q=$TMP/cpu_qkv_shared_tiny
+$TOOL grid "$S.bin" -o "$TMP/grid.png" > "$TMP/plot.log" 2>&1 && png_ok grid "$TMP/grid.png" || fail "attention_maps.py grid: $(tail -n 1 "$TMP/plot.log")"
+$TOOL grid "$Q.bin" --scores -o "$TMP/scores.png" > "$TMP/plot.log" 2>&1 && png_ok "grid --scores" "$TMP/scores.png" || fail "attention_maps.py grid --scores: $(tail -n 1 "$TMP/plot.log")"
+$TOOL compare "$S.bin" "$Q.bin" --names standard qkv_shared --seq induction -o "$TMP/compare.png" > "$TMP/plot.log" 2>&1 &&
+    png_ok "compare (induction probe)" "$TMP/compare.png" || fail "attention_maps.py compare: $(tail -n 1 "$TMP/plot.log")"
+$TOOL diagnostics "$S.csv" "$Q.csv" --names standard qkv_shared -o "$TMP/diagnostics.png" > "$TMP/plot.log" 2>&1 &&
+    png_ok diagnostics "$TMP/diagnostics.png" || fail "attention_maps.py diagnostics: $(tail -n 1 "$TMP/plot.log")"
+if $TOOL grid "$S.csv" -o "$TMP/bad.png" > /dev/null 2> "$TMP/plot.err"; then
+    fail "attention_maps.py grid of a CSV: accepted"
+else
+    grep -q "^error: .*not an attention maps file" "$TMP/plot.err" && [ ! -e "$TMP/bad.png" ] &&
+        pass "attention_maps.py refuses a file that is not a maps file: $(head -n 1 "$TMP/plot.err" | cut -c1-150)" ||
+        fail "attention_maps.py grid of a CSV: $(head -n 1 "$TMP/plot.err")"
+fi
+
+echo "attention_maps: $((SECONDS - start)) s"
+[ $nfail -eq 0 ]
