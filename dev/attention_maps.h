@@ -70,12 +70,12 @@ static inline size_t attention_map_offset(int l, int h, int H, int T) { return (
 // ----------------------------------------------------------------------------
 // the induction probe's tokens
 
-// [eot, r_1..r_R, r_1..r_R]: R tokens drawn uniformly from the vocabulary except eot (splitmix64 of
-// INDUCTION_SEED: the same tokens for every checkpoint of a vocabulary size)
-static std::vector<int> induction_tokens(int R, int vocab_size, int eot) {
+// [eot, r_1..r_n]: n tokens drawn uniformly from the vocabulary except eot, by splitmix64 from seed
+// (the same tokens for every checkpoint of a vocabulary size)
+static std::vector<int> random_tokens(int n, int vocab_size, int eot, uint64_t seed) {
     std::vector<int> t(1, eot);
-    uint64_t state = INDUCTION_SEED;
-    for (int i = 0; i < R; i++) {
+    uint64_t state = seed;
+    for (int i = 0; i < n; i++) {
         int token = eot;
         while (token == eot) {
             uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
@@ -87,6 +87,12 @@ static std::vector<int> induction_tokens(int R, int vocab_size, int eot) {
         }
         t.push_back(token);
     }
+    return t;
+}
+
+// [eot, r_1..r_R, r_1..r_R]: random_tokens of INDUCTION_SEED, repeated
+static std::vector<int> induction_tokens(int R, int vocab_size, int eot) {
+    std::vector<int> t = random_tokens(R, vocab_size, eot, INDUCTION_SEED);
     for (int i = 0; i < R; i++) { t.push_back(t[1 + i]); }
     return t;
 }

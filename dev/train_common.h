@@ -1517,6 +1517,12 @@ static const char* resume_model_note(const TrainArgs* a) {
 #define ATTENTION_PROBE_TEXT "When Mr. Darcy came into the room, Elizabeth looked up from her book, and she " \
                              "saw that her sister Jane was watching him too."
 
+// a model of a smaller vocabulary than GPT-2's (the tests' toys) is probed with this many random
+// tokens instead, after the end-of-text token (ATTENTION_PROBE_SEED, not the induction probe's seed)
+#define GPT2_VOCAB_SIZE 50257
+#define ATTENTION_PROBE_SMALL_VOCAB_TOKENS 29
+#define ATTENTION_PROBE_SEED 2026ULL
+
 static int inspecting(const TrainArgs* a) { return a->dump_attention != NULL || a->attention_csv != NULL; }
 
 // the flags of an inspection run, before the model is known. Returns 1, or 0 with a one-line message.
@@ -2116,6 +2122,8 @@ static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float
     std::vector<int> prompt;
     if (a->prompt_tokens != NULL) {
         if (!read_prompt_tokens(a->prompt_tokens, c, &prompt, msg, msg_size)) { return 0; }
+    } else if (a->prompt == NULL && c->vocab_size < GPT2_VOCAB_SIZE) { // the sentence's tokens would not fit
+        prompt = random_tokens(ATTENTION_PROBE_SMALL_VOCAB_TOKENS, c->vocab_size, eot, ATTENTION_PROBE_SEED);
     } else if (!generate_prompt(&with_prompt, eot, c->vocab_size, &prompt, msg, msg_size)) {
         return 0;
     }
@@ -2167,9 +2175,13 @@ static std::vector<int> inspect_padded_tokens(const AttentionSequence* s, int T,
 // files of --attention_csv and --dump_attention. Returns 1, or 0 with a one-line message.
 static int inspect_report(const TrainArgs* a, const AttentionMaps* maps, char* msg, size_t msg_size) {
     const AttentionSequence& prompt = maps->seqs[0];
-    printf("attention maps: %d layers x %d heads | prompt of %d tokens (%s)", maps->num_layers,
-           maps->num_heads, prompt.T, a->prompt_tokens != NULL ? "--prompt_tokens, as given" : a->prompt != NULL ?
-           "an end-of-text token, then --prompt" : "an end-of-text token, then the probe sentence");
+    const char* what = a->prompt_tokens != NULL ? "--prompt_tokens, as given"
+                     : a->prompt != NULL ? "an end-of-text token, then --prompt"
+                     : a->config.vocab_size < GPT2_VOCAB_SIZE
+                         ? "an end-of-text token, then random tokens: the vocabulary is smaller than GPT-2's"
+                         : "an end-of-text token, then the probe sentence";
+    printf("attention maps: %d layers x %d heads | prompt of %d tokens (%s)", maps->num_layers, maps->num_heads,
+           prompt.T, what);
     if (maps->seqs.size() > 1) {
         printf(" | induction probe: end-of-text + %d random tokens, repeated (seed %llu)", maps->seqs[1].repeat,
                (unsigned long long)INDUCTION_SEED);

@@ -60,7 +60,9 @@ the runner's) and writes it into DONE; table.md leaves tokens/s out above 10%.
 
 Output, in OUT: plan.tsv (the runs and seeds and their commands), <run>/ (one seed) or <run>/seed_<s>/
 with the trainer's main.log, its stdout (stdout.log), cmd.txt and, once the trainer exits 0, DONE (its
-seconds and the other load); then runs.csv, summary.csv, loss.png, table.md. The
+seconds and the other load), then heads.csv (the final model's head diagnostics: its trainer's
+--attention_csv on the fixed probe sentence and induction probe, log in heads.log); then runs.csv,
+summary.csv, loss.png, table.md. The
 runner's own files are written under a temporary name and renamed. A run with DONE is skipped; an
 unfinished one resumes from its latest checkpoint (-n, -y 1), or, when it died before its first
 checkpoint, starts again (--overwrite 1 replaces its main.log). A finished run keeps only its final
@@ -104,7 +106,8 @@ NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than
     "--check_args": "is how the runner checks each command", "--generate": "makes the trainer sample instead of train",
     "--prompt": "belongs to --generate, which makes the trainer sample instead of train"}
 REPORT_FILES = ("plan.tsv",) + report.OUTPUTS  # written by the runner and report.py into OUT
-RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log")        # written into OUT/<run>/
+RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log", "heads.csv", "heads.log")  # written into OUT/<run>/
+HEADS_CSV = "heads.csv"          # a finished run's head diagnostics (head_diagnostics)
 PRESETS = {"d2": (2, 128, 2), "d4": (4, 256, 4), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}  # -e dN: n_layer, n_embd, n_head, as the trainers'
 DECIMAL_RE = re.compile(r"^(0|[1-9][0-9]*)$")
@@ -1101,6 +1104,7 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
         info("run %s done in %d s%s" % (label, int(wall), "" if load is None else
                                         " (other processes used %.0f%% of the machine meanwhile)" % (100 * load)))
 
+    head_diagnostics(cfg, plan, out, device)
     # runs.csv, summary.csv, loss.png, table.md (once every run of the config is done), then the table
     undone = [u for u in units(cfg, plan) if not os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE"))]
     if undone:
@@ -1114,6 +1118,36 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
         with open(os.path.join(out, "table.md")) as f:
             sys.stdout.write("\n" + f.read())
     sys.exit(rc)
+
+
+def head_diagnostics(cfg, plan, out, device):
+    """heads.csv beside each finished run's final model: its trainer's inspection run (--attention_csv,
+    dev/attention_maps.h) on the fixed probe sentence and the fixed induction probe, a row per head;
+    report.py puts the means into summary.csv and table.md. Runs finished before heads.csv existed get
+    theirs now; a run that has one is left alone."""
+    todo = []
+    for unit in units(cfg, plan):
+        d = unit_dir(plan, out, unit)
+        models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
+        if os.path.isfile(os.path.join(d, "DONE")) and models and not os.path.isfile(os.path.join(d, HEADS_CSV)):
+            todo.append((unit, d, models[-1]))
+    if todo and not os.path.isfile("dev/data/gpt2/encoder.json"):  # the probe sentence is encoded with it
+        rc = subprocess.run(["bash", "dev/data/fetch_gpt2_vocab.sh"], stdout=subprocess.DEVNULL).returncode
+        if rc != 0:
+            die("bash dev/data/fetch_gpt2_vocab.sh exited with status %d: the head diagnostics' probe sentence cannot "
+                "be encoded" % rc)
+    for unit, d, model in todo:
+        cmd = [binary_of(device, cfg.scheme[unit[0]]), "-e", model, "--attention_csv", os.path.join(d, HEADS_CSV)]
+        with open(os.path.join(d, "heads.log"), "w") as log:
+            log.write(" ".join(cmd) + "\n")
+            log.flush()
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        if rc != 0:
+            with open(os.path.join(d, "heads.log"), errors="replace") as f:
+                err = [l.rstrip("\n") for l in f if l.startswith("error")]
+            die("run '%s': the head diagnostics (%s) exited with status %d%s (see %s/heads.log; make ablate again "
+                "retries them)" % (unit_label(plan, unit), " ".join(cmd), rc, ": " + err[-1] if err else "", d))
+        info("run %s: head diagnostics in %s" % (unit_label(plan, unit), os.path.join(d, HEADS_CSV)))
 
 
 if __name__ == "__main__":

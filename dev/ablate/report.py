@@ -20,7 +20,8 @@ OUT:
                tok_s    train: that step's tokens/s; val: empty
   summary.csv  a row per run: run, scheme, seeds, n, final_val_loss_mean, final_val_loss_sd (n - 1),
              diff_vs_baseline (of the means), diff_se, welch_t, welch_df, p_value (two-sided),
-             tok_s_mean, other_load_max; empty where not applicable (the baseline, one seed)
+             tok_s_mean, other_load_max, induction_mean, entropy_mean, sink_mean (the head diagnostics
+             below); empty where not applicable (the baseline, one seed, no heads.csv)
   loss.png   1200 x 800 pixels (12 x 8 inches at 100 dpi): per run one colour, the training loss
              smoothed by a centered moving average (the mean of the w steps around each step, w odd,
              about 4% of the steps; no lag, so it lines up with the validation markers; the window
@@ -180,9 +181,26 @@ def read_run(out, run):
                 if m and int(m.group(1)) != run["tps"]:
                     die("%s: the trainer ran %s tokens per step, plan.tsv says %d" % (stdout, m.group(1), run["tps"]))
     run["params"] = params_of(run["shape"]) if run["shape"] else None
+    run["heads"] = read_heads(os.path.join(d, "heads.csv"))
     if run["params"] and run["params"][0] != int(run["shape"]["n"]):  # two computations of one number
         print("report: warning: run %s: the trainer counts %s parameters, build/params %d" %
               (run["folder"], run["shape"]["n"], run["params"][0]), file=sys.stderr)
+
+
+HEAD_COLUMNS = ("induction", "entropy", "sink")  # heads.csv's columns that table.md and summary.csv average
+
+
+def read_heads(path):
+    """the mean over heads of HEAD_COLUMNS in a run's heads.csv (ablate.py's head_diagnostics), or None
+    where there is none"""
+    if not os.path.isfile(path):
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    try:
+        return tuple(sum(float(r[c]) for r in rows) / len(rows) for c in HEAD_COLUMNS) if rows else None
+    except (KeyError, ValueError):
+        die("%s: expected the trainer's --attention_csv columns %s with numbers" % (path, ", ".join(HEAD_COLUMNS)))
 
 
 def group(units):
@@ -199,6 +217,9 @@ def group(units):
         r["finals"] = [u["val"][-1][1] for u in s if u["val"]]  # the final validation loss of each seed
         r["shape"] = next((u["shape"] for u in s if u["shape"]), None)
         r["params"] = next((u["params"] for u in s if u["params"]), None)
+        heads = [u["heads"] for u in s]  # the mean over the seeds, where every seed has its diagnostics
+        r["heads"] = None if not heads or None in heads else tuple(sum(h[i] for h in heads) / len(heads)
+                                                                   for i in range(len(HEAD_COLUMNS)))
     return runs
 
 
@@ -327,12 +348,14 @@ def write_summary(out, runs):
         with open(tmp, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["run", "scheme", "seeds", "n", "final_val_loss_mean", "final_val_loss_sd", "diff_vs_baseline",
-                        "diff_se", "welch_t", "welch_df", "p_value", "tok_s_mean", "other_load_max"])
+                        "diff_se", "welch_t", "welch_df", "p_value", "tok_s_mean", "other_load_max"] +
+                       ["%s_mean" % c for c in HEAD_COLUMNS])
             for r in runs:
                 wt = r["welch"] or (None, None, None, None, None)
                 w.writerow([r["name"], r["scheme"], " ".join(u["seed"] for u in r["seeds"]), len(r["finals"]),
                             cell(r["mean"]), cell(r["sd"]), cell(r["vs"]), cell(wt[1]), cell(wt[2]),
-                            cell(wt[3]), cell(wt[4], "%.6g"), cell(r["tok_s"], "%.0f"), cell(r["load"], "%.4f")])
+                            cell(wt[3]), cell(wt[4], "%.6g"), cell(r["tok_s"], "%.0f"), cell(r["load"], "%.4f")] +
+                           [cell(r["heads"][i] if r["heads"] else None) for i in range(len(HEAD_COLUMNS))])
     replace_file(os.path.join(out, "summary.csv"), write)
 
 
@@ -514,9 +537,9 @@ def write_table(out, meta, runs):
              "",
              "| run | scheme | shape | parameters | non-embedding | KV-cache bytes/token | tokens/s "
              "| peak memory (MiB) | seeds | final val loss%s | val loss vs %s | perplexity vs %s "
-             "| difference vs %s%s | Welch's t-test vs %s |"
+             "| difference vs %s%s | Welch's t-test vs %s | induction | entropy | sink |"
              % (" (mean ± sd)" if many else "", b, b, b, " (± SE)" if many else "", b),
-             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+             "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|"]
     for r in runs:
         s = r["shape"]
         shape = "L%s C%s H%s Hkv%s M%s bias%s" % (s["L"], s["C"], s["H"], s["Hkv"], s["M"], s["bias"]) if s else "?"
@@ -535,9 +558,10 @@ def write_table(out, meta, runs):
             dloss, dppl = "%+.2f%%" % a, "%+.2f%%" % c
             diff = "%+.4f" % r["vs"] + (" ± %.4f" % r["welch"][1] if r["welch"] else "")
         name = r["name"] + ("" if r["done"] else " (unfinished)")
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s |" % (
+        heads = ["%.3f" % v for v in r["heads"]] if r["heads"] else ["?"] * len(HEAD_COLUMNS)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
             name, r["scheme"], shape, total, nonemb, kvb, speed_cell(r), peak, len(r["finals"]), final, dloss, dppl,
-            diff, welch_cell(r, base) if base else "n/a"))
+            diff, welch_cell(r, base) if base else "n/a", " | ".join(heads)))
     lines.append("")
     if many:
         lines += ["Final validation loss per seed:", "",
@@ -570,6 +594,11 @@ def write_table(out, meta, runs):
                  "time less the trainer's and the runner's own, over wall time x cores); above %.0f%% the speed is "
                  "left out (n/a: shared machine). Peak memory: GPU memory in use (CUDA trainer) or maximum resident "
                  "set size (CPU trainer), the largest over the seeds." % (100 * LOAD_SHARED))
+    lines.append("Head diagnostics (heads.csv, the trainer's --attention_csv on the final model; dev/attention_maps.h): "
+                 "the mean over every layer and head, then over the seeds. induction: on the fixed probe of an "
+                 "end-of-text token and up to 50 random tokens, repeated, the attention from each repeated token to the token "
+                 "after its earlier occurrence; entropy: nats of each query's attention row on the fixed probe "
+                 "sentence; sink: the attention on that sentence's first (end-of-text) token. ? = no heads.csv.")
     def write(tmp):
         with open(tmp, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -583,7 +612,8 @@ def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # build/params is relative to the root
     check_outputs(out, [os.path.join(out, "plan.tsv")])
     meta, units = read_plan(out)
-    check_outputs(out, [os.path.join(out, u["folder"], f) for u in units for f in ("main.log", "stdout.log", "DONE")])
+    check_outputs(out, [os.path.join(out, u["folder"], f) for u in units
+                        for f in ("main.log", "stdout.log", "DONE", "heads.csv")])
     for u in units:
         read_run(out, u)
     runs = group(units)

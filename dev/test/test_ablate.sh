@@ -30,6 +30,7 @@ out=$tmp/out
 RUNS="standard kv_shared q_identity" # the runs of dev/ablate/toy.txt, in its order
 SEEDS="1337 1338"                    # and its seeds
 PNG_W=1200                           # report.py: 12 x 8 inches at 100 dpi
+HEAD_CELLS=' [0-9.]* | [0-9.]* | [0-9.]* |'  # table.md's last three cells: induction, entropy, sink
 PNG_H=800
 
 # ---------------------------------------------------------------- the toy ablation, trained
@@ -191,7 +192,7 @@ summ = {row["run"]: row for row in csv.DictReader(open(out + "/summary.csv"))}
 table = {}
 for line in open(out + "/table.md"):
     cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    if len(cells) == 14 and cells[0] in runs:
+    if len(cells) == 17 and cells[0] in runs:
         table[cells[0]] = cells
 base = np.array(final["standard"])
 notes = []
@@ -234,6 +235,45 @@ else
   fail "statistics: $msg"
 fi
 
+# ---------------------------------------------------------------- the head diagnostics
+# each run and seed has heads.csv (the trainer's --attention_csv on its final model: a row per layer
+# and head); summary.csv's induction/entropy/sink means and table.md's last three cells are the means
+# over the heads, then the seeds, recomputed here
+heads_check() { # OUT RUNS SEEDS: prints a summary or exits 1 with why
+  "$PY" - "$@" <<'EOF'
+import csv, sys
+out, runs, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
+cols = ("induction", "entropy", "sink")
+summ = {row["run"]: row for row in csv.DictReader(open(out + "/summary.csv"))}
+table = {}
+for line in open(out + "/table.md"):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) == 17 and cells[0] in runs:
+        table[cells[0]] = cells
+notes = []
+for r in runs:
+    per_seed = []
+    for s in seeds:
+        rows = list(csv.DictReader(open("%s/%s/seed_%s/heads.csv" % (out, r, s))))
+        if len(rows) != 2 * 2:  # toy.txt: 2 layers x 2 heads
+            sys.exit("%s seed %s: heads.csv has %d rows, expected 4 (2 layers x 2 heads)" % (r, s, len(rows)))
+        per_seed.append([sum(float(x[c]) for x in rows) / len(rows) for c in cols])
+    want = [sum(v[i] for v in per_seed) / len(per_seed) for i in range(3)]
+    got = [float(summ[r]["%s_mean" % c]) for c in cols]
+    if any(abs(g - w) > 1e-5 for g, w in zip(got, want)):
+        sys.exit("%s: summary.csv %s, recomputed %s" % (r, got, want))
+    if r not in table or table[r][14:17] != ["%.3f" % w for w in want]:
+        sys.exit("%s: table.md cells %s, expected %s" % (r, table.get(r, ["?"] * 17)[14:17], ["%.3f" % w for w in want]))
+    notes.append("%s %s" % (r, "/".join("%.3f" % w for w in want)))
+print("; ".join(notes))
+EOF
+}
+if msg=$(heads_check "$out" "$RUNS" "$SEEDS" 2>&1); then
+  pass "head_diagnostics: heads.csv for every run and seed; induction/entropy/sink in summary.csv and table.md are their means ($msg)"
+else
+  fail "head_diagnostics: $msg"
+fi
+
 # report.py's Student t tail against textbook two-sided 5% critical values, a non-integer df and an
 # extreme t against numerical integration, t = 0, and welch() on a worked example
 if msg=$(cd dev/ablate && "$PY" - 2>&1 <<'EOF'
@@ -273,7 +313,7 @@ out, runs, seeds = sys.argv[1], sys.argv[2].split(), sys.argv[3].split()
 cells = {}
 for line in open(out + "/table.md"):
     c = [x.strip() for x in line.strip().strip("|").split("|")]
-    if len(c) == 14 and c[0] in runs:
+    if len(c) == 17 and c[0] in runs:
         cells[c[0]] = c[6]
 for r in runs:
     loads, toks = [], []
@@ -324,8 +364,8 @@ fi
 cp -r "$out" "$tmp/out_1seed"
 awk -F'\t' '!/^#/ && $1 != "name" && $3 != "1337" { next } { print }' "$out/plan.tsv" | sed 's/^# seeds\t.*/# seeds\t1337/' >"$tmp/out_1seed/plan.tsv"
 if "$PY" dev/ablate/report.py "$tmp/out_1seed" >/dev/null 2>"$tmp/1seed.err" &&
-   [ "$(grep -c '| n/a (1 seed) |$' "$tmp/out_1seed/table.md")" = 2 ] && ! grep '^| ' "$tmp/out_1seed/table.md" | grep -q '±' &&
-   grep -q '^| q_identity | .* | 1 | [0-9.]* | [-+][0-9.]*% | [-+][0-9.]*% | [-+][0-9.]* | n/a (1 seed) |$' "$tmp/out_1seed/table.md"; then
+   [ "$(grep -c "| n/a (1 seed) |$HEAD_CELLS\$" "$tmp/out_1seed/table.md")" = 2 ] && ! grep '^| ' "$tmp/out_1seed/table.md" | grep -q '±' &&
+   grep -q "^| q_identity | .* | 1 | [0-9.]* | [-+][0-9.]*% | [-+][0-9.]*% | [-+][0-9.]* | n/a (1 seed) |$HEAD_CELLS\$" "$tmp/out_1seed/table.md"; then
   pass "one_seed_is_na: 1 seed per run: no ± anywhere, the difference without SE, the test 'n/a (1 seed)'"
 else
   fail "one_seed_is_na: $(head -c 300 "$tmp/1seed.err") $(grep '^| q_identity' "$tmp/out_1seed/table.md" 2>/dev/null)"
@@ -402,7 +442,7 @@ fi
 cp -r "$out" "$tmp/out_nobase"
 sed -i 's/^# baseline\t.*/# baseline\t/' "$tmp/out_nobase/plan.tsv"
 if "$PY" dev/ablate/report.py "$tmp/out_nobase" >/dev/null 2>"$tmp/nobase.err" &&
-   [ "$(grep -c '| n/a | n/a | n/a | n/a |$' "$tmp/out_nobase/table.md")" = 3 ] && grep -q '^No baseline' "$tmp/out_nobase/table.md" &&
+   [ "$(grep -c "| n/a | n/a | n/a | n/a |$HEAD_CELLS\$" "$tmp/out_nobase/table.md")" = 3 ] && grep -q '^No baseline' "$tmp/out_nobase/table.md" &&
    grep -q '^kv_shared,kv_shared,1337 1338,2,[0-9.]*,[0-9.]*,,,,,,' "$tmp/out_nobase/summary.csv"; then
   pass "no_baseline_gives_na: every relative cell n/a, a line saying why, summary.csv's comparison columns empty"
 else
