@@ -12,7 +12,8 @@ writes maps.bin (dev/FORMATS.md, "Attention maps") and heads.csv (a row per head
       a diverging colour map centred on 0: the Q = K schemes' are symmetric); the tokens on the axes
       when the sequence has at most 40 of them
   /usr/bin/python3 dev/tools/attention_maps.py compare A.bin B.bin ... -o cmp.png [--names a b ...] [--layers 0 3]
-      the same grid for several checkpoints (schemes) side by side, one block of heads each
+      the same grid for several checkpoints (schemes), one block of rows each, one above the other
+      (grid and compare: --layers and --heads pick some, --seq and --scores as above)
   /usr/bin/python3 dev/tools/attention_maps.py diagnostics A.csv B.csv ... -o diag.png [--names a b ...]
       each diagnostic as a layer x head heatmap per scheme, one row per diagnostic, one colour scale
       per row so that the schemes compare
@@ -140,36 +141,39 @@ def draw_head(ax, mat, scores, labels, first_col, last_row, title):
     return im
 
 
-def grid_figure(maps, names, kind, scores, layers, out):
+def grid_figure(maps, names, kind, scores, layers, heads, out):
+    """one row per (file, layer), one column per head: each file's block of rows under the last"""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     loaded = [(load(p), p) for p in maps]
     seqs = [sequence(m, p, kind) for m, p in loaded]
-    L = loaded[0][0]["layers"]
-    layers = list(range(L)) if layers is None else layers
     for (m, p) in loaded:
-        if any(not 0 <= l < m["layers"] for l in layers):
-            die(f"--layers {' '.join(map(str, layers))}: {p} has layers 0..{m['layers'] - 1}")
-    heads = [m["heads"] for m, _ in loaded]
-    cols = sum(heads)
+        for flag, picked, n, what in (("--layers", layers, m["layers"], "layers"), ("--heads", heads, m["heads"], "heads")):
+            if picked is not None and any(not 0 <= x < n for x in picked):
+                die(f"{flag} {' '.join(map(str, picked))}: {p} has {what} 0..{n - 1}")
+    rows = [(m, s, name, l) for (m, _), s, name in zip(loaded, seqs, names)
+            for l in (range(m["layers"]) if layers is None else layers)]
+    cols = max(m["heads"] if heads is None else len(heads) for m, _ in loaded)
     T = max(s["probs"].shape[2] for s in seqs)
     cell = 2.2 if T <= LABEL_MAX_T else 1.8
-    fig, axes = plt.subplots(len(layers), cols, figsize=(cell * cols + 1.0, cell * len(layers) + 1.0), squeeze=False)
-    col = 0
-    for (m, p), s, name in zip(loaded, seqs, names):
+    fig, axes = plt.subplots(len(rows), cols, figsize=(cell * cols + 1.0, cell * len(rows) + 1.0), squeeze=False)
+    for i, (m, s, name, l) in enumerate(rows):
         labels = token_strings(s["tokens"])
-        for j in range(m["heads"]):
-            for i, l in enumerate(layers):
-                mat = (s["scores"] if scores else s["probs"])[l, j]
-                title = f"{name + ' ' if len(loaded) > 1 else ''}L{l} H{j}"
-                draw_head(axes[i][col + j], mat, scores, labels, col + j == 0, i == len(layers) - 1, title)
-        col += m["heads"]
+        picked = list(range(m["heads"])) if heads is None else heads
+        for j in range(cols):
+            if j >= len(picked):
+                axes[i][j].axis("off")
+                continue
+            h = picked[j]
+            mat = (s["scores"] if scores else s["probs"])[l, h]
+            title = f"{name + ' ' if len(loaded) > 1 else ''}L{l} H{h}"
+            draw_head(axes[i][j], mat, scores, labels, j == 0, i == len(rows) - 1 or rows[i + 1][0] is not m, title)
     what = "pre-mask scores scale * q.k" if scores else "attention probabilities (square-root colour scale)"
     seq = seqs[0]
     about = f"{kind}, {seq['probs'].shape[2]} tokens" + (f", repeat {seq['repeat']}" if kind == "induction" else "")
     fig.suptitle(f"{what}\nquery position down, key position across ({about})", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (cell * len(rows) + 1.0)))
     save(fig, out)
 
 
@@ -256,6 +260,7 @@ def main():
         g.add_argument("--seq", choices=sorted(KINDS.values()), default="prompt", help="which sequence (default prompt)")
         g.add_argument("--scores", action="store_true", help="the pre-mask scores instead of the probabilities")
         g.add_argument("--layers", type=int, nargs="+", help="only these layers (default all)")
+        g.add_argument("--heads", type=int, nargs="+", help="only these heads (default all)")
         g.add_argument("--names", nargs="+", help="a name per file (default the file names)")
     d = sub.add_parser("diagnostics")
     d.add_argument("csvs", nargs="+", help="diagnostics files (--attention_csv)")
@@ -279,7 +284,7 @@ def main():
     if args.cmd == "diagnostics":
         diagnostics_figure(args.csvs, names, args.out)
     else:
-        grid_figure(args.maps, names, args.seq, args.scores, args.layers, args.out)
+        grid_figure(args.maps, names, args.seq, args.scores, args.layers, args.heads, args.out)
 
 
 if __name__ == "__main__":
