@@ -27,7 +27,8 @@
 #                     build/params, for this GPU's architecture only, all nvcc at once
 #   fixtures          [240] dev/fixtures from the PyTorch reference (too large to carry)
 #   tests_fp32        [400] dev/test/test_cuda.sh, FP32 (CUDA_TEST_PRECISIONS=FP32, no labs): the
-#                     FP32 trainers' flag checks, test_gpt2cu of every scheme against the fixtures
+#                     FP32 trainers' flag checks, test_gpt2cu of every scheme against the fixtures, the
+#                     trainers' attention maps (--dump_attention) against the CPU trainer's
 #   tests_bf16        [400] the same in BF16, with the checks that use the BF16 trainer (shapes,
 #                     checkpoints, the end-to-end -o/-y/SIGTERM runs, llm.c's version 5 header)
 #   bench_peers       [540] dev/bench/bench.sh part 1: ours vs llm.c vs PyTorch compile at d12

@@ -19,9 +19,17 @@
 # (e) the pictures (dev/tools/attention_maps.py) on a tiny checkpoint: the grid, the scores, two
 #     schemes side by side and the diagnostics heatmaps, each a PNG of many colours
 # One PASS/FAIL line per check; exits non-zero on any FAIL.
+#
+#   bash dev/test/test_attention_maps.sh --gpu "FP32 BF16"
+#     on a GPU (dev/test/test_cuda.sh's GPU tests call it): (c) with the real trainers
+#     (./train_gpt2cu[_<scheme>][_fp32], built by test_cuda.sh) against the CPU trainer, the same
+#     tolerances, plus the head-size-64 fixture; Q = K's scores from cuBLASLt symmetric within 1e-6
+#     (FP32) / 1e-2 (BF16), and how many bit for bit; nothing else
 set -u
 cd "$(dirname "$0")/../.."
 start=$SECONDS
+GPU_PRECISIONS=""
+if [ "${1:-}" = --gpu ]; then GPU_PRECISIONS=${2:?--gpu needs the precisions, e.g. --gpu \"FP32 BF16\"}; fi
 PY=${PYTHON:-/usr/bin/python3}
 FIX=dev/fixtures
 CHECK="$PY dev/test/attention_maps_check.py"
@@ -43,7 +51,9 @@ PROMPT=0,17,42,99,123,7,250,17,42,99,3,480
 
 # ---------------------------------------------------------------------------------------------
 # (a) the diagnostics and the file format on their own
-if make -s build/test_attention_maps > "$TMP/build_unit.log" 2>&1; then
+if [ -n "$GPU_PRECISIONS" ]; then
+    : # the GPU mode: (b) for the fixtures it compares, then the GPU trainers
+elif make -s build/test_attention_maps > "$TMP/build_unit.log" 2>&1; then
     ./build/test_attention_maps "$TMP" || true # its own PASS/FAIL lines
 else
     fail "attention_maps unit test: build failed: $(grep -m1 error "$TMP/build_unit.log")"
@@ -62,7 +72,9 @@ dump() {
         --attention_csv "$out.csv" "$@" > "$out.log" 2>&1
 }
 
-for fixture in $(for s in $SCHEMES; do echo "${s}_tiny"; done) standard_gqa2 standard_mqa kv_shared_mqa q_residual_gqa2; do
+CPU_FIXTURES="$(for s in $SCHEMES; do echo "${s}_tiny"; done) standard_gqa2 standard_mqa kv_shared_mqa q_residual_gqa2"
+[ -n "$GPU_PRECISIONS" ] && CPU_FIXTURES="standard_tiny standard_gqa2 standard_mqa qk_shared_tiny q_residual_gqa2 standard_hd64"
+for fixture in $CPU_FIXTURES; do
     scheme=$(awk -v f="$fixture" '$1 == f { print $2 }' "$FIX/manifest.tsv")
     [ -n "$scheme" ] || { fail "attention_maps cpu $fixture: not in $FIX/manifest.tsv"; continue; }
     if ! dump "$fixture" "build/train_gpt2_cpu_$scheme" "$TMP/cpu_$fixture"; then
@@ -75,7 +87,7 @@ for fixture in $(for s in $SCHEMES; do echo "${s}_tiny"; done) standard_gqa2 sta
         nfail=$((nfail + 1))
 done
 # the CSV's asymmetry column says the same: exactly 0 for Q = K
-for fixture in qk_shared_tiny qkv_shared_tiny; do
+for fixture in $([ -z "$GPU_PRECISIONS" ] && echo qk_shared_tiny qkv_shared_tiny); do
     col=$(awk -F, 'NR > 1 { print $8 }' "$TMP/cpu_$fixture.csv" 2>/dev/null | sort -u | tr '\n' ' ')
     [ "$col" = "0 " ] && pass "attention_maps cpu $fixture: the CSV's asymmetry is 0 for every head" ||
         fail "attention_maps cpu $fixture: the CSV's asymmetry column holds '$col', expected 0 for every head"
@@ -86,6 +98,31 @@ done
 # q and k come from different places (standard, q = k, the residual query), and the BF16 build
 cuda_bins="build/cudacpu/train_gpt2cu_standard_fp32 build/cudacpu/train_gpt2cu_standard build/cudacpu/train_gpt2cu_qk_shared_fp32 build/cudacpu/train_gpt2cu_q_residual_fp32"
 t0=$SECONDS
+if [ -n "$GPU_PRECISIONS" ]; then
+    # the real trainers (test_cuda.sh built them): FP32 as on the CPU runtime, BF16 for every scheme
+    # pair, plus the head-size-64 fixture (the shape the flash path would take; the dump is unfused)
+    for p in $GPU_PRECISIONS; do
+        sfx=$([ "$p" = FP32 ] && echo _fp32); tol=$([ "$p" = FP32 ] && echo 1e-5 || echo 1e-2)
+        for run in standard_tiny:standard standard_gqa2:standard standard_mqa:standard qk_shared_tiny:qk_shared \
+                   q_residual_gqa2:q_residual standard_hd64:standard; do
+            IFS=: read -r fixture scheme <<< "$run"
+            bin=./train_gpt2cu$([ "$scheme" != standard ] && echo "_$scheme")$sfx
+            out="$TMP/gpu_${p}_$fixture"
+            [ -x "$bin" ] || { fail "attention_maps gpu $bin: not built"; continue; }
+            if ! dump "$fixture" "$bin" "$out"; then
+                fail "attention_maps gpu $bin $fixture: the inspection run failed: $(grep -m1 error "$out.log")"
+                continue
+            fi
+            $CHECK compare "$out.bin" "$TMP/cpu_$fixture.bin" --tol "$tol" --name "gpu $bin vs cpu, $fixture" || nfail=$((nfail + 1))
+        done
+        stol=$([ "$p" = FP32 ] && echo 1e-6 || echo 1e-2)
+        $CHECK verify "$TMP/gpu_${p}_qk_shared_tiny.bin" "$TMP/gpu_${p}_qk_shared_tiny.csv" --symmetric --symmetric_tol "$stol" \
+            --tokens "$PROMPT" --tol "$tol" --name "gpu $p qk_shared_tiny" || nfail=$((nfail + 1))
+    done
+    echo "attention_maps (gpu): $((SECONDS - start)) s"
+    [ $nfail -eq 0 ]
+    exit
+fi
 if make -s -j2 $cuda_bins > "$TMP/build_cuda.log" 2>&1; then
     echo "  (CUDA trainers on the CPU runtime built in $((SECONDS - t0)) s)"
     for run in standard_tiny:standard_fp32:1e-5 standard_gqa2:standard_fp32:1e-5 qk_shared_tiny:qk_shared_fp32:1e-5 \

@@ -9,7 +9,8 @@
 # dev/fixtures/forbidden.tsv and a checkpoint of another scheme each give one clear line (exit 0
 # for -h, 1 otherwise).
 # Without a GPU: valid flags must end in one "no CUDA device" line (exit 1, no crash), and the GPU
-# tests are skipped. With a GPU: every test binary runs (fixtures, every tensor, resume).
+# tests are skipped. With a GPU: every test binary runs (fixtures, every tensor, resume), and the
+# trainers' attention maps are compared with the CPU trainer's (dev/test/test_attention_maps.sh --gpu).
 # Kernel labs (dev/cuda/README.md): every lab binary is compiled (one architecture, PTX only without a GPU; a warning
 # fails), the attention labs' flag errors checked; without a GPU each must print one SKIP line and
 # exit 0, which is reported as a SKIP line (a lab that cannot run is no pass), with one `--check`
@@ -328,6 +329,15 @@ else
       fi
     done
   done
+  # the inspection run (--dump_attention) of the GPU trainers against the CPU trainer's maps, Q = K's
+  # symmetry under cuBLASLt (dev/test/test_attention_maps.sh --gpu: its PASS/FAIL lines)
+  bash dev/test/test_attention_maps.sh --gpu "$PRECISIONS" > "$log_dir/attention_maps.log" 2>&1
+  rc=$?
+  grep -E '^(PASS|FAIL|SKIP) ' "$log_dir/attention_maps.log"
+  if [ $rc -ne 0 ]; then
+    grep -q '^FAIL' "$log_dir/attention_maps.log" || echo "FAIL gpu attention maps: exited $rc without a FAIL line (see $log_dir/attention_maps.log)"
+    failed=1
+  fi
   # the trainer binary itself (BF16), end to end: -o log and checkpoints, then -y 1 continues from them
   f=$(fixture_of standard)
   if [ $has_bf16 -eq 0 ]; then
