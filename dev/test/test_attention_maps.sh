@@ -18,6 +18,7 @@
 #     token files, --generate with it; nothing written by a refused run
 # (e) the pictures (dev/tools/attention_maps.py) on a tiny checkpoint: the grid, the scores, two
 #     schemes side by side and the diagnostics heatmaps, each a PNG of many colours
+# (f) under ASan, LSan and UBSan: the inspection run and two refusals, no report
 # One PASS/FAIL line per check; exits non-zero on any FAIL.
 #
 #   bash dev/test/test_attention_maps.sh --gpu "FP32 BF16"
@@ -234,6 +235,25 @@ else
     grep -q "^error: .*not an attention maps file" "$TMP/plot.err" && [ ! -e "$TMP/bad.png" ] &&
         pass "attention_maps.py refuses a file that is not a maps file: $(head -n 1 "$TMP/plot.err" | cut -c1-150)" ||
         fail "attention_maps.py grid of a CSV: $(head -n 1 "$TMP/plot.err")"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# (f) the inspection run and two refusals under ASan, LSan and UBSan (make asan's CPU trainer)
+if make -s build/asan/train_gpt2_cpu_standard > "$TMP/build_asan.log" 2>&1; then
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=66 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+    for case in ok:0:prompt.txt word:1:word_prompt.txt long:1:long_prompt.txt; do
+        IFS=: read -r what want file <<< "$case"
+        build/asan/train_gpt2_cpu_standard -e "$M" --prompt_tokens "$TMP/$file" --dump_attention "$TMP/asan.bin" \
+            --attention_csv "$TMP/asan.csv" > "$TMP/asan_$what.log" 2>&1
+        rc=$?
+        if [ $rc -eq "$want" ] && ! grep -q "Sanitizer\|runtime error" "$TMP/asan_$what.log"; then
+            pass "attention_maps under ASan/UBSan ($file): exit $rc, no report"
+        else
+            fail "attention_maps under ASan/UBSan ($file): exit $rc (expected $want): $(grep -m1 "Sanitizer\|runtime error\|error" "$TMP/asan_$what.log")"
+        fi
+    done
+else
+    fail "attention_maps: build/asan/train_gpt2_cpu_standard: build failed: $(grep -m1 error "$TMP/build_asan.log")"
 fi
 
 echo "attention_maps: $((SECONDS - start)) s"
