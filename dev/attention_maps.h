@@ -29,6 +29,7 @@ The diagnostics of one head, each a mean over query positions t (the definitions
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <string>
 #include <utility>
@@ -62,6 +63,7 @@ typedef struct {
     int scheme;        // enum QKVScheme of attention_variants.cuh
     int compute_bytes; // bytes per element of the activations the maps were computed from: 4 fp32, 2 bf16
     float scale;       // the attention scale the scores include
+    int vocab_size;    // the model's: a reader knows whether GPT-2's tokenizer spells the tokens
     std::vector<AttentionSequence> seqs;
 } AttentionMaps;
 
@@ -235,25 +237,30 @@ static void attention_diagnostics_print(const std::vector<HeadDiagnostics>& d) {
 // ----------------------------------------------------------------------------
 // files: written to "<path>.tmp" and renamed, so a failed write never replaces what was there
 
-// The pieces (pointer, bytes) written in order to "<path>.tmp", then renamed to path: a d12's maps
-// of a 1024-token prompt are 1.2 GB, streamed from where they are, never copied. Returns 1, or 0
-// with a one-line message naming the flag and the file (the temporary file removed).
+// The pieces (pointer, bytes) written in order to a new file "<path>.XXXXXX" (mkstemp: never a name
+// that exists, so neither another output nor an input is truncated on the way), then renamed to
+// path: a d12's maps of a 1024-token prompt are 1.2 GB, streamed from where they are, never copied.
+// Returns 1, or 0 with a one-line message naming the flag and the file (the temporary file removed).
 static int write_then_rename(const char* path, const std::vector<std::pair<const void*, size_t>>& pieces, const char* flag,
                              char* msg, size_t msg_size) {
-    const std::string tmp = std::string(path) + ".tmp";
-    FILE* f = fopen(tmp.c_str(), "wb");
+    std::string tmp = std::string(path) + ".XXXXXX";
+    const int fd = mkstemp(&tmp[0]);
+    FILE* f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (f == NULL) {
-        snprintf(msg, msg_size, "%s %s: cannot write %s (%s)", flag, path, tmp.c_str(), strerror(errno));
+        snprintf(msg, msg_size, "%s %s: cannot create a file beside it (%s)", flag, path, strerror(errno));
+        if (fd >= 0) { close(fd); remove(tmp.c_str()); }
         return 0;
     }
-    int ok = 1;
+    fchmod(fd, 0644); // mkstemp's 0600 would make the maps private, unlike every other file a run writes
+    int ok = 1, err = 0;
     for (size_t i = 0; i < pieces.size() && ok; i++) {
         ok = pieces[i].second == 0 || fwrite(pieces[i].first, 1, pieces[i].second, f) == pieces[i].second;
+        if (!ok) { err = errno; }
     }
-    const int err = errno;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp.c_str(), path) != 0) {
-        snprintf(msg, msg_size, "%s %s: writing failed (%s)", flag, path, strerror(ok ? errno : err));
+    if (fclose(f) != 0 && ok) { ok = 0; err = errno; }
+    if (ok && rename(tmp.c_str(), path) != 0) { ok = 0; err = errno; }
+    if (!ok) {
+        snprintf(msg, msg_size, "%s %s: writing failed (%s)", flag, path, strerror(err));
         remove(tmp.c_str());
         return 0;
     }
@@ -286,6 +293,7 @@ static int attention_maps_write(const AttentionMaps* m, const char* path, char* 
     header[7] = m->compute_bytes;
     memcpy(&header[8], &m->scale, sizeof(float));
     header[9] = (int32_t)m->seqs.size();
+    header[10] = m->vocab_size;
     for (size_t i = 0; i < m->seqs.size(); i++) {
         header[ATTENTION_MAPS_SEQ_FIELD + 3 * i] = m->seqs[i].T;
         header[ATTENTION_MAPS_SEQ_FIELD + 3 * i + 1] = m->seqs[i].kind;
@@ -318,7 +326,8 @@ static int attention_maps_read(AttentionMaps* m, const char* path, char* msg, si
         return 0;
     }
     const int n = header[9];
-    for (int i = 2; i < 8; i++) { ok = ok && header[i] >= 0 && header[i] <= ATTENTION_MAPS_MAX_DIM; }
+    for (int i = 2; i < 8; i++) { ok = ok && header[i] >= (i < 4 ? 1 : 0) && header[i] <= ATTENTION_MAPS_MAX_DIM; }
+    ok = ok && header[10] >= 0 && header[10] <= ATTENTION_MAPS_MAX_DIM;
     ok = ok && n >= 0 && n <= ATTENTION_MAPS_MAX_SEQUENCES;
     for (int i = 0; ok && i < n; i++) {
         const int T = header[ATTENTION_MAPS_SEQ_FIELD + 3 * i];
@@ -349,6 +358,7 @@ static int attention_maps_read(AttentionMaps* m, const char* path, char* msg, si
     m->scheme = header[6];
     m->compute_bytes = header[7];
     memcpy(&m->scale, &header[8], sizeof(float));
+    m->vocab_size = header[10];
     m->seqs.assign(n, AttentionSequence());
     for (int i = 0; i < n && ok; i++) {
         AttentionSequence& s = m->seqs[i];

@@ -1556,9 +1556,30 @@ static int inspect_args_check(const TrainArgs* a, char* msg, size_t msg_size) {
     return 1;
 }
 
+// Whether an output of the inspection run may replace what is at path: nothing, an empty file, or
+// what that flag writes (a maps file's magic, the diagnostics CSV's header line). A typo naming a
+// checkpoint or a notes file is refused instead of replacing it.
+static int inspect_output_replaceable(const char* path, int maps_file) {
+    struct stat st;
+    if (stat(path, &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0)) { return 1; }
+    if (!S_ISREG(st.st_mode)) { return 0; }
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) { return 0; }
+    char head[sizeof(HEAD_DIAGNOSTICS_CSV_HEADER)] = {0};
+    const size_t got = fread(head, 1, sizeof(head) - 1, f);
+    fclose(f);
+    if (maps_file) {
+        int32_t magic = 0;
+        memcpy(&magic, head, got >= 4 ? 4 : 0);
+        return got >= 4 && magic == ATTENTION_MAPS_MAGIC;
+    }
+    return got == sizeof(head) - 1 && strcmp(head, HEAD_DIAGNOSTICS_CSV_HEADER) == 0;
+}
+
 // Where the inspection run writes: files (not folders) in existing writable folders, neither one
-// the other nor an input (the model, the tokenizer files): each is written under a temporary name and
-// renamed over what was there. Returns 1, or 0 with a one-line message.
+// the other nor an input (the model, the tokenizer files), and nothing there but what the same flag
+// wrote before: each is written under a new temporary name and renamed over it. Returns 1, or 0
+// with a one-line message.
 static int inspect_outputs_check(const TrainArgs* a, char* msg, size_t msg_size) {
     const std::pair<const char*, const char*> outputs[2] = {{a->dump_attention, "--dump_attention"},
                                                             {a->attention_csv, "--attention_csv"}};
@@ -1591,6 +1612,12 @@ static int inspect_outputs_check(const TrainArgs* a, char* msg, size_t msg_size)
                          "another file)", flag, path, inputs[j].c_str());
                 return 0;
             }
+        }
+        if (!inspect_output_replaceable(path, i == 0)) {
+            snprintf(msg, msg_size, "%s %s exists and is not %s: replacing it could destroy what a user saved (HINT: "
+                     "choose another file, or remove it first)", flag, path,
+                     i == 0 ? "an attention maps file" : "a head diagnostics CSV");
+            return 0;
         }
     }
     if (a->dump_attention != NULL && a->attention_csv != NULL && same_file_or_name(a->dump_attention, a->attention_csv)) {
@@ -2085,10 +2112,12 @@ static int read_prompt_tokens(const char* path, const GPT2Config* c, std::vector
             continue;
         }
         if (word.empty()) { continue; }
-        char* end = NULL;
-        const long v = strtol(word.c_str(), &end, 10);
-        ok = *end == '\0' && v >= 0 && v < c->vocab_size && (long long)tokens->size() < c->max_seq_len;
-        if (ok) { tokens->push_back((int)v); word.clear(); }
+        const long v = strtol(word.c_str(), NULL, 10);
+        ok = word.find_first_not_of("0123456789") == std::string::npos && v < c->vocab_size &&
+             (long long)tokens->size() < c->max_seq_len; // digits only: no sign, no NUL byte inside
+        if (!ok) { break; }
+        tokens->push_back((int)v);
+        word.clear();
     }
     fclose(f);
     if (!ok && (long long)tokens->size() >= c->max_seq_len) {
@@ -2097,8 +2126,10 @@ static int read_prompt_tokens(const char* path, const GPT2Config* c, std::vector
         return 0;
     }
     if (!ok) {
+        std::string shown;
+        for (size_t i = 0; i < word.size(); i++) { shown += isprint((unsigned char)word[i]) ? word[i] : '?'; }
         snprintf(msg, msg_size, "--prompt_tokens %s: token %zu ('%.16s') is not a token id of this model's vocabulary "
-                 "[0, %d) (HINT: ids separated by whitespace or commas)", path, tokens->size() + 1, word.c_str(),
+                 "[0, %d) (HINT: decimal ids separated by whitespace or commas)", path, tokens->size() + 1, shown.c_str(),
                  c->vocab_size);
         return 0;
     }
@@ -2117,15 +2148,24 @@ static int read_prompt_tokens(const char* path, const GPT2Config* c, std::vector
 static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float scale, AttentionMaps* maps, char* msg,
                            size_t msg_size) {
     const GPT2Config* c = &a->config;
-    TrainArgs with_prompt = *a;
-    if (with_prompt.prompt == NULL) { with_prompt.prompt = ATTENTION_PROBE_TEXT; }
     std::vector<int> prompt;
     if (a->prompt_tokens != NULL) {
         if (!read_prompt_tokens(a->prompt_tokens, c, &prompt, msg, msg_size)) { return 0; }
-    } else if (a->prompt == NULL && c->vocab_size < GPT2_VOCAB_SIZE) { // the sentence's tokens would not fit
-        prompt = random_tokens(ATTENTION_PROBE_SMALL_VOCAB_TOKENS, c->vocab_size, eot, ATTENTION_PROBE_SEED);
-    } else if (!generate_prompt(&with_prompt, eot, c->vocab_size, &prompt, msg, msg_size)) {
-        return 0;
+    } else if (a->prompt != NULL) {
+        if (!generate_prompt(a, eot, c->vocab_size, &prompt, msg, msg_size)) { return 0; }
+    } else if (c->vocab_size < GPT2_VOCAB_SIZE) { // the sentence's tokens would not fit: random ones
+        const int n = ATTENTION_PROBE_SMALL_VOCAB_TOKENS < c->max_seq_len ? ATTENTION_PROBE_SMALL_VOCAB_TOKENS : c->max_seq_len - 1;
+        prompt = random_tokens(n, c->vocab_size, eot, ATTENTION_PROBE_SEED);
+    } else { // the probe sentence, its first max_seq_len tokens in a shorter context
+        TrainArgs probe = *a;
+        probe.prompt = ATTENTION_PROBE_TEXT;
+        probe.config.max_seq_len = INT_MAX;
+        if (!generate_prompt(&probe, eot, c->vocab_size, &prompt, msg, msg_size)) {
+            const std::string why(msg); // "--prompt: <why>": the user gave no --prompt
+            snprintf(msg, msg_size, "the probe sentence (no --prompt given)%s", why.c_str() + strlen("--prompt"));
+            return 0;
+        }
+        if ((long long)prompt.size() > c->max_seq_len) { prompt.resize((size_t)c->max_seq_len); }
     }
     maps->num_layers = c->num_layers;
     maps->num_heads = c->num_heads;
@@ -2134,6 +2174,7 @@ static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float
     maps->scheme = (int)c->scheme;
     maps->compute_bytes = compute_bytes;
     maps->scale = scale;
+    maps->vocab_size = c->vocab_size;
     maps->seqs.clear();
     AttentionSequence s;
     s.kind = ATTENTION_SEQ_PROMPT;
@@ -2150,6 +2191,10 @@ static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float
     for (size_t i = 0; i < maps->seqs.size(); i++) {
         AttentionSequence& q = maps->seqs[i];
         q.T = (int)q.tokens.size();
+        if (q.T < 1 || q.T > c->max_seq_len) { // cannot happen: each source above holds to the context
+            snprintf(msg, msg_size, "internal: inspection sequence %zu has %d tokens, the context %d", i, q.T, c->max_seq_len);
+            return 0;
+        }
         q.probs.assign((size_t)c->num_layers * c->num_heads * q.T * q.T, 0.0f);
         q.scores.assign(q.probs.size(), 0.0f);
     }

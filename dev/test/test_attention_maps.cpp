@@ -7,6 +7,7 @@
 //   ./build/test_attention_maps <scratch folder>
 #include "../attention_maps.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
         m.scheme = 6;
         m.compute_bytes = 2;
         m.scale = 0.125f;
+        m.vocab_size = 500;
         for (int i = 0; i < 2; i++) {
             AttentionSequence s;
             s.T = i == 0 ? 5 : 7;
@@ -141,7 +143,8 @@ int main(int argc, char** argv) {
         const int wrote = attention_maps_write(&m, path.c_str(), msg, sizeof(msg));
         const int read = wrote && attention_maps_read(&back, path.c_str(), msg, sizeof(msg));
         int same = read && back.num_layers == 2 && back.num_heads == 3 && back.num_kv_heads == 1 && back.head_dim == 16 &&
-                   back.scheme == 6 && back.compute_bytes == 2 && back.scale == 0.125f && back.seqs.size() == 2;
+                   back.scheme == 6 && back.compute_bytes == 2 && back.scale == 0.125f && back.vocab_size == 500 &&
+                   back.seqs.size() == 2;
         for (size_t i = 0; same && i < 2; i++) {
             const AttentionSequence &a = m.seqs[i], &b = back.seqs[i];
             same = a.T == b.T && a.kind == b.kind && a.repeat == b.repeat && a.tokens == b.tokens &&
@@ -149,7 +152,14 @@ int main(int argc, char** argv) {
                    memcmp(a.scores.data(), b.scores.data(), a.scores.size() * 4) == 0 && b.scores.size() == a.scores.size();
         }
         check_true("maps file round trip: header, tokens, probs and scores bit for bit", same, same ? "identical" : msg);
-        check_true("maps file: no temporary file left", access((path + ".tmp").c_str(), F_OK) != 0, "checked");
+        // the temporary name is mkstemp's "<path>.XXXXXX": nothing of that shape may stay behind
+        std::string left;
+        DIR* d = opendir(dir);
+        for (struct dirent* e = d != NULL ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
+            if (strncmp(e->d_name, "roundtrip_maps.bin.", 19) == 0) { left += std::string(" ") + e->d_name; }
+        }
+        if (d != NULL) { closedir(d); }
+        check_true("maps file: no temporary file left beside it", left.empty(), left.empty() ? "none" : left.c_str());
         // one byte short, then the magic damaged
         FILE* f = fopen(path.c_str(), "rb");
         std::string bytes;

@@ -55,7 +55,7 @@ PROMPT=0,17,42,99,123,7,250,17,42,99,3,480
 if [ -n "$GPU_PRECISIONS" ]; then
     : # the GPU mode: (b) for the fixtures it compares, then the GPU trainers
 elif make -s build/test_attention_maps > "$TMP/build_unit.log" 2>&1; then
-    ./build/test_attention_maps "$TMP" || true # its own PASS/FAIL lines
+    ./build/test_attention_maps "$TMP" || fail "attention_maps unit test: build/test_attention_maps exited $?"
 else
     fail "attention_maps unit test: build failed: $(grep -m1 error "$TMP/build_unit.log")"
 fi
@@ -191,6 +191,48 @@ if [ -e "$TMP/cudacpu_ok" ] || [ -x build/cudacpu/train_gpt2cu_standard_fp32 ]; 
     refused "(CUDA trainer) a prompt longer than the context" "more than the model's context" build/cudacpu/train_gpt2cu_standard_fp32 -e "$M" --prompt_tokens "$TMP/long_prompt.txt" --dump_attention "$TMP/out.bin"
     refused "(CUDA trainer) an unwritable output" "no such folder" build/cudacpu/train_gpt2cu_standard_fp32 -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/missing/out.bin"
 fi
+printf '1 2\0003 4\n' > "$TMP/nul_prompt.txt"
+refused "a token file with a NUL byte" "token 2 ('2?3') is not a token id" $CPU -e "$M" --prompt_tokens "$TMP/nul_prompt.txt" --dump_attention "$TMP/out.bin"
+printf 'my notes\n' > "$TMP/notes.txt"
+refused "replacing a file that is not a maps file" "exists and is not an attention maps file" $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/notes.txt"
+refused "replacing a file that is not a diagnostics CSV" "exists and is not a head diagnostics CSV" $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --attention_csv "$TMP/notes.txt"
+[ "$(cat "$TMP/notes.txt")" = "my notes" ] && pass "attention_maps: the notes file is unchanged after those refusals" ||
+    fail "attention_maps: the notes file changed"
+# what the flags wrote before is replaced; the temporary names collide with nothing: an output named
+# like the other's temporary file, and a model named like the maps' (both survive)
+cp "$M" "$TMP/m.bin.tmp"
+sum=$(md5sum < "$TMP/m.bin.tmp")
+if $CPU -e "$TMP/m.bin.tmp" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/m.bin" --attention_csv "$TMP/m.bin.tmp.csv" > /dev/null 2>&1 &&
+   $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/x.bin" --attention_csv "$TMP/x.bin.tmp" > /dev/null 2>&1 &&
+   $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/x.bin" --attention_csv "$TMP/x.bin.tmp" > /dev/null 2>&1 &&
+   [ "$(md5sum < "$TMP/m.bin.tmp")" = "$sum" ] && $CHECK verify "$TMP/x.bin" "$TMP/x.bin.tmp" --tokens "$PROMPT" --name rerun > /dev/null &&
+   [ -z "$(ls "$TMP" | grep -E '^(x|m)\.bin.*\.[A-Za-z0-9]{6}$')" ]; then
+    pass "attention_maps: a rerun replaces its own files; the model m.bin.tmp beside --dump_attention m.bin and an output named x.bin.tmp survive; no temporary file left"
+else
+    fail "attention_maps: outputs named like temporary files: model $([ "$(md5sum < "$TMP/m.bin.tmp")" = "$sum" ] && echo intact || echo CHANGED); files: $(ls "$TMP" | grep -E '^(x|m)\.bin' | tr '\n' ' ')"
+fi
+# a context shorter than the default prompt: the probe cut to fit, the induction probe shorter, in
+# both trainers (standard_tiny with max_seq_len 16: its position table cut to 16 rows)
+$PY - "$M" "$TMP/ctx16.bin" <<'EOF'
+import sys
+import numpy as np
+raw = open(sys.argv[1], "rb").read()
+h = np.frombuffer(raw[:1024], dtype="<i4").copy()
+T, C, Vp = int(h[2]), int(h[6]), int(h[7])
+wte_end = 1024 + 4 * Vp * C  # an fp32 file (version 6): wte (Vp, C), then wpe (T, C)
+h[2] = 16
+open(sys.argv[2], "wb").write(h.tobytes() + raw[1024:wte_end] + raw[wte_end:wte_end + 4 * 16 * C] + raw[wte_end + 4 * T * C:])
+EOF
+for bin in $CPU build/cudacpu/train_gpt2cu_standard_fp32; do
+    [ -x "$bin" ] || continue
+    if "$bin" -e "$TMP/ctx16.bin" --dump_attention "$TMP/ctx16_maps.bin" --attention_csv "$TMP/ctx16.csv" > "$TMP/ctx16.log" 2>&1 &&
+       grep -q "prompt of 16 tokens .*induction probe: end-of-text + 7 random tokens" "$TMP/ctx16.log" &&
+       $CHECK verify "$TMP/ctx16_maps.bin" "$TMP/ctx16.csv" --name ctx16 > "$TMP/ctx16_check.log"; then
+        pass "attention_maps $bin, a 16-token context: $(grep -m1 '^attention maps' "$TMP/ctx16.log" | cut -c1-150)"
+    else
+        fail "attention_maps $bin, a 16-token context: $(grep -m1 'error\|^attention maps' "$TMP/ctx16.log") $(grep -m1 FAIL "$TMP/ctx16_check.log" 2>/dev/null)"
+    fi
+done
 # --check_args describes the run and writes nothing
 if $CPU -e "$M" --prompt_tokens "$TMP/prompt.txt" --dump_attention "$TMP/out.bin" --check_args 1 > "$TMP/check.out" 2>&1 &&
    grep -q "would look at attention on $TMP/prompt.txt and the induction probe, writing $TMP/out.bin" "$TMP/check.out" &&

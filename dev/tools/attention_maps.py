@@ -69,10 +69,13 @@ def load(path):
             "HINT: write one with the trainer's --dump_attention)")
     L, H = int(header[2]), int(header[3])
     n = int(header[9])
-    if not (0 < L <= 1 << 24 and 0 < H <= 1 << 24 and 0 <= n <= 64):
-        die(f"{path}: a header field is out of range (layers {L}, heads {H}, sequences {n})")
+    fields = [int(header[i]) for i in (4, 5, 6, 7, 10)]
+    if not (0 < L <= 1 << 24 and 0 < H <= 1 << 24 and 0 <= n <= 64 and all(0 <= f <= 1 << 24 for f in fields)):
+        die(f"{path}: a header field is out of range (layers {L}, heads {H}, sequences {n}, fields 4-7 and 10 "
+            f"{fields})")
     m = {"layers": L, "heads": H, "kv_heads": int(header[4]), "head_dim": int(header[5]), "scheme": int(header[6]),
-         "compute_bytes": int(header[7]), "scale": float(header[8:9].view("<f4")[0]), "seqs": []}
+         "compute_bytes": int(header[7]), "scale": float(header[8:9].view("<f4")[0]), "vocab_size": int(header[10]),
+         "seqs": []}
     Ts = [int(header[SEQ_FIELD + 3 * i]) for i in range(n)]
     expected = 1024 + sum(4 * T + 8 * L * H * T * T for T in Ts)
     if any(T < 1 for T in Ts) or expected != len(raw):
@@ -99,8 +102,11 @@ def sequence(m, path, kind):
     die(f"{path}: no {kind} sequence (it has: {', '.join(s['kind'] for s in m['seqs']) or 'none'})")
 
 
-def token_strings(tokens):
-    """Each token as short text, from the trainers' tokenizer file; the ids where it is missing."""
+def token_strings(tokens, vocab_size):
+    """Each token as short text, from the trainers' tokenizer file, for a model of GPT-2's vocabulary;
+    the ids for another vocabulary (the tests' toys) or where the file is missing."""
+    if vocab_size != 50257:
+        return [str(int(t)) for t in tokens]
     try:
         raw = open(TOKENIZER, "rb").read()
         header = np.frombuffer(raw[:1024], dtype="<u4")
@@ -159,7 +165,7 @@ def grid_figure(maps, names, kind, scores, layers, heads, out):
     cell = 2.2 if T <= LABEL_MAX_T else 1.8
     fig, axes = plt.subplots(len(rows), cols, figsize=(cell * cols + 1.0, cell * len(rows) + 1.0), squeeze=False)
     for i, (m, s, name, l) in enumerate(rows):
-        labels = token_strings(s["tokens"])
+        labels = token_strings(s["tokens"], m["vocab_size"])
         picked = list(range(m["heads"])) if heads is None else heads
         for j in range(cols):
             if j >= len(picked):
@@ -186,12 +192,20 @@ def read_csv(path):
     want = ["layer", "head"] + [c for c, _ in DIAGNOSTICS]
     if not rows or any(c not in rows[0] for c in want):
         die(f"{path}: expected the trainer's --attention_csv file, a header {','.join(want)} and a row per head")
-    L = max(int(r["layer"]) for r in rows) + 1
-    H = max(int(r["head"]) for r in rows) + 1
+    try:
+        L = max(int(r["layer"]) for r in rows) + 1
+        H = max(int(r["head"]) for r in rows) + 1
+    except (TypeError, ValueError):
+        die(f"{path}: a layer or head column holds something other than a whole number")
+    if min(int(r["layer"]) for r in rows) < 0 or min(int(r["head"]) for r in rows) < 0 or L * H > 1 << 20:
+        die(f"{path}: layer and head must be whole numbers from 0, at most 2^20 heads in all")
     out = {c: np.full((L, H), np.nan) for c, _ in DIAGNOSTICS}
-    for r in rows:
-        for c, _ in DIAGNOSTICS:
-            out[c][int(r["layer"]), int(r["head"])] = float(r[c])
+    for k, r in enumerate(rows):
+        try:
+            for c, _ in DIAGNOSTICS:
+                out[c][int(r["layer"]), int(r["head"])] = float(r[c])
+        except (TypeError, ValueError, IndexError):
+            die(f"{path}: row {k + 2} is not a layer, a head and numbers: {','.join(str(v) for v in r.values())}")
     return out
 
 
