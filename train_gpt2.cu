@@ -4765,12 +4765,9 @@ static int generate_run(const TrainArgs* a) {
 static int inspect_run(const TrainArgs* a) {
     char msg[4096];
     cuda_setup();
-    Tokenizer tokenizer;
-    tokenizer_init(&tokenizer, a->tokenizer_path);
-    const int eot = sampling_eot_token(&tokenizer, a->config.vocab_size);
-    tokenizer_free(&tokenizer);
     AttentionMaps maps;
-    if (!inspect_prepare(a, eot, (int)sizeof(floatX), gpt2_attn_scale(&a->config), &maps, msg, sizeof(msg))) {
+    // NULL: each sequence is staged at its own length, nothing to pad with an end-of-text token
+    if (!inspect_prepare(a, (int)sizeof(floatX), &maps, NULL, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }

@@ -2144,10 +2144,16 @@ static int read_prompt_tokens(const char* path, const GPT2Config* c, std::vector
 // The inspection run's inputs, before the model runs: the prompt (an end-of-text token, then
 // --prompt or ATTENTION_PROBE_TEXT) and, where the context holds at least 3 positions, the induction
 // probe; maps' shape fields from the config, its sequences with their tokens, probs and scores sized
-// (L, H, T, T) and zero. Returns 1, or 0 with a one-line message.
-static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float scale, AttentionMaps* maps, char* msg,
+// (L, H, T, T) and zero; *eot_out (unless NULL), the end-of-text token both start with (the
+// tokenizer file's, as --generate's). Returns 1, or 0 with a one-line message.
+static int inspect_prepare(const TrainArgs* a, int compute_bytes, AttentionMaps* maps, int* eot_out, char* msg,
                            size_t msg_size) {
     const GPT2Config* c = &a->config;
+    Tokenizer tokenizer;
+    tokenizer_init(&tokenizer, a->tokenizer_path);
+    const int eot = sampling_eot_token(&tokenizer, c->vocab_size);
+    if (eot_out != NULL) { *eot_out = eot; }
+    tokenizer_free(&tokenizer);
     std::vector<int> prompt;
     if (a->prompt_tokens != NULL) {
         if (!read_prompt_tokens(a->prompt_tokens, c, &prompt, msg, msg_size)) { return 0; }
@@ -2170,10 +2176,10 @@ static int inspect_prepare(const TrainArgs* a, int eot, int compute_bytes, float
     maps->num_layers = c->num_layers;
     maps->num_heads = c->num_heads;
     maps->num_kv_heads = c->num_kv_heads;
-    maps->head_dim = c->channels / c->num_heads;
+    maps->head_dim = qkv_head_dim(c);
     maps->scheme = (int)c->scheme;
     maps->compute_bytes = compute_bytes;
-    maps->scale = scale;
+    maps->scale = gpt2_attn_scale(c); // with an --attn_scale override, as the trainers' attention
     maps->vocab_size = c->vocab_size;
     maps->seqs.clear();
     AttentionSequence s;

@@ -1805,12 +1805,9 @@ static int generate_run(const TrainArgs* a, GPT2* model) {
 // probe) at the longest one's T, then each layer's maps from the q and k that pass formed.
 static int inspect_run(const TrainArgs* a, GPT2* model) {
     char msg[4096];
-    Tokenizer tokenizer;
-    tokenizer_init(&tokenizer, a->tokenizer_path);
-    const int eot = sampling_eot_token(&tokenizer, model->config.vocab_size);
-    tokenizer_free(&tokenizer);
     AttentionMaps maps;
-    if (!inspect_prepare(a, eot, (int)sizeof(float), model->attn_scale, &maps, msg, sizeof(msg))) {
+    int eot = 0;
+    if (!inspect_prepare(a, (int)sizeof(float), &maps, &eot, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
