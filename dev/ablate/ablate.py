@@ -111,8 +111,8 @@ NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than
                        "heads.csv itself)",
     "--prompt_tokens": "belongs to --dump_attention, which makes the trainer look at attention instead of train"}
 REPORT_FILES = ("plan.tsv",) + report.OUTPUTS  # written by the runner and report.py into OUT
-RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log", "heads.csv", "heads.log")  # written into OUT/<run>/
-HEADS_CSV = "heads.csv"          # a finished run's head diagnostics (head_diagnostics)
+HEADS_CSV = report.HEADS_CSV     # a finished run's head diagnostics (head_diagnostics)
+RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log", HEADS_CSV, "heads.log")  # written into OUT/<run>/
 PRESETS = {"d2": (2, 128, 2), "d4": (4, 256, 4), "d6": (6, 384, 6), "d12": (12, 768, 12), "d24": (24, 1024, 16),
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}  # -e dN: n_layer, n_embd, n_head, as the trainers'
 DECIMAL_RE = re.compile(r"^(0|[1-9][0-9]*)$")

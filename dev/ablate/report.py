@@ -181,13 +181,14 @@ def read_run(out, run):
                 if m and int(m.group(1)) != run["tps"]:
                     die("%s: the trainer ran %s tokens per step, plan.tsv says %d" % (stdout, m.group(1), run["tps"]))
     run["params"] = params_of(run["shape"]) if run["shape"] else None
-    run["heads"] = read_heads(os.path.join(d, "heads.csv"))
+    run["heads"] = read_heads(os.path.join(d, HEADS_CSV))
     if run["params"] and run["params"][0] != int(run["shape"]["n"]):  # two computations of one number
         print("report: warning: run %s: the trainer counts %s parameters, build/params %d" %
               (run["folder"], run["shape"]["n"], run["params"][0]), file=sys.stderr)
 
 
-HEAD_COLUMNS = ("induction", "entropy", "sink")  # heads.csv's columns that table.md and summary.csv average
+HEADS_CSV = "heads.csv"  # a finished run's head diagnostics, written by ablate.py's head_diagnostics
+HEAD_COLUMNS = ("induction", "entropy", "sink")  # its columns that table.md and summary.csv average
 
 
 def read_heads(path):
@@ -613,7 +614,7 @@ def main():
     check_outputs(out, [os.path.join(out, "plan.tsv")])
     meta, units = read_plan(out)
     check_outputs(out, [os.path.join(out, u["folder"], f) for u in units
-                        for f in ("main.log", "stdout.log", "DONE", "heads.csv")])
+                        for f in ("main.log", "stdout.log", "DONE", HEADS_CSV)])
     for u in units:
         read_run(out, u)
     runs = group(units)
