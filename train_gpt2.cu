@@ -311,7 +311,7 @@ static int g_bias_fusion = 1;   // 1: bias gradients in the weight gradient's cu
 // The flash attention kernels' versions, forward and backward (--flash N: both N; the defaults:
 // flash_forward_version in training_memory.h)
 static int g_flash_version = flash_forward_version(0);           // the forward's: 3, or 2
-static int g_flash_backward_version = flash_backward_version(0); // the backward's: 2, or 3
+static int g_flash_backward_version = flash_backward_version(0); // the backward's: 2, 3 or 4
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
 static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
@@ -1110,9 +1110,10 @@ static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const fl
 //
 // fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels below read q, k
 //   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
-//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T). Two versions
-//   of each direction (AttnShape.flash_fwd, flash_bwd; --flash): 3 (128-row forward tiles, a one-pass
-//   backward) and 2; by default forward 3, backward 2. Both versions' lse is ln(sum) + max.
+//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T). Versions of
+//   each direction (AttnShape.flash_fwd, flash_bwd; --flash): 3 (128-row forward tiles, a one-pass
+//   backward) and 2; a backward version 4 (version 2's kernels with version 3's cp.async and
+//   ldmatrix); by default forward 3, backward 2. Every version's lse is ln(sum) + max.
 // unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
 //   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
 //   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed
@@ -1129,7 +1130,7 @@ typedef struct {
     QKVLayout layout;
     int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
     int fused;    // 1: flash kernels, 0: cuBLASLt path
-    int flash_fwd, flash_bwd; // the flash kernels' versions (g_flash_version, g_flash_backward_version): 3, or 2
+    int flash_fwd, flash_bwd; // the flash kernels' versions (g_flash_version, g_flash_backward_version): 3 or 2; backward also 4
 } AttnShape;
 
 // the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
@@ -2322,6 +2323,386 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
     if (dq.accumulate) { flash3_dq_store(dq, dq_accum, B, T, H, kHeadDim, scale); }
 }
 
+// ----------------------------------------------------------------------------
+// flash attention version 4: version 2's two backward kernels with version 3's machinery
+// (dev/cuda/attention_backward.cu v4)
+//
+// Version 3's one pass (5 products, dQ summed in a fixed order across CTAs) measured slower than
+// version 2's two kernels (7 products, no order to keep): its waits serialize the key CTAs. Version
+// 2's kernels, though, load each tile synchronously (every warp waits on global memory at every step:
+// 17-19% of its stalls on long scoreboard under ncu, H100) and read mma operands with scalar shared
+// loads, column pairs two 16-bit loads at a time. Version 4 keeps version 2's decomposition and its
+// order of sums (deterministic, no atomics) and changes how the operands arrive:
+//   - cp.async double buffering of what streams: Q and dO (with lse and D) in the dK/dV kernel, K and
+//     V in the dQ kernel; the next tile lands while this one is computed;
+//   - every mma operand by ldmatrix, .trans where the mma needs column pairs (dO and Q as B of dV and
+//     dK, K as B of dQ), as version 3;
+//   - the dQ kernel takes 128 query rows per CTA (8 warps, version 3's forward shape), so a K/V tile
+//     serves twice the rows; the dK/dV kernel keeps 64 keys (4 warps): dK and dV, 16 keys x hd fp32
+//     each per warp, already take 64 (hd 64) or 128 (hd 128) registers a thread.
+// The delta kernel (D = rowsum(dO * O)) is version 2's. Shared rows keep the pad of versions 2 and 3
+// (no ldmatrix bank conflicts).
+
+#define FLASH4_BLOCK_N 64      // keys per dK/dV CTA and per dQ tile
+#define FLASH4_BLOCK_M 64      // query rows per dK/dV step
+#define FLASH4_DKDV_WARPS 4    // 4 warps x 16 keys
+#define FLASH4_DKDV_THREADS (FLASH4_DKDV_WARPS * 32)
+#define FLASH4_DQ_BLOCK_M 128  // query rows per dQ CTA
+#define FLASH4_DQ_WARPS 8      // 8 warps x 16 rows
+#define FLASH4_DQ_THREADS (FLASH4_DQ_WARPS * 32)
+static_assert(FLASH4_BLOCK_N == FLASH4_DKDV_WARPS * 16 && FLASH4_DQ_BLOCK_M == FLASH4_DQ_WARPS * 16,
+              "each warp owns 16 keys (dK/dV) or 16 query rows (dQ)");
+
+// dynamic smem of the dK/dV kernel: K and V (64 rows), two stages of Q and dO (64 rows each), and
+// two stages of lse and D (64 floats each)
+static size_t flash4_dkdv_smem_bytes(int hd) {
+    return (size_t)(2 * FLASH4_BLOCK_N + 4 * FLASH4_BLOCK_M) * (hd + FLASH_SMEM_PAD) * sizeof(floatX) +
+           4 * FLASH4_BLOCK_M * sizeof(float);
+}
+// dynamic smem of the dQ kernel: Q and dO (128 rows each), two stages of K and V (64 rows each)
+static size_t flash4_dq_smem_bytes(int hd) {
+    return (size_t)(2 * FLASH4_DQ_BLOCK_M + 4 * FLASH4_BLOCK_N) * (hd + FLASH_SMEM_PAD) * sizeof(floatX);
+}
+
+// dK, dV, version 4. Grid (ceil(T / 64), B * Hkv), FLASH4_DKDV_THREADS threads. A CTA owns 64 keys of one
+// kv head (K and V resident) and walks, as version 2, the g query heads of its group and their query
+// tiles from the diagonal on, one step per (head, query tile), the next step's Q, dO, lse and D
+// streaming into the other stage. Each warp owns 16 keys and works transposed (keys as rows). Same
+// arguments and outputs as flash_attention_backward_dkdv_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH4_DKDV_THREADS)
+flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                      const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                                      float scale, float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesM = FLASH4_BLOCK_M / 8, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr uint32_t kRowBytes = kStride * sizeof(floatX);
+    constexpr uint32_t kKeyTileBytes = FLASH4_BLOCK_N * kRowBytes, kQueryTileBytes = FLASH4_BLOCK_M * kRowBytes;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // K, V; stage s's Q at sQdO + 2s query tiles, its dO one tile after; then the floats: stage s's
+    // lse (base 2) at s_stats + 2s * 64, its D 64 floats after
+    const uint32_t sK = smem_u32(flash_smem);
+    const bool kv_same = k.ptr == v.ptr;
+    const uint32_t sV = kv_same ? sK : sK + kKeyTileBytes;
+    const uint32_t sQdO = sK + 2 * kKeyTileBytes;
+    float* s_stats = reinterpret_cast<float*>(flash_smem + 2 * kKeyTileBytes + 4 * kQueryTileBytes);
+    const int n_block = blockIdx.x;
+    const int b = blockIdx.y / Hkv, kvh = blockIdx.y % Hkv, g = H / Hkv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const int key0 = n_block * FLASH4_BLOCK_N + warp * 16 + group; // key of c[0..1]; c[2..3] is key0 + 8
+    const int per_head = (T + FLASH4_BLOCK_M - 1) / FLASH4_BLOCK_M - n_block; // query tiles from the diagonal on
+    const int steps = g * per_head;
+    // ldmatrix rows, as the version 3 forward: lane_nk for B operands stored (n, k), lane_kn for A
+    // operands and for B operands stored (k, n) read with .trans
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const uint32_t sKw = sK + warp * 16 * kRowBytes, sVw = sV + warp * 16 * kRowBytes; // this warp's 16 keys
+
+    // step -> (query head h = kvh * g + step / per_head, query tile n_block + step % per_head)
+    auto load_step = [&](int step, int stage) {
+        const int h = kvh * g + step / per_head, m_block = n_block + step % per_head;
+        const uint32_t sQ = sQdO + 2 * stage * kQueryTileBytes;
+        flash_cp_async_tile<FLASH4_BLOCK_M, kHeadDim, FLASH4_DKDV_THREADS>(
+            sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim, q.stride, m_block * FLASH4_BLOCK_M, T);
+        flash_cp_async_tile<FLASH4_BLOCK_M, kHeadDim, FLASH4_DKDV_THREADS>(
+            sQ + kQueryTileBytes, dout + (size_t)b * T * C + (size_t)h * kHeadDim, C, m_block * FLASH4_BLOCK_M, T);
+        cp_async_commit();
+        // lse and D by ordinary loads and stores: the barrier after the wait publishes them with the tiles
+        float* st = s_stats + 2 * stage * FLASH4_BLOCK_M;
+        const float* lse_bh = lse + ((size_t)b * H + h) * T;
+        const float* delta_bh = delta + ((size_t)b * H + h) * T;
+        for (int i = threadIdx.x; i < FLASH4_BLOCK_M; i += FLASH4_DKDV_THREADS) {
+            const int t = m_block * FLASH4_BLOCK_M + i;
+            st[i] = t < T ? lse_bh[t] * FLASH_LOG2E : 0.0f;
+            st[FLASH4_BLOCK_M + i] = t < T ? delta_bh[t] : 0.0f;
+        }
+    };
+    flash_cp_async_tile<FLASH4_BLOCK_N, kHeadDim, FLASH4_DKDV_THREADS>(
+        sK, k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim, k.stride, n_block * FLASH4_BLOCK_N, T);
+    if (!kv_same) {
+        flash_cp_async_tile<FLASH4_BLOCK_N, kHeadDim, FLASH4_DKDV_THREADS>(
+            sV, v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim, v.stride, n_block * FLASH4_BLOCK_N, T);
+    }
+    cp_async_commit();
+    load_step(0, 0);
+
+    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) {
+        #pragma unroll
+        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
+    }
+
+    for (int step = 0; step < steps; step++) {
+        const int stage = step & 1;
+        if (step + 1 < steps) { // the next step's tiles stream in while this one is computed
+            load_step(step + 1, stage ^ 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); // this step's tiles (and, at step 0, K and V) are complete: every thread's copies landed
+        const int m_block = n_block + step % per_head;
+        const uint32_t sQ = sQdO + 2 * stage * kQueryTileBytes, sdO = sQ + kQueryTileBytes;
+        const float* s_lse = s_stats + 2 * stage * FLASH4_BLOCK_M;
+        const float* s_delta = s_lse + FLASH4_BLOCK_M;
+
+        // S^T = K_w Q^T: A the warp's 16 keys, B Q's rows as (n = query, k = dim)
+        float pt[kTilesM][4]; // (16 keys, 64 queries) per warp: S^T, then P^T
+        #pragma unroll
+        for (int i = 0; i < kTilesM; i++) { pt[i][0] = pt[i][1] = pt[i][2] = pt[i][3] = 0.0f; }
+        #pragma unroll
+        for (int kk = 0; kk < kStepsD; kk++) {
+            uint32_t a[4];
+            ldmatrix_x4(a, sKw + lane_kn + kk * 32);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i += 2) {
+                uint32_t qb[4];
+                ldmatrix_x4(qb, sQ + i * 8 * kRowBytes + lane_nk + kk * 32);
+                mma_16816(pt[i], a, qb);
+                mma_16816(pt[i + 1], a, qb + 2);
+            }
+        }
+        // P^T = 2^(scale * S^T - lse), 0 where query < key (only the diagonal tile) or query >= T (the last)
+        const bool masked = m_block == n_block || (m_block + 1) * FLASH4_BLOCK_M > T;
+        #pragma unroll
+        for (int i = 0; i < kTilesM; i++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int col = i * 8 + 2 * quad + (e & 1);
+                const int query = m_block * FLASH4_BLOCK_M + col;
+                const int key = key0 + (e >= 2 ? 8 : 0);
+                pt[i][e] = (masked && (query < key || query >= T)) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
+            }
+        }
+        // acc_dv += P^T dO: dO as (k = query, n = dim), two 8-dim tiles per ldmatrix.trans
+        #pragma unroll
+        for (int kk = 0; kk < FLASH4_BLOCK_M / 16; kk++) {
+            uint32_t a[4];
+            frag_a_from_acc<kTilesM>(a, pt, kk);
+            #pragma unroll
+            for (int dj = 0; dj < kTilesD; dj += 2) {
+                uint32_t ob[4];
+                ldmatrix_x4_trans(ob, sdO + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                mma_16816(acc_dv[dj], a, ob);
+                mma_16816(acc_dv[dj + 1], a, ob + 2);
+            }
+        }
+        // dP^T = V_w dO^T, then dS^T = P^T * (dP^T - D)
+        float dst[kTilesM][4]; // (16 keys, 64 queries) per warp: dP^T, then dS^T
+        #pragma unroll
+        for (int i = 0; i < kTilesM; i++) { dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
+        #pragma unroll
+        for (int kk = 0; kk < kStepsD; kk++) {
+            uint32_t a[4];
+            ldmatrix_x4(a, sVw + lane_kn + kk * 32);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i += 2) {
+                uint32_t ob[4];
+                ldmatrix_x4(ob, sdO + i * 8 * kRowBytes + lane_nk + kk * 32);
+                mma_16816(dst[i], a, ob);
+                mma_16816(dst[i + 1], a, ob + 2);
+            }
+        }
+        #pragma unroll
+        for (int i = 0; i < kTilesM; i++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) { dst[i][e] = pt[i][e] * (dst[i][e] - s_delta[i * 8 + 2 * quad + (e & 1)]); }
+        }
+        // acc_dk += dS^T Q (the scale is applied once, in the epilogue): Q as (k = query, n = dim)
+        #pragma unroll
+        for (int kk = 0; kk < FLASH4_BLOCK_M / 16; kk++) {
+            uint32_t a[4];
+            frag_a_from_acc<kTilesM>(a, dst, kk);
+            #pragma unroll
+            for (int dj = 0; dj < kTilesD; dj += 2) {
+                uint32_t qb[4];
+                ldmatrix_x4_trans(qb, sQ + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                mma_16816(acc_dk[dj], a, qb);
+                mma_16816(acc_dk[dj + 1], a, qb + 2);
+            }
+        }
+        __syncthreads(); // every warp is done with this stage before step + 2's copies refill it
+    }
+
+    // epilogue, as version 2: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
+    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
+}
+
+// dQ, version 4. Grid (B * H, ceil(T / 128)), FLASH4_DQ_THREADS threads. A CTA owns 128 query rows of
+// one head (Q and dO resident) and walks the key tiles up to its diagonal, the next K/V tile
+// streaming into the other stage; it recomputes P and dS as version 2 and adds dQ = scale * dS K to
+// what the dK/dV kernel wrote where q shares k's storage (dq.accumulate). Same arguments and outputs
+// as flash_attention_backward_dq_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH4_DQ_THREADS, kHeadDim == 64 ? 2 : 1)
+flash4_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
+                                    AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
+                                    float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = FLASH4_BLOCK_N / 8, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr uint32_t kRowBytes = kStride * sizeof(floatX), kTileBytes = FLASH4_BLOCK_N * kRowBytes;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // Q, dO (128 rows each), then stage s's K at sKV + 2s tiles, its V one tile after
+    const uint32_t sQ = smem_u32(flash_smem);
+    const uint32_t sdO = sQ + FLASH4_DQ_BLOCK_M * kRowBytes;
+    const uint32_t sKV = sdO + FLASH4_DQ_BLOCK_M * kRowBytes;
+    const bool kv_same = k.ptr == v.ptr;
+    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
+    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const int warp_row0 = m_block * FLASH4_DQ_BLOCK_M + warp * 16;
+    const int row0 = warp_row0 + group; // query of c[0..1]; c[2..3] is row0 + 8
+    const int n_last = (min(m_block * FLASH4_DQ_BLOCK_M + FLASH4_DQ_BLOCK_M, T) - 1) / FLASH4_BLOCK_N;
+    const int lm_row = lane % 8, lm_mat = lane / 8; // ldmatrix rows, as the dK/dV kernel
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const uint32_t sQw = sQ + warp * 16 * kRowBytes, sdOw = sdO + warp * 16 * kRowBytes; // this warp's 16 rows
+    float lse_r[2], delta_r[2]; // rows row0, row0 + 8 (lse in base 2)
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = row0 + 8 * r;
+        lse_r[r] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
+        delta_r[r] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
+    }
+
+    auto load_kv_stage = [&](int n_block, int stage) {
+        const uint32_t sK = sKV + 2 * stage * kTileBytes;
+        flash_cp_async_tile<FLASH4_BLOCK_N, kHeadDim, FLASH4_DQ_THREADS>(sK, gK, k.stride, n_block * FLASH4_BLOCK_N, T);
+        if (!kv_same) { flash_cp_async_tile<FLASH4_BLOCK_N, kHeadDim, FLASH4_DQ_THREADS>(sK + kTileBytes, gV, v.stride, n_block * FLASH4_BLOCK_N, T); }
+        cp_async_commit();
+    };
+    flash_cp_async_tile<FLASH4_DQ_BLOCK_M, kHeadDim, FLASH4_DQ_THREADS>(
+        sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim, q.stride, m_block * FLASH4_DQ_BLOCK_M, T);
+    flash_cp_async_tile<FLASH4_DQ_BLOCK_M, kHeadDim, FLASH4_DQ_THREADS>(
+        sdO, dout + (size_t)b * T * C + (size_t)h * kHeadDim, C, m_block * FLASH4_DQ_BLOCK_M, T);
+    cp_async_commit();
+    load_kv_stage(0, 0);
+
+    float acc_dq[kTilesD][4]; // (16, kHeadDim) per warp
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) { acc_dq[dj][0] = acc_dq[dj][1] = acc_dq[dj][2] = acc_dq[dj][3] = 0.0f; }
+
+    for (int n_block = 0; n_block <= n_last; n_block++) {
+        const int stage = n_block & 1;
+        if (n_block < n_last) { // the next tile streams in while this one is computed
+            load_kv_stage(n_block + 1, stage ^ 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); // tile n_block (and, at the first, Q and dO) is complete: every thread's copies landed
+        const uint32_t sK = sKV + 2 * stage * kTileBytes;
+        const uint32_t sV = kv_same ? sK : sK + kTileBytes;
+        const int key0 = n_block * FLASH4_BLOCK_N;
+        if (key0 <= warp_row0 + 15) { // else every key of the tile is after this warp's rows: nothing to add
+            // S = Q_w K^T: K as (n = key, k = dim)
+            float p[kTilesN][4]; // (16, 64) per warp: S, then P
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) { p[j][0] = p[j][1] = p[j][2] = p[j][3] = 0.0f; }
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t a[4];
+                ldmatrix_x4(a, sQw + lane_kn + kk * 32);
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j += 2) {
+                    uint32_t kb[4];
+                    ldmatrix_x4(kb, sK + j * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(p[j], a, kb);
+                    mma_16816(p[j + 1], a, kb + 2);
+                }
+            }
+            // P = 2^(scale * S - lse), 0 where key > query (tiles that reach past the warp's first row)
+            // or key >= T
+            const bool masked = key0 + FLASH4_BLOCK_N - 1 > warp_row0 || key0 + FLASH4_BLOCK_N > T;
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int key = key0 + j * 8 + 2 * quad + (e & 1);
+                    const int r = e >= 2 ? 1 : 0;
+                    p[j][e] = (masked && (key > row0 + 8 * r || key >= T)) ? 0.0f : exp2f(p[j][e] * scale_log2 - lse_r[r]);
+                }
+            }
+            // dP = dO_w V^T (V as (n = key, k = dim)), then dS = P * (dP - D)
+            float ds[kTilesN][4]; // (16, 64) per warp: dP, then dS
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) { ds[j][0] = ds[j][1] = ds[j][2] = ds[j][3] = 0.0f; }
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t a[4];
+                ldmatrix_x4(a, sdOw + lane_kn + kk * 32);
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j += 2) {
+                    uint32_t vb[4];
+                    ldmatrix_x4(vb, sV + j * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(ds[j], a, vb);
+                    mma_16816(ds[j + 1], a, vb + 2);
+                }
+            }
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) { ds[j][e] = p[j][e] * (ds[j][e] - delta_r[e >= 2 ? 1 : 0]); }
+            }
+            // acc_dq += dS K: K as (k = key, n = dim), two 8-dim tiles per ldmatrix.trans
+            #pragma unroll
+            for (int kk = 0; kk < FLASH4_BLOCK_N / 16; kk++) {
+                uint32_t a[4];
+                frag_a_from_acc<kTilesN>(a, ds, kk);
+                #pragma unroll
+                for (int dj = 0; dj < kTilesD; dj += 2) {
+                    uint32_t kb[4];
+                    ldmatrix_x4_trans(kb, sK + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_dq[dj], a, kb);
+                    mma_16816(acc_dq[dj + 1], a, kb + 2);
+                }
+            }
+        }
+        __syncthreads(); // every warp is done with this K/V stage before the next tile's copies refill it
+    }
+
+    // epilogue, as version 2: dQ = scale * acc_dq, added where q shares k's storage
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = row0 + 8 * r;
+        if (t >= T) { continue; }
+        floatX* p = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) {
+            flash_store_pair(p + dj * 8, acc_dq[dj][2 * r] * scale, acc_dq[dj][2 * r + 1] * scale, dq.accumulate);
+        }
+    }
+}
+
+// version 4's backward after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write where
+// q shares k's storage)
+template <int kHeadDim>
+static void flash4_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
+                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
+                                         int B, int T, int H, int Hkv, float scale) {
+    const size_t smem_dkdv = flash4_dkdv_smem_bytes(kHeadDim), smem_dq = flash4_dq_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkdv));
+        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
+        smem_opted_in = true;
+    }
+    flash4_attention_backward_dkdv_kernel<kHeadDim><<<dim3((T + FLASH4_BLOCK_N - 1) / FLASH4_BLOCK_N, B * Hkv), FLASH4_DKDV_THREADS, smem_dkdv>>>(
+        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DKDV);
+    flash4_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, (T + FLASH4_DQ_BLOCK_M - 1) / FLASH4_DQ_BLOCK_M), FLASH4_DQ_THREADS, smem_dq>>>(
+        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DQ);
+}
+
 // the grids put B * H in their y dimension
 static void flash_check_grid(const AttnShape* s) {
     if (!attention_fused_grid_fits(s->B, s->H)) {
@@ -2380,6 +2761,10 @@ static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradD
     float* delta = gbufs->delta;
     flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
     profile_mark(PROF_ATTN_BWD_DELTA);
+    if (s->flash_bwd == 4) { // version 2's two kernels, tiles by cp.async, operands by ldmatrix
+        if (s->hd == 64) { flash4_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash4_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    }
     if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     if (s->hd == 128) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
 #endif

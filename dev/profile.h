@@ -87,10 +87,12 @@ static const char* const profile_row_names[PROF_NUM_ROWS] = {
 // the flash kernels from the shared-memory model in the attention labs' headers
 // (dev/cuda/attention_forward.cu, attention_backward.cu: shared memory at 128 bytes per clock per
 // SM, mma.sync at 2/3 of peak): version 2's forward 35% and backward 21% (its three kernels),
-// version 3's forward 54% and backward 34%.
+// version 3's forward 54% and backward 34%, version 4's backward 28% (version 2's kernels, every
+// operand by ldmatrix). The GPU measured version 2's backward kernels at 2.0x this model's time
+// (H200, 2026-11-27) and version 3's at 4.2x.
 enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH2_BWD, PROF_KIND_FLASH3_FWD,
-                   PROF_KIND_FLASH3_BWD };
-static const double profile_kind_efficiency[6] = {3.0 / 3.35, 0.85, 0.35, 0.21, 0.54, 0.34};
+                   PROF_KIND_FLASH3_BWD, PROF_KIND_FLASH4_BWD };
+static const double profile_kind_efficiency[7] = {3.0 / 3.35, 0.85, 0.35, 0.21, 0.54, 0.34, 0.28};
 
 // what the costs depend on besides the model
 typedef struct {
@@ -99,7 +101,7 @@ typedef struct {
     int act_bytes;      // bytes of an activation or parameter value: 2 (bf16) or 4 (fp32)
     int master_weights; // 1: an fp32 master copy of the parameters (the CUDA trainer's bf16 -w 1)
     int flash;          // the fused attention forward's flash version (2 or 3), 0: unfused
-    int flash_bwd;      // the backward's (2: three rows, delta, dK/dV, dQ; 3: one), 0: unfused
+    int flash_bwd;      // the backward's (2 and 4: three rows, delta, dK/dV, dQ; 3: one), 0: unfused
     int recompute;      // the CUDA trainer's -r: 0, 1 (GELU), 2 (GELU and the LayerNorms)
     int bias_fusion;    // 1: the bias gradients summed by the weight gradients' GEMMs (the CUDA trainer's
                         // --bias_fusion 1, cuBLASLt's BGRADB epilogue), 0: a column-sum pass of their own
@@ -210,11 +212,12 @@ static inline void profile_costs(const GPT2Config* c, const ProfileShape* s, Pro
         ROW(PROF_ATTN_BWD, Lyr * 4.0 * unit, Lyr * (a * N * (2.0 * qkv_ch + 2.0 * C) + 8.0 * BHT), PROF_KIND_FLASH3_BWD);
     } else if (s->flash_bwd) {
         // the model's four backward products: dP, dV, dK in the dK/dV kernel, dQ in the dQ kernel (the
-        // kernels also recompute what they need: the excess shows as time over the roofline)
+        // kernels also recompute what they need: the excess shows as time over the roofline); versions
+        // 2 and 4 have the same kernels' shapes, and differ in the efficiency
+        const int kind = s->flash_bwd == 4 ? PROF_KIND_FLASH4_BWD : PROF_KIND_FLASH2_BWD;
         ROW(PROF_ATTN_BWD_DELTA, 0.0, Lyr * (2.0 * a * N * C + 4.0 * BHT), PROF_KIND_MEMORY);
-        ROW(PROF_ATTN_BWD_DKDV, Lyr * 3.0 * unit, Lyr * (a * N * (qkv_ch + C + kv_ch) + 8.0 * BHT), PROF_KIND_FLASH2_BWD);
-        ROW(PROF_ATTN_BWD_DQ, Lyr * unit, Lyr * (a * N * (qkv_ch + C + C * (q_shares ? 2.0 : 1.0)) + 8.0 * BHT),
-            PROF_KIND_FLASH2_BWD);
+        ROW(PROF_ATTN_BWD_DKDV, Lyr * 3.0 * unit, Lyr * (a * N * (qkv_ch + C + kv_ch) + 8.0 * BHT), kind);
+        ROW(PROF_ATTN_BWD_DQ, Lyr * unit, Lyr * (a * N * (qkv_ch + C + C * (q_shares ? 2.0 : 1.0)) + 8.0 * BHT), kind);
     } else {
         ROW(PROF_ATTN_BWD, Lyr * 4.0 * unit, Lyr * (a * N * (2.0 * qkv_ch + 2.0 * C) + 4.0 * BHT), PROF_KIND_ATTENTION);
     }
@@ -340,11 +343,12 @@ static inline int profile_write(const ProfileTotals* t, const GPT2Config* c, con
     }
     printf("profile: %d steps after a warm-up step | scheme %s | B %d T %d x %d micro-steps | roofline %.0f TFLOP/s, "
            "%.2f TB/s | predicted: GEMMs %.0f%%, flash v2 %.0f%% / %.0f%%, v3 %.0f%% / %.0f%% (forward / backward), "
-           "unfused attention %.0f%% of it, memory %.1f TB/s\n", t->steps,
+           "v4 backward %.0f%%, unfused attention %.0f%% of it, memory %.1f TB/s\n", t->steps,
            qkv_scheme_name(c->scheme), s->B, s->T, s->micro_steps, PROFILE_PEAK_FLOPS / 1e12, PROFILE_PEAK_BYTES / 1e12,
            100.0 * profile_kind_efficiency[PROF_KIND_MATMUL], 100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
            100.0 * profile_kind_efficiency[PROF_KIND_FLASH2_BWD], 100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_FWD],
-           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_BWD], 100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
+           100.0 * profile_kind_efficiency[PROF_KIND_FLASH3_BWD], 100.0 * profile_kind_efficiency[PROF_KIND_FLASH4_BWD],
+           100.0 * profile_kind_efficiency[PROF_KIND_ATTENTION],
            PROFILE_PEAK_BYTES * profile_kind_efficiency[PROF_KIND_MEMORY] / 1e12);
     profile_report(t, rows, csv);
     if (csv != NULL) {

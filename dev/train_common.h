@@ -804,7 +804,7 @@ typedef struct {
     int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
     int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
     int bias_fusion;  // --bias_fusion: bias gradients in the weight gradients' cuBLASLt epilogue
-    int flash_version; // --flash: the flash attention kernels' version, both directions (3, or 2); 0 = not
+    int flash_version; // --flash: the flash attention kernels' version, both directions (3, or 2; 4: version 4's backward, version 3's forward); 0 = not
                        // given: forward 3, backward 2, each direction's faster one as measured
     // model shape flags; -1 = not given
     int n_kv_head, mlp_hidden, bias, tied, n_layer, n_embd, n_head;
@@ -948,9 +948,11 @@ static void print_usage(const char* prog) {
     printf("  --attention <fused|unfused>  fused: flash kernels (BF16 builds, head size 64 or 128; other\n");
     printf("                       shapes use the unfused path); unfused: scores in memory, cuBLASLt\n");
     printf("                       matmuls, for any head size (default fused)\n");
-    printf("  --flash <2|3>        the flash kernels' version, forward and backward: 3 (128-row tiles,\n");
+    printf("  --flash <2|3|4>      the flash kernels' version, forward and backward: 3 (128-row tiles,\n");
     printf("                       ldmatrix, cp.async double buffering; a one-pass backward) or 2, the previous\n");
-    printf("                       one (default: forward 3, backward 2, the faster of each on an H100 and H200)\n");
+    printf("                       one; 4: version 3's forward, version 2's two backward kernels with cp.async\n");
+    printf("                       and ldmatrix (not yet timed on a GPU) (default: forward 3, backward 2, the\n");
+    printf("                       faster of each on an H100 and H200)\n");
     printf("  --gelu_fusion <0|1>  1: the MLP's GELU and its derivative in the cuBLASLt matmul epilogues;\n");
     printf("                       0: separate kernels (default 1)\n");
     printf("  --bias_fusion <0|1>  1: each bias gradient summed by its weight gradient's cuBLASLt matmul (the\n");
@@ -1136,7 +1138,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             else if (strcmp(val, "unfused") == 0) { a->attn_unfused = 1; }
             else { snprintf(msg, msg_size, "--attention %s: expected fused or unfused (HINT: run with -h for usage)", val); ok = 0; }
         }
-        else if (strcmp(flag, "--flash") == 0) { ok = parse_ll(flag, val, 2, 3, &v, msg, msg_size); a->flash_version = (int)v; }
+        else if (strcmp(flag, "--flash") == 0) { ok = parse_ll(flag, val, 2, 4, &v, msg, msg_size); a->flash_version = (int)v; }
         else if (strcmp(flag, "--generate") == 0) { ok = parse_ll(flag, val, 0, 1 << 20, &v, msg, msg_size); a->generate = (int)v; }
         else if (strcmp(flag, "--prompt") == 0) { a->prompt = val; }
         else if (strcmp(flag, "--prompt_tokens") == 0) { a->prompt_tokens = val; }

@@ -26,10 +26,12 @@ static inline int qkv_fused_attention_available(int head_dim, int bf16) {
     return bf16 && (head_dim == 64 || head_dim == 128);
 }
 
-// The flash kernels' version in each direction for --flash N (2 or 3: N in both) or 0, the flag not
-// given: each direction's faster version as measured on an H100 and an H200 (2026-11-26), version 3's
-// forward and version 2's backward (version 3's one-pass backward ran 1.3-1.7x slower).
-static inline int flash_forward_version(int flash_flag) { return flash_flag != 0 ? flash_flag : 3; }
+// The flash kernels' version in each direction for --flash N (2 or 3: N in both; 4: version 4's
+// backward, which has no forward of its own, with version 3's forward) or 0, the flag not given: each
+// direction's faster version as measured on an H100 and an H200 (2026-11-26), version 3's forward and
+// version 2's backward (version 3's one-pass backward ran 1.3-1.7x slower). Version 4 (2026-11-27:
+// version 2's kernels with cp.async and ldmatrix) stays opt-in until a GPU has timed it.
+static inline int flash_forward_version(int flash_flag) { return flash_flag == 0 || flash_flag == 4 ? 3 : flash_flag; }
 static inline int flash_backward_version(int flash_flag) { return flash_flag != 0 ? flash_flag : 2; }
 
 // The device layout of the parameters: sizes (elements, 0 for absent tensors) and offsets

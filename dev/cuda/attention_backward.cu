@@ -58,6 +58,23 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
          (with 32 query rows per step at hd 128: 255 registers and 4 bytes spilled, hence 16)
        flash3_dq_store_kernel: 16 registers. One CTA (8 warps) per SM at both head sizes.
      Deterministic: bit-identical runs (the check's second backward). ms on GPU: "Measured" below.
+  4  flash version 4, ./build/lab_attention_backward 4 (the trainer's with --flash 4; after version 3's
+     forward): version 2's delta kernel and two kernels, in version 2's order of sums, with version 3's
+     operand machinery. flash4_attention_backward_dkdv_kernel<hd>, grid (ceil(T/64), B*Hkv), 128
+     threads (4 warps x 16 keys), K and V resident, Q, dO (cp.async) and lse, D double-buffered per
+     step (one query tile of one of the g query heads, from the diagonal on); every mma operand by
+     ldmatrix (.trans for dO and Q as B of dV and dK). Dynamic smem 55.0 KiB at hd 64, 103.0 KiB at hd
+     128. flash4_attention_backward_dq_kernel<hd>, grid (B*H, ceil(T/128)), 256 threads (8 warps x 16
+     rows, version 3's forward shape: a K/V tile serves 128 rows), Q and dO resident, K and V
+     double-buffered; K by ldmatrix.trans as B of dQ = dS K. Dynamic smem 72.0 KiB at hd 64, 136.0 KiB
+     at hd 128. 7 products of T^2 hd per head, as version 2; deterministic (no atomics). On the CPU
+     runtime its --quick errors equal version 2's to the printed digits on all 48 shapes (the same
+     sums in the same order). ptxas (nvcc 13.0, sm_90, this lab's flags):
+       flash4_attention_backward_dkdv_kernel<64>:  168 registers, 12 bytes spill stores, 20 bytes spill loads
+       flash4_attention_backward_dkdv_kernel<128>: 255 registers, no spill (version 2's: 255 and 20 bytes)
+       flash4_attention_backward_dq_kernel<64>:    128 registers (the cap of 2 CTAs of 256 threads), 12 bytes spilled
+       flash4_attention_backward_dq_kernel<128>:   216 registers, no spill
+     ms on GPU: none yet (written 2026-11-27 without a GPU).
 
   Determinism, the choice (version 3). A query tile's dQ sums contributions from every key CTA at or
   before its diagonal. FlashAttention-2 adds them with fp32 atomics (the order varies run to run).
@@ -87,6 +104,15 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
       delta kernel: 25 MB, 0.008 ms).
   At hd 128 version 3's 16-row steps reload K's and V's A fragments (4 + 4 KiB) for every 16 queries:
   predicted about 1.2x version 2 there, not more.
+    version 4: the same warp steps as version 2 (52,224 in each kernel: the dQ kernel's 128-row CTAs
+      skip the warps whose rows all precede a key tile), every operand by ldmatrix at the full 128
+      bytes per clock: dK/dV 36 KiB per warp step (S^T: K 2 + Q 8; dV: dO 8; dP^T: V 2 + dO 8; dK: Q 8),
+      dQ 28 KiB (S: Q 2 + K 8; dP: dO 2 + V 8; dQ: K 8); 3.34 GB -> 0.113 ms; mma as version 2 (7
+      products) 0.09 ms; exp2 0.03 ms. Predicted 0.115 ms: 28% of 790 TFLOP/s on the 4 products, 1.35x
+      version 2's prediction. Version 2 measured 2.3x its prediction (H200, 2026-11-27: 0.353 ms), much
+      of it waiting on its synchronous tile loads (17-19% of stalls on long scoreboard) and issuing
+      scalar shared loads, which version 4 removes; if half of that gap remains, version 4 runs at
+      about 0.2 ms, 1.7x version 2 (predicted, not measured).
   Measured (H100 80GB HBM3, 2026-11-26, --bench as the forward's; dev/results/
   2026-11-26_NVIDIA-H100-80GB-HBM3_gpu_followup.txt), backward ms at T 1024 / 2048 / 4096: version 1
   0.866 / 4.457 / 20.73; version 2 0.372 / 1.149 / 4.039 (2.4x its prediction at T 1024); version 3

@@ -158,7 +158,7 @@ static int check(const LabArgs* a) {
         lab_twin_forward(&in, &atty_ref, &lse_ref); // the CPU twin on the same (rounded) inputs
         // version 1 first: it is the baseline of the later ones (run silently when not selected)
         std::vector<float> v1_atty;
-        for (int k = 0; k < lab_attn_num_versions; k++) {
+        for (int k = 0; k < lab_attn_forward_versions; k++) {
             const LabVersion* ver = &lab_attn_versions[k];
             const int selected = lab_version_selected(a, ver->version);
             if (!lab_version_runs(a, ver)) { continue; }
@@ -189,7 +189,7 @@ static void bench(const LabArgs* a) {
         lab_attn_bench_predicted("forward", flops, bytes, sh.T);
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 0);
-        for (int k = 0; k < lab_attn_num_versions; k++) {
+        for (int k = 0; k < lab_attn_forward_versions; k++) {
             const LabVersion* ver = &lab_attn_versions[k];
             AttnShape s;
             if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
@@ -211,7 +211,7 @@ static void bench(const LabArgs* a) {
 int main(int argc, char** argv) {
     const LabSpec spec = lab_attn_spec("lab_attention_forward", "causal attention forward of train_gpt2.cu",
                                        "time every version at T = 1024, 2048, 4096 (B 8, H 12, hd 64, standard layout)",
-                                       lab_attn_num_versions);
+                                       lab_attn_forward_versions);
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);

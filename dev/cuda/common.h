@@ -724,13 +724,16 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 
 // The versions: each is a path of attention_forward/backward, chosen by the `fused` argument of
 // attn_shape_make and AttnShape.flash_fwd/flash_bwd (LabVersion.variant: 0 unfused, else the flash version).
-// Version 3 is the flash kernels' version 3 in both labs (forward: 128-row tiles; backward: one pass).
+// Version 3 is the flash kernels' version 3 in both labs (forward: 128-row tiles; backward: one pass);
+// version 4, the backward lab's alone, runs version 4's backward after version 3's forward.
 static const LabVersion lab_attn_versions[] = {
     {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
     {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2},
     {3, "fused flash v3: ldmatrix, cp.async; forward 128-row tiles, backward one pass (ordered dQ sum)", 1, 3},
+    {4, "fused flash v4 (backward only; v3's forward): v2's two kernels, tiles by cp.async, operands by ldmatrix", 1, 4},
 };
-static const int lab_attn_num_versions = LAB_COUNT(lab_attn_versions);
+static const int lab_attn_num_versions = LAB_COUNT(lab_attn_versions); // the backward lab's
+static const int lab_attn_forward_versions = 3;                        // version 4 is a backward only
 
 static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench, int num_versions) {
     LabSpec s;
@@ -1087,7 +1090,7 @@ static std::vector<unsigned char> lab_attn_forward_bytes(const LabAttn* a) {
 // the AttnShape of a version for the trial's config, or 0 when the version has no kernel for it
 static int lab_version_shape(const LabVersion* v, const LabInputs* in, AttnShape* s) {
     *s = attn_shape_make(&in->cfg, in->sh.B, in->sh.T, v->variant != 0);
-    if (v->variant != 0) { s->flash_fwd = s->flash_bwd = v->variant; }
+    if (v->variant != 0) { s->flash_fwd = flash_forward_version(v->variant); s->flash_bwd = flash_backward_version(v->variant); }
     return s->fused == (v->variant != 0);
 }
 

@@ -34,7 +34,8 @@
 #   bench_peers       [540] dev/bench/bench.sh part 1: ours vs llm.c vs PyTorch compile at d12
 #   train             [300] `make train` (standard, Austen, 150 steps), --generate with the KV cache
 #                     (make train's model; a random d12 of kv_shared), llm.c loading our checkpoint
-#   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen,
+#   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen (and of
+#                     standard with --flash 4, flash version 4's backward),
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
 #   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
@@ -45,10 +46,10 @@
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
 #                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
-#                     standard_hd64 (both paths), the attention labs' versions 1-3 (--check --quick)
+#                     standard_hd64 (both paths), every version of the attention labs (--check --quick)
 #   sanitize_racecheck[540] racecheck, one step and a short sample, 4 runs at once: the trainer (BF16)
-#                     on every head-size-64 fixture, standard_tiny, the attention labs' versions 1-3
-#   sanitize_synccheck[540] synccheck: the trainer (BF16) on every head-size-64 fixture, the labs' versions 1-3
+#                     on every head-size-64 fixture, standard_tiny, every version of the attention labs
+#   sanitize_synccheck[540] synccheck: the trainer (BF16) on every head-size-64 fixture, every version of the labs
 #   sanitize_initcheck[540] initcheck, one step: FP32 on each scheme's tiny fixture; BF16 on
 #                     standard_tiny and the head-size-64 fixtures of standard, kv_shared, qkv_shared,
 #                     q_residual, through dev/test/initcheck_filter.py (reads of what only cuBLASLt
@@ -497,22 +498,28 @@ stage_profile() {
     else row "build/params profile d12 1024 64 (predicted)" FAIL "$(first_error "$LOG/profile/predicted_d12.txt" 'error\|params\|usage')"; fi
   fi
   need_data dev/data/austen austen_train_000000.bin "--profile (every scheme)" || return
-  for s in $SCHEMES; do
-    bin=$(binary train_gpt2cu "$s" BF16) log="$LOG/profile/profile_$s.log" csv="$LOG/profile/profile_$s.csv"
+  # every scheme with the defaults, then standard with flash version 4's backward (beside the
+  # default's version 2: the step's attn_bwd rows of the two, one machine)
+  local run name flags
+  for run in $SCHEMES standard:flash4; do
+    s=${run%%:*} name=${run/:/_} flags=()
+    [ "$run" = standard:flash4 ] && flags=(--flash 4)
+    bin=$(binary train_gpt2cu "$s" BF16) log="$LOG/profile/profile_$name.log" csv="$LOG/profile/profile_$name.csv"
     rm -f "$csv"
     x timeout "$(tlimit 150)" ./"$bin" -e d12 -i "$AUSTEN_TRAIN" -j "$AUSTEN_VAL" -b 64 -t 1024 -x $((PROFILE_STEPS + 1)) \
-      -v 0 -s 0 --profile "$PROFILE_STEPS" --profile_csv "$csv" >"$log" 2>&1
+      -v 0 -s 0 "${flags[@]}" --profile "$PROFILE_STEPS" --profile_csv "$csv" >"$log" 2>&1
     rc=$?
     [ $DRY -eq 1 ] && continue
     summary=$(grep '^summary:' "$log" | sed -E 's/.*\| ([0-9.]+) ms\/step.*peak memory ([0-9]+) MiB.*/\1 ms\/step, peak \2 MiB/')
     apart=$(grep -m1 '^profile sum of rows' "$log" | sed -E 's/.*: ([0-9.]+)% apart.*/\1/')
     if [ $rc -eq 0 ] && [ -s "$csv" ] && grep -q '^total,' "$csv" && ! grep -q 'NOT within' "$log"; then
-      row "--profile $PROFILE_STEPS, $s (d12, B 64, T 1024)" PASS "$summary; rows sum ${apart:-?}% from the step"
+      row "--profile $PROFILE_STEPS, $s${flags[*]:+ ${flags[*]}} (d12, B 64, T 1024)" PASS "$summary; rows sum ${apart:-?}% from the step"
     else
-      row "--profile $PROFILE_STEPS, $s (d12, B 64, T 1024)" FAIL "exit $rc${apart:+, rows sum $apart% from the step (over 5%)}: $(first_error "$log" 'error\|NOT within')"
+      row "--profile $PROFILE_STEPS, $s${flags[*]:+ ${flags[*]}} (d12, B 64, T 1024)" FAIL "exit $rc${apart:+, rows sum $apart% from the step (over 5%)}: $(first_error "$log" 'error\|NOT within')"
     fi
   done
   [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard.log" ] && grep '^profile ' "$LOG/profile/profile_standard.log" | note
+  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_flash4.log" ] && grep '^profile attn' "$LOG/profile/profile_standard_flash4.log" | note
 }
 stage_profile_ncu() {
   local rc

@@ -202,7 +202,7 @@ for s in $SCHEMES; do
     expect_one_line "$bin bad value" 1 "-b 0" ./"$bin" -b 0
     expect_one_line "$bin bad number" 1 "--attn_scale abc" ./"$bin" --attn_scale abc
     expect_one_line "$bin bad depth" 1 "-e d7" ./"$bin" -e d7
-    expect_one_line "$bin bad --flash" 1 "--flash 4" ./"$bin" --flash 4
+    expect_one_line "$bin bad --flash" 1 "--flash 5" ./"$bin" --flash 5
     expect_one_line "$bin -d not a multiple" 1 "-d 100" ./"$bin" -e d6 -b 2 -t 64 -d 100
     expect_one_line "$bin -t too long" 1 "-t 2048" ./"$bin" -e d6 -t 2048
     # a checkpoint of another scheme (the next scheme in the list)

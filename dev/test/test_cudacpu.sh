@@ -27,7 +27,8 @@
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
 #        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text;
 #        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's three rows
-#        (version 2, the default) with -r 2 and 2 micro-steps, and with --flash 3 its one row): each
+#        (version 2, the default) with -r 2 and 2 micro-steps, with --flash 3 its one row, with
+#        --flash 4 version 4's three): each
 #        row of the path timed (cudaEvents, stamped by the runtime's queue), the rows within 5% of the
 #        step the trainer measured
 #
@@ -54,13 +55,15 @@ runs=("standard $(fixtures_of standard bf16) full")
 # 200) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
 # after dK/dV, identity roles); version 2 on --quick's shapes, and its backward, the trainer's default
 # since 2026-11-27 (with a new delta kernel, checked beside the old one), on every standard shape too
-# (24 s). Every scheme's default path and --flash 3 also run in the fixtures above. (All schemes in
+# (24 s); the backward's version 4 likewise (every standard shape and --quick's: ~50 s). Every
+# scheme's default path, --flash 3 and --flash 4 also run in the fixtures above. (All schemes in
 # full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused path the 25 FP32
 # fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
 done
 runs+=("lab_attention_backward - 2,--check,--scheme,standard")
+runs+=("lab_attention_backward - 4,--check,--scheme,standard" "lab_attention_backward - 4,--quick")
 runs+=("standard_fp32 $(fixtures_of standard fp32) full")
 for s in $SCHEMES; do
   [ "$s" = standard ] && continue
@@ -273,7 +276,7 @@ profile_start=$SECONDS
 rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
 rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
 for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256" \
-           "standard|standard_hd64|attn_bwd|--flash 3"; do
+           "standard|standard_hd64|attn_bwd|--flash 3" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|--flash 4"; do
   IFS='|' read -r stem fixture attn extra <<<"$run"
   bin=build/cudacpu/train_gpt2cu_$stem
   csv="$log_dir/profile_$stem.csv"

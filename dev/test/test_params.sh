@@ -215,6 +215,7 @@ hand_checks=(
   "q_residual 12 768 12 12 3072 1 1024 64|qres_fwd|$((12 * 2 * 2 * 64 * 1024 * 768 * 384))"
   "standard 12 768 12 12 3072 1 1024 64|attn_fwd|$((12 * 2 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64 --flash 2|attn_bwd_dkdv|$((12 * 3 * 64 * 1024 * 768 * 1024))"
+  "standard 12 768 12 12 3072 1 1024 64 --flash 4|attn_bwd_dq|$((12 * 1 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64 --flash 3|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64 unfused|attn_bwd|$((12 * 4 * 64 * 1024 * 768 * 1024))"
   "standard 12 768 12 12 3072 1 1024 64|classifier|$((6 * 64 * 1024 * 50304 * 768))"
@@ -259,12 +260,13 @@ else
   echo "FAIL params profile --bias_fusion 2: exit $rc, expected 1 and one line naming the flag, got: $out"; fail=1
 fi
 
-# the table of d12 at B 64 by default (flash forward 3, backward 2, as the trainer's) and with the
-# flash kernels' version 2: the fused path's three backward rows (not the unfused one), the total row
-# the sum of the rows, the CSV the table's rows, the header naming both versions (--flash 3 has one
-# backward row: the hand check above)
-for flash in "" "--flash 2"; do
-  header="(flash forward $([ -n "$flash" ] && echo 2 || echo 3), backward 2)"
+# the table of d12 at B 64 by default (flash forward 3, backward 2, as the trainer's), with the flash
+# kernels' version 2, and with version 4's backward (after version 3's forward): the fused path's three
+# backward rows (not the unfused one), the total row the sum of the rows, the CSV the table's rows, the
+# header naming both versions (--flash 3 has one backward row: the hand check above)
+for flash in "" "--flash 2" "--flash 4"; do
+  case $flash in "") header="(flash forward 3, backward 2)" ;; "--flash 2") header="(flash forward 2, backward 2)" ;;
+                 *) header="(flash forward 3, backward 4)" ;; esac
   # shellcheck disable=SC2086
   out=$(./build/params profile d12 1024 64 $flash --csv build/params_profile.csv) || { echo "FAIL params profile d12 1024 64 $flash: exit non-zero"; fail=1; }
   rows=$(awk -F, 'NR > 1 && $1 != "total" { print $1 }' build/params_profile.csv | tr '\n' ' ')

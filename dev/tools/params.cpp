@@ -14,7 +14,7 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          Defaults as the trainer's: bf16, fused attention where the build has it
                          (bf16, head size 64 or 128) else unfused, -r 0, -w 1. wpe has
                          max(T, 1024) rows, vocab 50257 padded to 50304.
-  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3]
+  params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3|4]
                  [--bias_fusion 0|1] [--csv FILE]
   params profile d12 T B [...]
                          the predicted per-sublayer table of one training step (dev/profile.h):
@@ -140,12 +140,12 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             ok = set_once(&fused, strcmp(o, "fused") == 0, "the attention path (fused|unfused)", o);
         } else if (strcmp(o, "--flash") == 0 || strcmp(o, "-r") == 0 || strcmp(o, "-w") == 0 ||
                    (allow_csv && strcmp(o, "--bias_fusion") == 0)) {
-            // a flag with one digit: --flash 2|3, -r 0|1|2, -w 0|1, --bias_fusion 0|1
+            // a flag with one digit: --flash 2|3|4, -r 0|1|2, -w 0|1, --bias_fusion 0|1
             const char* v = i + 1 < argc ? argv[i + 1] : "";
             const int is_flash = o[2] == 'f', is_r = strcmp(o, "-r") == 0;
-            const char* allowed = is_flash ? "23" : is_r ? "012" : "01";
+            const char* allowed = is_flash ? "234" : is_r ? "012" : "01";
             if (strlen(v) != 1 || strchr(allowed, v[0]) == NULL) {
-                fprintf(stderr, "params: %s is '%s', expected %s\n", o, v, is_flash ? "2 or 3" : is_r ? "0, 1 or 2" : "0 or 1");
+                fprintf(stderr, "params: %s is '%s', expected %s\n", o, v, is_flash ? "2, 3 or 4" : is_r ? "0, 1 or 2" : "0 or 1");
                 return 0;
             }
             int* slot = is_flash ? &flash : is_r ? &recompute : strcmp(o, "-w") == 0 ? &master : &bias_fusion;
@@ -157,7 +157,7 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             rs->csv = argv[++i];
             ok = 1;
         } else {
-            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, --flash 2|3, -r 0|1|2, -w 0|1%s\n", o,
+            fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, --flash 2|3|4, -r 0|1|2, -w 0|1%s\n", o,
                     allow_csv ? ", --bias_fusion 0|1, --csv FILE" : "");
             return 0;
         }
@@ -245,7 +245,7 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
 
 static const char* const profile_usage =
     "usage: params profile <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
-    "[--flash 2|3] [-r 0|1|2] [-w 0|1] [--bias_fusion 0|1] [--csv FILE], or params profile d12 T B [the same options]";
+    "[--flash 2|3|4] [-r 0|1|2] [-w 0|1] [--bias_fusion 0|1] [--csv FILE], or params profile d12 T B [the same options]";
 
 // The rows' FLOPs plus llm.c's 6 per token for each parameter that is no matmul weight must be
 // exactly gpt2_flops_per_token: checked on one sequence (B = 1), where every term is a whole number
