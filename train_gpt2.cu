@@ -2333,8 +2333,9 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 // 17-19% of its stalls on long scoreboard under ncu, H100) and read mma operands with scalar shared
 // loads, column pairs two 16-bit loads at a time. Version 4 keeps version 2's decomposition and its
 // order of sums (deterministic, no atomics) and changes how the operands arrive:
-//   - cp.async double buffering of what streams: Q and dO (with lse and D) in the dK/dV kernel, K and
-//     V in the dQ kernel; the next tile lands while this one is computed;
+//   - cp.async double buffering of what streams: Q and dO in the dK/dV kernel (lse and D through
+//     registers, loaded as the tiles are issued), K and V in the dQ kernel; the next tile lands while
+//     this one is computed;
 //   - every mma operand by ldmatrix, .trans where the mma needs column pairs (dO and Q as B of dV and
 //     dK, K as B of dQ), as version 3;
 //   - the dQ kernel takes 128 query rows per CTA (8 warps, version 3's forward shape), so a K/V tile
@@ -2352,6 +2353,8 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 #define FLASH4_DQ_THREADS (FLASH4_DQ_WARPS * 32)
 static_assert(FLASH4_BLOCK_N == FLASH4_DKDV_WARPS * 16 && FLASH4_DQ_BLOCK_M == FLASH4_DQ_WARPS * 16,
               "each warp owns 16 keys (dK/dV) or 16 query rows (dQ)");
+static_assert(FLASH4_BLOCK_M == FLASH4_BLOCK_N, "the dK/dV kernel's diagonal step: query tile n_block of key tile n_block");
+static_assert(FLASH4_DKDV_THREADS >= FLASH4_BLOCK_M, "the dK/dV kernel's lse and D: one row per thread");
 
 // dynamic smem of the dK/dV kernel: K and V (64 rows), two stages of Q and dO (64 rows each), and
 // two stages of lse and D (64 floats each)
@@ -2401,7 +2404,7 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
     const uint32_t sKw = sK + warp * 16 * kRowBytes, sVw = sV + warp * 16 * kRowBytes; // this warp's 16 keys
 
     // step -> (query head h = kvh * g + step / per_head, query tile n_block + step % per_head)
-    auto load_step = [&](int step, int stage) {
+    auto load_step = [&](int step, int stage) { // the step's Q and dO tiles, one cp.async group
         const int h = kvh * g + step / per_head, m_block = n_block + step % per_head;
         const uint32_t sQ = sQdO + 2 * stage * kQueryTileBytes;
         flash_cp_async_tile<FLASH4_BLOCK_M, kHeadDim, FLASH4_DKDV_THREADS>(
@@ -2409,14 +2412,24 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
         flash_cp_async_tile<FLASH4_BLOCK_M, kHeadDim, FLASH4_DKDV_THREADS>(
             sQ + kQueryTileBytes, dout + (size_t)b * T * C + (size_t)h * kHeadDim, C, m_block * FLASH4_BLOCK_M, T);
         cp_async_commit();
-        // lse and D by ordinary loads and stores: the barrier after the wait publishes them with the tiles
-        float* st = s_stats + 2 * stage * FLASH4_BLOCK_M;
-        const float* lse_bh = lse + ((size_t)b * H + h) * T;
-        const float* delta_bh = delta + ((size_t)b * H + h) * T;
-        for (int i = threadIdx.x; i < FLASH4_BLOCK_M; i += FLASH4_DKDV_THREADS) {
-            const int t = m_block * FLASH4_BLOCK_M + i;
-            st[i] = t < T ? lse_bh[t] * FLASH_LOG2E : 0.0f;
-            st[FLASH4_BLOCK_M + i] = t < T ? delta_bh[t] : 0.0f;
+    };
+    // the step's lse (base 2) and D, row threadIdx.x: loaded into registers when the step's tiles are
+    // issued, stored to its stage only at the end of the step before (the barrier there publishes
+    // them), so that no thread waits on these loads before computing
+    float row_lse = 0.0f, row_delta = 0.0f;
+    auto load_stats = [&](int step) {
+        const int h = kvh * g + step / per_head, t = (n_block + step % per_head) * FLASH4_BLOCK_M + threadIdx.x;
+        if (threadIdx.x < FLASH4_BLOCK_M && t < T) {
+            row_lse = lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E;
+            row_delta = delta[((size_t)b * H + h) * T + t];
+        } else {
+            row_lse = row_delta = 0.0f;
+        }
+    };
+    auto store_stats = [&](int stage) {
+        if (threadIdx.x < FLASH4_BLOCK_M) {
+            s_stats[2 * stage * FLASH4_BLOCK_M + threadIdx.x] = row_lse;
+            s_stats[(2 * stage + 1) * FLASH4_BLOCK_M + threadIdx.x] = row_delta;
         }
     };
     flash_cp_async_tile<FLASH4_BLOCK_N, kHeadDim, FLASH4_DKDV_THREADS>(
@@ -2427,6 +2440,8 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
     }
     cp_async_commit();
     load_step(0, 0);
+    load_stats(0);
+    store_stats(0);
 
     float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
     #pragma unroll
@@ -2437,8 +2452,9 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
 
     for (int step = 0; step < steps; step++) {
         const int stage = step & 1;
-        if (step + 1 < steps) { // the next step's tiles stream in while this one is computed
+        if (step + 1 < steps) { // the next step's tiles (and its lse, D) stream in while this one is computed
             load_step(step + 1, stage ^ 1);
+            load_stats(step + 1);
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
@@ -2524,6 +2540,8 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
                 mma_16816(acc_dk[dj + 1], a, qb + 2);
             }
         }
+        // the next step's lse and D into the other stage (read last in the step before this one)
+        if (step + 1 < steps) { store_stats(stage ^ 1); }
         __syncthreads(); // every warp is done with this stage before step + 2's copies refill it
     }
 
@@ -2703,7 +2721,8 @@ static void flash4_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
     profile_mark(PROF_ATTN_BWD_DQ);
 }
 
-// the grids put B * H in their y dimension
+// version 2's kernels and version 4's dK/dV kernel put B * H (the dK/dV kernels: B * Hkv) in their grid's
+// y dimension; version 3's forward and version 4's dQ kernel put it in x; version 3's backward is 1-D
 static void flash_check_grid(const AttnShape* s) {
     if (!attention_fused_grid_fits(s->B, s->H)) {
         fprintf(stderr, "error: flash attention: B * n_head = %d * %d exceeds the %d CUDA blocks of a grid's y "
