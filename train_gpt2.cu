@@ -1361,6 +1361,23 @@ __device__ __forceinline__ void flash_store_dkdv(AttnGradDest dk, AttnGradDest d
     }
 }
 
+// The dQ kernels' epilogue (versions 2 and 4): this thread's rows row0 and row0 + 8 of head h,
+// dQ = scale * acc_dq, added to what is there where q shares k's storage (dq.accumulate)
+template <int kHeadDim>
+__device__ __forceinline__ void flash_store_dq(AttnGradDest dq, const float (&acc_dq)[kHeadDim / 8][4], int b, int h,
+                                               int T, int row0, int quad, float scale) {
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = row0 + 8 * r;
+        if (t >= T) { continue; }
+        floatX* p = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + 2 * quad;
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj++) {
+            flash_store_pair(p + dj * 8, acc_dq[dj][2 * r] * scale, acc_dq[dj][2 * r + 1] * scale, dq.accumulate);
+        }
+    }
+}
+
 // S (16, kBlockN) = Q_w K^T for this warp's 16 rows of sQ against the key tile sK, fp32
 template <int kHeadDim>
 __device__ __forceinline__ void flash_scores(float (&s)[FLASH_BLOCK_N / 8][4], const floatX* sQw, const floatX* sK,
@@ -1951,16 +1968,7 @@ flash_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const fl
         flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_dq, ds, sK, group, quad);
     }
 
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int t = row0 + 8 * r;
-        if (t >= T) { continue; }
-        floatX* p = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + 2 * quad;
-        #pragma unroll
-        for (int dj = 0; dj < kTilesD; dj++) {
-            flash_store_pair(p + dj * 8, acc_dq[dj][2 * r] * scale, acc_dq[dj][2 * r + 1] * scale, dq.accumulate);
-        }
-    }
+    flash_store_dq<kHeadDim>(dq, acc_dq, b, h, T, row0, quad, scale);
 }
 
 template <int kHeadDim>
@@ -2367,6 +2375,49 @@ static size_t flash4_dq_smem_bytes(int hd) {
     return (size_t)(2 * FLASH4_DQ_BLOCK_M + 4 * FLASH4_BLOCK_N) * (hd + FLASH_SMEM_PAD) * sizeof(floatX);
 }
 
+// version 4's two products, as version 2's flash_scores and flash_acc_pv with every operand by
+// ldmatrix (tiles at 32-bit shared addresses, rows of kHeadDim + FLASH_SMEM_PAD; lane_kn and lane_nk
+// as the version 3 forward's)
+// c (16, kN) = A B^T: A this warp's 16 rows of a (rows, kHeadDim) tile at sAw, B a (kN, kHeadDim) tile at sB
+template <int kHeadDim, int kN>
+__device__ __forceinline__ void flash4_scores(float (&c)[kN / 8][4], uint32_t sAw, uint32_t sB, uint32_t lane_kn,
+                                              uint32_t lane_nk) {
+    constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX);
+    #pragma unroll
+    for (int j = 0; j < kN / 8; j++) { c[j][0] = c[j][1] = c[j][2] = c[j][3] = 0.0f; }
+    #pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; kk++) {
+        uint32_t a[4];
+        ldmatrix_x4(a, sAw + lane_kn + kk * 32);
+        #pragma unroll
+        for (int j = 0; j < kN / 8; j += 2) { // B fragments of two 8-row tiles per ldmatrix
+            uint32_t b[4];
+            ldmatrix_x4(b, sB + j * 8 * kRowBytes + lane_nk + kk * 32);
+            mma_16816(c[j], a, b);
+            mma_16816(c[j + 1], a, b + 2);
+        }
+    }
+}
+// acc (16, kHeadDim) += P B: P (16, kK) from fp32 accumulators, B a (kK, kHeadDim) tile at sB, its
+// column pairs by ldmatrix.trans (two 8-column tiles per instruction)
+template <int kHeadDim, int kK>
+__device__ __forceinline__ void flash4_acc_pv(float (&acc)[kHeadDim / 8][4], const float (&p)[kK / 8][4], uint32_t sB,
+                                              uint32_t lane_kn) {
+    constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX);
+    #pragma unroll
+    for (int kk = 0; kk < kK / 16; kk++) {
+        uint32_t a[4];
+        frag_a_from_acc<kK / 8>(a, p, kk);
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj += 2) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, sB + kk * 16 * kRowBytes + lane_kn + dj * 16);
+            mma_16816(acc[dj], a, b);
+            mma_16816(acc[dj + 1], a, b + 2);
+        }
+    }
+}
+
 // dK, dV, version 4. Grid (ceil(T / 64), B * Hkv), FLASH4_DKDV_THREADS threads. A CTA owns 64 keys of one
 // kv head (K and V resident) and walks, as version 2, the g query heads of its group and their query
 // tiles from the diagonal on, one step per (head, query tile), the next step's Q, dO, lse and D
@@ -2378,7 +2429,7 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
                                       const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
                                       float scale, float scale_log2) {
     constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    constexpr int kTilesM = FLASH4_BLOCK_M / 8, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr int kTilesM = FLASH4_BLOCK_M / 8, kTilesD = kHeadDim / 8;
     constexpr uint32_t kRowBytes = kStride * sizeof(floatX);
     constexpr uint32_t kKeyTileBytes = FLASH4_BLOCK_N * kRowBytes, kQueryTileBytes = FLASH4_BLOCK_M * kRowBytes;
     extern __shared__ __align__(16) unsigned char flash_smem[];
@@ -2465,22 +2516,9 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
         const float* s_lse = s_stats + 2 * stage * FLASH4_BLOCK_M;
         const float* s_delta = s_lse + FLASH4_BLOCK_M;
 
-        // S^T = K_w Q^T: A the warp's 16 keys, B Q's rows as (n = query, k = dim)
+        // S^T = K_w Q^T
         float pt[kTilesM][4]; // (16 keys, 64 queries) per warp: S^T, then P^T
-        #pragma unroll
-        for (int i = 0; i < kTilesM; i++) { pt[i][0] = pt[i][1] = pt[i][2] = pt[i][3] = 0.0f; }
-        #pragma unroll
-        for (int kk = 0; kk < kStepsD; kk++) {
-            uint32_t a[4];
-            ldmatrix_x4(a, sKw + lane_kn + kk * 32);
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i += 2) {
-                uint32_t qb[4];
-                ldmatrix_x4(qb, sQ + i * 8 * kRowBytes + lane_nk + kk * 32);
-                mma_16816(pt[i], a, qb);
-                mma_16816(pt[i + 1], a, qb + 2);
-            }
-        }
+        flash4_scores<kHeadDim, FLASH4_BLOCK_M>(pt, sKw, sQ, lane_kn, lane_nk);
         // P^T = 2^(scale * S^T - lse), 0 where query < key (only the diagonal tile) or query >= T (the last)
         const bool masked = m_block == n_block || (m_block + 1) * FLASH4_BLOCK_M > T;
         #pragma unroll
@@ -2493,53 +2531,18 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
                 pt[i][e] = (masked && (query < key || query >= T)) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
             }
         }
-        // acc_dv += P^T dO: dO as (k = query, n = dim), two 8-dim tiles per ldmatrix.trans
-        #pragma unroll
-        for (int kk = 0; kk < FLASH4_BLOCK_M / 16; kk++) {
-            uint32_t a[4];
-            frag_a_from_acc<kTilesM>(a, pt, kk);
-            #pragma unroll
-            for (int dj = 0; dj < kTilesD; dj += 2) {
-                uint32_t ob[4];
-                ldmatrix_x4_trans(ob, sdO + kk * 16 * kRowBytes + lane_kn + dj * 16);
-                mma_16816(acc_dv[dj], a, ob);
-                mma_16816(acc_dv[dj + 1], a, ob + 2);
-            }
-        }
+        // acc_dv += P^T dO
+        flash4_acc_pv<kHeadDim, FLASH4_BLOCK_M>(acc_dv, pt, sdO, lane_kn);
         // dP^T = V_w dO^T, then dS^T = P^T * (dP^T - D)
         float dst[kTilesM][4]; // (16 keys, 64 queries) per warp: dP^T, then dS^T
-        #pragma unroll
-        for (int i = 0; i < kTilesM; i++) { dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
-        #pragma unroll
-        for (int kk = 0; kk < kStepsD; kk++) {
-            uint32_t a[4];
-            ldmatrix_x4(a, sVw + lane_kn + kk * 32);
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i += 2) {
-                uint32_t ob[4];
-                ldmatrix_x4(ob, sdO + i * 8 * kRowBytes + lane_nk + kk * 32);
-                mma_16816(dst[i], a, ob);
-                mma_16816(dst[i + 1], a, ob + 2);
-            }
-        }
+        flash4_scores<kHeadDim, FLASH4_BLOCK_M>(dst, sVw, sdO, lane_kn, lane_nk);
         #pragma unroll
         for (int i = 0; i < kTilesM; i++) {
             #pragma unroll
             for (int e = 0; e < 4; e++) { dst[i][e] = pt[i][e] * (dst[i][e] - s_delta[i * 8 + 2 * quad + (e & 1)]); }
         }
-        // acc_dk += dS^T Q (the scale is applied once, in the epilogue): Q as (k = query, n = dim)
-        #pragma unroll
-        for (int kk = 0; kk < FLASH4_BLOCK_M / 16; kk++) {
-            uint32_t a[4];
-            frag_a_from_acc<kTilesM>(a, dst, kk);
-            #pragma unroll
-            for (int dj = 0; dj < kTilesD; dj += 2) {
-                uint32_t qb[4];
-                ldmatrix_x4_trans(qb, sQ + kk * 16 * kRowBytes + lane_kn + dj * 16);
-                mma_16816(acc_dk[dj], a, qb);
-                mma_16816(acc_dk[dj + 1], a, qb + 2);
-            }
-        }
+        // acc_dk += dS^T Q (the scale is applied once, in the epilogue)
+        flash4_acc_pv<kHeadDim, FLASH4_BLOCK_M>(acc_dk, dst, sQ, lane_kn);
         // the next step's lse and D into the other stage (read last in the step before this one)
         if (step + 1 < steps) { store_stats(stage ^ 1); }
         __syncthreads(); // every warp is done with this stage before step + 2's copies refill it
@@ -2560,7 +2563,7 @@ flash4_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
                                     AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
                                     float scale_log2) {
     constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    constexpr int kTilesN = FLASH4_BLOCK_N / 8, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr int kTilesN = FLASH4_BLOCK_N / 8, kTilesD = kHeadDim / 8;
     constexpr uint32_t kRowBytes = kStride * sizeof(floatX), kTileBytes = FLASH4_BLOCK_N * kRowBytes;
     extern __shared__ __align__(16) unsigned char flash_smem[];
     // Q, dO (128 rows each), then stage s's K at sKV + 2s tiles, its V one tile after
@@ -2619,22 +2622,9 @@ flash4_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
         const uint32_t sV = kv_same ? sK : sK + kTileBytes;
         const int key0 = n_block * FLASH4_BLOCK_N;
         if (key0 <= warp_row0 + 15) { // else every key of the tile is after this warp's rows: nothing to add
-            // S = Q_w K^T: K as (n = key, k = dim)
+            // S = Q_w K^T
             float p[kTilesN][4]; // (16, 64) per warp: S, then P
-            #pragma unroll
-            for (int j = 0; j < kTilesN; j++) { p[j][0] = p[j][1] = p[j][2] = p[j][3] = 0.0f; }
-            #pragma unroll
-            for (int kk = 0; kk < kStepsD; kk++) {
-                uint32_t a[4];
-                ldmatrix_x4(a, sQw + lane_kn + kk * 32);
-                #pragma unroll
-                for (int j = 0; j < kTilesN; j += 2) {
-                    uint32_t kb[4];
-                    ldmatrix_x4(kb, sK + j * 8 * kRowBytes + lane_nk + kk * 32);
-                    mma_16816(p[j], a, kb);
-                    mma_16816(p[j + 1], a, kb + 2);
-                }
-            }
+            flash4_scores<kHeadDim, FLASH4_BLOCK_N>(p, sQw, sK, lane_kn, lane_nk);
             // P = 2^(scale * S - lse), 0 where key > query (tiles that reach past the warp's first row)
             // or key >= T
             const bool masked = key0 + FLASH4_BLOCK_N - 1 > warp_row0 || key0 + FLASH4_BLOCK_N > T;
@@ -2647,55 +2637,21 @@ flash4_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
                     p[j][e] = (masked && (key > row0 + 8 * r || key >= T)) ? 0.0f : exp2f(p[j][e] * scale_log2 - lse_r[r]);
                 }
             }
-            // dP = dO_w V^T (V as (n = key, k = dim)), then dS = P * (dP - D)
+            // dP = dO_w V^T, then dS = P * (dP - D)
             float ds[kTilesN][4]; // (16, 64) per warp: dP, then dS
-            #pragma unroll
-            for (int j = 0; j < kTilesN; j++) { ds[j][0] = ds[j][1] = ds[j][2] = ds[j][3] = 0.0f; }
-            #pragma unroll
-            for (int kk = 0; kk < kStepsD; kk++) {
-                uint32_t a[4];
-                ldmatrix_x4(a, sdOw + lane_kn + kk * 32);
-                #pragma unroll
-                for (int j = 0; j < kTilesN; j += 2) {
-                    uint32_t vb[4];
-                    ldmatrix_x4(vb, sV + j * 8 * kRowBytes + lane_nk + kk * 32);
-                    mma_16816(ds[j], a, vb);
-                    mma_16816(ds[j + 1], a, vb + 2);
-                }
-            }
+            flash4_scores<kHeadDim, FLASH4_BLOCK_N>(ds, sdOw, sV, lane_kn, lane_nk);
             #pragma unroll
             for (int j = 0; j < kTilesN; j++) {
                 #pragma unroll
                 for (int e = 0; e < 4; e++) { ds[j][e] = p[j][e] * (ds[j][e] - delta_r[e >= 2 ? 1 : 0]); }
             }
-            // acc_dq += dS K: K as (k = key, n = dim), two 8-dim tiles per ldmatrix.trans
-            #pragma unroll
-            for (int kk = 0; kk < FLASH4_BLOCK_N / 16; kk++) {
-                uint32_t a[4];
-                frag_a_from_acc<kTilesN>(a, ds, kk);
-                #pragma unroll
-                for (int dj = 0; dj < kTilesD; dj += 2) {
-                    uint32_t kb[4];
-                    ldmatrix_x4_trans(kb, sK + kk * 16 * kRowBytes + lane_kn + dj * 16);
-                    mma_16816(acc_dq[dj], a, kb);
-                    mma_16816(acc_dq[dj + 1], a, kb + 2);
-                }
-            }
+            // acc_dq += dS K
+            flash4_acc_pv<kHeadDim, FLASH4_BLOCK_N>(acc_dq, ds, sK, lane_kn);
         }
         __syncthreads(); // every warp is done with this K/V stage before the next tile's copies refill it
     }
 
-    // epilogue, as version 2: dQ = scale * acc_dq, added where q shares k's storage
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int t = row0 + 8 * r;
-        if (t >= T) { continue; }
-        floatX* p = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + 2 * quad;
-        #pragma unroll
-        for (int dj = 0; dj < kTilesD; dj++) {
-            flash_store_pair(p + dj * 8, acc_dq[dj][2 * r] * scale, acc_dq[dj][2 * r + 1] * scale, dq.accumulate);
-        }
-    }
+    flash_store_dq<kHeadDim>(dq, acc_dq, b, h, T, row0, quad, scale);
 }
 
 // version 4's backward after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write where
