@@ -2552,6 +2552,22 @@ flash4_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
     flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
 }
 
+template <int kHeadDim>
+static void flash4_attention_backward_dkdv(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                           const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                                           int Hkv, float scale) {
+    const size_t smem = flash4_dkdv_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
+    const int tiles = (T + FLASH4_BLOCK_N - 1) / FLASH4_BLOCK_N;
+    flash4_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH4_DKDV_THREADS, smem>>>(
+        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 // dQ, version 4. Grid (B * H, ceil(T / 128)), FLASH4_DQ_THREADS threads. A CTA owns 128 query rows of
 // one head (Q and dO resident) and walks the key tiles up to its diagonal, the next K/V tile
 // streaming into the other stage; it recomputes P and dS as version 2 and adds dQ = scale * dS K to
@@ -2654,26 +2670,30 @@ flash4_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
     flash_store_dq<kHeadDim>(dq, acc_dq, b, h, T, row0, quad, scale);
 }
 
+template <int kHeadDim>
+static void flash4_attention_backward_dq(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
+                                         AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale) {
+    const size_t smem = flash4_dq_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false;
+    if (!smem_opted_in) {
+        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        smem_opted_in = true;
+    }
+    const int tiles = (T + FLASH4_DQ_BLOCK_M - 1) / FLASH4_DQ_BLOCK_M;
+    flash4_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, tiles), FLASH4_DQ_THREADS, smem>>>(
+        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 // version 4's backward after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write where
 // q shares k's storage)
 template <int kHeadDim>
 static void flash4_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
                                          const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
                                          int B, int T, int H, int Hkv, float scale) {
-    const size_t smem_dkdv = flash4_dkdv_smem_bytes(kHeadDim), smem_dq = flash4_dq_smem_bytes(kHeadDim);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dkdv));
-        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_dq));
-        smem_opted_in = true;
-    }
-    flash4_attention_backward_dkdv_kernel<kHeadDim><<<dim3((T + FLASH4_BLOCK_N - 1) / FLASH4_BLOCK_N, B * Hkv), FLASH4_DKDV_THREADS, smem_dkdv>>>(
-        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
+    flash4_attention_backward_dkdv<kHeadDim>(dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
     profile_mark(PROF_ATTN_BWD_DKDV);
-    flash4_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, (T + FLASH4_DQ_BLOCK_M - 1) / FLASH4_DQ_BLOCK_M), FLASH4_DQ_THREADS, smem_dq>>>(
-        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
+    flash4_attention_backward_dq<kHeadDim>(dq, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
     profile_mark(PROF_ATTN_BWD_DQ);
 }
 
