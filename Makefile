@@ -247,9 +247,10 @@ $(BUILD)/fuzz/fuzz_%: dev/fuzz/fuzz_%.cpp $(FUZZ_DEPS)
 	$(FUZZ_CXX) $(FUZZ_FLAGS) $< -o $@
 
 # ---------------------------------------------------------------------------------------------
-# The commands. make ablate trains every run of CONFIG, one after another, on the GPU trainer if
-# there is a GPU, else the CPU trainer; OUT only from the command line (the environment's $OUT is not
-# ours); FORCE=1 (command line or environment) trains a plan estimated over 2 hours.
+# The commands. make ablate trains every run of CONFIG on the GPU trainer if there is a GPU, one run
+# per GPU at a time over every visible GPU, else on the CPU trainer (dev/ablate/README.md); OUT only
+# from the command line (the environment's $OUT is not ours); FORCE=1 (command line or environment)
+# trains a plan estimated over 2 hours.
 .PHONY: help schemes params test train ablate clean
 help:
 	@sed -n 's/^#? //p' Makefile

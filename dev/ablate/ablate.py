@@ -1,11 +1,24 @@
 """
 ablate.py: `make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]`: trains every run of a config
-on the same data and token budget, once per seed, one after another, then writes runs.csv, summary.csv,
-loss.png and table.md (dev/ablate/report.py) into one folder and prints table.md. Python 3 standard
-library only; dev/ablate/ablate.sh runs it with /usr/bin/python3.
+on the same data and token budget, once per seed, one run per GPU at a time over every visible GPU (or
+on the CPU, in parallel only where the cores allow), then writes runs.csv, summary.csv, loss.png and
+table.md (dev/ablate/report.py) into one folder and prints table.md. Python 3 standard library only;
+dev/ablate/ablate.sh runs it with /usr/bin/python3.
 
   /usr/bin/python3 dev/ablate/ablate.py CONFIG [OUT]   OUT defaults to ablate_<config name>/ at the root
   ABLATE_DEVICE=cpu|gpu       force the trainer (default: gpu when nvidia-smi -L lists a GPU, else cpu)
+  CUDA_VISIBLE_DEVICES=0,2    the GPUs the runs may use, in this order (indices or GPU-<uuid> prefixes, as
+                              CUDA reads them); unset: every GPU nvidia-smi -L lists. Each run gets one of
+                              them as its own CUDA_VISIBLE_DEVICES, so the trainer sees one GPU
+  ABLATE_JOBS=N               at most N runs at a time (1: one after another). GPU: at most one per GPU
+                              (default: one per visible GPU). CPU: the cores are split into N equal groups,
+                              each run pinned to one group with OMP_NUM_THREADS its size (default: as many
+                              groups of at least CPU_CORES_PER_JOB cores as there are, else one run on
+                              every core, as before runs went in parallel)
+  ABLATE_STATUS_S=60          with runs in parallel, a line of their progress every this many seconds
+  ABLATE_TEST_FAKE_GPUS=1     for dev/test/test_ablate.sh: schedule over the GPUs nvidia-smi lists (the test
+                              puts a fake one on PATH) exactly as for the CUDA trainer, but train each run
+                              on the CPU trainer with one thread
   ABLATE_PLAN_ONLY=1          check the config and every run's command with its trainer (--check_args 1),
                               print each run's command, stop: nothing is trained, created or written
   ABLATE_ESTIMATE=1           with ABLATE_PLAN_ONLY=1: calibrate and print the time estimate too (and
@@ -62,7 +75,18 @@ Output, in OUT: plan.tsv (the runs and seeds and their commands), <run>/ (one se
 with the trainer's main.log, its stdout (stdout.log), cmd.txt and, once the trainer exits 0, DONE (its
 seconds and the other load), then heads.csv (the final model's head diagnostics: its trainer's
 --attention_csv on the fixed probe sentence and induction probe, log in heads.log); then runs.csv,
-summary.csv, loss.png, table.md. The
+summary.csv, loss.png, table.md. stdout.log's second line and DONE say where the run trained (its GPU,
+or its cores); DONE also holds its start and end (Unix seconds), how many runs went at a time, the
+other load over the cores it was measured on, and on a GPU whether another process used that GPU
+meanwhile (gpu_shared, from nvidia-smi's list of compute processes; absent where the runner could
+not tell, e.g. where nvidia-smi lists no process of its own). table.md leaves tokens/s out for a run
+that shared its GPU, as for one whose machine was busy.
+
+Where runs go (plan_slots): a "slot" is a GPU, or a group of cores, that one run has to itself. Runs
+are started in training order into the free slots, and a slot is given the next run when its run ends.
+With one slot the trainer's output is echoed as it trains; with several it goes to each stdout.log,
+and a line of every run's progress is printed each STATUS_S seconds. A run that fails stops the
+scheduling: the runs still training finish (their results stand), then the runner exits non-zero. The
 runner's own files are written under a temporary name and renamed. A run with DONE is skipped; an
 unfinished one resumes from its latest checkpoint (-n, -y 1), or, when it died before its first
 checkpoint, starts again (--overwrite 1 replaces its main.log). A finished run keeps only its final
@@ -119,6 +143,15 @@ DECIMAL_RE = re.compile(r"^(0|[1-9][0-9]*)$")
 PRODUCT_RE = re.compile(r"^[0-9]+([ \t]*\*[ \t]*[0-9]+)*$")
 FLAG_RE = re.compile(r"^(-[a-z]|-s[lg]|--[a-z_]+)$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+CPU_CORES_PER_JOB = 8  # CPU runs go in parallel by default only when each can have this many cores: the
+                       # small models of a CPU ablation stop gaining from more threads about there (chosen,
+                       # not measured: the 2-core CI machine cannot), while fewer would slow every run
+JOBS_MAX = 4096        # ABLATE_JOBS's range
+POLL_S = 0.25          # the scheduler's tick: exits, the load, the echo of a lone run's output
+GPU_POLL_S = 10        # nvidia-smi's compute processes are read this often (every tick until a run's own shows)
+GPU_SEEN_WAIT_S = 60   # ... but at most this long after the run started
+STATUS_S = 60          # runs in parallel: a line of their progress this often (ABLATE_STATUS_S)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def info(msg):
@@ -327,14 +360,22 @@ def main():
         info("note: %s has no run of scheme standard and no 'baseline = <run>': table.md's columns relative to "
              "standard will be n/a" % config_show)
 
-    if not device:
+    status = os.environ.get("ABLATE_STATUS_S", "")
+    if status:
+        value, why = decimal(status, 1, 86400, "seconds")
+        if why:
+            die("ABLATE_STATUS_S=%s: %s (seconds between the progress lines of runs in parallel)" % (status, why))
+    fake = os.environ.get("ABLATE_TEST_FAKE_GPUS", "")
+    if fake not in ("", "0", "1"):
+        die("ABLATE_TEST_FAKE_GPUS=%s: expected 1 (the tests' fake GPUs) or 0" % fake)
+    fake = fake == "1"
+    if fake and device == "gpu":
+        die("ABLATE_TEST_FAKE_GPUS=1 trains on the CPU trainer, ABLATE_DEVICE=gpu asks for the CUDA one: expected one")
+    if fake:
         device = "cpu"
-        try:
-            r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-            if any(line.startswith("GPU ") for line in r.stdout.splitlines()):
-                device = "gpu"
-        except OSError:
-            pass
+    gpus = visible_gpus(list_gpus()) if device != "cpu" or fake else []
+    if not device:
+        device = "gpu" if gpus else "cpu"
     plan["device"] = device
 
     # -----------------------------------------------------------------------------------------
@@ -343,6 +384,7 @@ def main():
 
     done = {u: os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE")) for u in units(cfg, plan)}
     pending = [u for u in units(cfg, plan) if u[0] in plan["selected"] and not done[u]]
+    plan["slots"] = plan_slots(device, gpus, fake, len(pending))
     for u in units(cfg, plan):  # a run already started with another command is refused before anything trains
         d = unit_dir(plan, out, u)
         f = os.path.join(d, "cmd.txt")
@@ -791,6 +833,126 @@ def data_ready(plan):
 
 
 # ---------------------------------------------------------------------------------------------
+# where the runs go: a slot is a GPU, or a group of cores, that one run has to itself
+
+def list_gpus():
+    """the GPUs `nvidia-smi -L` lists, [{"index", "name", "uuid"}]; [] when it lists none or is missing
+    (MIG instances, its indented lines, are not listed: name them in CUDA_VISIBLE_DEVICES)"""
+    try:
+        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    gpus = []
+    for line in r.stdout.splitlines():
+        m = re.match(r"^GPU (\d+): (.*?)(?: \(UUID: (\S+)\))?$", line)
+        if m:
+            gpus.append({"index": m.group(1), "name": m.group(2), "uuid": m.group(3) or ""})
+    return gpus
+
+
+def visible_gpus(listed):
+    """the GPUs the runs may use, each with "id", the CUDA_VISIBLE_DEVICES value its runs get: the
+    entries of CUDA_VISIBLE_DEVICES, in its order, where it is set (an index, a GPU-<uuid> prefix or a
+    MIG-<uuid>, as CUDA reads them), else every GPU listed. [] when nvidia-smi lists none. Dies in one
+    line on an entry that names no listed GPU, or one GPU twice (two runs would share it)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is None or not listed:
+        return [dict(g, id=g["index"]) for g in listed]
+    gpus = []
+    for e in [x.strip() for x in env.split(",") if x.strip()]:
+        if e.startswith("MIG-"):
+            g = {"index": "", "name": "MIG instance", "uuid": e}
+        else:
+            g = next((g for g in listed if e == g["index"] or (e.startswith("GPU-") and g["uuid"].startswith(e))), None)
+        if g is None:
+            die("CUDA_VISIBLE_DEVICES=%s: '%s' is none of the GPUs nvidia-smi -L lists (%s) (HINT: indices or "
+                "GPU-<uuid> prefixes, comma-separated; unset it to use every GPU)"
+                % (env, e, ", ".join("%s %s" % (g["index"], g["uuid"]) for g in listed)))
+        twice = next((x["id"] for x in gpus if x["uuid"] == g["uuid"] and x["index"] == g["index"]), None)
+        if twice is not None:
+            die("CUDA_VISIBLE_DEVICES=%s: '%s' and '%s' name the same GPU: one run per GPU at a time" % (env, twice, e))
+        gpus.append(dict(g, id=e))
+    return gpus
+
+
+def core_ranges(cores):
+    """[0, 1, 2, 5] -> '0-2,5'"""
+    parts, i = [], 0
+    while i < len(cores):
+        j = i
+        while j + 1 < len(cores) and cores[j + 1] == cores[j] + 1:
+            j += 1
+        parts.append(str(cores[i]) if i == j else "%d-%d" % (cores[i], cores[j]))
+        i = j + 1
+    return ",".join(parts)
+
+
+def plan_slots(device, gpus, fake, n_runs):
+    """the slots the n_runs runs about to train go to, one run per slot at a time: a list of dicts with
+    label (for the logs), env (added to the trainer's environment), cores (the CPU numbers it is pinned
+    to; None: not pinned, the load is the whole machine's) and gpu (visible_gpus' entry, or None). On
+    the CUDA trainer (or with the tests' fake GPUs) a slot per visible GPU, at most ABLATE_JOBS; on the
+    CPU, ABLATE_JOBS equal groups of cores, by default as many of CPU_CORES_PER_JOB cores as there are
+    (at most one per run), else one unpinned slot with every core."""
+    text = os.environ.get("ABLATE_JOBS", "")
+    jobs = None
+    if text:
+        jobs, why = decimal(text, 1, JOBS_MAX, "runs at a time")
+        if why:
+            die("ABLATE_JOBS=%s: %s (1 trains one run after another)" % (text, why))
+    if device == "gpu" or fake:
+        if not gpus:  # the CUDA trainer forced where nvidia-smi lists no GPU: its environment as it is
+            if jobs and jobs > 1:
+                die("ABLATE_JOBS=%d: nvidia-smi -L lists no GPU here, so the runs go one after another" % jobs)
+            return [{"label": "the GPU", "env": {}, "cores": None, "gpu": None}]
+        if jobs and jobs > len(gpus):
+            die("ABLATE_JOBS=%d: %d GPU%s visible (%s), and a run has a GPU to itself (HINT: ABLATE_JOBS=%d or "
+                "fewer)" % (jobs, len(gpus), "" if len(gpus) == 1 else "s", ",".join(g["id"] for g in gpus),
+                             len(gpus)))
+        env = {"OMP_NUM_THREADS": "1"} if fake else {}
+        return [{"label": "gpu %s" % g["id"], "env": dict(env, CUDA_VISIBLE_DEVICES=g["id"]), "cores": None, "gpu": g}
+                for g in gpus[:jobs or len(gpus)]]
+    cores = sorted(os.sched_getaffinity(0))
+    if jobs and jobs > len(cores):
+        die("ABLATE_JOBS=%d: this process may use %d core%s, and a CPU run needs one at least (HINT: ABLATE_JOBS=%d "
+            "or fewer)" % (jobs, len(cores), "" if len(cores) == 1 else "s", len(cores)))
+    n = jobs or max(1, min(n_runs, len(cores) // CPU_CORES_PER_JOB))
+    if n == 1:
+        return [{"label": "the CPU", "env": {}, "cores": None, "gpu": None}]
+    each = len(cores) // n
+    groups = [cores[i * each:(i + 1) * each] for i in range(n)]
+    return [{"label": "%s %s" % ("core" if each == 1 else "cores", core_ranges(g)), "env": {"OMP_NUM_THREADS": str(each)},
+             "cores": g, "gpu": None} for g in groups]
+
+
+def describe_slots(slots, device):
+    """one line: where the runs go, and how that was chosen"""
+    n = len(slots)
+    if slots[0]["gpu"]:
+        names = ", ".join("%s (%s%s)" % (s["label"], s["gpu"]["name"], ", " + s["gpu"]["uuid"] if s["gpu"]["uuid"]
+                                         else "") for s in slots)
+        return "%s, one per GPU: %s%s" % ("1 run at a time" if n == 1 else "%d runs at a time" % n, names,
+                                            "; the CPU trainer, one thread each (ABLATE_TEST_FAKE_GPUS=1)"
+                                            if device == "cpu" else "")
+    if slots[0]["label"] == "the GPU":
+        return "1 run at a time, on the GPU the CUDA trainer finds (nvidia-smi -L lists none)"
+    if n == 1:
+        cores = len(os.sched_getaffinity(0))
+        return ("1 run at a time, on every core (%d; CPU runs go in parallel when each can have %d cores of its own, "
+                "ABLATE_JOBS=N sets how many)" % (cores, CPU_CORES_PER_JOB))
+    each = len(slots[0]["cores"])
+    return "%d runs at a time, each pinned to %d core%s of its own (OMP_NUM_THREADS=%d): %s" % (
+        n, each, "" if each == 1 else "s", each, "; ".join(s["label"] for s in slots))
+
+
+def slot_popen_args(slot):
+    """Popen's env and preexec_fn for a trainer in this slot"""
+    env = dict(os.environ, **slot["env"])
+    cores = slot["cores"]
+    return {"env": env, "preexec_fn": (lambda: os.sched_setaffinity(0, cores)) if cores else None}
+
+
+# ---------------------------------------------------------------------------------------------
 # the time estimate and the machine's load
 
 def cpu_busy():
@@ -840,7 +1002,7 @@ def calibrate(cfg, plan, device, todo, enough, train=None, val=None):
     start-up. enough(times so far) True stops early (a plan already over the limit: a d12 shape takes
     minutes on a CPU). Returns ({name: (seconds per token, start-up seconds)} of the runs timed, the
     calibration's wall seconds, shapes timed, shapes in all, the other processes' load meanwhile) or
-    dies naming the shape that failed."""
+    dies naming the shape that failed. A shape is timed alone, in the first slot (plan_slots)."""
     per_shape, per_name = {}, {}
     t0, busy0, own0 = time.time(), cpu_busy(), self_cpu()
     child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -861,8 +1023,8 @@ def calibrate(cfg, plan, device, todo, enough, train=None, val=None):
                    "-x", str(CAL_STEPS), "-v", "0", "-n", "0"]
             for f, v in merged.items():
                 cmd += [f, v]
-            start = time.time()
-            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+            start = time.time()  # in the first slot: a CPU run with the threads and cores it will have
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", **slot_popen_args(plan["slots"][0]))
             wall = time.time() - start
             ms = [float(m.group(1)) for m in re.finditer(r"^step \d+/\d+ \|.*\| ([0-9.]+) ms \|", r.stdout, re.M)]
             if r.returncode != 0 or len(ms) != CAL_STEPS:
@@ -922,16 +1084,22 @@ def estimate(cfg, plan, device, todo, calibrate_now, how_to, train=None, val=Non
     force = os.environ.get("FORCE", "") == "1"
     vtokens = val_tokens(plan) if val is None else None
 
-    def seconds_of(per_name):  # the runs of todo whose shape is timed
-        return sum(run_seconds(plan, n, per_name[n][0], per_name[n][1], vtokens) for n, _ in todo if n in per_name)
+    def seconds_of(per_name):  # the runs of todo whose shape is timed, each to the slot free first, in order
+        free = [0.0] * len(plan["slots"])
+        for n, _ in todo:
+            if n in per_name:
+                free[free.index(min(free))] += run_seconds(plan, n, per_name[n][0], per_name[n][1], vtokens)
+        return max(free)
     per_name, wall, timed, shapes, load = calibrate(
         cfg, plan, device, todo, lambda p: not force and seconds_of(p) > FORCE_OVER_S, train, val)
     seconds = seconds_of(per_name)
     partial = timed < shapes  # stopped early: the runs timed so far are over the limit already
     loaded = "" if load is None else ", other load %.0f%%%s" % (
         100 * load, ": the machine is busy, so this is pessimistic" if load > LOAD_SHARED else "")
-    info("plan: %s; estimated %s%s on this machine (calibrated: %d steps of %s %d shape%s, %.0f s%s%s)"
-         % (what, "at least " if partial else "", duration(seconds), CAL_STEPS, "%d of the" % timed if partial
+    jobs = len(plan["slots"])
+    info("plan: %s; estimated %s%s on this machine%s (calibrated: %d steps of %s %d shape%s, %.0f s%s%s)"
+         % (what, "at least " if partial else "", duration(seconds), "" if jobs == 1 else ", %d runs at a time" % jobs,
+            CAL_STEPS, "%d of the" % timed if partial
             else "each of", shapes, "" if shapes == 1 else "s", wall, loaded,
             "; the others not timed: over the limit already" if partial else ""))
     if seconds > FORCE_OVER_S and not force:
@@ -968,6 +1136,7 @@ def plan_only_mode(cfg, plan, out, device, tmp, done):
                                   len(todo), "" if len(todo) == 1 else "s",
                                   "its trainer" if len(todo) == 1 else "their trainers",
                                   "" if not skipped else ", %d not (done, or left out by ABLATE_RUNS)" % skipped))
+    info("where: " + describe_slots(plan["slots"], device))
     for n in notes:
         info("note: " + n)
     for unit in units(cfg, plan):
@@ -1040,7 +1209,8 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
         raise
 
     # the plan (report.py reads it): a row per run and seed, in training order
-    rows = ["# config\t%s" % cfg.show, "# device\t%s" % device, "# baseline\t%s" % plan["baseline"],
+    rows = ["# config\t%s" % cfg.show, "# device\t%s" % device, "# where\t%s" % describe_slots(plan["slots"], device),
+            "# baseline\t%s" % plan["baseline"],
             "# data\t%s" % plan["train"], "# seeds\t%s" % " ".join(map(str, plan["seeds"])),
             "# tokens\t%d" % plan["tokens"], "name\tscheme\tseed\tfolder\tsteps\ttokens_per_step\tcommand"]
     for unit in units(cfg, plan):
@@ -1054,60 +1224,17 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
          % (cfg.show, len(runs), len(plan["seeds"]), "" if len(plan["seeds"]) == 1 else "s", len(pending), device,
             plan["tokens"], "" if len(plan["seeds"]) == 1 else "s", " ".join(map(str, plan["seeds"])), plan["train"],
             out))
+    info("where: " + describe_slots(plan["slots"], device))
+    queue = []
     for unit in units(cfg, plan):
-        name, label, d = unit[0], unit_label(plan, unit), unit_dir(plan, out, unit)
+        label = unit_label(plan, unit)
         if done[unit]:
-            info("skip %s: done (%s/DONE)" % (label, d))
-            continue
-        if name not in plan["selected"]:
+            info("skip %s: done (%s/DONE)" % (label, unit_dir(plan, out, unit)))
+        elif unit[0] not in plan["selected"]:
             info("skip %s: not in ABLATE_RUNS" % label)
-            continue
-        cmd = run_command(cfg, plan, unit, out, device)
-        os.makedirs(d, exist_ok=True)
-        write_file(os.path.join(d, "cmd.txt"), " ".join(cmd) + "\n")
-        start = start_flags(d)
-        cmd += start
-        steps, tps = plan["steps"][name], plan["tps"][name]
-        info("run %s (%s): %d steps x %d tokens, log %s/main.log%s" % (label, cfg.scheme[name], steps, tps, d,
-                                                                      " (%s)" % " ".join(start) if start else ""))
-        t0, busy0, own0 = time.time(), cpu_busy(), self_cpu()
-        with open(os.path.join(d, "stdout.log"), "a") as log:
-            log.write(" ".join(cmd) + "\n")
-            log.flush()
-            try:
-                p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            except OSError as e:
-                die("run '%s': cannot start %s (%s)" % (label, cmd[0], e.strerror))
-            try:
-                for raw in iter(p.stdout.readline, b""):
-                    text = raw.decode("utf-8", "replace")
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
-                    log.write(text)
-                    log.flush()
-                # wait4: the exit status and the trainer's own CPU time, which the load leaves out
-                _, status, usage = os.wait4(p.pid, 0)
-                rc = p.returncode = os.waitstatus_to_exitcode(status)
-            except KeyboardInterrupt:
-                p.wait()
-                die("interrupted during run '%s' (make ablate again resumes from its latest checkpoint)" % label)
-        wall = time.time() - t0
-        load = other_load(busy0, cpu_busy(), usage.ru_utime + usage.ru_stime + self_cpu() - own0, wall)
-        if rc != 0:
-            with open(os.path.join(d, "stdout.log"), errors="replace") as f:
-                err = [l.rstrip("\n") for l in f if l.startswith("error")]
-            die("run '%s' exited with status %d%s (see %s/stdout.log; make ablate again resumes from its latest "
-                "checkpoint)" % (label, rc, ": " + err[-1] if err else "", d))
-        # DONE: seconds, and the other processes' share of the machine's CPU during the run (report.py
-        # leaves tokens/s out above LOAD_SHARED); a resumed run's are those of its last part
-        write_file(os.path.join(d, "DONE"), "seconds %d\n%s" % (
-            int(wall), "" if load is None else "other_load %.4f\ncores %d\n" % (load, cpu_busy()[1])))
-        # keep the final model only: the training states and older models are for resuming
-        models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
-        for f in models[:-1] + glob.glob(os.path.join(d, "state_*.bin")):
-            os.remove(f)
-        info("run %s done in %d s%s" % (label, int(wall), "" if load is None else
-                                        " (other processes used %.0f%% of the machine meanwhile)" % (100 * load)))
+        else:
+            queue.append(unit)
+    run_queue(cfg, plan, out, device, queue)
 
     head_diagnostics(cfg, plan, out, device)
     # runs.csv, summary.csv, loss.png, table.md (once every run of the config is done), then the table
@@ -1123,6 +1250,263 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
         with open(os.path.join(out, "table.md")) as f:
             sys.stdout.write("\n" + f.read())
     sys.exit(rc)
+
+
+# ---------------------------------------------------------------------------------------------
+# the scheduler: runs into free slots, their exits, their load, their GPUs' other processes
+
+class Job:
+    """a run at one seed training in a slot: its process, and what the scheduler has counted of it"""
+
+    def __init__(self, unit, label, folder, slot, proc, echo_from):
+        self.unit, self.label, self.folder, self.slot, self.proc = unit, label, folder, slot, proc
+        self.t0 = self.t1 = time.time()
+        self.cpu_seen = 0.0         # its CPU seconds counted so far (all its threads)
+        self.foreign = 0.0          # others' busy seconds on its cores (the machine's, when not pinned); None: unknown
+        self.gpu_seen = False       # nvidia-smi listed its own process on its GPU at least once
+        self.gpu_others = 0         # the most other processes nvidia-smi listed on its GPU at once
+        self.echo_from = echo_from  # stdout.log's offset not yet echoed (one slot: the output is shown as it comes)
+
+
+def where_text(slot):
+    g = slot["gpu"]
+    if g:
+        return "%s (%s%s)" % (slot["label"], g["name"], ", " + g["uuid"] if g["uuid"] else "")
+    return "the CPU (every core)" if slot["label"] == "the CPU" else slot["label"]
+
+
+def start_job(cfg, plan, out, device, unit, slot):
+    """the run's folder, cmd.txt, and the trainer started in slot, its output into stdout.log (after the
+    command and a line saying where it trains)"""
+    name, label, d = unit[0], unit_label(plan, unit), unit_dir(plan, out, unit)
+    cmd = run_command(cfg, plan, unit, out, device)
+    os.makedirs(d, exist_ok=True)
+    write_file(os.path.join(d, "cmd.txt"), " ".join(cmd) + "\n")
+    start = start_flags(d)
+    cmd += start
+    env_text = " ".join("%s=%s" % kv for kv in sorted(slot["env"].items()))
+    info("run %s (%s) on %s: %d steps x %d tokens, log %s/main.log%s" % (
+        label, cfg.scheme[name], slot["label"], plan["steps"][name], plan["tps"][name], d,
+        " (%s)" % " ".join(start) if start else ""))
+    with open(os.path.join(d, "stdout.log"), "a") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.write("# on %s%s\n" % (where_text(slot), ", " + env_text if env_text else ""))
+        log.flush()
+        try:
+            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, **slot_popen_args(slot))
+        except OSError as e:
+            die("run '%s': cannot start %s (%s)" % (label, cmd[0], e.strerror))
+        return Job(unit, label, d, slot, p, log.tell())
+
+
+def core_busy():
+    """{CPU number: busy seconds since boot} from /proc/stat's cpuN lines (busy as in cpu_busy); None
+    where there is none"""
+    try:
+        with open("/proc/stat") as f:
+            busy = {}
+            for line in f:
+                m = re.match(r"^cpu(\d+) (.*)$", line)
+                if m:
+                    v = [int(x) for x in m.group(2).split()[:8]]
+                    busy[int(m.group(1))] = (sum(v) - v[3] - v[4]) / CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return None
+    return busy or None
+
+
+def process_cpu(pid):
+    """a live process's CPU seconds (user + system, all its threads) from /proc/<pid>/stat; None if gone"""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def runner_cpu():
+    """the runner's CPU seconds, with those of the children it has waited for (trainers, nvidia-smi)"""
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return self_cpu() + c.ru_utime + c.ru_stime
+
+
+def count_load(jobs, spent, busy0, busy1, runner_s):
+    """adds to each job the busy seconds of a tick that were not this ablation's: on an unpinned job,
+    the machine's busy time less every trainer's (spent: each job's CPU seconds in the tick) and the
+    runner's; on a pinned one, its own cores' busy time less its own and the runner's share (the
+    runner is not pinned: its time is spread over the cores)"""
+    if busy0 is None or busy1 is None:
+        for j in jobs:
+            j.foreign = None
+        return
+    ours = sum(spent.values())
+    for j in jobs:
+        if j.foreign is None:
+            continue
+        cores = j.slot["cores"] or list(busy1)
+        busy = sum(busy1.get(c, 0.0) - busy0.get(c, 0.0) for c in cores)
+        j.foreign += busy - (spent[j] if j.slot["cores"] else ours) - runner_s * len(cores) / len(busy1)
+
+
+def gpu_processes():
+    """{GPU uuid: set of pids} of the compute processes nvidia-smi lists; None when it cannot say"""
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"],
+                           capture_output=True, text=True, errors="replace", timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    apps = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"^\s*(\S+)\s*,\s*(\d+)\s*$", line)
+        if m:
+            apps.setdefault(m.group(1), set()).add(int(m.group(2)))
+    return apps
+
+
+def watch_gpus(jobs):
+    """each job's GPU in nvidia-smi's list of compute processes: is its own process there (then pids
+    compare: nvidia-smi sees this PID namespace), and how many processes of nobody in this ablation"""
+    apps = gpu_processes()
+    if apps is None:
+        return
+    ours = set(j.proc.pid for j in jobs)
+    for j in jobs:
+        uuid = j.slot["gpu"]["uuid"] if j.slot["gpu"] else ""
+        if uuid:
+            pids = apps.get(uuid, set())
+            j.gpu_seen = j.gpu_seen or j.proc.pid in pids
+            j.gpu_others = max(j.gpu_others, len(pids - ours))
+
+
+def echo_output(job):
+    """the lone run's new output, as it comes"""
+    with open(os.path.join(job.folder, "stdout.log"), "rb") as f:
+        f.seek(job.echo_from)
+        data = f.read()
+    if data:
+        job.echo_from += len(data)
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def progress(job):
+    """'step 120/500' from the end of the run's stdout.log ('starting' before its first step)"""
+    try:
+        with open(os.path.join(job.folder, "stdout.log"), "rb") as f:
+            f.seek(max(0, os.path.getsize(f.name) - 8192))
+            tail = f.read().decode("utf-8", "replace")
+    except OSError:
+        return "?"
+    steps = re.findall(r"^step (\d+/\d+) ", tail, re.M)
+    return "step " + steps[-1] if steps else "starting"
+
+
+def finish_job(job, jobs_at_once, cores_total):
+    """DONE for a run that exited 0 (keeping only its final model); the error line for one that did not"""
+    label, d, rc = job.label, job.folder, job.proc.returncode
+    if rc != 0:
+        with open(os.path.join(d, "stdout.log"), errors="replace") as f:
+            err = [l.rstrip("\n") for l in f if l.startswith("error")]
+        return "run '%s' exited with status %d%s (see %s/stdout.log; make ablate again resumes from its latest " \
+               "checkpoint)" % (label, rc, ": " + err[-1] if err else "", d)
+    wall = job.t1 - job.t0
+    cores = len(job.slot["cores"]) if job.slot["cores"] else cores_total
+    load = None if job.foreign is None or wall <= 0 or not cores else \
+        min(1.0, max(0.0, job.foreign / (wall * cores)))
+    # DONE: seconds; the other processes' share of the CPU on the run's cores (report.py leaves tokens/s
+    # out above LOAD_SHARED) and how many cores that is; where it trained, beside how many others; its
+    # start and end; on a GPU, whether another process used it. A resumed run's are those of its last part.
+    lines = ["seconds %d" % int(wall)]
+    if load is not None:
+        lines += ["other_load %.4f" % load, "cores %d" % cores]
+    lines += ["device %s" % where_text(job.slot), "jobs %d" % jobs_at_once, "start %.3f" % job.t0, "end %.3f" % job.t1]
+    shared = None
+    if job.slot["gpu"] and job.gpu_seen:
+        shared = job.gpu_others > 0
+        lines.append("gpu_shared %d" % shared)
+    write_file(os.path.join(d, "DONE"), "\n".join(lines) + "\n")
+    # keep the final model only: the training states and older models are for resuming
+    models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
+    for f in models[:-1] + glob.glob(os.path.join(d, "state_*.bin")):
+        os.remove(f)
+    notes = []
+    if load is not None:
+        notes.append("other processes used %.0f%% of %s meanwhile" % (
+            100 * load, "its cores" if job.slot["cores"] else "the machine"))
+    if shared is not None:
+        notes.append("its GPU shared with another process" if shared else "its GPU to itself")
+    info("run %s done in %d s on %s%s" % (label, int(wall), job.slot["label"], " (%s)" % "; ".join(notes) if notes else ""))
+    return None
+
+
+def run_queue(cfg, plan, out, device, queue):
+    """trains queue's runs, in order, each in the first free slot; returns when all are done, dies
+    (after the runs still training have finished) when one failed"""
+    slots = plan["slots"]
+    free, jobs, failed = list(slots), [], []
+    echo = len(slots) == 1
+    busy0, me0 = core_busy(), runner_cpu()
+    cores_total = len(busy0) if busy0 else 0
+    last_gpu_poll, last_status = 0.0, time.time()
+    try:
+        while jobs or (queue and not failed):
+            while queue and free and not failed:
+                jobs.append(start_job(cfg, plan, out, device, queue.pop(0), free.pop(0)))
+            time.sleep(POLL_S)
+            now = time.time()
+            busy1, me1 = core_busy(), runner_cpu()
+            ended, spent = [], {}
+            for j in jobs:
+                pid, status, usage = os.wait4(j.proc.pid, os.WNOHANG)
+                if pid:  # its whole CPU time, exactly (RUSAGE_CHILDREN now holds it too)
+                    j.proc.returncode = os.waitstatus_to_exitcode(status)
+                    j.t1 = now
+                    total = usage.ru_utime + usage.ru_stime
+                    ended.append(j)
+                else:
+                    total = process_cpu(j.proc.pid)
+                    total = j.cpu_seen if total is None else total
+                spent[j], j.cpu_seen = max(0.0, total - j.cpu_seen), total
+            ended_cpu = sum(j.cpu_seen for j in ended)
+            count_load(jobs, spent, busy0, busy1, max(0.0, me1 - me0 - ended_cpu))
+            busy0, me0 = busy1, me1
+            running = [j for j in jobs if j not in ended]
+            on_gpu = [j for j in running if j.slot["gpu"]]
+            unseen = any(not j.gpu_seen and now - j.t0 < GPU_SEEN_WAIT_S for j in on_gpu)
+            if on_gpu and now - last_gpu_poll >= (POLL_S if unseen else GPU_POLL_S):
+                watch_gpus(running)  # nvidia-smi's CPU time is the runner's (RUSAGE_CHILDREN) at the next tick
+                last_gpu_poll = now
+            if echo:
+                for j in jobs:
+                    echo_output(j)
+            for j in ended:
+                jobs.remove(j)
+                free.append(j.slot)
+                err = finish_job(j, len(slots), cores_total)
+                if err:
+                    failed.append(err)
+                    info(err + ("; no other run starts, waiting for the %d still training" % len(jobs) if jobs else ""))
+            if not echo and jobs and now - last_status >= int(os.environ.get("ABLATE_STATUS_S") or STATUS_S):
+                last_status = now
+                info("%d training (%s); %d waiting" % (len(jobs), ", ".join(
+                    "%s on %s at %s" % (j.label, j.slot["label"], progress(j)) for j in jobs), len(queue)))
+    except KeyboardInterrupt:
+        for j in jobs:
+            if j.proc.returncode is None:
+                try:
+                    j.proc.terminate()
+                except OSError:
+                    pass
+        for j in jobs:
+            if j.proc.returncode is None:
+                j.proc.wait()
+        die("interrupted during run%s %s (make ablate again resumes from the latest checkpoints)" % (
+            "" if len(jobs) == 1 else "s", ", ".join("'%s'" % j.label for j in jobs)))
+    if failed:
+        die(failed[0] + ("" if len(failed) == 1 else " (and %d more: %s)" % (len(failed) - 1, "; ".join(failed[1:]))))
 
 
 def head_diagnostics(cfg, plan, out, device):

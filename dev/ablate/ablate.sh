@@ -6,6 +6,8 @@
 #   bash dev/ablate/ablate.sh CONFIG [OUT]      OUT defaults to ablate_<config name>/ at the root
 #   ABLATE_DEVICE=cpu|gpu  ABLATE_PLAN_ONLY=1  ABLATE_ESTIMATE=1 (plan-only: calibrate too)
 #   ABLATE_RUNS="name ..."  FORCE=1 (train a plan estimated over 2 hours)  PYTHON (report.py's, with matplotlib)
+#   CUDA_VISIBLE_DEVICES=0,2 (the GPUs, one run each at a time)  ABLATE_JOBS=N (runs at a time)
+#   ABLATE_STATUS_S=60 (progress lines of runs in parallel)  ABLATE_TEST_FAKE_GPUS=1 (the tests' fake GPUs)
 #
 # The runner itself always runs on /usr/bin/python3 (whatever PYTHON is: it needs no package).
 exec /usr/bin/python3 "$(dirname "$0")/ablate.py" "$@"

@@ -5,7 +5,8 @@ report.py: the results of one `make ablate` folder, from the trainers' own logs.
 
 Reads OUT/plan.tsv (written by ablate.sh: a row per run and seed, their folders, steps and commands)
 and, per run and seed, <folder>/main.log (step, val and summary lines), <folder>/stdout.log (the
-`model:` and `batch:` lines) and <folder>/DONE (the other processes' load during the run). A resumed
+`model:` and `batch:` lines) and <folder>/DONE (the other processes' load during the run, where it
+trained, and on a GPU whether another process used that GPU meanwhile). A resumed
 run appends to main.log, so a step can appear twice: the last occurrence wins. Writes four files into
 OUT:
 
@@ -31,7 +32,7 @@ OUT:
              second half of the tokens, zoomed in.
   table.md   per run: scheme, shape, parameters (total and non-embedding) and KV-cache bytes per
              token from build/params (attention_variants.cuh), tokens/s (with the other load it was
-             measured under, or n/a above LOAD_SHARED) and peak memory from the trainer's summary
+             measured under, or n/a above LOAD_SHARED or when its GPU was shared) and peak memory from the trainer's summary
              line, the seeds, the final validation loss (mean ± sd), the validation loss and
              perplexity relative to the baseline run (the first `standard` run unless the config
              names one), the difference ± its standard error and Welch's t-test; then the final
@@ -136,20 +137,27 @@ def read_plan(out):
     return meta, units
 
 
-def read_run(out, run):
-    """Fills a run at one seed with its losses, summary, load, shape and parameter counts from its folder."""
+def read_run(out, run, device):
+    """Fills a run at one seed with its losses, summary, load, shape and parameter counts from its folder
+    (device: plan.tsv's trainer, for a DONE from before DONE said where the run trained)."""
     d = os.path.join(out, run["folder"])
     run["done"] = os.path.isfile(os.path.join(d, "DONE"))
     run["load"] = None  # the other processes' share of the CPU during the run (ablate.py writes it into DONE)
+    run["on_gpu"] = device == "gpu"
+    run["gpu_shared"] = None  # True/False: nvidia-smi listed another process on its GPU or not; None: not known
     if run["done"]:
         with open(os.path.join(d, "DONE"), errors="replace") as f:
             for line in f:
-                k, _, v = line.partition(" ")
+                k, _, v = line.rstrip("\n").partition(" ")
                 if k == "other_load":
                     try:
                         run["load"] = float(v)
                     except ValueError:
                         pass
+                elif k == "device":
+                    run["on_gpu"] = v.startswith("gpu ") or v.startswith("the GPU")
+                elif k == "gpu_shared" and v in ("0", "1"):
+                    run["gpu_shared"] = v == "1"
     train, val, summary = {}, {}, None
     log = os.path.join(d, "main.log")
     if os.path.isfile(log):
@@ -336,6 +344,10 @@ def statistics(runs, baseline):
         r["tok_s"] = sum(tok) / len(tok) if tok else None
         loads = [u["load"] for u in r["seeds"]]
         r["load"] = None if any(l is None for l in loads) else max(loads)
+        gpu = [u for u in r["seeds"] if u["on_gpu"]]
+        r["gpu_shared"] = True if any(u["gpu_shared"] for u in gpu) else None if \
+            any(u["gpu_shared"] is None for u in gpu) or not gpu else False
+        r["on_gpu"] = bool(gpu)
         r["peak"] = max((u["summary"][1] for u in r["seeds"] if u["summary"]), default=None)
     return base
 
@@ -349,13 +361,14 @@ def write_summary(out, runs):
         with open(tmp, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["run", "scheme", "seeds", "n", "final_val_loss_mean", "final_val_loss_sd", "diff_vs_baseline",
-                        "diff_se", "welch_t", "welch_df", "p_value", "tok_s_mean", "other_load_max"] +
+                        "diff_se", "welch_t", "welch_df", "p_value", "tok_s_mean", "other_load_max", "gpu_shared"] +
                        ["%s_mean" % c for c in HEAD_COLUMNS])
             for r in runs:
                 wt = r["welch"] or (None, None, None, None, None)
                 w.writerow([r["name"], r["scheme"], " ".join(u["seed"] for u in r["seeds"]), len(r["finals"]),
                             cell(r["mean"]), cell(r["sd"]), cell(r["vs"]), cell(wt[1]), cell(wt[2]),
-                            cell(wt[3]), cell(wt[4], "%.6g"), cell(r["tok_s"], "%.0f"), cell(r["load"], "%.4f")] +
+                            cell(wt[3]), cell(wt[4], "%.6g"), cell(r["tok_s"], "%.0f"), cell(r["load"], "%.4f"),
+                            "" if r["gpu_shared"] is None else "%d" % r["gpu_shared"]] +
                            [cell(r["heads"][i] if r["heads"] else None) for i in range(len(HEAD_COLUMNS))])
     replace_file(os.path.join(out, "summary.csv"), write)
 
@@ -498,14 +511,17 @@ def relative(loss, base):
 
 
 def speed_cell(r):
-    """tokens/s with the load it was measured under; left out when others used the machine"""
+    """tokens/s with the load it was measured under; left out when others used the machine or its GPU"""
     if r["tok_s"] is None:
         return "?"
+    if r["gpu_shared"]:
+        return "n/a (GPU shared with another process)"
+    gpu = "; GPU sharing not measured" if r["on_gpu"] and r["gpu_shared"] is None else ""
     if r["load"] is None:
-        return "{:,.0f} (load not measured)".format(r["tok_s"])
+        return "{:,.0f} (load not measured{})".format(r["tok_s"], gpu)
     if r["load"] > LOAD_SHARED:
         return "n/a (shared machine, %.0f%% other load)" % (100 * r["load"])
-    return "{:,.0f} (other load {:.0f}%)".format(r["tok_s"], 100 * r["load"])
+    return "{:,.0f} (other load {:.0f}%{})".format(r["tok_s"], 100 * r["load"], gpu)
 
 
 def welch_cell(r, base):
@@ -530,11 +546,12 @@ def write_table(out, meta, runs):
     many = max(len(r["finals"]) for r in runs) > 1 if runs else False
     b = baseline or "standard"
     lines = ["# make ablate CONFIG=%s" % meta.get("config", ""), "",
-             "Every run: %s training tokens of `%s`, %s, on the %s trainer." %
+             "Every run: %s training tokens of `%s`, %s, on the %s trainer%s." %
              (fmt_int(int(meta.get("tokens", "0"))), meta.get("data", "?"),
               "seed %s" % seeds[0] if len(seeds) == 1 else "once per seed %s (the seed sets the initial weights and "
               "the data order together)" % ", ".join(seeds),
-              {"gpu": "CUDA", "cpu": "CPU"}.get(meta.get("device"), "?")),
+              {"gpu": "CUDA", "cpu": "CPU"}.get(meta.get("device"), "?"),
+              "; " + meta["where"] if meta.get("where") else ""),
              "",
              "| run | scheme | shape | parameters | non-embedding | KV-cache bytes/token | tokens/s "
              "| peak memory (MiB) | seeds | final val loss%s | val loss vs %s | perplexity vs %s "
@@ -591,9 +608,11 @@ def write_table(out, meta, runs):
     lines.append("Shape: n_layer, n_embd, n_head, n_kv_head, MLP hidden size, biases. Parameters (tied head, vocab "
                  "padded to 50304) and bf16 KV-cache bytes per token (inference) from build/params. tokens/s: the mean "
                  "over the timed steps (the trainer's summary line), averaged over the seeds, with the other "
-                 "processes' share of the machine's CPU during the runs (the largest over the seeds: /proc/stat's busy "
-                 "time less the trainer's and the runner's own, over wall time x cores); above %.0f%% the speed is "
-                 "left out (n/a: shared machine). Peak memory: GPU memory in use (CUDA trainer) or maximum resident "
+                 "processes' share of the CPU during the runs (the largest over the seeds: /proc/stat's busy time of "
+                 "the machine, or of a pinned run's own cores, less this ablation's trainers' and the runner's own, "
+                 "over wall time x cores); above %.0f%% the speed is left out (n/a: shared machine), and so it is "
+                 "for a run whose GPU nvidia-smi listed another process on while it trained (n/a: GPU shared). "
+                 "Peak memory: GPU memory in use (CUDA trainer) or maximum resident "
                  "set size (CPU trainer), the largest over the seeds." % (100 * LOAD_SHARED))
     lines.append("Head diagnostics (heads.csv, the trainer's --attention_csv on the final model; dev/attention_maps.h): "
                  "the mean over every layer and head, then over the seeds. induction: on the fixed probe of an "
@@ -616,7 +635,7 @@ def main():
     check_outputs(out, [os.path.join(out, u["folder"], f) for u in units
                         for f in ("main.log", "stdout.log", "DONE", HEADS_CSV)])
     for u in units:
-        read_run(out, u)
+        read_run(out, u, meta.get("device"))
     runs = group(units)
     write_csv(out, units)
     write_table(out, meta, runs)  # computes the statistics summary.csv and the plot use

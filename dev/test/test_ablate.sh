@@ -13,7 +13,11 @@
 # standard run; the restarts (-y 1 / --overwrite 1, per seed); and the bad input of issue 27 (a
 # table of one-line config changes, a folder as CONFIG, OUT that is an input, report.py's outputs that
 # are inputs or folders): each refused in one line naming the config line, file or flag, in plan-only
-# and real mode, with nothing trained or written. One "PASS ablate ..." / "FAIL ablate ..." line per
+# and real mode, with nothing trained or written; the runs over GPUs (a fake nvidia-smi listing 3
+# GPUs and the trainers on them: one run per GPU at a time, the fourth run on a freed GPU, each log
+# naming its GPU, a GPU shared with a stranger's process marked and its tokens/s left out; the GPUs
+# chosen by ABLATE_JOBS and CUDA_VISIBLE_DEVICES, and their bad values refused) and over CPU cores
+# (two runs pinned to their own cores at once). One "PASS ablate ..." / "FAIL ablate ..." line per
 # check; exits 1 if any failed. About 1-2 minutes on 2 cores (the toy's six runs are a third of it);
 # the suite prints its time.
 set -u
@@ -488,8 +492,8 @@ if [ ${#planned[@]} -gt 0 ] && "${planned[@]}" >"$tmp/restart2_first.log" 2>&1 &
   ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/restart_seeds.txt" "$tmp/restart2" >"$tmp/restart2.log" 2>&1
   rc=$?
   if [ $rc -eq 0 ] && [ -f "$tmp/restart2/standard/seed_1/DONE" ] && [ -f "$tmp/restart2/standard/seed_2/DONE" ] &&
-     grep -q "^ablate: run standard seed 1 (standard): .* (--overwrite 1)$" "$tmp/restart2.log" &&
-     grep -q "^ablate: run standard seed 2 (standard): .* (-y 1)$" "$tmp/restart2.log" &&
+     grep -q "^ablate: run standard seed 1 (standard) on the CPU: .* (--overwrite 1)$" "$tmp/restart2.log" &&
+     grep -q "^ablate: run standard seed 2 (standard) on the CPU: .* (-y 1)$" "$tmp/restart2.log" &&
      grep -q "^resuming from $tmp/restart2/standard/seed_2/state_00000004.bin at step 4" "$tmp/restart2/standard/seed_2/stdout.log" &&
      grep -q -- "--seed 2 " "$tmp/restart2/standard/seed_2/cmd.txt"; then
     pass "restart_per_seed: seed 1 (an old main.log) starts again with --overwrite 1, seed 2 resumes from its step-4 checkpoint with -y 1"
@@ -516,6 +520,155 @@ if [ $rc -eq 0 ] && [ -n "$load" ] && awk -v l="$load" 'BEGIN { exit !(l >= 0.3)
 else
   fail "load_measured: exit $rc, other_load '${load}' (expected >= 0.3 with $cores busy loops): $(grep '^| standard' "$tmp/restart_busy/table.md" 2>/dev/null | cut -c1-200)"
 fi
+
+# ---------------------------------------------------------------- runs over GPUs (issue 32)
+# The scheduling across GPUs, on a CPU: dev/test/fake_nvidia_smi.sh, linked as nvidia-smi first on
+# PATH, lists 3 GPUs, and as their compute processes the CPU trainers running now, each on the GPU its
+# own CUDA_VISIBLE_DEVICES names (read from /proc: what the runner really gave it), plus a process of
+# somebody else on GPU 1. ABLATE_TEST_FAKE_GPUS=1 schedules as for the CUDA trainer but trains on the
+# CPU trainer. Four runs (about a second each) on 3 GPUs: the first three start at once, one per GPU,
+# the fourth when one ends, on the GPU that freed; no GPU holds two runs at once; each run's log and
+# DONE name its GPU; the run(s) on GPU 1 are marked shared and their tokens/s left out.
+start=$SECONDS
+mkdir -p "$tmp/fakebin" && ln -sf "$PWD/dev/test/fake_nvidia_smi.sh" "$tmp/fakebin/nvidia-smi"
+fake_env=(env -u CUDA_VISIBLE_DEVICES PATH="$tmp/fakebin:$PATH" ABLATE_TEST_FAKE_GPUS=1)
+sed -e 's/^tokens = .*/tokens = 256 * 128/' -e 's/^eval_every = .*/eval_every = 128/' -e '/^checkpoint_every/d' \
+    -e '/^standard standard$/d' "$tmp/restart.txt" >"$tmp/gpus.txt"
+printf 'r%s standard\n' 0 1 2 3 >>"$tmp/gpus.txt"
+"${fake_env[@]}" FAKE_FOREIGN=1:424242 ABLATE_STATUS_S=1 bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus" >"$tmp/gpus.log" 2>&1
+rc=$?
+if msg=$("$PY" - "$tmp/gpus" "$tmp/gpus.log" $rc <<'EOF'
+import re, sys
+out, log, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+text = open(log).read()
+if rc != 0:
+    sys.exit("exit %d: %s" % (rc, " ".join(l for l in text.splitlines() if "error" in l or "exited" in l)[:300]))
+events = []  # ("start" | "done", run, gpu) in the order the runner printed them
+for line in text.splitlines():
+    m = re.match(r"^ablate: run (r\d) \(standard\) on gpu (\d): 256 steps x 128 tokens", line)
+    if m:
+        events.append(("start", m.group(1), m.group(2)))
+    m = re.match(r"^ablate: run (r\d) done in \d+ s on gpu (\d) \(", line)
+    if m:
+        events.append(("done", m.group(1), m.group(2)))
+if events[:3] != [("start", "r0", "0"), ("start", "r1", "1"), ("start", "r2", "2")] or len(events) != 8:
+    sys.exit("events %s: expected r0, r1, r2 started on gpu 0, 1, 2 first, 8 events" % events)
+i = next(k for k, e in enumerate(events) if e[:2] == ("start", "r3"))
+freed = [e[2] for e in events[:i] if e[0] == "done"]
+if not freed or events[i][2] not in freed:
+    sys.exit("r3 started on gpu %s, but the GPUs freed before it were %s" % (events[i][2], freed))
+if not re.search(r"^ablate: plan: 4 runs .*, 3 runs at a time \(calibrated", text, re.M):
+    sys.exit("no plan line with ', 3 runs at a time'")
+if not re.search(r"^ablate: where: 3 runs at a time, one per GPU: gpu 0 \(Fake GPU 0, GPU-fake-0\), gpu 1 \(Fake GPU 1, "
+                 r"GPU-fake-1\), gpu 2 \(Fake GPU 2, GPU-fake-2\); the CPU trainer", text, re.M):
+    sys.exit("no 'where:' line naming the 3 GPUs")
+if not re.search(r"^ablate: [1-3] training \((r\d on gpu \d at (step \d+/256|starting)(, )?)+\); [01] waiting$", text, re.M):
+    sys.exit("no progress line (ABLATE_STATUS_S=1)")
+spans, table = {}, open(out + "/table.md").read()
+for r in ("r0", "r1", "r2", "r3"):
+    done = dict(l.split(" ", 1) for l in open("%s/%s/DONE" % (out, r)).read().splitlines())
+    gpu = re.match(r"^gpu (\d) \(Fake GPU (\d), GPU-fake-(\d)\)$", done.get("device", ""))
+    if not gpu or len(set(gpu.groups())) != 1:
+        sys.exit("%s: DONE's device '%s'" % (r, done.get("device")))
+    g = gpu.group(1)
+    second = open("%s/%s/stdout.log" % (out, r)).read().splitlines()[1]
+    if second != "# on gpu %s (Fake GPU %s, GPU-fake-%s), CUDA_VISIBLE_DEVICES=%s OMP_NUM_THREADS=1" % (g, g, g, g):
+        sys.exit("%s: stdout.log's second line '%s'" % (r, second))
+    if done.get("jobs") != "3" or done.get("gpu_shared") != ("1" if g == "1" else "0"):
+        sys.exit("%s on gpu %s: DONE jobs '%s', gpu_shared '%s' (expected 3, %s)" % (r, g, done.get("jobs"),
+                 done.get("gpu_shared"), "1" if g == "1" else "0"))
+    cell = re.search(r"^\| %s \| (?:[^|]*\|){5} ([^|]*) \|" % r, table, re.M).group(1)
+    if (g == "1") != (cell == "n/a (GPU shared with another process)") or (g != "1" and "other load" not in cell):
+        sys.exit("%s on gpu %s: tokens/s cell '%s'" % (r, g, cell))
+    spans.setdefault(g, []).append((float(done["start"]), float(done["end"]), r))
+for g, s in spans.items():
+    s.sort()
+    if any(a[1] > b[0] for a, b in zip(s, s[1:])):
+        sys.exit("gpu %s held two runs at once: %s" % (g, s))
+first3 = [x for s in spans.values() for x in s if x[2] != "r3"]
+if max(a for a, _, _ in first3) >= min(b for _, b, _ in first3):
+    sys.exit("r0-r2 did not train at the same time: %s" % first3)
+print("r3 on gpu %s after it freed; %s" % (events[i][2], ", ".join("gpu %s: %s" % (g, "+".join(x[2] for x in s))
+                                                                 for g, s in sorted(spans.items()))))
+EOF
+2>&1); then
+  pass "gpus_schedule: 4 runs on 3 fake GPUs, one per GPU at a time, each log and DONE naming its GPU, gpu 1's marked shared and its tokens/s n/a ($msg)"
+else
+  fail "gpus_schedule: $msg"
+fi
+
+# which GPUs, and how many at a time: plan-only, the fake GPUs; then the refusals, one line each
+where() { sed -n 's/^ablate: where: //p' <<<"$1"; }
+o1=$("${fake_env[@]}" ABLATE_PLAN_ONLY=1 ABLATE_JOBS=2 bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus_plan" 2>&1)
+o2=$("${fake_env[@]}" ABLATE_PLAN_ONLY=1 CUDA_VISIBLE_DEVICES=2,0 bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus_plan" 2>&1)
+o3=$("${fake_env[@]}" ABLATE_PLAN_ONLY=1 CUDA_VISIBLE_DEVICES=GPU-fake-1 bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus_plan" 2>&1)
+if [ "$(where "$o1")" = "2 runs at a time, one per GPU: gpu 0 (Fake GPU 0, GPU-fake-0), gpu 1 (Fake GPU 1, GPU-fake-1); the CPU trainer, one thread each (ABLATE_TEST_FAKE_GPUS=1)" ] &&
+   [ "$(where "$o2")" = "2 runs at a time, one per GPU: gpu 2 (Fake GPU 2, GPU-fake-2), gpu 0 (Fake GPU 0, GPU-fake-0); the CPU trainer, one thread each (ABLATE_TEST_FAKE_GPUS=1)" ] &&
+   [ "$(where "$o3")" = "1 run at a time, one per GPU: gpu GPU-fake-1 (Fake GPU 1, GPU-fake-1); the CPU trainer, one thread each (ABLATE_TEST_FAKE_GPUS=1)" ] &&
+   [ ! -e "$tmp/gpus_plan" ]; then
+  pass "gpus_chosen: ABLATE_JOBS=2 -> gpus 0 1; CUDA_VISIBLE_DEVICES=2,0 -> gpus 2 0 in that order; =GPU-fake-1 -> that GPU alone"
+else
+  fail "gpus_chosen: '$(where "$o1")' / '$(where "$o2")' / '$(where "$o3")' $(grep -h error <<<"$o1$o2$o3" | head -n 2)"
+fi
+while IFS='|' read -r name vars want; do
+  [ -n "$name" ] || continue
+  read -ra assign <<<"$vars"
+  "${fake_env[@]}" "${assign[@]}" ABLATE_PLAN_ONLY=1 bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus_plan" >"$tmp/gj.out" 2>"$tmp/gj.err"
+  rc=$?
+  if [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/gj.err")" = 1 ] && grep -Eq "^ablate: $want\$" "$tmp/gj.err" && [ ! -e "$tmp/gpus_plan" ]; then
+    pass "gpus_refused_$name: '$(cat "$tmp/gj.err")'"
+  else
+    fail "gpus_refused_$name: exit $rc, '$(head -c 300 "$tmp/gj.err")' (expected one line matching '$want')"
+  fi
+done <<'EOF2'
+jobs_over_gpus|ABLATE_JOBS=4|ABLATE_JOBS=4: 3 GPUs visible \(0,1,2\), and a run has a GPU to itself \(HINT: ABLATE_JOBS=3 or fewer\)
+jobs_0|ABLATE_JOBS=0|ABLATE_JOBS=0: out of range \(expected 1 to 4096, runs at a time\) \(1 trains one run after another\)
+jobs_word|ABLATE_JOBS=all|ABLATE_JOBS=all: expected a decimal whole number .*
+visible_unknown|CUDA_VISIBLE_DEVICES=5|CUDA_VISIBLE_DEVICES=5: '5' is none of the GPUs nvidia-smi -L lists \(0 GPU-fake-0, 1 GPU-fake-1, 2 GPU-fake-2\) \(HINT: .*\)
+visible_twice|CUDA_VISIBLE_DEVICES=0,GPU-fake-0|CUDA_VISIBLE_DEVICES=0,GPU-fake-0: '0' and 'GPU-fake-0' name the same GPU: one run per GPU at a time
+fake_and_gpu|ABLATE_DEVICE=gpu|ABLATE_TEST_FAKE_GPUS=1 trains on the CPU trainer, ABLATE_DEVICE=gpu asks for the CUDA one: expected one
+status_0|ABLATE_STATUS_S=0|ABLATE_STATUS_S=0: out of range .*
+EOF2
+
+# the CPU: one run on every core unless each run can have CPU_CORES_PER_JOB (8) cores; ABLATE_JOBS=N
+# pins N runs to N equal groups of cores, each with OMP_NUM_THREADS the group's size. Two runs trained
+# that way: each on its own core(s), at the same time, with as many threads as cores.
+cores=$(nproc)
+o=$(env -u CUDA_VISIBLE_DEVICES ABLATE_PLAN_ONLY=1 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus_plan" 2>&1)
+jobs=$((cores / 8)); [ $jobs -gt 4 ] && jobs=4 # the config's 4 runs
+if [ $jobs -le 1 ]; then
+  want="1 run at a time, on every core ($cores; CPU runs go in parallel when each can have 8 cores of its own, ABLATE_JOBS=N sets how many)"
+else
+  want="$jobs runs at a time, each pinned to $((cores / jobs)) cores of its own (OMP_NUM_THREADS=$((cores / jobs))): "
+fi
+if [ "$(where "$o")" = "$want" ] || { [ $jobs -gt 1 ] && [[ "$(where "$o")" == "$want"* ]]; }; then
+  pass "cpu_default_jobs: $cores cores: '$(where "$o")'"
+else
+  fail "cpu_default_jobs: $cores cores: '$(where "$o")', expected '$want'"
+fi
+if [ "$cores" -ge 2 ]; then
+  sed '/^r[23] standard$/d' "$tmp/gpus.txt" >"$tmp/cpus.txt"
+  each=$((cores / 2))
+  env -u CUDA_VISIBLE_DEVICES ABLATE_JOBS=2 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/cpus.txt" "$tmp/cpus" >"$tmp/cpus.log" 2>&1
+  rc=$?
+  d0=$(sed -n 's/^device //p' "$tmp/cpus/r0/DONE" 2>/dev/null); d1=$(sed -n 's/^device //p' "$tmp/cpus/r1/DONE" 2>/dev/null)
+  s0=$(sed -n 's/^start //p' "$tmp/cpus/r0/DONE" 2>/dev/null); e0=$(sed -n 's/^end //p' "$tmp/cpus/r0/DONE" 2>/dev/null)
+  s1=$(sed -n 's/^start //p' "$tmp/cpus/r1/DONE" 2>/dev/null); e1=$(sed -n 's/^end //p' "$tmp/cpus/r1/DONE" 2>/dev/null)
+  if [ $rc -eq 0 ] && [[ "$d0" =~ ^cores?\ [0-9,-]+$ ]] && [[ "$d1" =~ ^cores?\ [0-9,-]+$ ]] && [ "$d0" != "$d1" ] &&
+     grep -q "^cores $each$" "$tmp/cpus/r0/DONE" && grep -q "^# on $d1, OMP_NUM_THREADS=$each$" "$tmp/cpus/r1/stdout.log" &&
+     grep -q "^device: CPU, $each OpenMP threads" "$tmp/cpus/r0/stdout.log" && awk -v a="$s0" -v b="$e0" -v c="$s1" -v d="$e1" 'BEGIN { exit !(a < d && c < b) }'; then
+    pass "cpu_jobs_pinned: ABLATE_JOBS=2 on $cores cores: r0 on $d0, r1 on $d1, $each thread(s) each, trained at the same time"
+  else
+    fail "cpu_jobs_pinned: exit $rc, r0 '$d0' ($s0-$e0), r1 '$d1' ($s1-$e1): $(grep -m1 'error\|exited' "$tmp/cpus.log")"
+  fi
+  "${fake_env[@]}" ABLATE_JOBS=$((cores + 1)) ABLATE_PLAN_ONLY=1 ABLATE_TEST_FAKE_GPUS=0 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus_plan" >/dev/null 2>"$tmp/gj.err"
+  if grep -q "^ablate: ABLATE_JOBS=$((cores + 1)): this process may use $cores cores, and a CPU run needs one at least (HINT: ABLATE_JOBS=$cores or fewer)$" "$tmp/gj.err"; then
+    pass "cpu_jobs_over_cores: '$(cat "$tmp/gj.err")'"
+  else
+    fail "cpu_jobs_over_cores: '$(head -c 300 "$tmp/gj.err")'"
+  fi
+fi
+echo "ablate: the runs over GPUs and cores took $((SECONDS - start)) s"
 
 # ---------------------------------------------------------------- the 2-hour limit and FORCE=1
 # the fixture config with 2 billion steps and a second run of another shape (its learning rate):
