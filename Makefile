@@ -44,6 +44,7 @@ OPENMP := -fopenmp
 
 # the headers every trainer includes (the model, its files, the flags they share), and the tests'
 MODEL_HEADERS := attention_variants.cuh dev/parameters.h dev/checkpoint.h dev/training_memory.h dev/train_common.h dev/attention_maps.h \
+                 dev/data_parallel.h \
                  dev/profile.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 TEST_HEADERS := dev/test/debug_state.h dev/test/sampling_check.h
 
@@ -200,6 +201,14 @@ $(1):
 	mkdir -p $(1)
 endef
 $(foreach dir,$(BUILD) $(ASAN),$(eval $(call cpu_binaries,$(dir))))
+
+# The CPU trainer over MPI (dev/data_parallel.h): the same source with -DDP_MPI, built by mpicxx
+# (Debian: openmpi-bin libopenmpi-dev); mpirun -np N runs N processes of one run. Not part of `make
+# cpu`: the plain CPU trainer needs no MPI.
+MPICXX ?= mpicxx
+$(BUILD)/train_gpt2_cpu_mpi_%: $(CPU_TRAINER_DEPS) | $(BUILD)
+	@command -v $(MPICXX) >/dev/null || { echo "error: $(MPICXX) not found (HINT: apt-get install openmpi-bin libopenmpi-dev)" >&2; exit 1; }
+	$(MPICXX) $(CPU_CXXFLAGS) $(OPENMP) -DDP_MPI $(call QKV_DEFINE,$*) $< -o $@ -lm
 
 .PHONY: cpu asan
 cpu: $(BUILD)/train_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_$(QKV) $(BUILD)/test_gpt2_cpu_tiled_$(QKV)

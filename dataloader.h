@@ -20,6 +20,8 @@ Windows and order (the definition every trainer relies on):
     window is visited exactly once per epoch. The generator is splitmix64 with Fisher-Yates and
     rejection sampling, so the order is the same on every platform and compiler.
   - After the last window of an epoch the next batch is the first window of the next epoch.
+  - dataloader_skip_batch moves past a batch without reading it: the processes of a data-parallel
+    run (dev/data_parallel.h) all walk this one order, each reading its own batches of it.
 
 State: DataLoaderState (64 bytes, stored in training checkpoints) holds the seed, the epoch, the
 position in the epoch's shard order and the position in the current shard's window order, plus
@@ -313,8 +315,9 @@ static inline void dataloader_compute_window_order(DataLoader* loader, size_t sh
 }
 
 // loads the next B*T+1 window into inputs/targets
-static inline void dataloader_next_batch(DataLoader* loader) {
-    size_t B = loader->B, T = loader->T;
+// Moves to the next window and returns it (its shard in *shard): the order of the batches,
+// without reading them.
+static inline size_t dataloader_advance(DataLoader* loader, size_t* shard_out) {
     // move past finished shards and epochs (every shard has >= 1 window, checked at init)
     dataloader_compute_shard_order(loader);
     while (loader->window_pos >= loader->shard_windows[loader->shard_order[loader->shard_pos]]) {
@@ -331,7 +334,21 @@ static inline void dataloader_next_batch(DataLoader* loader) {
     size_t window = loader->window_order[loader->window_pos];
     loader->epoch = loader->next_epoch;
     loader->window_pos++;
+    *shard_out = shard;
+    return window;
+}
 
+// Passes over the next batch without reading it: a data-parallel process skips the batches of the
+// others (dev/data_parallel.h), so that every process walks the same order of batches.
+static inline void dataloader_skip_batch(DataLoader* loader) {
+    size_t shard;
+    dataloader_advance(loader, &shard);
+}
+
+static inline void dataloader_next_batch(DataLoader* loader) {
+    size_t B = loader->B, T = loader->T;
+    size_t shard;
+    const size_t window = dataloader_advance(loader, &shard);
     if (loader->fp_shard != shard) {
         if (loader->fp != NULL) { fclose(loader->fp); }
         loader->fp = fopen(loader->files[shard], "rb");

@@ -5198,7 +5198,9 @@ int main(int argc, char** argv) {
         print_usage(argv[0]);
         return 0;
     }
-    if (parsed == 0 || !train_args_resolve(&args, msg, sizeof(msg)) || !train_args_check_data(&args, msg, sizeof(msg))) {
+    // one process: -pn, -pr, -pi and -pf are checked against a world of one (dev/data_parallel.h)
+    if (parsed == 0 || !processes_check(&args, NULL, 1, 0, msg, sizeof(msg)) || !train_args_resolve(&args, msg, sizeof(msg)) ||
+        !train_args_check_data(&args, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }

@@ -40,6 +40,7 @@ and defines after it
 #include "../attention_variants.cuh"
 #include "attention_maps.h"
 #include "checkpoint.h"
+#include "data_parallel.h"
 #include "../dataloader.h"
 #include "../tokenizer.h"
 
@@ -828,6 +829,14 @@ typedef struct {
     int allow_nonfinite;            // --allow_nonfinite 1: load NaN/Inf weights and moments (debugging)
     int reschedule;                 // --reschedule 1: a resume may change -x, -l, -u, -q, -c (resume_schedule_check)
     int model_given;                // -e was on the command line (not the default d12)
+    // data parallelism (dev/data_parallel.h; llm.c's flags)
+    int zero_stage;                 // -z 0|1: 1 shards AdamW's state over the processes (ZeRO-1)
+    int processes_given;            // -pn N: the processes of the run (checked against MPI's, or the fs rendezvous's)
+    int rank_given;                 // -pr R: this process's rank (the fs rendezvous); -1 = not given
+    const char* init_method;        // -pi mpi|fs: how the processes meet (default mpi)
+    const char* rendezvous_dir;     // -pf DIR: the fs rendezvous's shared folder
+    float collective_timeout;       // --collective_timeout S: the longest a collective waits for the others
+    int world, rank;                // the processes of the run and this one's rank (set by the trainer)
     // resolved by train_args_resolve
     GPT2Config config;
     int from_file;
@@ -881,6 +890,14 @@ static void train_args_defaults(TrainArgs* a) {
     a->sampling.top_k = 0;
     a->sampling.top_p = 1.0f;
     a->num_samples = 1;
+    a->zero_stage = 0;
+    a->processes_given = 0;
+    a->rank_given = -1;
+    a->init_method = "mpi";
+    a->rendezvous_dir = NULL;
+    a->collective_timeout = 600.0f;
+    a->world = 1;
+    a->rank = 0;
 }
 
 // Steps 0..num_steps-1: linear warmup lr/warmup, 2 lr/warmup, ..., lr at step warmup-1; then
@@ -958,6 +975,21 @@ static void print_usage(const char* prog) {
     printf("  --bias_fusion <0|1>  1: each bias gradient summed by its weight gradient's cuBLASLt matmul (the\n");
     printf("                       BGRADB epilogue); 0: a separate column-sum kernel (default 1)\n");
 #endif
+    printf("More than one process (dev/data_parallel.h; the processes train one run with the global batch -d):\n");
+#if TRAIN_COMMON_CUDA
+    printf("  -pi <mpi|fs>  how the processes meet: mpi (started by mpirun; needs a build with MPI) or fs, a\n");
+    printf("                rendezvous in the shared folder -pf, started by hand with -pn and -pr (default mpi)\n");
+    printf("  -pf <dir>     the fs rendezvous's folder, the same for every process\n");
+    printf("  -pn <int>     the number of processes (fs: required; mpi: checked against mpirun's -np)\n");
+    printf("  -pr <int>     this process's rank, 0..pn-1 (fs: required; mpi: checked)\n");
+#else
+    printf("  -pn <int>     the number of processes: checked against mpirun's -np (build/train_gpt2_cpu_mpi_<scheme>)\n");
+    printf("  -pr <int>     this process's rank: checked against MPI's\n");
+    printf("  -pi <mpi>     how the processes meet: mpi, the CPU trainer's only way (default mpi)\n");
+#endif
+    printf("  -z <0|1>      ZeRO stage: 1 shards AdamW's moments over the processes, 0 keeps them whole (default 0)\n");
+    printf("  --collective_timeout <float>  seconds a collective waits for the other processes before the job\n");
+    printf("                ends with an error (default 600)\n");
     printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
     printf("  --n_kv_head <int>    key/value heads, divides the query heads (GQA; 1 = MQA) (default n_head)\n");
     printf("  --mlp_hidden <int>   MLP hidden size (default 4 * n_embd)\n");
@@ -1058,7 +1090,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             memcpy(flag, arg, len);
             flag[len] = '\0';
             if (eq != NULL) { val = eq + 1; }
-        } else if ((arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') || strcmp(arg, "-sl") == 0 || strcmp(arg, "-sg") == 0) {
+        } else if ((arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0') || strcmp(arg, "-sl") == 0 || strcmp(arg, "-sg") == 0 ||
+                   strcmp(arg, "-pn") == 0 || strcmp(arg, "-pr") == 0 || strcmp(arg, "-pi") == 0 || strcmp(arg, "-pf") == 0) {
             snprintf(flag, sizeof(flag), "%s", arg);
         } else {
             snprintf(msg, msg_size, "unexpected argument '%s': flags are -<letter> <value> or --<name> <value> "
@@ -1072,7 +1105,8 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
                                             "--generate", "--prompt", "--prompt_tokens", "--dump_attention", "--attention_csv",
                                             "-sl", "-sg", "--overwrite",
                                             "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
-                                            "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule"};
+                                            "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule",
+                                            "-z", "-pn", "-pr", "-pi", "-pf", "--collective_timeout"};
         static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--bias_fusion", "--attention", "--flash"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
@@ -1178,8 +1212,64 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "--check_args") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->check_args = (int)v; }
         else if (strcmp(flag, "--allow_nonfinite") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->allow_nonfinite = (int)v; }
         else if (strcmp(flag, "--reschedule") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->reschedule = (int)v; }
+        else if (strcmp(flag, "-z") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->zero_stage = (int)v; }
+        else if (strcmp(flag, "-pn") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->processes_given = (int)v; }
+        else if (strcmp(flag, "-pr") == 0) { ok = parse_ll(flag, val, 0, (1 << 16) - 1, &v, msg, msg_size); a->rank_given = (int)v; }
+        else if (strcmp(flag, "-pi") == 0) {
+            a->init_method = val;
+            if (strcmp(val, "mpi") != 0 && strcmp(val, "fs") != 0) {
+                snprintf(msg, msg_size, "-pi %s: expected mpi or fs (HINT: run with -h for usage)", val);
+                ok = 0;
+            }
+        }
+        else if (strcmp(flag, "-pf") == 0) {
+            if (val[0] == '\0') { snprintf(msg, msg_size, "-pf: expected a folder"); ok = 0; }
+            a->rendezvous_dir = val;
+        }
+        else if (strcmp(flag, "--collective_timeout") == 0) {
+            ok = parse_f(flag, val, 1.0f, 1e7f, &a->collective_timeout, msg, msg_size);
+        }
         else if (strcmp(flag, "--seed") == 0) { ok = parse_ll(flag, val, 0, 9223372036854775807LL, &v, msg, msg_size); a->seed = (unsigned long long)v; }
         if (!ok) { return 0; }
+    }
+    return 1;
+}
+
+// -pn, -pr, -pi and -pf against the processes the run has: `world` and `rank` from the transport
+// (MPI's, or 1 and 0 without one); transport: "MPI", "NCCL" or NULL (this binary has none). Returns 1,
+// or 0 with a one-line message.
+static int processes_check(const TrainArgs* a, const char* transport, int world, int rank, char* msg, size_t msg_size) {
+    if (strcmp(a->init_method, "fs") == 0) {
+        snprintf(msg, msg_size, "-pi fs: the shared-folder rendezvous belongs to the CUDA trainer's NCCL data parallelism, %s "
+                 "(HINT: -pi mpi)", TRAIN_COMMON_CUDA ? "which is not built yet" : "the CPU trainer's processes meet through "
+                 "MPI, started by mpirun");
+        return 0;
+    }
+    if (transport == NULL && (a->processes_given > 1 || a->rank_given > 0)) {
+        if (TRAIN_COMMON_CUDA) {
+            snprintf(msg, msg_size, "%s %d: the CUDA trainer trains one run on one GPU; its data parallelism over NCCL is "
+                     "not built yet (HINT: make ablate gives each GPU a run of its own)", a->processes_given > 1 ? "-pn" : "-pr",
+                     a->processes_given > 1 ? a->processes_given : a->rank_given);
+        } else {
+            snprintf(msg, msg_size, "%s %d: this binary has no MPI to reach other processes (HINT: make "
+                     "build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N build/train_gpt2_cpu_mpi_<scheme> ...)",
+                     a->processes_given > 1 ? "-pn" : "-pr", a->processes_given > 1 ? a->processes_given : a->rank_given);
+        }
+        return 0;
+    }
+    if (a->processes_given > 0 && a->processes_given != world) {
+        snprintf(msg, msg_size, "-pn %d: %s started %d process%s (HINT: mpirun -np %d, or drop -pn)", a->processes_given,
+                 transport != NULL ? "mpirun" : "the command", world, world == 1 ? "" : "es", a->processes_given);
+        return 0;
+    }
+    if (a->rank_given >= 0 && a->rank_given != rank) {
+        snprintf(msg, msg_size, "-pr %d: this process has rank %d of %d (HINT: drop -pr: mpirun sets the ranks)", a->rank_given,
+                 rank, world);
+        return 0;
+    }
+    if (a->rendezvous_dir != NULL) {
+        snprintf(msg, msg_size, "-pf %s: the folder of -pi fs, which this run does not use (HINT: drop -pf)", a->rendezvous_dir);
+        return 0;
     }
     return 1;
 }
@@ -1337,6 +1427,8 @@ static int outputs_vs_inputs_check(const TrainArgs* a, char* msg, size_t msg_siz
 static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
     if (a->output_dir == NULL) { return outputs_vs_inputs_check(a, msg, msg_size); }
     const char* dir = a->output_dir;
+    // only rank 0 of a data-parallel run writes into -o: the others check it as --check_args does
+    const int check_only = a->check_args || a->rank > 0;
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
@@ -1344,7 +1436,7 @@ static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
                      "checkpoints; a new name creates it)", dir);
             return 0;
         }
-    } else if (a->check_args) {
+    } else if (check_only) {
         const std::string d(dir);
         const size_t slash = d.find_last_of('/', d.find_last_not_of('/'));
         const std::string parent = slash == std::string::npos ? "." : d.substr(0, slash == 0 ? 1 : slash);
@@ -1372,7 +1464,7 @@ static int output_dir_check(const TrainArgs* a, char* msg, size_t msg_size) {
             return 0;
         }
     }
-    if (a->check_args) {
+    if (check_only) {
         if (access(dir, W_OK | X_OK) != 0) {
             snprintf(msg, msg_size, "-o %s: cannot write into the output folder (%s)", dir, strerror(errno));
             return 0;
@@ -1752,7 +1844,13 @@ static int train_args_resolve(TrainArgs* a, char* msg, size_t msg_size) {
                  a->total_batch, a->total_batch / BT, BT);
         return 0;
     }
-    a->grad_accum_steps = (int)(a->total_batch / BT);
+    a->grad_accum_steps = (int)(a->total_batch / BT); // over all processes: each trains its share (data_parallel.h)
+    if (a->world > 1 && a->grad_accum_steps % a->world != 0) {
+        snprintf(msg, msg_size, "-d %lld: %d micro-batches of B*T = %lld tokens per step do not split over %d processes "
+                 "(HINT: -d a multiple of B*T*%d = %lld)", a->total_batch, a->grad_accum_steps, BT, a->world, a->world,
+                 BT * a->world);
+        return 0;
+    }
     if (a->resuming) {
         if (!state_inspect(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }
         if (!a->allow_nonfinite && !state_check_values(a->state_path, &a->config, &a->state, msg, msg_size)) { return 0; }

@@ -134,6 +134,8 @@ NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than
     "--attention_csv": "makes the trainer write head diagnostics instead of train (the runner writes each run's "
                        "heads.csv itself)",
     "--prompt_tokens": "belongs to --dump_attention, which makes the trainer look at attention instead of train"}
+for _f in ("-pn", "-pr", "-pi", "-pf"):  # a run is one process: the runner spreads runs over GPUs instead
+    NOT_A_RUN_FLAGS[_f] = "makes a run of several processes; a make ablate run is one process, and the runs go one per GPU"
 REPORT_FILES = ("plan.tsv",) + report.OUTPUTS  # written by the runner and report.py into OUT
 HEADS_CSV = report.HEADS_CSV     # a finished run's head diagnostics (head_diagnostics)
 RUN_FILES = ("cmd.txt", "DONE", "stdout.log", "main.log", HEADS_CSV, "heads.log")  # written into OUT/<run>/
@@ -141,7 +143,7 @@ PRESETS = {"d2": (2, 128, 2), "d4": (4, 256, 4), "d6": (6, 384, 6), "d12": (12, 
            "d36": (36, 1280, 20), "d48": (48, 1600, 25)}  # -e dN: n_layer, n_embd, n_head, as the trainers'
 DECIMAL_RE = re.compile(r"^(0|[1-9][0-9]*)$")
 PRODUCT_RE = re.compile(r"^[0-9]+([ \t]*\*[ \t]*[0-9]+)*$")
-FLAG_RE = re.compile(r"^(-[a-z]|-s[lg]|--[a-z_]+)$")
+FLAG_RE = re.compile(r"^(-[a-z]|-s[lg]|-p[nrif]|--[a-z_]+)$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 CPU_CORES_PER_JOB = 8  # CPU runs go in parallel by default only when each can have this many cores: the
                        # small models of a CPU ablation stop gaining from more threads about there (chosen,

@@ -844,9 +844,11 @@ typedef struct {
     // gradients of the weights
     ParameterTensors grads;
     float* grads_memory;
-    // buffers for the AdamW optimizer
+    // buffers for the AdamW optimizer: the moments of parameters [opt_lo, opt_hi), m_memory[j - opt_lo];
+    // all of them, except in a ZeRO-1 run of several processes (dev/data_parallel.h: this one's shard)
     float* m_memory;
     float* v_memory;
+    size_t opt_lo, opt_hi;
     // the activations of the model, and their sizes
     ActivationTensors acts;
     size_t act_sizes[NUM_ACTIVATION_TENSORS];
@@ -902,6 +904,7 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
     model->layout = qkv_layout(&c);
     model->attn_scale = gpt2_attn_scale(&c);
     model->num_parameters = nparams;
+    model->opt_hi = nparams;
     model->params_memory = (float*)mallocCheck(nparams * sizeof(float));
     size_t got;
     if (elem == 4) {
@@ -947,6 +950,7 @@ int gpt2_build_random(GPT2* model, const GPT2Config* config, unsigned long long 
     model->layout = qkv_layout(config);
     model->attn_scale = gpt2_attn_scale(config);
     model->num_parameters = fill_param_sizes(config, model->param_sizes);
+    model->opt_hi = model->num_parameters;
     model->params_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
     point_parameters(&model->params, model->params_memory, model->param_sizes);
     const float std_res = 0.02f / sqrtf(2.0f * config->num_layers);
@@ -999,11 +1003,14 @@ int gpt2_write_checkpoint(const GPT2* model, const char* path, char* msg, size_t
     return 1;
 }
 
-// The training state (dev/train_common.h, above state_header_make): AdamW's m and v, no master
-// weights (the parameters are fp32 already). Returns 1, or 0 with a one-line message and nothing written.
-int gpt2_write_state(const GPT2* model, const TrainState* st, const char* path, char* msg, size_t msg_size) {
-    if (model->m_memory != NULL && (!tensors_check(model, model->m_memory, VALUES_ADAM_M, path, msg, msg_size) ||
-                                    !tensors_check(model, model->v_memory, VALUES_ADAM_V, path, msg, msg_size))) {
+// The training state (dev/train_common.h, above state_header_make): AdamW's m and v of every
+// parameter (the model's own, or gathered from the processes of a ZeRO-1 run; NULL: before the first
+// update, zeros), no master weights (the parameters are fp32 already). Returns 1, or 0 with a
+// one-line message and nothing written.
+int gpt2_write_state(const GPT2* model, const TrainState* st, const float* m, const float* v, const char* path, char* msg,
+                     size_t msg_size) {
+    if (m != NULL && (!tensors_check(model, m, VALUES_ADAM_M, path, msg, msg_size) ||
+                      !tensors_check(model, v, VALUES_ADAM_V, path, msg, msg_size))) {
         return 0;
     }
     char tmp[4200];
@@ -1014,25 +1021,35 @@ int gpt2_write_state(const GPT2* model, const TrainState* st, const char* path, 
     fwrite_or_die(&st->loader, sizeof(DataLoaderState), 1, f, tmp);
     const size_t np = model->num_parameters;
     // before the first update the moments are still unallocated: they are zero
-    float* zeros = model->m_memory == NULL ? (float*)callocCheck(np, sizeof(float)) : NULL;
-    fwrite_or_die(model->m_memory != NULL ? model->m_memory : zeros, sizeof(float), np, f, tmp);
-    fwrite_or_die(model->v_memory != NULL ? model->v_memory : zeros, sizeof(float), np, f, tmp);
+    float* zeros = m == NULL ? (float*)callocCheck(np, sizeof(float)) : NULL;
+    fwrite_or_die(m != NULL ? m : zeros, sizeof(float), np, f, tmp);
+    fwrite_or_die(v != NULL ? v : zeros, sizeof(float), np, f, tmp);
     free(zeros);
     close_and_rename(f, tmp, path);
     return 1;
 }
 
-// Loads the AdamW moments of a state file that state_inspect accepted; master weights written by
+// AdamW's moments, allocated (zeros) on first use: those of parameters [opt_lo, opt_hi)
+static void gpt2_alloc_moments(GPT2* model) {
+    if (model->m_memory == NULL) {
+        const size_t n = model->opt_hi - model->opt_lo;
+        model->m_memory = (float*)callocCheck(n > 0 ? n : 1, sizeof(float));
+        model->v_memory = (float*)callocCheck(n > 0 ? n : 1, sizeof(float));
+    }
+}
+
+// Loads the AdamW moments of a state file that state_inspect accepted, those of [opt_lo, opt_hi)
+// (whatever number of processes wrote it: the file holds them all); master weights written by
 // another build (fp32 copies of parameters this model already holds in fp32) are skipped.
 int gpt2_load_state(GPT2* model, const char* path, char* msg, size_t msg_size) {
-    const size_t np = model->num_parameters;
-    if (model->m_memory == NULL) {
-        model->m_memory = (float*)callocCheck(np, sizeof(float));
-        model->v_memory = (float*)callocCheck(np, sizeof(float));
-    }
+    const size_t np = model->num_parameters, lo = model->opt_lo, n = model->opt_hi - model->opt_lo;
+    gpt2_alloc_moments(model);
+    const long moments = 1024 + (long)sizeof(DataLoaderState);
     FILE* f = fopen(path, "rb");
-    if (f == NULL || fseek(f, 1024 + (long)sizeof(DataLoaderState), SEEK_SET) != 0 ||
-        fread(model->m_memory, sizeof(float), np, f) != np || fread(model->v_memory, sizeof(float), np, f) != np) {
+    if (f == NULL || fseek(f, moments + (long)(lo * sizeof(float)), SEEK_SET) != 0 ||
+        fread(model->m_memory, sizeof(float), n, f) != n ||
+        fseek(f, moments + (long)((np + lo) * sizeof(float)), SEEK_SET) != 0 ||
+        fread(model->v_memory, sizeof(float), n, f) != n) {
         snprintf(msg, msg_size, "cannot read the AdamW moments of the training state");
         if (f != NULL) { fclose(f); }
         return 0;
@@ -1330,6 +1347,10 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
         model->grads_acts_memory = malloc_and_point_activations(&model->grads_acts, sizes, &model->num_grad_acts);
         gpt2_zero_grad(model);
     }
+    // The activations' gradients are this pass's alone (the layers add into them: residual branches,
+    // shared q/k/v roles); only the parameters' gradients accumulate over the micro-batches of a
+    // step. Without this, the second micro-batch of -d added onto the first's activation gradients.
+    memset(model->grads_acts_memory, 0, model->num_grad_acts * sizeof(float));
     const GPT2Config* c = &model->config;
     const int B = model->batch_size, T = model->seq_len;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
@@ -1426,38 +1447,41 @@ int gpt2_backward(GPT2* model, char* msg, size_t msg_size) {
     return 1;
 }
 
-// global L2 norm of all parameter gradients
-double gpt2_grad_norm(const GPT2* model) {
+// the sum of the squared gradients [lo, hi), in double
+double gpt2_grad_sum_squares(const GPT2* model, size_t lo, size_t hi) {
     double sum = 0.0;
     #pragma omp simd reduction(+ : sum)
-    for (size_t i = 0; i < model->num_parameters; i++) {
+    for (size_t i = lo; i < hi; i++) {
         double g = model->grads_memory[i];
         sum += g * g;
     }
-    return sqrt(sum);
+    return sum;
 }
 
-// One AdamW step (dev/FORMATS.md) given the global gradient norm (gpt2_grad_norm, taken first so
-// that the trainer can skip the update of a bad step): clip by it, decay only the tensors of
-// param_tensor_decayed. t counts the updates, from 1.
+// global L2 norm of all parameter gradients
+double gpt2_grad_norm(const GPT2* model) { return sqrt(gpt2_grad_sum_squares(model, 0, model->num_parameters)); }
+
+// One AdamW step (dev/FORMATS.md) of the parameters [opt_lo, opt_hi) (all of them, but for a
+// ZeRO-1 process) given the global gradient norm (gpt2_grad_norm, taken first so that the trainer can
+// skip the update of a bad step): clip by it, decay only the tensors of param_tensor_decayed. t counts
+// the updates, from 1.
 void gpt2_update_with_norm(GPT2* model, float learning_rate, float beta1, float beta2, float eps,
                            float weight_decay, float grad_clip, int t, double norm) {
-    if (model->m_memory == NULL) {
-        model->m_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
-        model->v_memory = (float*)callocCheck(model->num_parameters, sizeof(float));
-    }
+    gpt2_alloc_moments(model);
     const double scale = (grad_clip > 0.0f && norm > grad_clip) ? grad_clip / norm : 1.0;
     const double bc1 = 1.0 - pow(beta1, t), bc2 = 1.0 - pow(beta2, t);
+    const size_t o = model->opt_lo; // the moments of parameter j are at j - o
     size_t base = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const double wd = param_tensor_decayed[i] ? weight_decay : 0.0;
+        const size_t lo = std::max(base, model->opt_lo), hi = std::min(base + model->param_sizes[i], model->opt_hi);
         #pragma omp parallel for simd
-        for (size_t j = base; j < base + model->param_sizes[i]; j++) {
+        for (size_t j = lo; j < hi; j++) {
             const double g = model->grads_memory[j] * scale;
-            const double m = beta1 * (double)model->m_memory[j] + (1.0 - beta1) * g;
-            const double v = beta2 * (double)model->v_memory[j] + (1.0 - beta2) * g * g;
-            model->m_memory[j] = (float)m;
-            model->v_memory[j] = (float)v;
+            const double m = beta1 * (double)model->m_memory[j - o] + (1.0 - beta1) * g;
+            const double v = beta2 * (double)model->v_memory[j - o] + (1.0 - beta2) * g * g;
+            model->m_memory[j - o] = (float)m;
+            model->v_memory[j - o] = (float)v;
             const double mhat = m / bc1, vhat = v / bc2;
             const double p = model->params_memory[j];
             model->params_memory[j] = (float)(p - learning_rate * (mhat / (sqrt(vhat) + eps) + wd * p));
@@ -1834,8 +1858,42 @@ static int inspect_run(const TrainArgs* a, GPT2* model) {
     return 0;
 }
 
-// The training run of resolved arguments. Returns the process exit code.
-static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
+// A checkpoint at `step`: rank 0 writes the model (every rank holds all of it) and the state, whose
+// moments a ZeRO-1 run gathers from every rank first (all ranks call this). Returns 1, or 0 after
+// printing the error.
+static int write_checkpoint(GPT2* model, DataParallel* dp, const TrainState* st, const char* model_path,
+                            const char* state_path, FILE* logf) {
+    char msg[16384];
+    float *m = model->m_memory, *v = model->v_memory, *full = NULL;
+    if (dp->zero) {
+        gpt2_alloc_moments(model); // before the first update: zeros, on every rank alike
+        if (dp->rank == 0) { full = (float*)mallocCheck(2 * model->num_parameters * sizeof(float)); }
+        m = full;
+        v = full != NULL ? full + model->num_parameters : NULL;
+        if (!dp->backend->gather(dp, model->m_memory, m, DP_F32, "the gather of AdamW's m for a checkpoint") ||
+            !dp->backend->gather(dp, model->v_memory, v, DP_F32, "the gather of AdamW's v for a checkpoint")) {
+            free(full);
+            return 0;
+        }
+    }
+    int ok = 1;
+    if (dp->rank == 0) {
+        // the model first: a state file marks a complete pair
+        ok = gpt2_write_checkpoint(model, model_path, msg, sizeof(msg)) &&
+             gpt2_write_state(model, st, m, v, state_path, msg, sizeof(msg));
+        if (ok) {
+            printf("wrote checkpoint %s + %s\n", model_path, state_path);
+        } else {
+            train_error(logf, st->step, msg);
+        }
+    }
+    free(full);
+    return ok;
+}
+
+// The training run of resolved arguments, on every process of a data-parallel run (dp; one process:
+// a world of one, whose collectives do nothing). Returns the process exit code.
+static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources* r) {
     char msg[16384];
     DataLoader& train_loader = r->train_loader;
     DataLoader& val_loader = r->val_loader;
@@ -1848,6 +1906,10 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
         return 1;
     }
+    uint64_t data_hash = dp_hash(DP_HASH_SEED, &train_loader.fingerprint, sizeof(train_loader.fingerprint));
+    data_hash = dp_hash(data_hash, &train_loader.num_tokens, sizeof(train_loader.num_tokens));
+    if (use_val) { data_hash = dp_hash(data_hash, &val_loader.fingerprint, sizeof(val_loader.fingerprint)); }
+    if (!dp_agree(dp, data_hash, "their data (-i, -j: the shards' sizes)")) { return 1; }
     int start_step = 0;
     unsigned long long rng = sampling_rng_init(a->seed);
     if (a->resuming) {
@@ -1875,7 +1937,9 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     fflush(stdout);
 
     FILE*& logf = r->logf;
-    if (!output_dir_clear(a) || !main_log_open(a, &logf)) { return 1; }
+    // every rank has made its checks (train_args_resolve) before rank 0 writes into -o
+    if (!dp->backend->barrier(dp, "the barrier before the first step")) { return 1; }
+    if (dp->rank == 0 && (!output_dir_clear(a) || !main_log_open(a, &logf))) { return 1; }
     char schedule_note[8192]; // a resume with --reschedule 1 says what changes, in the log too
     if (resume_schedule_note(a, num_steps, schedule_note, sizeof(schedule_note))) {
         printf("%s\n", schedule_note);
@@ -1891,11 +1955,17 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     char line[1024], guard_line[1024];
     for (int step = start_step; step <= num_steps; step++) {
         const int last_step = step == num_steps;
-        const int stop_sig = g_train_stop_signal; // read once: this step's decisions agree
+        int stop_sig = g_train_stop_signal; // read once, and any rank's: this step's decisions agree
+        dp->step = step;
+        if (!dp_max_int(dp, &stop_sig, "the stop signal's all-reduce")) { return 1; }
         if (use_val && !stop_sig && (step % a->val_every == 0 || last_step)) {
             dataloader_reset(&val_loader);
             double val_loss = 0.0;
             for (int i = 0; i < val_batches; i++) {
+                if (!dp_owns_batch(dp, i)) { // another rank's batch
+                    dataloader_skip_batch(&val_loader);
+                    continue;
+                }
                 dataloader_next_batch(&val_loader);
                 if (!gpt2_forward(model, val_loader.inputs, val_loader.targets, a->B, a->T, msg, sizeof(msg))) {
                     fprintf(stderr, "error: -j %s: %s\n", a->val_pattern, msg);
@@ -1903,12 +1973,13 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
                 }
                 val_loss += model->mean_loss;
             }
+            if (!dp_sum_doubles(dp, &val_loss, 1, "the validation loss's all-reduce")) { return 1; }
             val_loss = val_batches > 0 ? val_loss / val_batches : 0.0; // every batch has B*T losses: the mean of the means
             snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
             printf("%s\n", line);
             logf_line(logf, line);
         }
-        if (sample_due(a, step, start_step, num_steps)) {
+        if (dp->rank == 0 && sample_due(a, step, start_step, num_steps)) { // rank 0's RNG is the run's
             if (!sample_text(model, a->gen_T, &a->sampling, &tokenizer, &rng, msg, sizeof(msg))) {
                 rc = train_error(logf, step, msg);
                 break;
@@ -1918,13 +1989,10 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
             const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &train_loader);
-            // the model first: a state file marks a complete pair
-            if (!gpt2_write_checkpoint(model, model_path, msg, sizeof(msg)) ||
-                !gpt2_write_state(model, &st, state_path, msg, sizeof(msg))) {
-                rc = train_error(logf, step, msg);
+            if (!write_checkpoint(model, dp, &st, model_path, state_path, logf)) {
+                rc = 1;
                 break;
             }
-            printf("wrote checkpoint %s + %s\n", model_path, state_path);
         }
         if (stop_sig) {
             rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
@@ -1938,7 +2006,11 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
         gpt2_zero_grad(model);
         profile_mark(PROF_ZERO_GRAD);
         double loss = 0.0;
-        for (int micro = 0; micro < a->grad_accum_steps; micro++) {
+        for (int micro = 0; micro < a->grad_accum_steps; micro++) { // the step's micro-batches over all ranks
+            if (!dp_owns_batch(dp, micro)) {
+                dataloader_skip_batch(&train_loader);
+                continue;
+            }
             dataloader_next_batch(&train_loader);
             if (!gpt2_forward(model, train_loader.inputs, train_loader.targets, a->B, a->T, msg, sizeof(msg)) ||
                 !gpt2_backward(model, msg, sizeof(msg))) {
@@ -1947,21 +2019,29 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
             }
             loss += model->mean_loss;
         }
+        // the sums over the ranks: the gradients (all, or this rank's shard), the loss
+        if (!dp_reduce_gradients(dp, model->grads_memory, DP_F32) ||
+            !dp_sum_doubles(dp, &loss, 1, "the loss's all-reduce")) {
+            return 1;
+        }
         loss /= a->grad_accum_steps;
         if (a->grad_accum_steps > 1) { // each micro-step's gradient is of its own mean loss: average them
             const float inv = 1.0f / (float)a->grad_accum_steps;
-            for (size_t i = 0; i < model->num_parameters; i++) { model->grads_memory[i] *= inv; }
+            for (size_t i = dp->lo; i < dp->hi; i++) { model->grads_memory[i] *= inv; }
         }
         const float lr = learning_rate(a, step, num_steps);
         // the norm, then whether this step may update at all, then the update; a skipped step leaves
         // the weights, the AdamW moments and AdamW's step count t as they were
-        const double norm = gpt2_grad_norm(model);
+        double norm2 = gpt2_grad_sum_squares(model, dp->lo, dp->hi);
+        if (dp->zero && !dp_sum_doubles(dp, &norm2, 1, "the gradient norm's all-reduce")) { return 1; }
+        const double norm = sqrt(norm2);
         profile_mark(PROF_GRAD_NORM);
         const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
                                                     guard_line, sizeof(guard_line));
         if (action == STEP_UPDATE) {
             gpt2_update_with_norm(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip,
                                   step + 1 - guard.skipped, norm);
+            if (!dp_gather_parameters(dp, model->params_memory, DP_F32)) { return 1; }
         }
         profile_mark(PROF_ADAMW);
         const double dt = now_seconds() - t0;
@@ -1995,10 +2075,10 @@ static int train_body(TrainArgs* a, GPT2* model, RunResources* r) {
     return rc;
 }
 
-static int train_run(TrainArgs* a, GPT2* model) {
+static int train_run(TrainArgs* a, GPT2* model, DataParallel* dp) {
     RunResources r;
     memset(&r, 0, sizeof(r));
-    const int rc = train_body(a, model, &r);
+    const int rc = train_body(a, model, dp, &r);
     run_resources_free(&r);
     return rc;
 }
@@ -2026,21 +2106,46 @@ static const char* openmp_wait_policy(void) {
     return policy != NULL ? policy : "default (spinning)";
 }
 
-int main(int argc, char** argv) {
-    openmp_wait_passively(argv);
+// A hash of what every process of a run must share: the model (its shape and every parameter) and
+// the flags that shape its updates (dev/data_parallel.h's agreement)
+static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
+    uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
+    h = dp_hash(h, model->params_memory, model->num_parameters * sizeof(float));
+    const long long ints[] = {a->B, a->T, a->total_batch, a->max_steps, a->warmup, a->val_every, a->val_max_steps,
+                              a->checkpoint_every, a->resume, a->zero_stage, (long long)a->seed, a->resuming ? a->state.step : -1};
+    const float floats[] = {a->lr, a->final_frac, a->weight_decay, a->beta1, a->beta2, a->eps, a->grad_clip,
+                            a->skip_loss_z, a->skip_grad_z};
+    h = dp_hash(h, ints, sizeof(ints));
+    return dp_hash(h, floats, sizeof(floats));
+}
+
+static int run_main(int argc, char** argv, DataParallel* dp) {
     char msg[16384];
+    const char* who = dp->world > 1 ? "rank " : ""; // errors name their rank in a run of several
+    char rank_text[32] = "";
+    if (dp->world > 1) { snprintf(rank_text, sizeof(rank_text), "%d: ", dp->rank); }
     TrainArgs args;
     train_args_defaults(&args);
+    args.world = dp->world;
+    args.rank = dp->rank;
     const int parsed = train_args_parse(&args, argc, argv, msg, sizeof(msg));
     if (parsed == 2) {
         print_usage(argv[0]);
         return 0;
     }
-    if (parsed == 0 || !train_args_resolve(&args, msg, sizeof(msg)) || !train_args_check_data(&args, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
+    const char* transport = strcmp(dp->backend->name, "none") != 0 ? dp->backend->name : NULL;
+    if (parsed == 0 || !processes_check(&args, transport, dp->world, dp->rank, msg, sizeof(msg)) ||
+        !train_args_resolve(&args, msg, sizeof(msg)) || !train_args_check_data(&args, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg);
         return 1;
     }
+    dp->timeout_s = args.collective_timeout;
     if (args.check_args) { return check_args_report(&args); }
+    if (dp->world > 1 && (args.generate > 0 || inspecting(&args))) {
+        fprintf(stderr, "error: %s%s--generate and the inspection run are one process's work (HINT: run them without "
+                "mpirun)\n", who, rank_text);
+        return 1;
+    }
     GPT2 model;
     if (args.from_file) {
         if (!gpt2_build_from_checkpoint(&model, args.model_path, msg, sizeof(msg))) {
@@ -2064,11 +2169,45 @@ int main(int argc, char** argv) {
     printf("%s\n", attention_path_description());
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
+    if (!dp_setup_params(dp, model.num_parameters, args.zero_stage, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg);
+        return 1;
+    }
+    model.opt_lo = dp->lo;
+    model.opt_hi = dp->hi;
+    if (dp->world > 1) {
+        printf("processes: %d over %s | each trains %d of the %d micro-batches of a step | -z %d: %s\n", dp->world,
+               dp->backend->name, args.grad_accum_steps / dp->world, args.grad_accum_steps, args.zero_stage,
+               dp->zero ? "AdamW's moments sharded, the parameters all-gathered after each update" : "AdamW's moments whole "
+               "on every process");
+    }
     fflush(stdout);
+    if (!dp_agree(dp, run_hash(&args, &model), "the model or the training flags (-e, -b, -t, -d, -x, -l, -u, -q, -c, "
+                  "-v, -m, -n, -y, -z, --seed, -sl, -sg)")) {
+        return 1;
+    }
     const int rc = args.generate > 0 ? generate_run(&args, &model)
                    : inspecting(&args)  ? inspect_run(&args, &model)
-                                        : train_run(&args, &model);
+                                        : train_run(&args, &model, dp);
     gpt2_free(&model);
+    return rc;
+}
+
+int main(int argc, char** argv) {
+    openmp_wait_passively(argv);
+    DataParallel dp;
+    dp_init_host_process(&dp, &argc, &argv); // MPI's world in a build with MPI, else one process
+    if (dp.rank > 0 && freopen("/dev/null", "w", stdout) == NULL) { return 1; } // rank 0 speaks for the run
+    const int rc = run_main(argc, argv, &dp);
+    // An error may be this rank's alone while the others wait in a collective: end the whole job now
+    // (MPI_Finalize would wait for them). A stop by a signal (128 + its number) is every rank's: the
+    // ranks agreed on it at the top of the step.
+    if (rc != 0 && rc < 128 && dp.world > 1) {
+        fflush(stdout);
+        fflush(stderr);
+        dp.backend->abort_job(&dp);
+    }
+    dp_finish(&dp);
     return rc;
 }
 #endif

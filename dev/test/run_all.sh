@@ -46,6 +46,7 @@ run_suite fixtures "$PYTHON" dev/reference/make_fixtures.py --out dev/fixtures
 run_suite reference bash dev/test/test_reference.sh
 run_suite cpu bash dev/test/test_cpu.sh
 run_suite loop bash dev/test/test_loop.sh
+run_suite mpi bash dev/test/test_mpi.sh
 run_suite ablate bash dev/test/test_ablate.sh
 run_suite tokenizer bash dev/test/test_tokenizer.sh
 run_suite data bash dev/test/test_data.sh

@@ -761,6 +761,7 @@ eval_every_0|s/^eval_every = .*/eval_every = 0/|5: eval_every = 0: out of range 
 checkpoint_every_hex|s/^checkpoint_every = .*/checkpoint_every = 0x10/|6: checkpoint_every = 0x10: expected a decimal whole number \(digits only, 1 to 2147483647\)
 flag_b_octal|s/ -b 4 / -b 04 /|7: run 'standard': -b 04: a leading zero: .*\(4, not 04; it is not read as octal\)
 flag_generate|s/^standard standard$/standard standard --generate 5/|8: --generate 5: not a flag of a make ablate run: it makes the trainer sample instead of train
+flag_pn|s/^standard standard$/standard standard -pn 2/|8: -pn 2: not a flag of a make ablate run: it makes a run of several processes; a make ablate run is one process, and the runs go one per GPU
 name_runs_csv|s/^standard standard$/runs.csv standard/|8: run name 'runs.csv' is a file the runner writes into OUT .*
 name_plan_tsv|s/^standard standard$/plan.tsv standard/|8: run name 'plan.tsv' is a file the runner writes into OUT .*
 name_loss_png|s/^standard standard$/loss.png standard/|8: run name 'loss.png' is a file the runner writes into OUT .*

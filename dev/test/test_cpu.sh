@@ -479,7 +479,7 @@ while IFS='|' read -r what needle args; do
     run_capture "$bin" $args
     refused "cpu flags $what" "$needle"
 done <<FLAGS
-unknown flag|unknown flag -z|-z 3
+unknown flag|unknown flag -k|-k 3
 bad value|-b 0|-b 0
 bad number|--attn_scale abc|--attn_scale abc
 bad depth|-e d7|-e d7

@@ -198,7 +198,7 @@ for s in $SCHEMES; do
     else
       fail "nogpu $bin -h: exit $rc, expected 0 and a usage naming scheme $s"
     fi
-    expect_one_line "$bin bad flag" 1 "unknown flag -z" ./"$bin" -z 3
+    expect_one_line "$bin bad flag" 1 "unknown flag -k" ./"$bin" -k 3
     expect_one_line "$bin bad value" 1 "-b 0" ./"$bin" -b 0
     expect_one_line "$bin bad number" 1 "--attn_scale abc" ./"$bin" --attn_scale abc
     expect_one_line "$bin bad depth" 1 "-e d7" ./"$bin" -e d7

@@ -1,0 +1,352 @@
+/*
+data_parallel.h: data parallelism for both trainers: P processes, each with the whole model and
+one device (a GPU, or the CPU), train the run that one process would train with the same global
+batch. This file is the decomposition they share (which process trains which batch, who owns which
+part of AdamW's state, the order of the reductions, the checks); the transport is an existing
+engine behind one small interface: MPI for the CPU trainer (built by make
+build/train_gpt2_cpu_mpi_<scheme>), NCCL for the CUDA trainer. A build without either has the
+world-of-one backend below, whose collectives do nothing, so a single-process run takes exactly
+the path it took before data parallelism existed.
+
+The decomposition (N parameters, P processes of ranks 0..P-1, A micro-batches per step):
+  - Micro-batches: a step is A = total_batch / (B*T) micro-batches (-d), in the data loader's
+    order, which every rank walks: rank r trains micro-batch i when i % P == r and skips the others
+    (dataloader_skip_batch). So A must be a multiple of P, and every rank trains A / P of them.
+  - Gradients: each rank sums its micro-batches' gradients (the backward's +=); the sums are summed
+    over the ranks (an all-reduce; with ZeRO-1 a reduce-scatter, after which rank r holds the sum of
+    its shard only) and scaled by 1/A: the mean over the step's micro-batches, as one process takes it.
+  - The loss: each rank's sum of its micro-batches' mean losses, summed over the ranks in double, / A.
+  - The gradient norm: of the summed gradient. -z 0: every rank has all of it and takes it whole;
+    -z 1: each rank's shard's sum of squares in double, summed over the ranks.
+  - AdamW: -z 0: every rank updates every parameter from the same gradient, so the ranks' parameters
+    stay identical bit for bit. -z 1 (ZeRO-1, llm.c's -z 1): rank r keeps AdamW's m and v for its
+    shard only and updates only those parameters, then the parameters are all-gathered.
+  - Shards: chunk = ceil(N / P); rank r owns [r * chunk, min(N, (r + 1) * chunk)), possibly empty at
+    the end. A backend whose collectives take equal counts (NCCL) pads its buffers to P * chunk.
+  - Validation: batch i of a validation is rank i % P's; the loss sums are summed over the ranks.
+  - Checkpoints: rank 0 writes the files one process writes (dev/FORMATS.md), whole: with ZeRO-1 it
+    first gathers every rank's m and v. The state records the global A (grad_accum_steps), so any
+    number of processes resumes from it, each taking its shard; a resume refuses only what one
+    process refuses (another B, T or -d) and a -d that the new number of processes cannot split.
+  - Agreement: every rank must run the same command: right after the checks the ranks compare a
+    hash of the run (the model's shape and parameters, B, T, -d, steps, schedule) and stop with one
+    line naming the difference. Decisions stay common: the stop signal (SIGINT/SIGTERM) is OR-ed over
+    the ranks at the top of each step, and the bad-step guard sees the global loss and norm.
+  - Output: rank 0 prints, writes main.log, samples and checkpoints; the other ranks print only errors,
+    each line prefixed with its rank.
+  - Timeouts: every collective waits at most --collective_timeout seconds (default 600) for the other
+    ranks; then the rank prints which collective of which step timed out and ends the job (a rank that
+    died or hangs never leaves the others waiting forever).
+
+What differs from one process is the order of some sums: one process adds micro-batch 1's gradient
+onto micro-batch 0's inside the backward pass, P processes add finished per-rank sums; the norm's and
+the losses' double sums are split the same way. Float addition is not associative, so the runs agree
+to float rounding, not bit for bit (dev/test/test_mpi.sh measures it).
+*/
+#ifndef DATA_PARALLEL_H
+#define DATA_PARALLEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef DP_MPI
+#define OMPI_SKIP_MPICXX 1  // MPI's C interface only: the C++ bindings are deprecated and warn
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+typedef enum { DP_F32, DP_BF16, DP_F64, DP_I32, DP_U64 } DPType;
+typedef enum { DP_SUM, DP_MAX, DP_MIN } DPOp;
+
+static inline size_t dp_type_size(DPType t) {
+    return t == DP_BF16 ? 2 : (t == DP_F32 || t == DP_I32) ? 4 : 8;
+}
+
+typedef struct DataParallel DataParallel;
+
+// The transport. Every call is collective: each rank makes the same calls in the same order. `what`
+// names the call in a timeout's message ("the gradients' all-reduce"). Buffers of DP_F32 and
+// DP_BF16 live where the trainer keeps its tensors (the GPU for NCCL); DP_F64, DP_I32 and DP_U64
+// are host scalars. Each returns 1, or 0 after printing an error (then the caller stops the job).
+typedef struct {
+    const char* name;
+    int (*allreduce)(DataParallel* dp, void* buf, size_t n, DPType t, DPOp op, const char* what);
+    // buf holds all N values of this rank; afterwards buf[lo, hi) holds their sum over the ranks
+    int (*reduce_scatter)(DataParallel* dp, void* buf, DPType t, const char* what);
+    // buf[lo, hi) of every rank into buf of every rank
+    int (*allgather)(DataParallel* dp, void* buf, DPType t, const char* what);
+    // rank r's shard (hi - lo values) into full[lo, hi) on rank 0 (full is only read on rank 0)
+    int (*gather)(DataParallel* dp, const void* shard, void* full, DPType t, const char* what);
+    int (*barrier)(DataParallel* dp, const char* what);
+    void (*abort_job)(DataParallel* dp);
+    void (*finalize)(DataParallel* dp);
+} DPBackend;
+
+struct DataParallel {
+    int world, rank;        // processes, and this one's index
+    int zero;               // 1: ZeRO-1, AdamW's state sharded (only when world > 1)
+    size_t num_params;      // N
+    size_t chunk;           // ceil(N / world)
+    size_t lo, hi;          // this rank's shard of the parameters: AdamW's state under ZeRO-1
+    double timeout_s;       // the longest a collective waits for the other ranks
+    int step;               // the step being trained, for messages
+    const DPBackend* backend;
+    void* impl;             // the backend's own state
+};
+
+// the shard of `rank` among `world` (chunk = ceil(n / world)); [lo, hi) may be empty for the last ranks
+static inline void dp_shard_range(size_t n, int world, int rank, size_t* lo, size_t* hi) {
+    const size_t chunk = (n + (size_t)world - 1) / (size_t)world;
+    *lo = chunk * (size_t)rank < n ? chunk * (size_t)rank : n;
+    *hi = *lo + chunk < n ? *lo + chunk : n;
+}
+
+// sets the parameter count and the shards; zero: -z
+static inline void dp_set_params(DataParallel* dp, size_t num_params, int zero) {
+    dp->num_params = num_params;
+    dp->chunk = (num_params + (size_t)dp->world - 1) / (size_t)dp->world;
+    dp->zero = zero && dp->world > 1;
+    if (dp->zero) {
+        dp_shard_range(num_params, dp->world, dp->rank, &dp->lo, &dp->hi);
+    } else {
+        dp->lo = 0;
+        dp->hi = num_params;
+    }
+}
+
+// whether this rank trains micro-batch (or validation batch) i
+static inline int dp_owns_batch(const DataParallel* dp, long long i) { return i % dp->world == dp->rank; }
+
+// FNV-1a over bytes, for the agreement check
+static inline uint64_t dp_hash(uint64_t h, const void* p, size_t n) {
+    const unsigned char* b = (const unsigned char*)p;
+    for (size_t i = 0; i < n; i++) { h = (h ^ b[i]) * 0x100000001b3ULL; }
+    return h;
+}
+#define DP_HASH_SEED 0xcbf29ce484222325ULL
+
+// Every rank must hold the same `value` (a hash of what must agree). Returns 1, or 0 after rank 0
+// printed one line naming `what`.
+static inline int dp_agree(DataParallel* dp, uint64_t value, const char* what) {
+    if (dp->world == 1) { return 1; }
+    uint64_t lo = value, hi = value;
+    if (!dp->backend->allreduce(dp, &lo, 1, DP_U64, DP_MIN, what) || !dp->backend->allreduce(dp, &hi, 1, DP_U64, DP_MAX, what)) {
+        return 0;
+    }
+    if (lo == hi) { return 1; }
+    if (dp->rank == 0) {
+        fprintf(stderr, "error: the %d processes differ in %s (HINT: every process must run the same command on the same "
+                "files)\n", dp->world, what);
+    }
+    return 0;
+}
+
+// sums host doubles over the ranks
+static inline int dp_sum_doubles(DataParallel* dp, double* v, int n, const char* what) {
+    return dp->world == 1 || dp->backend->allreduce(dp, v, (size_t)n, DP_F64, DP_SUM, what);
+}
+
+// the largest of an int over the ranks (the stop signal: any rank's)
+static inline int dp_max_int(DataParallel* dp, int* v, const char* what) {
+    return dp->world == 1 || dp->backend->allreduce(dp, v, 1, DP_I32, DP_MAX, what);
+}
+
+// the summed gradients: all of them (-z 0), or this rank's shard (-z 1)
+static inline int dp_reduce_gradients(DataParallel* dp, void* grads, DPType t) {
+    if (dp->world == 1) { return 1; }
+    return dp->zero ? dp->backend->reduce_scatter(dp, grads, t, "the gradients' reduce-scatter")
+                    : dp->backend->allreduce(dp, grads, dp->num_params, t, DP_SUM, "the gradients' all-reduce");
+}
+
+// after a ZeRO-1 update: every rank's shard of the parameters to every rank
+static inline int dp_gather_parameters(DataParallel* dp, void* params, DPType t) {
+    return !dp->zero || dp->backend->allgather(dp, params, t, "the parameters' all-gather");
+}
+
+static inline void dp_finish(DataParallel* dp) {
+    if (dp->backend->finalize != NULL) { dp->backend->finalize(dp); }
+}
+
+// ----------------------------------------------------------------------------
+// the world of one: a process alone (no MPI, no NCCL, or one process)
+
+static inline int dp_none_allreduce(DataParallel*, void*, size_t, DPType, DPOp, const char*) { return 1; }
+static inline int dp_none_reduce_scatter(DataParallel*, void*, DPType, const char*) { return 1; }
+static inline int dp_none_allgather(DataParallel*, void*, DPType, const char*) { return 1; }
+static inline int dp_none_gather(DataParallel* dp, const void* shard, void* full, DPType t, const char*) {
+    if (shard != full) { memcpy(full, shard, dp->num_params * dp_type_size(t)); } // host memory: the CPU trainer's
+    return 1;
+}
+static inline int dp_none_barrier(DataParallel*, const char*) { return 1; }
+static inline void dp_none_abort(DataParallel*) {}
+
+static const DPBackend kDPNone = {"none", dp_none_allreduce, dp_none_reduce_scatter, dp_none_allgather, dp_none_gather,
+                                  dp_none_barrier, dp_none_abort, NULL};
+
+static inline void dp_init_single(DataParallel* dp) {
+    memset(dp, 0, sizeof(*dp));
+    dp->world = 1;
+    dp->backend = &kDPNone;
+    dp->timeout_s = 600.0;
+}
+
+// ----------------------------------------------------------------------------
+// MPI (the CPU trainer): non-blocking collectives, waited for with a deadline
+
+#ifdef DP_MPI
+static inline double dp_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline MPI_Datatype dp_mpi_type(DPType t) {
+    return t == DP_F64 ? MPI_DOUBLE : t == DP_I32 ? MPI_INT : t == DP_U64 ? MPI_UINT64_T : MPI_FLOAT;
+}
+static inline MPI_Op dp_mpi_op(DPOp op) { return op == DP_MAX ? MPI_MAX : op == DP_MIN ? MPI_MIN : MPI_SUM; }
+
+// MPI's counts are int: a tensor of more than 2^31 - 1 values goes in pieces
+#define DP_MPI_PIECE ((size_t)1 << 30)
+
+typedef struct {
+    int* counts;   // (world) each rank's shard size, for the v-collectives
+    int* displs;   // (world) where each shard starts
+    float* shard;  // (chunk) the reduce-scatter's result before it moves to [lo, hi)
+} DPMpi;
+
+// waits for `req` at most timeout_s; on a timeout prints one line and ends the job
+static inline int dp_mpi_wait(DataParallel* dp, MPI_Request* req, const char* what) {
+    const double deadline = dp_now() + dp->timeout_s;
+    int done = 0;
+    struct timespec pause = {0, 20000}; // 20 us between polls: MPI progresses inside MPI_Test
+    while (1) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done) { return 1; }
+        if (dp_now() > deadline) { break; }
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr, "error: rank %d: %s at step %d waited %.0f s for the other %d process%s and gave up (HINT: one died "
+            "or hangs: see its output above; --collective_timeout sets the wait)\n", dp->rank, what, dp->step,
+            dp->timeout_s, dp->world - 1, dp->world == 2 ? "" : "es");
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 0;
+}
+
+static inline int dp_mpi_allreduce(DataParallel* dp, void* buf, size_t n, DPType t, DPOp op, const char* what) {
+    for (size_t off = 0; off < n; off += DP_MPI_PIECE) {
+        const int count = (int)(n - off < DP_MPI_PIECE ? n - off : DP_MPI_PIECE);
+        MPI_Request req;
+        MPI_Iallreduce(MPI_IN_PLACE, (char*)buf + off * dp_type_size(t), count, dp_mpi_type(t), dp_mpi_op(op),
+                       MPI_COMM_WORLD, &req);
+        if (!dp_mpi_wait(dp, &req, what)) { return 0; }
+    }
+    return 1;
+}
+
+// The v-collectives take int counts: the shards of a model over 2^31 - 1 parameters per rank would
+// need pieces, which the CPU trainer (small models, by design) never meets; dp_mpi_init refuses them.
+static inline int dp_mpi_reduce_scatter(DataParallel* dp, void* buf, DPType t, const char* what) {
+    DPMpi* m = (DPMpi*)dp->impl;
+    MPI_Request req;
+    MPI_Ireduce_scatter(buf, m->shard, m->counts, dp_mpi_type(t), MPI_SUM, MPI_COMM_WORLD, &req);
+    if (!dp_mpi_wait(dp, &req, what)) { return 0; }
+    memcpy((char*)buf + dp->lo * dp_type_size(t), m->shard, (dp->hi - dp->lo) * dp_type_size(t));
+    return 1;
+}
+
+static inline int dp_mpi_allgather(DataParallel* dp, void* buf, DPType t, const char* what) {
+    DPMpi* m = (DPMpi*)dp->impl;
+    MPI_Request req;
+    MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, m->counts, m->displs, dp_mpi_type(t), MPI_COMM_WORLD, &req);
+    return dp_mpi_wait(dp, &req, what);
+}
+
+static inline int dp_mpi_gather(DataParallel* dp, const void* shard, void* full, DPType t, const char* what) {
+    DPMpi* m = (DPMpi*)dp->impl;
+    MPI_Request req;
+    MPI_Igatherv(shard, (int)(dp->hi - dp->lo), dp_mpi_type(t), full, m->counts, m->displs, dp_mpi_type(t), 0,
+                 MPI_COMM_WORLD, &req);
+    return dp_mpi_wait(dp, &req, what);
+}
+
+static inline int dp_mpi_barrier(DataParallel* dp, const char* what) {
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    return dp_mpi_wait(dp, &req, what);
+}
+
+static inline void dp_mpi_abort(DataParallel*) { MPI_Abort(MPI_COMM_WORLD, 1); }
+
+static inline void dp_mpi_finalize(DataParallel* dp) {
+    DPMpi* m = (DPMpi*)dp->impl;
+    if (m != NULL) {
+        free(m->counts);
+        free(m->displs);
+        free(m->shard);
+        free(m);
+        dp->impl = NULL;
+    }
+    MPI_Finalize();
+}
+
+static const DPBackend kDPMpi = {"MPI", dp_mpi_allreduce, dp_mpi_reduce_scatter, dp_mpi_allgather, dp_mpi_gather,
+                                 dp_mpi_barrier, dp_mpi_abort, dp_mpi_finalize};
+
+// MPI_Init and the world: before anything else in main (a process started without mpirun is a world of one)
+static inline void dp_mpi_init(DataParallel* dp, int* argc, char*** argv) {
+    dp_init_single(dp);
+    MPI_Init(argc, argv);
+    MPI_Comm_size(MPI_COMM_WORLD, &dp->world);
+    MPI_Comm_rank(MPI_COMM_WORLD, &dp->rank);
+    dp->backend = &kDPMpi;
+}
+
+// the shards' counts, once the parameter count is known (dp_set_params). Returns 1, or 0 with a message.
+static inline int dp_mpi_setup_shards(DataParallel* dp, char* msg, size_t msg_size) {
+    if (dp->num_params > (size_t)2147483647) {
+        snprintf(msg, msg_size, "%zu parameters: MPI's counts and offsets stop at 2^31 - 1, and the CPU trainer's models are "
+                 "smaller (HINT: the CUDA trainer with NCCL)", dp->num_params);
+        return 0;
+    }
+    DPMpi* m = (DPMpi*)calloc(1, sizeof(DPMpi));
+    m->counts = (int*)malloc((size_t)dp->world * sizeof(int));
+    m->displs = (int*)malloc((size_t)dp->world * sizeof(int));
+    m->shard = (float*)malloc((dp->chunk > 0 ? dp->chunk : 1) * sizeof(float));
+    for (int r = 0; r < dp->world; r++) {
+        size_t lo, hi;
+        dp_shard_range(dp->num_params, dp->world, r, &lo, &hi);
+        m->counts[r] = (int)(hi - lo);
+        m->displs[r] = (int)lo;
+    }
+    dp->impl = m;
+    return 1;
+}
+#endif // DP_MPI
+
+// The CPU trainer's processes: MPI's world where the binary has MPI (DP_MPI), else a world of one
+static inline void dp_init_host_process(DataParallel* dp, int* argc, char*** argv) {
+#ifdef DP_MPI
+    dp_mpi_init(dp, argc, argv);
+#else
+    (void)argc;
+    (void)argv;
+    dp_init_single(dp);
+#endif
+}
+
+// once the parameter count is known: the shards, and what the backend needs of them
+static inline int dp_setup_params(DataParallel* dp, size_t num_params, int zero, char* msg, size_t msg_size) {
+    dp_set_params(dp, num_params, zero);
+#ifdef DP_MPI
+    if (dp->backend == &kDPMpi) { return dp_mpi_setup_shards(dp, msg, msg_size); }
+#endif
+    (void)msg;
+    (void)msg_size;
+    return 1;
+}
+
+#endif // DATA_PARALLEL_H

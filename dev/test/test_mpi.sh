@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Tests of data parallelism on the CPU (dev/data_parallel.h): the CPU trainer over MPI
+# (build/train_gpt2_cpu_mpi_standard, Debian's Open MPI, installed by install_deps.sh), on the tiny
+# fixture model and synthetic shards, 10 steps of -b 4 -t 32 -d 256 (two micro-batches a step):
+#   - mpirun -np 1 through the MPI build: the model and state bit for bit the plain trainer's;
+#   - -np 2, -z 0 and -z 1 (ZeRO-1), against -np 1 over the same global batch: every logged loss
+#     within 1e-5, and the parameters and AdamW's m and v after 10 steps within 1e-6 relative L2
+#     (float rounding: the two processes add their micro-batches' gradients in another order than one
+#     process's backward does; measured 5e-8, and a wrong decomposition, a skipped micro-batch or a
+#     missing 1/A, is off by more than 1e-2);
+#   - resume from 2 processes (-z 1) onto 1 and from 1 onto 2 at step 5: step 10 as above; onto 3
+#     (2 micro-batches cannot split over 3) refused in one line;
+#   - a rank killed (SIGKILL) ends the job with mpirun's line naming it; a rank that hangs (SIGSTOP)
+#     ends it after --collective_timeout 3 with rank 0's line naming the collective and the step;
+#   - ranks with different flags (mpirun's MPMD form) refused in one line; the flags -pn, -pr, -pi
+#     and -pf refused where they do not fit, each in one line; only rank 0 prints.
+# One "PASS mpi ..." / "FAIL mpi ..." line per check; exits 1 if any failed. About 40 s on 2 cores
+# (the build is half of it); the suite prints its time.
+set -u
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-/usr/bin/python3}
+fails=0
+pass() { echo "PASS mpi $*"; }
+fail() { echo "FAIL mpi $*"; fails=$((fails + 1)); }
+tmp=$(mktemp -d /tmp/test_mpi.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+suite_start=$SECONDS
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
+export OMP_NUM_THREADS=1                                         # two processes share two cores
+MPIRUN=(mpirun --oversubscribe)
+bin=build/train_gpt2_cpu_mpi_standard
+plain=build/train_gpt2_cpu_standard
+model=dev/fixtures/standard_tiny_model.bin
+start=$SECONDS
+if ! make -s "$bin" "$plain" >"$tmp/build.log" 2>&1; then
+  fail "build: make $bin $plain failed: $(grep -m1 -i error "$tmp/build.log")"
+  exit 1
+fi
+echo "mpi: built $bin in $((SECONDS - start)) s ($(mpirun --version | head -n 1))"
+[ -f "$model" ] || { fail "fixture: $model missing (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"; exit 1; }
+"$PY" dev/test/synth_shards.py "$tmp"
+F=(-e "$model" -i "$tmp/synth_train_*.bin" -j "$tmp/synth_val_*.bin" -b 4 -t 32 -d 256 -x 10 -l 1e-3 -s 0 -v 5 -m 4)
+
+# the pid of rank $1 of the running MPI trainers (its environment names the rank)
+rank_pid() {
+  local d a0
+  for d in /proc/[0-9]*; do
+    { IFS= read -r -d '' a0 <"$d/cmdline"; } 2>/dev/null || continue
+    case "$a0" in *train_gpt2_cpu_mpi_standard) ;; *) continue ;; esac
+    tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && echo "${d#/proc/}"
+  done
+}
+
+# compare OUT_A OUT_B STEP: the losses of both main.log files (to 1e-5) and the model and state of
+# step STEP (relative L2 of the parameters, m and v, at most 1e-6); prints the numbers
+compare() {
+  "$PY" - "$1" "$2" "$3" <<'PYEOF'
+import re, sys
+import numpy as np
+a, b, step = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def losses(d):
+    out = {}
+    for line in open(d + "/main.log"):
+        m = re.match(r"^step (\d+)(?:/\d+ \| loss| \| val loss) (\S+)", line)
+        if m:
+            out[(m.group(1), "val" if "val" in line else "train")] = float(m.group(2))
+    return out
+la, lb = losses(a), losses(b)
+if not la or set(la) != set(lb):
+    sys.exit("logged steps differ: %s vs %s" % (sorted(la)[:4], sorted(lb)[:4]))
+dl = max(abs(la[k] - lb[k]) for k in la)
+def load(path, off):
+    return np.fromfile(path, dtype=np.float32, offset=off)
+pa = load("%s/model_%08d.bin" % (a, step), 1024)
+pb = load("%s/model_%08d.bin" % (b, step), 1024)
+sa = load("%s/state_%08d.bin" % (a, step), 1024 + 64)
+sb = load("%s/state_%08d.bin" % (b, step), 1024 + 64)
+n = len(pa)
+if len(pb) != n or len(sa) != 2 * n or len(sb) != 2 * n:
+    sys.exit("sizes differ: %d/%d parameters, %d/%d moments" % (n, len(pb), len(sa), len(sb)))
+rel = lambda x, y: float(np.linalg.norm(x - y) / np.linalg.norm(x))
+r = (rel(pa, pb), rel(sa[:n], sb[:n]), rel(sa[n:], sb[n:]))
+msg = "losses within %.1e (%d logged), relative L2 at step %d: parameters %.2e, m %.2e, v %.2e" % (dl, len(la), step, *r)
+if dl > 1e-5 or max(r) > 1e-6:
+    sys.exit(msg + " (expected losses within 1e-5, each L2 at most 1e-6)")
+print(msg)
+PYEOF
+}
+
+# ---------------------------------------------------------------- one process, two, ZeRO-1
+"$plain" "${F[@]}" -n 5 -o "$tmp/one" >"$tmp/one.log" 2>&1 || fail "one_process: the plain trainer exited $?: $(grep -m1 error "$tmp/one.log")"
+"${MPIRUN[@]}" -np 1 "$bin" "${F[@]}" -n 10 -o "$tmp/mpi1" >"$tmp/mpi1.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && cmp -s "$tmp/one/model_00000010.bin" "$tmp/mpi1/model_00000010.bin" &&
+   cmp -s "$tmp/one/state_00000010.bin" "$tmp/mpi1/state_00000010.bin"; then
+  pass "np1_equals_plain: mpirun -np 1 of the MPI build writes the plain trainer's model and state at step 10, bit for bit"
+else
+  fail "np1_equals_plain: exit $rc; the step-10 files differ from the plain trainer's: $(grep -m1 error "$tmp/mpi1.log")"
+fi
+for z in 0 1; do
+  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -z $z -n 5 -o "$tmp/two_z$z" >"$tmp/two_z$z.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && msg=$(compare "$tmp/one" "$tmp/two_z$z" 10 2>&1) &&
+     grep -q "^processes: 2 over MPI | each trains 1 of the 2 micro-batches of a step | -z $z: " "$tmp/two_z$z.log"; then
+    pass "np2_z${z}_equals_np1: mpirun -np 2 -z $z against one process, global batch 256: $msg"
+  else
+    fail "np2_z${z}_equals_np1: exit $rc: ${msg:-} $(grep -m1 error "$tmp/two_z$z.log")"
+  fi
+done
+n=$(grep -c '^step 1/10 ' "$tmp/two_z0.log")
+if [ "$n" = 1 ] && [ "$(grep -c '^model: ' "$tmp/two_z0.log")" = 1 ]; then
+  pass "rank0_prints: the 2-process run's output has one model line and one line per step (rank 0's)"
+else
+  fail "rank0_prints: $n 'step 1/10' lines in the 2-process output, expected 1"
+fi
+
+# ---------------------------------------------------------------- resume across process counts
+cp -r "$tmp/two_z1" "$tmp/r21" && rm "$tmp/r21/"*_00000010.bin
+"$plain" "${F[@]}" -n 5 -o "$tmp/r21" -y 1 >"$tmp/r21.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/r21/state_00000005.bin at step 5" "$tmp/r21.log" && msg=$(compare "$tmp/one" "$tmp/r21" 10 2>&1); then
+  pass "resume_2_to_1: the -np 2 -z 1 checkpoint of step 5 resumed by one process: $msg"
+else
+  fail "resume_2_to_1: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/r21.log")"
+fi
+cp -r "$tmp/one" "$tmp/r12" && rm "$tmp/r12/"*_00000010.bin
+"${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -z 1 -n 5 -o "$tmp/r12" -y 1 >"$tmp/r12.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/r12/state_00000005.bin at step 5" "$tmp/r12.log" && msg=$(compare "$tmp/one" "$tmp/r12" 10 2>&1); then
+  pass "resume_1_to_2: one process's checkpoint of step 5 resumed by -np 2 -z 1: $msg"
+else
+  fail "resume_1_to_2: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/r12.log")"
+fi
+cp -r "$tmp/one" "$tmp/r13" && rm "$tmp/r13/"*_00000010.bin
+"${MPIRUN[@]}" -np 3 "$bin" "${F[@]}" -z 1 -n 5 -o "$tmp/r13" -y 1 >"$tmp/r13.log" 2>&1
+rc=$?
+want="^error: rank [0-2]: -d 256: 2 micro-batches of B\*T = 128 tokens per step do not split over 3 processes \(HINT: -d a multiple of B\*T\*3 = 384\)$"
+if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/r13.log" && [ ! -e "$tmp/r13/model_00000010.bin" ]; then
+  pass "resume_onto_3_refused: exit $rc, '$(grep -m1 -E "$want" "$tmp/r13.log")'"
+else
+  fail "resume_onto_3_refused: exit $rc: $(grep -m1 error "$tmp/r13.log")"
+fi
+
+# ---------------------------------------------------------------- a rank killed, a rank hung
+long=("${F[@]}" -x 1000000 -v 0)
+for how in KILL STOP; do
+  t0=$SECONDS
+  timeout 60 "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" --collective_timeout 3 >"$tmp/$how.log" 2>&1 &
+  job=$!
+  pid=""
+  for _ in $(seq 100); do # up to 10 s for rank 1 to start, then a second of training
+    pid=$(rank_pid 1)
+    [ -n "$pid" ] && grep -q '^step 2/' "$tmp/$how.log" && break
+    sleep 0.1
+  done
+  [ -n "$pid" ] && kill -"$how" "$pid"
+  wait $job
+  rc=$?
+  [ -n "$pid" ] && { kill -CONT "$pid"; kill -9 "$pid"; } 2>/dev/null
+  secs=$((SECONDS - t0))
+  if [ $how = KILL ]; then
+    want="mpirun noticed that process rank 1 with PID [0-9]+ on node .* exited on signal 9 \(Killed\)"
+  else
+    want="^error: rank 0: the .* at step [0-9]+ waited 3 s for the other 1 process and gave up \(HINT: one died or hangs: see its output above; --collective_timeout sets the wait\)$"
+  fi
+  if [ -n "$pid" ] && [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -Eq "$want" "$tmp/$how.log"; then
+    pass "rank_$(tr A-Z a-z <<<"$how"): SIG$how to rank 1 mid-run: the job ended with status $rc in $secs s: '$(grep -m1 -Eo "$want" "$tmp/$how.log")'"
+  else
+    fail "rank_$(tr A-Z a-z <<<"$how"): rank 1 '$pid', exit $rc after $secs s (124: a hang), expected a line matching '$want': $(grep -v '^step' "$tmp/$how.log" | tail -n 3 | paste -sd' ' -)"
+  fi
+done
+
+# ---------------------------------------------------------------- refusals, one line each
+"${MPIRUN[@]}" -np 1 "$bin" "${F[@]}" -l 1e-3 : -np 1 "$bin" "${F[@]}" -l 2e-3 >"$tmp/differ.log" 2>&1
+rc=$?
+want="^error: the 2 processes differ in the model or the training flags \(.*\) \(HINT: every process must run the same command on the same files\)$"
+if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/differ.log"; then
+  pass "ranks_differ: mpirun -np 1 ... -l 1e-3 : -np 1 ... -l 2e-3: exit $rc, '$(grep -m1 -E "$want" "$tmp/differ.log" | cut -c1-90)...'"
+else
+  fail "ranks_differ: exit $rc, no line matching '$want': $(grep -m1 error "$tmp/differ.log")"
+fi
+refuse() { # NAME WANT(ERE, the whole line) COMMAND...
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$tmp/refuse.log" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/refuse.log"; then
+    pass "refused_$name: exit $rc, '$(grep -m1 -E "$want" "$tmp/refuse.log")'"
+  else
+    fail "refused_$name: exit $rc, expected a line matching '$want': $(grep -m1 -i error "$tmp/refuse.log")"
+  fi
+}
+refuse pn_without_mpi "^error: -pn 2: this binary has no MPI to reach other processes \(HINT: make build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N .*\)$" \
+  "$plain" "${F[@]}" -pn 2
+refuse pn_mismatch "^error: rank [01]: -pn 3: mpirun started 2 processes \(HINT: mpirun -np 3, or drop -pn\)$" \
+  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -pn 3
+refuse pr_mismatch "^error: rank 0: -pr 1: this process has rank 0 of 2 \(HINT: drop -pr: mpirun sets the ranks\)$" \
+  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -pr 1
+refuse pi_fs "^error: -pi fs: the shared-folder rendezvous belongs to the CUDA trainer's NCCL data parallelism, the CPU trainer's processes meet through MPI, started by mpirun \(HINT: -pi mpi\)$" \
+  "$plain" "${F[@]}" -pi fs
+refuse pf_unused "^error: -pf $tmp: the folder of -pi fs, which this run does not use \(HINT: drop -pf\)$" \
+  "$plain" "${F[@]}" -pf "$tmp"
+refuse d_split "^error: rank [01]: -d 384: 3 micro-batches of B\*T = 128 tokens per step do not split over 2 processes \(HINT: -d a multiple of B\*T\*2 = 256\)$" \
+  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -d 384
+refuse timeout_0 "^error: --collective_timeout 0: expected a number in \[1, 1e\+07\] \(HINT: run with -h for usage\)$" \
+  "$plain" "${F[@]}" --collective_timeout 0
+
+echo "mpi: the suite took $((SECONDS - suite_start)) s"
+[ $fails -eq 0 ] || { echo "mpi: $fails failed"; exit 1; }
