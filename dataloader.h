@@ -314,8 +314,7 @@ static inline void dataloader_compute_window_order(DataLoader* loader, size_t sh
     loader->window_order_epoch = loader->next_epoch;
 }
 
-// loads the next B*T+1 window into inputs/targets
-// Moves to the next window and returns it (its shard in *shard): the order of the batches,
+// Moves to the next window and returns it (its shard in *shard_out): the order of the batches,
 // without reading them.
 static inline size_t dataloader_advance(DataLoader* loader, size_t* shard_out) {
     // move past finished shards and epochs (every shard has >= 1 window, checked at init)
@@ -345,6 +344,7 @@ static inline void dataloader_skip_batch(DataLoader* loader) {
     dataloader_advance(loader, &shard);
 }
 
+// loads the next B*T+1 window into inputs/targets
 static inline void dataloader_next_batch(DataLoader* loader) {
     size_t B = loader->B, T = loader->T;
     size_t shard;

@@ -32,8 +32,13 @@ The decomposition (N parameters, P processes of ranks 0..P-1, A micro-batches pe
     hash of the run (the model's shape and parameters, B, T, -d, steps, schedule) and stop with one
     line naming the difference. Decisions stay common: the stop signal (SIGINT/SIGTERM) is OR-ed over
     the ranks at the top of each step, and the bad-step guard sees the global loss and norm.
-  - Output: rank 0 prints, writes main.log, samples and checkpoints; the other ranks print only errors,
-    each line prefixed with its rank.
+  - Output: rank 0 prints, writes main.log, samples and checkpoints; the other ranks print only errors
+    (those of the checks before training name their rank).
+  - Ending: the checks' outcome is agreed before anything trains (dp_all_ok: a rank that failed its
+    checks stops them all, each process exiting normally); a decision every rank made together (a stop
+    signal, the bad-step guard, an agreement refused) ends every rank normally too. An error of one
+    rank alone (a file it cannot read mid-run) ends the job through the backend (MPI_Abort), since the
+    others may be waiting in a collective.
   - Timeouts: every collective waits at most --collective_timeout seconds (default 600) for the other
     ranks; then the rank prints which collective of which step timed out and ends the job (a rank that
     died or hangs never leaves the others waiting forever).
@@ -92,7 +97,8 @@ struct DataParallel {
     size_t chunk;           // ceil(N / world)
     size_t lo, hi;          // this rank's shard of the parameters: AdamW's state under ZeRO-1
     double timeout_s;       // the longest a collective waits for the other ranks
-    int step;               // the step being trained, for messages
+    int step;               // the step being trained, for messages (-1: before the first)
+    int agreed_exit;        // 1 when the run ends by a decision every rank made (dp_all_ok, a stop, the guard)
     const DPBackend* backend;
     void* impl;             // the backend's own state
 };
@@ -137,11 +143,22 @@ static inline int dp_agree(DataParallel* dp, uint64_t value, const char* what) {
         return 0;
     }
     if (lo == hi) { return 1; }
+    dp->agreed_exit = 1; // every rank saw the same two values
     if (dp->rank == 0) {
         fprintf(stderr, "error: the %d processes differ in %s (HINT: every process must run the same command on the same "
                 "files)\n", dp->world, what);
     }
     return 0;
+}
+
+// Whether every rank is ok (each passes its own verdict): 1 when all are; 0 when any is not (or the
+// collective failed), which every rank then knows, so they all stop together (dp->agreed_exit).
+static inline int dp_all_ok(DataParallel* dp, int ok, const char* what) {
+    if (dp->world == 1) { return ok; }
+    int all = ok ? 1 : 0;
+    if (!dp->backend->allreduce(dp, &all, 1, DP_I32, DP_MIN, what)) { return 0; }
+    if (!all) { dp->agreed_exit = 1; }
+    return all;
 }
 
 // sums host doubles over the ranks
@@ -189,6 +206,7 @@ static const DPBackend kDPNone = {"none", dp_none_allreduce, dp_none_reduce_scat
 static inline void dp_init_single(DataParallel* dp) {
     memset(dp, 0, sizeof(*dp));
     dp->world = 1;
+    dp->step = -1;
     dp->backend = &kDPNone;
     dp->timeout_s = 600.0;
 }
@@ -203,6 +221,7 @@ static inline double dp_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// (no DP_BF16: the CPU trainer is fp32, and MPI has no bf16 sum)
 static inline MPI_Datatype dp_mpi_type(DPType t) {
     return t == DP_F64 ? MPI_DOUBLE : t == DP_I32 ? MPI_INT : t == DP_U64 ? MPI_UINT64_T : MPI_FLOAT;
 }
@@ -228,8 +247,11 @@ static inline int dp_mpi_wait(DataParallel* dp, MPI_Request* req, const char* wh
         if (dp_now() > deadline) { break; }
         nanosleep(&pause, NULL);
     }
-    fprintf(stderr, "error: rank %d: %s at step %d waited %.0f s for the other %d process%s and gave up (HINT: one died "
-            "or hangs: see its output above; --collective_timeout sets the wait)\n", dp->rank, what, dp->step,
+    char when[48];
+    if (dp->step >= 0) { snprintf(when, sizeof(when), "at step %d", dp->step); }
+    else { snprintf(when, sizeof(when), "before the first step"); }
+    fprintf(stderr, "error: rank %d: %s %s waited %.0f s for the other %d process%s and gave up (HINT: one died "
+            "or hangs: see its output above; --collective_timeout sets the wait)\n", dp->rank, what, when,
             dp->timeout_s, dp->world - 1, dp->world == 2 ? "" : "es");
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -248,7 +270,7 @@ static inline int dp_mpi_allreduce(DataParallel* dp, void* buf, size_t n, DPType
 }
 
 // The v-collectives take int counts: the shards of a model over 2^31 - 1 parameters per rank would
-// need pieces, which the CPU trainer (small models, by design) never meets; dp_mpi_init refuses them.
+// need pieces, which the CPU trainer (small models, by design) never meets; dp_mpi_setup_shards refuses them.
 static inline int dp_mpi_reduce_scatter(DataParallel* dp, void* buf, DPType t, const char* what) {
     DPMpi* m = (DPMpi*)dp->impl;
     MPI_Request req;

@@ -1258,8 +1258,8 @@ static int processes_check(const TrainArgs* a, const char* transport, int world,
         return 0;
     }
     if (a->processes_given > 0 && a->processes_given != world) {
-        snprintf(msg, msg_size, "-pn %d: %s started %d process%s (HINT: mpirun -np %d, or drop -pn)", a->processes_given,
-                 transport != NULL ? "mpirun" : "the command", world, world == 1 ? "" : "es", a->processes_given);
+        snprintf(msg, msg_size, "-pn %d: this run has %d process%s (HINT: mpirun -np %d, or drop -pn)", a->processes_given,
+                 world, world == 1 ? "" : "es", a->processes_given);
         return 0;
     }
     if (a->rank_given >= 0 && a->rank_given != rank) {

@@ -911,7 +911,11 @@ def plan_slots(device, gpus, fake, n_runs):
             die("ABLATE_JOBS=%d: %d GPU%s visible (%s), and a run has a GPU to itself (HINT: ABLATE_JOBS=%d or "
                 "fewer)" % (jobs, len(gpus), "" if len(gpus) == 1 else "s", ",".join(g["id"] for g in gpus),
                              len(gpus)))
-        env = {"OMP_NUM_THREADS": "1"} if fake else {}
+        # CUDA numbers the GPUs fastest first unless told otherwise; nvidia-smi, whose indices these are,
+        # in PCI order: PCI_BUS_ID makes an index name the same GPU for both
+        env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+        if fake:
+            env["OMP_NUM_THREADS"] = "1"
         return [{"label": "gpu %s" % g["id"], "env": dict(env, CUDA_VISIBLE_DEVICES=g["id"]), "cores": None, "gpu": g}
                 for g in gpus[:jobs or len(gpus)]]
     cores = sorted(os.sched_getaffinity(0))
@@ -1294,8 +1298,8 @@ def start_job(cfg, plan, out, device, unit, slot):
         log.write(" ".join(cmd) + "\n")
         log.write("# on %s%s\n" % (where_text(slot), ", " + env_text if env_text else ""))
         log.flush()
-        try:
-            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, **slot_popen_args(slot))
+        try:  # its own session: Ctrl-C reaches the runner only, which then stops every run with one SIGTERM
+            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **slot_popen_args(slot))
         except OSError as e:
             die("run '%s': cannot start %s (%s)" % (label, cmd[0], e.strerror))
         return Job(unit, label, d, slot, p, log.tell())
@@ -1368,13 +1372,13 @@ def gpu_processes():
     return apps
 
 
-def watch_gpus(jobs):
+def watch_gpus(jobs, ours):
     """each job's GPU in nvidia-smi's list of compute processes: is its own process there (then pids
-    compare: nvidia-smi sees this PID namespace), and how many processes of nobody in this ablation"""
+    compare: nvidia-smi sees this PID namespace), and how many processes of nobody in this ablation
+    (ours: every trainer the runner started, a run that just ended included)"""
     apps = gpu_processes()
     if apps is None:
         return
-    ours = set(j.proc.pid for j in jobs)
     for j in jobs:
         uuid = j.slot["gpu"]["uuid"] if j.slot["gpu"] else ""
         if uuid:
@@ -1444,11 +1448,29 @@ def finish_job(job, jobs_at_once, cores_total):
     return None
 
 
+def stop_jobs(jobs):
+    """each trainer still running gets one SIGTERM (it ends its step, writes a checkpoint into -o and
+    exits; a second signal would kill it) and is waited for"""
+    for j in jobs:
+        if j.proc.returncode is None:
+            try:
+                j.proc.terminate()
+            except OSError:
+                pass
+    for j in jobs:
+        if j.proc.returncode is None:
+            try:
+                j.proc.wait()
+            except KeyboardInterrupt:  # a second Ctrl-C: kill it
+                j.proc.kill()
+                j.proc.wait()
+
+
 def run_queue(cfg, plan, out, device, queue):
     """trains queue's runs, in order, each in the first free slot; returns when all are done, dies
     (after the runs still training have finished) when one failed"""
     slots = plan["slots"]
-    free, jobs, failed = list(slots), [], []
+    free, jobs, failed, started = list(slots), [], [], set()
     echo = len(slots) == 1
     busy0, me0 = core_busy(), runner_cpu()
     cores_total = len(busy0) if busy0 else 0
@@ -1457,6 +1479,7 @@ def run_queue(cfg, plan, out, device, queue):
         while jobs or (queue and not failed):
             while queue and free and not failed:
                 jobs.append(start_job(cfg, plan, out, device, queue.pop(0), free.pop(0)))
+                started.add(jobs[-1].proc.pid)
             time.sleep(POLL_S)
             now = time.time()
             busy1, me1 = core_busy(), runner_cpu()
@@ -1479,7 +1502,7 @@ def run_queue(cfg, plan, out, device, queue):
             on_gpu = [j for j in running if j.slot["gpu"]]
             unseen = any(not j.gpu_seen and now - j.t0 < GPU_SEEN_WAIT_S for j in on_gpu)
             if on_gpu and now - last_gpu_poll >= (POLL_S if unseen else GPU_POLL_S):
-                watch_gpus(running)  # nvidia-smi's CPU time is the runner's (RUSAGE_CHILDREN) at the next tick
+                watch_gpus(running, started)  # nvidia-smi's CPU time is the runner's (RUSAGE_CHILDREN) at the next tick
                 last_gpu_poll = now
             if echo:
                 for j in jobs:
@@ -1496,17 +1519,14 @@ def run_queue(cfg, plan, out, device, queue):
                 info("%d training (%s); %d waiting" % (len(jobs), ", ".join(
                     "%s on %s at %s" % (j.label, j.slot["label"], progress(j)) for j in jobs), len(queue)))
     except KeyboardInterrupt:
-        for j in jobs:
-            if j.proc.returncode is None:
-                try:
-                    j.proc.terminate()
-                except OSError:
-                    pass
-        for j in jobs:
-            if j.proc.returncode is None:
-                j.proc.wait()
-        die("interrupted during run%s %s (make ablate again resumes from the latest checkpoints)" % (
+        stop_jobs(jobs)
+        if echo:
+            for j in jobs:
+                echo_output(j)  # its "stopped by SIGTERM ... checkpoint written" line
+        die("interrupted during run%s %s (make ablate again resumes from the checkpoints they wrote as they stopped)" % (
             "" if len(jobs) == 1 else "s", ", ".join("'%s'" % j.label for j in jobs)))
+    finally:  # the runner never leaves a trainer behind (an error above, a die() in start_job)
+        stop_jobs(jobs)
     if failed:
         die(failed[0] + ("" if len(failed) == 1 else " (and %d more: %s)" % (len(failed) - 1, "; ".join(failed[1:]))))
 

@@ -1897,15 +1897,21 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
     char msg[16384];
     DataLoader& train_loader = r->train_loader;
     DataLoader& val_loader = r->val_loader;
+    const int use_val = a->val_every > 0;
+    int ok = 1; // the data and the training state, on every rank, before any rank goes on (dp_all_ok)
     if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
         fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
-        return 1;
-    }
-    const int use_val = a->val_every > 0;
-    if (use_val && !dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg, sizeof(msg))) {
+        ok = 0;
+    } else if (use_val && !dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg,
+                                           sizeof(msg))) {
         fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
-        return 1;
+        ok = 0;
+    } else if (a->resuming && (!gpt2_load_state(model, a->state_path, msg, sizeof(msg)) ||
+                               !dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg)))) {
+        fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
+        ok = 0;
     }
+    if (!dp_all_ok(dp, ok, "the agreement on the data")) { return 1; }
     uint64_t data_hash = dp_hash(DP_HASH_SEED, &train_loader.fingerprint, sizeof(train_loader.fingerprint));
     data_hash = dp_hash(data_hash, &train_loader.num_tokens, sizeof(train_loader.num_tokens));
     if (use_val) { data_hash = dp_hash(data_hash, &val_loader.fingerprint, sizeof(val_loader.fingerprint)); }
@@ -1913,11 +1919,6 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
     int start_step = 0;
     unsigned long long rng = sampling_rng_init(a->seed);
     if (a->resuming) {
-        if (!gpt2_load_state(model, a->state_path, msg, sizeof(msg)) ||
-            !dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg))) {
-            fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
-            return 1;
-        }
         start_step = a->state.step;
         rng = a->state.rng_state;
     }
@@ -1996,6 +1997,7 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
         }
         if (stop_sig) {
             rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
+            dp->agreed_exit = 1;
             break;
         }
         if (last_step) { break; }
@@ -2056,12 +2058,16 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
         fflush(stdout);
         logf_line(logf, line);
         step_guard_report(action, guard_line, logf);
-        if (action == STEP_STOP) {
+        if (action == STEP_STOP) { // the guard saw the global loss and norm: every rank stops here
+            dp->agreed_exit = 1;
             rc = 1;
             break;
         }
     }
-    if (rc == 0 && !g_train_stop_signal) { rc = step_guard_finish(&guard, num_steps, logf); }
+    if (rc == 0 && !g_train_stop_signal) {
+        rc = step_guard_finish(&guard, num_steps, logf);
+        dp->agreed_exit = 1;
+    }
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, 4, 0, 0, 0, 0, 0}; // column sums: a pass
         if (!profile_write(&g_profile, &model->config, &shape, a->profile_csv)) { rc = 1; }
@@ -2112,7 +2118,8 @@ static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
     uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
     h = dp_hash(h, model->params_memory, model->num_parameters * sizeof(float));
     const long long ints[] = {a->B, a->T, a->total_batch, a->max_steps, a->warmup, a->val_every, a->val_max_steps,
-                              a->checkpoint_every, a->resume, a->zero_stage, (long long)a->seed, a->resuming ? a->state.step : -1};
+                              a->checkpoint_every, a->output_dir != NULL, a->resume, a->zero_stage, (long long)a->seed,
+                              a->resuming ? a->state.step : -1};
     const float floats[] = {a->lr, a->final_frac, a->weight_decay, a->beta1, a->beta2, a->eps, a->grad_clip,
                             a->skip_loss_z, a->skip_grad_z};
     h = dp_hash(h, ints, sizeof(ints));
@@ -2134,30 +2141,32 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
         return 0;
     }
     const char* transport = strcmp(dp->backend->name, "none") != 0 ? dp->backend->name : NULL;
-    if (parsed == 0 || !processes_check(&args, transport, dp->world, dp->rank, msg, sizeof(msg)) ||
-        !train_args_resolve(&args, msg, sizeof(msg)) || !train_args_check_data(&args, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg);
-        return 1;
+    int ok = parsed != 0 && processes_check(&args, transport, dp->world, dp->rank, msg, sizeof(msg)) &&
+             train_args_resolve(&args, msg, sizeof(msg)) && train_args_check_data(&args, msg, sizeof(msg));
+    if (ok && dp->world > 1 && (args.generate > 0 || inspecting(&args) || args.profile_steps > 0)) {
+        snprintf(msg, sizeof(msg), "%s is one process's work (HINT: run it without mpirun)",
+                 args.generate > 0 ? "--generate" : inspecting(&args) ? "the inspection run" : "--profile");
+        ok = 0;
     }
+    if (!ok) { fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg); }
+    if (!dp_all_ok(dp, ok, "the agreement on the checks")) { return 1; } // a rank that failed stops them all
     dp->timeout_s = args.collective_timeout;
     if (args.check_args) { return check_args_report(&args); }
-    if (dp->world > 1 && (args.generate > 0 || inspecting(&args))) {
-        fprintf(stderr, "error: %s%s--generate and the inspection run are one process's work (HINT: run them without "
-                "mpirun)\n", who, rank_text);
-        return 1;
-    }
     GPT2 model;
     if (args.from_file) {
-        if (!gpt2_build_from_checkpoint(&model, args.model_path, msg, sizeof(msg))) {
-            fprintf(stderr, "error: %s\n", msg);
-            return 1;
-        }
+        ok = gpt2_build_from_checkpoint(&model, args.model_path, msg, sizeof(msg));
+        if (!ok) { fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg); }
         model.config.attn_scale = args.config.attn_scale; // an --attn_scale override
         model.attn_scale = gpt2_attn_scale(&model.config);
-    } else if (!gpt2_build_random(&model, &args.config, args.seed, msg, sizeof(msg))) {
-        fprintf(stderr, "error: -e %s: %s\n", args.model_arg, msg);
-        return 1;
+    } else {
+        ok = gpt2_build_random(&model, &args.config, args.seed, msg, sizeof(msg));
+        if (!ok) { fprintf(stderr, "error: %s%s-e %s: %s\n", who, rank_text, args.model_arg, msg); }
     }
+    if (ok && !dp_setup_params(dp, model.num_parameters, args.zero_stage, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg);
+        ok = 0;
+    }
+    if (!dp_all_ok(dp, ok, "the agreement on the model")) { return 1; }
     char desc[256];
     gpt2_config_describe(&model.config, desc, sizeof(desc));
 #ifdef _OPENMP
@@ -2169,10 +2178,6 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
     printf("%s\n", attention_path_description());
     printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
-    if (!dp_setup_params(dp, model.num_parameters, args.zero_stage, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg);
-        return 1;
-    }
     model.opt_lo = dp->lo;
     model.opt_hi = dp->hi;
     if (dp->world > 1) {
@@ -2182,8 +2187,8 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
                "on every process");
     }
     fflush(stdout);
-    if (!dp_agree(dp, run_hash(&args, &model), "the model or the training flags (-e, -b, -t, -d, -x, -l, -u, -q, -c, "
-                  "-v, -m, -n, -y, -z, --seed, -sl, -sg)")) {
+    if (dp->world > 1 && !dp_agree(dp, run_hash(&args, &model), "the model or the training flags (-e, -b, -t, -d, -x, -l, "
+                                   "-u, -q, -c, -v, -m, -n, -o, -y, -z, --seed, -sl, -sg)")) {
         return 1;
     }
     const int rc = args.generate > 0 ? generate_run(&args, &model)
@@ -2199,10 +2204,9 @@ int main(int argc, char** argv) {
     dp_init_host_process(&dp, &argc, &argv); // MPI's world in a build with MPI, else one process
     if (dp.rank > 0 && freopen("/dev/null", "w", stdout) == NULL) { return 1; } // rank 0 speaks for the run
     const int rc = run_main(argc, argv, &dp);
-    // An error may be this rank's alone while the others wait in a collective: end the whole job now
-    // (MPI_Finalize would wait for them). A stop by a signal (128 + its number) is every rank's: the
-    // ranks agreed on it at the top of the step.
-    if (rc != 0 && rc < 128 && dp.world > 1) {
+    // An error of this rank alone may leave the others waiting in a collective: end the whole job now
+    // (MPI_Finalize would wait for them). An end every rank agreed on (dp.agreed_exit) finalizes.
+    if (rc != 0 && !dp.agreed_exit && dp.world > 1) {
         fflush(stdout);
         fflush(stderr);
         dp.backend->abort_job(&dp);

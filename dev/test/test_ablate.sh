@@ -537,7 +537,7 @@ sed -e 's/^tokens = .*/tokens = 256 * 128/' -e 's/^eval_every = .*/eval_every = 
 printf 'r%s standard\n' 0 1 2 3 >>"$tmp/gpus.txt"
 "${fake_env[@]}" FAKE_FOREIGN=1:424242 ABLATE_STATUS_S=1 bash dev/ablate/ablate.sh "$tmp/gpus.txt" "$tmp/gpus" >"$tmp/gpus.log" 2>&1
 rc=$?
-if msg=$("$PY" - "$tmp/gpus" "$tmp/gpus.log" $rc <<'EOF'
+if msg=$("$PY" - "$tmp/gpus" "$tmp/gpus.log" $rc 2>&1 <<'EOF'
 import re, sys
 out, log, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
 text = open(log).read()
@@ -572,12 +572,13 @@ for r in ("r0", "r1", "r2", "r3"):
         sys.exit("%s: DONE's device '%s'" % (r, done.get("device")))
     g = gpu.group(1)
     second = open("%s/%s/stdout.log" % (out, r)).read().splitlines()[1]
-    if second != "# on gpu %s (Fake GPU %s, GPU-fake-%s), CUDA_VISIBLE_DEVICES=%s OMP_NUM_THREADS=1" % (g, g, g, g):
+    if second != "# on gpu %s (Fake GPU %s, GPU-fake-%s), CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=%s OMP_NUM_THREADS=1" % (g, g, g, g):
         sys.exit("%s: stdout.log's second line '%s'" % (r, second))
     if done.get("jobs") != "3" or done.get("gpu_shared") != ("1" if g == "1" else "0"):
         sys.exit("%s on gpu %s: DONE jobs '%s', gpu_shared '%s' (expected 3, %s)" % (r, g, done.get("jobs"),
                  done.get("gpu_shared"), "1" if g == "1" else "0"))
     cell = re.search(r"^\| %s \| (?:[^|]*\|){5} ([^|]*) \|" % r, table, re.M).group(1)
+    # on GPU 1 the stranger's process; elsewhere a speed, or n/a for a machine busy with other work
     if (g == "1") != (cell == "n/a (GPU shared with another process)") or (g != "1" and "other load" not in cell):
         sys.exit("%s on gpu %s: tokens/s cell '%s'" % (r, g, cell))
     spans.setdefault(g, []).append((float(done["start"]), float(done["end"]), r))
@@ -591,11 +592,44 @@ if max(a for a, _, _ in first3) >= min(b for _, b, _ in first3):
 print("r3 on gpu %s after it freed; %s" % (events[i][2], ", ".join("gpu %s: %s" % (g, "+".join(x[2] for x in s))
                                                                  for g, s in sorted(spans.items()))))
 EOF
-2>&1); then
+); then
   pass "gpus_schedule: 4 runs on 3 fake GPUs, one per GPU at a time, each log and DONE naming its GPU, gpu 1's marked shared and its tokens/s n/a ($msg)"
 else
   fail "gpus_schedule: $msg"
 fi
+
+# Ctrl-C: SIGINT to the runner's whole process group, as a terminal sends it (the runner in a session
+# of its own here, so that the test is not in that group). The trainers run in their own sessions, so
+# the runner alone gets it; it sends each running trainer one SIGTERM, and each ends its step, writes
+# a checkpoint (which the next make ablate resumes with -y 1) and exits; the runner says so and exits
+# 1, leaving no trainer behind. (A trainer in the runner's group would get the SIGINT too, then the
+# SIGTERM: a second signal, which kills it before its checkpoint.)
+sed 's/^tokens = .*/tokens = 100000 * 128/' "$tmp/gpus.txt" | grep -v '^r3 ' >"$tmp/ctrlc.txt"
+setsid env --default-signal=INT "${fake_env[@]}" bash dev/ablate/ablate.sh "$tmp/ctrlc.txt" "$tmp/ctrlc" >"$tmp/ctrlc.log" 2>&1 &
+runner=$!
+for _ in $(seq 300); do # until the three runs have trained a step or two
+  n=0
+  for r in r0 r1 r2; do grep -q '^step 2/' "$tmp/ctrlc/$r/stdout.log" 2>/dev/null && n=$((n + 1)); done
+  [ $n = 3 ] && break
+  sleep 0.1
+done
+kill -INT -- -$runner
+timeout 60 tail --pid=$runner -f /dev/null
+wait $runner
+rc=$?
+msg=""
+for r in r0 r1 r2; do
+  at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' "$tmp/ctrlc/$r/stdout.log")
+  [ -n "$at" ] && [ -f "$tmp/ctrlc/$r/state_$(printf %08d "$at").bin" ] || msg+="$r: no stop checkpoint; "
+done
+left=$(pgrep -f "$tmp/ctrlc/" | wc -l)
+if [ $rc = 1 ] && [ -z "$msg" ] && [ "$left" = 0 ] &&
+   grep -q "^ablate: interrupted during runs 'r0', 'r1', 'r2' (make ablate again resumes from the checkpoints they wrote as they stopped)$" "$tmp/ctrlc.log"; then
+  pass "ctrl_c: SIGINT to the runner with 3 runs training: each trainer got one SIGTERM and wrote its stop checkpoint, the runner exited 1, no trainer left"
+else
+  fail "ctrl_c: exit $rc, ${msg}$left trainers left: $(grep '^ablate: \(interrupted\|run\)' "$tmp/ctrlc.log" | tail -n 2 | paste -sd' ' -)"
+fi
+pkill -9 -f "$tmp/ctrlc/" 2>/dev/null
 
 # which GPUs, and how many at a time: plan-only, the fake GPUs; then the refusals, one line each
 where() { sed -n 's/^ablate: where: //p' <<<"$1"; }

@@ -8,8 +8,10 @@
 #     (float rounding: the two processes add their micro-batches' gradients in another order than one
 #     process's backward does; measured 5e-8, and a wrong decomposition, a skipped micro-batch or a
 #     missing 1/A, is off by more than 1e-2);
+#   - -np 3 -z 1 (uneven shards, 4 validation batches over 3) against one process, as above;
 #   - resume from 2 processes (-z 1) onto 1 and from 1 onto 2 at step 5: step 10 as above; onto 3
 #     (2 micro-batches cannot split over 3) refused in one line;
+#   - SIGTERM to one rank stops every rank at the same step with a checkpoint, which resumes;
 #   - a rank killed (SIGKILL) ends the job with mpirun's line naming it; a rank that hangs (SIGSTOP)
 #     ends it after --collective_timeout 3 with rank 0's line naming the collective and the step;
 #   - ranks with different flags (mpirun's MPMD form) refused in one line; the flags -pn, -pr, -pi
@@ -107,6 +109,16 @@ for z in 0 1; do
     fail "np2_z${z}_equals_np1: exit $rc: ${msg:-} $(grep -m1 error "$tmp/two_z$z.log")"
   fi
 done
+# three processes, ZeRO-1: shards of 45654, 45654 and 45652 of the 136960 parameters; the 4
+# validation batches split 2, 1, 1
+"$plain" "${F[@]}" -d 384 -n 10 -o "$tmp/one384" >"$tmp/one384.log" 2>&1
+"${MPIRUN[@]}" -np 3 "$bin" "${F[@]}" -d 384 -z 1 -n 10 -o "$tmp/three" >"$tmp/three.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && msg=$(compare "$tmp/one384" "$tmp/three" 10 2>&1); then
+  pass "np3_z1_equals_np1: mpirun -np 3 -z 1 (uneven shards, 4 validation batches over 3) against one process, global batch 384: $msg"
+else
+  fail "np3_z1_equals_np1: exit $rc: ${msg:-} $(grep -m1 error "$tmp/three.log")"
+fi
 n=$(grep -c '^step 1/10 ' "$tmp/two_z0.log")
 if [ "$n" = 1 ] && [ "$(grep -c '^model: ' "$tmp/two_z0.log")" = 1 ]; then
   pass "rank0_prints: the 2-process run's output has one model line and one line per step (rank 0's)"
@@ -141,8 +153,35 @@ else
   fail "resume_onto_3_refused: exit $rc: $(grep -m1 error "$tmp/r13.log")"
 fi
 
-# ---------------------------------------------------------------- a rank killed, a rank hung
+# ---------------------------------------------------------------- a signal, a rank killed, a rank hung
 long=("${F[@]}" -x 1000000 -v 0)
+# SIGTERM to rank 1 alone: the ranks agree on it at the top of the next step, both stop there with a
+# checkpoint (gathered under -z 1), exit 143; the same command with -y 1 resumes from it
+"${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" -x 100000 -z 1 -o "$tmp/stop" >"$tmp/stop.log" 2>&1 &
+job=$!
+pid=""
+for _ in $(seq 100); do
+  pid=$(rank_pid 1)
+  [ -n "$pid" ] && grep -q '^step 2/' "$tmp/stop.log" && break
+  sleep 0.1
+done
+[ -n "$pid" ] && kill -TERM "$pid"
+wait $job
+rc=$?
+stop_line=$(grep -m1 '^stopped by SIGTERM at step' "$tmp/stop.log")
+at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' <<<"$stop_line")
+if [ -n "$pid" ] && [ $rc -eq 143 ] && [ -n "$at" ] && [ -f "$tmp/stop/state_$(printf %08d "$at").bin" ]; then
+  "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" -x $((at + 2)) --reschedule 1 -z 1 -o "$tmp/stop" -y 1 >"$tmp/stop2.log" 2>&1
+  rc2=$?
+  if [ $rc2 -eq 0 ] && grep -q "^resuming from $tmp/stop/state_$(printf %08d "$at").bin at step $at" "$tmp/stop2.log" &&
+     grep -q "^step $((at + 2))/$((at + 2)) " "$tmp/stop2.log"; then
+    pass "stop_one_rank: SIGTERM to rank 1: exit 143, '$stop_line'; resumed with -y 1 to step $((at + 2))"
+  else
+    fail "stop_one_rank: the resume exited $rc2: $(grep -m1 'error\|resuming' "$tmp/stop2.log")"
+  fi
+else
+  fail "stop_one_rank: rank 1 '$pid', exit $rc (expected 143), stop line '$stop_line', checkpoint of step '${at}': $(grep -m1 error "$tmp/stop.log")"
+fi
 for how in KILL STOP; do
   t0=$SECONDS
   timeout 60 "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" --collective_timeout 3 >"$tmp/$how.log" 2>&1 &
@@ -192,7 +231,7 @@ refuse() { # NAME WANT(ERE, the whole line) COMMAND...
 }
 refuse pn_without_mpi "^error: -pn 2: this binary has no MPI to reach other processes \(HINT: make build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N .*\)$" \
   "$plain" "${F[@]}" -pn 2
-refuse pn_mismatch "^error: rank [01]: -pn 3: mpirun started 2 processes \(HINT: mpirun -np 3, or drop -pn\)$" \
+refuse pn_mismatch "^error: rank [01]: -pn 3: this run has 2 processes \(HINT: mpirun -np 3, or drop -pn\)$" \
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -pn 3
 refuse pr_mismatch "^error: rank 0: -pr 1: this process has rank 0 of 2 \(HINT: drop -pr: mpirun sets the ranks\)$" \
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -pr 1
@@ -202,6 +241,8 @@ refuse pf_unused "^error: -pf $tmp: the folder of -pi fs, which this run does no
   "$plain" "${F[@]}" -pf "$tmp"
 refuse d_split "^error: rank [01]: -d 384: 3 micro-batches of B\*T = 128 tokens per step do not split over 2 processes \(HINT: -d a multiple of B\*T\*2 = 256\)$" \
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -d 384
+refuse profile_under_mpi "^error: rank [01]: --profile is one process's work \(HINT: run it without mpirun\)$" \
+  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" --profile 2
 refuse timeout_0 "^error: --collective_timeout 0: expected a number in \[1, 1e\+07\] \(HINT: run with -h for usage\)$" \
   "$plain" "${F[@]}" --collective_timeout 0
 
