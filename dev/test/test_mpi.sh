@@ -127,22 +127,24 @@ else
 fi
 
 # ---------------------------------------------------------------- resume across process counts
-cp -r "$tmp/two_z1" "$tmp/r21" && rm "$tmp/r21/"*_00000010.bin
-"$plain" "${F[@]}" -n 5 -o "$tmp/r21" -y 1 >"$tmp/r21.log" 2>&1
-rc=$?
-if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/r21/state_00000005.bin at step 5" "$tmp/r21.log" && msg=$(compare "$tmp/one" "$tmp/r21" 10 2>&1); then
-  pass "resume_2_to_1: the -np 2 -z 1 checkpoint of step 5 resumed by one process: $msg"
-else
-  fail "resume_2_to_1: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/r21.log")"
-fi
-cp -r "$tmp/one" "$tmp/r12" && rm "$tmp/r12/"*_00000010.bin
-"${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -z 1 -n 5 -o "$tmp/r12" -y 1 >"$tmp/r12.log" 2>&1
-rc=$?
-if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/r12/state_00000005.bin at step 5" "$tmp/r12.log" && msg=$(compare "$tmp/one" "$tmp/r12" 10 2>&1); then
-  pass "resume_1_to_2: one process's checkpoint of step 5 resumed by -np 2 -z 1: $msg"
-else
-  fail "resume_1_to_2: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/r12.log")"
-fi
+# resume_check NAME FROM WHAT COMMAND...: FROM's checkpoint of step 5, copied into $tmp/NAME, resumed
+# to step 10 by COMMAND (with -n 5 -o $tmp/NAME -y 1), against one process's uninterrupted run
+resume_check() {
+  local name=$1 from=$2 what=$3 rc msg
+  shift 3
+  cp -r "$from" "$tmp/$name" && rm "$tmp/$name/"*_00000010.bin
+  "$@" -n 5 -o "$tmp/$name" -y 1 >"$tmp/$name.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/$name/state_00000005.bin at step 5" "$tmp/$name.log" &&
+     msg=$(compare "$tmp/one" "$tmp/$name" 10 2>&1); then
+    pass "$name: $what: $msg"
+  else
+    fail "$name: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/$name.log")"
+  fi
+}
+resume_check resume_2_to_1 "$tmp/two_z1" "the -np 2 -z 1 checkpoint of step 5 resumed by one process" "$plain" "${F[@]}"
+resume_check resume_1_to_2 "$tmp/one" "one process's checkpoint of step 5 resumed by -np 2 -z 1" \
+  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -z 1
 cp -r "$tmp/one" "$tmp/r13" && rm "$tmp/r13/"*_00000010.bin
 "${MPIRUN[@]}" -np 3 "$bin" "${F[@]}" -z 1 -n 5 -o "$tmp/r13" -y 1 >"$tmp/r13.log" 2>&1
 rc=$?
