@@ -5,12 +5,13 @@
 #? make train_gpt2cu [QKV=..] [PRECISION=BF16|FP32]  the CUDA trainer, ./train_gpt2cu[_<scheme>][_fp32]
 #? make test_gpt2cu [QKV=..] [PRECISION=BF16|FP32]   its test against the reference's fixtures, ./test_gpt2cu[_<scheme>][_fp32]
 #? make cpu [QKV=..]                  the CPU trainer build/train_gpt2_cpu_<scheme>, its test, and its test with the tiled attention
+#? make build/train_gpt2_cpu_mpi_<scheme>   the CPU trainer over MPI: mpirun -np N runs one run on N processes (dev/data_parallel.h)
 #? make labs [PRECISION=BF16|FP32]    the kernel labs build/lab_<op>[_fp32] (dev/cuda/README.md); make labs-list names them
 #? make build/cudacpu/<binary>        test_gpt2cu_<scheme>[_fp32], train_gpt2cu_<scheme>[_fp32] or lab_<op>[_fp32] on the CPU runtime (no GPU)
 #? make asan                          the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
 #? make params                        parameter counts and KV-cache sizes of the papers' configurations (dev/SCHEMES.md)
 #? make fuzz [FUZZ_SECONDS=600] [FUZZ_TARGETS="checkpoint ..."] [FUZZ_MERGE=1]  libFuzzer on every file parser (dev/fuzz/README.md)
-#? make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]  every run x seed of an ablation config, then its table and plot (dev/ablate/README.md)
+#? make ablate CONFIG=dev/ablate/<name>.txt [OUT=dir] [FORCE=1]  every run x seed of an ablation config, one per GPU at a time, then its table and plot (dev/ablate/README.md)
 #? make schemes                       the scheme names, in id order
 #? make clean                         remove every build output
 #
