@@ -75,8 +75,8 @@ Output, in OUT: plan.tsv (the runs and seeds and their commands), <run>/ (one se
 with the trainer's main.log, its stdout (stdout.log), cmd.txt and, once the trainer exits 0, DONE (its
 seconds and the other load), then heads.csv (the final model's head diagnostics: its trainer's
 --attention_csv on the fixed probe sentence and induction probe, log in heads.log); then runs.csv,
-summary.csv, loss.png, table.md. stdout.log's second line and DONE say where the run trained (its GPU,
-or its cores); DONE also holds its start and end (Unix seconds), how many runs went at a time, the
+summary.csv, loss.png, table.md. The line after each command in stdout.log, and DONE, say where the run
+trained (its GPU, or its cores); DONE also holds its start and end (Unix seconds), how many runs went at a time, the
 other load over the cores it was measured on, and on a GPU whether another process used that GPU
 meanwhile (gpu_shared, from nvidia-smi's list of compute processes; absent where the runner could
 not tell, e.g. where nvidia-smi lists no process of its own). table.md leaves tokens/s out for a run
@@ -364,7 +364,7 @@ def main():
 
     status = os.environ.get("ABLATE_STATUS_S", "")
     if status:
-        value, why = decimal(status, 1, 86400, "seconds")
+        _, why = decimal(status, 1, 86400, "seconds")
         if why:
             die("ABLATE_STATUS_S=%s: %s (seconds between the progress lines of runs in parallel)" % (status, why))
     fake = os.environ.get("ABLATE_TEST_FAKE_GPUS", "")
