@@ -1499,6 +1499,16 @@ static size_t flash_smem_bytes(int hd, int tiles, int extra_floats) {
     return (size_t)tiles * FLASH_BLOCK_M * (hd + FLASH_SMEM_PAD) * sizeof(floatX) + (size_t)extra_floats * sizeof(float);
 }
 
+// More than 48 KiB of dynamic shared memory is opt-in, per kernel: each launcher opts its kernel in
+// once, at its first launch (*opted_in: the launcher's own static flag, one per instantiation)
+template <typename Kernel>
+static void flash_smem_opt_in(Kernel kernel, size_t smem, bool* opted_in) {
+    if (!*opted_in) {
+        cudaCheck(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        *opted_in = true;
+    }
+}
+
 // The kernels load 16-byte chunks of every row: views must start 16-byte aligned with row strides a
 // multiple of 8 elements. Always so in the trainer (buffers 256-byte aligned, offsets and strides
 // multiples of the head size); a lab or test that breaks it stops here with the view named.
@@ -1514,11 +1524,8 @@ template <int kHeadDim>
 static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
                                        int H, int Hkv, float scale) {
     const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
     dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
     flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
     launchCheck();
@@ -1737,11 +1744,8 @@ template <int kHeadDim>
 static void flash3_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
                                         int H, int Hkv, float scale) {
     const size_t smem = flash3_forward_smem_bytes(kHeadDim);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash3_attention_forward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash3_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
     dim3 grid(B * H, (T + FLASH3_BLOCK_M - 1) / FLASH3_BLOCK_M);
     flash3_attention_forward_kernel<kHeadDim><<<grid, FLASH3_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
     launchCheck();
@@ -1882,11 +1886,8 @@ static void flash_attention_backward_dkdv(AttnGradDest dk, AttnGradDest dv, cons
                                           const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
                                           int Hkv, float scale) {
     const size_t smem = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash_attention_backward_dkdv_kernel<kHeadDim>, smem, &smem_opted_in);
     const int tiles = (T + FLASH_BLOCK_N - 1) / FLASH_BLOCK_N;
     flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem>>>(
         dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
@@ -1976,10 +1977,7 @@ static void flash_attention_backward_dq(AttnGradDest dq, const floatX* dout, con
                                         AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale) {
     const size_t smem = flash_smem_bytes(kHeadDim, 4, 0);
     static bool smem_opted_in = false;
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    flash_smem_opt_in(flash_attention_backward_dq_kernel<kHeadDim>, smem, &smem_opted_in);
     const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
     flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem>>>(
         dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
@@ -2317,11 +2315,8 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
                                          const float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
                                          int Hkv, float scale) {
     const size_t smem = flash3_backward_smem_bytes(kHeadDim);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash3_attention_backward_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash3_attention_backward_kernel<kHeadDim>, smem, &smem_opted_in);
     // the tickets and counters start at zero every launch
     cudaCheck(cudaMemsetAsync(sync, 0, flash3_bwd_sync_words(B, H, T, FLASH3_BWD_BLOCK_M(kHeadDim)) * sizeof(unsigned int)));
     const int ctas = (T + FLASH3_BWD_BLOCK_N - 1) / FLASH3_BWD_BLOCK_N * B * Hkv;
@@ -2557,11 +2552,8 @@ static void flash4_attention_backward_dkdv(AttnGradDest dk, AttnGradDest dv, con
                                            const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
                                            int Hkv, float scale) {
     const size_t smem = flash4_dkdv_smem_bytes(kHeadDim);
-    static bool smem_opted_in = false; // once per kernel: more than 48 KiB of dynamic smem is opt-in
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dkdv_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash4_attention_backward_dkdv_kernel<kHeadDim>, smem, &smem_opted_in);
     const int tiles = (T + FLASH4_BLOCK_N - 1) / FLASH4_BLOCK_N;
     flash4_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH4_DKDV_THREADS, smem>>>(
         dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
@@ -2675,10 +2667,7 @@ static void flash4_attention_backward_dq(AttnGradDest dq, const floatX* dout, co
                                          AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale) {
     const size_t smem = flash4_dq_smem_bytes(kHeadDim);
     static bool smem_opted_in = false;
-    if (!smem_opted_in) {
-        cudaCheck(cudaFuncSetAttribute(flash4_attention_backward_dq_kernel<kHeadDim>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        smem_opted_in = true;
-    }
+    flash_smem_opt_in(flash4_attention_backward_dq_kernel<kHeadDim>, smem, &smem_opted_in);
     const int tiles = (T + FLASH4_DQ_BLOCK_M - 1) / FLASH4_DQ_BLOCK_M;
     flash4_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, tiles), FLASH4_DQ_THREADS, smem>>>(
         dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
