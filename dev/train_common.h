@@ -977,11 +977,8 @@ static void print_usage(const char* prog) {
 #endif
     printf("More than one process (dev/data_parallel.h; the processes train one run with the global batch -d):\n");
 #if TRAIN_COMMON_CUDA
-    printf("  -pi <mpi|fs>  how the processes meet: mpi (started by mpirun; needs a build with MPI) or fs, a\n");
-    printf("                rendezvous in the shared folder -pf, started by hand with -pn and -pr (default mpi)\n");
-    printf("  -pf <dir>     the fs rendezvous's folder, the same for every process\n");
-    printf("  -pn <int>     the number of processes (fs: required; mpi: checked against mpirun's -np)\n");
-    printf("  -pr <int>     this process's rank, 0..pn-1 (fs: required; mpi: checked)\n");
+    printf("  -pn <int>     the number of processes: 1 (the CUDA trainer's data parallelism over NCCL is not built\n");
+    printf("                yet; more is refused, and so are -pr above 0, -pi fs and -pf)\n");
 #else
     printf("  -pn <int>     the number of processes: checked against mpirun's -np (build/train_gpt2_cpu_mpi_<scheme>)\n");
     printf("  -pr <int>     this process's rank: checked against MPI's\n");
