@@ -59,6 +59,21 @@ CUDA_ARCHS := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
               $(if $(filter-out 80 90,$(LOCAL_SM)),-gencode arch=compute_$(LOCAL_SM)$(CUDA_COMMA)code=sm_$(LOCAL_SM),)
 NVCC_FLAGS := -O3 -std=c++17 -lineinfo $(CUDA_ARCHS) -Xcompiler -Wall
 NVCC_LDFLAGS := -L$(CUDA_HOME)/lib64 -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
+# NCCL (data parallelism over GPUs, dev/data_parallel.h): the trainer and its test are built with it
+# where nccl.h and libnccl are found, in NCCL_HOME (default CUDA_HOME, where the toolkit ships them;
+# lib64/ or lib/) or in /usr (Debian's libnccl-dev). NO_NCCL=1 builds without: the trainer of one GPU,
+# its flags -pi fs and -pn above 1 refused in one line. Nothing else changes between the two builds.
+NCCL_HOME ?= $(CUDA_HOME)
+NCCL_LIBDIR := $(firstword $(foreach d,$(NCCL_HOME)/lib64 $(NCCL_HOME)/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib,\
+                 $(if $(wildcard $(d)/libnccl.so),$(d),)))
+NCCL_INCDIR := $(firstword $(foreach d,$(NCCL_HOME)/include /usr/include,$(if $(wildcard $(d)/nccl.h),$(d),)))
+ifeq ($(NO_NCCL),1)
+NCCL_FLAGS :=
+else ifneq ($(and $(NCCL_LIBDIR),$(NCCL_INCDIR)),)
+NCCL_FLAGS := -DDP_NCCL -I$(NCCL_INCDIR) -L$(NCCL_LIBDIR) -lnccl -Xlinker -rpath=$(NCCL_LIBDIR)
+else
+NCCL_FLAGS :=
+endif
 # fast math only for BF16: FP32 builds are held to 1e-4 against the reference (exact expf/tanhf)
 PRECISION_DEFINE = $(if $(filter FP32,$(1)),-DENABLE_FP32,-DENABLE_BF16 --use_fast_math)
 
@@ -71,15 +86,16 @@ test_gpt2cu: test_gpt2cu$(SUFFIX)
 endif
 
 train_gpt2cu$(SUFFIX): train_gpt2.cu $(MODEL_HEADERS)
-	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
+	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) $(NCCL_FLAGS) -o $@
 
 test_gpt2cu$(SUFFIX): test_gpt2.cu train_gpt2.cu $(MODEL_HEADERS) $(TEST_HEADERS)
-	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) -o $@
+	$(NVCC) $(NVCC_FLAGS) $(call QKV_DEFINE,$(QKV)) $(call PRECISION_DEFINE,$(PRECISION)) $< $(NVCC_LDFLAGS) $(NCCL_FLAGS) -o $@
 
 # The compile check of a scheme's trainer without ptxas (dev/test/test_cuda.sh where there is no GPU):
 # build/ptx/train_gpt2cu_<scheme>[_fp32], PTX for compute_90 only. The device code does not depend on
 # the scheme (the kernels read it as data), and standard's full builds run ptxas on it.
 # The same for test_gpt2.cu (build/ptx/test_gpt2cu_<scheme>[_fp32]: its device code is train_gpt2.cu's).
+# These compile without NCCL (the full builds have it where it is found), so both builds compile in CI.
 PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 \
            $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(call PRECISION_DEFINE,$(if $(filter %_fp32,$(1)),FP32,BF16))
 $(BUILD)/ptx/train_gpt2cu_%: train_gpt2.cu $(MODEL_HEADERS)
@@ -93,7 +109,9 @@ $(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu $(MODEL_HEADERS) $(TEST_H
 # through dev/cudacpu/rewrite.py (launches, inline PTX, __shared__), built with g++ against the CPU
 # runtime dev/cudacpu/cuda_cpu.h: build/cudacpu/{test,train}_gpt2cu_<scheme>[_fp32]. No GPU needed.
 CUDACPU := $(BUILD)/cudacpu
-CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h $(MODEL_HEADERS)
+# Its trainers are NCCL builds whose NCCL is dev/cudacpu/nccl_cpu.h (processes of this machine).
+CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
+                dev/cudacpu/nccl_cpu.h $(MODEL_HEADERS)
 CUDACPU_FLAGS := -std=c++17 -O2 -g0 -fno-strict-aliasing -Wall -Wno-unknown-pragmas -x c++ -include dev/cudacpu/cuda_cpu.h \
                  -I$(CUDA_HOME)/include -I. -Idev/cudacpu
 # the stem is <scheme> or <scheme>_fp32
@@ -108,7 +126,7 @@ $(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
 $(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS)
-	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
+	$(CXX) $(CUDACPU_FLAGS) -DDP_NCCL $(call CUDACPU_DEFINES,$*) $< -o $@
 
 # the runtime's own check of the inline PTX it models (ldmatrix, cp.async, mma.sync), on a GPU too
 $(CUDACPU)/test_ptx: $(CUDACPU)/src/dev/cudacpu/test_ptx.cu $(CUDACPU_DEPS)
@@ -261,13 +279,17 @@ $(BUILD)/fuzz/fuzz_%: dev/fuzz/fuzz_%.cpp $(FUZZ_DEPS)
 # per GPU at a time over every visible GPU, else on the CPU trainer (dev/ablate/README.md); OUT only
 # from the command line (the environment's $OUT is not ours); FORCE=1 (command line or environment)
 # trains a plan estimated over 2 hours.
-.PHONY: help schemes params test train ablate clean
+.PHONY: help schemes nccl_flags params test train ablate clean
 help:
 	@sed -n 's/^#? //p' Makefile
 	@echo "schemes (QKV=): $(SCHEMES)"
 
 schemes:
 	@echo $(SCHEMES)
+
+# the NCCL flags of this machine's trainer build (empty: built without NCCL), for the tests
+nccl_flags:
+	@echo $(NCCL_FLAGS)
 
 params: $(BUILD)/params
 	@./$(BUILD)/params

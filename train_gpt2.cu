@@ -3527,8 +3527,10 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
 }
-__global__ void init_normal_kernel(floatX* params, float* master, size_t n, float std, unsigned long long seed,
-                                   unsigned long long stream) {
+// master, when not NULL, holds the fp32 values of the window [master_lo, master_hi) of the n (this
+// process's share of AdamW's state: dev/data_parallel.h); master[0] is element master_lo
+__global__ void init_normal_kernel(floatX* params, float* master, size_t master_lo, size_t master_hi, size_t n, float std,
+                                   unsigned long long seed, unsigned long long stream) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const unsigned long long h1 = mix64(seed * 0x9E3779B97F4A7C15ULL + stream * 0xD1B54A32D192ED03ULL + 2 * i + 1);
         const unsigned long long h2 = mix64(h1 ^ 0xABC98388FB8FAC03ULL);
@@ -3537,24 +3539,25 @@ __global__ void init_normal_kernel(floatX* params, float* master, size_t n, floa
         const float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
         const float p = std * z;
         params[i] = f2x(p);
-        if (master != NULL) { master[i] = p; }
+        if (master != NULL && i >= master_lo && i < master_hi) { master[i - master_lo] = p; }
     }
 }
 
-__global__ void fill_kernel(floatX* params, float* master, size_t n, float value) {
+__global__ void fill_kernel(floatX* params, float* master, size_t master_lo, size_t master_hi, size_t n, float value) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         params[i] = f2x(value);
-        if (master != NULL) { master[i] = value; }
+        if (master != NULL && i >= master_lo && i < master_hi) { master[i - master_lo] = value; }
     }
 }
 
-static void init_normal(floatX* params, float* master, size_t n, float std, unsigned long long seed, unsigned long long stream) {
-    init_normal_kernel<<<grid_for(n, 256), 256>>>(params, master, n, std, seed, stream);
+static void init_normal(floatX* params, float* master, size_t master_lo, size_t master_hi, size_t n, float std,
+                        unsigned long long seed, unsigned long long stream) {
+    init_normal_kernel<<<grid_for(n, 256), 256>>>(params, master, master_lo, master_hi, n, std, seed, stream);
     launchCheck();
 }
 
-static void fill_params(floatX* params, float* master, size_t n, float value) {
-    fill_kernel<<<grid_for(n, 256), 256>>>(params, master, n, value);
+static void fill_params(floatX* params, float* master, size_t master_lo, size_t master_hi, size_t n, float value) {
+    fill_kernel<<<grid_for(n, 256), 256>>>(params, master, master_lo, master_hi, n, value);
     launchCheck();
 }
 
@@ -3663,9 +3666,13 @@ typedef struct {
     floatX* params[NUM_PARAMETER_TENSORS];       // NULL for absent tensors
     float* grads_memory;
     float* grads[NUM_PARAMETER_TENSORS];
-    float* master_memory;                        // fp32 master weights (BF16 builds with -w 1), else NULL
+    // AdamW's state, m, v and the fp32 master weights (BF16 builds with -w 1, else master_memory is NULL),
+    // is kept for the parameters [opt_lo, opt_hi) of the device layout: all of them, or this process's
+    // shard under ZeRO-1 (dev/data_parallel.h); m_memory[0] is parameter opt_lo's
+    float* master_memory;
     float* m_memory;
     float* v_memory;
+    size_t opt_lo, opt_hi;
     int use_master_weights;
     int recompute;                               // 1: fch_gelu, 2: also ln1, ln2 recomputed in the backward pass
     int attn_fused;                              // 1: fused (flash) attention: att_lse, attn_delta; 0: perm, att, ...
@@ -3776,8 +3783,10 @@ static void carve_tensors(char* base, const TensorAlloc* list, void** const* slo
 // flash path, see qkv_fused_attention_available; 0: unfused). What is allocated, how big and where
 // is gpt2_training_memory's (attention_variants.cuh), the numbers build/params prints.
 // Parameters are filled by gpt2_init_random or gpt2_load_params afterwards.
-static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int use_master_weights, int recompute,
-                       int attn_fused) {
+// opt_lo, opt_hi: the parameters whose AdamW state this process keeps (clamped to the layout's count:
+// 0, SIZE_MAX is all of them).
+static void gpt2_build_sharded(GPT2* model, const GPT2Config* config, int B, int T, int use_master_weights, int recompute,
+                               int attn_fused, size_t opt_lo, size_t opt_hi) {
     memset(model, 0, sizeof(*model));
     model->config = *config;
     model->B = B;
@@ -3791,7 +3800,19 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     const TrainingMemory* mem = &model->memory;
     gpt2_training_memory(&model->config, B, T, sizeof(floatX), model->use_master_weights, recompute,
                          model->attn_fused, &model->memory);
-    const size_t moment_bytes = mem->optimizer_bytes / 2; // m and v alike
+    model->opt_hi = opt_hi < model->num_parameters_padded ? opt_hi : model->num_parameters_padded;
+    model->opt_lo = opt_lo < model->opt_hi ? opt_lo : model->opt_hi;
+    const size_t opt_floats = model->opt_hi - model->opt_lo;
+    if (opt_floats < model->num_parameters_padded) { // a shard: the memory line counts what is allocated
+        const size_t whole = mem->optimizer_bytes + mem->master_bytes;
+        model->memory.optimizer_bytes = 2 * opt_floats * sizeof(float);
+        model->memory.master_bytes = mem->master_bytes > 0 ? opt_floats * sizeof(float) : 0;
+        model->memory.total_bytes -= whole - mem->optimizer_bytes - mem->master_bytes;
+    }
+    // an empty shard (the last process of a small model) still gets a buffer: a NULL master_memory
+    // means "no master weights"
+    const size_t moment_bytes = opt_floats > 0 ? opt_floats * sizeof(float) : 16; // m and v alike
+    const size_t master_bytes = mem->master_bytes > 0 ? moment_bytes : 0;
     model->params_memory = (floatX*)device_malloc(mem->param_bytes, "parameters");
     model->grads_memory = (float*)device_malloc(mem->grad_bytes, "parameter gradients");
     model->m_memory = (float*)device_malloc(moment_bytes, "AdamW m");
@@ -3800,9 +3821,9 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     cudaCheck(cudaMemset(model->grads_memory, 0, mem->grad_bytes));
     cudaCheck(cudaMemset(model->m_memory, 0, moment_bytes));
     cudaCheck(cudaMemset(model->v_memory, 0, moment_bytes));
-    if (mem->master_bytes > 0) {
-        model->master_memory = (float*)device_malloc(mem->master_bytes, "fp32 master weights");
-        cudaCheck(cudaMemset(model->master_memory, 0, mem->master_bytes));
+    if (master_bytes > 0) {
+        model->master_memory = (float*)device_malloc(master_bytes, "fp32 master weights");
+        cudaCheck(cudaMemset(model->master_memory, 0, master_bytes));
     }
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const int present = model->param_sizes[i] > 0;
@@ -3839,6 +3860,23 @@ static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int 
     if ((int)M > max_cols) { max_cols = (int)M; }
     if ((int)W > max_cols) { max_cols = (int)W; }
     reduce_scratch_reserve(max_cols);
+}
+
+// moments, master weights, activations for (B, T) on one attention path (gpt2_build_sharded), with
+// AdamW's state for every parameter
+static void gpt2_build(GPT2* model, const GPT2Config* config, int B, int T, int use_master_weights, int recompute,
+                       int attn_fused) {
+    gpt2_build_sharded(model, config, B, T, use_master_weights, recompute, attn_fused, 0, SIZE_MAX);
+}
+
+// The part of parameter tensor i (its n elements at offset off) inside [opt_lo, opt_hi): element
+// *lo to *hi of the tensor (an empty window when *lo == *hi), whose state is at state_index.
+static void opt_window(const GPT2* model, size_t off, size_t n, size_t* lo, size_t* hi, size_t* state_index) {
+    const size_t a = off > model->opt_lo ? off : model->opt_lo;
+    const size_t b = off + n < model->opt_hi ? off + n : model->opt_hi;
+    *lo = a < b ? a - off : 0;
+    *hi = a < b ? b - off : 0;
+    *state_index = a < b ? a - model->opt_lo : 0;
 }
 
 // the activation gradients (one layer's, reused by every layer): one allocation, carved by the
@@ -3881,18 +3919,20 @@ static void gpt2_init_random(GPT2* model, unsigned long long seed) {
         size_t n = model->param_sizes[i];
         if (n == 0) { continue; }
         floatX* p = model->params[i];
-        float* mw = model->master_memory != NULL ? model->master_memory + model->param_offsets[i] : NULL;
+        size_t mlo, mhi, state_index;
+        opt_window(model, model->param_offsets[i], n, &mlo, &mhi, &state_index);
+        float* mw = model->master_memory != NULL ? model->master_memory + state_index : NULL;
         const int is_gain = i == PARAM_LN1W || i == PARAM_LN2W || i == PARAM_LNFW || i == PARAM_QRES_RMSW || i == PARAM_QRES_LNW;
         const int is_bias = i == PARAM_LN1B || i == PARAM_QKVB || i == PARAM_ATTPROJB || i == PARAM_LN2B ||
                             i == PARAM_FCB || i == PARAM_FCPROJB || i == PARAM_LNFB;
         if (is_gain) {
-            fill_params(p, mw, n, 1.0f);
+            fill_params(p, mw, mlo, mhi, n, 1.0f);
         } else if (is_bias) {
-            fill_params(p, mw, n, 0.0f);
+            fill_params(p, mw, mlo, mhi, n, 0.0f);
         } else {
             if (i == PARAM_WTE || i == PARAM_LM_HEAD) { n = (size_t)c->vocab_size * c->channels; }
             const float std = param_tensor_residual_scaled[i] ? std_res : 0.02f;
-            init_normal(p, mw, n, std, seed, (unsigned long long)i);
+            init_normal(p, mw, mlo, mhi, n, std, seed, (unsigned long long)i);
         }
     }
     cudaCheck(cudaDeviceSynchronize());
@@ -3930,8 +3970,11 @@ static void gpt2_load_params(GPT2* model, const char* path, int version) {
         }
         host_floats_to_x(xs, vals, n);
         cudaCheck(cudaMemcpy(model->params[i], xs, n * sizeof(floatX), cudaMemcpyHostToDevice));
-        if (model->master_memory != NULL) {
-            cudaCheck(cudaMemcpy(model->master_memory + model->param_offsets[i], vals, n * sizeof(float), cudaMemcpyHostToDevice));
+        size_t lo, hi, state_index;
+        opt_window(model, model->param_offsets[i], n, &lo, &hi, &state_index);
+        if (model->master_memory != NULL && hi > lo) {
+            cudaCheck(cudaMemcpy(model->master_memory + state_index, vals + lo, (hi - lo) * sizeof(float),
+                                 cudaMemcpyHostToDevice));
         }
     }
     fclose(f);
@@ -3991,22 +4034,23 @@ static int fwrite_tensors_f32(const GPT2* model, const float* base, ValuesKind k
     return 1;
 }
 
-// the training state file (layout above state_header_make in dev/train_common.h). Returns 1, or 0
-// with a one-line message and nothing written.
-static int gpt2_write_state(const GPT2* model, const TrainState* st, const char* path, char* msg, size_t msg_size) {
+// the training state file (layout above state_header_make in dev/train_common.h) of AdamW's m, v and
+// master weights (NULL: none) for every parameter, in the device layout (the model's own, or what a
+// ZeRO-1 run gathered). Returns 1, or 0 with a one-line message and nothing written.
+static int gpt2_write_state(const GPT2* model, const TrainState* st, const float* m, const float* v, const float* master,
+                            const char* path, char* msg, size_t msg_size) {
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
-    state_header_make(header, &model->config, st, model->master_memory != NULL);
+    state_header_make(header, &model->config, st, master != NULL);
     fwrite_or_die(header, sizeof(int), 256, f, tmp);
     fwrite_or_die(&st->loader, sizeof(DataLoaderState), 1, f, tmp);
     size_t max_n = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
     float* scratch = (float*)host_malloc(max_n * sizeof(float), "state write buffer");
-    const int ok = fwrite_tensors_f32(model, model->m_memory, VALUES_ADAM_M, f, tmp, path, scratch, msg, msg_size) &&
-                   fwrite_tensors_f32(model, model->v_memory, VALUES_ADAM_V, f, tmp, path, scratch, msg, msg_size) &&
-                   (model->master_memory == NULL ||
-                    fwrite_tensors_f32(model, model->master_memory, VALUES_MASTER, f, tmp, path, scratch, msg, msg_size));
+    const int ok = fwrite_tensors_f32(model, m, VALUES_ADAM_M, f, tmp, path, scratch, msg, msg_size) &&
+                   fwrite_tensors_f32(model, v, VALUES_ADAM_V, f, tmp, path, scratch, msg, msg_size) &&
+                   (master == NULL || fwrite_tensors_f32(model, master, VALUES_MASTER, f, tmp, path, scratch, msg, msg_size));
     free(scratch);
     if (!ok) {
         abandon_tmp(f, tmp);
@@ -4016,6 +4060,7 @@ static int gpt2_write_state(const GPT2* model, const TrainState* st, const char*
     return 1;
 }
 
+// one kind of the state's values: this process's part of them into base (NULL: read past them)
 static void fread_tensors_f32(GPT2* model, float* base, FILE* f, const char* path, float* scratch) {
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const size_t n = model->param_sizes[i];
@@ -4024,15 +4069,18 @@ static void fread_tensors_f32(GPT2* model, float* base, FILE* f, const char* pat
             fprintf(stderr, "error: %s: truncated training state\n", path);
             exit(EXIT_FAILURE);
         }
-        if (base != NULL) {
-            cudaCheck(cudaMemcpy(base + model->param_offsets[i], scratch, n * sizeof(float), cudaMemcpyHostToDevice));
+        size_t lo, hi, state_index; // base holds [opt_lo, opt_hi) of the parameters
+        opt_window(model, model->param_offsets[i], n, &lo, &hi, &state_index);
+        if (base != NULL && hi > lo) {
+            cudaCheck(cudaMemcpy(base + state_index, scratch + lo, (hi - lo) * sizeof(float), cudaMemcpyHostToDevice));
         }
     }
 }
 
 // Loads AdamW moments and master weights of an inspected state into a model whose parameters
 // were loaded from the model file of the same step. With master weights in the file, params are
-// re-rounded from them (identical to the saved bf16 params, which were rounded from them).
+// re-rounded from them (identical to the saved bf16 params, which were rounded from them). A ZeRO-1
+// process keeps its shard of them and re-rounds that part of the parameters.
 static void gpt2_load_state(GPT2* model, const char* path, const TrainState* st) {
     FILE* f = fopen(path, "rb");
     if (f == NULL || fseeko(f, 1024 + (off_t)sizeof(DataLoaderState), SEEK_SET) != 0) {
@@ -4047,10 +4095,10 @@ static void gpt2_load_state(GPT2* model, const char* path, const TrainState* st)
     if (st->has_master) {
         fread_tensors_f32(model, model->master_memory, f, path, scratch); // skipped (read, not stored) without masters
         if (model->master_memory != NULL) {
-            copy_master_to_params(model->params_memory, model->master_memory, model->num_parameters_padded);
+            copy_master_to_params(model->params_memory + model->opt_lo, model->master_memory, model->opt_hi - model->opt_lo);
         }
     } else if (model->master_memory != NULL) {
-        params_to_master(model->master_memory, model->params_memory, model->num_parameters_padded);
+        params_to_master(model->master_memory, model->params_memory + model->opt_lo, model->opt_hi - model->opt_lo);
     }
     fclose(f);
     free(scratch);
@@ -4247,16 +4295,28 @@ static void gpt2_forward(GPT2* model, const int* inputs, const int* targets, flo
     gpt2_forward_staged(model, dloss);
 }
 
+// The sum of those losses and their count, into sum_rows[0] and [1] (the processes of a data-parallel
+// run add theirs up before they divide); both 0 when there was none. Waits for the GPU.
+static void gpt2_loss_sums(GPT2* model, double sum_rows[2]) {
+    sum_rows[0] = 0.0;
+    sum_rows[1] = (double)model->loss_rows;
+    if (model->loss_rows == 0) { return; }
+    cudaCheck(cudaMemcpy(&sum_rows[0], model->loss_sum_d, sizeof(double), cudaMemcpyDeviceToHost));
+    cudaCheck(cudaMemset(model->loss_sum_d, 0, sizeof(double)));
+    model->loss_rows = 0;
+}
+
+// the mean of sums of losses, or -1 for none
+static float loss_mean_of(const double sum_rows[2]) {
+    return sum_rows[1] > 0 ? (float)(sum_rows[0] / sum_rows[1]) : -1.0f;
+}
+
 // The mean of the losses of every forward pass with targets since the last call (waits for the GPU:
 // once per step), or -1 when there was none.
-static float gpt2_mean_loss(GPT2* model) {
-    if (model->loss_rows == 0) { return -1.0f; }
-    double sum = 0.0;
-    cudaCheck(cudaMemcpy(&sum, model->loss_sum_d, sizeof(double), cudaMemcpyDeviceToHost));
-    cudaCheck(cudaMemset(model->loss_sum_d, 0, sizeof(double)));
-    const float mean = (float)(sum / (double)model->loss_rows);
-    model->loss_rows = 0;
-    return mean;
+static __attribute__((unused)) float gpt2_mean_loss(GPT2* model) { // the tests'
+    double sum_rows[2];
+    gpt2_loss_sums(model, sum_rows);
+    return loss_mean_of(sum_rows);
 }
 
 static void gpt2_zero_grad(GPT2* model) {
@@ -4358,20 +4418,28 @@ static void gpt2_backward(GPT2* model) {
 }
 
 // Global L2 norm of every gradient, squared, into norm_partial_d[NORM_BLOCKS] (fixed-order reduction,
-// stays on the device: AdamW reads it there for the clipping).
+// stays on the device: AdamW reads it there for the clipping). A ZeRO-1 process's part of it: the
+// gradients of its shard [opt_lo, opt_hi), the only ones its reduce-scatter summed.
 static void gpt2_grad_norm_sq(GPT2* model) {
-    sum_squares(model->norm_partial_d + NORM_BLOCKS, model->norm_partial_d, model->grads_memory,
-                model->num_parameters_padded);
+    float* out = model->norm_partial_d + NORM_BLOCKS;
+    if (model->opt_hi == model->opt_lo) { // an empty shard
+        cudaCheck(cudaMemsetAsync(out, 0, sizeof(float), 0));
+        return;
+    }
+    sum_squares(out, model->norm_partial_d, model->grads_memory + model->opt_lo, model->opt_hi - model->opt_lo);
 }
 
 // The global gradient norm before clipping, on the host: the step's wait for the GPU, before the
 // trainer decides whether the step updates at all (step_guard_decide). The squared norm stays on
 // the device too, where gpt2_update_apply's clipping reads it.
-static float gpt2_grad_norm(GPT2* model) {
-    gpt2_grad_norm_sq(model);
+static float gpt2_grad_norm_read(GPT2* model) {
     float sumsq = 0.0f;
     cudaCheck(cudaMemcpy(&sumsq, model->norm_partial_d + NORM_BLOCKS, sizeof(float), cudaMemcpyDeviceToHost));
     return sqrtf(sumsq);
+}
+static float gpt2_grad_norm(GPT2* model) {
+    gpt2_grad_norm_sq(model);
+    return gpt2_grad_norm_read(model);
 }
 
 // One AdamW step (t counts the updates: 1, 2, ...) with global gradient-norm clipping, after
@@ -4381,14 +4449,15 @@ static void gpt2_update_apply(GPT2* model, float lr, float beta1, float beta2, f
     const float* norm_sq = model->norm_partial_d + NORM_BLOCKS;
     const float bc1 = (float)(1.0 - pow((double)beta1, (double)t));
     const float bc2 = (float)(1.0 - pow((double)beta2, (double)t));
-    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
-        const size_t n = model->param_sizes[i];
-        if (n == 0) { continue; }
-        const size_t off = model->param_offsets[i];
+    for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { // each tensor's part in [opt_lo, opt_hi)
+        size_t lo, hi, state_index;
+        opt_window(model, model->param_offsets[i], model->param_sizes[i], &lo, &hi, &state_index);
+        if (hi == lo) { continue; }
+        const size_t off = model->param_offsets[i] + lo;
         const float wd = param_tensor_decayed[i] ? weight_decay : 0.0f;
-        adamw_update(model->params_memory + off, model->master_memory != NULL ? model->master_memory + off : NULL,
-                     model->grads_memory + off, model->m_memory + off, model->v_memory + off, n, lr, beta1, beta2, bc1,
-                     bc2, eps, wd, norm_sq, grad_clip);
+        adamw_update(model->params_memory + off, model->master_memory != NULL ? model->master_memory + state_index : NULL,
+                     model->grads_memory + off, model->m_memory + state_index, model->v_memory + state_index, hi - lo,
+                     lr, beta1, beta2, bc1, bc2, eps, wd, norm_sq, grad_clip);
     }
 }
 
@@ -4829,29 +4898,112 @@ static int sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, un
     return ok;
 }
 
-// The training run of resolved arguments on a checked device. Returns the process exit code.
-static int train_run(TrainArgs* a) {
+// the parameters' type for the collectives
+static const DPType DP_FLOATX = PRECISION_IS_BF16 ? DP_BF16 : DP_F32;
+
+// Reads this process's next micro-batch (or validation batch) and skips the other processes' before
+// it (dev/data_parallel.h: batch i is process i % P's); seen counts the batches the loader has passed.
+static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen) {
+    while (!dp_owns_batch(dp, *seen)) {
+        dataloader_skip_batch(loader);
+        (*seen)++;
+    }
+    dataloader_next_batch(loader);
+    (*seen)++;
+}
+
+// A checkpoint at `step`, on every process: rank 0 writes the model (every process holds all of it)
+// and the state, whose AdamW state a ZeRO-1 run first gathers from every process into a buffer on
+// rank 0's GPU. Returns 1, or 0 after rank 0 printed the error; every process returns the same, so
+// a failed write stops them all at this step.
+static int write_checkpoint(const GPT2* model, DataParallel* dp, const TrainState* st, const char* model_path,
+                            const char* state_path, FILE* logf) {
     char msg[16384];
+    const float *m = model->m_memory, *v = model->v_memory, *master = model->master_memory;
+    float* gathered = NULL;
+    if (dp->zero) {
+        const size_t N = model->num_parameters_padded;
+        const int kinds = master != NULL ? 3 : 2;
+        if (dp->rank == 0) {
+            gathered = (float*)device_malloc(kinds * N * sizeof(float), "the AdamW state a checkpoint gathers");
+        }
+        const float* shards[3] = {model->m_memory, model->v_memory, model->master_memory};
+        const char* whats[3] = {"the gather of AdamW's m for a checkpoint", "the gather of AdamW's v for a checkpoint",
+                                "the gather of the master weights for a checkpoint"};
+        for (int k = 0; k < kinds; k++) {
+            if (!dp->backend->gather(dp, shards[k], gathered != NULL ? gathered + k * N : NULL, DP_F32, whats[k])) { return 0; }
+        }
+        if (gathered != NULL) {
+            m = gathered;
+            v = gathered + N;
+            master = kinds == 3 ? gathered + 2 * N : NULL;
+        }
+    }
+    int ok = 1;
+    if (dp->rank == 0) {
+        // the model first: a state file marks a complete pair
+        ok = gpt2_write_checkpoint(model, model_path, msg, sizeof(msg)) &&
+             gpt2_write_state(model, st, m, v, master, state_path, msg, sizeof(msg));
+        if (ok) {
+            printf("wrote checkpoint %s + %s\n", model_path, state_path);
+        } else {
+            train_error(logf, st->step, msg);
+        }
+    }
+    if (gathered != NULL) { cudaCheck(cudaFree(gathered)); }
+    return dp_all_ok(dp, ok, "the agreement on the checkpoint");
+}
+
+// A hash of what every process of a run must share: the model (its shape and every parameter) and
+// the flags that shape its updates (dev/data_parallel.h's agreement)
+static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
+    const size_t bytes = model->num_parameters_padded * sizeof(floatX);
+    void* host = host_malloc(bytes, "the parameters' agreement hash");
+    cudaCheck(cudaMemcpy(host, model->params_memory, bytes, cudaMemcpyDeviceToHost));
+    uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
+    h = dp_hash(h, host, bytes);
+    free(host);
+    return train_flags_hash(h, a);
+}
+
+// The training run of resolved arguments on a checked device, on every process of a data-parallel
+// run (dp, NULL: one process alone). Returns the process exit code.
+static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
+    char msg[16384];
+    DataParallel alone;
+    dp_init_single(&alone);
+    DataParallel* dp = dp_run != NULL ? dp_run : &alone;
     cuda_setup();
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, 0));
     const double peak = gpu_peak_flops(prop.name);
 
+    // the data and -o, on every process before any goes on (dp_all_ok: one that fails stops them all)
     DataLoader train_loader, val_loader;
+    const int use_val = a->val_every > 0;
+    int train_open = 0, val_open = 0, ok = 1;
     if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
         fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
-        return 1;
+        ok = 0;
+    } else {
+        train_open = 1;
     }
-    const int use_val = a->val_every > 0;
-    if (use_val && !dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg, sizeof(msg))) {
-        fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
-        dataloader_free(&train_loader);
-        return 1;
+    if (ok && use_val) {
+        if (!dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg, sizeof(msg))) {
+            fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
+            ok = 0;
+        } else {
+            val_open = 1;
+        }
     }
-    if (!output_dir_check(a, msg, sizeof(msg))) { // again: the tests call train_run without train_args_check_data
+    if (ok && !output_dir_check(a, msg, sizeof(msg))) { // again: the tests call train_run without train_args_check_data
         fprintf(stderr, "error: %s\n", msg);
-        dataloader_free(&train_loader);
-        if (use_val) { dataloader_free(&val_loader); }
+        ok = 0;
+    }
+    if (!dp_all_ok(dp, ok, "the agreement on the data") ||
+        !dp_agree(dp, train_data_hash(&train_loader, use_val ? &val_loader : NULL), "their data (-i, -j: the shards' sizes)")) {
+        if (train_open) { dataloader_free(&train_loader); }
+        if (val_open) { dataloader_free(&val_loader); }
         return 1;
     }
 
@@ -4859,9 +5011,13 @@ static int train_run(TrainArgs* a) {
     g_bias_fusion = a->bias_fusion;
     g_flash_version = flash_forward_version(a->flash_version);
     g_flash_backward_version = flash_backward_version(a->flash_version);
+    // the processes' shards of AdamW's state over the device layout (-z 1; else every process keeps
+    // all of it), each starting on a tensor boundary's alignment for the 16-byte loads
+    size_t layout_sizes[NUM_PARAMETER_TENSORS], layout_offsets[NUM_PARAMETER_TENSORS];
+    dp_set_params(dp, gpt2_param_layout(&a->config, layout_sizes, layout_offsets), a->zero_stage, PARAM_ALIGN_ELEMS);
     GPT2 model;
-    gpt2_build(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
-               !a->attn_unfused); // fused where a flash kernel exists: gpt2_build decides
+    gpt2_build_sharded(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
+                       !a->attn_unfused, dp->lo, dp->hi); // fused where a flash kernel exists: gpt2_build decides
     if (a->from_file) {
         gpt2_load_params(&model, a->model_path, a->file_version);
     } else {
@@ -4875,8 +5031,13 @@ static int train_run(TrainArgs* a) {
             fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
             return 1;
         }
+        // a ZeRO-1 process re-rounded its shard of the parameters from the master weights
+        if (!dp_gather_parameters(dp, model.params_memory, DP_FLOATX)) { return 1; }
         start_step = a->state.step;
         rng = a->state.rng_state;
+    }
+    if (!dp->alone && !dp_agree(dp, run_hash(a, &model), "the model or the training flags (" TRAIN_FLAGS_HASHED ")")) {
+        return 1;
     }
     const long long tokens_per_step = a->total_batch;
     const int num_steps = train_num_steps(a, train_loader.num_tokens);
@@ -4897,6 +5058,7 @@ static int train_run(TrainArgs* a) {
            a->from_file ? a->model_path : "random init");
     printf("batch: B %d sequences of T %d tokens | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
            a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
+    if (!dp->alone) { processes_describe(dp, a); }
     const int hd = qkv_head_dim(&model.config);
     if (model.attn_fused) {
         printf("attention: fused flash-attention kernels (head size %d; forward version %d, backward version %d%s): "
@@ -4915,8 +5077,8 @@ static int train_run(TrainArgs* a) {
     if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
     fflush(stdout);
 
-    FILE* logf = NULL;
-    if (!output_dir_clear(a) || !main_log_open(a, &logf)) { return 1; }
+    FILE* logf = NULL; // rank 0 writes into -o
+    if (!dp_all_ok(dp, dp->rank > 0 || (output_dir_clear(a) && main_log_open(a, &logf)), "the agreement on -o")) { return 1; }
     char schedule_note[8192]; // a resume with --reschedule 1 says what changes, in the log too
     if (resume_schedule_note(a, num_steps, schedule_note, sizeof(schedule_note))) {
         printf("%s\n", schedule_note);
@@ -4928,7 +5090,8 @@ static int train_run(TrainArgs* a) {
     train_signals_install();
     int rc = 0;
     char guard_line[1024];
-    const double flops_per_step = gpt2_flops_per_token(&model.config, a->T) * (double)tokens_per_step;
+    // per GPU: MFU is each GPU's share of the step's FLOPs over its own peak
+    const double flops_per_step = gpt2_flops_per_token(&model.config, a->T) * (double)tokens_per_step / dp->world;
     const float dloss = 1.0f / (float)((double)a->B * a->T * a->grad_accum_steps);
     double total_time = 0.0;
     int timed_steps = 0;
@@ -4936,40 +5099,53 @@ static int train_run(TrainArgs* a) {
     char line[1024];
     for (int step = start_step; step <= num_steps; step++) {
         const int last_step = step == num_steps;
-        const int stop_sig = g_train_stop_signal; // read once: this step's decisions agree
+        int stop_sig = g_train_stop_signal; // read once, and any process's: this step's decisions agree
+        dp->step = step;
+        if (!dp_max_int(dp, &stop_sig, "the stop signal's all-reduce")) { return 1; }
         if (use_val && !stop_sig && (step % a->val_every == 0 || last_step)) {
             dataloader_reset(&val_loader);
-            double val_loss = 0.0;
             for (int i = 0; i < val_batches; i++) {
+                if (!dp_owns_batch(dp, i)) { // another process's batch
+                    dataloader_skip_batch(&val_loader);
+                    continue;
+                }
                 dataloader_next_batch(&val_loader);
                 gpt2_forward(&model, val_loader.inputs, val_loader.targets, 0.0f);
             }
-            val_loss = val_batches > 0 ? gpt2_mean_loss(&model) : 0.0; // every batch has B*T losses: the mean of the means
+            double sums[2]; // every batch has B*T losses: the mean of the means
+            gpt2_loss_sums(&model, sums);
+            if (!dp_sum_doubles(dp, sums, 2, "the validation loss's all-reduce")) { return 1; }
+            const double val_loss = val_batches > 0 ? loss_mean_of(sums) : 0.0;
             snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
             printf("%s\n", line);
             logf_line(logf, line);
         }
-        if (sample_due(a, step, start_step, num_steps) && !sample_text(&model, a, &tokenizer, &rng, msg, sizeof(msg))) {
-            rc = train_error(logf, step, msg);
-            break;
+        if (sample_due(a, step, start_step, num_steps)) { // rank 0's RNG is the run's
+            const int sampled = dp->rank > 0 || sample_text(&model, a, &tokenizer, &rng, msg, sizeof(msg));
+            if (!sampled) { train_error(logf, step, msg); }
+            if (!dp_all_ok(dp, sampled, "the agreement on the sample")) {
+                rc = 1;
+                break;
+            }
         }
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
             const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &train_loader);
-            // the model first: a state file marks a complete pair
-            if (!gpt2_write_checkpoint(&model, model_path, msg, sizeof(msg)) ||
-                !gpt2_write_state(&model, &st, state_path, msg, sizeof(msg))) {
-                rc = train_error(logf, step, msg);
+            if (!write_checkpoint(&model, dp, &st, model_path, state_path, logf)) {
+                rc = 1;
                 break;
             }
-            printf("wrote checkpoint %s + %s\n", model_path, state_path);
         }
         if (stop_sig) {
             rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
+            dp->agreed_exit = 1;
             break;
         }
-        if (last_step) { break; }
+        if (last_step) {
+            dp->agreed_exit = 1;
+            break;
+        }
 
         cudaCheck(cudaDeviceSynchronize());
         // --profile: the first profiled step is also the one an outside profiler sees (ncu
@@ -4982,28 +5158,43 @@ static int train_run(TrainArgs* a) {
         gpt2_zero_grad(&model);
         profile_mark(PROF_ZERO_GRAD);
         // the host stays ahead of the GPU: while micro-step i runs, it reads and stages batch i + 1
-        // (data, token checks, encoder buckets); the step's one wait is for the norm and the loss
-        dataloader_next_batch(&train_loader);
+        // (data, token checks, encoder buckets); the step's one wait is for the norm and the loss.
+        // This process trains its micro-batches of the step (all of them when it is alone).
+        const int own_batches = a->grad_accum_steps / dp->world;
+        int seen = 0;
+        next_own_batch(&train_loader, dp, &seen);
         gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
-        for (int micro = 0; micro < a->grad_accum_steps; micro++) {
+        for (int micro = 0; micro < own_batches; micro++) {
             gpt2_forward_staged(&model, dloss);
             gpt2_backward(&model);
-            if (micro + 1 < a->grad_accum_steps) {
-                dataloader_next_batch(&train_loader);
+            if (micro + 1 < own_batches) {
+                next_own_batch(&train_loader, dp, &seen);
                 gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
             }
         }
+        for (; seen < a->grad_accum_steps; seen++) { dataloader_skip_batch(&train_loader); } // the others' after ours
         const float lr = learning_rate(a, step, num_steps);
-        // the norm and the loss (the step's waits for the GPU), then whether this step may update at
-        // all, then the update: a skipped step leaves the weights, the AdamW moments (and master
-        // weights) and AdamW's step count t as they were
-        const float norm = gpt2_grad_norm(&model);
-        const double loss = gpt2_mean_loss(&model); // every micro-step has B*T losses: the mean of the means
+        // the sums over the processes (the gradients: all, or this process's shard; the norm's part
+        // of each shard; the loss), then the norm and the loss (the step's waits for the GPU), then
+        // whether this step may update at all, then the update: a skipped step leaves the weights, the
+        // AdamW moments (and master weights) and AdamW's step count t as they were
+        if (!dp_reduce_gradients(dp, model.grads_memory, DP_F32)) { return 1; }
+        gpt2_grad_norm_sq(&model);
+        if (dp->zero && !dp->backend->allreduce(dp, model.norm_partial_d + NORM_BLOCKS, 1, DP_F32, DP_SUM,
+                                                "the gradient norm's all-reduce")) {
+            return 1;
+        }
+        const float norm = gpt2_grad_norm_read(&model);
+        double loss_sums[2]; // every micro-step has B*T losses: the mean of the means
+        gpt2_loss_sums(&model, loss_sums);
+        if (!dp_sum_doubles(dp, loss_sums, 2, "the loss's all-reduce")) { return 1; }
+        const double loss = loss_mean_of(loss_sums);
         profile_mark(PROF_GRAD_NORM); // with the step's wait for the norm and the loss
         const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
                                                     guard_line, sizeof(guard_line));
         if (action == STEP_UPDATE) {
             gpt2_update_apply(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1 - guard.skipped);
+            if (!dp_gather_parameters(dp, model.params_memory, DP_FLOATX)) { return 1; }
         }
         profile_mark(PROF_ADAMW);
         cudaCheck(cudaDeviceSynchronize()); // the step's time includes its update
@@ -5028,7 +5219,8 @@ static int train_run(TrainArgs* a) {
         logf_line(logf, line);
         if (a->loss_record != NULL && step < a->loss_record_size) { a->loss_record[step] = (float)loss; }
         step_guard_report(action, guard_line, logf);
-        if (action == STEP_STOP) {
+        if (action == STEP_STOP) { // the guard saw the global loss and norm: every process stops here
+            dp->agreed_exit = 1;
             rc = 1;
             break;
         }
@@ -5058,7 +5250,7 @@ static int train_run(TrainArgs* a) {
     if (logf != NULL) { fclose(logf); }
     if (a->sample_every > 0) { tokenizer_free(&tokenizer); }
     dataloader_free(&train_loader);
-    if (use_val) { dataloader_free(&val_loader); }
+    if (val_open) { dataloader_free(&val_loader); }
     gpt2_free(&model);
     return rc;
 }
@@ -5178,6 +5370,14 @@ static int inspect_run(const TrainArgs* a) {
 }
 
 #ifndef TESTING
+// the run of checked arguments on a checked device
+static int run_checked(TrainArgs* args, DataParallel* dp) {
+    return args->check_args     ? check_args_report(args)
+           : args->generate > 0 ? generate_run(args)
+           : inspecting(args)   ? inspect_run(args)
+                                : train_run(args, dp);
+}
+
 int main(int argc, char** argv) {
     char msg[16384];
     TrainArgs args;
@@ -5187,17 +5387,64 @@ int main(int argc, char** argv) {
         print_usage(argv[0]);
         return 0;
     }
-    // one process: -pn, -pr, -pi and -pf are checked against a world of one (dev/data_parallel.h)
-    if (parsed == 0 || !processes_check(&args, NULL, 1, 0, msg, sizeof(msg)) || !train_args_resolve(&args, msg, sizeof(msg)) ||
-        !train_args_check_data(&args, msg, sizeof(msg))) {
+    // The processes (dev/data_parallel.h): one alone, or with -pi fs those of -pn and -pr (or of the
+    // launcher), each on its own GPU, meeting in the folder of -pf over NCCL
+    int world = 1, rank = 0, local_rank = 0;
+    const int nccl = parsed != 0 && strcmp(args.init_method, "fs") == 0;
+    if (nccl) { processes_from_flags(&args, &world, &rank, &local_rank); }
+#ifdef DP_NCCL
+    const char* transport = nccl ? "NCCL" : NULL;
+#else
+    const char* transport = NULL;
+#endif
+    if (parsed == 0 || !processes_check(&args, transport, world, rank, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    if (args.check_args) { return check_args_report(&args); }
+    args.world = world;
+    args.rank = rank;
+    char who[32] = ""; // errors name their rank in a run of several
+    if (world > 1) { snprintf(who, sizeof(who), "rank %d: ", rank); }
+    const int ok = train_args_resolve(&args, msg, sizeof(msg)) && train_args_check_data(&args, msg, sizeof(msg)) &&
+                   processes_work_check(&args, world, msg, sizeof(msg));
+    if (!ok) { fprintf(stderr, "error: %s%s\n", who, msg); }
+    if (!nccl) { // one process alone, as before data parallelism
+        if (!ok) { return 1; }
+        if (!args.check_args && !cuda_device_check(msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s\n", msg);
+            return 1;
+        }
+        return run_checked(&args, NULL);
+    }
+    DataParallel dp;
+    dp_init_single(&dp);
+#ifdef DP_NCCL
+    // a process whose checks failed still meets the others, so that they all stop now (dp_all_ok)
     if (!cuda_device_check(msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
+        fprintf(stderr, "error: %s%s\n", who, msg);
         return 1;
     }
-    return args.generate > 0 ? generate_run(&args) : inspecting(&args) ? inspect_run(&args) : train_run(&args);
+    int devices = 1;
+    cudaCheck(cudaGetDeviceCount(&devices));
+    cudaCheck(cudaSetDevice(local_rank % devices));
+    if (!dp_nccl_init(&dp, world, rank, args.rendezvous_dir, args.collective_timeout, msg, sizeof(msg))) {
+        fprintf(stderr, "error: %s%s\n", who, msg);
+        return 1;
+    }
+    if (rank > 0 && freopen("/dev/null", "w", stdout) == NULL) { return 1; } // rank 0 speaks for the run
+#endif
+    int rc = 1;
+    if (dp_all_ok(&dp, ok, "the agreement on the checks")) { rc = run_checked(&args, &dp); }
+    if (args.check_args) { dp.agreed_exit = 1; }
+    // An error of this process alone may leave the others waiting in a collective: it ends its part of
+    // the job now (the others' deadlines, or NCCL's error on the lost peer, end theirs); an end every
+    // process agreed on finalizes.
+    if (rc != 0 && !dp.agreed_exit) {
+        fflush(stdout);
+        fflush(stderr);
+        dp.backend->abort_job(&dp);
+    }
+    dp_finish(&dp);
+    return rc;
 }
 #endif

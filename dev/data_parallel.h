@@ -21,8 +21,8 @@ The decomposition (N parameters, P processes of ranks 0..P-1, A micro-batches pe
   - AdamW: -z 0: every rank updates every parameter from the same gradient, so the ranks' parameters
     stay identical bit for bit. -z 1 (ZeRO-1, llm.c's -z 1): rank r keeps AdamW's m and v for its
     shard only and updates only those parameters, then the parameters are all-gathered.
-  - Shards: chunk = ceil(N / P); rank r owns [r * chunk, min(N, (r + 1) * chunk)), possibly empty at
-    the end. A backend whose collectives take equal counts (NCCL) pads its buffers to P * chunk.
+  - Shards: chunk = ceil(N / P) (the CUDA trainer rounds it up to 32 parameters, for its 16-byte
+    loads); rank r owns [r * chunk, min(N, (r + 1) * chunk)), possibly empty at the end.
   - Validation: batch i of a validation is rank i % P's; the loss sums are summed over the ranks.
   - Checkpoints: rank 0 writes the files one process writes (dev/FORMATS.md), whole: with ZeRO-1 it
     first gathers every rank's m and v. The state records the global A (grad_accum_steps), so any
@@ -54,6 +54,7 @@ to float rounding, not bit for bit (dev/test/test_mpi.sh measures it).
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -61,6 +62,10 @@ to float rounding, not bit for bit (dev/test/test_mpi.sh measures it).
 #define OMPI_SKIP_MPICXX 1  // MPI's C interface only: the C++ bindings are deprecated and warn
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#endif
+#ifdef DP_NCCL
+#include <cuda_runtime.h>
+#include <nccl.h>
 #endif
 
 typedef enum { DP_F32, DP_BF16, DP_F64, DP_I32, DP_U64 } DPType;
@@ -99,24 +104,28 @@ struct DataParallel {
     double timeout_s;       // the longest a collective waits for the other ranks
     int step;               // the step being trained, for messages (-1: before the first)
     int agreed_exit;        // 1 when the run ends by a decision every rank made (dp_all_ok, a stop, the guard)
+    int alone;              // 1: the world-of-one backend, whose collectives the helpers below skip (a transport's
+                            // world of one, mpirun -np 1 or the CUDA trainer's -pi fs -pn 1, goes through them)
     const DPBackend* backend;
     void* impl;             // the backend's own state
 };
 
-// the shard of `rank` among `world` (chunk = ceil(n / world)); [lo, hi) may be empty for the last ranks
-static inline void dp_shard_range(size_t n, int world, int rank, size_t* lo, size_t* hi) {
-    const size_t chunk = (n + (size_t)world - 1) / (size_t)world;
+// the shard of `rank`: [rank * chunk, (rank + 1) * chunk) within [0, n); it may be empty for the last ranks
+static inline void dp_shard_range(size_t n, size_t chunk, int rank, size_t* lo, size_t* hi) {
     *lo = chunk * (size_t)rank < n ? chunk * (size_t)rank : n;
     *hi = *lo + chunk < n ? *lo + chunk : n;
 }
 
-// sets the parameter count and the shards; zero: -z
-static inline void dp_set_params(DataParallel* dp, size_t num_params, int zero) {
+// sets the parameter count and the shards; zero: -z. align: every shard starts at a multiple of it
+// (chunk = ceil(N / P) rounded up to it): 1 for the CPU trainer; the CUDA trainer's kernels read 16
+// bytes at a time from where a shard starts.
+static inline void dp_set_params(DataParallel* dp, size_t num_params, int zero, size_t align) {
     dp->num_params = num_params;
-    dp->chunk = (num_params + (size_t)dp->world - 1) / (size_t)dp->world;
+    const size_t chunk = (num_params + (size_t)dp->world - 1) / (size_t)dp->world;
+    dp->chunk = (chunk + align - 1) / align * align;
     dp->zero = zero && dp->world > 1;
     if (dp->zero) {
-        dp_shard_range(num_params, dp->world, dp->rank, &dp->lo, &dp->hi);
+        dp_shard_range(num_params, dp->chunk, dp->rank, &dp->lo, &dp->hi);
     } else {
         dp->lo = 0;
         dp->hi = num_params;
@@ -137,7 +146,7 @@ static inline uint64_t dp_hash(uint64_t h, const void* p, size_t n) {
 // Every rank must hold the same `value` (a hash of what must agree). Returns 1, or 0 after rank 0
 // printed one line naming `what`.
 static inline int dp_agree(DataParallel* dp, uint64_t value, const char* what) {
-    if (dp->world == 1) { return 1; }
+    if (dp->alone) { return 1; }
     uint64_t lo = value, hi = value;
     if (!dp->backend->allreduce(dp, &lo, 1, DP_U64, DP_MIN, what) || !dp->backend->allreduce(dp, &hi, 1, DP_U64, DP_MAX, what)) {
         return 0;
@@ -154,7 +163,7 @@ static inline int dp_agree(DataParallel* dp, uint64_t value, const char* what) {
 // Whether every rank is ok (each passes its own verdict): 1 when all are; 0 when any is not (or the
 // collective failed), which every rank then knows, so they all stop together (dp->agreed_exit).
 static inline int dp_all_ok(DataParallel* dp, int ok, const char* what) {
-    if (dp->world == 1) { return ok; }
+    if (dp->alone) { return ok; }
     int all = ok ? 1 : 0;
     if (!dp->backend->allreduce(dp, &all, 1, DP_I32, DP_MIN, what)) { return 0; }
     if (!all) { dp->agreed_exit = 1; }
@@ -163,17 +172,17 @@ static inline int dp_all_ok(DataParallel* dp, int ok, const char* what) {
 
 // sums host doubles over the ranks
 static inline int dp_sum_doubles(DataParallel* dp, double* v, int n, const char* what) {
-    return dp->world == 1 || dp->backend->allreduce(dp, v, (size_t)n, DP_F64, DP_SUM, what);
+    return dp->alone || dp->backend->allreduce(dp, v, (size_t)n, DP_F64, DP_SUM, what);
 }
 
 // the largest of an int over the ranks (the stop signal: any rank's)
 static inline int dp_max_int(DataParallel* dp, int* v, const char* what) {
-    return dp->world == 1 || dp->backend->allreduce(dp, v, 1, DP_I32, DP_MAX, what);
+    return dp->alone || dp->backend->allreduce(dp, v, 1, DP_I32, DP_MAX, what);
 }
 
 // the summed gradients: all of them (-z 0), or this rank's shard (-z 1)
 static inline int dp_reduce_gradients(DataParallel* dp, void* grads, DPType t) {
-    if (dp->world == 1) { return 1; }
+    if (dp->alone) { return 1; }
     return dp->zero ? dp->backend->reduce_scatter(dp, grads, t, "the gradients' reduce-scatter")
                     : dp->backend->allreduce(dp, grads, dp->num_params, t, DP_SUM, "the gradients' all-reduce");
 }
@@ -185,6 +194,13 @@ static inline int dp_gather_parameters(DataParallel* dp, void* params, DPType t)
 
 static inline void dp_finish(DataParallel* dp) {
     if (dp->backend->finalize != NULL) { dp->backend->finalize(dp); }
+}
+
+// a steady clock, for the collectives' deadlines
+static inline double dp_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 // ----------------------------------------------------------------------------
@@ -207,6 +223,7 @@ static inline void dp_init_single(DataParallel* dp) {
     memset(dp, 0, sizeof(*dp));
     dp->world = 1;
     dp->step = -1;
+    dp->alone = 1;
     dp->backend = &kDPNone;
     dp->timeout_s = 600.0;
 }
@@ -215,11 +232,6 @@ static inline void dp_init_single(DataParallel* dp) {
 // MPI (the CPU trainer): non-blocking collectives, waited for with a deadline
 
 #ifdef DP_MPI
-static inline double dp_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // (no DP_BF16: the CPU trainer is fp32, and MPI has no bf16 sum)
 static inline MPI_Datatype dp_mpi_type(DPType t) {
@@ -325,6 +337,7 @@ static inline void dp_mpi_init(DataParallel* dp, int* argc, char*** argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &dp->world);
     MPI_Comm_rank(MPI_COMM_WORLD, &dp->rank);
     dp->backend = &kDPMpi;
+    dp->alone = 0;
 }
 
 // the shards' counts, once the parameter count is known (dp_set_params). Returns 1, or 0 with a message.
@@ -340,7 +353,7 @@ static inline int dp_mpi_setup_shards(DataParallel* dp, char* msg, size_t msg_si
     m->shard = (float*)malloc((dp->chunk > 0 ? dp->chunk : 1) * sizeof(float));
     for (int r = 0; r < dp->world; r++) {
         size_t lo, hi;
-        dp_shard_range(dp->num_params, dp->world, r, &lo, &hi);
+        dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
         m->counts[r] = (int)(hi - lo);
         m->displs[r] = (int)lo;
     }
@@ -348,6 +361,319 @@ static inline int dp_mpi_setup_shards(DataParallel* dp, char* msg, size_t msg_si
     return 1;
 }
 #endif // DP_MPI
+
+// ----------------------------------------------------------------------------
+// NCCL (the CUDA trainer, built with -DDP_NCCL where the Makefile finds NCCL): one GPU per process.
+// The tensors (DP_F32 gradients, DP_BF16 parameters) are device memory; host scalars go through a
+// small device buffer. Every collective runs on the communicator's own stream after the trainer's
+// work so far (an event on the default stream), and the host waits for it with a deadline: the
+// communicator is non-blocking (ncclConfig_t.blocking = 0), so no NCCL call waits for a peer
+// inside NCCL where the deadline could not see it. The shards are uneven (the last may be short or
+// empty), so the reduce-scatter is one ncclReduce per shard to its owner and the all-gather one
+// ncclBroadcast per shard from its owner, each group in place.
+// In the CPU runtime's build (dev/cudacpu) nccl.h declares and dev/cudacpu/nccl_cpu.h defines these
+// functions: processes on one machine exchanging buffers through files, so that make test runs this
+// code over two processes.
+
+#ifdef DP_NCCL
+#include <errno.h>
+#include <unistd.h>
+
+typedef struct {
+    ncclComm_t comm;
+    cudaStream_t stream;   // the collectives' own stream
+    cudaEvent_t ready;     // the trainer's work before a collective, on the default stream
+    void* scalars;         // (DP_NCCL_SCALARS x 8 bytes) device buffer for host scalars
+} DPNccl;
+#define DP_NCCL_SCALARS 8
+
+static inline ncclDataType_t dp_nccl_type(DPType t) {
+    return t == DP_BF16 ? ncclBfloat16 : t == DP_F64 ? ncclFloat64 : t == DP_I32 ? ncclInt32 : t == DP_U64 ? ncclUint64
+                                                                                                        : ncclFloat32;
+}
+static inline ncclRedOp_t dp_nccl_op(DPOp op) { return op == DP_MAX ? ncclMax : op == DP_MIN ? ncclMin : ncclSum; }
+
+// a failed or timed-out collective: one line, then the communicator is aborted (which also frees a
+// kernel of NCCL's waiting for a dead peer) and this process ends; the other processes' own
+// deadlines, or NCCL's error on the lost connection, end them
+static inline int dp_nccl_fail(DataParallel* dp, const char* what, const char* why) {
+    char when[48];
+    if (dp->step >= 0) { snprintf(when, sizeof(when), "at step %d", dp->step); }
+    else { snprintf(when, sizeof(when), "before the first step"); }
+    fprintf(stderr, "error: rank %d: %s %s %s\n", dp->rank, what, when, why);
+    fflush(stdout);
+    fflush(stderr);
+    dp->backend->abort_job(dp);
+    return 0;
+}
+
+static inline int dp_nccl_timeout(DataParallel* dp, const char* what) {
+    char why[256];
+    snprintf(why, sizeof(why), "waited %.0f s for the other %d process%s and gave up (HINT: one died or hangs: see its "
+             "output; --collective_timeout sets the wait)", dp->timeout_s, dp->world - 1, dp->world == 2 ? "" : "es");
+    return dp_nccl_fail(dp, what, why);
+}
+
+// waits, at most timeout_s from now, for the call that returned r (ncclInProgress: still being
+// issued, by a non-blocking communicator), then for its work on the stream
+static inline int dp_nccl_wait(DataParallel* dp, ncclResult_t r, const char* what) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    const double deadline = dp_now() + dp->timeout_s;
+    struct timespec pause = {0, 20000};
+    while (r == ncclInProgress) {
+        if (dp_now() > deadline) { return dp_nccl_timeout(dp, what); }
+        nanosleep(&pause, NULL);
+        if (ncclCommGetAsyncError(n->comm, &r) != ncclSuccess) { break; }
+    }
+    char why[512];
+    if (r != ncclSuccess) {
+        snprintf(why, sizeof(why), "failed in NCCL: %s (HINT: NCCL_DEBUG=WARN says more)", ncclGetErrorString(r));
+        return dp_nccl_fail(dp, what, why);
+    }
+    while (1) {
+        const cudaError_t e = cudaStreamQuery(n->stream);
+        if (e == cudaSuccess) { return 1; }
+        if (e != cudaErrorNotReady) {
+            snprintf(why, sizeof(why), "failed on the GPU: %s", cudaGetErrorString(e));
+            return dp_nccl_fail(dp, what, why);
+        }
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(n->comm, &async);
+        if (async != ncclSuccess && async != ncclInProgress) {
+            snprintf(why, sizeof(why), "failed in NCCL: %s (HINT: another process died: see its output)",
+                     ncclGetErrorString(async));
+            return dp_nccl_fail(dp, what, why);
+        }
+        if (dp_now() > deadline) { return dp_nccl_timeout(dp, what); }
+        nanosleep(&pause, NULL);
+    }
+}
+
+// the collectives' stream waits for what the trainer has issued so far
+static inline void dp_nccl_after_trainer(DPNccl* n) {
+    cudaEventRecord(n->ready, 0);
+    cudaStreamWaitEvent(n->stream, n->ready, 0);
+}
+
+static inline int dp_nccl_allreduce(DataParallel* dp, void* buf, size_t count, DPType t, DPOp op, const char* what) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    const int host = t == DP_F64 || t == DP_I32 || t == DP_U64;
+    const size_t bytes = count * dp_type_size(t);
+    if (host && count > DP_NCCL_SCALARS) { return dp_nccl_fail(dp, what, "has too many host values (internal)"); }
+    void* dev = host ? n->scalars : buf;
+    dp_nccl_after_trainer(n);
+    if (host) { cudaMemcpyAsync(dev, buf, bytes, cudaMemcpyHostToDevice, n->stream); }
+    if (!dp_nccl_wait(dp, ncclAllReduce(dev, dev, count, dp_nccl_type(t), dp_nccl_op(op), n->comm, n->stream), what)) {
+        return 0;
+    }
+    if (host && cudaMemcpy(buf, dev, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+        return dp_nccl_fail(dp, what, "could not copy its result to the host");
+    }
+    return 1;
+}
+
+static inline int dp_nccl_reduce_scatter(DataParallel* dp, void* buf, DPType t, const char* what) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    dp_nccl_after_trainer(n);
+    ncclGroupStart();
+    for (int r = 0; r < dp->world; r++) {
+        size_t lo, hi;
+        dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
+        if (hi == lo) { continue; }
+        char* p = (char*)buf + lo * dp_type_size(t);
+        ncclReduce(p, p, hi - lo, dp_nccl_type(t), ncclSum, r, n->comm, n->stream);
+    }
+    return dp_nccl_wait(dp, ncclGroupEnd(), what);
+}
+
+static inline int dp_nccl_allgather(DataParallel* dp, void* buf, DPType t, const char* what) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    dp_nccl_after_trainer(n);
+    ncclGroupStart();
+    for (int r = 0; r < dp->world; r++) {
+        size_t lo, hi;
+        dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
+        if (hi == lo) { continue; }
+        char* p = (char*)buf + lo * dp_type_size(t);
+        ncclBroadcast(p, p, hi - lo, dp_nccl_type(t), r, n->comm, n->stream);
+    }
+    return dp_nccl_wait(dp, ncclGroupEnd(), what);
+}
+
+// shard: (hi - lo) values on the device; full: num_params on rank 0's device
+static inline int dp_nccl_gather(DataParallel* dp, const void* shard, void* full, DPType t, const char* what) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    const size_t size = dp_type_size(t);
+    dp_nccl_after_trainer(n);
+    ncclGroupStart();
+    for (int r = 0; r < dp->world; r++) {
+        size_t lo, hi;
+        dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
+        if (hi == lo) { continue; }
+        if (dp->rank == 0 && r == 0) {
+            cudaMemcpyAsync((char*)full + lo * size, shard, (hi - lo) * size, cudaMemcpyDeviceToDevice, n->stream);
+        } else if (dp->rank == 0) {
+            ncclRecv((char*)full + lo * size, hi - lo, dp_nccl_type(t), r, n->comm, n->stream);
+        } else if (dp->rank == r) {
+            ncclSend(shard, hi - lo, dp_nccl_type(t), 0, n->comm, n->stream);
+        }
+    }
+    return dp_nccl_wait(dp, ncclGroupEnd(), what);
+}
+
+static inline int dp_nccl_barrier(DataParallel* dp, const char* what) {
+    int one = 1;
+    return dp_nccl_allreduce(dp, &one, 1, DP_I32, DP_SUM, what);
+}
+
+static inline void dp_nccl_abort(DataParallel* dp) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    if (n != NULL) { ncclCommAbort(n->comm); }
+    exit(EXIT_FAILURE); // as MPI_Abort: this process ends here
+}
+
+// an end every rank reached together: the communicator is finalized (flushing what is in flight)
+// and freed; any other end aborts it
+static inline void dp_nccl_finalize(DataParallel* dp) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    if (n == NULL) { return; }
+    if (dp->agreed_exit || dp->world == 1) {
+        ncclResult_t r = ncclCommFinalize(n->comm);
+        const double deadline = dp_now() + dp->timeout_s;
+        struct timespec pause = {0, 20000};
+        while (r == ncclInProgress && dp_now() < deadline) {
+            nanosleep(&pause, NULL);
+            ncclCommGetAsyncError(n->comm, &r);
+        }
+        ncclCommDestroy(n->comm);
+    } else {
+        ncclCommAbort(n->comm);
+    }
+    cudaFree(n->scalars);
+    cudaEventDestroy(n->ready);
+    cudaStreamDestroy(n->stream);
+    free(n);
+    dp->impl = NULL;
+}
+
+static const DPBackend kDPNccl = {"NCCL", dp_nccl_allreduce, dp_nccl_reduce_scatter, dp_nccl_allgather, dp_nccl_gather,
+                                  dp_nccl_barrier, dp_nccl_abort, dp_nccl_finalize};
+
+// The shared-folder rendezvous (-pi fs -pf DIR): rank 0 writes NCCL's unique id into DIR/ncclUniqueId
+// (a temporary name, then a rename: a reader never sees half of it), the others wait for the file
+// and read it; once the communicator stands, every process has read it and rank 0 deletes it. A file
+// left by a run that died before that is overwritten by rank 0, but a process of a new run that
+// starts before its rank 0 may read it: its communicator then never forms and the timeout names
+// the file.
+typedef struct {
+    char magic[8];     // "LLMCQKV1"
+    int world;         // -pn of the rank 0 that wrote it
+    int pad;
+    ncclUniqueId id;
+} DPNcclIdFile;
+
+static inline int dp_nccl_id_exchange(int world, int rank, const char* dir, double timeout_s, ncclUniqueId* id,
+                                      char* path, size_t path_size, char* msg, size_t msg_size) {
+    snprintf(path, path_size, "%s/ncclUniqueId", dir);
+    DPNcclIdFile rec;
+    memset(&rec, 0, sizeof(rec));
+    if (rank == 0) {
+        ncclResult_t r = ncclGetUniqueId(id);
+        if (r != ncclSuccess) {
+            snprintf(msg, msg_size, "NCCL could not make its unique id: %s", ncclGetErrorString(r));
+            return 0;
+        }
+        memcpy(rec.magic, "LLMCQKV1", 8);
+        rec.world = world;
+        rec.id = *id;
+        char tmp[4300]; // path and the suffix
+        snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+        FILE* f = fopen(tmp, "wb");
+        const int ok = f != NULL && fwrite(&rec, sizeof(rec), 1, f) == 1;
+        if (f != NULL && fclose(f) != 0) { remove(tmp); f = NULL; }
+        if (!ok || f == NULL || rename(tmp, path) != 0) {
+            remove(tmp);
+            snprintf(msg, msg_size, "-pf %s: cannot write %s: %s (HINT: -pf names a folder every process can write and read)",
+                     dir, path, strerror(errno));
+            return 0;
+        }
+        return 1;
+    }
+    const double deadline = dp_now() + timeout_s;
+    struct timespec pause = {0, 10000000}; // 10 ms
+    while (1) {
+        FILE* f = fopen(path, "rb");
+        if (f != NULL) {
+            const int got = fread(&rec, sizeof(rec), 1, f) == 1;
+            fclose(f);
+            if (got && memcmp(rec.magic, "LLMCQKV1", 8) == 0) { break; }
+        }
+        if (dp_now() > deadline) {
+            snprintf(msg, msg_size, "-pf %s: rank 0 wrote no %s within %.0f s (HINT: start rank 0 with the same -pf; "
+                     "--collective_timeout sets the wait)", dir, path, timeout_s);
+            return 0;
+        }
+        nanosleep(&pause, NULL);
+    }
+    if (rec.world != world) {
+        snprintf(msg, msg_size, "-pn %d: rank 0 runs with -pn %d (%s; HINT: every process gets the same -pn, or a stale %s "
+                 "of another run is in -pf: delete it)", world, rec.world, path, path);
+        return 0;
+    }
+    *id = rec.id;
+    return 1;
+}
+
+// The communicator of `world` processes, this one `rank`, on the current CUDA device, met through
+// the folder `dir`. Every process waits at most timeout_s. Returns 1, or 0 with a one-line message.
+static inline int dp_nccl_init(DataParallel* dp, int world, int rank, const char* dir, double timeout_s, char* msg,
+                               size_t msg_size) {
+    dp_init_single(dp);
+    dp->world = world;
+    dp->rank = rank;
+    dp->timeout_s = timeout_s;
+    ncclUniqueId id;
+    char path[4200];
+    if (!dp_nccl_id_exchange(world, rank, dir, timeout_s, &id, path, sizeof(path), msg, msg_size)) { return 0; }
+    DPNccl* n = (DPNccl*)calloc(1, sizeof(DPNccl));
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t r = ncclCommInitRankConfig(&n->comm, world, id, rank, &config);
+    const double deadline = dp_now() + timeout_s;
+    struct timespec pause = {0, 1000000};
+    while (r == ncclInProgress && dp_now() < deadline) {
+        nanosleep(&pause, NULL);
+        ncclCommGetAsyncError(n->comm, &r);
+    }
+    if (r != ncclSuccess) {
+        if (r == ncclInProgress) {
+            snprintf(msg, msg_size, "NCCL's communicator of %d processes did not form within %.0f s (HINT: start all %d "
+                     "with the same -pn and -pf; a stale %s of a run that died can hold a dead id: delete it)", world,
+                     timeout_s, world, path);
+        } else {
+            snprintf(msg, msg_size, "NCCL's communicator of %d processes failed: %s (HINT: NCCL_DEBUG=WARN says more)", world,
+                     ncclGetErrorString(r));
+        }
+        if (n->comm != NULL) { ncclCommAbort(n->comm); }
+        free(n);
+        return 0;
+    }
+    if (cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&n->ready, cudaEventDisableTiming) != cudaSuccess ||
+        cudaMalloc(&n->scalars, DP_NCCL_SCALARS * 8) != cudaSuccess) {
+        snprintf(msg, msg_size, "the NCCL collectives' stream, event or scalar buffer could not be made");
+        ncclCommAbort(n->comm);
+        free(n);
+        return 0;
+    }
+    dp->backend = &kDPNccl;
+    dp->alone = 0;
+    dp->impl = n;
+    // every process read the id before the communicator could form: the file is done with
+    if (dp_nccl_barrier(dp, "the barrier after NCCL's rendezvous") && rank == 0) { remove(path); }
+    return 1;
+}
+#endif // DP_NCCL
 
 // The CPU trainer's processes: MPI's world where the binary has MPI (DP_MPI), else a world of one
 static inline void dp_init_host_process(DataParallel* dp, int* argc, char*** argv) {
@@ -361,8 +687,8 @@ static inline void dp_init_host_process(DataParallel* dp, int* argc, char*** arg
 }
 
 // once the parameter count is known: the shards, and what the backend needs of them
-static inline int dp_setup_params(DataParallel* dp, size_t num_params, int zero, char* msg, size_t msg_size) {
-    dp_set_params(dp, num_params, zero);
+static inline int dp_setup_params(DataParallel* dp, size_t num_params, int zero, size_t align, char* msg, size_t msg_size) {
+    dp_set_params(dp, num_params, zero, align);
 #ifdef DP_MPI
     if (dp->backend == &kDPMpi) { return dp_mpi_setup_shards(dp, msg, msg_size); }
 #endif

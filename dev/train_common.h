@@ -977,14 +977,24 @@ static void print_usage(const char* prog) {
 #endif
     printf("More than one process (dev/data_parallel.h; the processes train one run with the global batch -d):\n");
 #if TRAIN_COMMON_CUDA
-    printf("  -pn <int>     the number of processes: 1 (the CUDA trainer's data parallelism over NCCL is not built\n");
-    printf("                yet; more is refused, and so are -pr above 0, -pi fs and -pf)\n");
+#ifdef DP_NCCL
+    printf("  -pi <fs>      how the processes meet: fs, a folder they share (-pf), over NCCL; one process per GPU\n");
+    printf("                (default: none, one process alone; -pi fs -pn 1 takes the NCCL path alone)\n");
+    printf("  -pf <dir>     the folder of -pi fs, where rank 0 leaves NCCL's id for the others\n");
+    printf("  -pn <int>     the number of processes (default: the launcher's, mpirun or srun, else 1)\n");
+    printf("  -pr <int>     this process's rank, 0 to -pn - 1 (default: the launcher's); its GPU is its rank\n");
+    printf("                on its machine (the launcher's local rank, else -pr) modulo the GPUs it sees\n");
+#else
+    printf("  -pn <int>     the number of processes: 1 (this build has no NCCL, which more than one needs; make\n");
+    printf("                builds with it where it finds it; -pr above 0, -pi fs and -pf are refused too)\n");
+#endif
 #else
     printf("  -pn <int>     the number of processes: checked against mpirun's -np (build/train_gpt2_cpu_mpi_<scheme>)\n");
     printf("  -pr <int>     this process's rank: checked against MPI's\n");
     printf("  -pi <mpi>     how the processes meet: mpi, the CPU trainer's only way (default mpi)\n");
 #endif
-    printf("  -z <0|1>      ZeRO stage: 1 shards AdamW's moments over the processes, 0 keeps them whole (default 0)\n");
+    printf("  -z <0|1>      ZeRO stage: 1 shards AdamW's state (m, v, master weights) over the processes, 0 keeps\n");
+    printf("                it whole on each (default 0)\n");
     printf("  --collective_timeout <float>  seconds a collective waits for the other processes before the job\n");
     printf("                ends with an error (default 600)\n");
     printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
@@ -1232,25 +1242,82 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
     return 1;
 }
 
+// an integer from the first of the launcher's environment variables that is set, else -1
+static int launcher_env_int(const char* const* names, int n) {
+    for (int i = 0; i < n; i++) {
+        const char* v = getenv(names[i]);
+        char* end = NULL;
+        if (v != NULL && v[0] != '\0') {
+            const long x = strtol(v, &end, 10);
+            if (*end == '\0' && x >= 0 && x < (1 << 16)) { return (int)x; }
+        }
+    }
+    return -1;
+}
+
+// The CUDA trainer's processes under -pi fs: -pn and -pr, else what the launcher that started them
+// says (mpirun's, srun's, MPICH's environment), else a world of one; rank -1: not known. local_rank:
+// this process's index on its machine (its GPU), the launcher's, else the rank.
+static void processes_from_flags(const TrainArgs* a, int* world, int* rank, int* local_rank) {
+    static const char* const world_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
+    static const char* const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
+    static const char* const local_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+    const int env_world = launcher_env_int(world_vars, 3);
+    *world = a->processes_given > 0 ? a->processes_given : env_world > 0 ? env_world : 1;
+    *rank = a->rank_given >= 0 ? a->rank_given : launcher_env_int(rank_vars, 3);
+    if (*rank < 0 && *world == 1) { *rank = 0; }
+    const int local = launcher_env_int(local_vars, 3);
+    *local_rank = a->rank_given < 0 && local >= 0 ? local : *rank;
+}
+
 // -pn, -pr, -pi and -pf against the processes the run has: `world` and `rank` from the transport
-// (MPI's, or 1 and 0 without one); transport: "MPI", "NCCL" or NULL (this binary has none). Returns 1,
-// or 0 with a one-line message.
+// (MPI's; the CUDA trainer's -pi fs: processes_from_flags'; else 1 and 0); transport: "MPI", "NCCL" or
+// NULL (this run has none). Returns 1, or 0 with a one-line message.
 static int processes_check(const TrainArgs* a, const char* transport, int world, int rank, char* msg, size_t msg_size) {
-    if (strcmp(a->init_method, "fs") == 0) {
-        snprintf(msg, msg_size, "-pi fs: the shared-folder rendezvous belongs to the CUDA trainer's NCCL data parallelism, %s "
-                 "(HINT: -pi mpi)", TRAIN_COMMON_CUDA ? "which is not built yet" : "the CPU trainer's processes meet through "
-                 "MPI, started by mpirun");
+#ifdef DP_NCCL
+    const int has_nccl = 1;
+#else
+    const int has_nccl = 0;
+#endif
+    const int fs = strcmp(a->init_method, "fs") == 0;
+    if (fs && !TRAIN_COMMON_CUDA) {
+        snprintf(msg, msg_size, "-pi fs: the shared-folder rendezvous belongs to the CUDA trainer's NCCL data parallelism; "
+                 "the CPU trainer's processes meet through MPI, started by mpirun (HINT: -pi mpi)");
         return 0;
     }
+    if (fs && !has_nccl) {
+        snprintf(msg, msg_size, "-pi fs: this build of the CUDA trainer has no NCCL (HINT: make builds with NCCL where it finds "
+                 "nccl.h and libnccl under CUDA_HOME, or NCCL_HOME=DIR; NO_NCCL=1 builds without)");
+        return 0;
+    }
+    if (fs) {
+        if (a->rendezvous_dir == NULL) {
+            snprintf(msg, msg_size, "-pi fs: -pf DIR is missing, the folder where the processes meet (HINT: a folder every "
+                     "process can read and write, on a filesystem they share)");
+            return 0;
+        }
+        if (rank < 0) {
+            snprintf(msg, msg_size, "-pi fs -pn %d: this process's rank is not known (HINT: -pr R, from 0 to %d; mpirun and "
+                     "srun name it themselves)", world, world - 1);
+            return 0;
+        }
+        if (rank >= world) {
+            snprintf(msg, msg_size, "-pr %d: the ranks of -pn %d go from 0 to %d", rank, world, world - 1);
+            return 0;
+        }
+        return 1;
+    }
     if (transport == NULL && (a->processes_given > 1 || a->rank_given > 0)) {
+        const char* flag = a->processes_given > 1 ? "-pn" : "-pr";
+        const int value = a->processes_given > 1 ? a->processes_given : a->rank_given;
         if (TRAIN_COMMON_CUDA) {
-            snprintf(msg, msg_size, "%s %d: the CUDA trainer trains one run on one GPU; its data parallelism over NCCL is "
-                     "not built yet (HINT: make ablate gives each GPU a run of its own)", a->processes_given > 1 ? "-pn" : "-pr",
-                     a->processes_given > 1 ? a->processes_given : a->rank_given);
+            snprintf(msg, msg_size, "%s %d: the CUDA trainer's processes meet with -pi fs -pf DIR, over NCCL%s (HINT: %s)",
+                     flag, value, has_nccl ? "" : ", which this build does not have",
+                     has_nccl ? "-pn N -pr R -pi fs -pf DIR on each process, or mpirun -np N ... -pi fs -pf DIR"
+                              : "make finds NCCL under CUDA_HOME, or NCCL_HOME=DIR");
         } else {
             snprintf(msg, msg_size, "%s %d: this binary has no MPI to reach other processes (HINT: make "
-                     "build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N build/train_gpt2_cpu_mpi_<scheme> ...)",
-                     a->processes_given > 1 ? "-pn" : "-pr", a->processes_given > 1 ? a->processes_given : a->rank_given);
+                     "build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N build/train_gpt2_cpu_mpi_<scheme> ...)", flag, value);
         }
         return 0;
     }
@@ -1269,6 +1336,46 @@ static int processes_check(const TrainArgs* a, const char* transport, int world,
         return 0;
     }
     return 1;
+}
+
+static int inspecting(const TrainArgs* a);
+
+// what one process does alone: refused in a run of several. Returns 1, or 0 with a one-line message.
+static int processes_work_check(const TrainArgs* a, int world, char* msg, size_t msg_size) {
+    if (world > 1 && (a->generate > 0 || inspecting(a) || a->profile_steps > 0)) {
+        snprintf(msg, msg_size, "%s is one process's work (HINT: run it as one process)",
+                 a->generate > 0 ? "--generate" : inspecting(a) ? "the inspection run" : "--profile");
+        return 0;
+    }
+    return 1;
+}
+
+// A hash of the flags that shape a run's updates, for the processes' agreement (dev/data_parallel.h),
+// onto h (the trainer's hash of the model)
+static uint64_t train_flags_hash(uint64_t h, const TrainArgs* a) {
+    const long long ints[] = {a->B, a->T, a->total_batch, a->max_steps, a->warmup, a->val_every, a->val_max_steps,
+                              a->checkpoint_every, a->output_dir != NULL, a->resume, a->zero_stage, (long long)a->seed,
+                              a->resuming ? a->state.step : -1};
+    const float floats[] = {a->lr, a->final_frac, a->weight_decay, a->beta1, a->beta2, a->eps, a->grad_clip,
+                            a->skip_loss_z, a->skip_grad_z};
+    h = dp_hash(h, ints, sizeof(ints));
+    return dp_hash(h, floats, sizeof(floats));
+}
+#define TRAIN_FLAGS_HASHED "-e, -b, -t, -d, -x, -l, -u, -q, -c, -v, -m, -n, -o, -y, -z, --seed, -sl, -sg"
+
+// the data's part of the agreement: the shards' fingerprints and sizes
+static uint64_t train_data_hash(const DataLoader* train, const DataLoader* val) {
+    uint64_t h = dp_hash(DP_HASH_SEED, &train->fingerprint, sizeof(train->fingerprint));
+    h = dp_hash(h, &train->num_tokens, sizeof(train->num_tokens));
+    return val != NULL ? dp_hash(h, &val->fingerprint, sizeof(val->fingerprint)) : h;
+}
+
+// the run's line on its processes (rank 0 prints it)
+static void processes_describe(const DataParallel* dp, const TrainArgs* a) {
+    printf("processes: %d over %s | each trains %d of the %d micro-batches of a step | -z %d: %s\n", dp->world,
+           dp->backend->name, a->grad_accum_steps / dp->world, a->grad_accum_steps, a->zero_stage,
+           dp->zero ? "AdamW's state sharded, the parameters all-gathered after each update" : "AdamW's state whole "
+           "on every process");
 }
 
 // "d12" -> 12, else -1

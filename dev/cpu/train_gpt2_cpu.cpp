@@ -1912,10 +1912,9 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
         ok = 0;
     }
     if (!dp_all_ok(dp, ok, "the agreement on the data")) { return 1; }
-    uint64_t data_hash = dp_hash(DP_HASH_SEED, &train_loader.fingerprint, sizeof(train_loader.fingerprint));
-    data_hash = dp_hash(data_hash, &train_loader.num_tokens, sizeof(train_loader.num_tokens));
-    if (use_val) { data_hash = dp_hash(data_hash, &val_loader.fingerprint, sizeof(val_loader.fingerprint)); }
-    if (!dp_agree(dp, data_hash, "their data (-i, -j: the shards' sizes)")) { return 1; }
+    if (!dp_agree(dp, train_data_hash(&train_loader, use_val ? &val_loader : NULL), "their data (-i, -j: the shards' sizes)")) {
+        return 1;
+    }
     int start_step = 0;
     unsigned long long rng = sampling_rng_init(a->seed);
     if (a->resuming) {
@@ -2115,15 +2114,8 @@ static const char* openmp_wait_policy(void) {
 // A hash of what every process of a run must share: the model (its shape and every parameter) and
 // the flags that shape its updates (dev/data_parallel.h's agreement)
 static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
-    uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
-    h = dp_hash(h, model->params_memory, model->num_parameters * sizeof(float));
-    const long long ints[] = {a->B, a->T, a->total_batch, a->max_steps, a->warmup, a->val_every, a->val_max_steps,
-                              a->checkpoint_every, a->output_dir != NULL, a->resume, a->zero_stage, (long long)a->seed,
-                              a->resuming ? a->state.step : -1};
-    const float floats[] = {a->lr, a->final_frac, a->weight_decay, a->beta1, a->beta2, a->eps, a->grad_clip,
-                            a->skip_loss_z, a->skip_grad_z};
-    h = dp_hash(h, ints, sizeof(ints));
-    return dp_hash(h, floats, sizeof(floats));
+    const uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
+    return train_flags_hash(dp_hash(h, model->params_memory, model->num_parameters * sizeof(float)), a);
 }
 
 static int run_main(int argc, char** argv, DataParallel* dp) {
@@ -2143,11 +2135,7 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
     const char* transport = strcmp(dp->backend->name, "none") != 0 ? dp->backend->name : NULL;
     int ok = parsed != 0 && processes_check(&args, transport, dp->world, dp->rank, msg, sizeof(msg)) &&
              train_args_resolve(&args, msg, sizeof(msg)) && train_args_check_data(&args, msg, sizeof(msg));
-    if (ok && dp->world > 1 && (args.generate > 0 || inspecting(&args) || args.profile_steps > 0)) {
-        snprintf(msg, sizeof(msg), "%s is one process's work (HINT: run it without mpirun)",
-                 args.generate > 0 ? "--generate" : inspecting(&args) ? "the inspection run" : "--profile");
-        ok = 0;
-    }
+    ok = ok && processes_work_check(&args, dp->world, msg, sizeof(msg));
     if (!ok) { fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg); }
     if (!dp_all_ok(dp, ok, "the agreement on the checks")) { return 1; } // a rank that failed stops them all
     dp->timeout_s = args.collective_timeout;
@@ -2162,7 +2150,7 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
         ok = gpt2_build_random(&model, &args.config, args.seed, msg, sizeof(msg));
         if (!ok) { fprintf(stderr, "error: %s%s-e %s: %s\n", who, rank_text, args.model_arg, msg); }
     }
-    if (ok && !dp_setup_params(dp, model.num_parameters, args.zero_stage, msg, sizeof(msg))) {
+    if (ok && !dp_setup_params(dp, model.num_parameters, args.zero_stage, 1, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg);
         ok = 0;
     }
@@ -2180,15 +2168,9 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
            (double)model.attn_scale, model.num_parameters, args.from_file ? args.model_path : "random init");
     model.opt_lo = dp->lo;
     model.opt_hi = dp->hi;
-    if (dp->world > 1) {
-        printf("processes: %d over %s | each trains %d of the %d micro-batches of a step | -z %d: %s\n", dp->world,
-               dp->backend->name, args.grad_accum_steps / dp->world, args.grad_accum_steps, args.zero_stage,
-               dp->zero ? "AdamW's moments sharded, the parameters all-gathered after each update" : "AdamW's moments whole "
-               "on every process");
-    }
+    if (dp->world > 1) { processes_describe(dp, &args); }
     fflush(stdout);
-    if (dp->world > 1 && !dp_agree(dp, run_hash(&args, &model), "the model or the training flags (-e, -b, -t, -d, -x, -l, "
-                                   "-u, -q, -c, -v, -m, -n, -o, -y, -z, --seed, -sl, -sg)")) {
+    if (dp->world > 1 && !dp_agree(dp, run_hash(&args, &model), "the model or the training flags (" TRAIN_FLAGS_HASHED ")")) {
         return 1;
     }
     const int rc = args.generate > 0 ? generate_run(&args, &model)

@@ -245,8 +245,8 @@ static void bench_delta(LabTimer* timer, const LabArgs* a) {
         floatX* dout = (floatX*)device_malloc(n * sizeof(floatX), "bench dout");
         floatX* out = (floatX*)device_malloc(n * sizeof(floatX), "bench out");
         float* delta = (float*)device_malloc(rows * sizeof(float), "bench delta");
-        init_normal_kernel<<<grid_for(n, 256), 256>>>(dout, NULL, n, 1.0f, a->seed, 1);
-        init_normal_kernel<<<grid_for(n, 256), 256>>>(out, NULL, n, 1.0f, a->seed, 2);
+        init_normal_kernel<<<grid_for(n, 256), 256>>>(dout, NULL, 0, 0, n, 1.0f, a->seed, 1);
+        init_normal_kernel<<<grid_for(n, 256), 256>>>(out, NULL, 0, 0, n, 1.0f, a->seed, 2);
         launchCheck();
         printf("predicted delta B=%d T=%d: %.1f MB -> %.4f ms at 3 TB/s\n", B, T, bytes / 1e6, bytes / LAB_PEAK_BYTES * 1e3);
         for (int which = 0; which < 2; which++) {

@@ -589,7 +589,7 @@ static void bench(const LabArgs* a) {
     // the same exps whatever the values (all finite), so the logits are not restored between runs
     floatX* logits = (floatX*)device_malloc(n * sizeof(floatX), "bench logits");
     float* losses = (float*)device_malloc(rows * sizeof(float), "bench losses");
-    init_normal_kernel<<<grid_for(n, 256), 256>>>(logits, NULL, n, 3.0f, a->seed, 1);
+    init_normal_kernel<<<grid_for(n, 256), 256>>>(logits, NULL, 0, 0, n, 3.0f, a->seed, 1);
     launchCheck();
     std::vector<int> ht(rows);
     unsigned long long rng = lab_mix64(a->seed);
@@ -611,9 +611,9 @@ static void bench(const LabArgs* a) {
     floatX* dlnf = (floatX*)device_malloc((size_t)rows * C * sizeof(floatX), "bench dlnf");
     float* dhead = (float*)device_malloc((size_t)Vp * C * sizeof(float), "bench dhead");
     double* loss_sum = (double*)device_malloc(sizeof(double), "bench loss sum");
-    init_normal_kernel<<<grid_for((size_t)rows * C, 256), 256>>>(lnf, NULL, (size_t)rows * C, 1.0f, a->seed, 2);
+    init_normal_kernel<<<grid_for((size_t)rows * C, 256), 256>>>(lnf, NULL, 0, 0, (size_t)rows * C, 1.0f, a->seed, 2);
     launchCheck();
-    init_normal_kernel<<<grid_for((size_t)Vp * C, 256), 256>>>(head, NULL, (size_t)Vp * C, 0.036f, a->seed, 3);
+    init_normal_kernel<<<grid_for((size_t)Vp * C, 256), 256>>>(head, NULL, 0, 0, (size_t)Vp * C, 0.036f, a->seed, 3);
     launchCheck();
     cudaCheck(cudaMemset(dhead, 0, (size_t)Vp * C * sizeof(float)));
     const double flops = 3.0 * 2.0 * rows * (double)C * Vp;

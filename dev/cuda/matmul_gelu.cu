@@ -380,7 +380,7 @@ static void bench(const LabArgs* a) {
     struct { floatX* p; size_t n; float std; } fills[] = {
         {inp, NC, 1.0f}, {w, CO, 1.5f / sqrtf((float)C)}, {b, (size_t)OC, 0.5f}, {dy, NC, 1.0f}, {wp, CO, 1.0f / sqrtf((float)OC)}};
     for (int i = 0; i < 5; i++) {
-        init_normal_kernel<<<grid_for(fills[i].n, 256), 256>>>(fills[i].p, NULL, fills[i].n, fills[i].std, a->seed, i);
+        init_normal_kernel<<<grid_for(fills[i].n, 256), 256>>>(fills[i].p, NULL, 0, 0, fills[i].n, fills[i].std, a->seed, i);
         launchCheck();
     }
     cudaCheck(cudaMemset(dwp, 0, CO * sizeof(float)));

@@ -277,6 +277,15 @@ cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
 cudaError_t cudaStreamCreate(cudaStream_t* stream) { *stream = nullptr; return cudaSuccess; }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) { (void)stream; return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) { (void)stream; cudacpu::drain(); return cudacpu::check_sticky(); }
+// one queue: a stream waiting for an event waits for what is before it anyway; a query runs the queue
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) { (void)flags; return cudaStreamCreate(stream); }
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+    (void)stream;
+    (void)event;
+    (void)flags;
+    return cudacpu::check_sticky();
+}
+cudaError_t cudaStreamQuery(cudaStream_t stream) { (void)stream; cudacpu::drain(); return cudacpu::check_sticky(); }
 
 // ---------------------------------------------------------------------------------------------
 // kernels' attributes and occupancy

@@ -53,6 +53,7 @@ run_suite data bash dev/test/test_data.sh
 run_suite sanitize bash dev/test/test_sanitize.sh
 run_suite fuzz bash dev/test/test_fuzz.sh
 run_suite cudacpu bash dev/test/test_cudacpu.sh
+run_suite nccl bash dev/test/test_nccl.sh
 run_suite attention_maps bash dev/test/test_attention_maps.sh
 run_suite mutants python3 dev/cudacpu/mutants.py
 run_suite gpu_suite bash dev/test/test_gpu_suite.sh

@@ -256,6 +256,23 @@ if [ $has_bf16 -eq 0 ]; then
 elif [ -n "$f" ]; then
   expect_one_line "checkpoint shape flag" 1 "cannot be changed" ./train_gpt2cu -e "$f" -t 64 --n_kv_head 2
   expect_one_line "resume without -o" 1 "-y 1 needs -o" ./train_gpt2cu -e "$f" -t 64 -y 1
+  # data parallelism (dev/data_parallel.h): train_gpt2cu is the NCCL build where make finds NCCL, the
+  # PTX-only builds are compiled without it (so both builds compile here); checked before any CUDA call
+  if [ -z "$(make -s nccl_flags)" ]; then
+    skip "nogpu NCCL build: make finds no NCCL here (nccl.h and libnccl under CUDA_HOME or /usr), so train_gpt2cu is built without it"
+  elif ldd ./train_gpt2cu 2>/dev/null | grep -q libnccl; then
+    expect_one_line "NCCL build: -pn 2 alone" 1 "-pn 2: the CUDA trainer's processes meet with -pi fs -pf DIR, over NCCL (HINT:" \
+      ./train_gpt2cu -e "$f" -t 64 -pn 2
+    [ $has_gpu -eq 0 ] && expect_one_line "NCCL build: -pi fs" 1 "no CUDA device" \
+      ./train_gpt2cu -e "$f" -t 64 -b 2 -i "$shard" -j "$shard" -pi fs -pf "$log_dir" -pn 2 -pr 1
+  else
+    fail "nogpu train_gpt2cu: not linked with libnccl, though make finds NCCL ($(make -s nccl_flags))"
+  fi
+  nonccl=$(trainer_of k_identity BF16)
+  if [ $has_gpu -eq 0 ] && [ -x "$nonccl" ]; then
+    expect_one_line "$nonccl (no NCCL) -pi fs" 1 "-pi fs: this build of the CUDA trainer has no NCCL" \
+      ./"$nonccl" -e d6 -t 64 -pi fs -pf "$log_dir" -pn 2 -pr 0
+  fi
   # the output folder (dev/train_common.h, checked before any CUDA call)
   rm -rf "$log_dir/nogpu_used" && mkdir -p "$log_dir/nogpu_used" && echo "an old run" >"$log_dir/nogpu_used/main.log"
   expect_one_line "resume with nothing to resume" 1 "-y 1: no checkpoint to resume from in -o $log_dir/nogpu_empty" \

@@ -237,13 +237,13 @@ refuse pn_mismatch "^error: rank [01]: -pn 3: this run has 2 processes \(HINT: m
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -pn 3
 refuse pr_mismatch "^error: rank 0: -pr 1: this process has rank 0 of 2 \(HINT: drop -pr: mpirun sets the ranks\)$" \
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -pr 1
-refuse pi_fs "^error: -pi fs: the shared-folder rendezvous belongs to the CUDA trainer's NCCL data parallelism, the CPU trainer's processes meet through MPI, started by mpirun \(HINT: -pi mpi\)$" \
+refuse pi_fs "^error: -pi fs: the shared-folder rendezvous belongs to the CUDA trainer's NCCL data parallelism; the CPU trainer's processes meet through MPI, started by mpirun \(HINT: -pi mpi\)$" \
   "$plain" "${F[@]}" -pi fs
 refuse pf_unused "^error: -pf $tmp: the folder of -pi fs, which this run does not use \(HINT: drop -pf\)$" \
   "$plain" "${F[@]}" -pf "$tmp"
 refuse d_split "^error: rank [01]: -d 384: 3 micro-batches of B\*T = 128 tokens per step do not split over 2 processes \(HINT: -d a multiple of B\*T\*2 = 256\)$" \
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -d 384
-refuse profile_under_mpi "^error: rank [01]: --profile is one process's work \(HINT: run it without mpirun\)$" \
+refuse profile_under_mpi "^error: rank [01]: --profile is one process's work \(HINT: run it as one process\)$" \
   "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" --profile 2
 refuse timeout_0 "^error: --collective_timeout 0: expected a number in \[1, 1e\+07\] \(HINT: run with -h for usage\)$" \
   "$plain" "${F[@]}" --collective_timeout 0

@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Tests of the CUDA trainer's data parallelism (dev/data_parallel.h, -pi fs over NCCL) on the CPU:
+# build/cudacpu/train_gpt2cu_standard[_fp32], the real train_gpt2.cu on the CPU runtime, whose NCCL
+# is dev/cudacpu/nccl_cpu.h (processes on this machine exchanging buffers through files). On the tiny
+# fixture model and synthetic shards, 10 steps of -b 4 -t 32 -d 256 (two micro-batches a step):
+#   - -pi fs with one process (the NCCL path: rendezvous, communicator, every collective) writes the
+#     model and state of the build without it (no -pi fs), bit for bit, in FP32 and BF16;
+#   - two processes, -z 0 and -z 1 (ZeRO-1: m, v and the master weights sharded), against one over the
+#     same global batch: every logged loss within 1e-5 and the parameters and AdamW's state after 10
+#     steps within 1e-6 relative L2 in FP32 (float rounding: the two processes add their micro-batches'
+#     gradients in another order than one process's backward does; a wrong decomposition is off by
+#     more than 1e-2). BF16 with master weights: the master weights, m and v within 1e-6, the bf16
+#     parameters (each rounded from its master weight) within 1e-3 and the losses within 1e-4;
+#   - three processes, -z 1 (shards of whole 128-parameter blocks, the last one short);
+#   - resume from two processes (-z 1) onto one, and from one onto two;
+#   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
+#     the other within --collective_timeout 3, with a line naming the collective and the step;
+#   - refusals, one line each: -pn 2 without -pi fs, -pi fs without -pf or a rank, -pr out of range,
+#     processes with different flags or -pn, a rank 0 that never comes, --profile.
+# One "PASS nccl ..." / "FAIL nccl ..." line per check; exits 1 if any failed.
+set -u
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-/usr/bin/python3}
+fails=0
+pass() { echo "PASS nccl $*"; }
+fail() { echo "FAIL nccl $*"; fails=$((fails + 1)); }
+tmp=$(mktemp -d /tmp/test_nccl.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+export TMPDIR=$tmp # nccl_cpu's exchange folders
+suite_start=$SECONDS
+fp32=build/cudacpu/train_gpt2cu_standard_fp32
+bf16=build/cudacpu/train_gpt2cu_standard
+model=dev/fixtures/standard_tiny_model.bin
+start=$SECONDS
+if ! make -s "$fp32" "$bf16" >"$tmp/build.log" 2>&1; then
+  fail "build: make $fp32 $bf16 failed: $(grep -m1 -i error "$tmp/build.log")"
+  exit 1
+fi
+echo "nccl: built $fp32 and $bf16 in $((SECONDS - start)) s"
+[ -f "$model" ] || { fail "fixture: $model missing (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"; exit 1; }
+"$PY" dev/test/synth_shards.py "$tmp"
+F=(-e "$model" -i "$tmp/synth_train_*.bin" -j "$tmp/synth_val_*.bin" -b 4 -t 32 -d 256 -x 10 -l 1e-3 -s 0 -v 5 -m 4
+   --collective_timeout 60)
+
+# ranks BIN WORLD NAME ARGS...: WORLD processes of BIN, ranks 0..WORLD-1, meeting in a fresh folder;
+# rank r's output in $tmp/NAME.r<r>.log; returns the highest exit status
+ranks() {
+  local bin=$1 world=$2 name=$3 r rc=0 st
+  shift 3
+  local rdv="$tmp/rdv_$name"
+  rm -rf "$rdv" && mkdir -p "$rdv"
+  local pids=()
+  for ((r = 0; r < world; r++)); do
+    "$bin" "$@" -pi fs -pf "$rdv" -pn "$world" -pr $r >"$tmp/$name.r$r.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    wait "$p"
+    st=$?
+    [ $st -gt $rc ] && rc=$st
+  done
+  return $rc
+}
+
+# compare OUT_A OUT_B STEP [PARAM_TOL LOSS_TOL]: the losses of both main.log files (to LOSS_TOL, default
+# 1e-5) and the model and state of step STEP: relative L2 of the parameters (to PARAM_TOL, default 1e-6;
+# bf16 model files read as bf16) and of each part of the state (m, v, master weights: 1e-6)
+compare() {
+  "$PY" - "$@" <<'PYEOF'
+import os, re, sys
+import numpy as np
+a, b, step = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ptol = float(sys.argv[4]) if len(sys.argv) > 4 else 1e-6
+ltol = float(sys.argv[5]) if len(sys.argv) > 5 else 1e-5
+def losses(d):
+    out = {}
+    for line in open(d + "/main.log"):
+        m = re.match(r"^step (\d+)(?:/\d+ \| loss| \| val loss) (\S+)", line)
+        if m:
+            out[(m.group(1), "val" if "val" in line else "train")] = float(m.group(2))
+    return out
+la, lb = losses(a), losses(b)
+if not la or set(la) != set(lb):
+    sys.exit("logged steps differ: %s vs %s" % (sorted(la)[:4], sorted(lb)[:4]))
+dl = max(abs(la[k] - lb[k]) for k in la)
+def params(d):
+    # the model file's values (fp32, or bf16 read as such) and how many kinds of values the state has
+    # for each parameter: m and v, then the master weights where the run had them
+    raw = np.fromfile("%s/model_%08d.bin" % (d, step), dtype=np.uint8, offset=1024)
+    state_floats = (os.path.getsize("%s/state_%08d.bin" % (d, step)) - 1088) // 4
+    for width, kinds in ((4, 2), (2, 3), (2, 2)):
+        if raw.size * kinds == state_floats * width:
+            if width == 4:
+                return raw.view(np.float32), kinds
+            return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32), kinds
+    sys.exit("%s: a model file of %d bytes and a state of %d values do not go together" % (d, raw.size, state_floats))
+pa, ka = params(a)
+pb, kb = params(b)
+sa = np.fromfile("%s/state_%08d.bin" % (a, step), dtype=np.float32, offset=1088)
+sb = np.fromfile("%s/state_%08d.bin" % (b, step), dtype=np.float32, offset=1088)
+n = len(pa)
+if len(pb) != n or ka != kb or len(sa) != ka * n or len(sb) != ka * n:
+    sys.exit("sizes differ: %d/%d parameters, %d/%d state values" % (n, len(pb), len(sa), len(sb)))
+rel = lambda x, y: float(np.linalg.norm(x - y) / np.linalg.norm(x))
+names = ["m", "v", "master"]
+r = [rel(sa[k * n:(k + 1) * n], sb[k * n:(k + 1) * n]) for k in range(ka)]
+rp = rel(pa, pb)
+msg = "losses within %.1e (%d logged), relative L2 at step %d: parameters %.2e, %s" % (
+    dl, len(la), step, rp, ", ".join("%s %.2e" % (names[k], r[k]) for k in range(ka)))
+if dl > ltol or rp > ptol or max(r) > 1e-6:
+    sys.exit(msg + " (expected losses within %g, parameters %g, the state 1e-6)" % (ltol, ptol))
+print(msg)
+PYEOF
+}
+
+# ---------------------------------------------------------------- one process through NCCL
+for bin in "$fp32" "$bf16"; do
+  tag=$([ "$bin" = "$fp32" ] && echo fp32 || echo bf16)
+  "$bin" "${F[@]}" -n 5 -o "$tmp/one_$tag" >"$tmp/one_$tag.log" 2>&1 || fail "one_process_$tag: exited $?: $(grep -m1 error "$tmp/one_$tag.log")"
+  ranks "$bin" 1 w1_$tag "${F[@]}" -n 5 -o "$tmp/w1_$tag"
+  rc=$?
+  if [ $rc -eq 0 ] && cmp -s "$tmp/one_$tag/model_00000010.bin" "$tmp/w1_$tag/model_00000010.bin" &&
+     cmp -s "$tmp/one_$tag/state_00000010.bin" "$tmp/w1_$tag/state_00000010.bin" &&
+     grep -q "^processes: 1 over NCCL" "$tmp/w1_$tag.r0.log"; then
+    pass "world1_equals_plain_$tag: -pi fs -pn 1 (NCCL's path, every collective) writes the model and state of the run without it at step 10, bit for bit"
+  else
+    fail "world1_equals_plain_$tag: exit $rc; the step-10 files differ: $(grep -m1 error "$tmp/w1_$tag.r0.log")"
+  fi
+done
+
+# ---------------------------------------------------------------- two processes, ZeRO-1, three
+for z in 0 1; do
+  ranks "$fp32" 2 two_z$z "${F[@]}" -z $z -n 5 -o "$tmp/two_z$z"
+  rc=$?
+  if [ $rc -eq 0 ] && msg=$(compare "$tmp/one_fp32" "$tmp/two_z$z" 10 2>&1) &&
+     grep -q "^processes: 2 over NCCL | each trains 1 of the 2 micro-batches of a step | -z $z: " "$tmp/two_z$z.r0.log"; then
+    pass "np2_z${z}_equals_np1_fp32: two processes, -z $z, against one, global batch 256: $msg"
+  else
+    fail "np2_z${z}_equals_np1_fp32: exit $rc: ${msg:-} $(grep -m1 error "$tmp/two_z$z.r"[01].log)"
+  fi
+done
+ranks "$bf16" 2 two_bf16 "${F[@]}" -z 1 -n 5 -o "$tmp/two_bf16"
+rc=$?
+if [ $rc -eq 0 ] && msg=$(compare "$tmp/one_bf16" "$tmp/two_bf16" 10 1e-3 1e-4 2>&1); then
+  pass "np2_z1_equals_np1_bf16: two processes, -z 1 (the master weights sharded too), against one: $msg"
+else
+  fail "np2_z1_equals_np1_bf16: exit $rc: ${msg:-} $(grep -m1 error "$tmp/two_bf16.r"[01].log)"
+fi
+"$fp32" "${F[@]}" -d 384 -n 10 -o "$tmp/one384" >"$tmp/one384.log" 2>&1
+ranks "$fp32" 3 three "${F[@]}" -d 384 -z 1 -n 10 -o "$tmp/three"
+rc=$?
+if [ $rc -eq 0 ] && msg=$(compare "$tmp/one384" "$tmp/three" 10 2>&1); then
+  pass "np3_z1_equals_np1_fp32: three processes, -z 1 (uneven shards, 4 validation batches over 3), global batch 384: $msg"
+else
+  fail "np3_z1_equals_np1_fp32: exit $rc: ${msg:-} $(grep -m1 error "$tmp/three.r"[012].log)"
+fi
+if [ "$(grep -c '^step 1/10 ' "$tmp/two_z0.r0.log")" = 1 ] && [ ! -s "$tmp/two_z0.r1.log" ] &&
+   [ "$(ls "$tmp/rdv_two_z0" | wc -l)" = 0 ]; then
+  pass "rank0_prints: rank 0 prints the run, rank 1 nothing; the rendezvous folder is left empty"
+else
+  fail "rank0_prints: $(grep -c '^step 1/10 ' "$tmp/two_z0.r0.log") 'step 1/10' lines from rank 0, $(wc -l <"$tmp/two_z0.r1.log") lines from rank 1, left in -pf: $(ls "$tmp/rdv_two_z0" | head -3 | paste -sd' ' -)"
+fi
+
+# ---------------------------------------------------------------- resume across process counts
+# resume_check NAME FROM WHAT WORLD: FROM's checkpoint of step 5, copied into $tmp/NAME, resumed to
+# step 10 by WORLD processes (-z 1), against one process's uninterrupted run
+resume_check() {
+  local name=$1 from=$2 what=$3 world=$4 rc msg
+  cp -r "$from" "$tmp/$name" && rm "$tmp/$name/"*_00000010.bin
+  ranks "$fp32" "$world" "$name" "${F[@]}" -z 1 -n 5 -o "$tmp/$name" -y 1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/$name/state_00000005.bin at step 5" "$tmp/$name.r0.log" &&
+     msg=$(compare "$tmp/one_fp32" "$tmp/$name" 10 2>&1); then
+    pass "$name: $what: $msg"
+  else
+    fail "$name: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/$name.r0.log")"
+  fi
+}
+resume_check resume_2_to_1 "$tmp/two_z1" "the two processes' -z 1 checkpoint of step 5 resumed by one" 1
+resume_check resume_1_to_2 "$tmp/one_fp32" "one process's checkpoint of step 5 resumed by two, -z 1" 2
+
+# ---------------------------------------------------------------- a signal, a process killed
+long=("${F[@]}" -x 100000 -v 0 --collective_timeout 3)
+# pid_of NAME RANK: the trainer of that run and rank (its command line names both)
+pid_of() { pgrep -f -- "-pf $tmp/rdv_$1 -pn 2 -pr $2" | head -n 1; }
+for how in TERM KILL; do
+  name=sig_$how
+  t0=$SECONDS
+  ranks "$fp32" 2 "$name" "${long[@]}" -z 1 -o "$tmp/$name" &
+  job=$!
+  for _ in $(seq 300); do grep -q '^step 2/' "$tmp/$name.r0.log" 2>/dev/null && break; sleep 0.1; done
+  pid=$(pid_of "$name" 1)
+  [ -n "$pid" ] && kill -"$how" "$pid"
+  wait $job
+  rc=$?
+  secs=$((SECONDS - t0))
+  if [ $how = TERM ]; then
+    stop_line=$(grep -m1 '^stopped by SIGTERM at step' "$tmp/$name.r0.log")
+    at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' <<<"$stop_line")
+    if [ -n "$pid" ] && [ $rc -eq 143 ] && [ -n "$at" ] && [ -f "$tmp/$name/state_$(printf %08d "$at").bin" ]; then
+      pass "stop_one_rank: SIGTERM to rank 1: both exit 143 at one step, rank 0: '$stop_line'"
+    else
+      fail "stop_one_rank: rank 1 '$pid', exit $rc (expected 143), stop line '$stop_line': $(grep -m1 error "$tmp/$name.r"[01].log)"
+    fi
+  else
+    want="^error: rank 0: the .* at step [0-9]+ waited 3 s for the other 1 process and gave up \(HINT: one died or hangs: see its output; --collective_timeout sets the wait\)$"
+    if [ -n "$pid" ] && [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/$name.r0.log"; then
+      pass "rank_killed: SIGKILL to rank 1 mid-run: rank 0 ended with status $rc after $secs s: '$(grep -m1 -Eo "$want" "$tmp/$name.r0.log")'"
+    else
+      fail "rank_killed: rank 1 '$pid', exit $rc after $secs s, expected a line matching '$want': $(tail -n 2 "$tmp/$name.r0.log" | paste -sd' ' -)"
+    fi
+  fi
+done
+
+# ---------------------------------------------------------------- refusals, one line each
+refuse() { # NAME WANT(ERE, the whole line) COMMAND...
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$tmp/refuse.log" 2>&1
+  local rc=$?
+  if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/refuse.log"; then
+    pass "refused_$name: exit $rc, '$(grep -m1 -E "$want" "$tmp/refuse.log")'"
+  else
+    fail "refused_$name: exit $rc, expected a line matching '$want': $(grep -m1 -i error "$tmp/refuse.log")"
+  fi
+}
+refuse pn_without_fs "^error: -pn 2: the CUDA trainer's processes meet with -pi fs -pf DIR, over NCCL \(HINT: .*\)$" \
+  "$fp32" "${F[@]}" -pn 2
+refuse fs_without_pf "^error: -pi fs: -pf DIR is missing, the folder where the processes meet \(HINT: .*\)$" \
+  "$fp32" "${F[@]}" -pi fs -pn 2 -pr 0
+refuse fs_without_rank "^error: -pi fs -pn 2: this process's rank is not known \(HINT: -pr R, from 0 to 1; .*\)$" \
+  "$fp32" "${F[@]}" -pi fs -pf "$tmp" -pn 2
+refuse pr_range "^error: -pr 2: the ranks of -pn 2 go from 0 to 1$" "$fp32" "${F[@]}" -pi fs -pf "$tmp" -pn 2 -pr 2
+refuse no_rank0 "^error: rank 1: -pf $tmp/lonely: rank 0 wrote no $tmp/lonely/ncclUniqueId within 2 s \(HINT: .*\)$" \
+  bash -c "mkdir -p $tmp/lonely && exec $fp32 $(printf '%q ' "${F[@]}") --collective_timeout 2 -pi fs -pf $tmp/lonely -pn 2 -pr 1"
+refuse_ranks() { # NAME WANT(ERE, the whole line) ARGS...: two processes with ARGS; each must exit non-zero
+  local name=$1 want=$2
+  shift 2
+  ranks "$fp32" 2 "$name" "$@"
+  local rc=$? r0 r1
+  r0=$(grep -Ec "$want" "$tmp/$name.r0.log")
+  r1=$(grep -Ec "$want" "$tmp/$name.r1.log")
+  if [ $rc -ne 0 ] && [ "$r0" -ge 1 ] && [ "$r1" -ge 1 ]; then
+    pass "refused_$name: both processes exit non-zero, each with its line: '$(grep -m1 -E "$want" "$tmp/$name.r1.log")'"
+  else
+    fail "refused_$name: exit $rc, $r0 and $r1 lines matching '$want': $(grep -m1 -i error "$tmp/$name.r1.log")"
+  fi
+}
+refuse_ranks d_split "^error: rank [01]: -d 384: 3 micro-batches of B\*T = 128 tokens per step do not split over 2 processes \(HINT: -d a multiple of B\*T\*2 = 256\)$" \
+  "${F[@]}" -d 384
+refuse_ranks profile "^error: rank [01]: --profile is one process's work \(HINT: run it as one process\)$" "${F[@]}" --profile 2
+# different flags on the two processes: the agreement refuses them; different -pn: rank 1 refuses rank 0's id
+rm -rf "$tmp/rdv_differ" && mkdir -p "$tmp/rdv_differ"
+"$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_differ" -pn 2 -pr 0 -l 1e-3 >"$tmp/differ.r0.log" 2>&1 &
+p0=$!
+"$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_differ" -pn 2 -pr 1 -l 2e-3 >"$tmp/differ.r1.log" 2>&1
+rc1=$?
+wait $p0
+rc0=$?
+want="^error: the 2 processes differ in the model or the training flags \(.*\) \(HINT: every process must run the same command on the same files\)$"
+if [ $rc0 -ne 0 ] && [ $rc1 -ne 0 ] && grep -Eq "$want" "$tmp/differ.r0.log"; then
+  pass "ranks_differ: -l 1e-3 on rank 0, 2e-3 on rank 1: exits $rc0/$rc1, '$(grep -m1 -E "$want" "$tmp/differ.r0.log" | cut -c1-90)...'"
+else
+  fail "ranks_differ: exits $rc0/$rc1, no line matching '$want': $(grep -m1 error "$tmp/differ.r0.log")"
+fi
+rm -rf "$tmp/rdv_pn" && mkdir -p "$tmp/rdv_pn"
+"$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_pn" -pn 2 -pr 0 --collective_timeout 3 >"$tmp/pn.r0.log" 2>&1 &
+p0=$!
+refuse pn_differs "^error: rank 2: -pn 3: rank 0 runs with -pn 2 \(.*\)$" \
+  "$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_pn" -pn 3 -pr 2 --collective_timeout 3
+wait $p0
+
+echo "nccl: the suite took $((SECONDS - suite_start)) s"
+[ $fails -eq 0 ] || { echo "nccl: $fails failed"; exit 1; }
