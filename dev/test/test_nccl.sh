@@ -8,9 +8,10 @@
 #   - two processes, -z 0 and -z 1 (ZeRO-1: m, v and the master weights sharded), against one over the
 #     same global batch: every logged loss within 1e-5 and the parameters and AdamW's state after 10
 #     steps within 1e-6 relative L2 in FP32 (float rounding: the two processes add their micro-batches'
-#     gradients in another order than one process's backward does; a wrong decomposition is off by
-#     more than 1e-2). BF16 with master weights: the master weights, m and v within 1e-6, the bf16
-#     parameters (each rounded from its master weight) within 1e-3 and the losses within 1e-4;
+#     gradients in another order than one process's backward does; both processes training the same
+#     micro-batch, a bug planted by hand, was off by 2.4e-2). BF16 with master weights: the master
+#     weights, m and v within 1e-6, the bf16 parameters (each rounded from its master weight) within
+#     1e-3 and the losses within 1e-4;
 #   - three processes, -z 1 (shards of whole 128-parameter blocks, the last one short);
 #   - resume from two processes (-z 1) onto one, and from one onto two;
 #   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
