@@ -472,7 +472,9 @@ static inline int dp_nccl_allreduce(DataParallel* dp, void* buf, size_t count, D
     return 1;
 }
 
-static inline int dp_nccl_reduce_scatter(DataParallel* dp, void* buf, DPType t, const char* what) {
+// one in-place call per non-empty shard, rooted at the shard's owner: ncclReduce (reduce 1: the
+// reduce-scatter) or ncclBroadcast (reduce 0: the all-gather)
+static inline int dp_nccl_per_shard(DataParallel* dp, void* buf, DPType t, int reduce, const char* what) {
     DPNccl* n = (DPNccl*)dp->impl;
     dp_nccl_after_trainer(n);
     ncclGroupStart();
@@ -481,23 +483,16 @@ static inline int dp_nccl_reduce_scatter(DataParallel* dp, void* buf, DPType t, 
         dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
         if (hi == lo) { continue; }
         char* p = (char*)buf + lo * dp_type_size(t);
-        ncclReduce(p, p, hi - lo, dp_nccl_type(t), ncclSum, r, n->comm, n->stream);
+        if (reduce) { ncclReduce(p, p, hi - lo, dp_nccl_type(t), ncclSum, r, n->comm, n->stream); }
+        else { ncclBroadcast(p, p, hi - lo, dp_nccl_type(t), r, n->comm, n->stream); }
     }
     return dp_nccl_wait(dp, ncclGroupEnd(), what);
 }
-
+static inline int dp_nccl_reduce_scatter(DataParallel* dp, void* buf, DPType t, const char* what) {
+    return dp_nccl_per_shard(dp, buf, t, 1, what);
+}
 static inline int dp_nccl_allgather(DataParallel* dp, void* buf, DPType t, const char* what) {
-    DPNccl* n = (DPNccl*)dp->impl;
-    dp_nccl_after_trainer(n);
-    ncclGroupStart();
-    for (int r = 0; r < dp->world; r++) {
-        size_t lo, hi;
-        dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
-        if (hi == lo) { continue; }
-        char* p = (char*)buf + lo * dp_type_size(t);
-        ncclBroadcast(p, p, hi - lo, dp_nccl_type(t), r, n->comm, n->stream);
-    }
-    return dp_nccl_wait(dp, ncclGroupEnd(), what);
+    return dp_nccl_per_shard(dp, buf, t, 0, what);
 }
 
 // shard: (hi - lo) values on the device; full: num_params on rank 0's device

@@ -74,13 +74,13 @@ set -u
 cd "$(dirname "$0")/../.."
 source dev/test/torch_python.sh
 
-STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train profile bench_schemes lab_check lab_bench profile_ncu
+STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check lab_bench profile_ncu
 sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck ablate_residual_query ablate_shared_projections_a
 ablate_shared_projections_b ablate_shared_projections_c ablate_shared_projections_d"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
   [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [sanitize_memcheck]=540 [sanitize_racecheck]=540
-  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [ablate_residual_query]=540 [ablate_shared_projections_a]=540
+  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [nccl]=300 [ablate_residual_query]=540 [ablate_shared_projections_a]=540
   [ablate_shared_projections_b]=540 [ablate_shared_projections_c]=540 [ablate_shared_projections_d]=540)
 # what each stage needs carried to the device machine (the plan's carry lists)
 declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [profile_ncu]="dev/data/austen"
@@ -89,9 +89,9 @@ declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [p
 # the stages that need build's binaries, and fixtures' files, on this machine (a fresh machine has
 # neither: they are made again first, whatever LOG_DIR says)
 NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench sanitize_memcheck
- sanitize_racecheck sanitize_synccheck sanitize_initcheck train ablate_residual_query ablate_shared_projections_a ablate_shared_projections_b
+ sanitize_racecheck sanitize_synccheck sanitize_initcheck train nccl ablate_residual_query ablate_shared_projections_a ablate_shared_projections_b
  ablate_shared_projections_c ablate_shared_projections_d "
-NEEDS_FIXTURES=" tests_fp32 tests_bf16 sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
+NEEDS_FIXTURES=" tests_fp32 tests_bf16 nccl sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
 # stages that keep what they finished when stopped (run by run): started with 120 s left, whatever
 # their expected time; the rest runs in the next call
 RESUMABLE=" sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
@@ -804,6 +804,55 @@ stage_train() {
     row "llm.c loads our v5 checkpoint ($m)" PASS "val loss llm.c $theirs, ours $ours"
   else
     row "llm.c loads our v5 checkpoint ($m)" FAIL "version $(od -An -t d4 -j 4 -N 4 "$m" 2>/dev/null | tr -d ' '), val loss llm.c '$theirs' ours '$ours': $(first_error "$LOG/llmc_v5_llmc.log" 'error\|bad\|version')"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# nccl: data parallelism's path through NCCL with one process (issue 32, dev/data_parallel.h; more
+# than one GPU needs another machine): ./train_gpt2cu -pi fs -pn 1 against the same run without it,
+# model and state bit for bit (the tiny fixture, BF16, 10 steps of two micro-batches; every
+# collective runs, on a communicator of one); then d12, B 16, T 1024, 12 steps each way on random
+# tokens: tokens/s side by side (the plain run takes no NCCL call at all, -pi fs adds the all-reduce
+# of the gradients and the scalars' each step)
+
+stage_nccl() {
+  local f=dev/fixtures/standard_tiny_model.bin shard="$LOG/nccl_tokens_000.bin" big="$LOG/nccl_big_000.bin" rc1 rc2 t1 t2
+  if [ $DRY -eq 0 ] && ! ldd ./train_gpt2cu 2>/dev/null | grep -q libnccl; then
+    row "-pi fs -pn 1 through NCCL" FAIL "./train_gpt2cu is not linked with libnccl (make nccl_flags: '$(make -s nccl_flags)')"
+    return
+  fi
+  x "$PYTHON" dev/test/tiny_shard.py "$shard" $((4 * 32 * 40 + 1)) 5
+  x rm -rf "$LOG/nccl_plain" "$LOG/nccl_fs" "$LOG/nccl_rdv"
+  x mkdir -p "$LOG/nccl_rdv"
+  local common=(-e "$f" -i "$shard" -j "$shard" -b 4 -t 32 -d 256 -x 10 -l 1e-3 -s 0 -v 5 -m 2 -n 10)
+  x timeout "$(tlimit 120)" ./train_gpt2cu "${common[@]}" -o "$LOG/nccl_plain" >"$LOG/nccl_plain.log" 2>&1
+  rc1=$?
+  x timeout "$(tlimit 120)" ./train_gpt2cu "${common[@]}" -pi fs -pf "$LOG/nccl_rdv" -o "$LOG/nccl_fs" >"$LOG/nccl_fs.log" 2>&1
+  rc2=$?
+  if [ $DRY -eq 0 ]; then
+    if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && grep -q '^processes: 1 over NCCL' "$LOG/nccl_fs.log" &&
+       cmp -s "$LOG/nccl_plain/model_00000010.bin" "$LOG/nccl_fs/model_00000010.bin" &&
+       cmp -s "$LOG/nccl_plain/state_00000010.bin" "$LOG/nccl_fs/state_00000010.bin"; then
+      row "-pi fs -pn 1 through NCCL (tiny, BF16, 10 steps)" PASS "model and state of step 10 bit for bit the run without it"
+    else
+      row "-pi fs -pn 1 through NCCL (tiny, BF16, 10 steps)" FAIL "exits $rc1/$rc2, files differ or missing: $(first_error "$LOG/nccl_fs.log")"
+    fi
+  fi
+  x "$PYTHON" dev/test/tiny_shard.py "$big" $((16 * 1024 * 13 + 1)) 6
+  local speed=(-e d12 -i "$big" -j "$big" -b 16 -t 1024 -d 16384 -x 12 -v 0 -s 0)
+  x timeout "$(tlimit 180)" ./train_gpt2cu "${speed[@]}" >"$LOG/nccl_speed_plain.log" 2>&1
+  rc1=$?
+  x rm -rf "$LOG/nccl_rdv2"
+  x mkdir -p "$LOG/nccl_rdv2"
+  x timeout "$(tlimit 180)" ./train_gpt2cu "${speed[@]}" -pi fs -pf "$LOG/nccl_rdv2" >"$LOG/nccl_speed_fs.log" 2>&1
+  rc2=$?
+  [ $DRY -eq 1 ] && return
+  t1=$(sed -n 's/^summary: .* | \([0-9]*\) tok\/s .*/\1/p' "$LOG/nccl_speed_plain.log")
+  t2=$(sed -n 's/^summary: .* | \([0-9]*\) tok\/s .*/\1/p' "$LOG/nccl_speed_fs.log")
+  if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ -n "$t1" ] && [ -n "$t2" ] && awk -v a="$t1" -v b="$t2" 'BEGIN { exit !(b >= 0.97 * a) }'; then
+    row "d12 B 16 T 1024: plain vs -pi fs -pn 1" PASS "$t1 vs $t2 tok/s ($(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b / a }')x)"
+  else
+    row "d12 B 16 T 1024: plain vs -pi fs -pn 1" FAIL "exits $rc1/$rc2, tok/s '$t1' vs '$t2' (expected within 3%): $(first_error "$LOG/nccl_speed_fs.log")"
   fi
 }
 
