@@ -60,16 +60,19 @@ CUDA_ARCHS := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
 NVCC_FLAGS := -O3 -std=c++17 -lineinfo $(CUDA_ARCHS) -Xcompiler -Wall
 NVCC_LDFLAGS := -L$(CUDA_HOME)/lib64 -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
 # NCCL (data parallelism over GPUs, dev/data_parallel.h): the trainer and its test are built with it
-# where nccl.h and libnccl are found, in NCCL_HOME (default CUDA_HOME, where the toolkit ships them;
-# lib64/ or lib/) or in /usr (Debian's libnccl-dev). NO_NCCL=1 builds without: the trainer of one GPU,
+# where nccl.h (2.14 or later) and libnccl are found, in NCCL_HOME (default CUDA_HOME, where the
+# toolkit ships them; lib64/ or lib/) or in /usr (Debian's libnccl-dev). NO_NCCL=1 builds without: the trainer of one GPU,
 # its flags -pi fs and -pn above 1 refused in one line. Nothing else changes between the two builds.
 NCCL_HOME ?= $(CUDA_HOME)
 NCCL_LIBDIR := $(firstword $(foreach d,$(NCCL_HOME)/lib64 $(NCCL_HOME)/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib,\
                  $(if $(wildcard $(d)/libnccl.so),$(d),)))
 NCCL_INCDIR := $(firstword $(foreach d,$(NCCL_HOME)/include /usr/include,$(if $(wildcard $(d)/nccl.h),$(d),)))
+# 2.14 or later: the non-blocking communicator dev/data_parallel.h waits on with its deadlines
+NCCL_RECENT := $(if $(NCCL_INCDIR),$(shell awk '/^\#define NCCL_MAJOR/ { M = $$3 } /^\#define NCCL_MINOR/ { m = $$3 } \
+                 END { if (M > 2 || (M == 2 && m >= 14)) print "yes" }' $(NCCL_INCDIR)/nccl.h),)
 ifeq ($(NO_NCCL),1)
 NCCL_FLAGS :=
-else ifneq ($(and $(NCCL_LIBDIR),$(NCCL_INCDIR)),)
+else ifneq ($(and $(NCCL_LIBDIR),$(NCCL_INCDIR),$(NCCL_RECENT)),)
 NCCL_FLAGS := -DDP_NCCL -I$(NCCL_INCDIR) -L$(NCCL_LIBDIR) -lnccl -Xlinker -rpath=$(NCCL_LIBDIR)
 else
 NCCL_FLAGS :=

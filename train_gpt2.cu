@@ -3803,6 +3803,7 @@ static void gpt2_build_sharded(GPT2* model, const GPT2Config* config, int B, int
     model->opt_hi = opt_hi < model->num_parameters_padded ? opt_hi : model->num_parameters_padded;
     model->opt_lo = opt_lo < model->opt_hi ? opt_lo : model->opt_hi;
     const size_t opt_floats = model->opt_hi - model->opt_lo;
+    const int has_master = mem->master_bytes > 0;
     if (opt_floats < model->num_parameters_padded) { // a shard: the memory line counts what is allocated
         const size_t whole = mem->optimizer_bytes + mem->master_bytes;
         model->memory.optimizer_bytes = 2 * opt_floats * sizeof(float);
@@ -3812,7 +3813,7 @@ static void gpt2_build_sharded(GPT2* model, const GPT2Config* config, int B, int
     // an empty shard (the last process of a small model) still gets a buffer: a NULL master_memory
     // means "no master weights"
     const size_t moment_bytes = opt_floats > 0 ? opt_floats * sizeof(float) : 16; // m and v alike
-    const size_t master_bytes = mem->master_bytes > 0 ? moment_bytes : 0;
+    const size_t master_bytes = has_master ? moment_bytes : 0;
     model->params_memory = (floatX*)device_malloc(mem->param_bytes, "parameters");
     model->grads_memory = (float*)device_malloc(mem->grad_bytes, "parameter gradients");
     model->m_memory = (float*)device_malloc(moment_bytes, "AdamW m");
@@ -4022,12 +4023,13 @@ static int gpt2_write_checkpoint(const GPT2* model, const char* path, char* msg,
     return 1;
 }
 
-static int fwrite_tensors_f32(const GPT2* model, const float* base, ValuesKind kind, FILE* f, const char* tmp,
-                              const char* path, float* scratch, char* msg, size_t msg_size) {
+// base: on the device (from cudaMemcpyDeviceToHost), or in host memory (cudaMemcpyHostToHost)
+static int fwrite_tensors_f32(const GPT2* model, const float* base, cudaMemcpyKind from, ValuesKind kind, FILE* f,
+                              const char* tmp, const char* path, float* scratch, char* msg, size_t msg_size) {
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const size_t n = model->param_sizes[i];
         if (n == 0) { continue; }
-        cudaCheck(cudaMemcpy(scratch, base + model->param_offsets[i], n * sizeof(float), cudaMemcpyDeviceToHost));
+        cudaCheck(cudaMemcpy(scratch, base + model->param_offsets[i], n * sizeof(float), from));
         if (!values_check_tensor(scratch, n, kind, i, path, msg, msg_size)) { return 0; }
         fwrite_or_die(scratch, sizeof(float), n, f, tmp);
     }
@@ -4035,10 +4037,11 @@ static int fwrite_tensors_f32(const GPT2* model, const float* base, ValuesKind k
 }
 
 // the training state file (layout above state_header_make in dev/train_common.h) of AdamW's m, v and
-// master weights (NULL: none) for every parameter, in the device layout (the model's own, or what a
-// ZeRO-1 run gathered). Returns 1, or 0 with a one-line message and nothing written.
+// master weights (NULL: none) for every parameter, in the device layout: the model's own on the
+// device (from cudaMemcpyDeviceToHost), or what a ZeRO-1 run gathered into host memory
+// (cudaMemcpyHostToHost). Returns 1, or 0 with a one-line message and nothing written.
 static int gpt2_write_state(const GPT2* model, const TrainState* st, const float* m, const float* v, const float* master,
-                            const char* path, char* msg, size_t msg_size) {
+                            cudaMemcpyKind from, const char* path, char* msg, size_t msg_size) {
     char tmp[4200];
     FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
     int header[256];
@@ -4048,9 +4051,10 @@ static int gpt2_write_state(const GPT2* model, const TrainState* st, const float
     size_t max_n = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) { if (model->param_sizes[i] > max_n) { max_n = model->param_sizes[i]; } }
     float* scratch = (float*)host_malloc(max_n * sizeof(float), "state write buffer");
-    const int ok = fwrite_tensors_f32(model, m, VALUES_ADAM_M, f, tmp, path, scratch, msg, msg_size) &&
-                   fwrite_tensors_f32(model, v, VALUES_ADAM_V, f, tmp, path, scratch, msg, msg_size) &&
-                   (master == NULL || fwrite_tensors_f32(model, master, VALUES_MASTER, f, tmp, path, scratch, msg, msg_size));
+    const int ok = fwrite_tensors_f32(model, m, from, VALUES_ADAM_M, f, tmp, path, scratch, msg, msg_size) &&
+                   fwrite_tensors_f32(model, v, from, VALUES_ADAM_V, f, tmp, path, scratch, msg, msg_size) &&
+                   (master == NULL ||
+                    fwrite_tensors_f32(model, master, from, VALUES_MASTER, f, tmp, path, scratch, msg, msg_size));
     free(scratch);
     if (!ok) {
         abandon_tmp(f, tmp);
@@ -4844,11 +4848,12 @@ static int cuda_device_check(char* msg, size_t msg_size) {
 
 static void cuda_setup(void) {
     if (g_cublaslt != NULL) { return; }
-    cudaCheck(cudaSetDevice(0));
+    int device = 0; // the current one: 0, or the GPU a data-parallel process chose (main) before
+    cudaCheck(cudaGetDevice(&device));
     cublasCheck(cublasLtCreate(&g_cublaslt));
     g_cublaslt_workspace = device_malloc(CUBLASLT_WORKSPACE_SIZE, "cuBLASLt workspace");
     int sms = 0;
-    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     g_num_sms = sms;
     g_reduce_blocks = 2 * sms < REDUCE_MAX_BLOCKS ? 2 * sms : REDUCE_MAX_BLOCKS;
 }
@@ -4913,9 +4918,10 @@ static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen
 }
 
 // A checkpoint at `step`, on every process: rank 0 writes the model (every process holds all of it)
-// and the state, whose AdamW state a ZeRO-1 run first gathers from every process into a buffer on
-// rank 0's GPU. Returns 1, or 0 after rank 0 printed the error; every process returns the same, so
-// a failed write stops them all at this step.
+// and the state, whose AdamW state a ZeRO-1 run first gathers from every process into rank 0's host
+// memory (12 bytes a parameter with master weights; its GPU needs one shard's buffer only). Returns 1,
+// or 0 after rank 0 printed the error; every process returns the same, so a failed write stops them
+// all at this step.
 static int write_checkpoint(const GPT2* model, DataParallel* dp, const TrainState* st, const char* model_path,
                             const char* state_path, FILE* logf) {
     char msg[16384];
@@ -4924,9 +4930,7 @@ static int write_checkpoint(const GPT2* model, DataParallel* dp, const TrainStat
     if (dp->zero) {
         const size_t N = model->num_parameters_padded;
         const int kinds = master != NULL ? 3 : 2;
-        if (dp->rank == 0) {
-            gathered = (float*)device_malloc(kinds * N * sizeof(float), "the AdamW state a checkpoint gathers");
-        }
+        if (dp->rank == 0) { gathered = (float*)host_malloc(kinds * N * sizeof(float), "the AdamW state a checkpoint gathers"); }
         const float* shards[3] = {model->m_memory, model->v_memory, model->master_memory};
         const char* whats[3] = {"the gather of AdamW's m for a checkpoint", "the gather of AdamW's v for a checkpoint",
                                 "the gather of the master weights for a checkpoint"};
@@ -4943,14 +4947,15 @@ static int write_checkpoint(const GPT2* model, DataParallel* dp, const TrainStat
     if (dp->rank == 0) {
         // the model first: a state file marks a complete pair
         ok = gpt2_write_checkpoint(model, model_path, msg, sizeof(msg)) &&
-             gpt2_write_state(model, st, m, v, master, state_path, msg, sizeof(msg));
+             gpt2_write_state(model, st, m, v, master, gathered != NULL ? cudaMemcpyHostToHost : cudaMemcpyDeviceToHost,
+                              state_path, msg, sizeof(msg));
         if (ok) {
             printf("wrote checkpoint %s + %s\n", model_path, state_path);
         } else {
             train_error(logf, st->step, msg);
         }
     }
-    if (gathered != NULL) { cudaCheck(cudaFree(gathered)); }
+    free(gathered);
     return dp_all_ok(dp, ok, "the agreement on the checkpoint");
 }
 
@@ -4974,8 +4979,10 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     dp_init_single(&alone);
     DataParallel* dp = dp_run != NULL ? dp_run : &alone;
     cuda_setup();
+    int device = 0;
+    cudaCheck(cudaGetDevice(&device));
     cudaDeviceProp prop;
-    cudaCheck(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
     const double peak = gpu_peak_flops(prop.name);
 
     // the data and -o, on every process before any goes on (dp_all_ok: one that fails stops them all)
@@ -5088,7 +5095,7 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     StepGuard guard;
     step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
     train_signals_install();
-    int rc = 0;
+    int rc = 0, stopped = 0; // stopped: by the stop signal every process agreed on
     char guard_line[1024];
     // per GPU: MFU is each GPU's share of the step's FLOPs over its own peak
     const double flops_per_step = gpt2_flops_per_token(&model.config, a->T) * (double)tokens_per_step / dp->world;
@@ -5140,6 +5147,7 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
         if (stop_sig) {
             rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
             dp->agreed_exit = 1;
+            stopped = 1;
             break;
         }
         if (last_step) {
@@ -5225,7 +5233,7 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
             break;
         }
     }
-    if (rc == 0 && !g_train_stop_signal) { rc = step_guard_finish(&guard, num_steps, logf); }
+    if (rc == 0 && !stopped) { rc = step_guard_finish(&guard, num_steps, logf); }
     a->final_rng = rng;
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
@@ -5397,7 +5405,8 @@ int main(int argc, char** argv) {
 #else
     const char* transport = NULL;
 #endif
-    if (parsed == 0 || !processes_check(&args, transport, world, rank, msg, sizeof(msg))) {
+    if (parsed == 0 || !launcher_check(&args, nccl, msg, sizeof(msg)) ||
+        !processes_check(&args, transport, world, rank, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
@@ -5419,7 +5428,9 @@ int main(int argc, char** argv) {
     DataParallel dp;
     dp_init_single(&dp);
 #ifdef DP_NCCL
-    // a process whose checks failed still meets the others, so that they all stop now (dp_all_ok)
+    // A process whose checks of the run failed (above) still meets the others, so that they all stop
+    // now (dp_all_ok). One that cannot meet them (its processes' flags, no GPU, no rendezvous) ends
+    // here; the others then end at the rendezvous's deadline (--collective_timeout).
     if (!cuda_device_check(msg, sizeof(msg))) {
         fprintf(stderr, "error: %s%s\n", who, msg);
         return 1;

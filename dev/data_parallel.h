@@ -17,17 +17,20 @@ The decomposition (N parameters, P processes of ranks 0..P-1, A micro-batches pe
     its shard only) and scaled by 1/A: the mean over the step's micro-batches, as one process takes it.
   - The loss: each rank's sum of its micro-batches' mean losses, summed over the ranks in double, / A.
   - The gradient norm: of the summed gradient. -z 0: every rank has all of it and takes it whole;
-    -z 1: each rank's shard's sum of squares in double, summed over the ranks.
+    -z 1: each rank's shard's sum of squares (the CPU trainer's in double, the CUDA trainer's in float
+    on its GPU), summed over the ranks.
   - AdamW: -z 0: every rank updates every parameter from the same gradient, so the ranks' parameters
     stay identical bit for bit. -z 1 (ZeRO-1, llm.c's -z 1): rank r keeps AdamW's m and v for its
     shard only and updates only those parameters, then the parameters are all-gathered.
-  - Shards: chunk = ceil(N / P) (the CUDA trainer rounds it up to 32 parameters, for its 16-byte
-    loads); rank r owns [r * chunk, min(N, (r + 1) * chunk)), possibly empty at the end.
+  - Shards: chunk = ceil(N / P) (the CUDA trainer rounds it up to 128 parameters, its tensors'
+    alignment, for its 16-byte loads); rank r owns [r * chunk, min(N, (r + 1) * chunk)), possibly
+    empty at the end.
   - Validation: batch i of a validation is rank i % P's; the loss sums are summed over the ranks.
   - Checkpoints: rank 0 writes the files one process writes (dev/FORMATS.md), whole: with ZeRO-1 it
-    first gathers every rank's m and v. The state records the global A (grad_accum_steps), so any
-    number of processes resumes from it, each taking its shard; a resume refuses only what one
-    process refuses (another B, T or -d) and a -d that the new number of processes cannot split.
+    first gathers every rank's m and v (and master weights) into its host memory. The state records
+    the global A (grad_accum_steps), so any number of processes resumes from it, each taking its
+    shard; a resume refuses only what one process refuses (another B, T or -d) and a -d that the
+    new number of processes cannot split.
   - Agreement: every rank must run the same command: right after the checks the ranks compare a
     hash of the run (the model's shape and parameters, B, T, -d, steps, schedule) and stop with one
     line naming the difference. Decisions stay common: the stop signal (SIGINT/SIGTERM) is OR-ed over
@@ -66,6 +69,9 @@ to float rounding, not bit for bit (dev/test/test_mpi.sh measures it).
 #ifdef DP_NCCL
 #include <cuda_runtime.h>
 #include <nccl.h>
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
+#error "dev/data_parallel.h needs NCCL 2.14 or later (non-blocking communicators): build with NO_NCCL=1, or NCCL_HOME=DIR"
+#endif
 #endif
 
 typedef enum { DP_F32, DP_BF16, DP_F64, DP_I32, DP_U64 } DPType;
@@ -88,7 +94,8 @@ typedef struct {
     int (*reduce_scatter)(DataParallel* dp, void* buf, DPType t, const char* what);
     // buf[lo, hi) of every rank into buf of every rank
     int (*allgather)(DataParallel* dp, void* buf, DPType t, const char* what);
-    // rank r's shard (hi - lo values) into full[lo, hi) on rank 0 (full is only read on rank 0)
+    // rank r's shard (hi - lo values, where the trainer keeps its tensors) into full[lo, hi), host memory
+    // of rank 0 (full is only written on rank 0)
     int (*gather)(DataParallel* dp, const void* shard, void* full, DPType t, const char* what);
     int (*barrier)(DataParallel* dp, const char* what);
     void (*abort_job)(DataParallel* dp);
@@ -99,7 +106,7 @@ struct DataParallel {
     int world, rank;        // processes, and this one's index
     int zero;               // 1: ZeRO-1, AdamW's state sharded (only when world > 1)
     size_t num_params;      // N
-    size_t chunk;           // ceil(N / world)
+    size_t chunk;           // ceil(N / world), rounded up to the trainer's alignment (dp_set_params)
     size_t lo, hi;          // this rank's shard of the parameters: AdamW's state under ZeRO-1
     double timeout_s;       // the longest a collective waits for the other ranks
     int step;               // the step being trained, for messages (-1: before the first)
@@ -387,6 +394,15 @@ typedef struct {
 } DPNccl;
 #define DP_NCCL_SCALARS 8
 
+// The communicator of this process while it stands: an exit() of this process alone (a CUDA error,
+// a file it cannot write) aborts it on the way out, so that NCCL tells the other processes at once
+// instead of leaving them to their deadlines.
+static ncclComm_t g_dp_nccl_comm = NULL;
+static void dp_nccl_abort_at_exit(void) {
+    if (g_dp_nccl_comm != NULL) { ncclCommAbort(g_dp_nccl_comm); }
+    g_dp_nccl_comm = NULL;
+}
+
 static inline ncclDataType_t dp_nccl_type(DPType t) {
     return t == DP_BF16 ? ncclBfloat16 : t == DP_F64 ? ncclFloat64 : t == DP_I32 ? ncclInt32 : t == DP_U64 ? ncclUint64
                                                                                                         : ncclFloat32;
@@ -449,10 +465,18 @@ static inline int dp_nccl_wait(DataParallel* dp, ncclResult_t r, const char* wha
     }
 }
 
-// the collectives' stream waits for what the trainer has issued so far
-static inline void dp_nccl_after_trainer(DPNccl* n) {
-    cudaEventRecord(n->ready, 0);
-    cudaStreamWaitEvent(n->stream, n->ready, 0);
+// the collectives' stream waits for what the trainer has issued so far (on the same GPU: main sets it
+// before anything is made)
+static inline int dp_nccl_after_trainer(DataParallel* dp, const char* what) {
+    DPNccl* n = (DPNccl*)dp->impl;
+    const cudaError_t e = cudaEventRecord(n->ready, 0);
+    const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(n->stream, n->ready, 0) : e;
+    if (w != cudaSuccess) {
+        char why[256];
+        snprintf(why, sizeof(why), "could not be ordered after the trainer's work: %s", cudaGetErrorString(w));
+        return dp_nccl_fail(dp, what, why);
+    }
+    return 1;
 }
 
 static inline int dp_nccl_allreduce(DataParallel* dp, void* buf, size_t count, DPType t, DPOp op, const char* what) {
@@ -461,8 +485,10 @@ static inline int dp_nccl_allreduce(DataParallel* dp, void* buf, size_t count, D
     const size_t bytes = count * dp_type_size(t);
     if (host && count > DP_NCCL_SCALARS) { return dp_nccl_fail(dp, what, "has too many host values (internal)"); }
     void* dev = host ? n->scalars : buf;
-    dp_nccl_after_trainer(n);
-    if (host) { cudaMemcpyAsync(dev, buf, bytes, cudaMemcpyHostToDevice, n->stream); }
+    if (!dp_nccl_after_trainer(dp, what)) { return 0; }
+    if (host && cudaMemcpyAsync(dev, buf, bytes, cudaMemcpyHostToDevice, n->stream) != cudaSuccess) {
+        return dp_nccl_fail(dp, what, "could not copy its values to the GPU");
+    }
     if (!dp_nccl_wait(dp, ncclAllReduce(dev, dev, count, dp_nccl_type(t), dp_nccl_op(op), n->comm, n->stream), what)) {
         return 0;
     }
@@ -476,7 +502,7 @@ static inline int dp_nccl_allreduce(DataParallel* dp, void* buf, size_t count, D
 // reduce-scatter) or ncclBroadcast (reduce 0: the all-gather)
 static inline int dp_nccl_per_shard(DataParallel* dp, void* buf, DPType t, int reduce, const char* what) {
     DPNccl* n = (DPNccl*)dp->impl;
-    dp_nccl_after_trainer(n);
+    if (!dp_nccl_after_trainer(dp, what)) { return 0; }
     ncclGroupStart();
     for (int r = 0; r < dp->world; r++) {
         size_t lo, hi;
@@ -495,25 +521,38 @@ static inline int dp_nccl_allgather(DataParallel* dp, void* buf, DPType t, const
     return dp_nccl_per_shard(dp, buf, t, 0, what);
 }
 
-// shard: (hi - lo) values on the device; full: num_params on rank 0's device
+// shard: (hi - lo) values on this process's GPU; full: num_params values in rank 0's host memory.
+// One shard at a time through a buffer of one shard on rank 0's GPU, so that a checkpoint of a
+// ZeRO-1 run needs no more GPU memory than the shards it saved.
 static inline int dp_nccl_gather(DataParallel* dp, const void* shard, void* full, DPType t, const char* what) {
     DPNccl* n = (DPNccl*)dp->impl;
     const size_t size = dp_type_size(t);
-    dp_nccl_after_trainer(n);
-    ncclGroupStart();
-    for (int r = 0; r < dp->world; r++) {
+    void* stage = NULL;
+    if (dp->rank == 0 && cudaMalloc(&stage, (dp->chunk > 0 ? dp->chunk : 1) * size) != cudaSuccess) {
+        return dp_nccl_fail(dp, what, "could not get a shard's buffer on the GPU");
+    }
+    int ok = 1;
+    for (int r = 0; r < dp->world && ok; r++) {
         size_t lo, hi;
         dp_shard_range(dp->num_params, dp->chunk, r, &lo, &hi);
-        if (hi == lo) { continue; }
-        if (dp->rank == 0 && r == 0) {
-            cudaMemcpyAsync((char*)full + lo * size, shard, (hi - lo) * size, cudaMemcpyDeviceToDevice, n->stream);
-        } else if (dp->rank == 0) {
-            ncclRecv((char*)full + lo * size, hi - lo, dp_nccl_type(t), r, n->comm, n->stream);
-        } else if (dp->rank == r) {
-            ncclSend(shard, hi - lo, dp_nccl_type(t), 0, n->comm, n->stream);
+        if (hi == lo || (dp->rank != 0 && dp->rank != r)) { continue; }
+        if (dp->rank == 0 && r == 0) { // rank 0's own shard
+            ok = cudaMemcpy((char*)full + lo * size, shard, (hi - lo) * size, cudaMemcpyDeviceToHost) == cudaSuccess ||
+                 dp_nccl_fail(dp, what, "could not copy rank 0's shard to the host");
+            continue;
+        }
+        ok = dp_nccl_after_trainer(dp, what);
+        if (!ok) { break; }
+        const ncclResult_t res = dp->rank == 0 ? ncclRecv(stage, hi - lo, dp_nccl_type(t), r, n->comm, n->stream)
+                                               : ncclSend(shard, hi - lo, dp_nccl_type(t), 0, n->comm, n->stream);
+        ok = dp_nccl_wait(dp, res, what);
+        if (ok && dp->rank == 0) {
+            ok = cudaMemcpy((char*)full + lo * size, stage, (hi - lo) * size, cudaMemcpyDeviceToHost) == cudaSuccess ||
+                 dp_nccl_fail(dp, what, "could not copy a shard to the host");
         }
     }
-    return dp_nccl_wait(dp, ncclGroupEnd(), what);
+    if (stage != NULL) { cudaFree(stage); }
+    return ok;
 }
 
 static inline int dp_nccl_barrier(DataParallel* dp, const char* what) {
@@ -522,8 +561,8 @@ static inline int dp_nccl_barrier(DataParallel* dp, const char* what) {
 }
 
 static inline void dp_nccl_abort(DataParallel* dp) {
-    DPNccl* n = (DPNccl*)dp->impl;
-    if (n != NULL) { ncclCommAbort(n->comm); }
+    (void)dp;
+    dp_nccl_abort_at_exit();
     exit(EXIT_FAILURE); // as MPI_Abort: this process ends here
 }
 
@@ -532,18 +571,19 @@ static inline void dp_nccl_abort(DataParallel* dp) {
 static inline void dp_nccl_finalize(DataParallel* dp) {
     DPNccl* n = (DPNccl*)dp->impl;
     if (n == NULL) { return; }
+    ncclResult_t r = ncclInternalError;
     if (dp->agreed_exit || dp->world == 1) {
-        ncclResult_t r = ncclCommFinalize(n->comm);
+        r = ncclCommFinalize(n->comm);
         const double deadline = dp_now() + dp->timeout_s;
         struct timespec pause = {0, 20000};
         while (r == ncclInProgress && dp_now() < deadline) {
             nanosleep(&pause, NULL);
             ncclCommGetAsyncError(n->comm, &r);
         }
-        ncclCommDestroy(n->comm);
-    } else {
-        ncclCommAbort(n->comm);
     }
+    if (r == ncclSuccess) { ncclCommDestroy(n->comm); }
+    else { ncclCommAbort(n->comm); } // not agreed, or the finalize failed or timed out
+    g_dp_nccl_comm = NULL;
     cudaFree(n->scalars);
     cudaEventDestroy(n->ready);
     cudaStreamDestroy(n->stream);
@@ -651,6 +691,7 @@ static inline int dp_nccl_init(DataParallel* dp, int world, int rank, const char
         }
         if (n->comm != NULL) { ncclCommAbort(n->comm); }
         free(n);
+        if (rank == 0) { remove(path); } // no stale id for the next launch
         return 0;
     }
     if (cudaStreamCreateWithFlags(&n->stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -659,14 +700,18 @@ static inline int dp_nccl_init(DataParallel* dp, int world, int rank, const char
         snprintf(msg, msg_size, "the NCCL collectives' stream, event or scalar buffer could not be made");
         ncclCommAbort(n->comm);
         free(n);
+        if (rank == 0) { remove(path); }
         return 0;
     }
     dp->backend = &kDPNccl;
     dp->alone = 0;
     dp->impl = n;
-    // every process read the id before the communicator could form: the file is done with
-    if (dp_nccl_barrier(dp, "the barrier after NCCL's rendezvous") && rank == 0) { remove(path); }
-    return 1;
+    g_dp_nccl_comm = n->comm;
+    atexit(dp_nccl_abort_at_exit);
+    // rank 0's communicator stands only once every process has joined, each having read the id: the
+    // file is done with
+    if (rank == 0) { remove(path); }
+    return dp_nccl_barrier(dp, "the barrier after NCCL's rendezvous");
 }
 #endif // DP_NCCL
 

@@ -1258,16 +1258,35 @@ static int launcher_env_int(const char* const* names, int n) {
 // The CUDA trainer's processes under -pi fs: -pn and -pr, else what the launcher that started them
 // says (mpirun's, srun's, MPICH's environment), else a world of one; rank -1: not known. local_rank:
 // this process's index on its machine (its GPU), the launcher's, else the rank.
+static const char* const launcher_world_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
 static void processes_from_flags(const TrainArgs* a, int* world, int* rank, int* local_rank) {
-    static const char* const world_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"};
     static const char* const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"};
     static const char* const local_vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
-    const int env_world = launcher_env_int(world_vars, 3);
+    const int env_world = launcher_env_int(launcher_world_vars, 3);
     *world = a->processes_given > 0 ? a->processes_given : env_world > 0 ? env_world : 1;
     *rank = a->rank_given >= 0 ? a->rank_given : launcher_env_int(rank_vars, 3);
     if (*rank < 0 && *world == 1) { *rank = 0; }
     const int local = launcher_env_int(local_vars, 3);
     *local_rank = a->rank_given < 0 && local >= 0 ? local : *rank;
+}
+
+// The CUDA trainer under a launcher (mpirun, srun) that started several processes: without -pi fs
+// they would train as many separate runs into one -o; with it, -pn must be the launcher's count when
+// the ranks are the launcher's. fs: -pi fs. Returns 1, or 0 with a one-line message.
+static int launcher_check(const TrainArgs* a, int fs, char* msg, size_t msg_size) {
+    const int env_world = launcher_env_int(launcher_world_vars, 3);
+    if (!fs && env_world > 1) {
+        snprintf(msg, msg_size, "this process is one of %d that a launcher (mpirun, srun) started: the CUDA trainer's "
+                 "processes train one run together only with -pi fs -pf DIR (HINT: add -pi fs -pf DIR, or start one "
+                 "process)", env_world);
+        return 0;
+    }
+    if (fs && env_world > 0 && a->processes_given > 0 && a->rank_given < 0 && a->processes_given != env_world) {
+        snprintf(msg, msg_size, "-pn %d: the launcher started %d processes, whose ranks these are (HINT: drop -pn, or give "
+                 "each process its -pr)", a->processes_given, env_world);
+        return 0;
+    }
+    return 1;
 }
 
 // -pn, -pr, -pi and -pf against the processes the run has: `world` and `rank` from the transport
@@ -1355,13 +1374,19 @@ static int processes_work_check(const TrainArgs* a, int world, char* msg, size_t
 static uint64_t train_flags_hash(uint64_t h, const TrainArgs* a) {
     const long long ints[] = {a->B, a->T, a->total_batch, a->max_steps, a->warmup, a->val_every, a->val_max_steps,
                               a->checkpoint_every, a->output_dir != NULL, a->resume, a->zero_stage, (long long)a->seed,
-                              a->resuming ? a->state.step : -1};
+                              a->resuming ? a->state.step : -1, a->master_weights};
     const float floats[] = {a->lr, a->final_frac, a->weight_decay, a->beta1, a->beta2, a->eps, a->grad_clip,
                             a->skip_loss_z, a->skip_grad_z};
     h = dp_hash(h, ints, sizeof(ints));
     return dp_hash(h, floats, sizeof(floats));
 }
-#define TRAIN_FLAGS_HASHED "-e, -b, -t, -d, -x, -l, -u, -q, -c, -v, -m, -n, -o, -y, -z, --seed, -sl, -sg"
+#define TRAIN_FLAGS_HASHED "-e, -b, -t, -d, -x, -l, -u, -q, -c, -v, -m, -n, -o, -y, -z, --seed, -sl, -sg" TRAIN_FLAGS_HASHED_OWN
+
+#if TRAIN_COMMON_CUDA
+#define TRAIN_FLAGS_HASHED_OWN ", -w" // master weights or not: another update, and another checkpoint
+#else
+#define TRAIN_FLAGS_HASHED_OWN ""
+#endif
 
 // the data's part of the agreement: the shards' fingerprints and sizes
 static uint64_t train_data_hash(const DataLoader* train, const DataLoader* val) {

@@ -1949,7 +1949,7 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
     StepGuard guard;
     step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
     train_signals_install();
-    int rc = 0;
+    int rc = 0, stopped = 0; // stopped: by the stop signal every rank agreed on
     double total_time = 0.0;
     int timed_steps = 0;
     char line[1024], guard_line[1024];
@@ -1997,6 +1997,7 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
         if (stop_sig) {
             rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
             dp->agreed_exit = 1;
+            stopped = 1;
             break;
         }
         if (last_step) { break; }
@@ -2063,7 +2064,7 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
             break;
         }
     }
-    if (rc == 0 && !g_train_stop_signal) {
+    if (rc == 0 && !stopped) {
         rc = step_guard_finish(&guard, num_steps, logf);
         dp->agreed_exit = 1;
     }

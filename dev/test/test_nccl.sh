@@ -17,7 +17,9 @@
 #   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
 #     the other within --collective_timeout 3, with a line naming the collective and the step;
 #   - refusals, one line each: -pn 2 without -pi fs, -pi fs without -pf or a rank, -pr out of range,
-#     processes with different flags or -pn, a rank 0 that never comes, --profile.
+#     processes with different flags (-w among them) or -pn, a rank 0 that never comes, --profile;
+#     a launcher's processes without -pi fs, or with a -pn that is not the launcher's count;
+#   - ranks from a launcher's environment (as mpirun's); a rank 0 left alone removes its id file.
 # One "PASS nccl ..." / "FAIL nccl ..." line per check; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -56,7 +58,7 @@ ranks() {
     pids+=($!)
   done
   for p in "${pids[@]}"; do
-    wait "$p"
+    wait "$p" 2>/dev/null # (bash's own line for a process killed by a test)
     st=$?
     [ $st -gt $rc ] && rc=$st
   done
@@ -206,7 +208,7 @@ for how in TERM KILL; do
   else
     want="^error: rank 0: the .* at step [0-9]+ waited 3 s for the other 1 process and gave up \(HINT: one died or hangs: see its output; --collective_timeout sets the wait\)$"
     if [ -n "$pid" ] && [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/$name.r0.log"; then
-      pass "rank_killed: SIGKILL to rank 1 mid-run: rank 0 ended with status $rc after $secs s: '$(grep -m1 -Eo "$want" "$tmp/$name.r0.log")'"
+      pass "rank_killed: SIGKILL to rank 1 mid-run: rank 0 ended the run after $secs s with '$(grep -m1 -Eo "$want" "$tmp/$name.r0.log")'"
     else
       fail "rank_killed: rank 1 '$pid', exit $rc after $secs s, expected a line matching '$want': $(tail -n 2 "$tmp/$name.r0.log" | paste -sd' ' -)"
     fi
@@ -270,6 +272,49 @@ p0=$!
 refuse pn_differs "^error: rank 2: -pn 3: rank 0 runs with -pn 2 \(.*\)$" \
   "$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_pn" -pn 3 -pr 2 --collective_timeout 3
 wait $p0
+
+# started by a launcher (its environment, as mpirun's): without -pi fs refused; with it, the ranks are
+# the launcher's, and a -pn that is not its count is refused
+refuse launcher_without_fs "^error: this process is one of 2 that a launcher \(mpirun, srun\) started: the CUDA trainer's processes train one run together only with -pi fs -pf DIR \(HINT: .*\)$" \
+  env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 "$fp32" "${F[@]}"
+refuse launcher_pn "^error: -pn 3: the launcher started 2 processes, whose ranks these are \(HINT: .*\)$" \
+  env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1 "$fp32" "${F[@]}" -pi fs -pf "$tmp" -pn 3
+rm -rf "$tmp/rdv_env" && mkdir -p "$tmp/rdv_env"
+for r in 0 1; do
+  env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_LOCAL_RANK=$r "$fp32" "${F[@]}" -x 2 -v 0 \
+    -pi fs -pf "$tmp/rdv_env" >"$tmp/env.r$r.log" 2>&1 &
+  pids[$r]=$!
+done
+wait "${pids[0]}"; rc0=$?
+wait "${pids[1]}"; rc1=$?
+if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] && grep -q "^processes: 2 over NCCL" "$tmp/env.r0.log" && grep -q "^step 2/2 " "$tmp/env.r0.log"; then
+  pass "launcher_ranks: two processes whose ranks come from the launcher's environment (no -pn, -pr) train together"
+else
+  fail "launcher_ranks: exits $rc0/$rc1: $(grep -m1 error "$tmp/env.r"[01].log)"
+fi
+# -w differs (BF16): another update and another checkpoint, refused by the agreement
+rm -rf "$tmp/rdv_w" && mkdir -p "$tmp/rdv_w"
+"$bf16" "${F[@]}" -pi fs -pf "$tmp/rdv_w" -pn 2 -pr 0 -w 1 >"$tmp/w.r0.log" 2>&1 &
+p0=$!
+"$bf16" "${F[@]}" -pi fs -pf "$tmp/rdv_w" -pn 2 -pr 1 -w 0 >"$tmp/w.r1.log" 2>&1
+rc1=$?
+wait $p0
+rc0=$?
+if [ $rc0 -ne 0 ] && [ $rc1 -ne 0 ] && grep -q "^error: the 2 processes differ in the model or the training flags (.*, -w)" "$tmp/w.r0.log"; then
+  pass "master_weights_differ: -w 1 on rank 0, -w 0 on rank 1: refused, '$(grep -m1 '^error' "$tmp/w.r0.log" | cut -c1-60)...'"
+else
+  fail "master_weights_differ: exits $rc0/$rc1: $(grep -m1 error "$tmp/w.r0.log")"
+fi
+# a rank 0 whose others never come leaves no id behind for the next launch
+rm -rf "$tmp/rdv_alone" && mkdir -p "$tmp/rdv_alone"
+"$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_alone" -pn 2 -pr 0 --collective_timeout 2 >"$tmp/alone.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "^error: rank 0: NCCL's communicator of 2 processes did not form within 2 s" "$tmp/alone.log" &&
+   [ ! -e "$tmp/rdv_alone/ncclUniqueId" ]; then
+  pass "rank0_alone: exit $rc, '$(grep -m1 '^error' "$tmp/alone.log" | cut -c1-80)...', its id file removed"
+else
+  fail "rank0_alone: exit $rc, files left: $(ls "$tmp/rdv_alone" | paste -sd' ' -): $(grep -m1 error "$tmp/alone.log")"
+fi
 
 echo "nccl: the suite took $((SECONDS - suite_start)) s"
 [ $fails -eq 0 ] || { echo "nccl: $fails failed"; exit 1; }
