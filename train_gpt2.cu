@@ -3807,7 +3807,7 @@ static void gpt2_build_sharded(GPT2* model, const GPT2Config* config, int B, int
     if (opt_floats < model->num_parameters_padded) { // a shard: the memory line counts what is allocated
         const size_t whole = mem->optimizer_bytes + mem->master_bytes;
         model->memory.optimizer_bytes = 2 * opt_floats * sizeof(float);
-        model->memory.master_bytes = mem->master_bytes > 0 ? opt_floats * sizeof(float) : 0;
+        model->memory.master_bytes = has_master ? opt_floats * sizeof(float) : 0;
         model->memory.total_bytes -= whole - mem->optimizer_bytes - mem->master_bytes;
     }
     // an empty shard (the last process of a small model) still gets a buffer: a NULL master_memory

@@ -993,8 +993,9 @@ static void print_usage(const char* prog) {
     printf("  -pr <int>     this process's rank: checked against MPI's\n");
     printf("  -pi <mpi>     how the processes meet: mpi, the CPU trainer's only way (default mpi)\n");
 #endif
-    printf("  -z <0|1>      ZeRO stage: 1 shards AdamW's state (m, v, master weights) over the processes, 0 keeps\n");
-    printf("                it whole on each (default 0)\n");
+    printf("  -z <0|1>      ZeRO stage: 1 shards AdamW's state (m, v%s) over the processes, 0 keeps it whole\n",
+           TRAIN_COMMON_CUDA ? ", master weights" : "");
+    printf("                on each (default 0)\n");
     printf("  --collective_timeout <float>  seconds a collective waits for the other processes before the job\n");
     printf("                ends with an error (default 600)\n");
     printf("Model shape (for -e dN; a checkpoint carries its own shape):\n");
