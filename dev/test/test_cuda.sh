@@ -264,7 +264,7 @@ elif [ -n "$f" ]; then
     expect_one_line "NCCL build: -pn 2 alone" 1 "-pn 2: the CUDA trainer's processes meet with -pi fs -pf DIR, over NCCL (HINT:" \
       ./train_gpt2cu -e "$f" -t 64 -pn 2
     [ $has_gpu -eq 0 ] && expect_one_line "NCCL build: -pi fs" 1 "no CUDA device" \
-      ./train_gpt2cu -e "$f" -t 64 -b 2 -i "$shard" -j "$shard" -pi fs -pf "$log_dir" -pn 2 -pr 1
+      ./train_gpt2cu -e "$f" -t 64 -b 2 -d 256 -i "$shard" -j "$shard" -pi fs -pf "$log_dir" -pn 2 -pr 1
   else
     fail "nogpu train_gpt2cu: not linked with libnccl, though make finds NCCL ($(make -s nccl_flags))"
   fi
