@@ -32,8 +32,6 @@ timing, and communicators over several devices of one process.
 #define CUDACPU_NCCL_CPU_H
 
 #include <nccl.h>
-#include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace nccl_cpu {

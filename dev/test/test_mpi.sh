@@ -27,21 +27,19 @@ fail() { echo "FAIL mpi $*"; fails=$((fails + 1)); }
 tmp=$(mktemp -d /tmp/test_mpi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 suite_start=$SECONDS
+source dev/test/data_parallel_checks.sh # compare, refuse
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
 export OMP_NUM_THREADS=1                                         # two processes share two cores
 MPIRUN=(mpirun --oversubscribe)
 bin=build/train_gpt2_cpu_mpi_standard
 plain=build/train_gpt2_cpu_standard
-model=dev/fixtures/standard_tiny_model.bin
 start=$SECONDS
 if ! make -s "$bin" "$plain" >"$tmp/build.log" 2>&1; then
   fail "build: make $bin $plain failed: $(grep -m1 -i error "$tmp/build.log")"
   exit 1
 fi
 echo "mpi: built $bin in $((SECONDS - start)) s ($(mpirun --version | head -n 1))"
-[ -f "$model" ] || { fail "fixture: $model missing (HINT: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures)"; exit 1; }
-"$PY" dev/test/synth_shards.py "$tmp"
-F=(-e "$model" -i "$tmp/synth_train_*.bin" -j "$tmp/synth_val_*.bin" -b 4 -t 32 -d 256 -x 10 -l 1e-3 -s 0 -v 5 -m 4)
+dp_inputs
 
 # the pid of rank $1 of the running MPI trainers (its environment names the rank)
 rank_pid() {
@@ -53,41 +51,6 @@ rank_pid() {
   done
 }
 
-# compare OUT_A OUT_B STEP: the losses of both main.log files (to 1e-5) and the model and state of
-# step STEP (relative L2 of the parameters, m and v, at most 1e-6); prints the numbers
-compare() {
-  "$PY" - "$1" "$2" "$3" <<'PYEOF'
-import re, sys
-import numpy as np
-a, b, step = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def losses(d):
-    out = {}
-    for line in open(d + "/main.log"):
-        m = re.match(r"^step (\d+)(?:/\d+ \| loss| \| val loss) (\S+)", line)
-        if m:
-            out[(m.group(1), "val" if "val" in line else "train")] = float(m.group(2))
-    return out
-la, lb = losses(a), losses(b)
-if not la or set(la) != set(lb):
-    sys.exit("logged steps differ: %s vs %s" % (sorted(la)[:4], sorted(lb)[:4]))
-dl = max(abs(la[k] - lb[k]) for k in la)
-def load(path, off):
-    return np.fromfile(path, dtype=np.float32, offset=off)
-pa = load("%s/model_%08d.bin" % (a, step), 1024)
-pb = load("%s/model_%08d.bin" % (b, step), 1024)
-sa = load("%s/state_%08d.bin" % (a, step), 1024 + 64)
-sb = load("%s/state_%08d.bin" % (b, step), 1024 + 64)
-n = len(pa)
-if len(pb) != n or len(sa) != 2 * n or len(sb) != 2 * n:
-    sys.exit("sizes differ: %d/%d parameters, %d/%d moments" % (n, len(pb), len(sa), len(sb)))
-rel = lambda x, y: float(np.linalg.norm(x - y) / np.linalg.norm(x))
-r = (rel(pa, pb), rel(sa[:n], sb[:n]), rel(sa[n:], sb[n:]))
-msg = "losses within %.1e (%d logged), relative L2 at step %d: parameters %.2e, m %.2e, v %.2e" % (dl, len(la), step, *r)
-if dl > 1e-5 or max(r) > 1e-6:
-    sys.exit(msg + " (expected losses within 1e-5, each L2 at most 1e-6)")
-print(msg)
-PYEOF
-}
 
 # ---------------------------------------------------------------- one process, two, ZeRO-1
 "$plain" "${F[@]}" -n 5 -o "$tmp/one" >"$tmp/one.log" 2>&1 || fail "one_process: the plain trainer exited $?: $(grep -m1 error "$tmp/one.log")"
@@ -220,17 +183,6 @@ if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/differ.log"; then
 else
   fail "ranks_differ: exit $rc, no line matching '$want': $(grep -m1 error "$tmp/differ.log")"
 fi
-refuse() { # NAME WANT(ERE, the whole line) COMMAND...
-  local name=$1 want=$2
-  shift 2
-  "$@" >"$tmp/refuse.log" 2>&1
-  local rc=$?
-  if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/refuse.log"; then
-    pass "refused_$name: exit $rc, '$(grep -m1 -E "$want" "$tmp/refuse.log")'"
-  else
-    fail "refused_$name: exit $rc, expected a line matching '$want': $(grep -m1 -i error "$tmp/refuse.log")"
-  fi
-}
 refuse pn_without_mpi "^error: -pn 2: this binary has no MPI to reach other processes \(HINT: make build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N .*\)$" \
   "$plain" "${F[@]}" -pn 2
 refuse pn_mismatch "^error: rank [01]: -pn 3: this run has 2 processes \(HINT: mpirun -np 3, or drop -pn\)$" \
