@@ -203,6 +203,12 @@ static inline void dp_finish(DataParallel* dp) {
     if (dp->backend->finalize != NULL) { dp->backend->finalize(dp); }
 }
 
+// when a collective failed, for its message: "at step N" or "before the first step"
+static inline void dp_when(const DataParallel* dp, char* buf, size_t size) {
+    if (dp->step >= 0) { snprintf(buf, size, "at step %d", dp->step); }
+    else { snprintf(buf, size, "before the first step"); }
+}
+
 // a steady clock, for the collectives' deadlines
 static inline double dp_now(void) {
     struct timespec ts;
@@ -267,8 +273,7 @@ static inline int dp_mpi_wait(DataParallel* dp, MPI_Request* req, const char* wh
         nanosleep(&pause, NULL);
     }
     char when[48];
-    if (dp->step >= 0) { snprintf(when, sizeof(when), "at step %d", dp->step); }
-    else { snprintf(when, sizeof(when), "before the first step"); }
+    dp_when(dp, when, sizeof(when));
     fprintf(stderr, "error: rank %d: %s %s waited %.0f s for the other %d process%s and gave up (HINT: one died "
             "or hangs: see its output above; --collective_timeout sets the wait)\n", dp->rank, what, when,
             dp->timeout_s, dp->world - 1, dp->world == 2 ? "" : "es");
@@ -414,8 +419,7 @@ static inline ncclRedOp_t dp_nccl_op(DPOp op) { return op == DP_MAX ? ncclMax : 
 // deadlines, or NCCL's error on the lost connection, end them
 static inline int dp_nccl_fail(DataParallel* dp, const char* what, const char* why) {
     char when[48];
-    if (dp->step >= 0) { snprintf(when, sizeof(when), "at step %d", dp->step); }
-    else { snprintf(when, sizeof(when), "before the first step"); }
+    dp_when(dp, when, sizeof(when));
     fprintf(stderr, "error: rank %d: %s %s %s\n", dp->rank, what, when, why);
     fflush(stdout);
     fflush(stderr);
