@@ -63,6 +63,23 @@ print(msg)
 PYEOF
 }
 
+# resume_check NAME FROM REF LOG WHAT COMMAND...: FROM's checkpoint of step 5, copied into $tmp/NAME, resumed
+# to step 10 by COMMAND -n 5 -o $tmp/NAME -y 1 (its output into $tmp/NAME.log), against REF, one process's
+# uninterrupted run; LOG is the log that must say it resumed from step 5 (rank 0's, where ranks log apart)
+resume_check() {
+  local name=$1 from=$2 ref=$3 log=$4 what=$5 rc msg
+  shift 5
+  cp -r "$from" "$tmp/$name" && rm "$tmp/$name/"*_00000010.bin
+  "$@" -n 5 -o "$tmp/$name" -y 1 >"$tmp/$name.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/$name/state_00000005.bin at step 5" "$log" &&
+     msg=$(compare "$ref" "$tmp/$name" 10 2>&1); then
+    pass "$name: $what: $msg"
+  else
+    fail "$name: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$log")"
+  fi
+}
+
 # refuse NAME WANT COMMAND...: COMMAND must exit non-zero with a line matching WANT (an ERE of the
 # whole line) in its output
 refuse() {

@@ -27,7 +27,7 @@ fail() { echo "FAIL mpi $*"; fails=$((fails + 1)); }
 tmp=$(mktemp -d /tmp/test_mpi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 suite_start=$SECONDS
-source dev/test/data_parallel_checks.sh # compare, refuse
+source dev/test/data_parallel_checks.sh # compare, refuse, resume_check
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
 export OMP_NUM_THREADS=1                                         # two processes share two cores
 MPIRUN=(mpirun --oversubscribe)
@@ -90,24 +90,10 @@ else
 fi
 
 # ---------------------------------------------------------------- resume across process counts
-# resume_check NAME FROM WHAT COMMAND...: FROM's checkpoint of step 5, copied into $tmp/NAME, resumed
-# to step 10 by COMMAND (with -n 5 -o $tmp/NAME -y 1), against one process's uninterrupted run
-resume_check() {
-  local name=$1 from=$2 what=$3 rc msg
-  shift 3
-  cp -r "$from" "$tmp/$name" && rm "$tmp/$name/"*_00000010.bin
-  "$@" -n 5 -o "$tmp/$name" -y 1 >"$tmp/$name.log" 2>&1
-  rc=$?
-  if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/$name/state_00000005.bin at step 5" "$tmp/$name.log" &&
-     msg=$(compare "$tmp/one" "$tmp/$name" 10 2>&1); then
-    pass "$name: $what: $msg"
-  else
-    fail "$name: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/$name.log")"
-  fi
-}
-resume_check resume_2_to_1 "$tmp/two_z1" "the -np 2 -z 1 checkpoint of step 5 resumed by one process" "$plain" "${F[@]}"
-resume_check resume_1_to_2 "$tmp/one" "one process's checkpoint of step 5 resumed by -np 2 -z 1" \
-  "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -z 1
+resume_check resume_2_to_1 "$tmp/two_z1" "$tmp/one" "$tmp/resume_2_to_1.log" \
+  "the -np 2 -z 1 checkpoint of step 5 resumed by one process" "$plain" "${F[@]}"
+resume_check resume_1_to_2 "$tmp/one" "$tmp/one" "$tmp/resume_1_to_2.log" \
+  "one process's checkpoint of step 5 resumed by -np 2 -z 1" "${MPIRUN[@]}" -np 2 "$bin" "${F[@]}" -z 1
 cp -r "$tmp/one" "$tmp/r13" && rm "$tmp/r13/"*_00000010.bin
 "${MPIRUN[@]}" -np 3 "$bin" "${F[@]}" -z 1 -n 5 -o "$tmp/r13" -y 1 >"$tmp/r13.log" 2>&1
 rc=$?

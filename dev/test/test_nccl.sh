@@ -31,7 +31,7 @@ tmp=$(mktemp -d /tmp/test_nccl.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export TMPDIR=$tmp # nccl_cpu's exchange folders
 suite_start=$SECONDS
-source dev/test/data_parallel_checks.sh # compare, refuse
+source dev/test/data_parallel_checks.sh # compare, refuse, resume_check
 fp32=build/cudacpu/train_gpt2cu_standard_fp32
 bf16=build/cudacpu/train_gpt2cu_standard
 start=$SECONDS
@@ -113,22 +113,10 @@ else
 fi
 
 # ---------------------------------------------------------------- resume across process counts
-# resume_check NAME FROM WHAT WORLD: FROM's checkpoint of step 5, copied into $tmp/NAME, resumed to
-# step 10 by WORLD processes (-z 1), against one process's uninterrupted run
-resume_check() {
-  local name=$1 from=$2 what=$3 world=$4 rc msg
-  cp -r "$from" "$tmp/$name" && rm "$tmp/$name/"*_00000010.bin
-  ranks "$fp32" "$world" "$name" "${F[@]}" -z 1 -n 5 -o "$tmp/$name" -y 1
-  rc=$?
-  if [ $rc -eq 0 ] && grep -q "^resuming from $tmp/$name/state_00000005.bin at step 5" "$tmp/$name.r0.log" &&
-     msg=$(compare "$tmp/one_fp32" "$tmp/$name" 10 2>&1); then
-    pass "$name: $what: $msg"
-  else
-    fail "$name: exit $rc: ${msg:-} $(grep -m1 'error\|resuming' "$tmp/$name.r0.log")"
-  fi
-}
-resume_check resume_2_to_1 "$tmp/two_z1" "the two processes' -z 1 checkpoint of step 5 resumed by one" 1
-resume_check resume_1_to_2 "$tmp/one_fp32" "one process's checkpoint of step 5 resumed by two, -z 1" 2
+resume_check resume_2_to_1 "$tmp/two_z1" "$tmp/one_fp32" "$tmp/resume_2_to_1.r0.log" \
+  "the two processes' -z 1 checkpoint of step 5 resumed by one" ranks "$fp32" 1 resume_2_to_1 "${F[@]}" -z 1
+resume_check resume_1_to_2 "$tmp/one_fp32" "$tmp/one_fp32" "$tmp/resume_1_to_2.r0.log" \
+  "one process's checkpoint of step 5 resumed by two, -z 1" ranks "$fp32" 2 resume_1_to_2 "${F[@]}" -z 1
 
 # ---------------------------------------------------------------- a signal, a process killed
 long=("${F[@]}" -x 100000 -v 0 --collective_timeout 3)
