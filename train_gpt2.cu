@@ -1113,7 +1113,7 @@ static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const fl
 //   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T). Versions of
 //   each direction (AttnShape.flash_fwd, flash_bwd; --flash): 3 (128-row forward tiles, a one-pass
 //   backward) and 2; a backward version 4 (version 2's kernels with version 3's cp.async and
-//   ldmatrix); by default forward 3, backward 2. Every version's lse is ln(sum) + max.
+//   ldmatrix); by default forward 3, backward 4. Every version's lse is ln(sum) + max.
 // unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
 //   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
 //   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed

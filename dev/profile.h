@@ -88,8 +88,8 @@ static const char* const profile_row_names[PROF_NUM_ROWS] = {
 // (dev/cuda/attention_forward.cu, attention_backward.cu: shared memory at 128 bytes per clock per
 // SM, mma.sync at 2/3 of peak): version 2's forward 35% and backward 21% (its three kernels),
 // version 3's forward 54% and backward 34%, version 4's backward 28% (version 2's kernels, every
-// operand by ldmatrix). The GPU measured version 2's backward kernels at 2.0x this model's time
-// (H200, 2026-11-27) and version 3's at 4.2x.
+// operand by ldmatrix). The GPU measured version 2's and version 4's backward kernels at 2.0x this
+// model's time (H200, 2026-11-27) and version 3's at 4.2x.
 enum ProfileKind { PROF_KIND_MEMORY = 0, PROF_KIND_MATMUL, PROF_KIND_ATTENTION, PROF_KIND_FLASH2_BWD, PROF_KIND_FLASH3_FWD,
                    PROF_KIND_FLASH3_BWD, PROF_KIND_FLASH4_BWD };
 static const double profile_kind_efficiency[7] = {3.0 / 3.35, 0.85, 0.35, 0.21, 0.54, 0.34, 0.28};

@@ -28,11 +28,13 @@ static inline int qkv_fused_attention_available(int head_dim, int bf16) {
 
 // The flash kernels' version in each direction for --flash N (2 or 3: N in both; 4: version 4's
 // backward, which has no forward of its own, with version 3's forward) or 0, the flag not given: each
-// direction's faster version as measured on an H100 and an H200 (2026-11-26), version 3's forward and
-// version 2's backward (version 3's one-pass backward ran 1.3-1.7x slower). Version 4 (2026-11-27:
-// version 2's kernels with cp.async and ldmatrix) stays opt-in until a GPU has timed it.
+// direction's fastest version as measured on the GPU, version 3's forward (H100 and H200, 2026-11-26)
+// and version 4's backward (version 2's kernels with cp.async and ldmatrix; H200, 2026-11-27: its dK/dV
+// and dQ kernels 23.5 ms of a d12 micro-step at B 64 against version 2's 29.8, the step 122.0 ms
+// against 126.9; 0.255 ms against 0.353 in the lab at B 8, T 1024; version 3's one-pass backward ran
+// 1.3-1.7x slower than version 2's).
 static inline int flash_forward_version(int flash_flag) { return flash_flag == 0 || flash_flag == 4 ? 3 : flash_flag; }
-static inline int flash_backward_version(int flash_flag) { return flash_flag != 0 ? flash_flag : 2; }
+static inline int flash_backward_version(int flash_flag) { return flash_flag != 0 ? flash_flag : 4; }
 
 // The device layout of the parameters: sizes (elements, 0 for absent tensors) and offsets
 // (elements), each tensor padded to PARAM_ALIGN_ELEMS. Returns the padded total, the element count

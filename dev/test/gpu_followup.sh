@@ -3,8 +3,8 @@
 # the flash kernels' two versions side by side, which no gpu_suite.sh stage does in one run, each
 # under its own timeout, every log written to OUT_DIR as it goes (what is there comes back even if
 # the call is cut):
-#   1. our standard trainer's --profile by default (flash forward 3, backward 2; the bias gradients in
-#      the BGRADB epilogue), with --bias_fusion 0, --flash 2, --flash 3 and --flash 4 (d12, B 64, T 1024, Austen);
+#   1. our standard trainer's --profile by default (flash forward 3, backward 4; the bias gradients in
+#      the BGRADB epilogue), with --bias_fusion 0, --flash 2 and --flash 3 (d12, B 64, T 1024, Austen);
 #   2. the attention labs' --bench beside PyTorch SDPA (dev/cuda/sdpa_bench.py).
 # llm.c is not here: the bench_peers stage builds it with cuDNN and runs it beside ours.
 #
@@ -26,7 +26,7 @@ make -s -j 2 build/lab_attention_forward build/lab_attention_backward LAB_SM="$S
 wait "$trainer_pid"
 stamp "built: $(ls train_gpt2cu build/lab_attention_forward build/lab_attention_backward 2>&1 | tr '\n' ' ')"
 
-for run in "default|" "nobiasfusion|--bias_fusion 0" "flash2|--flash 2" "flash3|--flash 3" "flash4|--flash 4"; do
+for run in "default|" "nobiasfusion|--bias_fusion 0" "flash2|--flash 2" "flash3|--flash 3"; do
   IFS='|' read -r name flags <<<"$run"
   # shellcheck disable=SC2086 # $flags is words on purpose
   timeout 60 ./train_gpt2cu -e d12 -i "dev/data/austen/austen_train_*.bin" -j "dev/data/austen/austen_val_*.bin" -b 64 -t 1024 \

@@ -34,15 +34,14 @@
 #   bench_peers       [540] dev/bench/bench.sh part 1: ours vs llm.c vs PyTorch compile at d12
 #   train             [300] `make train` (standard, Austen, 150 steps), --generate with the KV cache
 #                     (make train's model; a random d12 of kv_shared), llm.c loading our checkpoint
+#   nccl              [300] data parallelism through NCCL with one process: `-pi fs -pn 1` bit for bit
+#                     the run without it (tiny, BF16, 10 steps), and d12 at B 16 in tokens/s beside it
 #   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen (and of
-#                     standard with --flash 4, flash version 4's backward),
+#                     standard with --flash 2, flash version 2 in both directions),
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
 #   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
 #                     the hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP
-#   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
-#   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
-#                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
 #                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
@@ -54,6 +53,9 @@
 #                     standard_tiny and the head-size-64 fixtures of standard, kv_shared, qkv_shared,
 #                     q_residual, through dev/test/initcheck_filter.py (reads of what only cuBLASLt
 #                     wrote dropped, everything else kept; why: dev/results/README.md)
+#   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
+#   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
+#                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
 #   ablate_residual_query    [540] `make ablate CONFIG=dev/ablate/residual_query.txt` (2 runs)
 #   ablate_shared_projections_a..d [540 each] dev/ablate/shared_projections.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
 #                     into one folder; the last part writes the table
@@ -74,8 +76,8 @@ set -u
 cd "$(dirname "$0")/../.."
 source dev/test/torch_python.sh
 
-STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check lab_bench profile_ncu
-sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck ablate_residual_query ablate_shared_projections_a
+STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check sanitize_memcheck
+sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench profile_ncu ablate_residual_query ablate_shared_projections_a
 ablate_shared_projections_b ablate_shared_projections_c ablate_shared_projections_d"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
@@ -199,7 +201,7 @@ plan() { # budget
     for st in $stages; do for d in ${CARRY[$st]:-}; do case " $carry " in *" $d "*) ;; *) carry="$carry $d";; esac; done; done
     [ $k -gt 0 ] && carry="$carry $LOG_REL"
     echo "    run: timeout_s=600 carry=[$(echo $carry | sed 's/ /, /g')]"
-    echo "    command: set -o pipefail; export RECORD_COMMIT=${commit%% *}; RESULTS_DIR=\$OUT bash dev/results/record.sh gpu_call$((k + 1)) bash dev/test/gpu_suite.sh --time-limit $MAX_CALL_S $LOG_REL $stages; rc=\$?; tar czf \$OUT/gpu_log.tgz -C build gpu_log; exit \$rc"
+    echo "    command: set -o pipefail; export RECORD_COMMIT=${commit%% *}; RESULTS_DIR=\$OUT bash dev/results/record.sh gpu_call$((k + 1))_${commit%% *} bash dev/test/gpu_suite.sh --time-limit $MAX_CALL_S $LOG_REL $stages; rc=\$?; tar czf \$OUT/gpu_log.tgz -C build gpu_log; exit \$rc"
   done
   echo
   echo "Between calls: tar xzf the returned gpu_log.tgz -C build here, so that $LOG_REL travels with the next call"
@@ -498,12 +500,12 @@ stage_profile() {
     else row "build/params profile d12 1024 64 (predicted)" FAIL "$(first_error "$LOG/profile/predicted_d12.txt" 'error\|params\|usage')"; fi
   fi
   need_data dev/data/austen austen_train_000000.bin "--profile (every scheme)" || return
-  # every scheme with the defaults, then standard with flash version 4's backward (beside the
-  # default's version 2: the step's attn_bwd rows of the two, one machine)
+  # every scheme with the defaults, then standard with flash version 2 in both directions (beside the
+  # default's forward 3 and backward 4: the step's attn rows of the two, one machine)
   local run name flags
-  for run in $SCHEMES standard:flash4; do
+  for run in $SCHEMES standard:flash2; do
     s=${run%%:*} name=${run/:/_} flags=()
-    [ "$run" = standard:flash4 ] && flags=(--flash 4)
+    [ "$run" = standard:flash2 ] && flags=(--flash 2)
     bin=$(binary train_gpt2cu "$s" BF16) log="$LOG/profile/profile_$name.log" csv="$LOG/profile/profile_$name.csv"
     rm -f "$csv"
     x timeout "$(tlimit 150)" ./"$bin" -e d12 -i "$AUSTEN_TRAIN" -j "$AUSTEN_VAL" -b 64 -t 1024 -x $((PROFILE_STEPS + 1)) \
@@ -519,7 +521,7 @@ stage_profile() {
     fi
   done
   [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard.log" ] && grep '^profile ' "$LOG/profile/profile_standard.log" | note
-  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_flash4.log" ] && grep '^profile attn' "$LOG/profile/profile_standard_flash4.log" | note
+  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_flash2.log" ] && grep '^profile attn' "$LOG/profile/profile_standard_flash2.log" | note
 }
 stage_profile_ncu() {
   local rc
@@ -931,7 +933,7 @@ targets() {
     if [ ! -f "$LOG/lab_bench.status" ]; then row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" SKIP "not yet measured (stage lab_bench)"; continue; fi
     detail="" ok=1
     for T in 1024 2048 4096; do
-      # the fastest of the lab's versions (the trainer runs version 3's forward and version 2's backward by default)
+      # the fastest of the lab's versions (the trainer runs version 3's forward and version 4's backward by default)
       a=$(sed -n "s/^bench v[0-9] $pass  *T=$T .* ms=\([0-9.]*\) .*/\1/p" "$lab" 2>/dev/null | sort -g | head -n 1)
       b=$(sed -n "s/^bench sdpa $pass  *T=$T .* ms=\([0-9.]*\) .*/\1/p" "$LOG/lab/sdpa_bench.log" 2>/dev/null | head -n 1)
       if [ -z "$a" ] || [ -z "$b" ]; then ok=0; detail="$detail; T=$T not measured (flash '$a', sdpa '$b')"; continue; fi

@@ -27,8 +27,8 @@
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
 #        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text;
 #        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's three rows
-#        (version 2, the default) with -r 2 and 2 micro-steps, with --flash 3 its one row, with
-#        --flash 4 version 4's three): each
+#        (version 4, the default) with -r 2 and 2 micro-steps, with --flash 3 its one row, with
+#        --flash 2 version 2's three): each
 #        row of the path timed (cudaEvents, stamped by the runtime's queue), the rows within 5% of the
 #        step the trainer measured
 #
@@ -53,11 +53,11 @@ runs=("standard $(fixtures_of standard bf16) full")
 # the attention labs' --check against their CPU twin (dev/cuda/README.md) on this runtime: version 3
 # on every shape for the standard layout (with version 1 as its baseline; Hkv H, H/2, 1 and T 1 to
 # 200) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
-# after dK/dV, identity roles); version 2 on --quick's shapes, and its backward, the trainer's default
-# since 2026-11-27 (with a new delta kernel, checked beside the old one), on every standard shape too
-# (24 s); the backward's version 4 likewise (every standard shape and --quick's: ~50 s). Every
-# scheme's default path, --flash 3 and --flash 4 also run in the fixtures above. (All schemes in
-# full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused path the 25 FP32
+# after dK/dV, identity roles); version 2 on --quick's shapes, and its backward (with the delta kernel
+# that version 4 shares, checked beside the old one) on every standard shape too (24 s); the backward's
+# version 4, the trainer's default since the H200 timed it (2026-11-27), likewise (every standard shape
+# and --quick's: ~50 s). Every scheme's default path (backward version 4), --flash 3 and --flash 2
+# also run in the fixtures above. (All schemes in full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused path the 25 FP32
 # fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
@@ -276,7 +276,7 @@ profile_start=$SECONDS
 rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
 rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
 for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256" \
-           "standard|standard_hd64|attn_bwd|--flash 3" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|--flash 4"; do
+           "standard|standard_hd64|attn_bwd|--flash 3" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|--flash 2"; do
   IFS='|' read -r stem fixture attn extra <<<"$run"
   bin=build/cudacpu/train_gpt2cu_$stem
   csv="$log_dir/profile_$stem.csv"

@@ -21,7 +21,7 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
                          CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
                          (exit 1 if not). --flash and --bias_fusion as the trainer's (defaults:
-                         flash forward 3 and backward 2; bias fusion 1).
+                         flash forward 3 and backward 4; bias fusion 1).
 */
 #include <errno.h>
 #include <limits.h>
@@ -104,7 +104,7 @@ typedef struct {
     GPT2Config c;
     int B, T, bf16, fused, recompute, master;
     int flash, flash_bwd; // the flash kernels' versions, forward and backward, where fused (--flash N: both N;
-                          // default forward 3, backward 2, as the trainer's)
+                          // default forward 3, backward 4, as the trainer's)
     int bias_fusion; // profile --bias_fusion 0|1 (default 1, the trainer's): the bias gradients in the dW GEMMs
     const char* csv; // profile --csv FILE, else NULL
 } RunShape;
