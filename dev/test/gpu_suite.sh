@@ -59,7 +59,8 @@
 #   ablate_residual_query    [540] `make ablate CONFIG=dev/ablate/residual_query.txt` (2 runs)
 #   ablate_shared_projections_a..d [540 each] dev/ablate/shared_projections.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
 #                     into one folder; the last part writes the table
-# Sanitizer stages resume run by run (a run that passed is not repeated). The targets are checked,
+# Sanitizer stages resume run by run (a run that passed is not repeated) and note the least host
+# memory available and the most GPU memory used while they ran (sampled every 5 s). The targets are checked,
 # not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
 # PyTorch compile in tokens/s (bench_peers), flash forward and backward at least as fast as PyTorch
 # SDPA at every lab shape (lab_bench), the profiled run's peak memory within 5% of `build/params
@@ -688,8 +689,26 @@ sanitize_group() { # kind precision target -> the summary row the run belongs to
     lab) echo "attention labs, every version --check --quick" ;;
   esac
 }
+# Runs killed beside others leave no reason behind (the 2026-11-27 H200: 4 of 4 racecheck runs at
+# once). A sampler writes the host's available memory and the GPU's used memory every 5 s while a
+# sanitizer stage runs, so that the summary says whether either ran out. It is no child of the
+# suite's shell (a pool's `wait` would wait for it) and ends with the suite.
+memory_sampler_start() { # file -> the sampler's pid
+  local file=$1 suite=$$
+  ( while kill -0 "$suite" 2>/dev/null; do
+      printf "%s host_available_MiB %s gpu_used_MiB %s\n" "$(date -u +%T)" \
+        "$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo 2>/dev/null)" \
+        "$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits 2>/dev/null | head -n 1)"
+      sleep 5
+    done >"$file" 2>&1 & echo $! )
+}
+memory_sampler_note() { # file -> one line: the least host memory available, the most GPU memory used
+  awk '$3 ~ /^[0-9]+$/ { n++; if (h == "" || $3 < h) h = $3 } $5 ~ /^[0-9]+$/ { if (g == "" || $5 > g) g = $5 }
+       END { printf "memory while it ran (%d samples, 5 s apart): host available at least %s MiB, GPU used at most %s MiB\n",
+             n, h == "" ? "?" : h, g == "" ? "?" : g }' "$1"
+}
 stage_sanitize() { # tool
-  local tool=$1 jobs g kind p target
+  local tool=$1 jobs g kind p target sampler=""
   mkdir -p "$LOG/sanitize"
   jobs="$LOG/sanitize/${tool}_jobs.txt"
   sanitize_jobs "$tool" >"$jobs"
@@ -705,6 +724,7 @@ stage_sanitize() { # tool
   while read -r _ kind p target; do
     grep -qs '^PASS' "$LOG/sanitize/$(sanitize_run_name "$tool" "$kind" "$p" "$target").result" && STAGE_RESUMED=$((STAGE_RESUMED + 1))
   done <"$jobs"
+  [ $DRY -eq 0 ] && sampler=$(memory_sampler_start "$LOG/sanitize/${tool}_memory.log")
   pool "$SAN_AT_ONCE" "$jobs" sanitize_job
   [ $DRY -eq 1 ] && return
   # a run killed beside others (the 2026-11-26 H200: one racecheck run of 4) gets a second try
@@ -719,6 +739,8 @@ stage_sanitize() { # tool
     SAN_AT_ONCE=1
     pool 1 "$retry" sanitize_job
   fi
+  kill "$sampler" 2>/dev/null
+  memory_sampler_note "$LOG/sanitize/${tool}_memory.log" | note
   # one row per group of runs: (kind, precision, fixture family), in the jobs' order
   local groups=()
   local -A seen=()

@@ -293,6 +293,7 @@ cat >"$fake_bin/nvidia-smi" <<'EOF'
 case "$*" in
   -L) echo "GPU 0: Fake GPU (UUID: GPU-0)" ;;
   *compute_cap*) echo "9.0" ;;
+  *memory.used*) echo "1234" ;;
   *driver_version*) echo "name, driver_version, memory.total [MiB], clocks.max.sm [MHz]"; echo "Fake GPU, 0, 1 MiB, 1 MHz" ;;
   *) echo "Fake GPU" ;;
 esac
@@ -330,8 +331,9 @@ fake_suite() { # FAKE_KILLS log -> the suite's output; its exit status
 out=$(fake_suite 1 fake_once); rc=$?
 if [ $rc -eq 0 ] && echo "$out" | grep -q '1 run(s) killed beside others: again, one at a time' &&
    echo "$out" | grep -q '^sanitize_racecheck racecheck: trainer BF16, head-size-64 fixtures (flash) (13 runs) PASS' &&
-   [ "$(cut -f1 "$tmp/fake_once/sanitize_racecheck.status")" = PASS ]; then
-  pass "sanitize_retry: a racecheck run killed beside 3 others passes on its second try, alone; the stage passes"
+   [ "$(cut -f1 "$tmp/fake_once/sanitize_racecheck.status")" = PASS ] &&
+   echo "$out" | grep -q '^    memory while it ran ([1-9][0-9]* samples, 5 s apart): host available at least [0-9]* MiB, GPU used at most 1234 MiB$'; then
+  pass "sanitize_retry: a racecheck run killed beside 3 others passes on its second try, alone; the stage passes; $(echo "$out" | grep -m1 'memory while it ran' | sed 's/^ *//')"
 else
   fail "sanitize_retry: exit $rc: $(echo "$out" | grep -m3 'killed\|racecheck:\|gpu_suite' | tr '\n' '|')"
 fi
