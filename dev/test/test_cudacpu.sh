@@ -57,8 +57,8 @@ runs=("standard $(fixtures_of standard bf16) full")
 # that version 4 shares, checked beside the old one) on every standard shape too (24 s); the backward's
 # version 4, the trainer's default since the H200 timed it (2026-11-27), likewise (every standard shape
 # and --quick's: ~50 s). Every scheme's default path (backward version 4), --flash 3 and --flash 2
-# also run in the fixtures above. (All schemes in full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused path the 25 FP32
-# fixtures run: not here.
+# also run in the fixtures above. (All schemes in full: 197 s instead of 80 here.) Their FP32 builds
+# have version 1 only, the unfused path the 25 FP32 fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
 done
