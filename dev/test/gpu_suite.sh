@@ -650,8 +650,11 @@ sanitize_job() { # tool kind precision target
   elif [ $rc -eq 124 ]; then
     rm -f "$res" # stopped at the stage's time limit: no result, the next call runs it again
   elif [ $rc -eq 9 ] || [ $rc -eq 137 ]; then
-    # compute-sanitizer passes on the signal number of a target killed by a signal
-    echo "FAIL $tool $label: killed (exit $rc, SIGKILL; the host's out-of-memory killer? $SAN_AT_ONCE runs at once), ${summary:-no summary}" >"$res"
+    # compute-sanitizer passes on the signal number of a target killed by a signal; the kernel's log
+    # says whether its out-of-memory killer chose it (where the machine lets us read it)
+    local oom
+    oom=$(dmesg 2>/dev/null | grep -i 'out of memory\|oom-kill\|killed process' | tail -n 1 | cut -c1-120)
+    echo "FAIL $tool $label: killed (exit $rc, SIGKILL; the host's out-of-memory killer? $SAN_AT_ONCE runs at once), ${summary:-no summary}; dmesg: ${oom:-no out-of-memory line}" >"$res"
   else
     echo "FAIL $tool $label: exit $rc, ${summary:-no summary}: $(grep -m1 -i 'error\|hazard' "$log" | cut -c1-110)" >"$res"
   fi

@@ -339,8 +339,9 @@ else
 fi
 out=$(fake_suite 2 fake_twice); rc=$?
 if [ $rc -eq 1 ] && echo "$out" | grep -q 'standard_hd64_mqa BF16: killed (exit 9, SIGKILL; .* 1 runs at once)' &&
+   grep -q '; dmesg: ' "$tmp/fake_twice/sanitize/racecheck_train_standard_hd64_mqa_BF16.result" &&
    [ "$(cut -f1 "$tmp/fake_twice/sanitize_racecheck.status")" = FAIL ]; then
-  pass "sanitize_killed_alone: killed again alone, the run fails, saying it ran alone"
+  pass "sanitize_killed_alone: killed again alone, the run fails, saying it ran alone and what dmesg says of it ($(grep -o 'dmesg: .*' "$tmp/fake_twice/sanitize/racecheck_train_standard_hd64_mqa_BF16.result" | cut -c1-60))"
 else
   fail "sanitize_killed_alone: exit $rc: $(echo "$out" | grep -m3 'killed\|racecheck:' | tr '\n' '|')"
 fi
