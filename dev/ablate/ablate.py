@@ -123,7 +123,11 @@ LOAD_SHARED = report.LOAD_SHARED   # other processes' CPU share above which tabl
 FORCE_OVER_S = 2 * 3600          # a plan estimated longer than this needs FORCE=1
 CAL_STEPS = 2                    # calibration: steps per distinct run shape (the first one is a warm-up)
 CAL_CPU_TOKENS = 1024            # calibration on the CPU: micro-batches of about this many tokens (B lowered)
-KNOWN_KEYS = ("data", "train", "val", "seed", "seeds", "tokens", "eval_every", "flags", "checkpoint_every", "baseline")
+KNOWN_KEYS = ("data", "train", "val", "seed", "seeds", "tokens", "eval_every", "flags", "checkpoint_every", "baseline",
+              "max_epochs")
+GPU_RUN_OVERHEAD_S = 20          # a GPU run's seconds beside its steps (start-up, checkpoints, head diagnostics):
+                                 # a guess, used until a seed of the run has finished and its DONE says
+SPEED_RE = re.compile(r"^\s*ours\s+(\S+)\s+d12\s+\d+\s+[0-9.]+\s+(\d+)\s")  # a bench table's row (dev/bench/bench.sh)
 RUNNER_FLAGS = ("-i", "-j", "-o", "-x", "-v", "-n", "-y", "--overwrite", "--seed")
 NOT_A_RUN_FLAGS = {  # flags that would make the trainer do something other than train this run
     "-h": "prints the usage and trains nothing", "--help": "prints the usage and trains nothing",
@@ -305,8 +309,16 @@ class Config:
         return pairs
 
 
+def stop_requested(signum, frame):
+    """SIGTERM (a time limit's `timeout`, a job scheduler) ends the runner as Ctrl-C does: each trainer gets one
+    SIGTERM and writes its stop checkpoint, and nothing is left running"""
+    raise KeyboardInterrupt
+
+
 def main():
+    started = time.time()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, stop_requested)
     args = sys.argv[1:]
     plan_only_env = os.environ.get("ABLATE_PLAN_ONLY", "")
     if plan_only_env not in ("", "0", "1"):
@@ -362,11 +374,22 @@ def main():
         info("note: %s has no run of scheme standard and no 'baseline = <run>': table.md's columns relative to "
              "standard will be n/a" % config_show)
 
+    if os.environ.get("ABLATE_GPU_SECONDS", "") == "1":  # dev/test/gpu_suite.sh --plan: the GPU time still to train
+        gpu_seconds_left(cfg, plan, out)
+        return
     status = os.environ.get("ABLATE_STATUS_S", "")
     if status:
         _, why = decimal(status, 1, 86400, "seconds")
         if why:
             die("ABLATE_STATUS_S=%s: %s (seconds between the progress lines of runs in parallel)" % (status, why))
+    limit = os.environ.get("ABLATE_TIME_LIMIT", "")
+    plan["limit_s"] = plan["deadline"] = None
+    if limit:
+        plan["limit_s"], why = decimal(limit, 1, 10 ** 8, "seconds")
+        if why:
+            die("ABLATE_TIME_LIMIT=%s: %s (seconds from now in which the runs must finish; what does not fit is left "
+                "for the next make ablate)" % (limit, why))
+        plan["deadline"] = started + plan["limit_s"]
     fake = os.environ.get("ABLATE_TEST_FAKE_GPUS", "")
     if fake not in ("", "0", "1"):
         die("ABLATE_TEST_FAKE_GPUS=%s: expected 1 (the tests' fake GPUs) or 0" % fake)
@@ -394,7 +417,8 @@ def main():
             with open(f, errors="replace") as fh:
                 old = fh.read().rstrip("\n")
             new = " ".join(run_command(cfg, plan, u, out, device))
-            if old != new:
+            rel = os.path.relpath(d, out)
+            if command_key(old, rel) != command_key(new, rel):
                 die("run '%s' in %s was started with another command (%s), the config now gives: %s (HINT: rm -r %s to "
                     "redo it, or use another OUT=)" % (unit_label(plan, u), d, old, new, d))
 
@@ -406,6 +430,17 @@ def main():
         train(cfg, plan, out, out_arg, device, python, pending, done, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def command_key(text, rel):
+    """a run's command as words, its -o folder cut to rel, its place in OUT: a run carried from another
+    machine's OUT (dev/test/gpu_suite.sh puts finished runs' files back on a fresh machine) compares equal
+    to the same run here"""
+    words = text.split()
+    for i in range(len(words) - 1):
+        if words[i] == "-o" and (words[i + 1] == rel or words[i + 1].endswith("/" + rel)):
+            words[i + 1] = rel
+    return words
 
 
 def check_config(cfg):
@@ -477,6 +512,11 @@ def check_config(cfg):
         checkpoint_every, why = decimal(k["checkpoint_every"], 1, EVERY_MAX, "the trainer's -n")
         if why:
             cfg.error(kl["checkpoint_every"], "checkpoint_every = %s: %s" % (k["checkpoint_every"], why))
+    max_epochs = None
+    if "max_epochs" in k:
+        max_epochs, why = decimal(k["max_epochs"], 1, EVERY_MAX, "whole passes over the training shards a run may make")
+        if why:
+            cfg.error(kl["max_epochs"], "max_epochs = %s: %s" % (k["max_epochs"], why))
     shared = cfg.check_flags(kl["flags"], k["flags"].split()) if "flags" in k else []
     if not cfg.run_lines:
         cfg.error(end, "no runs (expected lines '<name> <scheme> [trainer flags]')")
@@ -502,7 +542,8 @@ def check_config(cfg):
 
     plan = dict(data=data, train=train_pat, val=val_pat, seeds=seeds, per_seed="seeds" in k, tokens=tokens,
                 eval_every=eval_every,
-                checkpoint_every=checkpoint_every, shared=shared, selected=selected, baseline=baseline,
+                checkpoint_every=checkpoint_every, max_epochs=max_epochs, shared=shared, selected=selected,
+                baseline=baseline,
                 baseline_key=baseline_key, merged={}, origin={}, steps={}, tps={}, bt={})
     # per run: the merged flags (the runner's -s 0, then the shared flags, then the run's own; a later
     # value replaces an earlier one), its tokens per step and steps, and its shape (build/params)
@@ -723,26 +764,38 @@ def start_flags(d):
 
 def build_trainers(device, schemes, logdir, keep_log):
     """builds each scheme's trainer, its make output in logdir/build_<scheme>.log; dies on the first
-    failure (one line naming the log when keep_log, else the make command)"""
+    failure (one line naming the log when keep_log, else the make command). The CUDA trainers build at
+    once (one nvcc each, minutes apiece), for ABLATE_CUDA_ARCHS (nvcc's -gencode flags) where it is set
+    (the Makefile's CUDA_ARCHS: sm_80 and sm_90 by default)"""
+    archs = os.environ.get("ABLATE_CUDA_ARCHS", "").strip()
+    builds = []
     for scheme in schemes:
-        binary = binary_of(device, scheme)
-        log = os.path.join(logdir, "build_%s.log" % scheme)
         if device == "gpu":
-            target = ["make", "-s", "train_gpt2cu", "QKV=" + scheme]
+            target = ["make", "-s", "train_gpt2cu", "QKV=" + scheme] + (["CUDA_ARCHS=" + archs] if archs else [])
             if subprocess.run(["make", "-q", "-s", "train_gpt2cu", "QKV=" + scheme], capture_output=True).returncode:
-                info("building %s (nvcc, minutes the first time)" % binary)
+                info("building %s (nvcc, minutes the first time)" % binary_of(device, scheme))
         else:
             target = ["make", "-s", "build/train_gpt2_cpu_" + scheme]
         tmp = os.path.join(logdir, ".build_%s.log.tmp%d" % (scheme, os.getpid()))
-        with open(tmp, "w") as f:
-            rc = subprocess.run(target, stdout=f, stderr=subprocess.STDOUT).returncode
+        f = open(tmp, "w")
+        builds.append((scheme, target, tmp, f, subprocess.Popen(target, stdout=f, stderr=subprocess.STDOUT)))
+        if device != "gpu":  # the CPU builds one after another: g++ of each trainer is quick
+            builds[-1][4].wait()
+    failed = None
+    for scheme, target, tmp, f, p in builds:
+        rc = p.wait()
+        f.close()
+        log = os.path.join(logdir, "build_%s.log" % scheme)
         os.replace(tmp, log)  # a new file: never through a symlink someone left at that name
-        if rc != 0:
-            with open(log, errors="replace") as f:
-                lines = f.read().splitlines()
-            first = next((l for l in lines if "error" in l.lower()), lines[-1] if lines else "")
-            die("the build of %s failed: %s (see %s)" % (binary, one_line(first, 200),
-                                                         log if keep_log else "the output of " + " ".join(target)))
+        if rc != 0 and failed is None:
+            failed = (scheme, target, log)
+    if failed:
+        scheme, target, log = failed
+        with open(log, errors="replace") as f:
+            lines = f.read().splitlines()
+        first = next((l for l in lines if "error" in l.lower()), lines[-1] if lines else "")
+        die("the build of %s failed: %s (see %s)" % (binary_of(device, scheme), one_line(first, 200),
+                                                     log if keep_log else "the output of " + " ".join(target)))
 
 
 def synthetic_shards(tmp, tokens):
@@ -987,6 +1040,53 @@ def self_cpu():
     return r.ru_utime + r.ru_stime
 
 
+def shard_tokens(pattern):
+    """the token count of each shard matching pattern (its header's int32 [2]), or None when there is none or
+    one cannot be read"""
+    counts = []
+    for p in sorted(glob.glob(pattern)) if pattern else []:
+        try:
+            with open(p, "rb") as f:
+                counts.append(struct.unpack("<3i", f.read(12))[2])
+        except (OSError, struct.error):
+            return None
+    return counts or None
+
+
+def epoch_check(cfg, plan, names, train=None):
+    """how much of its training data each of names reads, as (info lines, errors as (config line, message)),
+    or (None, []) when the training shards cannot be read. A run reads steps x tokens per step / (B x T)
+    windows of B x T + 1 tokens; an epoch holds (N - 1) // (B x T) windows of each shard of N tokens (the
+    dataloader's cut, dataloader.h), so its epochs are the windows it reads over those of an epoch. Over
+    max_epochs is an error on the tokens line: a run that sees tokens again is not what the config promised."""
+    pattern = train or plan["train"]
+    counts = shard_tokens(pattern)
+    if counts is None:
+        return None, []
+    names = [n for n in names if n in plan["steps"]]
+    same = len(set((plan["steps"][n] * plan["tps"][n], plan["bt"][n]) for n in names)) == 1
+    lines, errors = [], []
+    for name in names:
+        bt, read = plan["bt"][name], plan["steps"][name] * plan["tps"][name]
+        per_epoch = sum((n - 1) // bt for n in counts if n > bt)
+        if not per_epoch:
+            continue  # the trainer's --check_args names the shard too small for one batch
+        epochs = read / bt / per_epoch
+        if not same or not lines:
+            lines.append("data: %s reads %s training tokens, %.2f epoch%s of %s (%s tokens; %d windows of %s tokens "
+                         "an epoch)" % ("each run" if same else "run '%s'" % name, "{:,}".format(read), epochs,
+                                        "" if epochs == 1 else "s", pattern, "{:,}".format(sum(counts)), per_epoch,
+                                        "{:,}".format(bt)))
+        if plan["max_epochs"] is not None and read > plan["max_epochs"] * per_epoch * bt:
+            most = plan["max_epochs"] * per_epoch * bt // plan["tps"][name] * plan["tps"][name]
+            errors.append((cfg.key_line.get("tokens", cfg.end), "run '%s': tokens = %s reads %.2f epochs of %s, over "
+                           "max_epochs = %d (HINT: tokens = %d * %d, %s tokens, is at most %d epoch%s)"
+                           % (name, cfg.keys.get("tokens", "?"), epochs, pattern, plan["max_epochs"],
+                              most // plan["tps"][name], plan["tps"][name], "{:,}".format(most), plan["max_epochs"],
+                              "" if plan["max_epochs"] == 1 else "s")))
+    return lines, errors
+
+
 def val_tokens(plan):
     """tokens in the validation shards (their headers), or None when they cannot be read"""
     total = 0
@@ -1069,13 +1169,59 @@ def duration(seconds):
     return "%.0f days" % (seconds / 86400)
 
 
-def estimate(cfg, plan, device, todo, calibrate_now, how_to, train=None, val=None):
-    """prints the plan line (what will train, and how long that takes here); refuses a plan estimated
-    over FORCE_OVER_S unless FORCE=1, in one line. calibrate_now False: the line says the estimate was
-    skipped and how_to says how to get it."""
+def recorded_speeds():
+    """{scheme: (tokens/s, GPU, date, record)}: each scheme's d12 training speed in the newest record under
+    dev/results/ that has one (the `ours <scheme> d12 ...` rows of dev/bench/bench.sh's tables, T 1024, BF16)"""
+    best = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "dev/results/*.txt"))):
+        date = gpu = ""
+        with open(path, errors="replace") as f:
+            for line in f:
+                if line.startswith("date:"):
+                    date = line[5:].strip()
+                elif line.startswith("gpu:"):
+                    gpu = line[4:].strip()
+                else:
+                    m = SPEED_RE.match(line)
+                    if m and date >= best.get(m.group(1), (0, "", ""))[2]:
+                        best[m.group(1)] = (int(m.group(2)), gpu, date, os.path.relpath(path, ROOT))
+    return best
+
+
+def finished_seconds(cfg, plan, out):
+    """{run: seconds}: the DONE of the run's last finished seed in OUT (its seeds differ only in --seed, so
+    one seed's time, measured here, predicts the next)"""
+    secs = {}
+    for unit in units(cfg, plan) if out else []:
+        try:
+            with open(os.path.join(unit_dir(plan, out, unit), "DONE")) as f:
+                m = re.search(r"^seconds (\d+)$", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            secs[unit[0]] = int(m.group(1))
+    return secs
+
+
+def gpu_estimate(cfg, plan, names, speeds):
+    """{run: predicted seconds of one seed} from the scheme's recorded d12 speed (recorded_speeds) plus
+    GPU_RUN_OVERHEAD_S; runs whose scheme has no record are left out"""
+    vtokens = val_tokens(plan)
+    return {n: run_seconds(plan, n, 1.0 / speeds[cfg.scheme[n]][0], GPU_RUN_OVERHEAD_S, vtokens)
+            for n in names if cfg.scheme[n] in speeds and n in plan["steps"]}
+
+
+def estimate(cfg, plan, device, todo, calibrate_now, how_to, train=None, val=None, out=None, limit_s=None):
+    """prints the plan line (what will train, and how long that takes here) and returns {run: predicted
+    seconds of one seed}, or None when calibrate_now is False (the line then says the estimate was skipped
+    and how_to says how to get it). A run's prediction is, first that could be had: the DONE of a finished
+    seed of it in OUT (measured here); on a GPU, its scheme's latest recorded d12 speed (recorded_speeds)
+    plus GPU_RUN_OVERHEAD_S; else the calibration of its shape on this machine. Refuses a plan estimated
+    over FORCE_OVER_S unless FORCE=1 or limit_s (ABLATE_TIME_LIMIT: what does not fit is not started), in
+    one line."""
     if not todo:
         info("plan: nothing to train (every run of %s is done, or left out by ABLATE_RUNS)" % cfg.show)
-        return
+        return {}
     n_runs = len(set(u[0] for u in todo))
     n_seeds = len(set(u[1] for u in todo))
     steps = sorted(set(plan["steps"][u[0]] for u in todo))
@@ -1086,32 +1232,94 @@ def estimate(cfg, plan, device, todo, calibrate_now, how_to, train=None, val=Non
         "%d" % steps[0] if len(steps) == 1 else "%d-%d" % (steps[0], steps[-1]))
     if not calibrate_now:
         info("plan: %s; time estimate skipped (%s)" % (what, how_to))
-        return
-    force = os.environ.get("FORCE", "") == "1"
+        return None
+    force = os.environ.get("FORCE", "") == "1" or limit_s is not None
     vtokens = val_tokens(plan) if val is None else None
+    names = sorted(set(u[0] for u in todo), key=cfg.runs.index)
+    measured = finished_seconds(cfg, plan, out)
+    known = {n: measured[n] for n in names if n in measured}
+    speeds = recorded_speeds() if device == "gpu" else {}
+    recorded = {n: v for n, v in gpu_estimate(cfg, plan, names, speeds).items() if n not in known}
+    known.update(recorded)
 
-    def seconds_of(per_name):  # the runs of todo whose shape is timed, each to the slot free first, in order
-        free = [0.0] * len(plan["slots"])
+    def seconds(per_name):  # {run: seconds of one seed}: known, or from the calibration of its shape
+        secs = dict(known)
+        for n in per_name:
+            secs.setdefault(n, run_seconds(plan, n, per_name[n][0], per_name[n][1], vtokens))
+        return secs
+
+    def seconds_of(per_name):  # the runs of todo with a prediction, each to the slot free first, in order
+        free, secs = [0.0] * len(plan["slots"]), seconds(per_name)
         for n, _ in todo:
-            if n in per_name:
-                free[free.index(min(free))] += run_seconds(plan, n, per_name[n][0], per_name[n][1], vtokens)
+            if n in secs:
+                free[free.index(min(free))] += secs[n]
         return max(free)
-    per_name, wall, timed, shapes, load = calibrate(
-        cfg, plan, device, todo, lambda p: not force and seconds_of(p) > FORCE_OVER_S, train, val)
-    seconds = seconds_of(per_name)
+    rest = [u for u in todo if u[0] not in known]
+    per_name, wall, timed, shapes, load = ({}, 0.0, 0, 0, None) if not rest else calibrate(
+        cfg, plan, device, rest, lambda p: not force and seconds_of(p) > FORCE_OVER_S, train, val)
+    total_s = seconds_of(per_name)
     partial = timed < shapes  # stopped early: the runs timed so far are over the limit already
-    loaded = "" if load is None else ", other load %.0f%%%s" % (
-        100 * load, ": the machine is busy, so this is pessimistic" if load > LOAD_SHARED else "")
-    jobs = len(plan["slots"])
-    info("plan: %s; estimated %s%s on this machine%s (calibrated: %d steps of %s %d shape%s, %.0f s%s%s)"
-         % (what, "at least " if partial else "", duration(seconds), "" if jobs == 1 else ", %d runs at a time" % jobs,
-            CAL_STEPS, "%d of the" % timed if partial
-            else "each of", shapes, "" if shapes == 1 else "s", wall, loaded,
+    how = []
+    if any(n in measured for n in names):
+        how.append("measured: %d run%s from a finished seed's DONE" % (
+            sum(1 for n in names if n in measured), "" if sum(1 for n in names if n in measured) == 1 else "s"))
+    if recorded:
+        src = sorted(set("%s, %s (%s)" % (speeds[cfg.scheme[n]][1], speeds[cfg.scheme[n]][2][:10],
+                                           speeds[cfg.scheme[n]][3]) for n in recorded))
+        how.append("%d run%s from the scheme's latest measured d12 tokens/s, %s, + %d s a run" % (
+            len(recorded), "" if len(recorded) == 1 else "s", "; ".join(src), GPU_RUN_OVERHEAD_S))
+    if rest:
+        loaded = "" if load is None else ", other load %.0f%%%s" % (
+            100 * load, ": the machine is busy, so this is pessimistic" if load > LOAD_SHARED else "")
+        how.append("calibrated: %d steps of %s %d shape%s, %.0f s%s%s" % (
+            CAL_STEPS, "%d of the" % timed if partial else "each of", shapes, "" if shapes == 1 else "s", wall, loaded,
             "; the others not timed: over the limit already" if partial else ""))
-    if seconds > FORCE_OVER_S and not force:
+    jobs = len(plan["slots"])
+    info("plan: %s; estimated %s%s on this machine%s (%s)"
+         % (what, "at least " if partial else "", duration(total_s), "" if jobs == 1 else ", %d runs at a time" % jobs,
+            "; ".join(how)))
+    if total_s > FORCE_OVER_S and not force:
         die("plan: estimated %s%s on this machine, over the %d-hour limit: nothing trained (HINT: make ablate "
             "CONFIG=%s ... FORCE=1 runs it anyway; or lower tokens, or train fewer runs or seeds)"
-            % ("at least " if partial else "", duration(seconds), FORCE_OVER_S // 3600, cfg.show))
+            % ("at least " if partial else "", duration(total_s), FORCE_OVER_S // 3600, cfg.show))
+    return seconds(per_name)
+
+
+def gpu_seconds_left(cfg, plan, out):
+    """one line, `ablate: gpu seconds left S runs left N of M`: the predicted GPU seconds of the runs (and
+    seeds) that OUT has no DONE of, each from a finished seed's DONE in OUT, else its scheme's recorded speed
+    (a scheme without a record: the slowest recorded)"""
+    all_units = units(cfg, plan)
+    left = [u for u in all_units if not os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE"))]
+    speeds = recorded_speeds()
+    slowest = min(v[0] for v in speeds.values()) if speeds else 100000
+    for n in cfg.runs:
+        speeds.setdefault(cfg.scheme[n], (slowest, "", "", ""))
+    secs = gpu_estimate(cfg, plan, cfg.runs, speeds)
+    secs.update(finished_seconds(cfg, plan, out))
+    print("ablate: gpu seconds left %d runs left %d of %d" % (sum(secs.get(u[0], 0) for u in left), len(left),
+                                                               len(all_units)))
+
+
+def gpu_plan_line(cfg, plan, names):
+    """the plan's time on a GPU from the latest measured tokens/s (plan-only, whatever the machine): a
+    config's GPU estimate can be read on a laptop"""
+    speeds = recorded_speeds()
+    secs = gpu_estimate(cfg, plan, names, speeds)
+    if not secs:
+        return
+    missing = [n for n in names if n not in secs]
+    gpus = sorted(set("%s, %s" % (speeds[cfg.scheme[n]][1], speeds[cfg.scheme[n]][2][:10]) for n in secs))
+    info("plan on a GPU: %d runs (%d x %d seed%s) predicted %s on one GPU from each scheme's latest measured d12 "
+         "tokens/s (%s) + %d s a run%s" % (
+             len(secs) * len(plan["seeds"]), len(secs), len(plan["seeds"]), "" if len(plan["seeds"]) == 1 else "s",
+             duration(sum(secs.values()) * len(plan["seeds"])), "; ".join(gpus), GPU_RUN_OVERHEAD_S,
+             "" if not missing else "; no record for %s" % ", ".join("%s (%s)" % (n, cfg.scheme[n]) for n in missing)))
+    for n in names:
+        if n in secs:
+            info("  %s (%s): %s a seed at %s tokens/s (%s)" % (
+                n, cfg.scheme[n], duration(secs[n]), "{:,}".format(speeds[cfg.scheme[n]][0]),
+                speeds[cfg.scheme[n]][3]))
 
 
 def plan_only_mode(cfg, plan, out, device, tmp, done):
@@ -1131,9 +1339,13 @@ def plan_only_mode(cfg, plan, out, device, tmp, done):
         notes.append("%s does not exist yet: each -o was checked as a new folder (the runner checked that OUT can be "
                      "created)" % out)
     errors = check_runs(cfg, plan, out, device, todo, tmp, train, val)
-    if errors:
-        print_errors(cfg, errors)
+    epochs, epoch_errors = epoch_check(cfg, plan, names) if train is None else (None, [])
+    if errors or epoch_errors:
+        print_errors(cfg, errors + epoch_errors)
         sys.exit(1)
+    if epochs is None and plan["max_epochs"] is not None and names:
+        notes.append("max_epochs = %d is not checked: the training shards %s cannot be read yet (make ablate checks it "
+                     "after preparing them)" % (plan["max_epochs"], plan["train"]))
     skipped = len(done) - len(todo)
     n = len(plan["seeds"])
     seeds = "" if not plan["per_seed"] else " x %d seed%s" % (n, "" if n == 1 else "s")
@@ -1143,6 +1355,8 @@ def plan_only_mode(cfg, plan, out, device, tmp, done):
                                   "its trainer" if len(todo) == 1 else "their trainers",
                                   "" if not skipped else ", %d not (done, or left out by ABLATE_RUNS)" % skipped))
     info("where: " + describe_slots(plan["slots"], device))
+    for line in epochs or []:
+        info(line)
     for n in notes:
         info("note: " + n)
     for unit in units(cfg, plan):
@@ -1157,7 +1371,8 @@ def plan_only_mode(cfg, plan, out, device, tmp, done):
                                                       plan["tps"][name], note, " ".join(cmd)))
     env = os.environ.get("ABLATE_ESTIMATE", "")
     estimate(cfg, plan, device, todo, env == "1", "plan-only calibrates with ABLATE_ESTIMATE=1; make ablate always "
-             "does, before the first run", train, val)
+             "does, before the first run", train, val, out)
+    gpu_plan_line(cfg, plan, names)
 
 
 def write_file(path, text):
@@ -1206,10 +1421,13 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
         if rc != 0:
             die("bash dev/data/prepare_%s.sh exited with status %d: the corpus is not prepared" % (plan["data"], rc))
     errors = check_runs(cfg, plan, out, device, pending, tmp)
-    if errors:
-        give_up(errors)
+    epochs, epoch_errors = epoch_check(cfg, plan, names)
+    if errors or epoch_errors:
+        give_up(errors + epoch_errors)
+    for line in epochs or []:
+        info(line)
     try:  # the time estimate, and the refusal of a plan over the limit, before anything trains
-        estimate(cfg, plan, device, pending, True, "")
+        predicted = estimate(cfg, plan, device, pending, True, "", out=out, limit_s=plan["limit_s"])
     except SystemExit:
         clean_up()
         raise
@@ -1240,21 +1458,26 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
             info("skip %s: not in ABLATE_RUNS" % label)
         else:
             queue.append(unit)
-    run_queue(cfg, plan, out, device, queue)
+    left = run_queue(cfg, plan, out, device, queue, predicted)
 
     head_diagnostics(cfg, plan, out, device)
-    # runs.csv, summary.csv, loss.png, table.md (once every run of the config is done), then the table
+    # runs.csv, summary.csv, loss.png, table.md, then the table: of every run, or of the runs done so far
+    # (the others "not yet run") once at least one is
     undone = [u for u in units(cfg, plan) if not os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE"))]
-    if undone:
-        names = sorted(set(u[0] for u in undone), key=runs.index)
-        info("%d of %d runs done; the report comes once %s are done too (ABLATE_RUNS=\"%s\" make ablate CONFIG=%s%s)"
-             % (len(done) - len(undone), len(done), " ".join(unit_label(plan, u) for u in undone), " ".join(names),
-                cfg.show, " OUT=" + out_arg if out_arg else ""))
+    if len(undone) == len(done):
         return
     rc = subprocess.run([python, "dev/ablate/report.py", out]).returncode
     if rc == 0:
         with open(os.path.join(out, "table.md")) as f:
             sys.stdout.write("\n" + f.read())
+    if undone:
+        names = sorted(set(u[0] for u in undone), key=runs.index)
+        info("%d of %d runs done%s; table.md is partial, make ablate again trains the rest: %s (ABLATE_RUNS=\"%s\" "
+             "make ablate CONFIG=%s%s)" % (
+                 len(done) - len(undone), len(done),
+                 "" if not left else " (%d not finished within ABLATE_TIME_LIMIT=%d)" % (len(left), plan["limit_s"]),
+                 " ".join(unit_label(plan, u) for u in undone), " ".join(names), cfg.show,
+                 " OUT=" + out_arg if out_arg else ""))
     sys.exit(rc)
 
 
@@ -1272,6 +1495,7 @@ class Job:
         self.gpu_seen = False       # nvidia-smi listed its own process on its GPU at least once
         self.gpu_others = 0         # the most other processes nvidia-smi listed on its GPU at once
         self.echo_from = echo_from  # stdout.log's offset not yet echoed (one slot: the output is shown as it comes)
+        self.stopped = False        # sent SIGTERM at ABLATE_TIME_LIMIT: its exit is a stop, not a failure
 
 
 def where_text(slot):
@@ -1466,11 +1690,23 @@ def stop_jobs(jobs):
                 j.proc.wait()
 
 
-def run_queue(cfg, plan, out, device, queue):
+def run_queue(cfg, plan, out, device, queue, predicted=None):
     """trains queue's runs, in order, each in the first free slot; returns when all are done, dies
-    (after the runs still training have finished) when one failed"""
-    slots = plan["slots"]
+    (after the runs still training have finished) when one failed. With ABLATE_TIME_LIMIT (plan's
+    deadline) a run starts only when its predicted seconds (estimate's) fit in the time left, and the runs
+    still training at the deadline are stopped as by Ctrl-C (a checkpoint each, not done); returns the
+    runs left for the next make ablate, not started or stopped"""
+    slots, deadline, left, stopping = plan["slots"], plan["deadline"], [], False
     free, jobs, failed, started = list(slots), [], [], set()
+
+    def fits(unit):
+        need = (predicted or {}).get(unit[0])
+        if deadline is None or need is None or time.time() + need <= deadline:
+            return True
+        info("not started: run %s, predicted %s, %s left of ABLATE_TIME_LIMIT=%d (the next make ablate trains it)"
+             % (unit_label(plan, unit), duration(need), duration(max(0.0, deadline - time.time())), plan["limit_s"]))
+        left.append(unit)
+        return False
     echo = len(slots) == 1
     busy0, me0 = core_busy(), runner_cpu()
     cores_total = len(busy0) if busy0 else 0
@@ -1478,10 +1714,26 @@ def run_queue(cfg, plan, out, device, queue):
     try:
         while jobs or (queue and not failed):
             while queue and free and not failed:
-                jobs.append(start_job(cfg, plan, out, device, queue.pop(0), free.pop(0)))
-                started.add(jobs[-1].proc.pid)
+                unit = queue.pop(0)
+                if fits(unit):
+                    jobs.append(start_job(cfg, plan, out, device, unit, free.pop(0)))
+                    started.add(jobs[-1].proc.pid)
+            if not jobs:
+                break
             time.sleep(POLL_S)
             now = time.time()
+            if deadline is not None and now >= deadline and not stopping:
+                stopping = True
+                info("ABLATE_TIME_LIMIT=%d reached: stopping run%s %s (each writes a checkpoint; not done)" % (
+                    plan["limit_s"], "" if len(jobs) == 1 else "s", ", ".join(j.label for j in jobs)))
+                for j in jobs:
+                    j.stopped = True
+                    try:
+                        j.proc.terminate()
+                    except OSError:
+                        pass
+                left.extend(queue)
+                del queue[:]
             busy1, me1 = core_busy(), runner_cpu()
             ended, spent = [], {}
             for j in jobs:
@@ -1510,10 +1762,17 @@ def run_queue(cfg, plan, out, device, queue):
             for j in ended:
                 jobs.remove(j)
                 free.append(j.slot)
+                if j.stopped:
+                    left.append(j.unit)
+                    info("run %s stopped at the time limit (exit %d; %s holds its checkpoint)" % (
+                        j.label, j.proc.returncode, j.folder))
+                    continue
                 err = finish_job(j, len(slots), cores_total)
                 if err:
                     failed.append(err)
                     info(err + ("; no other run starts, waiting for the %d still training" % len(jobs) if jobs else ""))
+                else:  # now, on the machine that holds its model, within the time the next fit check sees
+                    unit_heads(cfg, plan, out, device, j.unit)
             if not echo and jobs and now - last_status >= int(os.environ.get("ABLATE_STATUS_S") or STATUS_S):
                 last_status = now
                 info("%d training (%s); %d waiting" % (len(jobs), ", ".join(
@@ -1529,40 +1788,44 @@ def run_queue(cfg, plan, out, device, queue):
         stop_jobs(jobs)
     if failed:
         die(failed[0] + ("" if len(failed) == 1 else " (and %d more: %s)" % (len(failed) - 1, "; ".join(failed[1:]))))
+    return left
 
 
 def head_diagnostics(cfg, plan, out, device):
-    """heads.csv beside each finished run's final model: its trainer's inspection run (--attention_csv,
-    dev/attention_maps.h) on the fixed probe sentence and the fixed induction probe, a row per head;
-    report.py puts the means into summary.csv and table.md. Runs finished before heads.csv existed get
-    theirs now; a run that has one is left alone. A failure is a warning, not an error: the losses are
-    the ablation's result, and the report shows '?' where a run has no heads.csv (make ablate again
-    retries it)."""
-    todo = []
+    """heads.csv beside each finished run's final model (unit_heads) where it has none yet: runs finished
+    before heads.csv existed, or whose diagnostics failed before (run_queue makes each run's as it ends)"""
     for unit in units(cfg, plan):
-        d = unit_dir(plan, out, unit)
-        models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
-        if os.path.isfile(os.path.join(d, "DONE")) and models and not os.path.isfile(os.path.join(d, HEADS_CSV)):
-            todo.append((unit, d, models[-1]))
-    if todo and not os.path.isfile("dev/data/gpt2/encoder.json"):  # the probe sentence is encoded with it
+        unit_heads(cfg, plan, out, device, unit)
+
+
+def unit_heads(cfg, plan, out, device, unit):
+    """heads.csv beside a finished run's final model: its trainer's inspection run (--attention_csv,
+    dev/attention_maps.h) on the fixed probe sentence and the fixed induction probe, a row per head;
+    report.py puts the means into summary.csv and table.md. A run that has one, or no DONE and final model,
+    is left alone. A failure is a warning, not an error: the losses are the ablation's result, and the
+    report shows '?' where a run has no heads.csv (make ablate again retries it)."""
+    d = unit_dir(plan, out, unit)
+    models = sorted(glob.glob(os.path.join(d, "model_*.bin")))
+    if not os.path.isfile(os.path.join(d, "DONE")) or not models or os.path.isfile(os.path.join(d, HEADS_CSV)):
+        return
+    if not os.path.isfile("dev/data/gpt2/encoder.json"):  # the probe sentence is encoded with it
         rc = subprocess.run(["bash", "dev/data/fetch_gpt2_vocab.sh"], stdout=subprocess.DEVNULL).returncode
         if rc != 0:
             info("warning: bash dev/data/fetch_gpt2_vocab.sh exited with status %d: the probe sentence of the head "
                  "diagnostics cannot be encoded for a model of GPT-2's vocabulary" % rc)
-    for unit, d, model in todo:
-        cmd = [binary_of(device, cfg.scheme[unit[0]]), "-e", model, "--attention_csv", os.path.join(d, HEADS_CSV)]
-        with open(os.path.join(d, "heads.log"), "w") as log:
-            log.write(" ".join(cmd) + "\n")
-            log.flush()
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
-        if rc != 0:
-            with open(os.path.join(d, "heads.log"), errors="replace") as f:
-                err = [l.rstrip("\n") for l in f if l.startswith("error")]
-            info("warning: run '%s': the head diagnostics (%s) exited with status %d%s (see %s/heads.log; table.md "
-                 "shows '?'; make ablate again retries them)" % (unit_label(plan, unit), " ".join(cmd), rc,
-                                                                 ": " + err[-1] if err else "", d))
-            continue
-        info("run %s: head diagnostics in %s" % (unit_label(plan, unit), os.path.join(d, HEADS_CSV)))
+    cmd = [binary_of(device, cfg.scheme[unit[0]]), "-e", models[-1], "--attention_csv", os.path.join(d, HEADS_CSV)]
+    with open(os.path.join(d, "heads.log"), "w") as log:
+        log.write(" ".join(cmd) + "\n")
+        log.flush()
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+    if rc != 0:
+        with open(os.path.join(d, "heads.log"), errors="replace") as f:
+            err = [l.rstrip("\n") for l in f if l.startswith("error")]
+        info("warning: run '%s': the head diagnostics (%s) exited with status %d%s (see %s/heads.log; table.md "
+             "shows '?'; make ablate again retries them)" % (unit_label(plan, unit), " ".join(cmd), rc,
+                                                             ": " + err[-1] if err else "", d))
+        return
+    info("run %s: head diagnostics in %s" % (unit_label(plan, unit), os.path.join(d, HEADS_CSV)))
 
 
 if __name__ == "__main__":

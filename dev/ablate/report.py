@@ -223,7 +223,9 @@ def group(units):
     for r in runs:
         s = r["seeds"]
         r["done"] = all(u["done"] for u in s)
-        r["finals"] = [u["val"][-1][1] for u in s if u["val"]]  # the final validation loss of each seed
+        # the final validation loss of each finished seed: a seed stopped part-way (a time limit, Ctrl-C) has
+        # validation losses too, of fewer tokens, and is no sample of the same quantity
+        r["finals"] = [u["val"][-1][1] for u in s if u["val"] and u["done"]]
         r["shape"] = next((u["shape"] for u in s if u["shape"]), None)
         r["params"] = next((u["params"] for u in s if u["params"]), None)
         heads = [u["heads"] for u in s]  # the mean over the seeds, where every seed has its diagnostics
@@ -340,7 +342,7 @@ def statistics(runs, baseline):
         r["mean"], r["sd"] = mean_sd(r["finals"]) if r["finals"] else (None, None)
         r["vs"] = None if base is None or r is base or not r["finals"] else r["mean"] - base["mean"]
         r["welch"] = None if r["vs"] is None else welch(r["finals"], base["finals"])
-        tok = [u["summary"][0] for u in r["seeds"] if u["summary"]]
+        tok = [u["summary"][0] for u in r["seeds"] if u["summary"] and u["done"]]
         r["tok_s"] = sum(tok) / len(tok) if tok else None
         loads = [u["load"] for u in r["seeds"]]
         r["load"] = None if any(l is None for l in loads) else max(loads)
@@ -348,7 +350,7 @@ def statistics(runs, baseline):
         r["gpu_shared"] = True if any(u["gpu_shared"] for u in gpu) else None if \
             any(u["gpu_shared"] is None for u in gpu) or not gpu else False
         r["on_gpu"] = bool(gpu)
-        r["peak"] = max((u["summary"][1] for u in r["seeds"] if u["summary"]), default=None)
+        r["peak"] = max((u["summary"][1] for u in r["seeds"] if u["summary"] and u["done"]), default=None)
     return base
 
 
@@ -543,7 +545,7 @@ def write_table(out, meta, runs):
     baseline = meta.get("baseline", "")
     base = statistics(runs, baseline)
     seeds = meta.get("seeds", "?").split()
-    many = max(len(r["finals"]) for r in runs) > 1 if runs else False
+    many = len(seeds) > 1 or (max(len(r["finals"]) for r in runs) > 1 if runs else False)
     b = baseline or "standard"
     lines = ["# make ablate CONFIG=%s" % meta.get("config", ""), "",
              "Every run: %s training tokens of `%s`, %s, on the %s trainer%s." %
@@ -564,7 +566,7 @@ def write_table(out, meta, runs):
         total, nonemb, kvb = (fmt_int(x) for x in r["params"]) if r["params"] else ("?", "?", "?")
         peak = "{:,.0f}".format(r["peak"]) if r["peak"] is not None else "?"
         if r["mean"] is None:
-            final = "?"
+            final = "not yet run" if not any(u["done"] for u in r["seeds"]) else "?"
         else:
             final = "%.4f" % r["mean"] + (" ± %.4f" % r["sd"] if r["sd"] is not None else "")
         if r is base:
@@ -575,7 +577,9 @@ def write_table(out, meta, runs):
             a, c = relative(r["mean"], base["mean"])
             dloss, dppl = "%+.2f%%" % a, "%+.2f%%" % c
             diff = "%+.4f" % r["vs"] + (" ± %.4f" % r["welch"][1] if r["welch"] else "")
-        name = r["name"] + ("" if r["done"] else " (unfinished)")
+        n_done = sum(1 for u in r["seeds"] if u["done"])
+        name = r["name"] + ("" if r["done"] else " (not yet run)" if not n_done else " (%d of %d seeds)"
+                            % (n_done, len(r["seeds"])))
         heads = ["%.3f" % v for v in r["heads"]] if r["heads"] else ["?"] * len(HEAD_COLUMNS)
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |" % (
             name, r["scheme"], shape, total, nonemb, kvb, speed_cell(r), peak, len(r["finals"]), final, dloss, dppl,
@@ -585,8 +589,8 @@ def write_table(out, meta, runs):
         lines += ["Final validation loss per seed:", "",
                   "| run | %s |" % " | ".join("seed %s" % x for x in seeds), "|---|%s" % ("--:|" * len(seeds))]
         for r in runs:
-            by_seed = {u["seed"]: u["val"][-1][1] for u in r["seeds"] if u["val"]}
-            lines.append("| %s | %s |" % (r["name"], " | ".join("%.4f" % by_seed[x] if x in by_seed else "?"
+            by_seed = {u["seed"]: u["val"][-1][1] for u in r["seeds"] if u["val"] and u["done"]}
+            lines.append("| %s | %s |" % (r["name"], " | ".join("%.4f" % by_seed[x] if x in by_seed else "not yet run"
                                                                 for x in seeds)))
         lines.append("")
     if base is None:

@@ -13,6 +13,8 @@
 #       print every command the stages would run, run none (no GPU needed; placeholder sm_90);
 #       exit 0 when the plan is consistent: every stage known, every script and config it names
 #       there, every timeout <= 540 s (make test runs this: dev/test/test_gpu_suite.sh)
+#   bash dev/test/gpu_suite.sh --inputs [LOG_DIR] [STAGE...]
+#       each stage's input files (what its skip compares: "a stage's inputs" below) and their digest; no GPU
 #   bash dev/test/gpu_suite.sh --plan [BUDGET_S]
 #       the device calls to make, in order, each <= 540 s, with the expected time of each stage
 #       from dev/results/stage_times.tsv (the last recorded run, or an estimate where none was
@@ -56,9 +58,9 @@
 #   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
 #   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
 #                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
-#   ablate_residual_query    [540] `make ablate CONFIG=dev/ablate/residual_query.txt` (2 runs)
-#   ablate_shared_projections_a..d [540 each] dev/ablate/shared_projections.txt, 2 of its 8 runs per stage (ABLATE_RUNS),
-#                     into one folder; the last part writes the table
+#   ablate_shared_projections, ablate_wq_identity, ablate_residual_query [540 each] `make ablate
+#                     CONFIG=dev/ablate/<config>.txt`, as many whole runs as fit the call (ABLATE_TIME_LIMIT);
+#                     the runs finished in earlier calls and sessions are skipped (below); PART while runs are left
 # Sanitizer stages resume run by run (a run that passed is not repeated) and note the least host
 # memory available and the most GPU memory used while they ran (sampled every 5 s). The targets are checked,
 # not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
@@ -78,35 +80,34 @@ cd "$(dirname "$0")/../.."
 source dev/test/torch_python.sh
 
 STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check sanitize_memcheck
-sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench profile_ncu ablate_residual_query ablate_shared_projections_a
-ablate_shared_projections_b ablate_shared_projections_c ablate_shared_projections_d"
+sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench profile_ncu ablate_shared_projections ablate_wq_identity
+ablate_residual_query"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
   [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [sanitize_memcheck]=540 [sanitize_racecheck]=540
-  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [nccl]=300 [ablate_residual_query]=540 [ablate_shared_projections_a]=540
-  [ablate_shared_projections_b]=540 [ablate_shared_projections_c]=540 [ablate_shared_projections_d]=540)
+  [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [nccl]=300 [ablate_shared_projections]=540 [ablate_wq_identity]=540
+  [ablate_residual_query]=540)
 # what each stage needs carried to the device machine (the plan's carry lists)
 declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [profile_ncu]="dev/data/austen"
-  [train]="dev/data/austen dev/data/gpt2" [ablate_residual_query]="dev/data/mix" [ablate_shared_projections_a]="dev/data/mix"
-  [ablate_shared_projections_b]="dev/data/mix" [ablate_shared_projections_c]="dev/data/mix" [ablate_shared_projections_d]="dev/data/mix")
+  [train]="dev/data/austen dev/data/gpt2" [ablate_shared_projections]="dev/data/mix dev/data/gpt2"
+  [ablate_wq_identity]="dev/data/mix dev/data/gpt2" [ablate_residual_query]="dev/data/mix dev/data/gpt2")
 # the stages that need build's binaries, and fixtures' files, on this machine (a fresh machine has
 # neither: they are made again first, whatever LOG_DIR says)
 NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench sanitize_memcheck
- sanitize_racecheck sanitize_synccheck sanitize_initcheck train nccl ablate_residual_query ablate_shared_projections_a ablate_shared_projections_b
- ablate_shared_projections_c ablate_shared_projections_d "
+ sanitize_racecheck sanitize_synccheck sanitize_initcheck train nccl "
 NEEDS_FIXTURES=" tests_fp32 tests_bf16 nccl sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
 # stages that keep what they finished when stopped (run by run): started with 120 s left, whatever
 # their expected time; the rest runs in the next call
-RESUMABLE=" sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
+ABLATE_STAGES=" ablate_shared_projections ablate_wq_identity ablate_residual_query "
+RESUMABLE=" sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck$ABLATE_STAGES"
 NEEDS_BUILD=" $(echo $NEEDS_BUILD) " NEEDS_FIXTURES=" $(echo $NEEDS_FIXTURES) " # one line, spaces around each
-# shared_projections' 8 runs, 2 per stage (about 3 min each on an H100)
-declare -A ABLATE_PART=([ablate_shared_projections_a]="standard kv_shared" [ablate_shared_projections_b]="qk_shared qkv_shared"
-  [ablate_shared_projections_c]="gqa4 mqa" [ablate_shared_projections_d]="q_gqa4 q_mqa")
 MAX_CALL_S=540          # one device call: 600 s at most, less the transfers and a margin
 START_S=60              # a machine's start-up, counted in the session's device time (2026-11-26, H100: 30-60 s)
 CALL_OVERHEAD_S=20      # per call: sending the tree, fetching $OUT, the pause before the next call (idle time counts; 12 s seen)
 LOG_REL=build/gpu_log   # the LOG_DIR of the plan's calls
 TIMES_FILE=${GPU_SUITE_TIMES:-dev/results/stage_times.tsv}
+PASSES_FILE=${GPU_SUITE_PASSES:-dev/results/stage_passes.tsv} # the passes and their inputs' digests (a stage's inputs, below)
+ABLATE_RESULTS=${GPU_SUITE_ABLATE_RESULTS:-dev/results/ablate}  # the finished ablation runs of earlier sessions
 BENCH_STEPS=${BENCH_STEPS:-6}
 PROFILE_STEPS=${PROFILE_STEPS:-5}
 AUSTEN_TRAIN="dev/data/austen/austen_train_*.bin"
@@ -137,6 +138,15 @@ time_source() {
 # ---------------------------------------------------------------------------------------------
 # --plan: the calls to make
 
+ablate_left() { # ablation stage -> "<seconds> <runs left> <runs>": its config's runs with no DONE in
+  # ABLATE_RESULTS (an earlier session's, committed), predicted from their DONE or the recorded tokens/s
+  local cfg=${1#ablate_}
+  ABLATE_GPU_SECONDS=1 bash dev/ablate/ablate.sh "dev/ablate/$cfg.txt" "$ABLATE_RESULTS/$cfg" 2>/dev/null |
+    sed -n 's/^ablate: gpu seconds left \([0-9]*\) runs left \([0-9]*\) of \([0-9]*\)$/\1 \2 \3/p'
+}
+ABLATE_MIN_S=120   # an ablation call no shorter than this (the trainers' build, a run or two)
+ABLATE_BUILD_S=60  # an ablation's build of its trainers, once a session (one nvcc each, at once; a guess)
+
 plan() { # budget
   local budget=$1 st e
   local commit
@@ -147,70 +157,145 @@ plan() { # budget
   echo "the pause before the next; stages in order of value, expected times from $TIMES_FILE"
   echo "commit: $commit"
   echo
+  # Which stages run: not those that passed with today's inputs ($PASSES_FILE; build and fixtures
+  # still, where a stage that runs needs them), and of the ablations the runs not yet done, predicted
+  # from the recorded tokens/s; the ablations take the minutes left, in parts of a call each.
+  local todo=() skipped="" needs_build=0 needs_fixtures=0 at left n_left n_all
+  declare -A AT=() LEFT=()
+  for st in $STAGES_ALL; do
+    case "$ABLATE_STAGES" in *" $st "*)
+      read -r left n_left n_all <<<"$(ablate_left "$st")"
+      if [ "${n_left:-1}" = 0 ]; then AT[$st]="all ${n_all} runs done (in $ABLATE_RESULTS)"; else LEFT[$st]=${left:-$(expected_s "$st")}; fi
+      continue;;
+    esac
+    if at=$(recorded_pass "$st" "$(stage_digest "$st")" any); then AT[$st]="passed at $at, inputs unchanged"; continue; fi
+    case "$NEEDS_BUILD" in *" $st "*) needs_build=1;; esac
+    case "$NEEDS_FIXTURES" in *" $st "*) needs_fixtures=1;; esac
+  done
+  [ $needs_build = 1 ] && unset 'AT[build]'
+  [ $needs_fixtures = 1 ] && unset 'AT[fixtures]'
+  for st in $STAGES_ALL; do [ -n "${AT[$st]:-}" ] && skipped="$skipped $st" || todo+=("$st"); done
   # Stages into calls, calls into sessions, in order: a call closes when the next stage would take it
   # past $MAX_CALL_S s or the session past its budget; a call that cannot fit the session any more
-  # opens the next one, on a fresh machine, whose first call makes the binaries and fixtures again.
+  # opens the next one, on a fresh machine, whose first call makes the binaries and fixtures again. An
+  # ablation stage fills what is left of a call (at least $ABLATE_MIN_S s) and goes on in the next.
   local build_s fixtures_s fresh=0
   build_s=$(expected_s build); fixtures_s=$(expected_s fixtures)
-  local calls=() sess=() after=() pre=() cur="" cur_s=0 session=1 used=$START_S prereq=0
-  for st in $STAGES_ALL; do
+  local calls=() sess=() after=() pre=() cur="" cur_s=0 session=1 used=$START_S prereq=0 add room take built
+  close_call() { # the current call ends; the next opens, in a new session where this one is full
+    used=$((used + cur_s + CALL_OVERHEAD_S))
+    calls+=("$cur_s:$cur"); sess+=("$session"); after+=("$used"); pre+=("$prereq")
+    cur="" prereq=0 cur_s=0 add=0 fresh=0
+    if [ $((used + $1 + CALL_OVERHEAD_S)) -gt "$budget" ]; then session=$((session + 1)) used=$START_S fresh=1; fi
+  }
+  for st in "${todo[@]}"; do
+    if [ -n "${LEFT[$st]:-}" ]; then # an ablation: as many parts as it takes
+      left=${LEFT[$st]} built=0
+      while [ "$left" -gt 0 ]; do
+        room=$((MAX_CALL_S - cur_s))
+        [ $((budget - used - cur_s - CALL_OVERHEAD_S)) -lt $room ] && room=$((budget - used - cur_s - CALL_OVERHEAD_S))
+        if [ $room -lt $ABLATE_MIN_S ]; then
+          if [ -n "$cur" ]; then close_call $ABLATE_MIN_S; else session=$((session + 1)) used=$START_S fresh=1; fi
+          [ $fresh = 1 ] && built=0
+          continue
+        fi
+        add=$ABLATE_REPORT_S; [ $built = 0 ] && add=$((add + ABLATE_BUILD_S)) built=$session
+        take=$((room - add)); [ $take -gt "$left" ] && take=$left
+        cur="${cur:+$cur }$st=$((take + add))"; cur_s=$((cur_s + take + add))
+        left=$((left - take))
+      done
+      continue
+    fi
     e=$(expected_s "$st")
     # on a fresh machine: the binaries first, and the fixtures before the first stage that needs them
-    local add=0
+    add=0
     if [ $fresh -eq 1 ]; then
       case "$NEEDS_BUILD" in *" $st "*) [ $prereq -eq 0 ] && add=$build_s;; esac
       case "$NEEDS_FIXTURES" in *" $st "*) [ $prereq -le "$build_s" ] && add=$((add + fixtures_s));; esac
     fi
     if [ -n "$cur" ] && { [ $((cur_s + add + e)) -gt $MAX_CALL_S ] || [ $((used + cur_s + add + e + CALL_OVERHEAD_S)) -gt "$budget" ]; }; then
-      used=$((used + cur_s + CALL_OVERHEAD_S))
-      calls+=("$cur_s:$cur"); sess+=("$session"); after+=("$used"); pre+=("$prereq")
-      cur="" prereq=0 cur_s=0 add=0 fresh=0
-      if [ $((used + e + CALL_OVERHEAD_S)) -gt "$budget" ]; then session=$((session + 1)) used=$START_S fresh=1; fi
+      close_call "$e"
       if [ $fresh -eq 1 ]; then
         case "$NEEDS_BUILD" in *" $st "*) add=$build_s;; esac
         case "$NEEDS_FIXTURES" in *" $st "*) add=$((add + fixtures_s));; esac
       fi
     fi
     prereq=$((prereq + add))
-    cur="${cur:+$cur }$st"; cur_s=$((cur_s + add + e))
+    cur="${cur:+$cur }$st=$e"; cur_s=$((cur_s + add + e))
   done
-  used=$((used + cur_s + CALL_OVERHEAD_S))
-  calls+=("$cur_s:$cur"); sess+=("$session"); after+=("$used"); pre+=("$prereq")
-  local k secs stages
-  printf "%-5s %-8s %-8s %-10s %s\n" call session call_s device_s stages
+  [ -n "$cur" ] && close_call 0
+  local k secs stages names
+  if [ ${#calls[@]} -eq 0 ]; then
+    echo "nothing to run: every stage passed with today's inputs and every ablation run is done"
+  else
+    printf "%-5s %-8s %-8s %-10s %s\n" call session call_s device_s stages
+  fi
   for ((k = 0; k < ${#calls[@]}; k++)); do
-    printf "%-5s %-8s %-8s %-10s %s%s\n" $((k + 1)) "${sess[k]}" "${calls[k]%%:*}" "${after[k]}/$budget" "${calls[k]#*:}" \
+    printf "%-5s %-8s %-8s %-10s %s%s\n" $((k + 1)) "${sess[k]}" "${calls[k]%%:*}" "${after[k]}/$budget" "$(sed 's/=[0-9]*//g' <<<"${calls[k]#*:}")" \
       "$([ "${pre[k]}" -gt 0 ] && echo " (+ ${pre[k]} s: a fresh machine)")"
   done
   local fitting=0
   for ((k = 0; k < ${#calls[@]}; k++)); do [ "${sess[k]}" = 1 ] && fitting=$((k + 1)); done
-  echo "the first session ($budget s) holds call$([ $fitting -gt 1 ] && echo "s 1-$fitting" || echo " 1"); all ${#calls[@]} calls take ${sess[${#calls[@]} - 1]} sessions"
-  local carry d
+  [ ${#calls[@]} -gt 0 ] && echo "the first session ($budget s) holds call$([ $fitting -gt 1 ] && echo "s 1-$fitting" || echo " 1"); all ${#calls[@]} calls take ${sess[${#calls[@]} - 1]} sessions"
+  for st in $skipped; do printf "not run: %-26s %s\n" "$st" "${AT[$st]}"; done
+  local carry d piece
   for ((k = 0; k < ${#calls[@]}; k++)); do
-    secs=${calls[k]%%:*}; stages=${calls[k]#*:}
+    secs=${calls[k]%%:*}; stages=${calls[k]#*:}; names=$(sed 's/=[0-9]*//g' <<<"$stages")
     echo
     echo "call $((k + 1)) (session ${sess[k]}; ~$secs s; device time after it ~${after[k]} s of $budget)"
     [ "${pre[k]}" -gt 0 ] && printf "    %-20s %4s s  %s\n" "(a fresh machine)" "${pre[k]}" "the suite makes the binaries$([ "${pre[k]}" -gt "$build_s" ] && echo " and the fixtures") first"
     if [ "$secs" -gt $MAX_CALL_S ]; then
       case "$RESUMABLE" in
-        *" ${stages%% *} "*) echo "    (over $MAX_CALL_S s: the stage resumes run by run, what is left goes into the next call)" ;;
-        *) echo "    (over $MAX_CALL_S s: --time-limit will not start ${stages%% *} after the rebuild; give it a call on a warm machine)" ;;
+        *" ${names%% *} "*) echo "    (over $MAX_CALL_S s: the stage resumes run by run, what is left goes into the next call)" ;;
+        *) echo "    (over $MAX_CALL_S s: --time-limit will not start ${names%% *} after the rebuild; give it a call on a warm machine)" ;;
       esac
     fi
-    for st in $stages; do printf "    %-20s %4s s  %s\n" "$st" "$(expected_s "$st")" "$(time_source "$st")"; done
+    for piece in $stages; do
+      st=${piece%%=*}
+      case "$ABLATE_STAGES" in
+        *" $st "*) printf "    %-20s %4s s  %s\n" "$st" "${piece#*=}" "predicted: the runs that fit, of ${LEFT[$st]} s left (recorded tokens/s; the trainers' build and the report included)" ;;
+        *) printf "    %-20s %4s s  %s\n" "$st" "${piece#*=}" "$(time_source "$st")" ;;
+      esac
+    done
     carry=""
-    for st in $stages; do for d in ${CARRY[$st]:-}; do case " $carry " in *" $d "*) ;; *) carry="$carry $d";; esac; done; done
+    for st in $names; do for d in ${CARRY[$st]:-}; do case " $carry " in *" $d "*) ;; *) carry="$carry $d";; esac; done; done
     [ $k -gt 0 ] && carry="$carry $LOG_REL"
     echo "    run: timeout_s=600 carry=[$(echo $carry | sed 's/ /, /g')]"
-    echo "    command: set -o pipefail; export RECORD_COMMIT=${commit%% *}; RESULTS_DIR=\$OUT bash dev/results/record.sh gpu_call$((k + 1))_${commit%% *} bash dev/test/gpu_suite.sh --time-limit $MAX_CALL_S $LOG_REL $stages; rc=\$?; tar czf \$OUT/gpu_log.tgz -C build gpu_log; exit \$rc"
+    echo "    command: set -o pipefail; export RECORD_COMMIT=${commit%% *}; RESULTS_DIR=\$OUT bash dev/results/record.sh gpu_call$((k + 1))_${commit%% *} bash dev/test/gpu_suite.sh --time-limit $MAX_CALL_S $LOG_REL $(tr ' ' '\n' <<<"$names" | awk '!seen[$0]++' | tr '\n' ' ' | sed 's/ $//'); rc=\$?; tar czf \$OUT/gpu_log.tgz -C build gpu_log; exit \$rc"
   done
   echo
   echo "Between calls: tar xzf the returned gpu_log.tgz -C build here, so that $LOG_REL travels with the next call"
-  echo "(its passed stages are skipped, its summary rows kept). A call that finds a fresh machine (the last one idle"
-  echo "for 30 s, or a new session) makes the binaries and the fixtures again first (~$(( $(expected_s build) + $(expected_s fixtures) )) s more)."
-  echo "After the session: bash dev/test/gpu_suite.sh --record-times $LOG_REL (the measured times, for the next plan)."
+  echo "(its passed stages are skipped, its summary rows kept, its finished ablation runs not trained again). A call that"
+  echo "finds a fresh machine (the last one idle for 30 s, or a new session) makes the binaries and the fixtures again first"
+  echo "(~$(( $(expected_s build) + $(expected_s fixtures) )) s more)."
+  echo "After the session: bash dev/test/gpu_suite.sh --record-times $LOG_REL (the measured times, the passes and their inputs'"
+  echo "digests, the finished ablation runs into $ABLATE_RESULTS: commit them, for the next plan)."
 }
 
+# the ablation stages' results: what comes back of each finished run, and where it is put back
+ABLATE_RUN_FILES="cmd.txt DONE stdout.log main.log heads.csv heads.log"
+ABLATE_REPORT_FILES="plan.tsv runs.csv summary.csv table.md loss.png"
+ABLATE_REPORT_S=45 # the runner's report and the copies after the last run
+
+ablate_restore() { # from out: the finished runs under from (a folder of ablate_<config> files) into out
+  local from=$1 out=$2 done_file d f
+  [ -d "$from" ] || return 0
+  while IFS= read -r done_file; do
+    d=${done_file#"$from"/}; d=${d%/DONE}
+    [ -f "$out/$d/DONE" ] && continue
+    x mkdir -p "$out/$d"
+    for f in $ABLATE_RUN_FILES; do [ -f "$from/$d/$f" ] && x cp "$from/$d/$f" "$out/$d/$f"; done
+  done < <(find "$from" -name DONE -type f | sort)
+}
+ablate_keep() { # out keep: the small files of out's finished runs, and its report, into keep
+  local out=$1 keep=$2 done_file d f
+  while IFS= read -r done_file; do
+    d=${done_file#"$out"/}; d=${d%/DONE}
+    mkdir -p "$keep/$d"
+    for f in $ABLATE_RUN_FILES; do [ -f "$out/$d/$f" ] && cp "$out/$d/$f" "$keep/$d/$f"; done
+  done < <(find "$out" -name DONE -type f | sort)
+  for f in $ABLATE_REPORT_FILES; do [ -f "$out/$f" ] && cp "$out/$f" "$keep/$f"; done
+}
 # --record-times: the passed stages' seconds into the times file
 record_times() { # log_dir
   local log=$1 st status secs date gpu n=0 tmp
@@ -229,20 +314,48 @@ record_times() { # log_dir
   done
   mv "$tmp" "$TIMES_FILE"
   echo "gpu_suite: $n stage times written to $TIMES_FILE"
+  # the passes, with the digest of their inputs: the next session skips a stage whose inputs are the same
+  local digest commit nvcc m=0
+  tmp=$(mktemp)
+  cp "$PASSES_FILE" "$tmp" 2>/dev/null || printf "# stage\tgpu\tnvcc\tdigest\tcommit\tdate\n" >"$tmp"
+  for st in $STAGES_ALL; do
+    [ -f "$log/$st.status" ] && [ -f "$log/$st.digest" ] || continue
+    IFS=$'\t' read -r status secs date gpu <"$log/$st.status"
+    [ "$status" = PASS ] || continue
+    IFS=$'\t' read -r digest commit nvcc <"$log/$st.digest"
+    awk -F'\t' -v OFS='\t' -v s="$st" -v g="$gpu" -v n="$nvcc" -v d="$digest" -v c="$commit" -v t="$date" '
+      !/^#/ && $1 == s && $2 == g { $3 = n; $4 = d; $5 = c; $6 = t; found = 1 } { print }
+      END { if (!found) print s, g, n, d, c, t }' "$tmp" >"$tmp.new" && mv "$tmp.new" "$tmp"
+    m=$((m + 1))
+  done
+  mv "$tmp" "$PASSES_FILE"
+  echo "gpu_suite: $m passes with the digest of their inputs written to $PASSES_FILE"
+  # the finished ablation runs' small files and the latest report of each config, for the next session
+  local dir cfg k=0
+  for dir in "$log"/ablate_*/; do
+    [ -d "$dir" ] || continue
+    cfg=$(basename "$dir"); cfg=${cfg#ablate_}
+    mkdir -p "$ABLATE_RESULTS/$cfg"
+    ablate_keep "${dir%/}" "$ABLATE_RESULTS/$cfg"
+    k=$(find "$ABLATE_RESULTS/$cfg" -name DONE | wc -l)
+    echo "gpu_suite: $ABLATE_RESULTS/$cfg: $k finished runs"
+  done
 }
 
 # ---------------------------------------------------------------------------------------------
 # arguments
 
-DRY=0 FORCE=0 TIME_LIMIT=""
+DRY=0 FORCE=0 TIME_LIMIT="" INPUTS=0
 while [ $# -gt 0 ]; do
   case $1 in
     --plan)
-      budget=${2:-900}
-      [[ $budget =~ ^[0-9]+$ ]] || { echo "gpu_suite: --plan $budget: expected the budget in seconds" >&2; exit 1; }
-      plan "$budget"; exit 0 ;;
+      PLAN_BUDGET=900
+      case ${2:-} in ""|--*) ;; *) PLAN_BUDGET=$2; shift;; esac
+      [[ $PLAN_BUDGET =~ ^[0-9]+$ ]] || { echo "gpu_suite: --plan $PLAN_BUDGET: expected the budget in seconds" >&2; exit 1; }
+      DRY=1 INPUTS=plan; shift ;;
     --record-times) [ $# -eq 2 ] || usage; record_times "$2"; exit 0 ;;
     --dry-run) DRY=1; shift ;;
+    --inputs) DRY=1 INPUTS=1; shift ;;
     --force) FORCE=1; shift ;;
     --time-limit)
       TIME_LIMIT=${2:-}
@@ -276,7 +389,7 @@ exec 3>&1 # the dry run's command lines go here, whatever a command's output is 
 
 if [ $DRY -eq 1 ]; then
   SM=90 GPU_NAME="dry run (no GPU)" PYTHON=${PYTHON:-python3}
-  echo "gpu_suite --dry-run: every command of: $STAGES (LOG_DIR $LOG; sm_$SM; nothing runs)"
+  [ "$INPUTS" = 0 ] && echo "gpu_suite --dry-run: every command of: $STAGES (LOG_DIR $LOG; sm_$SM; nothing runs)"
 else
   if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
     echo "gpu_suite: no CUDA device (nvidia-smi -L lists no GPU); this suite is for a GPU machine (HINT: --dry-run or --plan run anywhere; make test runs the no-GPU checks)" >&2
@@ -389,6 +502,146 @@ build_outputs_ok() {
 fixtures_ok() {
   [ -f dev/fixtures/manifest.tsv ] || return 1
   awk -F'\t' '{ print $3; print $4 }' dev/fixtures/manifest.tsv | while read -r f; do [ -f "$f" ] || exit 1; done
+}
+
+# ---------------------------------------------------------------------------------------------
+# a stage's inputs. A stage that passed on this GPU with the same inputs, at an earlier commit
+# (PASSES_FILE, written by --record-times from LOG_DIR/<stage>.digest), is not run again: "passed at
+# <commit>, inputs unchanged". Its inputs, found rather than listed: its functions in this file
+# (stage_<name> and every function they call), the repository files they and the stage's commands (its
+# dry run) name, recursively through those that are scripts (.sh, .py: the paths they name; .py: its
+# local imports); and where any of that runs a binary the build stage makes (train_gpt2cu, test_gpt2cu,
+# lab_, build/params, test_ptx), the Makefile and the compiler's dependencies of every such binary (its
+# `make -n` command with -MM: the sources and headers it includes). The digest is a SHA-256 of their
+# contents, the GPU's name and nvcc's version; the list is LOG_DIR/<stage>.inputs.
+DEPS_CACHE=$LOG/deps # the -MM lists, each valid while the files it lists are unchanged (travels with LOG_DIR)
+SUITE_COMMIT=${RECORD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+
+fn_closure() { # function... -> them and every function of this file they call, transitively, a line each
+  # (not the dry run's checks, which a real run never calls)
+  local todo=("$@") seen=" dry_check dry_error known_binaries " f w all
+  all=" $(compgen -A function | tr '\n' ' ') "
+  while [ ${#todo[@]} -gt 0 ]; do
+    f=${todo[0]} todo=("${todo[@]:1}")
+    case "$seen" in *" $f "*) continue;; esac
+    seen="$seen$f " && echo "$f"
+    for w in $(declare -f "$f" | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u); do
+      case "$all" in *" $w "*) todo+=("$w");; esac
+    done
+  done
+}
+named_paths() { # [dir] < text -> the repository files it names, a line each (not build outputs, data or
+  # fixtures); a name not found from the root is looked for in dir (a script's "$(dirname "$0")/x.py")
+  local f dir=${1:-.}
+  grep -oE '(\./)?[A-Za-z0-9_][A-Za-z0-9_./-]*\.(sh|py|cu|cuh|h|c|cpp|txt|tsv)\b|\bMakefile\b' | sed 's|^\./||' | sort -u |
+    while read -r f; do
+      case $f in build/*|dev/data/*|dev/fixtures/*|dev/results/*) continue;; esac
+      if [ -f "$f" ]; then echo "$f"; elif [ -f "$dir/$f" ]; then realpath --relative-to=. "$dir/$f"; fi
+    done
+}
+py_imports() { # file.py -> the files of the modules it imports from its own folder
+  local m dir
+  dir=$(dirname "$1")
+  sed -n 's/^[[:space:]]*\(from\|import\)[[:space:]]\{1,\}\([A-Za-z_][A-Za-z0-9_]*\).*/\2/p' "$1" | sort -u |
+    while read -r m; do [ -f "$dir/$m.py" ] && echo "$dir/$m.py"; done
+}
+code_of() { # script -> its lines without comments (what a comment names is not run)
+  sed -e 's/^[[:space:]]*#.*//' -e 's/[[:space:]]#[^"'"'"']*$//' "$1"
+}
+script_closure() { # file... -> them and the files the scripts among them name, transitively, a line each
+  # (not this file: what a stage runs of it is its functions)
+  local todo=("$@") seen=" dev/test/gpu_suite.sh " f
+  while [ ${#todo[@]} -gt 0 ]; do
+    f=${todo[0]} todo=("${todo[@]:1}")
+    case "$seen" in *" $f "*) continue;; esac
+    seen="$seen$f " && echo "$f"
+    case $f in
+      *.sh) todo+=($(code_of "$f" | named_paths "$(dirname "$f")"));;
+      *.py) todo+=($(code_of "$f" | named_paths "$(dirname "$f")") $(py_imports "$f"));;
+    esac
+  done
+}
+unit_deps() { # make target [VAR=value...] -> the repository files its compile reads (-MM), a line each
+  local cmd key cache list
+  cmd=$(make -n -B "$@" 2>/dev/null | grep -E '(nvcc|g\+\+|c\+\+) ' | tail -n 1 | sed 's/ -o [^ ]*$//')
+  [ -n "$cmd" ] || { echo "gpu_suite: no compile command from make -n $*" >&2; echo Makefile; return; }
+  mkdir -p "$DEPS_CACHE"
+  key=$(printf '%s' "$cmd" | sha256sum | cut -c1-32) cache="$DEPS_CACHE/$key"
+  if [ -f "$cache" ] && [ "$(head -n 1 "$cache")" = "$(sed 1d "$cache" | xargs -r sha256sum 2>&1 | sha256sum)" ]; then
+    sed 1d "$cache"
+    return
+  fi
+  list=$(eval "$cmd -MM" 2>/dev/null | tr -d '\\' | tr ' ' '\n' | grep -v ':$' | grep . | grep -v '\.o$' |
+         xargs -r realpath -m --relative-to=. | grep -v '^\.\./\|^/' | sort -u)
+  { printf '%s\n' "$list" | xargs -r sha256sum 2>&1 | sha256sum; printf '%s\n' "$list"; } >"$cache.tmp" && mv "$cache.tmp" "$cache"
+  printf '%s\n' "$list"
+}
+kind_deps() { # trainer|test|lab|params|ptx -> the files every binary of that kind the build stage makes reads
+  local s p l i=0 dir
+  dir=$(mktemp -d)
+  {
+    case $1 in
+      trainer|test)
+        local kind=train_gpt2cu; [ "$1" = test ] && kind=test_gpt2cu
+        for s in $SCHEMES; do for p in BF16 FP32; do
+          echo "$(binary "$kind" "$s" "$p") QKV=$s PRECISION=$p"
+        done; done ;;
+      lab) for l in $LABS; do echo "build/lab_$l"; echo "build/lab_${l}_fp32"; done
+           for l in $LABS_BF16; do echo "build/lab_$l"; done ;;
+      params) echo build/params ;;
+      ptx) echo build/test_ptx ;;
+    esac
+  } >"$dir/units"
+  # nvcc -MM takes about a second each: $JOBS at once (on a fresh machine; the cache answers after)
+  while read -r -a unit; do
+    unit_deps "${unit[@]}" CUDA_ARCHS="-gencode arch=compute_$SM,code=sm_$SM" LAB_SM="$SM" >"$dir/$i" &
+    i=$((i + 1))
+    [ $((i % JOBS)) -eq 0 ] && wait
+  done <"$dir/units"
+  wait
+  cat "$dir"/[0-9]* 2>/dev/null
+  rm -rf "$dir"
+}
+stage_inputs() { # stage -> its input files, sorted, a line each
+  local st=$1 text dry files all k line
+  # the stage's commands from a dry run of it in a subshell, with a LOG_DIR of its own (nothing of this
+  # call's touched), and what the Makefile runs for each `make` among them
+  dry=$(( DRY=1 ROWS_FILE=/dev/null CUR_STAGE=$st LOG=$(mktemp -d) STAGE_DEADLINE=$(($(now) + 600))
+          "stage_$st"; rm -rf "$LOG" ) 3>&1 >/dev/null 2>&1)
+  text=$(for k in $(fn_closure "stage_$st"); do declare -f "$k"; done
+         echo "$dry"
+         sed -n 's/^  + .*[[:space:]]make[[:space:]]\(.*\)$/\1/p' <<<"$dry" | while read -r line; do eval "make -n $line" 2>/dev/null; done)
+  files=$(script_closure $(named_paths <<<"$text"))
+  # what runs a binary: the functions, the commands and the shell scripts (the Python ones run none)
+  all="$text"$'\n'"$(for k in $files; do case $k in *.sh) code_of "$k";; esac; done)"
+  {
+    printf '%s\n' "$files"
+    for k in trainer:train_gpt2cu test:test_gpt2cu lab:lab_ params:build/params ptx:test_ptx; do
+      grep -q "${k#*:}" <<<"$all" && { echo Makefile; kind_deps "${k%%:*}"; }
+    done
+  } | grep . | sort -u
+}
+stage_digest() { # stage -> the SHA-256 of its inputs' names and contents (their list into LOG_DIR/<stage>.inputs)
+  stage_inputs "$1" >"$LOG/$1.inputs"
+  xargs -r sha256sum <"$LOG/$1.inputs" | sha256sum | cut -c1-16
+}
+NVCC_VERSION=$(nvcc --version 2>/dev/null | tail -n 1)
+recorded_pass() { # stage digest [gpu nvcc] -> "<commit> (<date>)" of a pass with these inputs on that GPU with that
+  # nvcc (default: this machine's), from PASSES_FILE; with gpu "any": on any GPU (--plan), "<commit> (<date>, <gpu>)"
+  awk -F'\t' -v s="$1" -v d="$2" -v g="${3:-$GPU_NAME}" -v n="${4:-$NVCC_VERSION}" '
+    !/^#/ && $1 == s && $4 == d && ((g == "any") || ($2 == g && $3 == n)) { c = $5 " (" $6 (g == "any" ? ", " $2 : "") ")" }
+    END { if (c == "") exit 1; print c }' "$PASSES_FILE" 2>/dev/null
+}
+unchanged_since_pass() { # stage -> 0 (and the summary's row) when PASSES_FILE has a pass of it with today's inputs
+  local st=$1 digest at
+  [ $FORCE -eq 0 ] && [ $DRY -eq 0 ] || return 1
+  case "$ABLATE_STAGES" in *" $st "*) return 1;; esac # their runs are skipped run by run instead
+  digest=$(stage_digest "$st")
+  at=$(recorded_pass "$st" "$digest") || return 1
+  echo "=== $st: passed at $at on this GPU, inputs unchanged ($(wc -l <"$LOG/$st.inputs") files, $digest): skipping (--force runs it)"
+  printf "%-18s %-46s %-5s %s\n" "$st" "inputs unchanged since a pass" PASS "passed at $at; $digest" >"$LOG/$st.rows"
+  printf '%s\t%s\n' "$digest" "$at" >"$LOG/$st.unchanged"
+  SKIPPED+=("$st")
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -884,47 +1137,45 @@ stage_nccl() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# ablate: make ablate into build/gpu_suite/ablate_<config> (checkpoints stay out of LOG_DIR); the
-# finished runs' logs are kept in LOG_DIR/ablate_<config> and put back on a fresh machine, so that a
-# config trained over several calls still gets its table
-
-stage_ablate() { # config [runs]
-  local cfg=$1 runs=${2:-} out=build/gpu_suite/ablate_$1 keep=$LOG/ablate_$1 rc r env_runs=() n_done n_all
+# ablate: `make ablate` of one config into build/gpu_suite/ablate_<config> (the checkpoints stay out of
+# LOG_DIR), as many whole runs as fit the stage's time (ABLATE_TIME_LIMIT, less ABLATE_REPORT_S for the
+# report). A finished run's small files (ABLATE_RUN_FILES: its logs, DONE, heads.csv) are kept in
+# LOG_DIR/ablate_<config>, which travels to the next call, and --record-times copies them into
+# dev/results/ablate/<config> (committed); both are put back into OUT before the runner starts, so that
+# it skips those runs, on a fresh machine too, without their checkpoints. The stage is PART while runs
+# are left (the next call trains them), PASS when every run is done.
+stage_ablate() { # config
+  local cfg=$1 out=build/gpu_suite/ablate_$1 keep=$LOG/ablate_$1 rc n_done n_all limit
   [ $DRY -eq 1 ] || mkdir -p "$out" "$keep"
-  for r in "$keep"/*/DONE; do # finished runs of an earlier call, on another machine: their logs
-    [ -f "$r" ] || continue
-    r=$(basename "$(dirname "$r")")
-    [ -f "$out/$r/DONE" ] && continue
-    x mkdir -p "$out/$r"
-    x cp "$keep/$r/main.log" "$keep/$r/stdout.log" "$keep/$r/DONE" "$out/$r/"
-  done
-  [ -n "$runs" ] && env_runs=(ABLATE_RUNS="$runs")
+  ablate_restore "$ABLATE_RESULTS/$cfg" "$out"
+  ablate_restore "$keep" "$out"
   need_data dev/data/mix mix_train_000000.bin "make ablate CONFIG=dev/ablate/$cfg.txt" || return
-  x env "${env_runs[@]}" PYTHON="$PYTHON" timeout "$(tlimit 540)" make ablate CONFIG="dev/ablate/$cfg.txt" OUT="$out" \
-    >"$LOG/${CUR_STAGE}.log" 2>&1
+  limit=$(($(tlimit 540) - ABLATE_REPORT_S))
+  [ "$limit" -gt 0 ] || limit=1
+  # the trainers for this GPU only, built at once (the runner builds those of the runs left)
+  x env ABLATE_CUDA_ARCHS="-gencode arch=compute_$SM,code=sm_$SM" ABLATE_TIME_LIMIT="$limit" PYTHON="$PYTHON" \
+    timeout "$(tlimit 540)" make ablate CONFIG="dev/ablate/$cfg.txt" OUT="$out" >"$LOG/${CUR_STAGE}.log" 2>&1
   rc=$?
   [ $DRY -eq 1 ] && return
-  for r in "$out"/*/; do
-    r=$(basename "$r"); mkdir -p "$keep/$r"
-    cp "$out/$r"/main.log "$out/$r"/stdout.log "$out/$r"/cmd.txt "$out/$r"/DONE "$keep/$r/" 2>/dev/null
-  done
-  cp "$out"/plan.tsv "$out"/runs.csv "$out"/table.md "$out"/loss.png "$keep/" 2>/dev/null
-  # plan.tsv: "# key<TAB>value" lines, the header row (name ...), then one row per run
+  ablate_keep "$out" "$keep"
+  # plan.tsv: "# key<TAB>value" lines, the header row (name ...), then one row per run and seed
   n_all=$(awk -F'\t' '!/^#/ && $1 != "name" && NF > 1' "$out/plan.tsv" 2>/dev/null | wc -l)
-  n_done=$(find "$out" -mindepth 2 -maxdepth 2 -name DONE | wc -l)
-  local what="make ablate CONFIG=dev/ablate/$cfg.txt${runs:+ ($runs)}"
-  if [ $rc -eq 0 ]; then
-    row "$what" PASS "$(stage_secs) s, $n_done of $n_all runs done$( [ -f "$keep/table.md" ] && echo "; table in ablate_$cfg/table.md")"
-    [ -f "$keep/table.md" ] && [ "$n_done" -eq "$n_all" ] && note <"$keep/table.md"
+  n_done=$(find "$out" -name DONE -type f | wc -l)
+  local what="make ablate CONFIG=dev/ablate/$cfg.txt"
+  if [ $rc -eq 0 ] && [ "$n_all" -gt 0 ] && [ "$n_done" -eq "$n_all" ]; then
+    row "$what" PASS "$(stage_secs) s, all $n_all runs done; table in ablate_$cfg/table.md"
+    note <"$keep/table.md"
+  elif [ $rc -eq 0 ] && [ "$n_all" -gt 0 ]; then
+    STAGE_PARTIAL=1
+    row "$what" PART "$(stage_secs) s, $n_done of $n_all runs done (the next call trains the rest: $(grep -c '^ablate: not started\|stopped at the time limit' "$LOG/${CUR_STAGE}.log") not started or stopped)"
+    [ -f "$keep/table.md" ] && note <"$keep/table.md"
   else
-    row "$what" FAIL "exit $rc, $n_done of $n_all runs done: $(grep -m1 '^ablate:.*\(error\|failed\|exited\|die\)' "$LOG/${CUR_STAGE}.log" | cut -c1-100)"
+    row "$what" FAIL "exit $rc, $n_done of ${n_all:-?} runs done: $(grep -m1 '^ablate:.*\(error\|failed\|exited\|expected\|HINT\)' "$LOG/${CUR_STAGE}.log" | cut -c1-110)"
   fi
 }
+stage_ablate_shared_projections() { stage_ablate shared_projections; }
+stage_ablate_wq_identity() { stage_ablate wq_identity; }
 stage_ablate_residual_query() { stage_ablate residual_query; }
-stage_ablate_shared_projections_a() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_a]}"; }
-stage_ablate_shared_projections_b() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_b]}"; }
-stage_ablate_shared_projections_c() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_c]}"; }
-stage_ablate_shared_projections_d() { stage_ablate shared_projections "${ABLATE_PART[ablate_shared_projections_d]}"; }
 
 # ---------------------------------------------------------------------------------------------
 # targets: checked from the stages' logs at the end of every call (no GPU)
@@ -1029,7 +1280,8 @@ run_stage() { # stage [reason it runs although LOG_DIR says it passed]
   fi
   echo
   echo "=== $st${why:+ ($why)} ($(date -u +%H:%M:%S); timeout $((STAGE_DEADLINE - STAGE_T0)) s, expected ~$expected s)"
-  CUR_STAGE=$st STAGE_FAILS=0
+  CUR_STAGE=$st STAGE_FAILS=0 STAGE_PARTIAL=0
+  [ $DRY -eq 1 ] || rm -f "$LOG/$st.unchanged" "$LOG/$st.digest"
   if [ $DRY -eq 1 ]; then ROWS_FILE=/dev/null; else ROWS_FILE="$LOG/$st.rows.tmp"; : >"$ROWS_FILE"; fi
   "stage_$st"
   RAN+=("$st")
@@ -1037,7 +1289,13 @@ run_stage() { # stage [reason it runs although LOG_DIR says it passed]
   [ $DRY -eq 1 ] && return
   [ "$(now)" -ge "$STAGE_DEADLINE" ] && row "stage $st" FAIL "stopped at its time limit ($((STAGE_DEADLINE - STAGE_T0)) s): run it again"
   mv "$ROWS_FILE" "$LOG/$st.rows"
-  if [ $STAGE_FAILS -gt 0 ]; then status=FAIL; CALL_FAILS=$((CALL_FAILS + 1)); else status=PASS; fi
+  if [ $STAGE_FAILS -gt 0 ]; then status=FAIL; CALL_FAILS=$((CALL_FAILS + 1))
+  elif [ "$STAGE_PARTIAL" = 1 ]; then status=PART # a resumable stage with work left for the next call
+  else status=PASS; fi
+  # what it passed on, for --record-times: the next session skips it while its inputs stay the same
+  case "$ABLATE_STAGES" in *" $st "*) ;; *)
+    [ $status = PASS ] && printf '%s\t%s\t%s\n' "$(stage_digest "$st")" "$SUITE_COMMIT" "$NVCC_VERSION" >"$LOG/$st.digest";;
+  esac
   # a sanitizer stage that kept runs passed in earlier calls took those calls' time too: the
   # status holds the sum, so that --record-times gets the whole stage's time
   local secs_now total
@@ -1050,6 +1308,15 @@ run_stage() { # stage [reason it runs although LOG_DIR says it passed]
 passed_before() { # stage: LOG_DIR records it as passed (and --force is not given)
   [ $FORCE -eq 0 ] && [ -f "$LOG/$1.status" ] && [ "$(cut -f1 "$LOG/$1.status")" = PASS ]
 }
+if [ "$INPUTS" = plan ]; then plan "$PLAN_BUDGET"; exit 0; fi
+if [ "$INPUTS" = 1 ]; then # --inputs: each stage's input files and digest, nothing run
+  for st in $STAGES; do
+    d=$(stage_digest "$st")
+    echo "=== $st: $(wc -l <"$LOG/$st.inputs") input files, digest $d (GPU '$GPU_NAME')"
+    sed 's/^/  /' "$LOG/$st.inputs"
+  done
+  exit 0
+fi
 # llm.c's build (about 2 min with cuDNN, one nvcc after another) runs in the background from the
 # call's start, beside the stages before bench_peers; bench_peers and train wait for it
 LLMC_BUILD_PID=""
@@ -1079,16 +1346,14 @@ wait_llmc_build() {
 }
 for st in $STAGES; do
   if passed_before "$st" && [ "$st" != build ] && [ "$st" != fixtures ]; then run_stage "$st"; continue; fi
-  # a fresh machine has neither the binaries nor the fixtures, whatever LOG_DIR says
+  passed_before "$st" || ! unchanged_since_pass "$st" || continue
+  # a fresh machine has neither the binaries nor the fixtures, whatever LOG_DIR says; build and fixtures
+  # run (once) before the first stage that needs them, also where they were skipped as unchanged
   case "$NEEDS_BUILD" in *" $st "*)
-    if ! build_outputs_ok && [ "${BUILT:-0}" = 0 ] && [ "$st" != build ]; then
-      case " $STAGES " in *" build "*) ;; *) BUILT=1; run_stage build "its binaries are not on this machine";; esac
-    fi;;
+    if ! build_outputs_ok && [ "${BUILT:-0}" = 0 ]; then BUILT=1; run_stage build "its binaries are not on this machine"; fi;;
   esac
   case "$NEEDS_FIXTURES" in *" $st "*)
-    if ! fixtures_ok && [ "${FIXED:-0}" = 0 ]; then
-      case " $STAGES " in *" fixtures "*) ;; *) FIXED=1; run_stage fixtures "the fixtures are not on this machine";; esac
-    fi;;
+    if ! fixtures_ok && [ "${FIXED:-0}" = 0 ]; then FIXED=1; run_stage fixtures "the fixtures are not on this machine"; fi;;
   esac
   [ "$st" = build ] && BUILT=1
   [ "$st" = fixtures ] && FIXED=1
@@ -1114,7 +1379,7 @@ summary_file="$LOG/summary.txt"
   [ -f "$LOG/targets.rows" ] && cat "$LOG/targets.rows"
   pending=""
   for st in $STAGES_ALL; do
-    [ -f "$LOG/$st.status" ] && [ "$(cut -f1 "$LOG/$st.status")" = PASS ] || pending="$pending $st"
+    { [ -f "$LOG/$st.status" ] && [ "$(cut -f1 "$LOG/$st.status")" = PASS ]; } || [ -f "$LOG/$st.unchanged" ] || pending="$pending $st"
   done
   echo "not passed yet:${pending:- none}"
 } | tee "$summary_file"
