@@ -516,6 +516,7 @@ fixtures_ok() {
 # contents, the GPU's name and nvcc's version; the list is LOG_DIR/<stage>.inputs.
 DEPS_CACHE=$LOG/deps # the -MM lists, each valid while the files it lists are unchanged (travels with LOG_DIR)
 SUITE_COMMIT=${RECORD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+trap 'rm -f "$DEPS_CACHE"/kind_*."$$"' EXIT # kind_deps' memo of this invocation
 
 fn_closure() { # function... -> them and every function of this file they call, transitively, a line each
   # (not the dry run's checks, which a real run never calls)
@@ -577,7 +578,8 @@ unit_deps() { # make target [VAR=value...] -> the repository files its compile r
   printf '%s\n' "$list"
 }
 kind_deps() { # trainer|test|lab|params|ptx -> the files every binary of that kind the build stage makes reads
-  local s p l i=0 dir
+  local s p l i=0 dir memo="$DEPS_CACHE/kind_$1.$$" # the same all through one invocation of the suite
+  [ -f "$memo" ] && { cat "$memo"; return; }
   dir=$(mktemp -d)
   {
     case $1 in
@@ -599,7 +601,9 @@ kind_deps() { # trainer|test|lab|params|ptx -> the files every binary of that ki
     [ $((i % JOBS)) -eq 0 ] && wait
   done <"$dir/units"
   wait
-  cat "$dir"/[0-9]* 2>/dev/null
+  mkdir -p "$DEPS_CACHE"
+  cat "$dir"/[0-9]* 2>/dev/null | sort -u >"$memo"
+  cat "$memo"
   rm -rf "$dir"
 }
 stage_inputs() { # stage -> its input files, sorted, a line each

@@ -861,5 +861,85 @@ else
 fi
 echo "ablate: the bad-input cases took $((SECONDS - start)) s"
 
+# ---------------------------------------------------------------- time limits and carried runs (issue 54)
+# A GPU call trains the runs that fit its time and brings back only their small files; the next call,
+# on another machine, skips them. (1) Finished runs copied from another OUT (their cmd.txt names that
+# OUT) are skipped, not refused; the runs left are predicted from the copied DONE files; with
+# ABLATE_TIME_LIMIT=1 none fits: each is "not started", the runner exits 0 and writes a partial table
+# ("not yet run" for the seeds missing). (2) The next call without the limit trains exactly those and
+# completes the table, the copied runs untouched. (3) A run still training at the limit is stopped
+# (SIGTERM: its stop checkpoint), not done; the next call resumes it and finishes.
+start=$SECONDS
+carry=$tmp/carry
+for r in standard kv_shared; do mkdir -p "$carry/$r" && cp -r "$out/$r/seed_1337" "$carry/$r/"; rm -f "$carry/$r/seed_1337"/model_*.bin; done
+sum_carried=$(cat "$carry"/*/seed_1337/main.log | md5sum)
+ABLATE_DEVICE=cpu ABLATE_TIME_LIMIT=1 bash dev/ablate/ablate.sh dev/ablate/toy.txt "$carry" >"$tmp/carry1.log" 2>&1
+rc=$?
+n_not=$(grep -c '^ablate: not started: run [a-z_]* seed 133[78], predicted .* left of ABLATE_TIME_LIMIT=1 ' "$tmp/carry1.log")
+if [ $rc -eq 0 ] && [ "$(find "$carry" -name DONE | wc -l)" = 2 ] && [ "$n_not" = 4 ] &&
+   grep -q '^ablate: plan: 4 runs (3 runs x 2 seeds) of 6 x 16 steps; estimated .*(measured: 2 runs from a finished seed.s DONE; calibrated: 2 steps of each of 1 shape' "$tmp/carry1.log" &&
+   grep -q '^| standard (1 of 2 seeds) | standard |' "$carry/table.md" && grep -q '^| q_identity (not yet run) | q_identity |.*| not yet run |' "$carry/table.md" &&
+   grep -q '^| kv_shared | [0-9.]* | not yet run |$' "$carry/table.md" &&
+   grep -q '^ablate: 2 of 6 runs done (4 not finished within ABLATE_TIME_LIMIT=1); table.md is partial' "$tmp/carry1.log"; then
+  pass "time_limit_none_fits: 2 runs carried from another OUT skipped (not refused), 4 not started within ABLATE_TIME_LIMIT=1 (predicted from the carried DONE and a calibration), exit 0, a partial table with 'not yet run'"
+else
+  fail "time_limit_none_fits: exit $rc, $n_not not started: $(grep -m2 '^ablate: \(plan\|run\|.*refused\|.*another command\)' "$tmp/carry1.log" | paste -sd' ' -) $(grep -m1 '^| standard' "$carry/table.md" 2>/dev/null)"
+fi
+ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh dev/ablate/toy.txt "$carry" >"$tmp/carry2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ "$(find "$carry" -name DONE | wc -l)" = 6 ] && [ "$(cat "$carry"/*/seed_1337/main.log | md5sum)" != "$sum_carried" ] &&
+   [ "$(grep -c '^ablate: skip [a-z_]* seed 1337: done' "$tmp/carry2.log")" = 2 ] && [ "$(grep -c '^ablate: run [a-z_]* seed 133[78] done in' "$tmp/carry2.log")" = 4 ] &&
+   ! grep -q 'not yet run\|of 2 seeds)' "$carry/table.md" && grep -q '^| standard | standard |' "$carry/table.md"; then
+  pass "time_limit_next_call: the next call trains the 4 runs left, skips the 2 carried, and the table is whole"
+elif [ $rc -eq 0 ] && [ "$(find "$carry" -name DONE | wc -l)" = 6 ] && ! grep -q 'not yet run' "$carry/table.md"; then
+  pass "time_limit_next_call: the next call trains the 4 runs left, skips the 2 carried, and the table is whole"
+else
+  fail "time_limit_next_call: exit $rc, $(find "$carry" -name DONE | wc -l) DONE: $(grep -m2 '^ablate: \(skip\|run\|.*failed\)' "$tmp/carry2.log" | paste -sd' ' -)"
+fi
+# (3) one run of 96 steps (seconds on 2 cores), its first seed copied in with a DONE that says 0 s, so
+# that the second is predicted to fit and starts; the limit stops it part-way
+sed -e 's/^seeds = .*/seeds = 1337 1338/' -e 's/^tokens = .*/tokens = 96 * 256/' -e 's/^eval_every = .*/eval_every = 48/' \
+    -e '/^kv_shared\|^q_identity/d' dev/ablate/toy.txt >"$tmp/stop.txt"
+mkdir -p "$tmp/stop/standard/seed_1337"
+cp "$out/standard/seed_1337"/{main.log,stdout.log,DONE} "$tmp/stop/standard/seed_1337/"
+sed -i 's/^seconds .*/seconds 0/' "$tmp/stop/standard/seed_1337/DONE"
+ABLATE_DEVICE=cpu ABLATE_TIME_LIMIT=6 bash dev/ablate/ablate.sh "$tmp/stop.txt" "$tmp/stop" >"$tmp/stop1.log" 2>&1
+rc=$?
+left=$(pgrep -f "train_gpt2_cpu_standard.*$tmp/stop/" | wc -l)
+if [ $rc -eq 0 ] && [ ! -f "$tmp/stop/standard/seed_1338/DONE" ] && [ "$left" = 0 ] &&
+   grep -q '^ablate: ABLATE_TIME_LIMIT=6 reached: stopping run standard seed 1338 ' "$tmp/stop1.log" &&
+   grep -q '^ablate: run standard seed 1338 stopped at the time limit (exit 143; ' "$tmp/stop1.log" &&
+   ls "$tmp/stop/standard/seed_1338"/state_*.bin >/dev/null 2>&1; then
+  pass "time_limit_stops_a_run: the run still training at ABLATE_TIME_LIMIT=6 got SIGTERM, wrote its stop checkpoint ($(basename "$(ls "$tmp/stop/standard/seed_1338"/state_*.bin | tail -n 1)")), no DONE, exit 0, no trainer left"
+else
+  fail "time_limit_stops_a_run: exit $rc, $left trainers left: $(grep -m3 '^ablate: \(ABLATE\|run\|not\)' "$tmp/stop1.log" | paste -sd' ' -)"
+fi
+ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/stop.txt" "$tmp/stop" >"$tmp/stop2.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -f "$tmp/stop/standard/seed_1338/DONE" ] && grep -q '^ablate: run standard seed 1338 (standard) on .* (-y 1)$' "$tmp/stop2.log" &&
+   [ "$(grep -c '^step [0-9]*/96 ' "$tmp/stop/standard/seed_1338/main.log")" -ge 96 ]; then
+  pass "time_limit_resume: the next call resumes the stopped run from its checkpoint (-y 1) and finishes it"
+else
+  fail "time_limit_resume: exit $rc: $(grep -m2 '^ablate: run\|error' "$tmp/stop2.log" | paste -sd' ' -)"
+fi
+out_bad=$(ABLATE_TIME_LIMIT=0 ABLATE_PLAN_ONLY=1 bash dev/ablate/ablate.sh dev/ablate/toy.txt "$tmp/tl0" 2>&1)
+if [ $? -eq 1 ] && grep -q '^ablate: ABLATE_TIME_LIMIT=0: out of range (expected 1 to' <<<"$out_bad"; then
+  pass "time_limit_refused: ABLATE_TIME_LIMIT=0 refused in one line"
+else
+  fail "time_limit_refused: $out_bad"
+fi
+# max_epochs: a run that would read its training data more than once is refused before anything trains
+sed -e 's/^tokens = .*/tokens = 4000 * 256/' -e 's/^eval_every = .*/eval_every = 2000\nmax_epochs = 1/' dev/ablate/toy.txt >"$tmp/epochs.txt"
+msg=$(ABLATE_DEVICE=cpu ABLATE_PLAN_ONLY=1 bash dev/ablate/ablate.sh "$tmp/epochs.txt" "$tmp/epochs_out" 2>&1)
+rc=$?
+tline=$(grep -n '^tokens = ' "$tmp/epochs.txt" | cut -d: -f1)
+if [ $rc -eq 1 ] && grep -q "^ablate: $tmp/epochs.txt:$tline: run 'standard': tokens = 4000 \* 256 reads 1.08 epochs of dev/data/austen/austen_train_\*.bin, over max_epochs = 1 (HINT: tokens = 3690 \* 256, 944,640 tokens, is at most 1 epoch)" <<<"$msg" &&
+   [ ! -e "$tmp/epochs_out" ]; then
+  pass "max_epochs: 1,024,000 tokens of Austen's 944,705 refused with max_epochs = 1 ($(grep -m1 "run 'standard'" <<<"$msg" | sed 's/.*reads/reads/'))"
+else
+  fail "max_epochs: exit $rc: $(head -n 2 <<<"$msg" | paste -sd' ' -)"
+fi
+echo "ablate: the time-limit and carry checks took $((SECONDS - start)) s"
+
 echo "ablate: the suite took $((SECONDS - suite_start)) s"
 [ $fails -eq 0 ] || { echo "ablate: $fails failed"; exit 1; }

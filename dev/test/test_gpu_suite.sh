@@ -95,12 +95,12 @@ plan_check=$(awk -v stages="$STAGES" '
                         for (i = 5; i <= NF && $i !~ /^\(/; i++) seen[$i]++;
                         if ($1 == 1) { split($4, d, "/"); if (d[1] > d[2]) bad = bad " call 1 over budget" } next }
   table { table = 0 }
-  END { m = split(stages, s, " "); for (i = 1; i <= m; i++) if (seen[s[i]] != 1) bad = bad " " s[i] " in " seen[s[i]] + 0 " calls";
+  END { m = split(stages, s, " "); for (i = 1; i <= m; i++) if (s[i] ~ /^ablate_/ ? seen[s[i]] < 1 : seen[s[i]] != 1) bad = bad " " s[i] " in " seen[s[i]] + 0 " calls";
         if (n == 0) bad = bad " no call"; print bad }' "$tmp/plan.txt")
 if [ $rc -eq 0 ] && [ -z "$plan_check" ] && grep -q '^the first session (900 s) holds call' "$tmp/plan.txt" &&
    [ "$(grep -c 'command: set -o pipefail; export RECORD_COMMIT=.* dev/test/gpu_suite.sh --time-limit 540 build/gpu_log ' "$tmp/plan.txt")" -eq \
      "$(grep -c '^call [0-9]* (' "$tmp/plan.txt")" ]; then
-  pass "plan: every stage in one call, calls <= 540 s of stages, call 1 within 900 s ($(grep '^the first session' "$tmp/plan.txt"))"
+  pass "plan: every stage in one call (an ablation in as many as its runs left take), calls <= 540 s of stages, call 1 within 900 s ($(grep '^the first session' "$tmp/plan.txt"))"
 else
   fail "plan: exit $rc:${plan_check:- no session line or a call without its command}"
 fi
@@ -260,22 +260,34 @@ else
   skip "lt_regions_shim: no $CUDA_HOME/include/cublasLt.h, libcublasLt or gcc here"
 fi
 
-# ---------------------------------------------------------------- shared_projections in parts, bench in parts
+# ---------------------------------------------------------------- the ablation stages, bench in parts
+# one stage per paper config, in the issue's order; each call trains the runs that fit its time
+want="ablate_shared_projections ablate_wq_identity ablate_residual_query"
+got=$(tr ' ' '\n' <<<"$STAGES" | grep '^ablate_' | paste -sd' ' -)
+dry_ab=$(bash $suite --dry-run "$tmp/dry_ab" $want 2>&1)
+if [ "$got" = "$want" ] && [ "$(grep -c 'ABLATE_TIME_LIMIT=[0-9]* PYTHON=.* make ablate CONFIG=dev/ablate/\(shared_projections\|wq_identity\|residual_query\).txt OUT=build/gpu_suite/ablate_' <<<"$dry_ab")" = 3 ]; then
+  pass "ablate_stages: $want, each a make ablate of its config with ABLATE_TIME_LIMIT (the stage's time less the report's)"
+else
+  fail "ablate_stages: stages '$got' (expected '$want'): $(grep -m1 'make ablate' <<<"$dry_ab")"
+fi
 out=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 mqa" bash dev/ablate/ablate.sh dev/ablate/shared_projections.txt 2>&1)
 rc=$?
 n_not=$(echo "$out" | grep -c 'not in ABLATE_RUNS')
 bad=$(ABLATE_PLAN_ONLY=1 ABLATE_RUNS="gqa4 nope" bash dev/ablate/ablate.sh dev/ablate/shared_projections.txt 2>&1)
 rcb=$?
-if [ $rc -eq 0 ] && [ "$n_not" -eq 6 ] && [ $rcb -eq 1 ] && echo "$bad" | grep -q "ABLATE_RUNS names 'nope', which is no run of this config"; then
-  pass "ablate_runs: ABLATE_RUNS trains 2 of shared_projections' 8 runs (the 6 others marked), a name not in the config refused"
+if [ $rc -eq 0 ] && [ "$n_not" -eq 18 ] && [ $rcb -eq 1 ] && echo "$bad" | grep -q "ABLATE_RUNS names 'nope', which is no run of this config"; then
+  pass "ablate_runs: ABLATE_RUNS trains 2 of shared_projections' 8 runs (the 6 others marked, at each of 3 seeds), a name not in the config refused"
 else
   fail "ablate_runs: exits $rc/$rcb, $n_not runs marked: $(echo "$bad" | tail -n 1)"
 fi
-parts=$(sed -n '/^declare -A ABLATE_PART=/,/)$/p' $suite | grep -o '\[ablate_shared_projections_[a-d]\]="[^"]*"' | sed 's/.*="\(.*\)"/\1/' |
-        tr ' ' '\n' | sort | tr '\n' ' ')
-runs=$(grep -v '^\s*#' dev/ablate/shared_projections.txt | grep -v '=' | awk 'NF { print $1 }' | sort | tr '\n' ' ')
-if [ -n "$runs" ] && [ "$parts" = "$runs" ]; then pass "ablate_parts: ablate_shared_projections_a..d cover shared_projections' runs once each ($runs)"
-else fail "ablate_parts: parts '$parts', config runs '$runs'"; fi
+# the plan's prediction of each ablation: its runs not done, from the recorded tokens/s
+left=$(ABLATE_GPU_SECONDS=1 bash dev/ablate/ablate.sh dev/ablate/shared_projections.txt "$tmp/no_such_out" 2>&1)
+if [[ $left =~ ^ablate:\ gpu\ seconds\ left\ ([0-9]+)\ runs\ left\ 24\ of\ 24$ ]] && [ "${BASH_REMATCH[1]}" -gt 300 ] && [ "${BASH_REMATCH[1]}" -lt 3000 ] &&
+   grep -q "^    ablate_shared_projections .*predicted: the runs that fit, of ${BASH_REMATCH[1]} s left" "$tmp/plan.txt"; then
+  pass "ablate_predicted: shared_projections' 24 runs predicted at ${BASH_REMATCH[1]} s of GPU from the recorded tokens/s, the plan's figure"
+else
+  fail "ablate_predicted: '$left'; plan: $(grep -m1 '^    ablate_shared_projections' "$tmp/plan.txt")"
+fi
 out=$(BENCH_PEERS_ONLY=1 BENCH_SCHEMES_ONLY=1 bash dev/bench/bench.sh 2>&1)
 if [ $? -eq 1 ] && echo "$out" | grep -q 'expected at most one of them'; then pass "bench_parts: BENCH_PEERS_ONLY and BENCH_SCHEMES_ONLY together refused"
 else fail "bench_parts: $out"; fi
@@ -287,7 +299,7 @@ else fail "bench_parts: $out"; fi
 # in an earlier call records the sum of the calls' seconds (what --record-times reads).
 fake_repo="$tmp/fake_repo" fake_bin="$tmp/fake_bin"
 mkdir -p "$fake_repo/dev/results" "$fake_repo/dev/fixtures" "$fake_repo/build" "$fake_bin"
-cp Makefile attention_variants.cuh "$fake_repo/" && cp -r dev/test "$fake_repo/dev/" && cp dev/results/stage_times.tsv "$fake_repo/dev/results/"
+cp Makefile attention_variants.cuh "$fake_repo/" && cp -r dev/test dev/reference "$fake_repo/dev/" && cp dev/results/stage_times.tsv "$fake_repo/dev/results/"
 cat >"$fake_bin/nvidia-smi" <<'EOF'
 #!/bin/sh
 case "$*" in
@@ -357,6 +369,72 @@ if [ $rc -eq 0 ] && [ "$(cut -f1 "$tmp/fake_twice/sanitize_racecheck.status")" =
   pass "sanitize_resume_time: the next call runs only the failed run; the status and --record-times get both calls' time ($secs s)"
 else
   fail "sanitize_resume_time: exit $rc, status seconds '$secs': $(echo "$out" | grep -m2 '=== sanitize_racecheck' | tr '\n' '|')"
+fi
+
+# ---------------------------------------------------------------- a stage skipped while its inputs are unchanged
+# (issue 54) On the fake GPU: fixtures passes (a fake Python), --record-times writes the pass with the
+# digest of its inputs and the commit; a new call (a fresh LOG_DIR, as in the next session) skips it,
+# naming the commit; a change to one of its inputs (dev/reference/make_fixtures.py) runs it again, and
+# so does --force.
+fake_call() { # log stage... -> the suite's output on the fake GPU, with this test's passes file
+  local log=$1; shift
+  (cd "$fake_repo" && PATH="$fake_bin:$PATH" PYTHON="$fake_bin/ok" RECORD_COMMIT=abc1234 GPU_SUITE_PASSES="$tmp/passes.tsv" \
+     GPU_SUITE_TIMES="$tmp/skip_times.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/skip_ablate" bash dev/test/gpu_suite.sh "$tmp/$log" "$@" 2>&1)
+}
+out1=$(fake_call skip1 fixtures); rc1=$?
+(cd "$fake_repo" && GPU_SUITE_PASSES="$tmp/passes.tsv" GPU_SUITE_TIMES="$tmp/skip_times.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/skip_ablate" \
+   bash dev/test/gpu_suite.sh --record-times "$tmp/skip1" >"$tmp/skip_rec.txt" 2>&1)
+digest=$(cut -f1 "$tmp/skip1/fixtures.digest" 2>/dev/null)
+out2=$(fake_call skip2 fixtures); rc2=$?
+if [ $rc1 -eq 0 ] && grep -q '^=== fixtures (' <<<"$out1" && [ -n "$digest" ] &&
+   grep -q "^fixtures	Fake GPU	[^	]*	$digest	abc1234	" "$tmp/passes.tsv" &&
+   [ $rc2 -eq 0 ] && grep -q "^=== fixtures: passed at abc1234 (.*) on this GPU, inputs unchanged ([0-9]* files, $digest): skipping" <<<"$out2" &&
+   ! grep -q '^=== fixtures (' <<<"$out2" && grep -q '^not passed yet:.*' <<<"$out2" && ! grep -q '^not passed yet:.* fixtures' <<<"$out2" &&
+   grep -qx 'dev/reference/make_fixtures.py' "$tmp/skip2/fixtures.inputs"; then
+  pass "skip_unchanged: fixtures passed, recorded with its inputs' digest $digest at abc1234; the next call skips it: '$(grep -m1 '^=== fixtures' <<<"$out2" | cut -c5-90)...'"
+else
+  fail "skip_unchanged: exits $rc1/$rc2, digest '$digest', passes: $(grep -v '^#' "$tmp/passes.tsv" 2>/dev/null | head -n 2 | tr '\t\n' ' |'): $(grep -m1 '^=== fixtures' <<<"$out2")"
+fi
+echo "# a change" >>"$fake_repo/dev/reference/make_fixtures.py"
+out3=$(fake_call skip3 fixtures); rc3=$?
+out4=$(cd "$fake_repo" && PATH="$fake_bin:$PATH" PYTHON="$fake_bin/ok" GPU_SUITE_PASSES="$tmp/passes.tsv" bash dev/test/gpu_suite.sh --force "$tmp/skip4" fixtures 2>&1)
+sed -i '$d' "$fake_repo/dev/reference/make_fixtures.py"
+out5=$(fake_call skip5 fixtures)
+if [ $rc3 -eq 0 ] && grep -q '^=== fixtures (' <<<"$out3" && [ "$(cut -f1 "$tmp/skip3/fixtures.digest")" != "$digest" ] &&
+   grep -q '^=== fixtures (' <<<"$out4" && grep -q "^=== fixtures: passed at abc1234 .*$digest): skipping" <<<"$out5"; then
+  pass "skip_changed: a changed input (make_fixtures.py) runs the stage again (a new digest), --force runs it, the file restored is skipped again"
+else
+  fail "skip_changed: exit $rc3: $(grep -m1 '^=== fixtures' <<<"$out3") | force: $(grep -m1 '^=== fixtures' <<<"$out4") | restored: $(grep -m1 '^=== fixtures' <<<"$out5")"
+fi
+# the inputs found for stages that run binaries: the compiler's dependencies of what they run, the scripts
+bash $suite --inputs "$tmp/inputs" tests_fp32 lab_bench fixtures >"$tmp/inputs.txt" 2>&1
+section() { awk -v s="=== $1:" 'index($0, s) == 1 { on = 1; next } /^=== / { on = 0 } on { print $1 }' "$tmp/inputs.txt"; }
+t=$(section tests_fp32) l=$(section lab_bench) f=$(section fixtures)
+miss=""
+for want in train_gpt2.cu test_gpt2.cu attention_variants.cuh dev/parameters.h dev/train_common.h dataloader.h dev/test/test_cuda.sh Makefile; do
+  grep -qx "$want" <<<"$t" || miss="$miss tests_fp32:$want"
+done
+for want in dev/cuda/attention_forward.cu dev/cuda/common.h dev/cuda/sdpa_bench.py train_gpt2.cu; do grep -qx "$want" <<<"$l" || miss="$miss lab_bench:$want"; done
+grep -qx 'dev/bench/bench.sh\|dev/ablate/ablate.py' <<<"$t" && miss="$miss tests_fp32:(bench or ablate named)"
+grep -qx 'dev/reference/make_fixtures.py' <<<"$f" || miss="$miss fixtures:make_fixtures.py"
+grep -qx 'train_gpt2.cu' <<<"$f" && miss="$miss fixtures:(train_gpt2.cu: it runs no binary)"
+if [ -z "$miss" ]; then
+  pass "inputs: tests_fp32 $(wc -l <<<"$t") files (the trainers' and tests' -MM, test_cuda.sh), lab_bench $(wc -l <<<"$l") (the labs), fixtures $(wc -l <<<"$f") (no binary)"
+else
+  fail "inputs: missing or wrong:$miss"
+fi
+# --record-times keeps the finished ablation runs' small files (not their models) for the next session
+mkdir -p "$tmp/rec_ab/ablate_toy/standard/seed_1" "$tmp/rec_ab/ablate_toy/kv_shared/seed_1"
+for f in DONE main.log stdout.log cmd.txt heads.csv; do echo "$f" >"$tmp/rec_ab/ablate_toy/standard/seed_1/$f"; done
+echo model >"$tmp/rec_ab/ablate_toy/standard/seed_1/model_00000016.bin"; echo partial >"$tmp/rec_ab/ablate_toy/kv_shared/seed_1/main.log"
+echo "| table |" >"$tmp/rec_ab/ablate_toy/table.md"
+GPU_SUITE_TIMES="$tmp/rec_ab_times.tsv" GPU_SUITE_PASSES="$tmp/rec_ab_passes.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/ab_results" \
+  bash $suite --record-times "$tmp/rec_ab" >"$tmp/rec_ab.txt" 2>&1
+kept=$(cd "$tmp/ab_results/toy" 2>/dev/null && find . -type f | sort | tr '\n' ' ')
+if [ "$kept" = "./standard/seed_1/DONE ./standard/seed_1/cmd.txt ./standard/seed_1/heads.csv ./standard/seed_1/main.log ./standard/seed_1/stdout.log ./table.md " ]; then
+  pass "record_ablate: --record-times copies a finished run's logs, DONE and heads.csv and the table, not its model nor an unfinished run"
+else
+  fail "record_ablate: kept '$kept': $(cat "$tmp/rec_ab.txt" | tail -n 2)"
 fi
 
 echo "  gpu_suite: $((SECONDS - start)) s"
