@@ -200,7 +200,12 @@ $(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
 # The CPU trainer is the no-GPU training path: -O3 -march=native lets the compiler vectorize its layer
 # loops (the binaries are built on the machine that runs them); -fno-math-errno lets it vectorize
 # loops that call sqrt (AdamW).
-CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno
+# GCC 12.2 at -mtune=skylake* (what -march=native picks on an AVX-512 Xeon) miscompiles the parameter
+# count of dev/parameters.h (its if-conversion of QKV_SHAPE's `present ? n : 0` reads stale flags: the
+# checkpoint a trainer writes is one its own loader refuses); the fix is GCC 12.3, the workaround turns
+# that if-conversion off, for GCC 12 only
+CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno \
+                $(if $(filter 12.%,$(shell $(CXX) -dumpfullversion 2>/dev/null)),--param max-rtl-if-conversion-insns=1)
 ASAN := $(BUILD)/asan
 ASAN_CXXFLAGS := $(CXXFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 CPU_TRAINER_DEPS := dev/cpu/train_gpt2_cpu.cpp dev/cpu/attention_tiled_cpu.h $(MODEL_HEADERS)
