@@ -25,9 +25,15 @@ dev/ablate/ablate.sh runs it with /usr/bin/python3.
                               refuse a plan over 2 hours without FORCE=1); a real run always does
   FORCE=1                     train a plan estimated over 2 hours (refused in one line otherwise)
   ABLATE_RUNS="name ..."      train only these runs of the config, at all its seeds (the others are left as
-                              they are); the report is written once every run of the config is done, so a
-                              long config can be trained in parts into the same OUT (dev/test/gpu_suite.sh's
-                              ablate_shared_projections_a..d: a device call each)
+                              they are), so a long config can be trained in parts into the same OUT; the
+                              report covers the runs done so far (the others "not yet run")
+  ABLATE_TIME_LIMIT=S         train the runs that fit in S seconds from the start: a run starts only when its
+                              predicted time fits what is left, one still training at the limit is stopped
+                              (SIGTERM: a checkpoint, not done); exit 0, the partial report, the rest next time
+                              (dev/test/gpu_suite.sh's ablate_<config> stages: a device call each)
+  ABLATE_CUDA_ARCHS="-gencode arch=compute_90,code=sm_90"   build the CUDA trainers for these only (at once)
+  ABLATE_GPU_SECONDS=1        print the predicted GPU seconds of the runs OUT has no DONE of, and stop
+                              (gpu_suite.sh --plan); nothing is built, checked or written
 
 The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole story):
   key = value lines, the shared block:
@@ -44,6 +50,8 @@ The config (plain text, `#` starts a comment; dev/ablate/README.md has the whole
                                the last step)
     flags = -e d12 -b 16 ...   trainer flags shared by every run
     checkpoint_every = 250     optional: -n, 1 to 2147483647 (default: a quarter of the steps)
+    max_epochs = 1             optional: refuse runs that would read the training shards more than this many
+                               times (checked against the shard headers once they are there)
     baseline = <run name>      optional: the run table.md compares with (default: the first run of
                                scheme standard; none: the relative columns are n/a)
   one run per line:  <name> <scheme> [trainer flags]   (a run's flag replaces the shared one)

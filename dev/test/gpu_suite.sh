@@ -19,10 +19,12 @@
 #       the device calls to make, in order, each <= 540 s, with the expected time of each stage
 #       from dev/results/stage_times.tsv (the last recorded run, or an estimate where none was
 #       measured), the machine's start-up, the cumulative device time and which calls fit the
-#       budget (default 900 s). No GPU needed.
+#       budget (default 900 s); not the stages that passed with today's inputs (stage_passes.tsv), and
+#       the ablations' runs not yet done (dev/results/ablate/) in the minutes left. No GPU needed.
 #   bash dev/test/gpu_suite.sh --record-times LOG_DIR
 #       write the seconds of every stage LOG_DIR records as passed into dev/results/stage_times.tsv
-#       (measured, with the date and GPU), for the next --plan
+#       (measured, with the date and GPU), for the next --plan; their passes with the digest of their
+#       inputs into dev/results/stage_passes.tsv; the finished ablation runs into dev/results/ablate/
 #
 # Stages, in order of value (the stage's timeout in brackets; every one <= 540 s):
 #   build             [300] every trainer and test binary (scheme x BF16/FP32), the kernel labs and
@@ -61,6 +63,8 @@
 #   ablate_shared_projections, ablate_wq_identity, ablate_residual_query [540 each] `make ablate
 #                     CONFIG=dev/ablate/<config>.txt`, as many whole runs as fit the call (ABLATE_TIME_LIMIT);
 #                     the runs finished in earlier calls and sessions are skipped (below); PART while runs are left
+# A stage that passed on this GPU with the same inputs at an earlier commit (dev/results/stage_passes.tsv,
+# from --record-times) is skipped: "passed at <commit>, inputs unchanged" (a stage's inputs, below).
 # Sanitizer stages resume run by run (a run that passed is not repeated) and note the least host
 # memory available and the most GPU memory used while they ran (sampled every 5 s). The targets are checked,
 # not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
@@ -70,8 +74,8 @@
 # never stops the suite: every stage asked for runs, the summary comes last, the exit status is 1
 # when a stage of this call or a target failed.
 #
-# Needs, beside the repository: dev/data/austen (profile, profile_ncu, train), dev/data/gpt2 (train),
-# dev/data/mix (ablate), dev/bench/peers (bench_peers), made where the registries are reachable and
+# Needs, beside the repository: dev/data/austen (profile, profile_ncu, train), dev/data/gpt2 (train,
+# ablate), dev/data/mix (ablate), dev/bench/peers (bench_peers), made where the registries are reachable and
 # carried (the device machine has no network); a LOG_DIR inside the repository (build/gpu_log) so
 # that it can be carried back to a fresh machine. Logs: LOG_DIR/<stage>.status, .rows, and the
 # stage's files; LOG_DIR/summary.txt.

@@ -404,9 +404,13 @@ for cfg in dev/ablate/*.txt; do
     if [ -n "$data" ] && ! compgen -G "dev/data/$data/${data}_train_*.bin" >/dev/null &&
        ! grep -q "^ablate: note: dev/data/$data is not prepared: .*synthetic shard.* NOT checked" <<<"$msg"; then
       fail "config_valid_$(basename "$cfg" .txt): dev/data/$data is not prepared, and the plan does not say that the data headers went unchecked"
+    elif grep -q '^max_epochs = 1' "$cfg" && ! grep -q '^ablate: data: each run reads [0-9,]* training tokens, 1.00 epoch of \|^ablate: note: max_epochs = 1 is not checked: the training shards .* cannot be read yet' <<<"$msg"; then
+      fail "config_valid_$(basename "$cfg" .txt): max_epochs = 1, but neither its one epoch nor that it went unchecked is said: $(grep '^ablate: \(data\|note\)' <<<"$msg" | paste -sd' ' -)"
+    elif [ "$data" = mix ] && ! grep -Eq "^ablate: plan on a GPU: $((checked)) runs \([0-9]+ x 3 seeds\) predicted [0-9]+ (s|min) on one GPU from each scheme's latest measured d12 tokens/s \(NVIDIA" <<<"$msg"; then
+      fail "config_valid_$(basename "$cfg" .txt): no GPU estimate from the recorded speeds for its $checked runs: $(grep '^ablate: plan' <<<"$msg" | paste -sd' ' -)"
     elif grep -q "checked by [a-z]* trainers* (--check_args 1)" <<<"$msg" && [ "$checked" -ge 1 ] &&
          grep -q '^ablate: plan: .*; time estimate skipped (plan-only calibrates with ABLATE_ESTIMATE=1' <<<"$msg"; then
-      pass "config_valid_$(basename "$cfg" .txt): $(head -n 1 <<<"$msg" | sed 's/^ablate: //')$(grep -q 'NOT checked' <<<"$msg" && echo " (corpus not prepared here: synthetic shards, said so)")"
+      pass "config_valid_$(basename "$cfg" .txt): $(head -n 1 <<<"$msg" | sed 's/^ablate: //')$(grep -q 'NOT checked' <<<"$msg" && echo " (corpus not prepared here: synthetic shards, said so)")$(grep -m1 '^ablate: plan on a GPU' <<<"$msg" | sed 's/^ablate: plan on a GPU: \([^(]*\)(.* predicted \([0-9]* [a-z]*\) .*/; on a GPU: \1predicted \2/')$(grep -m1 '^ablate: data: ' <<<"$msg" | sed 's/.*, \([0-9.]* epochs\{0,1\}\) of.*/; \1/')"
     else
       fail "config_valid_$(basename "$cfg" .txt): exit 0 but no trainer check or plan line reported: $(head -n 2 <<<"$msg" | paste -sd' ' -) $(grep '^ablate: plan' <<<"$msg")"
     fi
@@ -872,7 +876,7 @@ echo "ablate: the bad-input cases took $((SECONDS - start)) s"
 start=$SECONDS
 carry=$tmp/carry
 for r in standard kv_shared; do mkdir -p "$carry/$r" && cp -r "$out/$r/seed_1337" "$carry/$r/"; rm -f "$carry/$r/seed_1337"/model_*.bin; done
-sum_carried=$(cat "$carry"/*/seed_1337/main.log | md5sum)
+sum_carried=$(cat "$carry"/{standard,kv_shared}/seed_1337/main.log | md5sum)
 ABLATE_DEVICE=cpu ABLATE_TIME_LIMIT=1 bash dev/ablate/ablate.sh dev/ablate/toy.txt "$carry" >"$tmp/carry1.log" 2>&1
 rc=$?
 n_not=$(grep -c '^ablate: not started: run [a-z_]* seed 133[78], predicted .* left of ABLATE_TIME_LIMIT=1 ' "$tmp/carry1.log")
@@ -887,12 +891,10 @@ else
 fi
 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh dev/ablate/toy.txt "$carry" >"$tmp/carry2.log" 2>&1
 rc=$?
-if [ $rc -eq 0 ] && [ "$(find "$carry" -name DONE | wc -l)" = 6 ] && [ "$(cat "$carry"/*/seed_1337/main.log | md5sum)" != "$sum_carried" ] &&
+if [ $rc -eq 0 ] && [ "$(find "$carry" -name DONE | wc -l)" = 6 ] && [ "$(cat "$carry"/{standard,kv_shared}/seed_1337/main.log | md5sum)" = "$sum_carried" ] &&
    [ "$(grep -c '^ablate: skip [a-z_]* seed 1337: done' "$tmp/carry2.log")" = 2 ] && [ "$(grep -c '^ablate: run [a-z_]* seed 133[78] done in' "$tmp/carry2.log")" = 4 ] &&
    ! grep -q 'not yet run\|of 2 seeds)' "$carry/table.md" && grep -q '^| standard | standard |' "$carry/table.md"; then
-  pass "time_limit_next_call: the next call trains the 4 runs left, skips the 2 carried, and the table is whole"
-elif [ $rc -eq 0 ] && [ "$(find "$carry" -name DONE | wc -l)" = 6 ] && ! grep -q 'not yet run' "$carry/table.md"; then
-  pass "time_limit_next_call: the next call trains the 4 runs left, skips the 2 carried, and the table is whole"
+  pass "time_limit_next_call: the next call trains the 4 runs left, skips the 2 carried (their logs untouched), and the table is whole"
 else
   fail "time_limit_next_call: exit $rc, $(find "$carry" -name DONE | wc -l) DONE: $(grep -m2 '^ablate: \(skip\|run\|.*failed\)' "$tmp/carry2.log" | paste -sd' ' -)"
 fi
@@ -938,6 +940,25 @@ if [ $rc -eq 1 ] && grep -q "^ablate: $tmp/epochs.txt:$tline: run 'standard': to
   pass "max_epochs: 1,024,000 tokens of Austen's 944,705 refused with max_epochs = 1 ($(grep -m1 "run 'standard'" <<<"$msg" | sed 's/.*reads/reads/'))"
 else
   fail "max_epochs: exit $rc: $(head -n 2 <<<"$msg" | paste -sd' ' -)"
+fi
+# the README's results table from the runs that came back (dev/ablate/results_table.py): the toy's
+# summary.csv standing in for shared_projections' (kv_shared is a run of both), its perplexity change
+# recomputed here; the runs without a summary row "not yet run"; a run with a seed missing says so
+mkdir -p "$tmp/res/shared_projections"
+cp "$carry/summary.csv" "$tmp/res/shared_projections/"
+rt=$(ABLATE_RESULTS_DIR="$tmp/res" "$PY" dev/ablate/results_table.py 2>&1)
+want=$("$PY" -c '
+import csv, math, sys
+r = {x["run"]: x for x in csv.DictReader(open(sys.argv[1]))}
+print("%+.1f%%" % (100 * (math.exp(float(r["kv_shared"]["diff_vs_baseline"])) - 1)))' "$carry/summary.csv")
+sed -i 's/^\(kv_shared,[^,]*,[^,]*,\)2,/\11,/' "$tmp/res/shared_projections/summary.csv"
+rt1=$(ABLATE_RESULTS_DIR="$tmp/res" "$PY" dev/ablate/results_table.py 2>&1)
+if grep -q "^|  | kv_shared (Q-K=V) | +3.1% | $(sed 's/[+.]/\\&/g' <<<"$want") ([0-9.]* ± [0-9.]* vs [0-9.]* ± [0-9.]*; p = [0-9.e-]*, 2 seeds) |$" <<<"$rt" &&
+   grep -q '^|  | qk_shared (Q=K-V) | +4.9% | not yet run |$' <<<"$rt" && grep -q '^| residual query .* | q_residual | .* | not yet run |$' <<<"$rt" &&
+   grep -q '^|  | kv_shared (Q-K=V) | +3.1% | .*, 1 of 2 seeds) |$' <<<"$rt1"; then
+  pass "results_table: a recorded kv_shared as perplexity vs standard ($want, 2 seeds), the runs not recorded 'not yet run', a missing seed said ('1 of 2 seeds')"
+else
+  fail "results_table: '$want' expected: $(grep 'kv_shared\|qk_shared' <<<"$rt" | paste -sd' ' -) / $(grep 'kv_shared' <<<"$rt1")"
 fi
 echo "ablate: the time-limit and carry checks took $((SECONDS - start)) s"
 

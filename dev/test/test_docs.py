@@ -13,10 +13,13 @@ Checks:
 - "Two commands" shows exactly two commands.
 - Every relative link of README.md and dev/TESTING.md names a file or folder of the repository.
 - No reference to files outside the repository (VARIANTS.md) and no paper called by its seed number.
+- The README's table of the papers' results is dev/ablate/results_table.py's rendering of
+  dev/results/ablate (the runs that came back from a GPU): "not yet run" until they do.
 Exits 1 on any FAIL.
 """
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -110,6 +113,12 @@ def main():
         with open(README, "w", encoding="utf-8") as f:
             f.write(text[:start] + fixed + text[end:])
         print("docs: --fix rewrote the line ranges of README.md's Reading the code")
+
+    # the results table is dev/results/ablate's, never typed (dev/ablate/results_table.py)
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "dev", "ablate", "results_table.py"), "--check"],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "README: the papers' results table is what dev/ablate/results_table.py makes of "
+                             "dev/results/ablate (%s)" % (r.stdout + r.stderr).strip())
 
     two = re.search(r"\n## Two commands\n+```bash\n(.*?)```", text, re.S)
     commands = [l for l in two.group(1).split("\n") if l.strip()] if two else []
