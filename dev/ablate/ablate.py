@@ -1061,13 +1061,13 @@ def shard_tokens(pattern):
     return counts or None
 
 
-def epoch_check(cfg, plan, names, train=None):
+def epoch_check(cfg, plan, names):
     """how much of its training data each of names reads, as (info lines, errors as (config line, message)),
     or (None, []) when the training shards cannot be read. A run reads steps x tokens per step / (B x T)
     windows of B x T + 1 tokens; an epoch holds (N - 1) // (B x T) windows of each shard of N tokens (the
     dataloader's cut, dataloader.h), so its epochs are the windows it reads over those of an epoch. Over
     max_epochs is an error on the tokens line: a run that sees tokens again is not what the config promised."""
-    pattern = train or plan["train"]
+    pattern = plan["train"]
     counts = shard_tokens(pattern)
     if counts is None:
         return None, []
@@ -1267,10 +1267,9 @@ def estimate(cfg, plan, device, todo, calibrate_now, how_to, train=None, val=Non
         cfg, plan, device, rest, lambda p: not force and seconds_of(p) > FORCE_OVER_S, train, val)
     total_s = seconds_of(per_name)
     partial = timed < shapes  # stopped early: the runs timed so far are over the limit already
-    how = []
-    if any(n in measured for n in names):
-        how.append("measured: %d run%s from a finished seed's DONE" % (
-            sum(1 for n in names if n in measured), "" if sum(1 for n in names if n in measured) == 1 else "s"))
+    how, n_measured = [], sum(1 for n in names if n in measured)
+    if n_measured:
+        how.append("measured: %d run%s from a finished seed's DONE" % (n_measured, "" if n_measured == 1 else "s"))
     if recorded:
         src = sorted(set("%s, %s (%s)" % (speeds[cfg.scheme[n]][1], speeds[cfg.scheme[n]][2][:10],
                                            speeds[cfg.scheme[n]][3]) for n in recorded))

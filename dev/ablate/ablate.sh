@@ -9,5 +9,8 @@
 #   CUDA_VISIBLE_DEVICES=0,2 (the GPUs, one run each at a time)  ABLATE_JOBS=N (runs at a time)
 #   ABLATE_STATUS_S=60 (progress lines of runs in parallel)  ABLATE_TEST_FAKE_GPUS=1 (the tests' fake GPUs)
 #
-# The runner itself always runs on /usr/bin/python3 (whatever PYTHON is: it needs no package).
-exec /usr/bin/python3 "$(dirname "$0")/ablate.py" "$@"
+# The runner itself runs on /usr/bin/python3 (whatever PYTHON is: it needs no package), or where a
+# machine has none (the GPU machine's Python may live in a virtual environment) the python3 on PATH.
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3) || { echo "ablate: no /usr/bin/python3 and no python3 on PATH (HINT: install Python 3)" >&2; exit 1; }
+exec "$py" "$(dirname "$0")/ablate.py" "$@"

@@ -953,9 +953,9 @@ r = {x["run"]: x for x in csv.DictReader(open(sys.argv[1]))}
 print("%+.1f%%" % (100 * (math.exp(float(r["kv_shared"]["diff_vs_baseline"])) - 1)))' "$carry/summary.csv")
 sed -i 's/^\(kv_shared,[^,]*,[^,]*,\)2,/\11,/' "$tmp/res/shared_projections/summary.csv"
 rt1=$(ABLATE_RESULTS_DIR="$tmp/res" "$PY" dev/ablate/results_table.py 2>&1)
-if grep -q "^|  | kv_shared (Q-K=V) | +3.1% | $(sed 's/[+.]/\\&/g' <<<"$want") ([0-9.]* ± [0-9.]* vs [0-9.]* ± [0-9.]*; p = [0-9.e-]*, 2 seeds) |$" <<<"$rt" &&
+if grep -q "^| shared projections ([^|]*) | kv_shared (Q-K=V) | +3.1% | $(sed 's/[+.]/\\&/g' <<<"$want") ([0-9.]* ± [0-9.]* vs [0-9.]* ± [0-9.]*; p = [0-9.e-]*, 2 seeds) |$" <<<"$rt" &&
    grep -q '^|  | qk_shared (Q=K-V) | +4.9% | not yet run |$' <<<"$rt" && grep -q '^| residual query .* | q_residual | .* | not yet run |$' <<<"$rt" &&
-   grep -q '^|  | kv_shared (Q-K=V) | +3.1% | .*, 1 of 2 seeds) |$' <<<"$rt1"; then
+   grep -q '^| shared projections ([^|]*) | kv_shared (Q-K=V) | +3.1% | .*, 1 of 2 seeds) |$' <<<"$rt1"; then
   pass "results_table: a recorded kv_shared as perplexity vs standard ($want, 2 seeds), the runs not recorded 'not yet run', a missing seed said ('1 of 2 seeds')"
 else
   fail "results_table: '$want' expected: $(grep 'kv_shared\|qk_shared' <<<"$rt" | paste -sd' ' -) / $(grep 'kv_shared' <<<"$rt1")"
