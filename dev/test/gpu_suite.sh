@@ -279,7 +279,7 @@ plan() { # budget
 # the ablation stages' results: what comes back of each finished run, and where it is put back
 ABLATE_RUN_FILES="cmd.txt DONE stdout.log main.log heads.csv heads.log"
 ABLATE_REPORT_FILES="plan.tsv runs.csv summary.csv table.md loss.png"
-ABLATE_REPORT_S=45 # the runner's report and the copies after the last run
+ABLATE_REPORT_S=${GPU_SUITE_ABLATE_REPORT_S:-45} # the runner's report and the copies after the last run (tests: more)
 
 ablate_restore() { # from out: the finished runs under from (a folder of ablate_<config> files) into out
   local from=$1 out=$2 done_file d f
