@@ -281,7 +281,7 @@ ABLATE_RUN_FILES="cmd.txt DONE stdout.log main.log heads.csv heads.log"
 ABLATE_REPORT_FILES="plan.tsv runs.csv summary.csv table.md loss.png"
 ABLATE_REPORT_S=${GPU_SUITE_ABLATE_REPORT_S:-45} # the runner's report and the copies after the last run (tests: more)
 
-ablate_restore() { # from out: the finished runs under from (a folder of ablate_<config> files) into out
+ablate_restore() { # from out -> the finished runs under from (a folder of ablate_<config> files) put into out
   local from=$1 out=$2 done_file d f
   [ -d "$from" ] || return 0
   while IFS= read -r done_file; do
@@ -517,7 +517,7 @@ fixtures_ok() {
 # local imports); and where any of that runs a binary the build stage makes (train_gpt2cu, test_gpt2cu,
 # lab_, build/params, test_ptx), the Makefile and the compiler's dependencies of every such binary (its
 # `make -n` command with -MM: the sources and headers it includes). The digest is a SHA-256 of their
-# contents, the GPU's name and nvcc's version; the list is LOG_DIR/<stage>.inputs.
+# names and contents (the list: LOG_DIR/<stage>.inputs); a pass counts on the same GPU and nvcc only.
 DEPS_CACHE=$LOG/deps # the -MM lists, each valid while the files it lists are unchanged (travels with LOG_DIR)
 SUITE_COMMIT=${RECORD_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 trap 'rm -f "$DEPS_CACHE"/kind_*."$$"' EXIT # kind_deps' memo of this invocation
