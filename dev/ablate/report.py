@@ -344,8 +344,8 @@ def statistics(runs, baseline):
         r["welch"] = None if r["vs"] is None else welch(r["finals"], base["finals"])
         tok = [u["summary"][0] for u in r["seeds"] if u["summary"] and u["done"]]
         r["tok_s"] = sum(tok) / len(tok) if tok else None
-        loads = [u["load"] for u in r["seeds"]]
-        r["load"] = None if any(l is None for l in loads) else max(loads)
+        loads = [u["load"] for u in r["seeds"] if u["done"]]  # as the speed: the seeds that finished
+        r["load"] = None if not loads or any(l is None for l in loads) else max(loads)
         gpu = [u for u in r["seeds"] if u["on_gpu"]]
         r["gpu_shared"] = True if any(u["gpu_shared"] for u in gpu) else None if \
             any(u["gpu_shared"] is None for u in gpu) or not gpu else False
