@@ -1097,15 +1097,8 @@ def epoch_check(cfg, plan, names):
 
 def val_tokens(plan):
     """tokens in the validation shards (their headers), or None when they cannot be read"""
-    total = 0
-    for p in glob.glob(plan["val"]) if plan["val"] else []:
-        try:
-            with open(p, "rb") as f:
-                head = f.read(12)
-            total += struct.unpack("<3i", head)[2]
-        except (OSError, struct.error):
-            return None
-    return total or None
+    counts = shard_tokens(plan["val"])
+    return (sum(counts) or None) if counts else None
 
 
 def calibrate(cfg, plan, device, todo, enough, train=None, val=None):
