@@ -28,6 +28,7 @@ tmp=$(mktemp -d /tmp/test_gpu_suite.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 start=$SECONDS
 suite=dev/test/gpu_suite.sh
+records_before=$(find dev/results -type f | sort | xargs md5sum) # the suite's --record-times must write elsewhere
 STAGES=$(bash $suite --dry-run "$tmp/list" no_such_stage 2>&1 | sed -n 's/.*expected one of: //p') # the suite's own list
 [ "$(echo "$STAGES" | wc -w)" -ge 10 ] || fail "stage list: could not read STAGES_ALL from $suite (got '$STAGES')"
 
@@ -115,7 +116,8 @@ mkdir -p "$tmp/rec"
 cp dev/results/stage_times.tsv "$tmp/times.tsv"
 printf 'PASS\t77\t2026-11-30 10:00 UTC\tNVIDIA H100 80GB HBM3\n' >"$tmp/rec/build.status"
 printf 'FAIL\t5\t2026-11-30 10:01 UTC\tNVIDIA H100 80GB HBM3\n' >"$tmp/rec/fixtures.status"
-GPU_SUITE_TIMES="$tmp/times.tsv" bash $suite --record-times "$tmp/rec" >"$tmp/rec.txt" 2>&1
+GPU_SUITE_TIMES="$tmp/times.tsv" GPU_SUITE_PASSES="$tmp/rec_passes.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/rec_ablate" \
+  bash $suite --record-times "$tmp/rec" >"$tmp/rec.txt" 2>&1
 GPU_SUITE_TIMES="$tmp/times.tsv" bash $suite --plan >"$tmp/plan_rec.txt" 2>&1
 if grep -q '^    build  *77 s  measured 2026-11-30 NVIDIA H100 80GB HBM3' "$tmp/plan_rec.txt" &&
    grep '^    fixtures  *[0-9]* s ' "$tmp/plan_rec.txt" | grep -qv '2026-11-30' && grep -q 'fixtures: FAIL, not recorded' "$tmp/rec.txt"; then
@@ -362,7 +364,8 @@ fi
 printf 'FAIL\t100\t2026-11-30 10:00 UTC\tFake GPU\n' >"$tmp/fake_twice/sanitize_racecheck.status"
 out=$(fake_suite 2 fake_twice); rc=$?
 secs=$(cut -f2 "$tmp/fake_twice/sanitize_racecheck.status")
-GPU_SUITE_TIMES="$tmp/fake_times.tsv" bash $suite --record-times "$tmp/fake_twice" >/dev/null 2>&1
+GPU_SUITE_TIMES="$tmp/fake_times.tsv" GPU_SUITE_PASSES="$tmp/fake_passes.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/fake_ablate" \
+  bash $suite --record-times "$tmp/fake_twice" >/dev/null 2>&1
 if [ $rc -eq 0 ] && [ "$(cut -f1 "$tmp/fake_twice/sanitize_racecheck.status")" = PASS ] && [ "$secs" -ge 100 ] && [ "$secs" -lt 160 ] &&
    echo "$out" | grep -q "($secs s with the earlier calls' runs)" &&
    grep -q "^sanitize_racecheck	$secs	measured " "$tmp/fake_times.tsv"; then
@@ -480,6 +483,14 @@ if [ $rc1 -eq 0 ] && [ "$(cut -f1 "$tmp/ab1/ablate_residual_query.status" 2>/dev
   pass "ablate_two_calls: call 1 cut by its time limit kept $n1 of 9 runs (PART), --record-times kept their logs (no model), call 2 on a fresh LOG_DIR skipped them (logs untouched) and trained the $((9 - n1)) left: PASS, the table whole ($((SECONDS - ab_start)) s)"
 else
   fail "ablate_two_calls: exits $rc1/$rc2, $n1 then $n2 runs done, status $(cut -f1 "$tmp/ab1/ablate_residual_query.status" 2>/dev/null)/$(cut -f1 "$tmp/ab2/ablate_residual_query.status" 2>/dev/null): $(grep -m1 '^ablate_residual_query ' <<<"$ab1") | $(grep -m1 '^ablate_residual_query ' <<<"$ab2") | $(grep -m2 'error\|failed\|refused' "$tmp/ab1/ablate_residual_query.log" "$tmp/ab_build.log" 2>/dev/null | paste -sd' ' -)"
+fi
+
+# every --record-times above wrote into this test's files: the repository's records are as they were
+records_after=$(find dev/results -type f | sort | xargs md5sum)
+if [ "$records_after" = "$records_before" ]; then
+  pass "records_untouched: dev/results (stage_times.tsv, stage_passes.tsv, ablate/) as before the suite"
+else
+  fail "records_untouched: the suite changed $(diff <(echo "$records_before") <(echo "$records_after") | grep '^[<>]' | head -n 3 | tr '\n' ' ')"
 fi
 
 echo "  gpu_suite: $((SECONDS - start)) s"
