@@ -387,6 +387,97 @@ static int argmax_of(const float* x, int n) {
     return best;
 }
 
+// Batched decoding: KV_BATCH sequences decoded together (one cache, one step for all of them) against
+// each sequence decoded alone (a cache of one), from different prompts of P tokens, then gen tokens
+// each; sequence b samples with dev/test/sampling_check.h's grid setting b (greedy first) and its own
+// coins. On the CPU runtime every row of a step is computed by the same code whatever the batch, so
+// the logits must agree bit for bit and the tokens exactly. On a GPU cuBLASLt may pick another
+// algorithm for M = KV_BATCH rows than for M = 1: the logits within KV_LOGITS_TOLERANCE, and a
+// sequence may part from its single run only at a token the measured difference explains
+// (sampling_flip_explained), after which it is not compared (counted).
+#ifdef CUDACPU_CUDA_CPU_H
+static const int KV_BATCH_EXACT = 1;
+#else
+static const int KV_BATCH_EXACT = 0;
+#endif
+static const int KV_BATCH = 3;
+
+// sequences [first, first + count) of seqs (each holding its P prompt tokens) decoded together:
+// appends gen sampled tokens to each and the gen logit rows they were drawn from to logits[b]
+static void kv_batch_decode(GPT2* model, int first, int count, int P, int gen, std::vector<std::vector<int>>* seqs,
+                            std::vector<std::vector<float>>* logits) {
+    const int V = model->config.vocab_size;
+    KVCache cache;
+    kv_cache_build(&cache, model, P + gen, count);
+    std::vector<float> step((size_t)count * V);
+    std::vector<int> tokens((size_t)count);
+    for (int pos = 0; pos < P + gen - 1; pos++) {
+        for (int b = 0; b < count; b++) { tokens[(size_t)b] = (*seqs)[(size_t)(first + b)][(size_t)pos]; }
+        gpt2_decode_step(model, &cache, tokens.data(), step.data());
+        if (pos < P - 1) { continue; }
+        for (int b = 0; b < count; b++) {
+            const int s = first + b, g = pos - (P - 1);
+            const float* row = &step[(size_t)b * V];
+            Sampler sampler;
+            sampler.settings = kSamplingGrid[s % kSamplingGridSize].settings;
+            const std::vector<float> coins = sampling_check_coins(4242 + (unsigned long long)s, gen);
+            (*logits)[(size_t)s].insert((*logits)[(size_t)s].end(), row, row + V);
+            (*seqs)[(size_t)s].push_back(sample_token(&sampler, row, V, coins[(size_t)g]));
+        }
+    }
+    kv_cache_free(&cache);
+}
+
+// Returns 1 when the batch agrees with the single runs; *summary says how, or what differs.
+static int run_kv_batch_check(GPT2* model, const char* fixture, int P, int gen, std::string* summary) {
+    const int V = model->config.vocab_size, n = KV_BATCH;
+    std::vector<std::vector<int>> batched((size_t)n), single((size_t)n);
+    std::vector<std::vector<float>> batched_logits((size_t)n), single_logits((size_t)n);
+    for (int b = 0; b < n; b++) {
+        for (int i = 0; i < P; i++) { batched[(size_t)b].push_back((7 + 31 * i + 101 * b) % V); }
+        single[(size_t)b] = batched[(size_t)b];
+    }
+    kv_batch_decode(model, 0, n, P, gen, &batched, &batched_logits);
+    for (int b = 0; b < n; b++) { kv_batch_decode(model, b, 1, P, gen, &single, &single_logits); }
+    int ok = 1, parted = 0;
+    double num = 0.0, den = 0.0, max_diff = 0.0;
+    std::string detail;
+    for (int b = 0; b < n; b++) {
+        int g = 0; // steps with equal inputs: up to and including the first token that differs
+        while (g < gen && batched[(size_t)b][(size_t)(P + g)] == single[(size_t)b][(size_t)(P + g)]) { g++; }
+        const int compared = g < gen ? g + 1 : gen;
+        for (size_t i = 0; i < (size_t)compared * V; i++) {
+            const double d = (double)batched_logits[(size_t)b][i] - single_logits[(size_t)b][i];
+            num += d * d;
+            den += (double)single_logits[(size_t)b][i] * single_logits[(size_t)b][i];
+            max_diff = fmax(max_diff, fabs(d));
+        }
+        if (g == gen) { continue; }
+        Sampler sampler;
+        sampler.settings = kSamplingGrid[b % kSamplingGridSize].settings;
+        const float* ref = &single_logits[(size_t)b][(size_t)g * V];
+        const double d = sampling_check_max_diff(&batched_logits[(size_t)b][(size_t)g * V], ref, V);
+        const float coin = sampling_check_coins(4242 + (unsigned long long)b, gen)[(size_t)g];
+        const int mine = batched[(size_t)b][(size_t)(P + g)], theirs = single[(size_t)b][(size_t)(P + g)];
+        if (!KV_BATCH_EXACT && sampling_flip_explained(&sampler, ref, V, mine, theirs, coin, d)) {
+            parted++;
+        } else {
+            ok = 0;
+            detail += " sequence " + std::to_string(b) + " (" + kSamplingGrid[b % kSamplingGridSize].name + ") step " +
+                      std::to_string(g) + ": token " + std::to_string(mine) + " batched, " + std::to_string(theirs) + " alone;";
+        }
+    }
+    const double rel = den > 0.0 ? sqrt(num / den) : sqrt(num);
+    if (KV_BATCH_EXACT ? max_diff != 0.0 : !(rel <= KV_LOGITS_TOLERANCE)) { ok = 0; }
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%d sequences decoded together = each alone: %d x %d tokens %s, logits max |diff| %.1e "
+             "rel_err %.1e (%s)%s", n, n, gen, parted > 0 ? "(some parted at an explained near-tie)" : "identical", max_diff,
+             rel, KV_BATCH_EXACT ? "the CPU runtime: bit for bit" : "a GPU: within the tolerance", detail.c_str());
+    *summary = buf;
+    if (!ok) { printf("  kv_cache %s batch:%s\n", fixture, detail.c_str()); }
+    return ok;
+}
+
 // Greedy generation of up to 16 tokens after a 4-token prompt with the KV cache; then, on the same
 // tokens, the full forward pass with B = 1 that sample_text ran before the cache (T rounded up to 64,
 // the model's attention path: fused where a flash kernel exists and `fused`), its last position's
@@ -420,12 +511,12 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
     gpt2_build(&model, &config, 1, T, 1, 0, fused);
     gpt2_load_params(&model, model_path, version);
     KVCache cache;
-    kv_cache_build(&cache, &model, P + gen);
+    kv_cache_build(&cache, &model, P + gen, 1);
     std::vector<int> seq;
     for (int i = 0; i < P; i++) { seq.push_back((7 + 31 * i) % V); }
     std::vector<float> cached((size_t)gen * V), step((size_t)V), first((size_t)V);
     for (int pos = 0; pos < P + gen - 1; pos++) {
-        gpt2_decode_step(&model, &cache, seq[(size_t)pos], step.data());
+        gpt2_decode_step(&model, &cache, &seq[(size_t)pos], step.data());
         if (pos == 0) { first = step; }
         if (pos >= P - 1) {
             memcpy(&cached[(size_t)(pos - (P - 1)) * V], step.data(), (size_t)V * sizeof(float));
@@ -433,7 +524,7 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
         }
     }
     kv_cache_reset(&cache);
-    gpt2_decode_step(&model, &cache, seq[0], step.data());
+    gpt2_decode_step(&model, &cache, &seq[0], step.data());
     const int reset_same = memcmp(step.data(), first.data(), (size_t)V * sizeof(float)) == 0;
     const size_t bytes = kv_cache_bytes_per_token(&cache);
     const size_t header_bf16 = qkv_kv_cache_bytes_per_token(&config);
@@ -486,14 +577,14 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
     int s_same = 0, s_flips = 0, s_bad = 0;
     double worst_d = 0.0;
     std::string per_setting;
-    kv_cache_build(&cache, &model, P + sgen);
+    kv_cache_build(&cache, &model, P + sgen, 1);
     for (int s = 0; sgen > 0 && s < kSamplingGridSize; s++) {
         sampler.settings = kSamplingGrid[s].settings;
         const std::vector<float> coins = sampling_check_coins(1337 + (unsigned long long)s, sgen);
         kv_cache_reset(&cache);
         std::vector<int> sseq(seq.begin(), seq.begin() + P);
         for (int pos = 0; pos < P + sgen - 1; pos++) {
-            gpt2_decode_step(&model, &cache, sseq[(size_t)pos], step.data());
+            gpt2_decode_step(&model, &cache, &sseq[(size_t)pos], step.data());
             if (pos >= P - 1) {
                 const int g = pos - (P - 1);
                 memcpy(&cached[(size_t)g * V], step.data(), (size_t)V * sizeof(float));
@@ -530,12 +621,16 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
         s_bad += bad;
     }
     kv_cache_free(&cache);
+    const double batch_start = now_seconds();
+    std::string batch_summary;
+    const int batch_ok = run_kv_batch_check(&model, fixture, P, gen, &batch_summary);
+    printf("  kv_cache %s batch: %s (%.1f s)\n", fixture, batch_summary.c_str(), now_seconds() - batch_start);
     gpt2_free(&model);
     if (sgen > 0) {
         printf("  kv_cache %s sampled tokens equal to the full pass's: %s (%.1f s)\n", fixture, per_setting.c_str(),
                now_seconds() - grid_start);
     }
-    const int ok = rel <= KV_LOGITS_TOLERANCE && mismatches == 0 && bytes_ok && reset_same && s_bad == 0;
+    const int ok = rel <= KV_LOGITS_TOLERANCE && mismatches == 0 && bytes_ok && reset_same && s_bad == 0 && batch_ok;
     char sampling[256];
     if (sgen > 0) {
         snprintf(sampling, sizeof(sampling), "%d settings x %d tokens: %d the full pass's, %d flips within the logit "
@@ -545,14 +640,15 @@ static int run_kv_cache_check(const char* fixture, const char* model_path, int f
     }
     if (ok) {
         printf("PASS %s kv_cache %s (%d greedy tokens: %d the full pass's argmax, %d near-ties; logits rel_err=%.3e <= %.0e; "
-               "%zu bytes/token = the header's bf16 %zu x %zu / 2; reset repeats step 0 bit for bit; sampling: %s)\n",
+               "%zu bytes/token = the header's bf16 %zu x %zu / 2; reset repeats step 0 bit for bit; sampling: %s; %s)\n",
                LABEL, fixture, gen, identical, near_ties, rel, KV_LOGITS_TOLERANCE, bytes, header_bf16, sizeof(floatX),
-               sampling);
+               sampling, batch_summary.c_str());
     } else {
         printf("FAIL %s kv_cache %s (logits rel_err=%.3e (tolerance %.0e), %d of %d tokens not the full pass's argmax, "
                "%zu bytes/token (expected %zu), reset %s, %d sampled tokens not the full pass's beyond the logit "
-               "difference)\n", LABEL, fixture, rel, KV_LOGITS_TOLERANCE, mismatches, gen, bytes,
-               header_bf16 * sizeof(floatX) / 2, reset_same ? "repeats step 0" : "does NOT repeat step 0", s_bad);
+               "difference; %s)\n", LABEL, fixture, rel, KV_LOGITS_TOLERANCE, mismatches, gen, bytes,
+               header_bf16 * sizeof(floatX) / 2, reset_same ? "repeats step 0" : "does NOT repeat step 0", s_bad,
+               batch_summary.c_str());
     }
     return ok;
 }

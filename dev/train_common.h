@@ -1020,8 +1020,9 @@ static void print_usage(const char* prog) {
     printf("                       KV cache, print them, tokens/s and the cache's bytes, and exit (default 0: train)\n");
     printf("  --prompt <text>      the prompt, GPT-2 tokens from dev/data/gpt2/encoder.json + vocab.bpe\n");
     printf("                       (default: one end-of-text token)\n");
-    printf("  --num_samples <int>  N samples from the one prompt, each printed between --- lines: the prompt is\n");
-    printf("                       fed through the KV cache once, each sample continues from it (default 1)\n");
+    printf("  --num_samples <int>  N samples from the one prompt (1..1024), each printed between --- lines,\n");
+    printf("                       decoded together: one forward pass of N tokens per step; sample i draws\n");
+    printf("                       from --seed + i's generator, the text --seed + i alone gives (default 1)\n");
     printf("Looking inside attention (instead of training; no data needed; dev/ATTENTION_MAPS.md):\n");
     printf("  --dump_attention <file>  load or build the model of -e, run it on --prompt (default: a fixed\n");
     printf("                       probe sentence) and on an induction probe (%d random tokens, repeated),\n", INDUCTION_REPEAT);
@@ -1205,7 +1206,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             if (a->sampling_flag == NULL) { a->sampling_flag = "--top_p"; }
         }
         else if (strcmp(flag, "--num_samples") == 0) {
-            ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size);
+            ok = parse_ll(flag, val, 1, 1024, &v, msg, msg_size);
             a->num_samples = (int)v;
             a->num_samples_given = 1;
         }
@@ -2491,20 +2492,53 @@ static void print_token(Tokenizer* tokenizer, int token) {
     fflush(stdout);
 }
 
-// --generate's closing line: speed, and the cache the scheme needs per token, measured (what the
-// trainer allocated) beside attention_variants.cuh's formula. n_new tokens per sample; the cache
-// holds one sample at a time (each rewinds it to the prompt).
-static void generate_report(const GPT2Config* c, int n_prompt, int n_new, int num_samples, double prefill_s, double decode_s,
-                            size_t cache_bytes_per_token, int elem_bytes) {
-    const int all_new = n_new * num_samples;
+// --generate's output: each sample between '---' lines, the prompt (after its end-of-text token)
+// then the sample's tokens. A batch of one streams its tokens between print_sample_start and
+// print_samples_end (samples NULL); a larger batch prints every sample at the end, from samples
+// (batch, n_new).
+static void print_sample_start(Tokenizer* tokenizer, const std::vector<int>& prompt) {
+    printf("---\n");
+    for (size_t i = 1; i < prompt.size(); i++) { print_token(tokenizer, prompt[i]); } // [0] is the end-of-text token
+}
+static void print_samples_end(Tokenizer* tokenizer, const std::vector<int>& prompt, const int* samples, int batch,
+                              int n_new) {
+    if (samples == NULL) { printf("\n"); }
+    for (int b = 0; samples != NULL && b < batch; b++) {
+        print_sample_start(tokenizer, prompt);
+        for (int i = 0; i < n_new; i++) { print_token(tokenizer, samples[(size_t)b * n_new + i]); }
+        printf("\n");
+    }
+    printf("---\n");
+}
+
+// --num_samples' generators: sample b draws from the generator of --seed + b, so that it is the
+// text a run with --seed + b and --num_samples 1 prints (dev/test/test_cpu.sh and test_cudacpu.sh
+// compare them token for token)
+static std::vector<unsigned long long> sampling_rngs(unsigned long long seed, int batch) {
+    std::vector<unsigned long long> rngs((size_t)batch);
+    for (int b = 0; b < batch; b++) { rngs[(size_t)b] = sampling_rng_init(seed + (unsigned long long)b); }
+    return rngs;
+}
+
+// --generate's closing lines: speed, and the cache the scheme needs per token, measured (what the
+// trainer allocated) beside attention_variants.cuh's formula. n_new tokens for each of `batch`
+// sequences decoded together; forward_s is the part of decode_s in the decode steps (forward passes
+// and the logits' copy back), the rest is sampling on the host. dev/bench/gen_bench.sh reads these lines.
+static void generate_report(const GPT2Config* c, int n_prompt, int n_new, int batch, double prefill_s, double decode_s,
+                            double forward_s, size_t cache_bytes_per_token, int elem_bytes) {
+    const double all_new = (double)n_new * batch;
+    const int steps = n_new - 1; // the first new token comes from the prompt's logits, the last is not fed back
     char samples[96] = "";
-    if (num_samples > 1) { snprintf(samples, sizeof(samples), "; %d samples of %d after the one prompt", num_samples, n_new); }
-    printf("generate: %d prompt tokens in %.1f ms, %d new tokens in %.1f ms (%.1f tok/s, one forward pass of one "
-           "token each%s)\n", n_prompt, prefill_s * 1e3, all_new, decode_s * 1e3, decode_s > 0 ? all_new / decode_s : 0.0,
-           samples);
+    if (batch > 1) { snprintf(samples, sizeof(samples), "; %d samples of %d decoded together after the one prompt", batch, n_new); }
+    printf("generate: %d prompt tokens in %.1f ms, %.0f new tokens in %.1f ms (%.1f tok/s, one forward pass of %d "
+           "token%s per step%s)\n", n_prompt, prefill_s * 1e3, all_new, decode_s * 1e3, decode_s > 0 ? all_new / decode_s : 0.0,
+           batch, batch > 1 ? "s" : "", samples);
+    printf("decode: %d steps of %d token%s, %.1f ms in the forward passes (%.1f tok/s), %.1f ms sampling on the host\n",
+           steps, batch, batch > 1 ? "s" : "", forward_s * 1e3, forward_s > 0 ? (double)steps * batch / forward_s : 0.0,
+           (decode_s - forward_s) * 1e3);
     printf("kv cache: %zu bytes per token allocated (%d-byte elements; qkv_kv_cache_bytes_per_token, bf16: %zu), "
-           "%.1f KiB for the %d positions of this run\n", cache_bytes_per_token, elem_bytes,
-           qkv_kv_cache_bytes_per_token(c), cache_bytes_per_token * (double)(n_prompt + n_new) / 1024.0, n_prompt + n_new);
+           "%.1f KiB for %d sequence%s of %d positions\n", cache_bytes_per_token, elem_bytes, qkv_kv_cache_bytes_per_token(c),
+           cache_bytes_per_token * (double)(n_prompt + n_new) * batch / 1024.0, batch, batch > 1 ? "s" : "", n_prompt + n_new);
 }
 
 #endif // TRAIN_COMMON_H

@@ -19,7 +19,10 @@ steps is at most 1e-5, and
   - for each setting of dev/test/sampling_check.h's grid (greedy, temperature, top-k, top-p, both),
     the tokens sampled from the cached logits are those sampled from the full forward pass on the
     same tokens (teacher-forced) with the same coins; a flip only where the decision was within the
-    measured logit difference of a boundary (sampling_flip_explained), counted.
+    measured logit difference of a boundary (sampling_flip_explained), counted;
+  - 3 sequences decoded together (one cache, one step for all) give each sequence the tokens and,
+    bit for bit, the logits it gets decoded alone (greedy and two sampled settings, each with its
+    own coins); a bad token in one sequence of a batch is refused naming it.
 Prints "PASS kv_cache_cpu <fixture> (...)" or "FAIL kv_cache_cpu <fixture> (...)". Bad input (missing
 or corrupt files) prints one "error: ..." line and exits 1.
 */
@@ -66,7 +69,7 @@ static int check_sampling_grid(GPT2* model, const int* prompt, int gen, std::vec
     char msg[1024];
     const int V = model->config.vocab_size, Vp = model->config.padded_vocab_size;
     KVCache cache;
-    if (!kv_cache_build(&cache, model, PROMPT + gen, msg, sizeof(msg))) { return die(msg); }
+    if (!kv_cache_build(&cache, model, PROMPT + gen, 1, msg, sizeof(msg))) { return die(msg); }
     Sampler sampler;
     std::vector<float> step((size_t)V), cached((size_t)gen * V);
     int same = 0, flips = 0, mismatches = 0;
@@ -78,7 +81,7 @@ static int check_sampling_grid(GPT2* model, const int* prompt, int gen, std::vec
         kv_cache_reset(&cache);
         std::vector<int> seq(prompt, prompt + PROMPT);
         for (int pos = 0; pos < PROMPT + gen - 1; pos++) {
-            if (!gpt2_decode_step(model, &cache, seq[(size_t)pos], step.data(), msg, sizeof(msg))) {
+            if (!gpt2_decode_step(model, &cache, &seq[(size_t)pos], step.data(), msg, sizeof(msg))) {
                 kv_cache_free(&cache);
                 return die(msg);
             }
@@ -126,6 +129,89 @@ static int check_sampling_grid(GPT2* model, const int* prompt, int gen, std::vec
     return 0;
 }
 
+// Batched decoding: BATCH sequences decoded together (one cache, one step for all of them) against
+// each decoded alone (a cache of one), from different prompts of PROMPT tokens, then gen tokens each;
+// sequence b samples with the grid's setting b (greedy first) and its own coins. No layer function
+// mixes rows, so the logits must agree bit for bit and the tokens exactly. Then a bad token in one
+// sequence of the batch is refused, naming the sequence. Adds a failure per difference; *summary: the counts.
+static const int BATCH = 3;
+
+// sequences [first, first + count) of seqs (each holding its prompt) decoded together: appends gen
+// sampled tokens to each and the logit rows they were drawn from to logits[b]. Returns 0, or 1 after
+// an error message.
+static int batch_decode(GPT2* model, int first, int count, int gen, std::vector<std::vector<int>>* seqs,
+                        std::vector<std::vector<float>>* logits) {
+    char msg[1024];
+    const int V = model->config.vocab_size;
+    KVCache cache;
+    if (!kv_cache_build(&cache, model, PROMPT + gen, count, msg, sizeof(msg))) { return die(msg); }
+    std::vector<float> step((size_t)count * V);
+    std::vector<int> tokens((size_t)count);
+    for (int pos = 0; pos < PROMPT + gen - 1; pos++) {
+        for (int b = 0; b < count; b++) { tokens[(size_t)b] = (*seqs)[(size_t)(first + b)][(size_t)pos]; }
+        if (!gpt2_decode_step(model, &cache, tokens.data(), step.data(), msg, sizeof(msg))) {
+            kv_cache_free(&cache);
+            return die(msg);
+        }
+        if (pos < PROMPT - 1) { continue; }
+        for (int b = 0; b < count; b++) {
+            const int s = first + b, g = pos - (PROMPT - 1);
+            const float* row = &step[(size_t)b * V];
+            Sampler sampler;
+            sampler.settings = kSamplingGrid[s % kSamplingGridSize].settings;
+            const std::vector<float> coins = sampling_check_coins(4242 + (unsigned long long)s, gen);
+            (*logits)[(size_t)s].insert((*logits)[(size_t)s].end(), row, row + V);
+            (*seqs)[(size_t)s].push_back(sample_token(&sampler, row, V, coins[(size_t)g]));
+        }
+    }
+    kv_cache_free(&cache);
+    return 0;
+}
+
+static int check_batch(GPT2* model, int gen, std::vector<std::string>* failures, std::string* summary) {
+    char msg[1024];
+    const int V = model->config.vocab_size;
+    std::vector<std::vector<int>> batched((size_t)BATCH), single((size_t)BATCH);
+    std::vector<std::vector<float>> batched_logits((size_t)BATCH), single_logits((size_t)BATCH);
+    for (int b = 0; b < BATCH; b++) {
+        for (int i = 0; i < PROMPT; i++) { batched[(size_t)b].push_back((7 + 31 * i + 101 * b) % V); }
+        single[(size_t)b] = batched[(size_t)b];
+    }
+    if (batch_decode(model, 0, BATCH, gen, &batched, &batched_logits) != 0) { return 1; }
+    for (int b = 0; b < BATCH; b++) {
+        if (batch_decode(model, b, 1, gen, &single, &single_logits) != 0) { return 1; }
+    }
+    int same_tokens = 0, same_logits = 0;
+    for (int b = 0; b < BATCH; b++) {
+        const int tokens_ok = batched[(size_t)b] == single[(size_t)b];
+        const int logits_ok = batched_logits[(size_t)b] == single_logits[(size_t)b]; // bit for bit
+        same_tokens += tokens_ok;
+        same_logits += logits_ok;
+        if (!tokens_ok || !logits_ok) {
+            failures->push_back("batched sequence " + std::to_string(b) + " (" + kSamplingGrid[b % kSamplingGridSize].name +
+                                ") differs from its run alone in its " + (tokens_ok ? "logits" : "tokens"));
+        }
+    }
+    // a bad token in sequence 1 of a batch: refused, naming the sequence
+    KVCache cache;
+    if (!kv_cache_build(&cache, model, PROMPT, BATCH, msg, sizeof(msg))) { return die(msg); }
+    std::vector<int> tokens((size_t)BATCH, 0);
+    std::vector<float> step((size_t)BATCH * V);
+    tokens[1] = V;
+    const int refused = !gpt2_decode_step(model, &cache, tokens.data(), step.data(), msg, sizeof(msg)) &&
+                        strstr(msg, "(sequence 1)") != NULL && cache.len == 0;
+    printf("  batch of %d: token %d in sequence 1 refused: %s\n", BATCH, V, refused ? msg : "NO");
+    if (!refused) { failures->push_back("a bad token in sequence 1 of a batch was not refused naming it"); }
+    kv_cache_free(&cache);
+    printf("  batch of %d decoded together: %d of %d sequences with the tokens and %d with the logits (bit for bit) of "
+           "their runs alone\n", BATCH, same_tokens, BATCH, same_logits);
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%d sequences decoded together = each alone: %d/%d token for token, %d/%d logits bit for bit",
+             BATCH, same_tokens, BATCH, same_logits, BATCH);
+    *summary = buf;
+    return 0;
+}
+
 // the cached decode of a loaded model against its full forward pass: the PASS/FAIL line, or an
 // error; returns the exit code
 static int check_fixture(const char* fixture, const char* model_path, const char* debug_path, GPT2* model,
@@ -152,13 +238,13 @@ static int check_fixture(const char* fixture, const char* model_path, const char
 
     // cached: the prompt, then each generated token fed back
     KVCache cache;
-    if (!kv_cache_build(&cache, model, max_T, msg, sizeof(msg))) { return die(msg); }
+    if (!kv_cache_build(&cache, model, max_T, 1, msg, sizeof(msg))) { return die(msg); }
     std::vector<int> tok_cached;
     std::vector<float> logits_cached((size_t)gen * V), first_logits(V), step_logits(V);
     int next = -1;
     for (int pos = 0; pos < PROMPT + gen - 1; pos++) {
         const int token = pos < PROMPT ? inputs->i[pos] : next;
-        if (!gpt2_decode_step(model, &cache, token, step_logits.data(), msg, sizeof(msg))) {
+        if (!gpt2_decode_step(model, &cache, &token, step_logits.data(), msg, sizeof(msg))) {
             kv_cache_free(&cache);
             return die(msg);
         }
@@ -174,17 +260,18 @@ static int check_fixture(const char* fixture, const char* model_path, const char
     }
 
     // refusals: a token outside the vocabulary, then position max_T once the last spare position is used
-    int refused_token = !gpt2_decode_step(model, &cache, V, step_logits.data(), msg, sizeof(msg));
+    int refused_token = !gpt2_decode_step(model, &cache, &V, step_logits.data(), msg, sizeof(msg));
     printf("  token %d refused: %s\n", V, refused_token ? msg : "NO");
     if (!refused_token) { failures.push_back("token V was accepted"); }
-    const int spare_ok = gpt2_decode_step(model, &cache, tok_cached.back(), step_logits.data(), msg, sizeof(msg));
+    const int spare_ok = gpt2_decode_step(model, &cache, &tok_cached.back(), step_logits.data(), msg, sizeof(msg));
     if (!spare_ok) { failures.push_back(std::string("the last position was refused: ") + msg); }
-    const int refused_full = !gpt2_decode_step(model, &cache, 0, step_logits.data(), msg, sizeof(msg));
+    const int zero = 0;
+    const int refused_full = !gpt2_decode_step(model, &cache, &zero, step_logits.data(), msg, sizeof(msg));
     printf("  position %d refused: %s\n", max_T, refused_full ? msg : "NO");
     if (!refused_full || cache.len != max_T) { failures.push_back("position max_T was not refused"); }
     // reset: the same first step again
     kv_cache_reset(&cache);
-    if (!gpt2_decode_step(model, &cache, inputs->i[0], step_logits.data(), msg, sizeof(msg)) ||
+    if (!gpt2_decode_step(model, &cache, &inputs->i[0], step_logits.data(), msg, sizeof(msg)) ||
         memcmp(step_logits.data(), first_logits.data(), (size_t)V * sizeof(float)) != 0) {
         failures.push_back("after kv_cache_reset the first step differs");
     }
@@ -232,11 +319,13 @@ static int check_fixture(const char* fixture, const char* model_path, const char
     }
     std::string sampling;
     if (check_sampling_grid(model, inputs->i, gen, &failures, &sampling) != 0) { return 1; }
+    std::string batch;
+    if (check_batch(model, gen, &failures, &batch) != 0) { return 1; }
 
     if (failures.empty()) {
         printf("PASS kv_cache_cpu %s (%d greedy tokens identical to the full forward, logits rel_err=%.1e; "
-               "%zu bytes/token = 2 x the header's bf16 %zu; position %d refused; sampling: %s)\n", fixture, gen, rel, bytes,
-               header_bf16, max_T, sampling.c_str());
+               "%zu bytes/token = 2 x the header's bf16 %zu; position %d refused; sampling: %s; %s)\n", fixture, gen, rel, bytes,
+               header_bf16, max_T, sampling.c_str(), batch.c_str());
     } else {
         std::string all = failures[0];
         for (size_t i = 1; i < failures.size(); i++) { all += "; " + failures[i]; }

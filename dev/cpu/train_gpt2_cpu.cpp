@@ -1512,27 +1512,31 @@ void gpt2_free(GPT2* model) {
 
 // ----------------------------------------------------------------------------
 // KV-cached generation: one token's forward pass per new token, against a cache of every earlier
-// token's k and v per layer, instead of a full forward pass over the whole sequence per token.
+// token's k and v per layer, instead of a full forward pass over the whole sequence per token; for
+// a batch of sequences decoded together (--num_samples), one token of each per step, all at the
+// same position, so that each matmul reads the weights once for the whole batch.
 //
 // What a layer caches is what attention reads as k and v, as qkv_layout() says: a column range of
 // the fused projection, or x itself (k_identity, v_identity); a tensor k and v share (kv_shared,
 // qkv_shared) is stored once; with GQA only the Hkv heads exist. q is never cached (q_residual's
 // branch, like every q, is computed for the new token only). A row of layer l holds [k | v], or the
-// one shared tensor: qkv_kv_cache_layer_channels() floats, so the cache per token is
+// one shared tensor: qkv_kv_cache_layer_channels() floats, so the cache per token and sequence is
 // 4 x qkv_kv_cache_channels() bytes (attention_variants.cuh; the header's bf16 figure is half).
-// The decode step reuses the layer functions above with N = 1 row; its scratch activations live in
-// the cache, so it never touches the model's training activations or gradients.
+// The decode step reuses the layer functions above with N = batch rows; its scratch activations
+// live in the cache, so it never touches the model's training activations or gradients. No layer
+// function mixes rows, so a sequence decoded in a batch is the one decoded alone (tested bit for bit).
 
 typedef struct {
     GPT2Config config;      // the model it was built for (gpt2_decode_step refuses another)
-    int max_T;              // positions it holds
+    int batch;              // sequences decoded together: every step feeds one token to each
+    int max_T;              // positions it holds per sequence
     int len;                // positions filled: the next decode step runs at position len
     size_t row;             // floats of one cached row of one layer
     size_t k_offset;        // where k starts in a row
     size_t v_offset;        // where v starts in a row (== k_offset when k and v are one tensor)
-    float* kv;              // (L, max_T, row): layer l's rows at kv + l * max_T * row
-    size_t kv_floats;       // L * max_T * row
-    ActivationTensors acts; // one row (B = T = 1) of every activation: the decode step's scratch
+    float* kv;              // (L, batch, max_T, row): layer l's sequence b at kv + (l * batch + b) * max_T * row
+    size_t kv_floats;       // L * batch * max_T * row
+    ActivationTensors acts; // a step's rows (B = batch, T = 1) of every activation: the decode step's scratch
     float* memory;          // the one allocation: kv, then acts
 } KVCache;
 
@@ -1582,9 +1586,9 @@ void attention_decode_forward(float* out, const float* q, QKVView<float> k, QKVV
     }
 }
 
-// A cache for max_T positions (at most the model's max_seq_len: wpe has that many rows) of a built
-// model. Returns 1, or 0 with a one-line message.
-int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, char* msg, size_t msg_size) {
+// A cache for `batch` sequences of max_T positions each (at most the model's max_seq_len: wpe has
+// that many rows) of a built model. Returns 1, or 0 with a one-line message.
+int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, int batch, char* msg, size_t msg_size) {
     memset(cache, 0, sizeof(*cache));
     const GPT2Config* c = &model->config;
     if (model->params_memory == NULL) {
@@ -1595,46 +1599,46 @@ int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, char* msg, size
         snprintf(msg, msg_size, "kv cache: %d positions requested, expected 1..max_seq_len=%d", max_T, c->max_seq_len);
         return 0;
     }
+    if (batch < 1 || batch > 1024) {
+        snprintf(msg, msg_size, "kv cache: %d sequences requested, expected 1..1024 (HINT: --num_samples)", batch);
+        return 0;
+    }
     // the row layout from the scheme's layout: v after k, or on top of it when they are one tensor
     const QKVLayout* lay = &model->layout;
     cache->config = *c;
+    cache->batch = batch;
     cache->max_T = max_T;
     cache->k_offset = 0;
     cache->v_offset = qkv_roles_share(lay->k, lay->v) ? cache->k_offset : cache->k_offset + (size_t)lay->k.channels;
     cache->row = cache->v_offset + (size_t)lay->v.channels;
-    cache->kv_floats = (size_t)c->num_layers * max_T * cache->row;
+    cache->kv_floats = (size_t)c->num_layers * batch * max_T * cache->row;
     size_t sizes[NUM_ACTIVATION_TENSORS];
-    fill_activation_sizes(sizes, c, lay, 1, 1, 0);
+    fill_activation_sizes(sizes, c, lay, batch, 1, 0);
     cache->memory = (float*)mallocCheck((cache->kv_floats + activation_floats(sizes)) * sizeof(float));
     cache->kv = cache->memory;
     point_activations(&cache->acts, cache->memory + cache->kv_floats, sizes);
     return 1;
 }
 
-// empties the cache (the next step runs at position 0), keeping its memory
+// empties the cache (the next step runs at position 0), keeping its memory. The rows need no
+// clearing: the decode step at position t writes row t before its attention reads rows 0..t.
 void kv_cache_reset(KVCache* cache) { cache->len = 0; }
-
-// forgets every position from len on (len <= cache->len), so that the next step runs at position
-// len: --num_samples rewinds to the prompt for each sample. The rows past len need no clearing: the
-// decode step at position t writes row t before its attention reads rows 0..t.
-void kv_cache_rewind(KVCache* cache, int len) {
-    if (len >= 0 && len < cache->len) { cache->len = len; }
-}
 
 void kv_cache_free(KVCache* cache) {
     free(cache->memory);
     memset(cache, 0, sizeof(*cache));
 }
 
-// the k/v bytes allocated per position (not the scratch): 4 x qkv_kv_cache_channels(config)
+// the k/v bytes allocated per position of one sequence (not the scratch): 4 x qkv_kv_cache_channels(config)
 size_t kv_cache_bytes_per_token(const KVCache* cache) {
-    return cache->max_T > 0 ? cache->kv_floats * sizeof(float) / (size_t)cache->max_T : 0;
+    return cache->max_T > 0 ? cache->kv_floats * sizeof(float) / ((size_t)cache->max_T * cache->batch) : 0;
 }
 
-// One token's forward pass at position cache->len: appends its k and v to every layer's cache, and
-// writes the logits over the V real tokens into `logits` (V floats); then len++. Returns 1, or 0 with
-// a one-line message (the cache belongs to another model, token out of range, cache full).
-int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char* msg, size_t msg_size) {
+// One step at position cache->len: tokens[b] (batch of them) is sequence b's next token. Appends
+// their k and v to every layer's cache, and writes the logits over the V real tokens into `logits`
+// (batch, V); then len++. Returns 1, or 0 with a one-line message (the cache belongs to another
+// model, a token out of range, cache full).
+int gpt2_decode_step(GPT2* model, KVCache* cache, const int* tokens, float* logits, char* msg, size_t msg_size) {
     const GPT2Config* c = &model->config;
     const int V = c->vocab_size, Vp = c->padded_vocab_size, L = c->num_layers;
     const int C = c->channels, H = c->num_heads, Hkv = c->num_kv_heads, M = c->mlp_hidden;
@@ -1642,9 +1646,12 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char
         snprintf(msg, msg_size, "decode step: the kv cache was not built for this model (kv_cache_build)");
         return 0;
     }
-    if (token < 0 || token >= V) {
-        snprintf(msg, msg_size, "decode step: token %d out of range, expected 0..%d", token, V - 1);
-        return 0;
+    const int n = cache->batch;
+    for (int b = 0; b < n; b++) {
+        if (tokens[b] < 0 || tokens[b] >= V) {
+            snprintf(msg, msg_size, "decode step: token %d (sequence %d) out of range, expected 0..%d", tokens[b], b, V - 1);
+            return 0;
+        }
     }
     const int t = cache->len;
     if (t >= cache->max_T) {
@@ -1654,46 +1661,52 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, int token, float* logits, char
     }
     const QKVLayout* lay = &model->layout;
     ParameterTensors p = model->params;
-    ActivationTensors a = cache->acts; // one row: layer l's slice of an (L, 1, 1, X) tensor is at l * X
-    encoder_forward(a.encoded, &token, p.wte, p.wpe + (size_t)t * C, 1, 1, C); // position t's embedding
+    ActivationTensors a = cache->acts; // n rows: layer l's slice of an (L, n, 1, X) tensor is at l * n * X
+    const size_t N = (size_t)n, seq_stride = (size_t)cache->max_T * cache->row;
+    encoder_forward(a.encoded, tokens, p.wte, p.wpe + (size_t)t * C, n, 1, C); // position t's embedding, every sequence
     for (int l = 0; l < L; l++) {
-        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * C;
+        const float* residual = l == 0 ? a.encoded : a.residual3 + (size_t)(l - 1) * N * C;
         const float* l_ln1b = p.ln1b != NULL ? p.ln1b + (size_t)l * C : NULL;
         const float* l_attprojb = p.attprojb != NULL ? p.attprojb + (size_t)l * C : NULL;
         const float* l_ln2b = p.ln2b != NULL ? p.ln2b + (size_t)l * C : NULL;
         const float* l_fcb = p.fcb != NULL ? p.fcb + (size_t)l * M : NULL;
         const float* l_fcprojb = p.fcprojb != NULL ? p.fcprojb + (size_t)l * C : NULL;
-        float* l_ln1 = a.ln1 + (size_t)l * C;
-        float* l_atty = a.atty + (size_t)l * C;
-        float* l_attproj = a.attproj + (size_t)l * C;
-        float* l_residual2 = a.residual2 + (size_t)l * C;
-        float* l_ln2 = a.ln2 + (size_t)l * C;
-        float* l_fch = a.fch + (size_t)l * M;
-        float* l_fch_gelu = a.fch_gelu + (size_t)l * M;
-        float* l_fcproj = a.fcproj + (size_t)l * C;
-        float* l_residual3 = a.residual3 + (size_t)l * C;
+        float* l_ln1 = a.ln1 + (size_t)l * N * C;
+        float* l_atty = a.atty + (size_t)l * N * C;
+        float* l_attproj = a.attproj + (size_t)l * N * C;
+        float* l_residual2 = a.residual2 + (size_t)l * N * C;
+        float* l_ln2 = a.ln2 + (size_t)l * N * C;
+        float* l_fch = a.fch + (size_t)l * N * M;
+        float* l_fch_gelu = a.fch_gelu + (size_t)l * N * M;
+        float* l_fcproj = a.fcproj + (size_t)l * N * C;
+        float* l_residual3 = a.residual3 + (size_t)l * N * C;
 
-        layernorm_forward(l_ln1, a.ln1_mean + l, a.ln1_rstd + l, residual, p.ln1w + (size_t)l * C, l_ln1b, 1, C);
-        // the new token's q, k, v, one row; k and v join the cache at row t
-        const QKVViews qkv = attention_inputs_forward(model, &a, l, 1);
-        float* layer_kv = cache->kv + (size_t)l * cache->max_T * cache->row;
-        float* row_t = layer_kv + (size_t)t * cache->row;
-        memcpy(row_t + cache->k_offset, qkv.k.ptr, (size_t)lay->k.channels * sizeof(float));
-        memcpy(row_t + cache->v_offset, qkv.v.ptr, (size_t)lay->v.channels * sizeof(float)); // shared: k again
-        const QKVView<float> k_cached = {layer_kv + cache->k_offset, (int)cache->row, Hkv};
-        const QKVView<float> v_cached = {layer_kv + cache->v_offset, (int)cache->row, Hkv};
-        attention_decode_forward(l_atty, qkv.q.ptr, k_cached, v_cached, t, C, H, Hkv, model->attn_scale);
-        matmul_forward(l_attproj, l_atty, p.attprojw + (size_t)l * C * C, l_attprojb, 1, C, C);
-        residual_forward(l_residual2, residual, l_attproj, (size_t)C);
-        layernorm_forward(l_ln2, a.ln2_mean + l, a.ln2_rstd + l, l_residual2, p.ln2w + (size_t)l * C, l_ln2b, 1, C);
-        matmul_forward(l_fch, l_ln2, p.fcw + (size_t)l * M * C, l_fcb, 1, C, M); // (M)
-        gelu_forward(l_fch_gelu, l_fch, (size_t)M);
-        matmul_forward(l_fcproj, l_fch_gelu, p.fcprojw + (size_t)l * C * M, l_fcprojb, 1, M, C);
-        residual_forward(l_residual3, l_residual2, l_fcproj, (size_t)C);
+        layernorm_forward(l_ln1, a.ln1_mean + l * N, a.ln1_rstd + l * N, residual, p.ln1w + (size_t)l * C, l_ln1b, n, C);
+        // the new tokens' q, k, v, a row each; k and v join each sequence's cache at row t
+        const QKVViews qkv = attention_inputs_forward(model, &a, l, N);
+        float* layer_kv = cache->kv + (size_t)l * N * seq_stride;
+        for (int b = 0; b < n; b++) {
+            float* seq_kv = layer_kv + (size_t)b * seq_stride;
+            float* row_t = seq_kv + (size_t)t * cache->row;
+            memcpy(row_t + cache->k_offset, qkv.k.ptr + (size_t)b * qkv.k.stride, (size_t)lay->k.channels * sizeof(float));
+            memcpy(row_t + cache->v_offset, qkv.v.ptr + (size_t)b * qkv.v.stride, // shared: k again
+                   (size_t)lay->v.channels * sizeof(float));
+            const QKVView<float> k_cached = {seq_kv + cache->k_offset, (int)cache->row, Hkv};
+            const QKVView<float> v_cached = {seq_kv + cache->v_offset, (int)cache->row, Hkv};
+            attention_decode_forward(l_atty + (size_t)b * C, qkv.q.ptr + (size_t)b * qkv.q.stride, k_cached, v_cached, t,
+                                     C, H, Hkv, model->attn_scale);
+        }
+        matmul_forward(l_attproj, l_atty, p.attprojw + (size_t)l * C * C, l_attprojb, n, C, C);
+        residual_forward(l_residual2, residual, l_attproj, N * C);
+        layernorm_forward(l_ln2, a.ln2_mean + l * N, a.ln2_rstd + l * N, l_residual2, p.ln2w + (size_t)l * C, l_ln2b, n, C);
+        matmul_forward(l_fch, l_ln2, p.fcw + (size_t)l * M * C, l_fcb, n, C, M); // (n, M)
+        gelu_forward(l_fch_gelu, l_fch, N * M);
+        matmul_forward(l_fcproj, l_fch_gelu, p.fcprojw + (size_t)l * C * M, l_fcprojb, n, M, C);
+        residual_forward(l_residual3, l_residual2, l_fcproj, N * C);
     }
-    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (size_t)(L - 1) * C, p.lnfw, p.lnfb, 1, C);
-    matmul_forward(a.logits, a.lnf, gpt2_lm_head_weight(model), NULL, 1, C, Vp); // (Vp)
-    memcpy(logits, a.logits, (size_t)V * sizeof(float));
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (size_t)(L - 1) * N * C, p.lnfw, p.lnfb, n, C);
+    matmul_forward(a.logits, a.lnf, gpt2_lm_head_weight(model), NULL, n, C, Vp); // (n, Vp)
+    for (int b = 0; b < n; b++) { memcpy(logits + (size_t)b * V, a.logits + (size_t)b * Vp, (size_t)V * sizeof(float)); }
     cache->len = t + 1;
     return 1;
 }
@@ -1710,24 +1723,39 @@ static double peak_rss_mib(void) {
     return (double)ru.ru_maxrss / 1024.0; // KiB on Linux
 }
 
-// Feeds the prompt through the cache, then samples n_new tokens after it, printing them as they
-// come: one decode step (one token's forward pass) per token, instead of a forward pass over the
-// whole sequence so far; one random_f32 per sampled token, the CUDA trainer's rule (greedy draws it
-// too: the RNG state a training state saves does not depend on --temperature/--top_k/--top_p).
-// Returns 1, or 0 with a message.
+// Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
+// per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
+// instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
+// rngs[b], one random_f32 per sampled token, the CUDA trainer's rule (greedy draws it too: the RNG
+// state a training state saves does not depend on --temperature/--top_k/--top_p). Its tokens go to
+// out[b * n_new + i] (out may be NULL); a batch of one prints them as they come. step_s (may be NULL)
+// adds the seconds of the decode steps, without the sampling. Returns 1, or 0 with a message.
 static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
-                           unsigned long long* rng, Tokenizer* tokenizer, float* logits /* (V) */, char* msg, size_t msg_size) {
-    const int V = model->config.vocab_size;
-    for (int i = 0; i < n_prompt; i++) {
-        if (!gpt2_decode_step(model, cache, prompt[i], logits, msg, msg_size)) { return 0; }
+                           unsigned long long* rngs, Tokenizer* tokenizer, float* logits /* (batch, V) */, int* out,
+                           double* step_s, char* msg, size_t msg_size) {
+    const int V = model->config.vocab_size, n = cache->batch;
+    std::vector<int> tokens((size_t)n);
+    double stepping = 0.0;
+    int ok = 1;
+    for (int i = 0; i < n_prompt + n_new && ok; i++) {
+        if (i >= n_prompt) { // sample each sequence's next token from its logits
+            for (int b = 0; b < n; b++) {
+                const float* row = logits + (size_t)b * V;
+                if (!sample_logits_check(row, V, cache->len, msg, msg_size)) { return 0; }
+                tokens[(size_t)b] = sample_token(sampler, row, V, random_f32(&rngs[b]));
+                if (out != NULL) { out[(size_t)b * n_new + (i - n_prompt)] = tokens[(size_t)b]; }
+            }
+            if (n == 1) { print_token(tokenizer, tokens[0]); }
+            if (i + 1 == n_prompt + n_new) { break; } // the last sampled token is not fed back
+        } else {
+            std::fill(tokens.begin(), tokens.end(), prompt[i]);
+        }
+        const double t0 = now_seconds();
+        ok = gpt2_decode_step(model, cache, tokens.data(), logits, msg, msg_size);
+        stepping += now_seconds() - t0;
     }
-    for (int i = 0; i < n_new; i++) {
-        if (!sample_logits_check(logits, V, cache->len, msg, msg_size)) { return 0; }
-        const int next = sample_token(sampler, logits, V, random_f32(rng));
-        print_token(tokenizer, next);
-        if (i + 1 < n_new && !gpt2_decode_step(model, cache, next, logits, msg, msg_size)) { return 0; }
-    }
-    return 1;
+    if (step_s != NULL) { *step_s += stepping; }
+    return ok;
 }
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.
@@ -1735,12 +1763,13 @@ static int sample_text(GPT2* model, int gen_T, const SamplingSettings* settings,
                        unsigned long long* rng, char* msg, size_t msg_size) {
     const int eot = sampling_eot_token(tokenizer, model->config.vocab_size);
     KVCache cache;
-    if (!kv_cache_build(&cache, model, gen_T, msg, msg_size)) { return 0; }
+    if (!kv_cache_build(&cache, model, gen_T, 1, msg, msg_size)) { return 0; }
     float* logits = (float*)mallocCheck((size_t)model->config.vocab_size * sizeof(float));
     Sampler sampler;
     sampler.settings = *settings;
     printf("generating:\n---\n");
-    const int ok = generate_tokens(model, &cache, &eot, 1, gen_T - 1, &sampler, rng, tokenizer, logits, msg, msg_size);
+    const int ok = generate_tokens(model, &cache, &eot, 1, gen_T - 1, &sampler, rng, tokenizer, logits, NULL, NULL, msg,
+                                   msg_size);
     printf("\n---\n");
     kv_cache_free(&cache);
     free(logits);
@@ -1768,51 +1797,46 @@ static void run_resources_free(RunResources* r) {
     memset(r, 0, sizeof(*r));
 }
 
-// --generate: the prompt, N new tokens with the KV cache (--num_samples times, each continuing from
-// the prompt fed once), then their speed and the cache's size.
+// --generate: the prompt, N new tokens with the KV cache for --num_samples sequences decoded
+// together (the prompt fed once to all of them), then their speed and the cache's size.
 static int generate_body(const TrainArgs* a, GPT2* model, RunResources* r) {
     char msg[4096];
     Tokenizer& tokenizer = r->tokenizer;
     KVCache& cache = r->cache;
     tokenizer_init(&tokenizer, a->tokenizer_path);
-    const int V = model->config.vocab_size;
+    const int V = model->config.vocab_size, N = a->num_samples;
     const int eot = sampling_eot_token(&tokenizer, V);
     std::vector<int> prompt;
     if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg)) ||
-        !kv_cache_build(&cache, model, (int)prompt.size() + a->generate, msg, sizeof(msg))) {
+        !kv_cache_build(&cache, model, (int)prompt.size() + a->generate, N, msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
     const int n_prompt = (int)prompt.size();
-    float* logits = r->logits = (float*)mallocCheck(2 * (size_t)V * sizeof(float));
-    float* prompt_logits = logits + V; // the prompt's last logits, where every sample starts
-    unsigned long long rng = sampling_rng_init(a->seed);
+    float* logits = r->logits = (float*)mallocCheck((size_t)N * V * sizeof(float));
+    std::vector<int> samples((size_t)N * a->generate);
+    std::vector<unsigned long long> rngs = sampling_rngs(a->seed, N);
     Sampler sampler;
     sampler.settings = a->sampling;
     char sampling[256];
     sampling_describe(a, sampling, sizeof(sampling));
-    printf("sampling: %s | %d sample%s\n", sampling, a->num_samples, a->num_samples > 1 ? "s" : "");
+    printf("sampling: %s | %d sample%s\n", sampling, N, N > 1 ? "s" : "");
     double t0 = now_seconds();
-    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &sampler, &rng, &tokenizer, logits, msg, sizeof(msg));
+    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &sampler, rngs.data(), &tokenizer, logits, NULL,
+                             NULL, msg, sizeof(msg));
     const double prefill_s = now_seconds() - t0;
-    memcpy(prompt_logits, logits, (size_t)V * sizeof(float));
-    double decode_s = 0.0;
-    for (int sample = 0; sample < a->num_samples && ok; sample++) {
-        printf("---\n");
-        for (int i = 1; i < n_prompt; i++) { print_token(&tokenizer, prompt[i]); } // [0] is the end-of-text token
-        kv_cache_rewind(&cache, n_prompt);
-        memcpy(logits, prompt_logits, (size_t)V * sizeof(float));
-        t0 = now_seconds();
-        ok = generate_tokens(model, &cache, NULL, 0, a->generate, &sampler, &rng, &tokenizer, logits, msg, sizeof(msg));
-        decode_s += now_seconds() - t0;
-        printf("\n");
-    }
-    printf("---\n");
+    if (ok && N == 1) { print_sample_start(&tokenizer, prompt); } // its tokens follow as they come
+    double forward_s = 0.0;
+    t0 = now_seconds();
+    ok = ok && generate_tokens(model, &cache, NULL, 0, a->generate, &sampler, rngs.data(), &tokenizer, logits,
+                               samples.data(), &forward_s, msg, sizeof(msg));
+    const double decode_s = now_seconds() - t0;
     if (!ok) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    generate_report(&model->config, n_prompt, a->generate, a->num_samples, prefill_s, decode_s,
+    print_samples_end(&tokenizer, prompt, N > 1 ? samples.data() : NULL, N, a->generate);
+    generate_report(&model->config, n_prompt, a->generate, N, prefill_s, decode_s, forward_s,
                     kv_cache_bytes_per_token(&cache), (int)sizeof(float));
     return 0;
 }

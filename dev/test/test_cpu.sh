@@ -26,8 +26,9 @@
 #     a checkpoint reloads to the same validation loss
 # (h) the flags shared with the CUDA trainer (dev/train_common.h): -h and one-line refusals
 # (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params;
-#     sampling: --num_samples 3 with temperature, top-k and top-p; greedy independent of --seed and
-#     the same for each of 3 samples; --top-k/--top-p the same flags as --top_k/--top_p
+#     sampling: --num_samples 3 with temperature, top-k and top-p, decoded together, each sample the
+#     text of --seed + i alone; greedy independent of --seed and the same for each of 3 samples;
+#     --top-k/--top-p the same flags as --top_k/--top_p
 # (j) --profile: the rows of each path, each timed, adding up to the measured step within 5%; refusals
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
@@ -550,21 +551,37 @@ done
 # the file, so --seed moves only the coins. The text of sample i: the lines between the i-th and
 # (i+1)-th '---' line (a sample may hold newlines)
 t0=$SECONDS
-samples_of() { awk '/^---$/ { n++; next } n >= 1 && !/^generate: / && !/^kv cache: / { print n ": " $0 }' "$1"; }
+samples_of() { awk '/^---$/ { n++; next } n >= 1 && !/^generate: / && !/^decode: / && !/^kv cache: / { print n ": " $0 }' "$1"; }
 gen=(build/train_gpt2_cpu_standard -e "$(model_of standard)" --generate 20)
 run_capture "${gen[@]}" --num_samples 3 --temperature 0.8 --top_k 40 --top_p 0.9; cp "$TMP/out" "$TMP/gen3.out"
 seps=$(grep -c '^---$' "$TMP/gen3.out")
 distinct=$(samples_of "$TMP/gen3.out" | sed 's/^[0-9]*: //' | sort -u | wc -l)
 if [ "$rc" -eq 0 ] && [ "$seps" -eq 4 ] && [ "$distinct" -ge 2 ] &&
    grep -q "^sampling: temperature 0.8 | top_k 40 | top_p 0.9 | seed 1337 | 3 samples$" "$TMP/gen3.out" &&
-   grep -q "^generate: 1 prompt tokens in .* 60 new tokens in .*; 3 samples of 20 after the one prompt)$" "$TMP/gen3.out"; then
+   grep -q "^generate: 1 prompt tokens in .* 60 new tokens in .*; 3 samples of 20 decoded together after the one prompt)$" "$TMP/gen3.out" &&
+   grep -q "^decode: 19 steps of 3 tokens, .* ms in the forward passes (.* tok/s), .* ms sampling on the host$" "$TMP/gen3.out"; then
     pass "cpu generate --num_samples 3 --temperature 0.8 --top_k 40 --top_p 0.9 (3 samples of 20 tokens between 4 '---' lines, $distinct distinct lines; $(grep '^generate:' "$TMP/gen3.out" | sed 's/ (.*//'))"
 else
-    fail "cpu generate --num_samples 3 (exit $rc, $seps '---' lines (expected 4), $distinct distinct sample lines (expected >= 2), or no 'sampling:'/'generate: ... 3 samples of 20' line: $(tail -n 2 "$TMP/gen3.out" | tr '\n' '|'))"
+    fail "cpu generate --num_samples 3 (exit $rc, $seps '---' lines (expected 4), $distinct distinct sample lines (expected >= 2), or no 'sampling:'/'generate: ... 3 samples of 20 decoded together'/'decode: 19 steps of 3 tokens' line: $(tail -n 3 "$TMP/gen3.out" | tr '\n' '|'))"
+fi
+# the 3 samples were decoded together, each with its own generator: sample i is the text of --seed
+# 1337 + i alone, token for token (the batch changes no row of any step: dev/cpu/test_kv_cache_cpu
+# checks the logits bit for bit)
+text_of_sample() { awk -v want="$2" '/^---$/ { n++; next } n == want && !/^generate: / && !/^decode: / && !/^kv cache: /' "$1"; }
+batch_same=0
+for i in 0 1 2; do
+    run_capture "${gen[@]}" --num_samples 1 --temperature 0.8 --top_k 40 --top_p 0.9 --seed $((1337 + i))
+    if [ "$rc" -eq 0 ] && [ -n "$(text_of_sample "$TMP/out" 1)" ] && [ "$(text_of_sample "$TMP/out" 1)" = "$(text_of_sample "$TMP/gen3.out" $((i + 1)))" ]; then
+        batch_same=$((batch_same + 1))
+    fi
+done
+if [ "$batch_same" -eq 3 ]; then
+    pass "cpu generate --num_samples 3 decodes together what --seed 1337, 1338 and 1339 give alone (3 of 3 samples' text identical, temperature 0.8, top_k 40, top_p 0.9)"
+else
+    fail "cpu generate --num_samples 3: $batch_same of 3 samples equal to their --seed 1337 + i run alone (sample 1 batched '$(text_of_sample "$TMP/gen3.out" 2 | head -c 60)')"
 fi
 # greedy: --seed changes nothing (the coins are drawn but not read), while at temperature 1 it does;
-# and 3 greedy samples from one prompt are one text: the rewound cache and the restored logits give
-# each sample the state the first one had
+# and 3 greedy samples from one prompt, decoded together, are one text
 run_capture "${gen[@]}" --temperature 0 --seed 1; cp "$TMP/out" "$TMP/greedy1.out"
 run_capture "${gen[@]}" --temperature 0 --seed 2; cp "$TMP/out" "$TMP/greedy2.out"
 run_capture "${gen[@]}" --temperature 0 --seed 3 --num_samples 3; cp "$TMP/out" "$TMP/greedy3.out"

@@ -25,7 +25,8 @@
 #   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
-#        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text;
+#        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text,
+#        the two samples decoded together, the second --seed 6's text alone;
 #        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's three rows
 #        (version 4, the default) with -r 2 and 2 micro-steps, with --flash 3 its one row, with
 #        --flash 2 version 2's three): each
@@ -224,13 +225,20 @@ if make -s "$cpu_trainer" >"$log_dir/build_cpu_trainer.log" 2>&1 && [ -x "$train
   "$trainer" "${gen_args[@]}" >"$log_dir/sampling_cuda.log" 2>&1; rc1=$?
   OMP_NUM_THREADS=1 "$cpu_trainer" "${gen_args[@]}" >"$log_dir/sampling_cpu.log" 2>&1; rc2=$?
   "$trainer" -e "$f" --generate 4 --top_k 501 >"$log_dir/sampling_refused.log" 2>&1; rc3=$?
+  # the batch's second sample (decoded together with the first, its own generator) is --seed 6's text alone
+  "$trainer" -e "$f" --generate 16 --temperature 0.8 --top_k 40 --top-p 0.9 --seed 6 >"$log_dir/sampling_cuda_seed6.log" 2>&1; rc4=$?
   text_of() { sed -n '/^sampling: /,/^generate: /p' "$1" | grep -v '^generate: '; }
+  sample_of() { awk -v want="$2" '/^---$/ { n++; next } n == want && !/^generate: / && !/^decode: / && !/^kv cache: /' "$1"; }
+  second=$(sample_of "$log_dir/sampling_cuda.log" 2); alone=$(sample_of "$log_dir/sampling_cuda_seed6.log" 1)
   if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "$(grep -c '^---$' "$log_dir/sampling_cuda.log")" -eq 3 ] &&
      [ -n "$(text_of "$log_dir/sampling_cuda.log")" ] && [ "$(text_of "$log_dir/sampling_cuda.log")" = "$(text_of "$log_dir/sampling_cpu.log")" ] &&
-     [ $rc3 -eq 1 ] && grep -q "^error: --top_k 501: expected at most the model's vocabulary of 500 tokens" "$log_dir/sampling_refused.log"; then
-    echo "PASS cpu-run train_gpt2cu sampling: --generate 16 --num_samples 2 --temperature 0.8 --top_k 40 --top-p 0.9 gives the CPU trainer's text on $f; --top_k 501 refused"
+     [ $rc3 -eq 1 ] && grep -q "^error: --top_k 501: expected at most the model's vocabulary of 500 tokens" "$log_dir/sampling_refused.log" &&
+     [ $rc4 -eq 0 ] && [ -n "$second" ] && [ "$second" = "$alone" ] &&
+     grep -q "^sampling: .* | seed 6 | 1 sample$" "$log_dir/sampling_cuda_seed6.log" &&
+     grep -q "^decode: 15 steps of 2 tokens, " "$log_dir/sampling_cuda.log"; then
+    echo "PASS cpu-run train_gpt2cu sampling: --generate 16 --num_samples 2 --temperature 0.8 --top_k 40 --top-p 0.9 gives the CPU trainer's text on $f, the 2 samples decoded together, the second the text of --seed 6 alone; --top_k 501 refused"
   else
-    echo "FAIL cpu-run train_gpt2cu sampling: exits $rc1/$rc2/$rc3 (expected 0/0/1); the texts $( [ "$(text_of "$log_dir/sampling_cuda.log")" = "$(text_of "$log_dir/sampling_cpu.log")" ] && echo agree || echo differ); see $log_dir/sampling_cuda.log, sampling_cpu.log, sampling_refused.log"
+    echo "FAIL cpu-run train_gpt2cu sampling: exits $rc1/$rc2/$rc3/$rc4 (expected 0/0/1/0); the texts $( [ "$(text_of "$log_dir/sampling_cuda.log")" = "$(text_of "$log_dir/sampling_cpu.log")" ] && echo agree || echo differ); the batch's second sample and --seed 6 alone $( [ -n "$second" ] && [ "$second" = "$alone" ] && echo agree || echo differ); see $log_dir/sampling_cuda.log, sampling_cpu.log, sampling_cuda_seed6.log, sampling_refused.log"
     failed=1
   fi
 else
