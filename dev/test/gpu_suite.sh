@@ -63,6 +63,9 @@
 #   ablate_shared_projections, ablate_wq_identity, ablate_residual_query [540 each] `make ablate
 #                     CONFIG=dev/ablate/<config>.txt`, as many whole runs as fit the call (ABLATE_TIME_LIMIT);
 #                     the runs finished in earlier calls and sessions are skipped (below); PART while runs are left
+#   gen_bench         [300] dev/bench/gen_bench.py: batched KV-cached generation of every run of
+#                     shared_projections (schemes, GQA/MQA) at d12, context 1024, batches 1, 16, 64:
+#                     tokens/s and cache bytes, beside seed 004's direction (Q-K=V faster than QKV)
 # A stage that passed on this GPU with the same inputs at an earlier commit (dev/results/stage_passes.tsv,
 # from --record-times) is skipped: "passed at <commit>, inputs unchanged" (a stage's inputs, below).
 # Sanitizer stages resume run by run (a run that passed is not repeated) and note the least host
@@ -85,12 +88,12 @@ source dev/test/torch_python.sh
 
 STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check sanitize_memcheck
 sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench profile_ncu ablate_shared_projections ablate_wq_identity
-ablate_residual_query"
+ablate_residual_query gen_bench"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
   [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [sanitize_memcheck]=540 [sanitize_racecheck]=540
   [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [nccl]=300 [ablate_shared_projections]=540 [ablate_wq_identity]=540
-  [ablate_residual_query]=540)
+  [ablate_residual_query]=540 [gen_bench]=300)
 # what each stage needs carried to the device machine (the plan's carry lists)
 declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [profile_ncu]="dev/data/austen"
   [train]="dev/data/austen dev/data/gpt2" [ablate_shared_projections]="dev/data/mix dev/data/gpt2"
@@ -98,7 +101,7 @@ declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [p
 # the stages that need build's binaries, and fixtures' files, on this machine (a fresh machine has
 # neither: they are made again first, whatever LOG_DIR says)
 NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench sanitize_memcheck
- sanitize_racecheck sanitize_synccheck sanitize_initcheck train nccl "
+ sanitize_racecheck sanitize_synccheck sanitize_initcheck train nccl gen_bench "
 NEEDS_FIXTURES=" tests_fp32 tests_bf16 nccl sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
 # stages that keep what they finished when stopped (run by run): started with 120 s left, whatever
 # their expected time; the rest runs in the next call
@@ -1184,6 +1187,20 @@ stage_ablate() { # config
 stage_ablate_shared_projections() { stage_ablate shared_projections; }
 stage_ablate_wq_identity() { stage_ablate wq_identity; }
 stage_ablate_residual_query() { stage_ablate residual_query; }
+
+# ---------------------------------------------------------------------------------------------
+# gen_bench: the KV-cache saving as speed (dev/bench/gen_bench.py), on build's trainers
+
+stage_gen_bench() {
+  local rc what="gen_bench.py (shared_projections' 8 runs x B 1, 16, 64, d12, context 1024)"
+  x timeout "$(tlimit 300)" "$PYTHON" dev/bench/gen_bench.py --no-build --timeout 60 --out "$LOG/gen_bench" \
+    >"$LOG/gen_bench.log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return
+  [ -f "$LOG/gen_bench/table.md" ] && note <"$LOG/gen_bench/table.md"
+  if [ $rc -eq 0 ]; then row "$what" PASS "$(stage_secs) s | $(tail -n 1 "$LOG/gen_bench.log" | sed 's/^gen_bench: //; s/; results in .*//')"
+  else row "$what" FAIL "exit $rc: $(grep -m1 'FAILED\|error' "$LOG/gen_bench.log" | cut -c1-110)"; fi
+}
 
 # ---------------------------------------------------------------------------------------------
 # targets: checked from the stages' logs at the end of every call (no GPU)

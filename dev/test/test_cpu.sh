@@ -610,6 +610,27 @@ if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --prompt of 7 toke
 else
     fail "cpu generate past max_seq_len (exit $rc, expected 1 and an error line naming --prompt and --generate: $(tail -n 1 "$TMP/out"))"
 fi
+# the generation benchmark (dev/bench/gen_bench.py; a GPU runs it at d12): here its logic on the CPU
+# trainers at d2: every run of dev/ablate/shared_projections.txt at batches 1 and 3, each a number
+# (no failed row), its cache bytes per token 2 x build/params' bf16 figure for its scheme and heads
+# (fp32), and a refusal of a bad --batches
+t0=$SECONDS
+python3 dev/bench/gen_bench.py --device cpu --no-build --model "-e d2 --n_embd 64 --n_head 4" --context 12 --batches 1,3 \
+    --out "$TMP/gen_bench" >"$TMP/gen_bench.out" 2>&1; rc=$?
+python3 dev/bench/gen_bench.py --device cpu --no-build --batches 0 --out "$TMP/gen_bench_bad" >"$TMP/gen_bench_bad.out" 2>&1; rc_bad=$?
+rows_ok=0; kv_bad=""
+# (awk: an empty flags column is a field; bash's read would merge the tabs around it)
+while read -r run scheme kv batch ok kvb; do
+    want=$(./build/params "$scheme" 2 64 4 "$kv" 256 1 | sed -n 's/.*kv_bytes_per_token=\([0-9]*\).*/\1/p')
+    if [ "$ok" = 1 ] && [ -n "$want" ] && [ "$kvb" = "$((2 * want))" ]; then rows_ok=$((rows_ok + 1)); else kv_bad="$kv_bad $run/B$batch:$kvb(want 2x$want)"; fi
+done < <(awk -F'\t' 'NR > 1 { kv = 4; if (match($3, /--n_kv_head [0-9]+/)) kv = substr($3, RSTART + 12, RLENGTH - 12)
+                                 print $1, $2, kv, $4, $5, $12 }' "$TMP/gen_bench/results.tsv")
+if [ "$rc" -eq 0 ] && [ "$rows_ok" -eq 16 ] && [ -z "$kv_bad" ] && grep -q "^| kv_shared | kv_shared | 512 | " "$TMP/gen_bench/table.md" &&
+   [ "$rc_bad" -eq 1 ] && grep -q "^gen_bench: error: --batches 0: expected integers in 1..1024" "$TMP/gen_bench_bad.out"; then
+    pass "cpu gen_bench.py (8 runs x batches 1, 3 at d2: 16 rows, each kv bytes/token 2 x build/params' bf16; --batches 0 refused; $((SECONDS - t0)) s)"
+else
+    fail "cpu gen_bench.py (exit $rc, $rows_ok of 16 rows with build/params' cache bytes;$kv_bad; --batches 0: exit $rc_bad; $(tail -n 1 "$TMP/gen_bench.out"))"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # (j) --profile (dev/profile.h): one warm-up step, then 3 profiled steps. The CSV must hold exactly
