@@ -4494,8 +4494,6 @@ static __attribute__((unused)) float gpt2_update(GPT2* model, float lr, float be
 #define DECODE_THREADS 256
 // the decode kernel keeps one fp32 score per cached position in shared memory, without an opt-in
 #define DECODE_MAX_SMEM_BYTES (48 * 1024)
-// the most sequences one cache decodes together (--num_samples' bound, dev/train_common.h)
-#define DECODE_MAX_BATCH 1024
 
 // max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
 __device__ float block_max(float v, float* shared32) {
@@ -4659,9 +4657,9 @@ static void kv_cache_build(KVCache* cache, const GPT2* model, int max_T, int bat
         fprintf(stderr, "error: kv cache: %d positions requested, expected 1..max_seq_len=%d\n", max_T, c->max_seq_len);
         exit(EXIT_FAILURE);
     }
-    if (batch < 1 || batch > DECODE_MAX_BATCH) {
+    if (batch < 1 || batch > GENERATE_MAX_BATCH) {
         fprintf(stderr, "error: kv cache: %d sequences requested, expected 1..%d (HINT: --num_samples)\n", batch,
-                DECODE_MAX_BATCH);
+                GENERATE_MAX_BATCH);
         exit(EXIT_FAILURE);
     }
     if (attention_decode_smem_bytes(max_T, hd) > DECODE_MAX_SMEM_BYTES) {

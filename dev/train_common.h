@@ -57,6 +57,9 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// --num_samples' bound: the most sequences one KV cache decodes together (both trainers' kv_cache_build)
+#define GENERATE_MAX_BATCH 1024
+
 // the sampling RNG (xorshift64*): its state is saved in the training state, so a resumed run
 // samples the same text as an uninterrupted one
 static unsigned int random_u32(unsigned long long* state) {
@@ -1020,7 +1023,8 @@ static void print_usage(const char* prog) {
     printf("                       KV cache, print them, tokens/s and the cache's bytes, and exit (default 0: train)\n");
     printf("  --prompt <text>      the prompt, GPT-2 tokens from dev/data/gpt2/encoder.json + vocab.bpe\n");
     printf("                       (default: one end-of-text token)\n");
-    printf("  --num_samples <int>  N samples from the one prompt (1..1024), each printed between --- lines,\n");
+    printf("  --num_samples <int>  N samples from the one prompt (1..%d), each printed between --- lines,\n",
+           GENERATE_MAX_BATCH);
     printf("                       decoded together: one forward pass of N tokens per step; sample i draws\n");
     printf("                       from --seed + i's generator, the text --seed + i alone gives (default 1)\n");
     printf("Looking inside attention (instead of training; no data needed; dev/ATTENTION_MAPS.md):\n");
@@ -1206,7 +1210,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
             if (a->sampling_flag == NULL) { a->sampling_flag = "--top_p"; }
         }
         else if (strcmp(flag, "--num_samples") == 0) {
-            ok = parse_ll(flag, val, 1, 1024, &v, msg, msg_size);
+            ok = parse_ll(flag, val, 1, GENERATE_MAX_BATCH, &v, msg, msg_size);
             a->num_samples = (int)v;
             a->num_samples_given = 1;
         }

@@ -1599,8 +1599,9 @@ int kv_cache_build(KVCache* cache, const GPT2* model, int max_T, int batch, char
         snprintf(msg, msg_size, "kv cache: %d positions requested, expected 1..max_seq_len=%d", max_T, c->max_seq_len);
         return 0;
     }
-    if (batch < 1 || batch > 1024) {
-        snprintf(msg, msg_size, "kv cache: %d sequences requested, expected 1..1024 (HINT: --num_samples)", batch);
+    if (batch < 1 || batch > GENERATE_MAX_BATCH) {
+        snprintf(msg, msg_size, "kv cache: %d sequences requested, expected 1..%d (HINT: --num_samples)", batch,
+                 GENERATE_MAX_BATCH);
         return 0;
     }
     // the row layout from the scheme's layout: v after k, or on top of it when they are one tensor
