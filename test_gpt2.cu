@@ -414,16 +414,7 @@ static void kv_batch_decode(GPT2* model, int first, int count, int P, int gen, s
     for (int pos = 0; pos < P + gen - 1; pos++) {
         for (int b = 0; b < count; b++) { tokens[(size_t)b] = (*seqs)[(size_t)(first + b)][(size_t)pos]; }
         gpt2_decode_step(model, &cache, tokens.data(), step.data());
-        if (pos < P - 1) { continue; }
-        for (int b = 0; b < count; b++) {
-            const int s = first + b, g = pos - (P - 1);
-            const float* row = &step[(size_t)b * V];
-            Sampler sampler;
-            sampler.settings = kSamplingGrid[s % kSamplingGridSize].settings;
-            const std::vector<float> coins = sampling_check_coins(4242 + (unsigned long long)s, gen);
-            (*logits)[(size_t)s].insert((*logits)[(size_t)s].end(), row, row + V);
-            (*seqs)[(size_t)s].push_back(sample_token(&sampler, row, V, coins[(size_t)g]));
-        }
+        if (pos >= P - 1) { sampling_check_batch_step(step.data(), V, first, count, pos - (P - 1), gen, seqs, logits); }
     }
     kv_cache_free(&cache);
 }
@@ -460,7 +451,7 @@ static int run_kv_batch_check(GPT2* model, const char* fixture, int P, int gen, 
         sampler.settings = kSamplingGrid[b % kSamplingGridSize].settings;
         const float* ref = &single_logits[(size_t)b][(size_t)g * V];
         const double d = sampling_check_max_diff(&batched_logits[(size_t)b][(size_t)g * V], ref, V);
-        const float coin = sampling_check_coins(4242 + (unsigned long long)b, gen)[(size_t)g];
+        const float coin = sampling_check_coins(kBatchCoinSeed + (unsigned long long)b, gen)[(size_t)g];
         const int mine = batched[(size_t)b][(size_t)(P + g)], theirs = single[(size_t)b][(size_t)(P + g)];
         if (!KV_BATCH_EXACT && sampling_flip_explained(&sampler, ref, V, mine, theirs, coin, d)) {
             parted++;

@@ -4515,7 +4515,7 @@ __device__ float block_max(float v, float* shared32) {
 // Work per layer, token and sequence: 4 * H * (t + 1) * hd FLOPs against 2 * (t + 1) * Hkv * hd *
 // sizeof(floatX) bytes of cache (once when k and v are one tensor; the H / Hkv heads of a group read
 // the same rows, from L2): about 1 FLOP per byte, memory-bound. At d12, bf16, t = 1024: 3 MB per
-// layer and sequence (kv_shared 1.5 MB), 0.6 us at 4.8 TB/s; at batch 64 the cache is 38 us of a
+// layer and sequence (kv_shared 1.5 MB), 0.65 us at 4.8 TB/s; at batch 64 the cache is 42 us of a
 // layer's step (predicted), the part of a decode step the kv_shared and GQA schemes shrink.
 // Deterministic: fixed reduction orders (warp_sum / block reductions, group partials added in order).
 __global__ void __launch_bounds__(DECODE_THREADS) attention_decode_kernel(floatX* out, const floatX* q, int q_stride,
@@ -4917,8 +4917,8 @@ static size_t device_memory_in_use(void) {
 // Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
 // per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
 // instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
-// rngs[b], one random_f32 per sampled token (the resume test compares the RNG state), greedy too, so
-// that the RNG state does not depend on --temperature/--top_k/--top_p. Its tokens go to
+// rngs[b] (generate_feed: one random_f32 per sampled token, greedy too, so that the RNG state a
+// training state saves does not depend on --temperature/--top_k/--top_p); its tokens go to
 // out[b * n_new + i] (out may be NULL); a batch of one prints them as they come.
 // step_s (may be NULL) adds the seconds of the decode steps: the forward passes and the logits'
 // copy back, without the sampling. The model's training activations are not touched: the decode
@@ -4929,26 +4929,16 @@ static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n
                            double* step_s, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size, n = cache->batch;
     std::vector<int> tokens((size_t)n);
-    double stepping = 0.0;
+    int feed = 1;
     for (int i = 0; i < n_prompt + n_new; i++) {
-        if (i >= n_prompt) { // sample each sequence's next token from its logits
-            for (int b = 0; b < n; b++) {
-                const float* row = logits + (size_t)b * V;
-                if (!sample_logits_check(row, V, cache->len, msg, msg_size)) { return 0; }
-                tokens[(size_t)b] = sample_token(sampler, row, V, random_f32(&rngs[b]));
-                if (out != NULL) { out[(size_t)b * n_new + (i - n_prompt)] = tokens[(size_t)b]; }
-            }
-            if (n == 1) { print_token(tokenizer, tokens[0]); }
-            if (i + 1 == n_prompt + n_new) { break; } // the last sampled token is not fed back
-        } else {
-            std::fill(tokens.begin(), tokens.end(), prompt[i]);
-        }
+        feed = generate_feed(i, prompt, n_prompt, n_new, sampler, logits, V, n, rngs, cache->len, tokenizer, tokens.data(),
+                             out, msg, msg_size);
+        if (feed != 1) { break; }
         const double t0 = now_seconds();
         gpt2_decode_step(model, cache, tokens.data(), logits);
-        stepping += now_seconds() - t0;
+        if (step_s != NULL) { *step_s += now_seconds() - t0; }
     }
-    if (step_s != NULL) { *step_s += stepping; }
-    return 1;
+    return feed >= 0;
 }
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.

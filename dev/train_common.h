@@ -2515,6 +2515,30 @@ static void print_samples_end(Tokenizer* tokenizer, const std::vector<int>& prom
     printf("---\n");
 }
 
+// The tokens generate_tokens feeds at step i (0 <= i < n_prompt + n_new) of a batch: the prompt's
+// token i to every sequence, then each sequence's next token drawn from its row of logits (batch, V)
+// with its own generator rngs[b] (one random_f32 each, greedy too), also into out[b * n_new + j] for
+// the j-th new token where out is not NULL; a batch of one prints it as it comes. Returns 1 when a
+// decode step of tokens follows, 0 after the last new token (sampled, not fed back), -1 with
+// sample_logits_check's message when the logits are not finite.
+static int generate_feed(int i, const int* prompt, int n_prompt, int n_new, Sampler* sampler, const float* logits, int V,
+                         int batch, unsigned long long* rngs, int position, Tokenizer* tokenizer, int* tokens, int* out,
+                         char* msg, size_t msg_size) {
+    if (i < n_prompt) {
+        for (int b = 0; b < batch; b++) { tokens[b] = prompt[i]; }
+        return 1;
+    }
+    const int j = i - n_prompt;
+    for (int b = 0; b < batch; b++) {
+        const float* row = logits + (size_t)b * V;
+        if (!sample_logits_check(row, V, position, msg, msg_size)) { return -1; }
+        tokens[b] = sample_token(sampler, row, V, random_f32(&rngs[b]));
+        if (out != NULL) { out[(size_t)b * n_new + j] = tokens[b]; }
+    }
+    if (batch == 1) { print_token(tokenizer, tokens[0]); }
+    return i + 1 < n_prompt + n_new;
+}
+
 // --num_samples' generators: sample b draws from the generator of --seed + b, so that it is the
 // text a run with --seed + b and --num_samples 1 prints (dev/test/test_cpu.sh and test_cudacpu.sh
 // compare them token for token)

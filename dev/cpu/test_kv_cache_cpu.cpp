@@ -153,15 +153,8 @@ static int batch_decode(GPT2* model, int first, int count, int gen, std::vector<
             kv_cache_free(&cache);
             return die(msg);
         }
-        if (pos < PROMPT - 1) { continue; }
-        for (int b = 0; b < count; b++) {
-            const int s = first + b, g = pos - (PROMPT - 1);
-            const float* row = &step[(size_t)b * V];
-            Sampler sampler;
-            sampler.settings = kSamplingGrid[s % kSamplingGridSize].settings;
-            const std::vector<float> coins = sampling_check_coins(4242 + (unsigned long long)s, gen);
-            (*logits)[(size_t)s].insert((*logits)[(size_t)s].end(), row, row + V);
-            (*seqs)[(size_t)s].push_back(sample_token(&sampler, row, V, coins[(size_t)g]));
+        if (pos >= PROMPT - 1) {
+            sampling_check_batch_step(step.data(), V, first, count, pos - (PROMPT - 1), gen, seqs, logits);
         }
     }
     kv_cache_free(&cache);

@@ -1727,8 +1727,8 @@ static double peak_rss_mib(void) {
 // Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
 // per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
 // instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
-// rngs[b], one random_f32 per sampled token, the CUDA trainer's rule (greedy draws it too: the RNG
-// state a training state saves does not depend on --temperature/--top_k/--top_p). Its tokens go to
+// rngs[b] (generate_feed: one random_f32 per sampled token, greedy too, so that the RNG state a
+// training state saves does not depend on --temperature/--top_k/--top_p); its tokens go to
 // out[b * n_new + i] (out may be NULL); a batch of one prints them as they come. step_s (may be NULL)
 // adds the seconds of the decode steps, without the sampling. Returns 1, or 0 with a message.
 static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
@@ -1736,27 +1736,16 @@ static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n
                            double* step_s, char* msg, size_t msg_size) {
     const int V = model->config.vocab_size, n = cache->batch;
     std::vector<int> tokens((size_t)n);
-    double stepping = 0.0;
-    int ok = 1;
-    for (int i = 0; i < n_prompt + n_new && ok; i++) {
-        if (i >= n_prompt) { // sample each sequence's next token from its logits
-            for (int b = 0; b < n; b++) {
-                const float* row = logits + (size_t)b * V;
-                if (!sample_logits_check(row, V, cache->len, msg, msg_size)) { return 0; }
-                tokens[(size_t)b] = sample_token(sampler, row, V, random_f32(&rngs[b]));
-                if (out != NULL) { out[(size_t)b * n_new + (i - n_prompt)] = tokens[(size_t)b]; }
-            }
-            if (n == 1) { print_token(tokenizer, tokens[0]); }
-            if (i + 1 == n_prompt + n_new) { break; } // the last sampled token is not fed back
-        } else {
-            std::fill(tokens.begin(), tokens.end(), prompt[i]);
-        }
+    int feed = 1;
+    for (int i = 0; i < n_prompt + n_new; i++) {
+        feed = generate_feed(i, prompt, n_prompt, n_new, sampler, logits, V, n, rngs, cache->len, tokenizer, tokens.data(),
+                             out, msg, msg_size);
+        if (feed != 1) { break; }
         const double t0 = now_seconds();
-        ok = gpt2_decode_step(model, cache, tokens.data(), logits, msg, msg_size);
-        stepping += now_seconds() - t0;
+        if (!gpt2_decode_step(model, cache, tokens.data(), logits, msg, msg_size)) { return 0; }
+        if (step_s != NULL) { *step_s += now_seconds() - t0; }
     }
-    if (step_s != NULL) { *step_s += stepping; }
-    return ok;
+    return feed >= 0;
 }
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.

@@ -41,6 +41,24 @@ static inline std::vector<float> sampling_check_coins(unsigned long long seed, i
     return coins;
 }
 
+// The batch tests (a batch decoded together against each sequence alone): sequence s samples with
+// the grid's setting s and the coins of seed kBatchCoinSeed + s. Step g's logits of sequences first.. (count
+// rows of V) are appended to logits[s], the token drawn from them to seqs[s].
+static const unsigned long long kBatchCoinSeed = 4242;
+static inline void sampling_check_batch_step(const float* step, int V, int first, int count, int g, int gen,
+                                             std::vector<std::vector<int>>* seqs,
+                                             std::vector<std::vector<float>>* logits) {
+    for (int b = 0; b < count; b++) {
+        const int s = first + b;
+        const float* row = step + (size_t)b * V;
+        Sampler sampler;
+        sampler.settings = kSamplingGrid[s % kSamplingGridSize].settings;
+        const std::vector<float> coins = sampling_check_coins(kBatchCoinSeed + (unsigned long long)s, gen);
+        (*logits)[(size_t)s].insert((*logits)[(size_t)s].end(), row, row + V);
+        (*seqs)[(size_t)s].push_back(sample_token(&sampler, row, V, coins[(size_t)g]));
+    }
+}
+
 // the largest |a - b| over V logits
 static inline double sampling_check_max_diff(const float* a, const float* b, int V) {
     double d = 0.0;
