@@ -145,7 +145,7 @@ $(BUILD)/test_ptx: dev/cudacpu/test_ptx.cu | $(BUILD)
 # for the CPU reference.
 LABS := attention_forward attention_backward
 # BF16-only labs (their tolerances and byte counts are bf16's): built by `make labs` in BF16 only
-LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer
+LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer attention_decode
 # dev/cuda/common.h and the CPU references the labs include
 LAB_HEADERS := dev/cuda/common.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)

@@ -4516,7 +4516,8 @@ __device__ float block_max(float v, float* shared32) {
 // sizeof(floatX) bytes of cache (once when k and v are one tensor; the H / Hkv heads of a group read
 // the same rows, from L2): about 1 FLOP per byte, memory-bound. At d12, bf16, t = 1024: 3 MB per
 // layer and sequence (kv_shared 1.5 MB), 0.65 us at 4.8 TB/s; at batch 64 the cache is 42 us of a
-// layer's step (predicted), the part of a decode step the kv_shared and GQA schemes shrink.
+// layer's step at the HBM rate. Predicted far slower, latency-bound (a dependent load per key and
+// warp): its lab, dev/cuda/attention_decode.cu, has the numbers and the next version.
 // Deterministic: fixed reduction orders (warp_sum / block reductions, group partials added in order).
 __global__ void __launch_bounds__(DECODE_THREADS) attention_decode_kernel(floatX* out, const floatX* q, int q_stride,
                                                                           const floatX* k, const floatX* v, int kv_stride,

@@ -17,7 +17,8 @@
 #   the attention labs (dev/cuda/attention_{forward,backward}.cu), BF16, version 3 --check on the
 #        standard layout (version 1 its baseline) and --quick for every scheme, version 2 --quick,
 #        against their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
-#        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm)
+#        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm);
+#        attention_decode --quick: the batched decode attention against float64, every cache layout
 #   the runtime's inline PTX (dev/cudacpu/test_ptx.cu): ldmatrix x1/x2/x4 (.trans) into mma.sync against
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
@@ -87,7 +88,7 @@ runs+=("standard_fp32 standard_tiny --fixtures-only epilogues_invalid")
 # takes version 2's kernel, its fallback, at V 60000; layernorm: version 3, whose backward's grouped
 # reduction is one group, version 2's, at the fixtures' small grids)
 runs+=("lab_layernorm - 3,--quick" "lab_classifier - 3,--quick" "lab_encoder_backward - 2,--quick"
-       "lab_optimizer - --quick" "lab_matmul_gelu - --quick")
+       "lab_optimizer - --quick" "lab_matmul_gelu - --quick" "lab_attention_decode - --quick")
 # the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)
 runs+=("test_ptx - full")
 
@@ -111,7 +112,7 @@ two_at_a_time() { # out_file function items...
 # --- build: the rewrite once, then two g++ at a time ----------------------------------------------
 build_start=$SECONDS
 lab_sources=()
-for f in dev/cuda/{attention_forward,attention_backward,layernorm,classifier,encoder_backward,optimizer,matmul_gelu}.cu \
+for f in dev/cuda/{attention_forward,attention_backward,layernorm,classifier,encoder_backward,optimizer,matmul_gelu,attention_decode}.cu \
          dev/cuda/common.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h; do
   lab_sources+=("build/cudacpu/src/$f")
 done
