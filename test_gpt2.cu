@@ -28,7 +28,8 @@ probabilities; q, k and v are read in place, where attention reads them.
 Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
 "FAIL ..." line per fixture and path, one "PASS/FAIL cuda-<precision> kv_cache <fixture>" line per
 fixture (run_kv_cache_check: greedy KV-cached generation against the full forward pass, logits within
-1e-2 in BF16 and 1e-4 in FP32, the cache's bytes per token against qkv_kv_cache_bytes_per_token),
+1e-2 in BF16 and 1e-4 in FP32, the cache's bytes per token against qkv_kv_cache_bytes_per_token; and 3
+sequences decoded together against each decoded alone, run_kv_batch_check),
 then resume_<scheme>, log_<scheme>, bad_steps (NaN weights and -sg skipping; and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 

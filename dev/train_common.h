@@ -2551,7 +2551,7 @@ static std::vector<unsigned long long> sampling_rngs(unsigned long long seed, in
 // --generate's closing lines: speed, and the cache the scheme needs per token, measured (what the
 // trainer allocated) beside attention_variants.cuh's formula. n_new tokens for each of `batch`
 // sequences decoded together; forward_s is the part of decode_s in the decode steps (forward passes
-// and the logits' copy back), the rest is sampling on the host. dev/bench/gen_bench.sh reads these lines.
+// and the logits' copy back), the rest is sampling on the host. dev/bench/gen_bench.py reads these lines.
 static void generate_report(const GPT2Config* c, int n_prompt, int n_new, int batch, double prefill_s, double decode_s,
                             double forward_s, size_t cache_bytes_per_token, int elem_bytes) {
     const double all_new = (double)n_new * batch;

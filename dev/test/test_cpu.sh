@@ -28,7 +28,7 @@
 # (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params;
 #     sampling: --num_samples 3 with temperature, top-k and top-p, decoded together, each sample the
 #     text of --seed + i alone; greedy independent of --seed and the same for each of 3 samples;
-#     --top-k/--top-p the same flags as --top_k/--top_p
+#     --top-k/--top-p the same flags as --top_k/--top_p; dev/bench/gen_bench.py on the CPU trainers
 # (j) --profile: the rows of each path, each timed, adding up to the measured step within 5%; refusals
 # Prints one PASS/FAIL line per check (a missing fixture is a FAIL), exits non-zero on any FAIL.
 set -u
