@@ -36,7 +36,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "dev", "ablate"))
-import ablate  # noqa: E402  (the config reader: one parser for the ablation's run tables)
+import ablate  # noqa: E402  (the ablation's run-table reader, binary names and trainer builds)
 
 # what seed 004 measured (Table 15b, savings versus QKV at 1.2B on an A100): the runs of our config
 # that are its variants, and its decode throughput gain range in percent
@@ -50,29 +50,6 @@ BASELINE = "standard"
 def die(msg):
     print("gen_bench: error: " + msg, file=sys.stderr)
     sys.exit(1)
-
-
-def binary_of(device, scheme):
-    if device == "gpu":
-        return "./train_gpt2cu" if scheme == "standard" else "./train_gpt2cu_" + scheme
-    return "./build/train_gpt2_cpu_" + scheme
-
-
-def build(device, schemes, out):
-    """each scheme's trainer, the CUDA ones at once (one nvcc each); dies naming the log of a failure"""
-    procs = []
-    for s in schemes:
-        target = ["make", "-s", "train_gpt2cu", "QKV=" + s] if device == "gpu" else ["make", "-s", "build/train_gpt2_cpu_" + s]
-        log = os.path.join(out, "build_%s.log" % s)
-        f = open(log, "w")
-        procs.append((s, log, f, subprocess.Popen(target, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT)))
-        if device != "gpu":
-            procs[-1][3].wait()
-    for s, log, f, p in procs:
-        rc = p.wait()
-        f.close()
-        if rc != 0:
-            die("building %s failed (exit %d): see %s" % (binary_of(device, s), rc, log))
 
 
 def parse_run(text):
@@ -179,7 +156,8 @@ def main():
     ap.add_argument("--out", default="build/gen_bench", help="logs, results.tsv and table.md")
     ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run before it is stopped")
-    ap.add_argument("--no-build", action="store_true", help="use the trainers as they are")
+    ap.add_argument("--no-build", action="store_true", help="use the trainers as they are (default: make builds each "
+                    "scheme's, as make ablate does; ABLATE_CUDA_ARCHS picks the GPU architectures)")
     a = ap.parse_args()
     os.chdir(ROOT)
     try:
@@ -214,14 +192,14 @@ def main():
         if cfg.scheme[n] not in used:
             used.append(cfg.scheme[n])
     if not a.no_build:
-        build(a.device, used, a.out)
+        ablate.build_trainers(a.device, used, a.out, True)
 
     rows = []
     started = time.time()
     for name in names:
         scheme, flags = cfg.scheme[name], [w for pair in cfg.flags[name] for w in pair]
         for b in batches:
-            cmd = [binary_of(a.device, scheme)] + a.model.split() + flags + \
+            cmd = [ablate.binary_of(a.device, scheme)] + a.model.split() + flags + \
                   ["--generate", str(a.context - 1), "--num_samples", str(b), "--temperature", "0"]
             log = os.path.join(a.out, "%s_b%d.log" % (name, b))
             t0 = time.time()

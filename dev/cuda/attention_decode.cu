@@ -103,10 +103,11 @@ static std::vector<float> decode_reference(const DecodeShape* s, const std::vect
     return out;
 }
 
-static void decode_run(int version, const DecodeShape* s, floatX* out, const floatX* q, int q_stride, const floatX* cache,
-                       float scale) {
+// a version on a cache of max_T positions per sequence
+static void decode_run(int version, const DecodeShape* s, int max_T, floatX* out, const floatX* q, int q_stride,
+                       const floatX* cache, float scale) {
     (void)version; // one version
-    const size_t seq_stride = (size_t)shape_max_T(s) * shape_row(s);
+    const size_t seq_stride = (size_t)max_T * shape_row(s);
     attention_decode_forward(out, q, q_stride, cache, cache + shape_v_offset(s), shape_row(s), seq_stride, s->batch, s->t,
                              s->H, s->Hkv, s->hd, scale);
 }
@@ -138,7 +139,8 @@ static int check_shape(const LabArgs* a, int version, const DecodeShape* s, int 
     std::vector<unsigned char> first;
     for (int run = 0; run < 2; run++) {
         lab_buf_poison(&out_d);
-        decode_run(version, s, (floatX*)out_d.ptr, (const floatX*)q_d.ptr, q_stride, (const floatX*)cache_d.ptr, scale);
+        decode_run(version, s, max_T, (floatX*)out_d.ptr, (const floatX*)q_d.ptr, q_stride, (const floatX*)cache_d.ptr,
+                   scale);
         cudaCheck(cudaDeviceSynchronize());
         const std::vector<unsigned char> bytes = lab_buf_download(&out_d);
         if (run == 1) {
@@ -216,11 +218,9 @@ static void bench(const LabArgs* a) {
             // finite values for timing only: 0x3C in every byte is ~0.0115 in bf16 and fp32
             cudaCheck(cudaMemset(cache, 0x3C, ncache * sizeof(floatX)));
             cudaCheck(cudaMemset(q, 0x3C, nq * sizeof(floatX)));
-            const size_t seq_stride = (size_t)max_T * row;
             for (int version : a->versions) {
                 const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
-                    attention_decode_forward(out, q, q_stride, cache, cache + shape_v_offset(&s), row, seq_stride, batch,
-                                             s.t, s.H, s.Hkv, s.hd, 0.125f);
+                    decode_run(version, &s, max_T, out, q, q_stride, cache, 0.125f);
                 });
                 lab_bench_line(version, what, ms, bytes);
             }

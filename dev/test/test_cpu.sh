@@ -567,7 +567,7 @@ fi
 # the 3 samples were decoded together, each with its own generator: sample i is the text of --seed
 # 1337 + i alone, token for token (the batch changes no row of any step: dev/cpu/test_kv_cache_cpu
 # checks the logits bit for bit)
-text_of_sample() { awk -v want="$2" '/^---$/ { n++; next } n == want && !/^generate: / && !/^decode: / && !/^kv cache: /' "$1"; }
+text_of_sample() { samples_of "$1" | sed -n "s/^$2: //p"; }
 batch_same=0
 for i in 0 1 2; do
     run_capture "${gen[@]}" --num_samples 1 --temperature 0.8 --top_k 40 --top_p 0.9 --seed $((1337 + i))
