@@ -30,16 +30,18 @@ Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <
 fixture (run_kv_cache_check: greedy KV-cached generation against the full forward pass, logits within
 1e-2 in BF16 and 1e-4 in FP32, the cache's bytes per token against qkv_kv_cache_bytes_per_token; and 3
 sequences decoded together against each decoded alone, run_kv_batch_check),
-then resume_<scheme>, log_<scheme>, bad_steps (NaN weights and -sg skipping; and v5_read); "SKIP ..." when
+then lt_tune_<scheme> (the tuned matmuls against --lt_tune 0, and a resume reading lt_algos.bin: run_tuning_check),
+resume_<scheme>, log_<scheme>, bad_steps (NaN weights and -sg skipping; and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 
-  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv] [--fixtures-only]
+  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv] [--fixtures-only | --tuning]
 
 --fixtures-only runs the fixtures and their KV-cache checks (what differs between schemes) and prints
 one SKIP line for the rest (the two option sets, resume, log, bad_steps, v5_read): that rest checks
 the training loop's host code and the scheme-independent kernel paths, and takes most of a scheme's
 time on the CPU runtime (dev/cudacpu), so dev/test/test_cudacpu.sh runs it once per precision, on
-standard.
+standard. --tuning runs lt_tune_<scheme> alone, on the scheme's first fixture (on the CPU runtime: with
+CUDA_CPU_LT_ALGOS set, dev/cudacpu/cublaslt_cpu.h).
 */
 #define TESTING
 #include "train_gpt2.cu"
@@ -693,6 +695,110 @@ static void resume_args(TrainArgs* a, const char* model_path, const char* shard,
     a->overwrite = 1; // the folders of this test's previous invocation
 }
 
+// a file's bytes (empty when it cannot be read)
+static std::vector<char> file_bytes(const char* path) {
+    std::vector<char> bytes;
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) { return bytes; }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) { bytes.insert(bytes.end(), buf, buf + n); }
+    fclose(f);
+    return bytes;
+}
+
+// --lt_tune (matmul_lt's tuner) on the trainer's own runs of 10 steps (resume_args) with checkpoints at
+// steps 5 and 10, each starting with an empty choice cache as a fresh process does: U with --lt_tune 0;
+// T tuned; R resumes T from step 5 (T's step-10 pair moved aside), reading T's lt_algos.bin. T's losses
+// must be U's within what another summation order can change (1e-5 relative in FP32, 1e-2 in BF16:
+// tuning never changes the training), and R's step-10 model and state T's bit for bit (the file, not a
+// new tuning, decides: a loss seldom shows a last bit). On the CPU runtime with CUDA_CPU_LT_ALGOS > 1
+// the tuning must choose some candidate other than the heuristic's first, whose other summation order
+// must show in T's step-10 model against U's (or the check proves nothing), and with
+// CUDA_CPU_LT_BROKEN_ALGO it must reject that algorithm.
+static int run_tuning_check(const char* model_path) {
+    char msg[16384];
+    const char* scheme = qkv_scheme_name(kQKVScheme);
+    char dir[512], shard[640], dir_u[640], dir_t[640];
+    // a folder of its own: the mutation self-test runs several of these at once
+    snprintf(dir, sizeof(dir), "build/test_cuda_lt_tune_%s_%s_XXXXXX", scheme, PRECISION_NAME);
+    const int made = make_dir("build") && mkdtemp(dir) != NULL;
+    snprintf(shard, sizeof(shard), "%s/tokens_train_000.bin", dir);
+    snprintf(dir_u, sizeof(dir_u), "%s/untuned", dir);
+    snprintf(dir_t, sizeof(dir_t), "%s/tuned", dir);
+    GPT2Config config;
+    int version = 0;
+    if (!made || !make_dir(dir_u) || !make_dir(dir_t) ||
+        !checkpoint_inspect(model_path, -1.0f, &config, &version, msg, sizeof(msg)) ||
+        !write_token_shard(shard, 4 * 32 * 13 + 1, config.vocab_size, 7)) {
+        printf("FAIL %s lt_tune_%s: cannot set up %s (%s)\n", LABEL, scheme, dir, msg);
+        return 0;
+    }
+    float lu[10], lt[10], lr[10];
+    for (int i = 0; i < 10; i++) { lu[i] = lt[i] = lr[i] = NAN; }
+    TrainArgs u, t, r;
+    resume_args(&u, model_path, shard, dir_u, lu);
+    u.lt_tune = 0;
+    u.checkpoint_every = 5;
+    g_lt_cache.clear();
+    int ok = train_args_resolve(&u, msg, sizeof(msg)) && train_run(&u) == 0;
+    resume_args(&t, model_path, shard, dir_t, lt);
+    t.checkpoint_every = 5;
+    g_lt_cache.clear();
+    ok = ok && train_args_resolve(&t, msg, sizeof(msg)) && train_run(&t) == 0;
+    int configs = 0;
+    for (size_t i = 0; i < g_lt_cache.size(); i++) { configs += g_lt_cache[i].second.in_pass; }
+    const int not_first = g_lt_tuner.not_first, rejected = g_lt_tuner.rejected, timed = g_lt_tuner.timed;
+    char model_u[1024], model_t[1024], state_t[1024], model_t_kept[1100], state_t_kept[1100];
+    snprintf(model_u, sizeof(model_u), "%s/model_%08d.bin", dir_u, 10);
+    snprintf(model_t, sizeof(model_t), "%s/model_%08d.bin", dir_t, 10);
+    snprintf(state_t, sizeof(state_t), "%s/state_%08d.bin", dir_t, 10);
+    snprintf(model_t_kept, sizeof(model_t_kept), "%s.uninterrupted", model_t);
+    snprintf(state_t_kept, sizeof(state_t_kept), "%s.uninterrupted", state_t);
+    ok = ok && rename(model_t, model_t_kept) == 0 && rename(state_t, state_t_kept) == 0;
+    resume_args(&r, model_path, shard, dir_t, lr);
+    r.resume = 1;
+    r.overwrite = 0;
+    r.checkpoint_every = 5;
+    g_lt_cache.clear();
+    ok = ok && train_args_resolve(&r, msg, sizeof(msg)) && r.resuming && r.state.step == 5 && train_run(&r) == 0;
+    const int read = g_lt_tuner.read;
+    g_lt_cache.clear(); // the next checks start as a fresh process does
+    if (!ok) {
+        printf("FAIL %s lt_tune_%s: a run failed (%s)\n", LABEL, scheme, msg);
+        return 0;
+    }
+    double worst = 0.0;
+    for (int i = 0; i < 10; i++) { worst = fmax(worst, fabs((double)lt[i] - lu[i]) / fmax(fabs((double)lu[i]), 1e-30)); }
+    const double tol = PRECISION_IS_BF16 ? 1e-2 : 1e-5;
+    const std::vector<char> mt = file_bytes(model_t_kept), mr = file_bytes(model_t), mu = file_bytes(model_u);
+    const int same_resumed = memcmp(lt + 5, lr + 5, 5 * sizeof(float)) == 0 && !mt.empty() && mt == mr &&
+                             file_bytes(state_t_kept) == file_bytes(state_t);
+    const char* vacuous = NULL; // what makes the check prove nothing on this runtime
+#ifdef CUDACPU_CUDA_CPU_H
+    if (cudacpu::lt_algo_count() > 1 && not_first == 0) { vacuous = "several algorithms offered, yet every choice was the first"; }
+    if (cudacpu::lt_algo_count() > 1 && mt == mu) { vacuous = "other summation orders chosen, yet the tuned model is the untuned one bit for bit"; }
+    if (cudacpu::lt_broken_algo() >= 0 && rejected == 0) { vacuous = "a broken algorithm offered, yet none was rejected"; }
+#endif
+    printf("  lt_tune_%s: %d configurations, %d timed, %d not cuBLASLt's first choice, %d candidates rejected; the resume "
+           "read %d choices; losses tuned vs --lt_tune 0 within %.3g (limit %.0e), step-10 models %s; resumed to step 10: %s\n",
+           scheme, configs, timed, not_first, rejected, read, worst, tol, mt == mu ? "the same" : "differ",
+           same_resumed ? "losses, model and state bit-identical" : "differ");
+    if (worst <= tol && same_resumed && read == configs && vacuous == NULL && isfinite(lt[9])) {
+        const std::string rm = std::string("rm -rf '") + dir + "'";
+        if (system(rm.c_str()) != 0) { printf("  lt_tune_%s: could not remove %s\n", scheme, dir); }
+        printf("PASS %s lt_tune_%s (%d configurations, %d not cuBLASLt's first; losses within %.3g of --lt_tune 0; resumed "
+               "from lt_algos.bin: model and state bit for bit)\n", LABEL, scheme, configs, not_first, worst);
+        return 1;
+    }
+    printf("FAIL %s lt_tune_%s (%s; the runs are in %s)\n", LABEL, scheme,
+           vacuous != NULL ? vacuous :
+           !(worst <= tol) ? "the tuned run's losses differ from --lt_tune 0's beyond the limit" :
+           !same_resumed ? "the resumed losses differ from the tuned run's: the saved choices were not used" :
+           read != configs ? "the resume did not read every choice from lt_algos.bin" : "non-finite loss", dir);
+    return 0;
+}
+
 // tag: "" for the scheme's first fixture, "_fused" for its first fixture on the flash attention path
 static int run_resume_check(const char* model_path, const char* tag) {
     char msg[16384];
@@ -859,7 +965,7 @@ static int check_main_log(void) {
         return 0;
     }
     char line[2048];
-    int steps = 0, bad = 0, vals = 0, summary = 0;
+    int steps = 0, bad = 0, vals = 0, summary = 0, matmuls = 0;
     while (fgets(line, sizeof(line), f) != NULL) {
         int s = 0, n = 0;
         if (sscanf(line, "step %d/%d |", &s, &n) == 2) {
@@ -870,18 +976,20 @@ static int check_main_log(void) {
             vals++;
         } else if (strncmp(line, "summary:", 8) == 0) {
             summary++;
+        } else if (strncmp(line, "matmuls: ", 9) == 0 && strstr(line, " configurations, ") != NULL) {
+            matmuls++; // the tuning's report (--lt_tune 1, the default)
         } else {
             bad++;
         }
     }
     fclose(f);
-    if (steps == 10 && bad == 0 && vals == 5 && summary == 1) {
-        printf("PASS %s log_%s (%s: 10 step lines with loss, lr, norm, ms, tok/s, MFU; 5 val lines; a summary)\n", LABEL,
-               scheme, path);
+    if (steps == 10 && bad == 0 && vals == 5 && summary == 1 && matmuls == 1) {
+        printf("PASS %s log_%s (%s: 10 step lines with loss, lr, norm, ms, tok/s, MFU; 5 val lines; the matmul tuning's "
+               "line; a summary)\n", LABEL, scheme, path);
         return 1;
     }
-    printf("FAIL %s log_%s (%s: %d step lines, %d malformed lines, %d val lines, %d summaries; expected 10, 0, 5, 1)\n",
-           LABEL, scheme, path, steps, bad, vals, summary);
+    printf("FAIL %s log_%s (%s: %d step lines, %d malformed lines, %d val lines, %d tuning lines, %d summaries; expected "
+           "10, 0, 5, 1, 1)\n", LABEL, scheme, path, steps, bad, vals, matmuls, summary);
     return 0;
 }
 
@@ -997,14 +1105,16 @@ int main(int argc, char** argv) {
     char msg[16384];
     const char* manifest = "dev/fixtures/manifest.tsv";
     const char* scheme = qkv_scheme_name(kQKVScheme);
-    int fixtures_only = 0, positional = 0;
+    int fixtures_only = 0, tuning_only = 0, positional = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--fixtures-only") == 0) {
             fixtures_only = 1;
+        } else if (strcmp(argv[i], "--tuning") == 0) {
+            tuning_only = 1;
         } else if (argv[i][0] != '-' && positional++ == 0) {
             manifest = argv[i];
         } else {
-            printf("FAIL %s %s: unknown argument '%s' (HINT: test_gpt2cu [manifest.tsv] [--fixtures-only])\n", LABEL,
+            printf("FAIL %s %s: unknown argument '%s' (HINT: test_gpt2cu [manifest.tsv] [--fixtures-only | --tuning])\n", LABEL,
                    scheme, argv[i]);
             return 1;
         }
@@ -1051,6 +1161,7 @@ int main(int argc, char** argv) {
         if (strcmp(fields[1], scheme) != 0) { continue; }
         ran++;
         if (first_model.empty()) { first_model = fields[2]; }
+        if (tuning_only) { break; } // the first fixture's model is all --tuning needs
         // both attention paths where a flash kernel exists for the fixture's head size, else the unfused one
         GPT2Config fc;
         int fversion = 0;
@@ -1091,9 +1202,18 @@ int main(int argc, char** argv) {
         printf("FAIL %s %s: no fixture of scheme %s in %s (HINT: /usr/bin/python3 dev/reference/make_fixtures.py "
                "--out dev/fixtures)\n", LABEL, scheme, scheme, manifest);
         failed++;
+    } else if (tuning_only) {
+        if (run_tuning_check(first_model.c_str())) { passed++; } else { failed++; }
     } else if (fixtures_only) {
-        printf("SKIP %s %s option sets, resume, log, bad_steps, v5_read: --fixtures-only\n", LABEL, scheme);
+        printf("SKIP %s %s option sets, resume, log, bad_steps, v5_read, lt_tune: --fixtures-only\n", LABEL, scheme);
     } else {
+#ifdef CUDACPU_CUDA_CPU_H
+        if (cudacpu::lt_algo_count() == 1) { // one algorithm: the tuning would have nothing to choose from
+            printf("SKIP %s lt_tune_%s: the CPU runtime offers one algorithm a shape (dev/test/test_cudacpu.sh runs "
+                   "--tuning with CUDA_CPU_LT_ALGOS=4)\n", LABEL, scheme);
+        } else
+#endif
+        if (run_tuning_check(first_model.c_str())) { passed++; } else { failed++; }
         if (run_resume_check(first_model.c_str(), "")) { passed++; } else { failed++; }
         if (!first_fused_model.empty()) { // the flash kernels must be as deterministic as the rest
             if (run_resume_check(first_fused_model.c_str(), "_fused")) { passed++; } else { failed++; }

@@ -843,8 +843,282 @@ static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
 static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
 typedef struct { long long v[20]; } LtKey; // every argument that can change the algorithm choice
-typedef struct { int found; cublasLtMatmulAlgo_t algo; } LtChoice; // found 0: cuBLASLt has none (remembered)
+typedef struct {
+    int found;                 // 0: cuBLASLt has no algorithm (remembered)
+    cublasLtMatmulAlgo_t algo; // what every call of the configuration runs
+    int in_pass;               // decided in the tuning window (timed), or read from lt_algos.bin: the file keeps it
+    int candidates, place;     // cuBLASLt's candidates then, and the choice's place among them (0: its first)
+    double first_ms, chosen_ms; // the timed medians of its first and of the choice (0 when nothing was timed)
+    int pass_calls;            // the configuration's calls in the tuning window: a micro-step's (the saving's weight)
+} LtChoice;
 static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
+
+// ----------------------------------------------------------------------------
+// matmul tuning (--lt_tune 1, the default). cuBLASLt's heuristic ranks its algorithms by a model, and its
+// first is not always the fastest: at d12 on an H200 the same FLOPs ran at 528 TFLOP/s in fc's forward
+// (GELU epilogue) and 805 in fcproj's. So the run's first micro-step (train_run) meets every matmul
+// configuration of a micro-step with the tuning window open; for each, matmul_lt asks for cuBLASLt's best
+// LT_TUNE_MAX_ALGOS, runs each on the call's own inputs into scratch outputs (the call's outputs are left
+// alone), rejects any whose result differs from the heuristic's first, times the rest (one warm-up, then
+// the median of LT_TUNE_RUNS launches) and keeps the fastest, which the call itself then runs. Split-k candidates reduce in fp32 only: the
+// preference's reduction mask (matmul_lt) already says so. The processes of one run add their times, so
+// that all keep the same algorithm. The choices go to -o's lt_algos.bin (dev/FORMATS.md), which a resume
+// reads, so that it continues bit for bit; --lt_tune 0 is the heuristic's first everywhere, untimed.
+#define LT_TUNE_MAX_ALGOS 16
+#define LT_TUNE_RUNS 5
+static const double LT_REJECTED_MS = 1e30; // a candidate that failed the comparison (summed over processes)
+typedef struct {
+    int open;            // 1 in the tuning window (the first micro-step): a configuration is tuned as it is met
+    DataParallel* dp;    // the run's processes (their times are summed), or NULL alone
+    std::vector<std::pair<LtKey, cublasLtMatmulAlgo_t>> saved; // lt_algos.bin's choices, when a resume read it
+    int timed, read, stale, rejected, not_first; // configurations timed now / taken from the file / in the
+                                                 // file but not offered now; candidates rejected; choices
+                                                 // other than the heuristic's first
+    int warned_memory;
+} LtTuner;
+static LtTuner g_lt_tuner;
+
+// one matmul_lt call, as the tuner runs it again into scratch outputs
+typedef struct {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulPreference_t pref;
+    const floatX* A;
+    const floatX* B;
+    void* D; // also the C input (beta)
+    size_t d_size;
+    float alpha, beta;
+    LtActivation act;
+    const void* bias;   // written by LT_BGRADB (n values of D's type)
+    const floatX* aux;  // written by LT_GELU (laid out like D)
+    int m, n, k, ldd, batch;
+    long long sD;
+    cublasLtEpilogue_t epilogue;
+} LtCall;
+
+// cuBLASLt's candidates for a call, best first by its heuristic, at most `want`. Returns how many (0:
+// none). "No algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED; with an
+// epilogue, INVALID_VALUE too (a cuBLASLt that rejects, say, an fp32 bias gradient beside bf16 inputs):
+// said once per epilogue, and the caller's fallback runs.
+static int lt_candidates(const LtCall* c, int want, cublasLtMatmulHeuristicResult_t* out) {
+    int found = 0;
+    memset(out, 0, sizeof(out[0]) * (size_t)want);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_cublaslt, c->op, c->la, c->lb, c->ld, c->ld, c->pref, want,
+                                                             out, &found);
+    const int has_epilogue = c->bias != NULL || c->act != LT_PLAIN;
+    if (st == CUBLAS_STATUS_INVALID_VALUE && has_epilogue) {
+        static std::vector<int> warned;
+        if (std::find(warned.begin(), warned.end(), (int)c->epilogue) == warned.end()) {
+            warned.push_back((int)c->epilogue);
+            fprintf(stderr, "warning: cuBLASLt rejects epilogue %d (first at m=%d n=%d k=%d: CUBLAS_STATUS_INVALID_VALUE): "
+                    "the trainer's own kernels do its work\n", (int)c->epilogue, c->m, c->n, c->k);
+        }
+    } else if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
+        cublasCheck(st);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS) { return 0; }
+    int usable = 0; // the heuristic's list, less any entry it marks as failed
+    for (int i = 0; i < found; i++) {
+        if (out[i].state == CUBLAS_STATUS_SUCCESS) { out[usable++] = out[i]; }
+    }
+    return usable;
+}
+
+// per block: the sums of (x - ref)^2 and ref^2 over a (rows, cols) matrix of `batch` batches (leading
+// dimension ld, batch stride), fp32 or floatX: the tuner's comparison of a candidate with the first
+__global__ void lt_diff_kernel(float* partial, const void* x, const void* ref, int fp32, int rows, int cols, int ld,
+                               int batch, long long stride) {
+    __shared__ float sd[256], sr[256];
+    const long long total = (long long)rows * cols * batch;
+    float d2 = 0.0f, r2 = 0.0f;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
+        const long long b = i / ((long long)rows * cols), rem = i % ((long long)rows * cols);
+        const long long at = b * stride + (rem / rows) * ld + rem % rows;
+        const float xv = fp32 ? ((const float*)x)[at] : x2f(((const floatX*)x)[at]);
+        const float rv = fp32 ? ((const float*)ref)[at] : x2f(((const floatX*)ref)[at]);
+        d2 += (xv - rv) * (xv - rv);
+        r2 += rv * rv;
+    }
+    sd[threadIdx.x] = d2;
+    sr[threadIdx.x] = r2;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) {
+            sd[threadIdx.x] += sd[threadIdx.x + s];
+            sr[threadIdx.x] += sr[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial[2 * blockIdx.x] = sd[0];
+        partial[2 * blockIdx.x + 1] = sr[0];
+    }
+}
+#define LT_DIFF_BLOCKS 128
+
+// ||x - ref|| / ||ref|| of one output (0 when both are zero)
+static double lt_relative_diff(float* partial_d, const void* x, const void* ref, int fp32, int rows, int cols, int ld,
+                               int batch, long long stride) {
+    lt_diff_kernel<<<LT_DIFF_BLOCKS, 256>>>(partial_d, x, ref, fp32, rows, cols, ld, batch, stride);
+    launchCheck();
+    float partial[2 * LT_DIFF_BLOCKS];
+    cudaCheck(cudaMemcpy(partial, partial_d, sizeof(partial), cudaMemcpyDeviceToHost));
+    double d2 = 0.0, r2 = 0.0;
+    for (int i = 0; i < LT_DIFF_BLOCKS; i++) { d2 += partial[2 * i]; r2 += partial[2 * i + 1]; }
+    return r2 > 0.0 ? sqrt(d2 / r2) : (d2 > 0.0 ? INFINITY : 0.0);
+}
+
+// The scratch outputs of one run of a call: D, and aux (LT_GELU) or the bias (LT_BGRADB) where the
+// epilogue writes them.
+typedef struct { void* D; void* aux; void* bias; } LtOutputs;
+
+// the call with `algo` into `out` (C is still the call's D, read when beta != 0)
+static void lt_run_into(const LtCall* c, const cublasLtMatmulAlgo_t* algo, const LtOutputs* out) {
+    if (c->act == LT_GELU) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &out->aux, sizeof(out->aux)));
+    }
+    if (c->act == LT_BGRADB) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &out->bias, sizeof(out->bias)));
+    }
+    cublasCheck(cublasLtMatmul(g_cublaslt, c->op, &c->alpha, c->A, c->la, c->B, c->lb, &c->beta, c->D, c->ld, out->D, c->ld,
+                               algo, g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
+}
+
+// The worst relative difference of a candidate's outputs from the first's.
+static double lt_outputs_diff(const LtCall* c, float* partial_d, const LtOutputs* x, const LtOutputs* ref) {
+    const int fp32 = c->d_size == 4;
+    double worst = lt_relative_diff(partial_d, x->D, ref->D, fp32, c->m, c->n, c->ldd, c->batch, c->sD);
+    if (c->act == LT_GELU) { worst = fmax(worst, lt_relative_diff(partial_d, x->aux, ref->aux, fp32, c->m, c->n, c->ldd, 1, 0)); }
+    if (c->act == LT_BGRADB) { worst = fmax(worst, lt_relative_diff(partial_d, x->bias, ref->bias, fp32, c->n, 1, c->n, 1, 0)); }
+    return worst;
+}
+
+// Each candidate's median time in ms (times[i]), LT_REJECTED_MS for one whose result differs from the
+// heuristic's first (candidate 0, the reference) by more than a different summation order can: 1e-2
+// relative in bf16 outputs, 1e-4 in fp32 ones. Nothing is timed when there is one candidate; when the
+// scratch outputs do not fit the GPU, the first is kept, said once.
+static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicResult_t* cands, int n, double* times) {
+    times[0] = 0.0;
+    for (int i = 1; i < n; i++) { times[i] = LT_REJECTED_MS; }
+    if (n < 2) { return; }
+    const size_t d_bytes = ((size_t)(c->batch - 1) * (size_t)c->sD + (size_t)(c->n - 1) * (size_t)c->ldd + (size_t)c->m) * c->d_size;
+    const size_t aux_bytes = c->act == LT_GELU ? d_bytes : 0, bias_bytes = c->act == LT_BGRADB ? (size_t)c->n * c->d_size : 0;
+    const size_t round = 256, per = (d_bytes + round - 1) / round * round + (aux_bytes + round - 1) / round * round +
+                                    (bias_bytes + round - 1) / round * round;
+    char* scratch = NULL;
+    if (cudaMalloc((void**)&scratch, 2 * per + 2 * LT_DIFF_BLOCKS * sizeof(float)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (!g_lt_tuner.warned_memory) {
+            g_lt_tuner.warned_memory = 1;
+            fprintf(stderr, "warning: matmul tuning: no GPU memory for the scratch outputs of m=%d n=%d k=%d (%.1f MiB): "
+                    "cuBLASLt's first choice there and for any such shape\n", c->m, c->n, c->k, 2.0 * per / 1048576.0);
+        }
+        return;
+    }
+    LtOutputs outs[2];
+    for (int j = 0; j < 2; j++) {
+        char* p = scratch + j * per;
+        outs[j].D = p;
+        outs[j].aux = aux_bytes > 0 ? p + (d_bytes + round - 1) / round * round : NULL;
+        outs[j].bias = bias_bytes > 0 ? p + (d_bytes + round - 1) / round * round + (aux_bytes + round - 1) / round * round : NULL;
+    }
+    float* partial_d = (float*)(scratch + 2 * per);
+    cudaEvent_t ev[2 * LT_TUNE_RUNS];
+    for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventCreate(&ev[r])); }
+    for (int i = 0; i < n; i++) {
+        const LtOutputs* out = &outs[i == 0 ? 0 : 1];
+        lt_run_into(c, &cands[i].algo, out); // its result, and the warm-up
+        if (i > 0) {
+            const double diff = lt_outputs_diff(c, partial_d, out, &outs[0]);
+            if (!(diff <= (c->d_size == 4 ? 1e-4 : 1e-2))) {
+                g_lt_tuner.rejected++;
+                if (g_lt_tuner.dp == NULL || g_lt_tuner.dp->rank == 0) {
+                    printf("matmuls: cuBLASLt's candidate %d of %d for m=%d n=%d k=%d (epilogue %d) differs from its first "
+                           "choice by %.3g (relative): not used\n", i + 1, n, c->m, c->n, c->k, (int)c->epilogue, diff);
+                }
+                continue;
+            }
+        }
+        for (int r = 0; r < LT_TUNE_RUNS; r++) {
+            cudaCheck(cudaEventRecord(ev[2 * r], 0));
+            lt_run_into(c, &cands[i].algo, out);
+            cudaCheck(cudaEventRecord(ev[2 * r + 1], 0));
+        }
+        cudaCheck(cudaEventSynchronize(ev[2 * LT_TUNE_RUNS - 1]));
+        double ms[LT_TUNE_RUNS];
+        for (int r = 0; r < LT_TUNE_RUNS; r++) {
+            float t = 0.0f;
+            cudaCheck(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+            ms[r] = t;
+        }
+        std::sort(ms, ms + LT_TUNE_RUNS);
+        times[i] = ms[LT_TUNE_RUNS / 2];
+    }
+    for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventDestroy(ev[r])); }
+    cudaCheck(cudaFree(scratch));
+    // the call itself writes its own outputs again
+    if (c->act == LT_GELU) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c->aux, sizeof(c->aux)));
+    }
+    if (c->act == LT_BGRADB) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias, sizeof(c->bias)));
+    }
+}
+
+// The algorithm a configuration runs from now on. Its choice in lt_algos.bin when a resume read one and
+// cuBLASLt still offers that algorithm (on every process alike: no collective). Otherwise, outside the
+// tuning window, the heuristic's first (one asked for, as without tuning); in it, the fastest correct
+// candidate, timed now, the processes' times added up.
+static LtChoice lt_decide(const LtCall* c, const LtKey* key) {
+    LtChoice choice;
+    memset(&choice, 0, sizeof(choice));
+    cublasLtMatmulHeuristicResult_t cands[LT_TUNE_MAX_ALGOS];
+    const cublasLtMatmulAlgo_t* saved = NULL;
+    for (size_t s = 0; s < g_lt_tuner.saved.size() && saved == NULL; s++) {
+        if (memcmp(&g_lt_tuner.saved[s].first, key, sizeof(*key)) == 0) { saved = &g_lt_tuner.saved[s].second; }
+    }
+    const int n = lt_candidates(c, g_lt_tuner.open || saved != NULL ? LT_TUNE_MAX_ALGOS : 1, cands);
+    choice.found = n > 0;
+    if (n > 0) { choice.algo = cands[0].algo; }
+    for (int i = 0; saved != NULL && i < n; i++) {
+        if (memcmp(&cands[i].algo, saved, sizeof(*saved)) == 0) {
+            choice.algo = cands[i].algo;
+            choice.in_pass = 1;
+            choice.candidates = n;
+            choice.place = i;
+            g_lt_tuner.read++;
+            g_lt_tuner.not_first += i > 0;
+            return choice;
+        }
+    }
+    if (!g_lt_tuner.open) { return choice; }
+    g_lt_tuner.stale += saved != NULL; // saved, but not among cuBLASLt's candidates now: timed again
+    choice.in_pass = 1;
+    choice.candidates = n;
+    DataParallel* dp = g_lt_tuner.dp;
+    if (dp != NULL && !dp->alone) { // the same candidates on every process, or the times cannot be added up
+        uint64_t h = dp_hash(DP_HASH_SEED, &n, sizeof(n));
+        for (int i = 0; i < n; i++) { h = dp_hash(h, &cands[i].algo, sizeof(cands[i].algo)); }
+        if (!dp_agree(dp, h, "cuBLASLt's algorithms for a matmul (every process needs the same GPU and library)")) {
+            exit(EXIT_FAILURE);
+        }
+    }
+    if (n == 0) { return choice; }
+    double times[LT_TUNE_MAX_ALGOS];
+    lt_time_candidates(c, cands, n, times);
+    if (dp != NULL && !dp->alone && !dp_sum_doubles(dp, times, n, "the matmul tuning's times")) { exit(EXIT_FAILURE); }
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (times[i] < times[best]) { best = i; }
+    }
+    choice.algo = cands[best].algo;
+    choice.place = best;
+    choice.first_ms = times[0];
+    choice.chosen_ms = times[best];
+    g_lt_tuner.timed += n > 1;
+    g_lt_tuner.not_first += best > 0;
+    return choice;
+}
 
 // largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
 // cuBLASLt's heuristic assumes 256-byte alignment unless told, and tensors here start anywhere
@@ -920,7 +1194,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
-    // one heuristic query per distinct configuration: the same shape always runs the same algorithm
+    // one decision per distinct configuration (lt_decide): the same shape always runs the same algorithm
     LtKey key;
     memset(&key, 0, sizeof(key));
     // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
@@ -930,35 +1204,22 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
                                 bias != NULL, al_a, al_b, al_d, (long long)act, al_aux, al_bias};
     memcpy(key.v, fields, sizeof(fields));
-    const LtChoice* choice = NULL;
+    LtChoice* choice = NULL;
     for (size_t i = 0; i < g_lt_cache.size(); i++) {
         if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { choice = &g_lt_cache[i].second; break; }
     }
-    if (choice == NULL) {
-        cublasLtMatmulHeuristicResult_t heuristic;
-        memset(&heuristic, 0, sizeof(heuristic));
-        int found = 0;
-        // "no algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED; with an epilogue,
-        // INVALID_VALUE too (a cuBLASLt that rejects, say, an fp32 bias gradient beside bf16 inputs): said
-        // once per epilogue, and the caller's fallback runs
-        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(g_cublaslt, op, la, lb, ld, ld, pref, 1, &heuristic, &found);
-        const int has_epilogue = bias != NULL || act != LT_PLAIN;
-        if (st == CUBLAS_STATUS_INVALID_VALUE && has_epilogue) {
-            static std::vector<int> warned;
-            if (std::find(warned.begin(), warned.end(), (int)epilogue) == warned.end()) {
-                warned.push_back((int)epilogue);
-                fprintf(stderr, "warning: cuBLASLt rejects epilogue %d (first at m=%d n=%d k=%d: CUBLAS_STATUS_INVALID_VALUE): "
-                        "the trainer's own kernels do its work\n", (int)epilogue, m, n, k);
-            }
-        } else if (st != CUBLAS_STATUS_NOT_SUPPORTED) {
-            cublasCheck(st);
+    // new, or decided before the tuning window by the heuristic alone (step 0's validation): decided now
+    if (choice == NULL || (g_lt_tuner.open && !choice->in_pass)) {
+        const LtCall call = {op, la, lb, ld, pref, A, Bm, D, d_size, alpha, beta, act, bias, aux, m, n, k, ldd, batch, sD, epilogue};
+        const LtChoice decided = lt_decide(&call, &key);
+        if (choice == NULL) {
+            g_lt_cache.push_back(std::make_pair(key, decided));
+            choice = &g_lt_cache.back().second;
+        } else {
+            *choice = decided;
         }
-        LtChoice c;
-        c.found = st == CUBLAS_STATUS_SUCCESS && found > 0 && heuristic.state == CUBLAS_STATUS_SUCCESS;
-        c.algo = heuristic.algo;
-        g_lt_cache.push_back(std::make_pair(key, c));
-        choice = &g_lt_cache.back().second;
     }
+    if (g_lt_tuner.open) { choice->pass_calls++; }
     const int ok = choice->found;
     if (ok) {
         cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &choice->algo,
@@ -4974,6 +5235,148 @@ static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen
     (*seen)++;
 }
 
+// ----------------------------------------------------------------------------
+// the matmul tuning's pass and its file (see matmul_lt's tuner)
+
+// lt_algos.bin (dev/FORMATS.md): a header, then one entry per configuration the tuning pass decided
+#define LT_ALGOS_MAGIC "GPT2LTAL"
+#define LT_ALGOS_VERSION 1
+typedef struct {
+    char magic[8];             // LT_ALGOS_MAGIC
+    int32_t version, count;    // LT_ALGOS_VERSION; entries
+    char gpu[256];             // cudaDeviceProp.name
+    uint64_t cublaslt_version; // cublasLtGetVersion()
+    int32_t key_fields, algo_bytes; // 20, sizeof(cublasLtMatmulAlgo_t): a build whose sizes differ re-tunes
+} LtAlgosHeader;
+typedef struct { LtKey key; cublasLtMatmulAlgo_t algo; } LtAlgosEntry;
+static_assert(sizeof(LtAlgosHeader) == 288 && sizeof(LtAlgosEntry) == 160 + sizeof(cublasLtMatmulAlgo_t),
+              "lt_algos.bin's layout (dev/FORMATS.md)");
+
+static void lt_algos_header(LtAlgosHeader* h, int count) {
+    memset(h, 0, sizeof(*h));
+    memcpy(h->magic, LT_ALGOS_MAGIC, 8);
+    h->version = LT_ALGOS_VERSION;
+    h->count = count;
+    int device = 0;
+    cudaDeviceProp prop;
+    cudaCheck(cudaGetDevice(&device));
+    cudaCheck(cudaGetDeviceProperties(&prop, device));
+    snprintf(h->gpu, sizeof(h->gpu), "%s", prop.name);
+    h->cublaslt_version = (uint64_t)cublasLtGetVersion();
+    h->key_fields = (int32_t)(sizeof(LtKey) / sizeof(long long));
+    h->algo_bytes = (int32_t)sizeof(cublasLtMatmulAlgo_t);
+}
+
+// Reads a resumed run's choices into g_lt_tuner.saved. Returns 1 when read; 0 when they were made on
+// another GPU or cuBLASLt (the tuning pass then times everything again), said in `note`; -1 with a
+// one-line error when the file is damaged.
+static int lt_algos_read(const char* path, char* note, size_t note_size) {
+    FILE* f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(note, note_size, "%s: cannot read it (%s)", path, strerror(errno));
+        return -1;
+    }
+    LtAlgosHeader h, mine;
+    int ok = fread(&h, sizeof(h), 1, f) == 1 && memcmp(h.magic, LT_ALGOS_MAGIC, 8) == 0 && h.version == LT_ALGOS_VERSION &&
+             h.count >= 0 && h.count <= 100000;
+    lt_algos_header(&mine, h.count);
+    const int same_setup = ok && memcmp(h.gpu, mine.gpu, sizeof(h.gpu)) == 0 && h.cublaslt_version == mine.cublaslt_version &&
+                           h.key_fields == mine.key_fields && h.algo_bytes == mine.algo_bytes;
+    std::vector<LtAlgosEntry> entries(ok ? (size_t)h.count : 0);
+    if (ok && same_setup) {
+        ok = entries.empty() || fread(entries.data(), sizeof(LtAlgosEntry), entries.size(), f) == entries.size();
+        ok = ok && fgetc(f) == EOF; // nothing after the last entry
+    }
+    fclose(f);
+    if (!ok) {
+        snprintf(note, note_size, "%s is not a complete lt_algos.bin of version %d (HINT: delete it: the resumed run "
+                 "then tunes anew)", path, LT_ALGOS_VERSION);
+        return -1;
+    }
+    if (!same_setup) {
+        h.gpu[sizeof(h.gpu) - 1] = '\0';
+        snprintf(note, note_size, "%s was tuned on %s with cuBLASLt %llu; this is %s with cuBLASLt %llu: re-tuning (the "
+                 "resumed run's matmuls may round differently from the run it continues)", path, h.gpu,
+                 (unsigned long long)h.cublaslt_version, mine.gpu, (unsigned long long)mine.cublaslt_version);
+        return 0;
+    }
+    g_lt_tuner.saved.clear();
+    for (size_t i = 0; i < entries.size(); i++) { g_lt_tuner.saved.push_back(std::make_pair(entries[i].key, entries[i].algo)); }
+    snprintf(note, note_size, "%d choices read from %s", h.count, path);
+    return 1;
+}
+
+// the choices the tuning pass made (or read), to path, through a temporary name
+static void lt_algos_write(const char* path) {
+    std::vector<LtAlgosEntry> entries;
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        if (!g_lt_cache[i].second.in_pass || !g_lt_cache[i].second.found) { continue; }
+        LtAlgosEntry e;
+        memset(&e, 0, sizeof(e));
+        e.key = g_lt_cache[i].first;
+        e.algo = g_lt_cache[i].second.algo;
+        entries.push_back(e);
+    }
+    LtAlgosHeader h;
+    lt_algos_header(&h, (int)entries.size());
+    char tmp[4200];
+    FILE* f = open_tmp_for(path, tmp, sizeof(tmp));
+    fwrite(&h, sizeof(h), 1, f);
+    if (!entries.empty()) { fwrite(entries.data(), sizeof(LtAlgosEntry), entries.size(), f); }
+    close_and_rename(f, tmp, path);
+}
+
+// --lt_tune 1, before the first step: a resume reads -o's lt_algos.bin, so that its matmuls are the
+// run's own from its first call (its validation's too); every process reads it alike.
+static void lt_tune_prepare(const TrainArgs* a, DataParallel* dp) {
+    g_lt_tuner.saved.clear();
+    g_lt_tuner.dp = dp;
+    g_lt_tuner.timed = g_lt_tuner.read = g_lt_tuner.stale = g_lt_tuner.rejected = g_lt_tuner.not_first = 0;
+    if (!a->resuming || !a->lt_tune) { return; }
+    char path[4096], note[8192];
+    snprintf(path, sizeof(path), "%s/lt_algos.bin", a->output_dir);
+    if (!file_exists(path)) {
+        if (dp->rank == 0) { printf("matmuls: no %s (a run with --lt_tune 0, or from before tuning): tuning anew\n", path); }
+        return;
+    }
+    const int r = lt_algos_read(path, note, sizeof(note));
+    if (r < 0) {
+        fprintf(stderr, "error: %s\n", note);
+        exit(EXIT_FAILURE);
+    }
+    if (dp->rank == 0) { printf("matmuls: %s\n", note); }
+}
+
+// After the tuning window (the run's first micro-step, every process's): one line on what was timed or
+// read, in how long, and the predicted saving; rank 0 writes the choices to -o's lt_algos.bin.
+static void lt_tune_report(const TrainArgs* a, const DataParallel* dp, FILE* logf, double seconds) {
+    int configs = 0, candidates_max = 0;
+    double saving_ms = 0.0; // from the timed medians: a micro-step's calls of each configuration, first minus chosen
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        const LtChoice* c = &g_lt_cache[i].second;
+        if (!c->in_pass) { continue; }
+        configs++;
+        candidates_max = c->candidates > candidates_max ? c->candidates : candidates_max;
+        saving_ms += c->pass_calls * (c->first_ms - c->chosen_ms) / dp->world; // the processes' sum: one's mean
+    }
+    char line[1024];
+    snprintf(line, sizeof(line), "matmuls: %d configurations, %d timed (up to %d of cuBLASLt's candidates, the median of "
+             "%d launches), %d read from lt_algos.bin%s, in the first micro-step (%.2f s with it): %d not cuBLASLt's "
+             "first choice, %d candidates rejected for their results; predicted %.3f ms less a micro-step", configs,
+             g_lt_tuner.timed, candidates_max, LT_TUNE_RUNS, g_lt_tuner.read,
+             g_lt_tuner.stale > 0 ? " (some no longer offered: timed)" : "", seconds, g_lt_tuner.not_first,
+             g_lt_tuner.rejected, saving_ms);
+    if (dp->rank == 0) {
+        printf("%s\n", line);
+        logf_line(logf, line);
+        if (a->output_dir != NULL) {
+            char path[4096];
+            snprintf(path, sizeof(path), "%s/lt_algos.bin", a->output_dir);
+            lt_algos_write(path);
+        }
+    }
+}
+
 // A checkpoint at `step`, on every process: rank 0 writes the model (every process holds all of it)
 // and the state, whose AdamW state a ZeRO-1 run first gathers from every process into rank 0's host
 // memory (12 bytes a parameter with master weights; its GPU needs one shard's buffer only). Returns 1,
@@ -5139,6 +5542,11 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
            (mem->param_bytes + mem->grad_bytes + mem->optimizer_bytes + mem->master_bytes) / 1048576.0,
            mem->acts_bytes / 1048576.0, mem->grad_acts_bytes / 1048576.0, mem->total_bytes / 1048576.0);
     if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
+    if (a->lt_tune) { // before -o's log is touched: a damaged lt_algos.bin stops the run here
+        lt_tune_prepare(a, dp);
+    } else if (dp->rank == 0) {
+        printf("matmuls: cuBLASLt's first choice for every configuration, untimed (--lt_tune 0)\n");
+    }
     fflush(stdout);
 
     FILE* logf = NULL; // rank 0 writes into -o
@@ -5230,8 +5638,16 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
         next_own_batch(&train_loader, dp, &seen);
         gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
         for (int micro = 0; micro < own_batches; micro++) {
+            const int tuning = a->lt_tune && step == start_step && micro == 0; // every process's first micro-step
+            const double tune_t0 = tuning ? now_seconds() : 0.0;
+            g_lt_tuner.open = tuning;
             gpt2_forward_staged(&model, dloss);
             gpt2_backward(&model);
+            if (tuning) {
+                cudaCheck(cudaDeviceSynchronize());
+                g_lt_tuner.open = 0;
+                lt_tune_report(a, dp, logf, now_seconds() - tune_t0);
+            }
             if (micro + 1 < own_batches) {
                 next_own_batch(&train_loader, dp, &seen);
                 gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);

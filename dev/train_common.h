@@ -808,6 +808,7 @@ typedef struct {
     int attn_unfused; // --attention unfused: the cuBLASLt path even where a flash kernel exists
     int gelu_fusion;  // --gelu_fusion: GELU in the cuBLASLt epilogues
     int bias_fusion;  // --bias_fusion: bias gradients in the weight gradients' cuBLASLt epilogue
+    int lt_tune;      // --lt_tune: time cuBLASLt's candidates for each matmul and keep the fastest (-o's lt_algos.bin)
     int flash_version; // --flash: the flash attention kernels' version, both directions (3, or 2; 4: version 4's backward, version 3's forward); 0 = not
                        // given: forward 3, backward 4, each direction's fastest as measured
     // model shape flags; -1 = not given
@@ -880,6 +881,7 @@ static void train_args_defaults(TrainArgs* a) {
     a->master_weights = 1;
     a->attn_unfused = 0;
     a->gelu_fusion = 1;
+    a->lt_tune = 1;
     a->bias_fusion = 1;
     a->flash_version = 0;
     a->n_kv_head = a->mlp_hidden = a->bias = a->tied = a->n_layer = a->n_embd = a->n_head = -1;
@@ -977,6 +979,12 @@ static void print_usage(const char* prog) {
     printf("                       0: separate kernels (default 1)\n");
     printf("  --bias_fusion <0|1>  1: each bias gradient summed by its weight gradient's cuBLASLt matmul (the\n");
     printf("                       BGRADB epilogue); 0: a separate column-sum kernel (default 1)\n");
+    printf("Matmuls:\n");
+    printf("  --lt_tune <0|1>      1: before the first step, time cuBLASLt's best algorithms (up to 16) for each\n");
+    printf("                       matmul and keep the fastest whose result matches its first choice; the\n");
+    printf("                       choices go to -o's lt_algos.bin, which -y 1 reads, so that a resumed run\n");
+    printf("                       continues bit for bit (another GPU or cuBLASLt re-tunes, and says so);\n");
+    printf("                       0: cuBLASLt's first choice everywhere, untimed (default 1)\n");
 #endif
     printf("More than one process (dev/data_parallel.h; the processes train one run with the global batch -d):\n");
 #if TRAIN_COMMON_CUDA
@@ -1048,8 +1056,8 @@ static void print_usage(const char* prog) {
     printf("                       stream (saved in its training states) does not depend on them. Refused on\n");
     printf("                       a run that samples nothing (-s 0 and no --generate)\n");
 #if !TRAIN_COMMON_CUDA
-    printf("The CUDA trainer's -r, -w, --attention, --flash, --gelu_fusion and --bias_fusion do not apply here and\n");
-    printf("are refused.\n");
+    printf("The CUDA trainer's -r, -w, --attention, --flash, --gelu_fusion, --bias_fusion and --lt_tune do not apply\n");
+    printf("here and are refused.\n");
 #endif
 }
 
@@ -1114,13 +1122,13 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         static const char* const known[] = {"-i", "-j", "-o", "-e", "-b", "-t", "-d", "-x", "-l", "-u", "-q", "-c",
                                             "-v", "-m", "-s", "-g", "-n", "-y", "-r", "-w", "--n_kv_head",
                                             "--mlp_hidden", "--bias", "--tied", "--attn_scale", "--seed",
-                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--bias_fusion", "--attention", "--flash",
+                                            "--n_layer", "--n_embd", "--n_head", "--gelu_fusion", "--bias_fusion", "--attention", "--flash", "--lt_tune",
                                             "--generate", "--prompt", "--prompt_tokens", "--dump_attention", "--attention_csv",
                                             "-sl", "-sg", "--overwrite",
                                             "--temperature", "--top_k", "--top-k", "--top_p", "--top-p", "--num_samples",
                                             "--profile", "--profile_csv", "--check_args", "--allow_nonfinite", "--reschedule",
                                             "-z", "-pn", "-pr", "-pi", "-pf", "--collective_timeout"};
-        static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--bias_fusion", "--attention", "--flash"};
+        static const char* const cuda_only[] = {"-r", "-w", "--gelu_fusion", "--bias_fusion", "--attention", "--flash", "--lt_tune"};
         int is_known = 0, is_cuda_only = 0;
         for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); k++) { is_known |= strcmp(flag, known[k]) == 0; }
         for (size_t k = 0; k < sizeof(cuda_only) / sizeof(cuda_only[0]); k++) { is_cuda_only |= strcmp(flag, cuda_only[k]) == 0; }
@@ -1170,6 +1178,7 @@ static int train_args_parse(TrainArgs* a, int argc, char** argv, char* msg, size
         else if (strcmp(flag, "-y") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->resume = (int)v; }
         else if (strcmp(flag, "-r") == 0) { ok = parse_ll(flag, val, 0, 2, &v, msg, msg_size); a->recompute = (int)v; }
         else if (strcmp(flag, "--gelu_fusion") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->gelu_fusion = (int)v; }
+        else if (strcmp(flag, "--lt_tune") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->lt_tune = (int)v; }
         else if (strcmp(flag, "--bias_fusion") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->bias_fusion = (int)v; }
         else if (strcmp(flag, "-w") == 0) { ok = parse_ll(flag, val, 0, 1, &v, msg, msg_size); a->master_weights = (int)v; }
         else if (strcmp(flag, "--n_kv_head") == 0) { ok = parse_ll(flag, val, 1, 1 << 16, &v, msg, msg_size); a->n_kv_head = (int)v; }
@@ -1446,10 +1455,11 @@ static int find_latest_checkpoint(const char* dir) {
 // ----------------------------------------------------------------------------
 // the output folder (-o): one run's main.log and checkpoints
 
-// a file a training run writes into -o: main.log, model_N.bin, state_N.bin, or one of the latter
-// two's .tmp left by a run killed while writing it
+// a file a training run writes into -o: main.log, model_N.bin, state_N.bin, the CUDA trainer's
+// lt_algos.bin (its matmul choices), or the .tmp of one of the last three left by a run killed while
+// writing it
 static int is_run_file(const char* name) {
-    if (strcmp(name, "main.log") == 0) { return 1; }
+    if (strcmp(name, "main.log") == 0 || strcmp(name, "lt_algos.bin") == 0 || strcmp(name, "lt_algos.bin.tmp") == 0) { return 1; }
     if (strncmp(name, "model_", 6) != 0 && strncmp(name, "state_", 6) != 0) { return 0; }
     const char* p = name + 6;
     if (!isdigit((unsigned char)*p)) { return 0; }

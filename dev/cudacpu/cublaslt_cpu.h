@@ -17,6 +17,20 @@ and in cublasLtMatmul, a pointer less aligned than the preference promised when 
 chosen, or a workspace smaller than the algorithm needs (INVALID_VALUE). With CUDA_CPU_LT_NO_EPILOGUES=1
 the heuristic has no algorithm for any epilogue (NOT_SUPPORTED), as a cuBLASLt without those kernels
 for a shape would: the callers' fallbacks run instead; with =2 it refuses them as INVALID_VALUE.
+
+Several algorithms (the trainer's --lt_tune): by default the heuristic offers one algorithm, the
+reference above. CUDA_CPU_LT_ALGOS=N (1-8) offers N, each summing in its own order, as a GPU's tiles
+and split-k do: algorithm 0 in double (the reference), algorithm v >= 1 in float over v interleaved
+partial sums, added in order at the end. All are correct; their results differ in the last bits, so
+which one a run chose shows in its numbers (a resume that forgot the choice is caught bit for bit).
+Their speeds are modelled, so that a tuner's choice does not hang on this machine's load: algorithm
+v's launches cost a modelled 100 ms * (1 + (v + h + e) % N) on top of their host time, seen by the
+events (cudaEventElapsedTime) and nothing else; h is a hash of the shape and epilogue, e how many
+times a tuner asked for that shape's candidates (a heuristic query for more than one) in this
+process. So the fastest differs from shape to shape (the heuristic's first for about one in N), and
+from one tuning to the next, as a GPU's timings may: only a saved choice repeats a run's.
+CUDA_CPU_LT_BROKEN_ALGO=v makes algorithm v wrong (it sums only the first half of k) and the fastest
+(no modelled cost): a tuner must reject it by comparing its results with the heuristic's first.
 */
 #ifndef CUDACPU_CUBLASLT_CPU_H
 #define CUDACPU_CUBLASLT_CPU_H
@@ -52,9 +66,43 @@ struct LtAlgo {
     uint32_t magic;
     uint32_t align[4]; // the alignments it was chosen for
     uint64_t workspace;
+    uint32_t variant;  // its summation order (CUDA_CPU_LT_ALGOS): 0 the double reference
 };
 static_assert(sizeof(LtAlgo) <= sizeof(cublasLtMatmulAlgo_t), "LtAlgo must fit cublasLtMatmulAlgo_t");
 static const uint32_t kAlgoMagic = 0xC0FFEE42u;
+
+// CUDA_CPU_LT_ALGOS: how many algorithms the heuristic offers (1-8; 1 when unset)
+static int lt_algo_count() {
+    static const int n = [] {
+        const char* e = getenv("CUDA_CPU_LT_ALGOS");
+        if (e == nullptr) { return 1; }
+        const int v = atoi(e);
+        if (v < 1 || v > 8) {
+            fprintf(stderr, "cuda-cpu: CUDA_CPU_LT_ALGOS=%s: expected 1 to 8 algorithms\n", e);
+            exit(EXIT_FAILURE);
+        }
+        return v;
+    }();
+    return n;
+}
+// a shape's hash (its D's rows and columns, A's size, the epilogue), and how many times a tuner has
+// asked for its candidates: the modelled speeds' inputs
+static uint64_t lt_shape_hash(const LtDesc* d, const LtLayout* a, const LtLayout* dl) {
+    uint64_t h = 1469598103934665603ULL;
+    const uint64_t shape[4] = {dl->rows, dl->cols, a->rows * a->cols, (uint64_t)d->epilogue};
+    for (uint64_t x : shape) { h = (h ^ x) * 1099511628211ULL; }
+    return h;
+}
+inline std::map<uint64_t, uint64_t> lt_tunings;
+
+// CUDA_CPU_LT_BROKEN_ALGO: the algorithm that computes a wrong result (-1 when unset: none)
+static int lt_broken_algo() {
+    static const int b = [] {
+        const char* e = getenv("CUDA_CPU_LT_BROKEN_ALGO");
+        return e != nullptr ? atoi(e) : -1;
+    }();
+    return b;
+}
 
 static size_t lt_type_size(int t) { return t == CUDA_R_32F ? 4 : (t == CUDA_R_16BF || t == CUDA_R_16F) ? 2 : 0; }
 static double lt_load(const void* p, int type, size_t i) {
@@ -166,10 +214,20 @@ __attribute__((target_clones("avx2", "default"))) static double lt_dot(const flo
 }
 #undef LT_QUAD_PRODUCT
 
+// algorithm v >= 1's order: float sums over v interleaved parts (element p into part p % v), added in order
+static double lt_dot_variant(const float* a, const float* b, int64_t k, uint32_t variant) {
+    float part[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    for (int64_t p = 0; p < k; p++) { part[p % variant] += a[p] * b[p]; }
+    float s = 0.0f;
+    for (uint32_t i = 0; i < variant; i++) { s += part[i]; }
+    return (double)s;
+}
+
 static void lt_compute(LtDesc d, LtLayout a, LtLayout b, LtLayout c, LtLayout dl, float alpha, float beta,
-                       const void* A, const void* B, const void* C, void* D) {
+                       const void* A, const void* B, const void* C, void* D, uint32_t variant) {
     const int64_t m = (int64_t)dl.rows, n = (int64_t)dl.cols;
     const int64_t k = d.transa == CUBLAS_OP_N ? (int64_t)a.cols : (int64_t)a.rows;
+    const int64_t k_summed = (int)variant == lt_broken_algo() ? k / 2 : k; // the broken algorithm's error
     const int bias_type = d.bias_type >= 0 ? d.bias_type : dl.type;
     const cublasLtEpilogue_t e = d.epilogue;
     std::vector<double> bgrad;
@@ -196,7 +254,7 @@ static void lt_compute(LtDesc d, LtLayout a, LtLayout b, LtLayout c, LtLayout dl
             const float* bj = &Bf[(size_t)(j * k)];
             for (int64_t i = 0; i < m; i++) {
                 const float* ai = &Af[(size_t)(i * k)];
-                const double dot = lt_dot(ai, bj, k);
+                const double dot = variant == 0 ? lt_dot(ai, bj, k_summed) : lt_dot_variant(ai, bj, k_summed, variant);
                 double r = (double)alpha * dot;
                 if (beta != 0.0f) { r += (double)beta * lt_load(C, c.type, oc + (size_t)(i + j * c.ld)); }
                 if (e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
@@ -246,6 +304,9 @@ static cublasStatus_t lt_set(T* field, const void* buf, size_t size) {
 } // namespace cudacpu
 
 extern "C" {
+
+// the library's version, as cublasLt.h gives it: the reference stands in for the cuBLASLt it compiled against
+size_t cublasLtGetVersion(void) { return (size_t)CUBLAS_VERSION; }
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
     if (handle == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
@@ -362,18 +423,22 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtM
     if (no_epilogues && od->epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
         return no_epilogues == 2 ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_NOT_SUPPORTED;
     }
-    memset(&results[0], 0, sizeof(results[0]));
-    LtAlgo algo{kAlgoMagic, {p->align[0], p->align[1], p->align[2], p->align[3]}, 0};
-    memcpy(&results[0].algo, &algo, sizeof algo);
-    results[0].workspaceSize = 0;
-    results[0].state = CUBLAS_STATUS_SUCCESS;
-    results[0].wavesCount = 1.0f;
-    *returned = 1;
+    const int offered = std::min(requested, lt_algo_count());
+    if (requested > 1) { lt_tunings[lt_shape_hash(od, la, ld)]++; }
+    for (int v = 0; v < offered; v++) {
+        memset(&results[v], 0, sizeof(results[v]));
+        LtAlgo algo{kAlgoMagic, {p->align[0], p->align[1], p->align[2], p->align[3]}, 0, (uint32_t)v};
+        memcpy(&results[v].algo, &algo, sizeof algo);
+        results[v].workspaceSize = 0;
+        results[v].state = CUBLAS_STATUS_SUCCESS;
+        results[v].wavesCount = 1.0f;
+    }
+    *returned = offered;
     return CUBLAS_STATUS_SUCCESS;
 }
 
-// the heuristic's one algorithm, as the labs print it: id 0 (the reference GEMM), no tile, no stages,
-// no split-k
+// an algorithm as the labs print it: id = its summation order (0 the reference GEMM), no tile, no
+// stages, no split-k
 cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo, cublasLtMatmulAlgoConfigAttributes_t attr,
                                                     void* buf, size_t size, size_t* written) {
     using namespace cudacpu;
@@ -383,7 +448,7 @@ cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* 
     if (a.magic != kAlgoMagic) { return CUBLAS_STATUS_INVALID_VALUE; }
     int32_t value;
     switch (attr) {
-    case CUBLASLT_ALGO_CONFIG_ID: value = 0; break;
+    case CUBLASLT_ALGO_CONFIG_ID: value = (int32_t)a.variant; break;
     case CUBLASLT_ALGO_CONFIG_TILE_ID: value = 0; break; // CUBLASLT_MATMUL_TILE_UNDEFINED
     case CUBLASLT_ALGO_CONFIG_SPLITK_NUM: value = 1; break;
     case CUBLASLT_ALGO_CONFIG_STAGES_ID: value = 0; break; // CUBLASLT_MATMUL_STAGES_UNDEFINED
@@ -440,12 +505,21 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
             return CUBLAS_STATUS_INVALID_VALUE;
         }
     }
+    if ((int)chosen.variant >= lt_algo_count()) { return CUBLAS_STATUS_INVALID_VALUE; } // not one the heuristic offers
     const float al = *(const float*)alpha, be = *(const float*)beta;
     const LtDesc dd = *od;
     const LtLayout A_ = *la, B_ = *lb, C_ = *lc, D_ = *ld;
+    // the modelled speed (see the header): the events between which this runs see it
+    double extra_ms = 0.0;
+    if (lt_algo_count() > 1 && (int)chosen.variant != lt_broken_algo()) {
+        const uint64_t h = lt_shape_hash(od, la, ld), e = lt_tunings[h], n = (uint64_t)lt_algo_count();
+        extra_ms = 100.0 * (double)(1 + (chosen.variant + h % n + e % n) % n);
+    }
+    const uint32_t variant = chosen.variant;
     enqueue([=]() {
         const double t0 = profiling() ? now_seconds() : 0.0;
-        lt_compute(dd, A_, B_, C_, D_, al, be, A, B, C, D);
+        modelled_ms += extra_ms;
+        lt_compute(dd, A_, B_, C_, D_, al, be, A, B, C, D, variant);
         if (profiling()) { profile_add("cublasLtMatmul (reference GEMM)", now_seconds() - t0, 0); }
     });
     return CUBLAS_STATUS_SUCCESS;

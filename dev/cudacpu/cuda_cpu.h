@@ -135,6 +135,9 @@ struct Work {
 };
 inline std::deque<Work> queue;
 inline long long queued_total = 0, completed_total = 0;
+// modelled device time the queue has run so far (cublaslt_cpu.h's algorithms' speeds), in ms: the
+// events' stamps add it to the host clock
+inline double modelled_ms = 0.0;
 
 static void drain() {
     while (!queue.empty()) {

@@ -46,7 +46,8 @@ def parse(path):
             m = re.match(r"## (m\d+) (.+)$", line)
             if not m:
                 sys.exit("%s:%d: expected '## m<NN> <kind>: <what>'" % (path, n))
-            cur = dict(id=m.group(1), kind=m.group(2), run_stem=None, fixtures=None, lab_args=[], find=[], replace=[], line=n)
+            cur = dict(id=m.group(1), kind=m.group(2), run_stem=None, fixtures=None, lab_args=[], env=[], args=None,
+                       find=[], replace=[], line=n)
             mutants.append(cur)
             section = None
         elif cur is None or line == "end":
@@ -58,6 +59,12 @@ def parse(path):
             cur["run_stem"] = parts[0]
             cur["fixtures"] = [] if parts[0].startswith("lab_") else parts[1].split(",")
             cur["lab_args"] = parts[1:] if parts[0].startswith("lab_") else []
+        elif section is None and line.startswith("env: "):
+            cur["env"] = line[5:].split()
+            if not all(re.match(r"^[A-Z_][A-Z0-9_]*=\S*$", e) for e in cur["env"]):
+                sys.exit("%s:%d: expected 'env: NAME=value ...'" % (path, n))
+        elif section is None and line.startswith("args: "):
+            cur["args"] = line[6:].split()
         elif line in ("find:", "replace:"):
             section = line[:-1]
         elif section is not None:
@@ -161,9 +168,9 @@ def run_mutant(m, source, manifest_rows):
             if name not in manifest_rows:
                 return False, "fixture %s not in dev/fixtures/manifest.tsv" % name
             f.write(manifest_rows[name])
-    run_cmd = [binary, "--check"] + m["lab_args"] if lab else [binary, manifest, "--fixtures-only"]
+    run_cmd = [binary, "--check"] + m["lab_args"] if lab else [binary, manifest] + (m["args"] or ["--fixtures-only"])
     log = os.path.join(d, "run.log")
-    rc = sh(run_cmd, log, timeout=RUN_TIMEOUT_S)
+    rc = sh(["env"] + m["env"] + run_cmd, log, timeout=RUN_TIMEOUT_S)
     with open(log, errors="replace") as f:
         text = f.read()
     evidence = re.search(r"^(FAIL .*|cuda-cpu: .*|error: .*)$", text, re.M)
@@ -208,11 +215,12 @@ def main():
     # a control per distinct run: the same build and run on the unmutated source
     controls, seen = [], set()
     for m in mutants:
-        key = (m["run_stem"], tuple(m["fixtures"]), tuple(m["lab_args"]))
+        key = (m["run_stem"], tuple(m["fixtures"]), tuple(m["lab_args"]), tuple(m["env"]), tuple(m["args"] or []))
         if key not in seen:
             seen.add(key)
             controls.append(dict(m, id="c%02d" % (len(controls) + 1), control=True,
-                                 kind="control: %s %s, unmutated" % (m["run_stem"], " ".join(m["lab_args"]) or ",".join(m["fixtures"]))))
+                                 kind="control: %s %s, unmutated" % (m["run_stem"], " ".join(
+                                     m["env"] + (m["lab_args"] or [",".join(m["fixtures"])]) + (m["args"] or [])))))
     start = time.time()
     failed = 0
     os.makedirs(OUT, exist_ok=True)

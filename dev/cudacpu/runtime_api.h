@@ -245,7 +245,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     cudacpu::enqueue([event]() {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        event->ms = 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+        event->ms = 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec + cudacpu::modelled_ms;
     });
     event->position = cudacpu::queued_total;
     return cudacpu::check_sticky();

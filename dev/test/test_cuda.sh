@@ -366,9 +366,11 @@ else
     ./train_gpt2cu "${common[@]}" -x 4 >"$log_dir/trainer_run.log" 2>&1; rc1=$?
     ./train_gpt2cu "${common[@]}" -x 6 -y 1 --reschedule 1 >"$log_dir/trainer_resume.log" 2>&1; rc2=$?
     steps=$(grep -c '^step [0-9]*/[0-9]* | loss .* | lr .* | norm .* ms | .* tok/s | MFU ' "$run_dir/main.log" 2>/dev/null)
+    lt_line=$(grep -m1 '^matmuls: [0-9]* configurations' "$log_dir/trainer_run.log")
     if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && [ "${steps:-0}" -eq 6 ] && grep -q '^resuming from .*state_00000004.bin' "$log_dir/trainer_resume.log" &&
-       [ -f "$run_dir/model_00000004.bin" ] && [ -f "$run_dir/state_00000006.bin" ] && ! ls "$run_dir"/*.tmp >/dev/null 2>&1; then
-      pass "gpu train_gpt2cu -o/-n/-y: 4 steps, checkpoints, resumed to 6 (6 step lines in $run_dir/main.log)"
+       [ -f "$run_dir/model_00000004.bin" ] && [ -f "$run_dir/state_00000006.bin" ] && ! ls "$run_dir"/*.tmp >/dev/null 2>&1 &&
+       [ -n "$lt_line" ] && [ -f "$run_dir/lt_algos.bin" ] && grep -q "^matmuls: [0-9]* choices read from $run_dir/lt_algos.bin" "$log_dir/trainer_resume.log"; then
+      pass "gpu train_gpt2cu -o/-n/-y: 4 steps, checkpoints, resumed to 6 (6 step lines in $run_dir/main.log); the matmuls tuned ('${lt_line#matmuls: }'), lt_algos.bin read by the resume"
     else
       fail "gpu train_gpt2cu -o/-n/-y: exits $rc1/$rc2, $steps step lines (expected 0/0, 6), see $log_dir/trainer_run.log, trainer_resume.log"
     fi
@@ -376,7 +378,7 @@ else
     ./train_gpt2cu "${common[@]}" -x 2 >"$log_dir/trainer_again.log" 2>&1; rc1=$?
     ./train_gpt2cu "${common[@]}" -x 2 --overwrite 1 >"$log_dir/trainer_overwrite.log" 2>&1; rc2=$?
     if [ $rc1 -eq 1 ] && grep -q "holds another run's files" "$log_dir/trainer_again.log" && [ $rc2 -eq 0 ] &&
-       grep -q "^--overwrite 1: removed the previous run's files from $run_dir: main.log model_00000002.bin model_00000004.bin model_00000006.bin state_" "$log_dir/trainer_overwrite.log" &&
+       grep -q "^--overwrite 1: removed the previous run's files from $run_dir: lt_algos.bin main.log model_00000002.bin model_00000004.bin model_00000006.bin state_" "$log_dir/trainer_overwrite.log" &&
        [ ! -f "$run_dir/model_00000006.bin" ] && [ -f "$run_dir/model_00000002.bin" ]; then
       pass "gpu train_gpt2cu reused -o: refused without -y 1, replaced with --overwrite 1 (the removed files listed)"
     else

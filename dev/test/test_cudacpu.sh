@@ -23,6 +23,10 @@
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
+#   the matmul tuning (--lt_tune; test_gpt2cu --tuning) over the runtime's 4 algorithms of their own
+#        summation orders (CUDA_CPU_LT_ALGOS=4): tuned losses against --lt_tune 0's, a resume from
+#        lt_algos.bin bit for bit; a wrong fastest algorithm rejected (CUDA_CPU_LT_BROKEN_ALGO=2);
+#        the trainer binary's lt_algos.bin refused when damaged, re-tuned (and said) on another GPU
 #   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
@@ -82,6 +86,10 @@ runs+=("standard_fp32 standard_tiny,standard_nobias --fixtures-only no_epilogues
 runs+=("standard standard_hd64 --fixtures-only no_epilogues")
 # ... and refused as INVALID_VALUE (=2), which matmul_lt takes as "no algorithm" too, with a warning
 runs+=("standard_fp32 standard_tiny --fixtures-only epilogues_invalid")
+# the matmul tuning (--lt_tune, test_gpt2.cu's run_tuning_check) over 4 algorithms of their own summation
+# orders (CUDA_CPU_LT_ALGOS=4): the choices, lt_algos.bin and the resume that reads it; then with one of
+# them wrong and the fastest (CUDA_CPU_LT_BROKEN_ALGO=2), which the tuner must reject
+runs+=("standard_fp32 standard_tiny --tuning lt_algos4" "standard_fp32 standard_tiny --tuning lt_broken")
 # the other kernels at the trainer's widths (C to 2048, V 50257, 1.8M parameters) against their CPU
 # twins: the BF16 labs' --quick (their short shape lists), the trainer's version of each (matmul_gelu:
 # all three, the GELU and the bias gradients fused and not; classifier: version 3, whose launcher also
@@ -136,7 +144,7 @@ two_at_a_time "$log_dir/builds.txt" build_one "${targets[@]}"
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
-run_one() { # stem fixtures full|--fixtures-only [no_epilogues], or lab_<op> - arguments (comma-separated)
+run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogues_invalid|lt_algos4|lt_broken], or lab_<op> - arguments (comma-separated)
   local name=$1${4:+_$4}
   # a lab runs more than once (versions, shape lists): its arguments name the log
   [ "$2" = - ] && name="${1}_$(printf '%s' "$3" | tr -c 'a-zA-Z0-9' _)"
@@ -144,6 +152,8 @@ run_one() { # stem fixtures full|--fixtures-only [no_epilogues], or lab_<op> - a
   local env=() tag=""
   [ "${4:-}" = no_epilogues ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=1); tag=" no-epilogues"; }
   [ "${4:-}" = epilogues_invalid ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=2); tag=" epilogues-invalid"; }
+  [ "${4:-}" = lt_algos4 ] && { env=(CUDA_CPU_LT_ALGOS=4); tag=" lt-algos4"; }
+  [ "${4:-}" = lt_broken ] && { env=(CUDA_CPU_LT_ALGOS=4 CUDA_CPU_LT_BROKEN_ALGO=2); tag=" lt-broken"; }
   bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
   local args=("$m")
@@ -192,6 +202,31 @@ if [ -x "$trainer" ] && [ -f "$f" ]; then
     echo "PASS cpu-run train_gpt2cu -o/-n/-y: 4 steps, checkpoints; -y 1 -x 6 refused, with --reschedule 1 resumed to 6 ($steps step lines in $run_dir/main.log; $(grep '^reschedule' "$log_dir/trainer_resume.log" | cut -c1-110) ...)"
   else
     echo "FAIL cpu-run train_gpt2cu -o/-n/-y: exits $rc1/$rc_refused/$rc2, ${steps:-0} step lines (expected 0/1/0, 6, a refusal naming -x 4 -> 6, then '$resched...' in the output and main.log), see $log_dir/trainer_run.log, trainer_resume_refused.log, trainer_resume.log"
+    failed=1
+  fi
+  # lt_algos.bin: written by the run, read by its resume; from another GPU: re-tuned, said, and rewritten;
+  # damaged: refused in one line (each resume from the step-4 checkpoint, 2 steps with --reschedule 1)
+  lt_line=$(grep -m1 '^matmuls: [0-9]* choices read from ' "$log_dir/trainer_resume.log")
+  lt_other=build/test_cudacpu_trainer_lt_other lt_bad=build/test_cudacpu_trainer_lt_bad
+  rm -rf "$lt_other" "$lt_bad" && mkdir -p "$lt_other" "$lt_bad"
+  cp "$run_dir"/model_00000004.bin "$run_dir"/state_00000004.bin "$lt_other/" && cp "$run_dir"/*_00000004.bin "$lt_bad/"
+  python3 - "$run_dir/lt_algos.bin" "$lt_other/lt_algos.bin" "$lt_bad/lt_algos.bin" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], "rb").read())
+open(sys.argv[3], "wb").write(d[:300])  # the header and part of an entry
+d[16:16 + 256] = b"NVIDIA A100-SXM4-80GB".ljust(256, b"\0")  # the header's GPU name (dev/FORMATS.md)
+open(sys.argv[2], "wb").write(d)
+PY
+  "$trainer" "${common[@]}" -o "$lt_other" -x 6 -y 1 --reschedule 1 >"$log_dir/trainer_lt_other.log" 2>&1; rc_other=$?
+  "$trainer" "${common[@]}" -o "$lt_bad" -x 6 -y 1 --reschedule 1 >"$log_dir/trainer_lt_bad.log" 2>&1; rc_bad=$?
+  if [ -n "$lt_line" ] && [ $rc_other -eq 0 ] &&
+     grep -q "^matmuls: $lt_other/lt_algos.bin was tuned on NVIDIA A100-SXM4-80GB with cuBLASLt [0-9]*; this is .*: re-tuning" "$log_dir/trainer_lt_other.log" &&
+     grep -q "dev/cudacpu on the CPU" "$lt_other/lt_algos.bin" && [ $rc_bad -eq 1 ] &&
+     [ "$(grep -c '^error: ' "$log_dir/trainer_lt_bad.log")" = 1 ] &&
+     grep -q "^error: $lt_bad/lt_algos.bin is not a complete lt_algos.bin of version 1 (HINT: delete it" "$log_dir/trainer_lt_bad.log"; then
+    echo "PASS cpu-run train_gpt2cu lt_algos.bin: the run wrote it, -y 1 read it ('${lt_line#matmuls: }'); another GPU's re-tuned and said so, then rewritten; a damaged one refused in one line"
+  else
+    echo "FAIL cpu-run train_gpt2cu lt_algos.bin: resume line '$lt_line', exits $rc_other/$rc_bad (expected 0/1); see $log_dir/trainer_resume.log, trainer_lt_other.log, trainer_lt_bad.log"
     failed=1
   fi
   sig_dir=build/test_cudacpu_trainer_sigterm

@@ -13,6 +13,7 @@
 #     weights, m and v within 1e-6, the bf16 parameters (each rounded from its master weight) within
 #     1e-3 and the losses within 1e-4;
 #   - three processes, -z 1 (shards of whole 128-parameter blocks, the last one short);
+#   - the matmul tuning in two processes (their times added up) against one: the same choices;
 #   - resume from two processes (-z 1) onto one, and from one onto two;
 #   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
 #     the other within --collective_timeout 3, with a line naming the collective and the step;
@@ -104,6 +105,21 @@ if [ $rc -eq 0 ] && msg=$(compare "$tmp/one384" "$tmp/three" 10 2>&1); then
   pass "np3_z1_equals_np1_fp32: three processes, -z 1 (uneven shards, 4 validation batches over 3), global batch 384: $msg"
 else
   fail "np3_z1_equals_np1_fp32: exit $rc: ${msg:-} $(grep -m1 error "$tmp/three.r"[012].log)"
+fi
+# the matmul tuning (--lt_tune, over the CPU runtime's 4 algorithms) in two processes: each times the
+# candidates, they add their times up (one collective per configuration) and keep the same algorithm;
+# against one process tuned alike: the same lt_algos.bin, the same training, rank 1 silent
+export CUDA_CPU_LT_ALGOS=4
+"$fp32" "${F[@]}" -n 5 -o "$tmp/one_tuned" >"$tmp/one_tuned.log" 2>&1; rc1=$?
+ranks "$fp32" 2 two_tuned "${F[@]}" -z 1 -n 5 -o "$tmp/two_tuned"
+rc=$?
+unset CUDA_CPU_LT_ALGOS
+lt=$(grep -m1 '^matmuls: [0-9]* configurations, [1-9][0-9]* timed' "$tmp/two_tuned.r0.log")
+if [ $rc1 -eq 0 ] && [ $rc -eq 0 ] && [ -n "$lt" ] && cmp -s "$tmp/one_tuned/lt_algos.bin" "$tmp/two_tuned/lt_algos.bin" &&
+   [ ! -s "$tmp/two_tuned.r1.log" ] && msg=$(compare "$tmp/one_tuned" "$tmp/two_tuned" 10 2>&1); then
+  pass "np2_tuned: two processes tune their matmuls together ('${lt#matmuls: }'): one process's lt_algos.bin, its training: $msg"
+else
+  fail "np2_tuned: exits $rc1/$rc, '$lt': ${msg:-} $(grep -m1 error "$tmp/one_tuned.log" "$tmp/two_tuned.r"[01].log)"
 fi
 if [ "$(grep -c '^step 1/10 ' "$tmp/two_z0.r0.log")" = 1 ] && [ ! -s "$tmp/two_z0.r1.log" ] &&
    [ "$(ls "$tmp/rdv_two_z0" | wc -l)" = 0 ]; then
