@@ -875,6 +875,7 @@ typedef struct {
                                                  // file but not offered now; candidates rejected; choices
                                                  // other than the heuristic's first
     int warned_memory;
+    double seconds;      // host time in lt_time_candidates: what tuning adds to the first micro-step
 } LtTuner;
 static LtTuner g_lt_tuner;
 
@@ -1001,6 +1002,7 @@ static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicRes
     times[0] = 0.0;
     for (int i = 1; i < n; i++) { times[i] = LT_REJECTED_MS; }
     if (n < 2) { return; }
+    const double t0 = now_seconds();
     const size_t d_bytes = ((size_t)(c->batch - 1) * (size_t)c->sD + (size_t)(c->n - 1) * (size_t)c->ldd + (size_t)c->m) * c->d_size;
     const size_t aux_bytes = c->act == LT_GELU ? d_bytes : 0, bias_bytes = c->act == LT_BGRADB ? (size_t)c->n * c->d_size : 0;
     const size_t round = 256, per = (d_bytes + round - 1) / round * round + (aux_bytes + round - 1) / round * round +
@@ -1056,6 +1058,7 @@ static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicRes
     }
     for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventDestroy(ev[r])); }
     cudaCheck(cudaFree(scratch));
+    g_lt_tuner.seconds += now_seconds() - t0;
     // the call itself writes its own outputs again
     if (c->act == LT_GELU) {
         cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c->aux, sizeof(c->aux)));
@@ -5332,6 +5335,7 @@ static void lt_tune_prepare(const TrainArgs* a, DataParallel* dp) {
     g_lt_tuner.saved.clear();
     g_lt_tuner.dp = dp;
     g_lt_tuner.timed = g_lt_tuner.read = g_lt_tuner.stale = g_lt_tuner.rejected = g_lt_tuner.not_first = 0;
+    g_lt_tuner.seconds = 0.0;
     if (!a->resuming || !a->lt_tune) { return; }
     char path[4096], note[8192];
     snprintf(path, sizeof(path), "%s/lt_algos.bin", a->output_dir);
@@ -5361,10 +5365,10 @@ static void lt_tune_report(const TrainArgs* a, const DataParallel* dp, FILE* log
     }
     char line[1024];
     snprintf(line, sizeof(line), "matmuls: %d configurations, %d timed (up to %d of cuBLASLt's candidates, the median of "
-             "%d launches), %d read from lt_algos.bin%s, in the first micro-step (%.2f s with it): %d not cuBLASLt's "
+             "%d launches), %d read from lt_algos.bin%s, in the first micro-step (%.2f s of its %.2f s): %d not cuBLASLt's "
              "first choice, %d candidates rejected for their results; predicted %.3f ms less a micro-step", configs,
              g_lt_tuner.timed, candidates_max, LT_TUNE_RUNS, g_lt_tuner.read,
-             g_lt_tuner.stale > 0 ? " (some no longer offered: timed)" : "", seconds, g_lt_tuner.not_first,
+             g_lt_tuner.stale > 0 ? " (some no longer offered: timed)" : "", g_lt_tuner.seconds, seconds, g_lt_tuner.not_first,
              g_lt_tuner.rejected, saving_ms);
     if (dp->rank == 0) {
         printf("%s\n", line);

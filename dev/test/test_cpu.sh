@@ -469,10 +469,10 @@ if [ "$rc" -eq 0 ] && grep -q "^Usage:" "$TMP/out" && grep -q "scheme 'standard'
    grep -q -- "-sl <float>" "$TMP/out" && grep -q -- "-sg <float>" "$TMP/out" && grep -q -- "--overwrite <0|1>" "$TMP/out" &&
    grep -q -- "--temperature <float>" "$TMP/out" && grep -q -- "--top_k <int>" "$TMP/out" && grep -q -- "--top_p <float>" "$TMP/out" &&
    grep -q -- "--num_samples <int>" "$TMP/out" && grep -q -- "--top-k and --top-p are the same flags" "$TMP/out" &&
-   ! grep -q -- "--gelu_fusion <" "$TMP/out" && ! grep -q -- "--bias_fusion <" "$TMP/out"; then
+   ! grep -q -- "--gelu_fusion <" "$TMP/out" && ! grep -q -- "--bias_fusion <" "$TMP/out" && ! grep -q -- "--lt_tune <" "$TMP/out"; then
     pass "cpu flags -h (usage of the shared flags with -sl, -sg, --overwrite, the sampling flags, naming the scheme, without the CUDA-only flags)"
 else
-    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate, -sl, -sg, --overwrite, --temperature, --top_k, --top_p (and --top-k/--top-p), --num_samples and without --gelu_fusion, --bias_fusion)"
+    fail "cpu flags -h (exit $rc; expected a usage naming scheme 'standard' with --generate, -sl, -sg, --overwrite, --temperature, --top_k, --top_p (and --top-k/--top-p), --num_samples and without --gelu_fusion, --bias_fusion, --lt_tune)"
 fi
 m=$(model_of standard)
 while IFS='|' read -r what needle args; do
@@ -490,6 +490,7 @@ CUDA-only -r|the CUDA trainer|-r 1
 CUDA-only --gelu_fusion|the CUDA trainer|--gelu_fusion 0
 CUDA-only --bias_fusion|the CUDA trainer|--bias_fusion 0
 CUDA-only --flash|the CUDA trainer|--flash 2
+CUDA-only --lt_tune|the CUDA trainer|--lt_tune 0
 checkpoint shape flag|cannot be changed|-e $m -t 32 --n_kv_head 2
 resume without -o|-y 1 needs -o|-e $m -t 32 -y 1
 resume with nothing to resume|-y 1: no checkpoint to resume from in -o $TMP/no_run_here|-e $m -t 32 -o $TMP/no_run_here -y 1
