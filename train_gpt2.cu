@@ -695,6 +695,40 @@ __device__ void norm_sums_add_rows(float* out, float* dweight, float* dbias, con
         }
     }
 }
+// After every block wrote its 2C partial sums (row blockIdx.x of partial): the last block of each group
+// of `group` blocks (0: one group of all) adds its group's rows into a group row, and the last group
+// adds the group rows into dweight and dbias (one group: its last block adds straight into them). The
+// ticket counters (one per group, then one) are back at 0 after. Deterministic: rows in block order.
+// Every thread of the block calls it; s_last is the block's shared flag.
+__device__ void norm_partials_reduce(float* partial, unsigned int* counter, float* dweight, float* dbias, int C, int group,
+                                     unsigned int* s_last) {
+    const int size = group > 0 ? group : (int)gridDim.x;
+    const int groups = ((int)gridDim.x + size - 1) / size, g = blockIdx.x / size;
+    const int first = g * size, count = min(size, (int)gridDim.x - first);
+    __threadfence(); // this block's partial is visible to whichever block comes last
+    __syncthreads();
+    if (threadIdx.x == 0) { *s_last = atomicAdd(&counter[g], 1u) == (unsigned int)count - 1; }
+    __syncthreads();
+    if (!*s_last) { return; }
+    __threadfence(); // acquire side: the group's other partials are read after their fences
+    float* group_rows = partial + (size_t)gridDim.x * 2 * C;
+    if (groups == 1) {
+        norm_sums_add_rows(NULL, dweight, dbias, partial, first, count, C);
+        if (threadIdx.x == 0) { counter[g] = 0u; }
+        return;
+    }
+    norm_sums_add_rows(group_rows + (size_t)g * 2 * C, NULL, NULL, partial, first, count, C);
+    if (threadIdx.x == 0) { counter[g] = 0u; }
+    __threadfence(); // the group's row is visible to whichever group comes last
+    __syncthreads();
+    if (threadIdx.x == 0) { *s_last = atomicAdd(&counter[groups], 1u) == (unsigned int)groups - 1; }
+    __syncthreads();
+    if (!*s_last) { return; }
+    __threadfence();
+    norm_sums_add_rows(NULL, dweight, dbias, group_rows, 0, groups, C);
+    if (threadIdx.x == 0) { counter[groups] = 0u; }
+}
+
 // Up to C = 768 (PACKS 3) two blocks fit an SM (at most 128 registers); the launcher sizes the grid
 // by the occupancy of the instantiation it runs.
 template <int PACKS>
@@ -703,7 +737,7 @@ norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial,
                      const floatX* dout, const floatX* inp, const floatX* weight, const float* mean, const float* rstd,
                      int N, int C, int accumulate, int group) {
     __shared__ float s_sums[2 * NORM_BACKWARD_MAX_C]; // dweight's sums, then dbias's
-    __shared__ unsigned int s_last;
+    __shared__ unsigned int s_last; // norm_partials_reduce's
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nwarps = blockDim.x / 32;
     float acc_n[PACKS][x128::size] = {}, acc_b[PACKS][x128::size] = {};
     for (int row = blockIdx.x * nwarps + warp; row < N; row += gridDim.x * nwarps) {
@@ -766,31 +800,7 @@ norm_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial,
         for (int j = 0; j < f128::size; j++) { v[j] = s_sums[i + j]; }
         store128(mine + i, v);
     }
-    const int size = group > 0 ? group : (int)gridDim.x;
-    const int groups = ((int)gridDim.x + size - 1) / size, g = blockIdx.x / size;
-    const int first = g * size, count = min(size, (int)gridDim.x - first);
-    __threadfence(); // this block's partial is visible to whichever block comes last
-    __syncthreads();
-    if (threadIdx.x == 0) { s_last = atomicAdd(&counter[g], 1u) == (unsigned int)count - 1; }
-    __syncthreads();
-    if (!s_last) { return; }
-    __threadfence(); // acquire side: the group's other partials are read after their fences
-    float* group_rows = partial + (size_t)gridDim.x * 2 * C;
-    if (groups == 1) {
-        norm_sums_add_rows(NULL, dweight, dbias, partial, first, count, C);
-        if (threadIdx.x == 0) { counter[g] = 0u; }
-        return;
-    }
-    norm_sums_add_rows(group_rows + (size_t)g * 2 * C, NULL, NULL, partial, first, count, C);
-    if (threadIdx.x == 0) { counter[g] = 0u; }
-    __threadfence(); // the group's row is visible to whichever group comes last
-    __syncthreads();
-    if (threadIdx.x == 0) { s_last = atomicAdd(&counter[groups], 1u) == (unsigned int)groups - 1; }
-    __syncthreads();
-    if (!s_last) { return; }
-    __threadfence();
-    norm_sums_add_rows(NULL, dweight, dbias, group_rows, 0, groups, C);
-    if (threadIdx.x == 0) { counter[groups] = 0u; }
+    norm_partials_reduce(partial, counter, dweight, dbias, C, group, &s_last);
 }
 
 // dinp (+)= the norm's input gradient; dweight, dbias += (dbias may be NULL: no bias; mean NULL: RMSNorm)

@@ -73,6 +73,18 @@ Versions (./build/lab_layernorm [version] [--seed n] [--check] [--bench]; regist
      the group rows after the blocks' rows in g_reduce_partial, tickets g_reduce_counters[0 .. groups]. Deterministic for a fixed grid, as version 2; its sums are added in
      another order than version 2's (a different rounding, within the fp32 tolerance). The forward is
      version 2's.
+  4  (issue 55; not measured yet) version 3 with each warp's share of the column sums in its own slice of
+     dynamic shared memory instead of registers (norm4_backward_kernel, here in the lab). ptxas (nvcc
+     13.0, 2026-11-28) by PACKS, sm_90: 1-3: 80 registers, 4-6: 127-128, 7: 183, 8: 205; sm_80: at most
+     127; no stack frame, no spills at any width (version 3: 128 at C = 768, 58 B spilled at 2048).
+     Shared memory 16 KiB per pack + 4 B: at C = 768, 48 KiB and 80 registers, so 3 blocks (24 warps)
+     fit an SM, against version 3's 2 (16); from C 1016 2 blocks, at C 1600 and 2048 one (114 and 131
+     KiB), as version 3. A block adds its warps' sums in version 3's order; the grid (3 blocks an SM at
+     C <= 768) differs, so the partials are added in another order (within the fp32 tolerance).
+     Predicted: the same 403.2 MB at 3.0 TB/s or better, 0.134 ms at C = 768 (H200: 4.8 TB/s peak);
+     25 launches a d12 step, 3.36 ms against version 3's 4.04 measured (2.47 TB/s). Why: version 3's
+     warps load their row, then wait for two warp sums before their stores; half again as many warps
+     resident keep half again as many rows' loads in flight while others reduce.
 
 --check: every version, for N in {1, 7, 64, 4099} x C in {48, 64, 256, 768, 1016, 1272, 1528, 1600, 1784,
   2048} (every PACKS of norm_backward_kernel, 1 to 8):
@@ -266,12 +278,128 @@ static void v1_norm_backward(floatX* dinp, float* dweight, float* dbias, float* 
 }
 
 // ----------------------------------------------------------------------------
+// version 4: the backward's column sums in shared memory, not in registers (issue 55)
+
+// Version 3 keeps each lane's share of the dweight and dbias sums in registers, 2 * PACKS * 8 fp32: 128
+// registers at C = 768 (2 blocks, 16 warps an SM) and 232 bytes of spills at C = 2048. Here each warp
+// keeps them in its own slice of dynamic shared memory, (2, PACKS * 8, 32) fp32, word (q, j * 8 + k, lane)
+// for plane q (0 dweight, 1 dbias) and element k of pack j: a warp's 32 lanes touch 32 consecutive words
+// (no bank conflict). The registers hold the row only (x and dout, PACKS x128 each: the loops over the
+// packs unrolled, or the rows go to the stack), so at C <= 768 three
+// blocks fit an SM (at most 85 registers; 48 KiB of shared memory each at PACKS 3). The block then adds
+// its warps' slices in warp order, as version 3 adds its warps' registers, so a block's sums are version
+// 3's bit for bit; the partials are reduced as the trainer's (norm_partials_reduce, groups of 16).
+#define NORM4_THREADS 256
+template <int PACKS>
+__global__ void __launch_bounds__(NORM4_THREADS, PACKS <= 3 ? 3 : (PACKS <= 6 ? 2 : 1))
+norm4_backward_kernel(floatX* dinp, float* dweight, float* dbias, float* partial, unsigned int* counter,
+                      const floatX* dout, const floatX* inp, const floatX* weight, const float* mean, const float* rstd,
+                      int N, int C, int accumulate, int group) {
+    extern __shared__ float s_acc[]; // (warps, 2, PACKS * 8, 32), then norm_partials_reduce's flag
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nwarps = blockDim.x / 32;
+    const int slice = 2 * PACKS * x128::size * 32, plane = PACKS * x128::size * 32;
+    unsigned int* s_last = (unsigned int*)(s_acc + (size_t)nwarps * slice); // all dynamic: one opt-in covers it
+    float* acc = s_acc + (size_t)warp * slice + lane; // this lane's word of element 0, plane 0
+    for (int i = 0; i < 2 * PACKS * x128::size; i++) { acc[i * 32] = 0.0f; }
+    for (int row = blockIdx.x * nwarps + warp; row < N; row += gridDim.x * nwarps) {
+        const size_t base = (size_t)row * C;
+        const float m = mean != NULL ? mean[row] : 0.0f;
+        const float r = rstd[row];
+        x128 xs[PACKS], ds[PACKS];
+        float sum_dn = 0.0f, sum_dn_n = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PACKS; j++) {
+            const int c = (j * 32 + lane) * x128::size;
+            if (c >= C) { continue; }
+            xs[j] = load128(inp + base + c);
+            ds[j] = load128cs(dout + base + c);
+            const x128 w = load128(weight + c);
+#pragma unroll
+            for (int k = 0; k < x128::size; k++) {
+                const float n = (x2f(xs[j][k]) - m) * r;
+                const float dn = x2f(ds[j][k]) * x2f(w[k]);
+                sum_dn += dn;
+                sum_dn_n += dn * n;
+            }
+        }
+        const float mean_dn = mean != NULL ? warp_sum(sum_dn) / C : 0.0f;
+        const float mean_dn_n = warp_sum(sum_dn_n) / C;
+#pragma unroll
+        for (int j = 0; j < PACKS; j++) {
+            const int c = (j * 32 + lane) * x128::size;
+            if (c >= C) { continue; }
+            const x128 w = load128(weight + c);
+            x128 prev;
+            if (accumulate) { prev = load128(dinp + base + c); }
+            x128 dx;
+#pragma unroll
+            for (int k = 0; k < x128::size; k++) {
+                const float n = (x2f(xs[j][k]) - m) * r;
+                const float d = x2f(ds[j][k]);
+                float v = r * (d * x2f(w[k]) - mean_dn - n * mean_dn_n);
+                if (accumulate) { v += x2f(prev[k]); }
+                dx[k] = f2x(v);
+                acc[(j * x128::size + k) * 32] += d * n;
+                acc[plane + (j * x128::size + k) * 32] += d;
+            }
+            store128(dinp + base + c, dx);
+        }
+    }
+    __syncthreads();
+    // the block's 2C sums, each column's warps added in warp order (version 3's order), into its row of partial
+    float* mine = partial + (size_t)blockIdx.x * 2 * C;
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) {
+        const int q = i / C, c = i % C;
+        const int word = q * plane + ((c / (32 * x128::size)) * x128::size + c % x128::size) * 32 + (c / x128::size) % 32;
+        float sum = 0.0f;
+        for (int w = 0; w < nwarps; w++) { sum += s_acc[(size_t)w * slice + word]; }
+        mine[i] = sum;
+    }
+    norm_partials_reduce(partial, counter, dweight, dbias, C, group, s_last);
+}
+
+// version 4's launcher: as norm_backward (a wave of blocks, at most REDUCE_MAX_BLOCKS), the shared memory
+// opted in once per instantiation (above 48 KiB from PACKS 3)
+static void norm4_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
+                           const floatX* weight, const float* mean, const float* rstd, int N, int C, int accumulate) {
+    reduce_scratch_check(2 * C, "norm4_backward");
+    const int packs = (C + 32 * x128::size - 1) / (32 * x128::size);
+    const int warps = NORM4_THREADS / 32;
+    static int blocks_per_sm[NORM_BACKWARD_MAX_PACKS + 1] = {};
+    const int sms = g_num_sms > 0 ? g_num_sms : 1;
+    int grid = (N + warps - 1) / warps;
+#define NORM4_CASE(P) case P: { \
+        const size_t smem = (size_t)warps * 2 * P * x128::size * 32 * sizeof(float) + sizeof(unsigned int); \
+        if (blocks_per_sm[P] == 0) { \
+            cudaCheck(cudaFuncSetAttribute(norm4_backward_kernel<P>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)); \
+            cudaCheck(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm[P], norm4_backward_kernel<P>, \
+                                                                    NORM4_THREADS, smem)); \
+            if (blocks_per_sm[P] < 1) { blocks_per_sm[P] = 1; } \
+        } \
+        if (grid > sms * blocks_per_sm[P]) { grid = sms * blocks_per_sm[P]; } \
+        if (grid > REDUCE_MAX_BLOCKS) { grid = REDUCE_MAX_BLOCKS; } \
+        norm4_backward_kernel<P><<<grid, NORM4_THREADS, smem>>>(dinp, dweight, dbias, g_reduce_partial, \
+            g_reduce_counters, dout, inp, weight, mean, rstd, N, C, accumulate, NORM_BACKWARD_GROUP); \
+        break; }
+    switch (packs) {
+        NORM4_CASE(1) NORM4_CASE(2) NORM4_CASE(3) NORM4_CASE(4) NORM4_CASE(5) NORM4_CASE(6) NORM4_CASE(7) NORM4_CASE(8)
+        default:
+            fprintf(stderr, "error: internal: norm4_backward over %d channels (at most %d)\n", C,
+                    NORM_BACKWARD_MAX_PACKS * 32 * x128::size);
+            exit(EXIT_FAILURE);
+    }
+#undef NORM4_CASE
+    launchCheck();
+}
+
+// ----------------------------------------------------------------------------
 // the versions behind one call each
 
 static const LabVersion kVersions[] = {
     {1, "cce9b07's add_kernel + layernorm_forward_kernel; norm_backward_kernel + column sums", 0, 0},
     {2, "the trainer's residual_layernorm_forward; norm_backward (one kernel, last-block reduction)", 0, 0},
     {3, "version 2, norm_backward's partials added in groups of 16 blocks, then the groups (the trainer's)", 0, 0},
+    {4, "version 3 with the column sums in shared memory: 3 blocks an SM at C <= 768 (the forward: version 2's)", 0, 0},
 };
 
 static void forward_version(int version, floatX* residual, floatX* out, float* mean, float* rstd, const floatX* inp1,
@@ -285,6 +413,7 @@ static void backward_version(int version, floatX* dinp, float* dweight, float* d
                              const floatX* dout, const floatX* inp, const floatX* weight, const float* mean,
                              const float* rstd, int N, int C, int accumulate) {
     if (version == 1) { v1_norm_backward(dinp, dweight, dbias, v1_partial, dout, inp, weight, mean, rstd, N, C, accumulate); return; }
+    if (version == 4) { norm4_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate); return; }
     g_norm_backward_group = version == 2 ? 0 : NORM_BACKWARD_GROUP;
     norm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate);
     g_norm_backward_group = NORM_BACKWARD_GROUP;
