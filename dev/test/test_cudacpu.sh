@@ -24,8 +24,8 @@
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
 #   the matmul tuning (--lt_tune; test_gpt2cu --tuning) over the runtime's 4 algorithms of their own
-#        summation orders (CUDA_CPU_LT_ALGOS=4): tuned losses against --lt_tune 0's, a resume from
-#        lt_algos.bin bit for bit; a wrong fastest algorithm rejected (CUDA_CPU_LT_BROKEN_ALGO=2);
+#        summation orders (CUDA_CPU_LT_ALGOS=4), the fastest of them wrong (CUDA_CPU_LT_BROKEN_ALGO=2)
+#        and rejected: tuned losses against --lt_tune 0's, a resume from lt_algos.bin bit for bit;
 #        the trainer binary's lt_algos.bin refused when damaged, re-tuned (and said) on another GPU
 #   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
@@ -87,9 +87,9 @@ runs+=("standard standard_hd64 --fixtures-only no_epilogues")
 # ... and refused as INVALID_VALUE (=2), which matmul_lt takes as "no algorithm" too, with a warning
 runs+=("standard_fp32 standard_tiny --fixtures-only epilogues_invalid")
 # the matmul tuning (--lt_tune, test_gpt2.cu's run_tuning_check) over 4 algorithms of their own summation
-# orders (CUDA_CPU_LT_ALGOS=4): the choices, lt_algos.bin and the resume that reads it; then with one of
-# them wrong and the fastest (CUDA_CPU_LT_BROKEN_ALGO=2), which the tuner must reject
-runs+=("standard_fp32 standard_tiny --tuning lt_algos4" "standard_fp32 standard_tiny --tuning lt_broken")
+# orders (CUDA_CPU_LT_ALGOS=4), one of them wrong and the fastest (CUDA_CPU_LT_BROKEN_ALGO=2): the tuner
+# must reject it and choose among the other three; lt_algos.bin and the resume that reads it
+runs+=("standard_fp32 standard_tiny --tuning lt_broken")
 # the other kernels at the trainer's widths (C to 2048, V 50257, 1.8M parameters) against their CPU
 # twins: the BF16 labs' --quick (their short shape lists), the trainer's version of each (matmul_gelu:
 # all three, the GELU and the bias gradients fused and not; classifier: version 3, whose launcher also
@@ -145,7 +145,7 @@ two_at_a_time "$log_dir/builds.txt" build_one "${targets[@]}"
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
-run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogues_invalid|lt_algos4|lt_broken], or lab_<op> - arguments (comma-separated)
+run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogues_invalid|lt_broken], or lab_<op> - arguments (comma-separated)
   local name=$1${4:+_$4}
   # a lab runs more than once (versions, shape lists): its arguments name the log
   [ "$2" = - ] && name="${1}_$(printf '%s' "$3" | tr -c 'a-zA-Z0-9' _)"
@@ -153,7 +153,6 @@ run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogue
   local env=() tag=""
   [ "${4:-}" = no_epilogues ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=1); tag=" no-epilogues"; }
   [ "${4:-}" = epilogues_invalid ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=2); tag=" epilogues-invalid"; }
-  [ "${4:-}" = lt_algos4 ] && { env=(CUDA_CPU_LT_ALGOS=4); tag=" lt-algos4"; }
   [ "${4:-}" = lt_broken ] && { env=(CUDA_CPU_LT_ALGOS=4 CUDA_CPU_LT_BROKEN_ALGO=2); tag=" lt-broken"; }
   bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
