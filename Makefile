@@ -136,6 +136,11 @@ $(CUDACPU)/test_ptx: $(CUDACPU)/src/dev/cudacpu/test_ptx.cu $(CUDACPU_DEPS)
 	$(CXX) $(CUDACPU_FLAGS) $< -o $@
 $(BUILD)/test_ptx: dev/cudacpu/test_ptx.cu | $(BUILD)
 	$(NVCC) $(NVCC_FLAGS) $< $(NVCC_LDFLAGS) -o $@
+# ... and of streams and events (what CUDA orders, and what it leaves unordered run adversarially)
+$(CUDACPU)/test_streams: $(CUDACPU)/src/dev/cudacpu/test_streams.cu $(CUDACPU_DEPS)
+	$(CXX) $(CUDACPU_FLAGS) $< -o $@
+$(BUILD)/test_streams: dev/cudacpu/test_streams.cu | $(BUILD)
+	$(NVCC) $(NVCC_FLAGS) $< $(NVCC_LDFLAGS) -o $@
 
 # ---------------------------------------------------------------------------------------------
 # Kernel labs (dev/cuda/README.md): dev/cuda/<op>.cu -> build/lab_<op>, build/lab_<op>_fp32 for

@@ -465,7 +465,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
                               cublasLtMatrixLayout_t c, void* D, cublasLtMatrixLayout_t d, const cublasLtMatmulAlgo_t* algo,
                               void* workspace, size_t workspace_bytes, cudaStream_t stream) {
     using namespace cudacpu;
-    (void)stream;
     if (handle == nullptr || alpha == nullptr || beta == nullptr || algo == nullptr) { return CUBLAS_STATUS_INVALID_VALUE; }
     const LtDesc* od = reinterpret_cast<const LtDesc*>(op);
     const LtLayout *la = reinterpret_cast<const LtLayout*>(a), *lb = reinterpret_cast<const LtLayout*>(b);
@@ -516,7 +515,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
         extra_ms = 100.0 * (double)(1 + (chosen.variant + h % n + e % n) % n);
     }
     const uint32_t variant = chosen.variant;
-    enqueue([=]() {
+    enqueue_on(stream_of(stream), [=]() {
         const double t0 = profiling() ? now_seconds() : 0.0;
         modelled_ms += extra_ms;
         lt_compute(dd, A_, B_, C_, D_, al, be, A, B, C, D, variant);

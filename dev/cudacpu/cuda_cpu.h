@@ -10,9 +10,11 @@ dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the
     fault handler names the kernel, block and thread) and is filled with 0xFF, a NaN in fp32 and
     bf16, so a read before any write shows up. cudaMallocHost memory is "pinned": asynchronous
     copies read and write it when they execute, not when they are issued.
-  - one device queue: kernel launches, async copies and memsets, cuBLASLt matmuls and event records
-    are queued in issue order and run only when the host synchronizes (cudaDeviceSynchronize, an
-    event or stream sync, a synchronous cudaMemcpy, cudaFree). A pinned buffer that an async copy
+  - a device queue per stream: kernel launches, async copies and memsets, cuBLASLt matmuls and event
+    records are queued on their stream and run only when the host synchronizes (cudaDeviceSynchronize,
+    an event or stream sync, a synchronous cudaMemcpy, cudaFree), only as far as that needs, in an
+    order that only events, stream waits and CUDA's legacy-stream rule constrain (see "the device
+    queues" below: a missing wait shows). A pinned buffer that an async copy
     will write holds NaN until then, so a use before the copy has finished shows up; a pinned buffer
     that an async copy will read can still be changed by the host until the copy runs, as on a GPU.
   - launches: grid and block limits of an H100 (grid.y, grid.z <= 65535, 1024 threads, block.z <=
@@ -128,29 +130,126 @@ inline cudaError_t sticky_error = cudaSuccess; // a kernel failed: every later c
 static cudaError_t set_last(cudaError_t e) { if (e != cudaSuccess) { last_error = e; } return e; }
 
 // ---------------------------------------------------------------------------------------------
-// the device queue
+// the device queues: one per stream, run only when the host synchronizes, in an order that only the
+// program's events, stream waits and synchronizations constrain (a GPU's freedom), chosen to expose
+// what they leave unordered: CUDA_CPU_STREAMS=later (the default) runs the most recently created
+// stream's runnable work first, =earlier the legacy stream's, =alternate one item of each in turn (the
+// streams interleaved at kernel boundaries). A synchronization runs only what it waits for: an event
+// or stream sync (and a NCCL call, nccl_cpu.h) that stream up to that point, with whatever its waits
+// need of other streams, and nothing else.
 
+struct Stream;
 struct Work {
-    std::function<void()> run;
+    std::function<void()> run; // empty: a wait, until stream wait_on has run wait_pos items
+    Stream* wait_on = nullptr;
+    long long wait_pos = 0;
 };
-inline std::deque<Work> queue;
-inline long long queued_total = 0, completed_total = 0;
-// modelled device time the queue has run so far (cublaslt_cpu.h's algorithms' speeds), in ms: the
+struct Stream {
+    int id;        // creation order: 0 is the legacy default stream (stream 0, cudaStreamLegacy)
+    bool blocking; // not cudaStreamNonBlocking: ordered with the legacy stream both ways, as CUDA's are
+    std::deque<Work> q;
+    long long issued = 0, done = 0; // items (work and waits) queued and run
+};
+inline std::vector<Stream*> streams; // the live ones, in creation order; [0] the legacy stream
+inline int streams_created = 0;
+inline long long queued_items = 0;    // over every stream
+// modelled device time the queues have run so far (cublaslt_cpu.h's algorithms' speeds), in ms: the
 // events' stamps add it to the host clock
 inline double modelled_ms = 0.0;
 
-static void drain() {
-    while (!queue.empty()) {
-        Work w = std::move(queue.front());
-        queue.pop_front();
-        if (sticky_error == cudaSuccess) { w.run(); }
-        completed_total++;
+static Stream* legacy_stream() {
+    if (streams.empty()) { streams.push_back(new Stream{streams_created++, true, {}, 0, 0}); }
+    return streams[0];
+}
+static int stream_order() {
+    static const int order = [] { // 0 later, 1 earlier, 2 alternate
+        const char* e = getenv("CUDA_CPU_STREAMS");
+        if (e == nullptr || strcmp(e, "later") == 0) { return 0; }
+        if (strcmp(e, "earlier") == 0) { return 1; }
+        if (strcmp(e, "alternate") == 0) { return 2; }
+        fprintf(stderr, "cuda-cpu: CUDA_CPU_STREAMS=%s: expected later, earlier or alternate\n", e);
+        exit(EXIT_FAILURE);
+    }();
+    return order;
+}
+
+static bool head_runnable(const Stream* s) {
+    const Work& w = s->q.front();
+    return w.run || w.wait_on == nullptr || w.wait_on->done >= w.wait_pos;
+}
+static void run_head(Stream* s) {
+    Work w = std::move(s->q.front());
+    s->q.pop_front();
+    if (w.run && sticky_error == cudaSuccess) { w.run(); }
+    s->done++;
+    queued_items--;
+}
+// stream s until it has run its first pos items; a wait at its head first runs what it waits for
+static void run_until(Stream* s, long long pos) {
+    while (s->done < pos && !s->q.empty()) {
+        const Work& w = s->q.front();
+        if (!head_runnable(s)) { run_until(w.wait_on, w.wait_pos); }
+        run_head(s);
     }
 }
-static void enqueue(std::function<void()> f) {
-    queue.push_back(Work{std::move(f)});
-    queued_total++;
-    if (queue.size() > 4096) { drain(); } // a bound on the memory the captured arguments hold
+static void run_stream(Stream* s) { run_until(s, s->issued); }
+// everything queued (a device synchronization), in the CUDA_CPU_STREAMS order
+static void drain() {
+    size_t turn = 0;
+    while (queued_items > 0) {
+        const size_t n = streams.size();
+        Stream* pick = nullptr;
+        for (size_t k = 0; k < n && pick == nullptr; k++) {
+            const size_t i = stream_order() == 0 ? n - 1 - k : stream_order() == 1 ? k : (turn + k) % n;
+            if (!streams[i]->q.empty() && head_runnable(streams[i])) { pick = streams[i]; }
+        }
+        if (pick == nullptr) { // cannot happen: a wait names work queued before it
+            fprintf(stderr, "cuda-cpu: internal: queued work, none of it runnable\n");
+            abort();
+        }
+        run_head(pick);
+        turn++;
+    }
+}
+static void push(Stream* s, Work w) {
+    s->q.push_back(std::move(w));
+    s->issued++;
+    queued_items++;
+}
+static void push_wait(Stream* s, Stream* on, long long pos) {
+    if (on != s && on->done < pos) { push(s, Work{nullptr, on, pos}); }
+}
+// work on stream s, after what CUDA orders before it: the legacy stream waits for every blocking
+// stream's work so far, a blocking stream for the legacy stream's
+static void enqueue_on(Stream* s, std::function<void()> f) {
+    if (s->id == 0) {
+        for (Stream* b : streams) {
+            if (b->blocking) { push_wait(s, b, b->issued); }
+        }
+    } else if (s->blocking) {
+        push_wait(s, legacy_stream(), legacy_stream()->issued);
+    }
+    push(s, Work{std::move(f), nullptr, 0});
+    if (queued_items > 4096) { drain(); } // a bound on the memory the captured arguments hold
+}
+static void enqueue(std::function<void()> f) { enqueue_on(legacy_stream(), std::move(f)); }
+// what a synchronous call on the legacy stream waits for (cudaMemcpy): it, and every blocking stream
+static void legacy_sync() {
+    for (size_t i = 1; i < streams.size(); i++) {
+        if (streams[i]->blocking) { run_stream(streams[i]); }
+    }
+    run_stream(legacy_stream());
+}
+} // namespace cudacpu
+
+// a stream handle: cudaStream_t points at one (0, cudaStreamLegacy and cudaStreamPerThread: the legacy stream)
+struct CUstream_st {
+    cudacpu::Stream* s;
+};
+namespace cudacpu {
+static Stream* stream_of(cudaStream_t st) {
+    if (st == nullptr || st == cudaStreamLegacy || st == cudaStreamPerThread) { return legacy_stream(); }
+    return st->s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,9 +338,9 @@ struct Launch {
     int line;
     dim3 grid, block;
     size_t smem;
-    Launch(const char* n, int l, dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0) : name(n), line(l), grid(g), block(b), smem(s) {
-        (void)st; // one queue: every stream is the default stream
-    }
+    cudaStream_t stream;
+    Launch(const char* n, int l, dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0)
+        : name(n), line(l), grid(g), block(b), smem(s), stream(st) {}
     // the arguments' types are not deduced (only the kernel's), so each converts to its parameter
     // at the call, where `NULL` is still a null pointer constant
     template <class T> struct as_is { using type = T; };
@@ -267,7 +366,7 @@ struct Launch {
         const int ln = line;
         const dim3 g = grid, b = block;
         const size_t sm = smem;
-        enqueue([=]() {
+        enqueue_on(stream_of(stream), [=]() {
             const std::function<void()> body = [&]() { std::apply(kernel, params); };
             run_kernel(nm, ln, g, b, sm, total_limit, body);
         });

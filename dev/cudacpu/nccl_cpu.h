@@ -9,9 +9,10 @@ The processes exchange buffers through files in one folder, the unique id (ncclG
 it with mkdtemp under $TMPDIR, else /tmp):
   - every collective gets the next number of its communicator, so each process's k-th collective
     is the same call; at issue a process writes its send buffer to c<k>_r<rank> (a temporary name,
-    then a rename) after running the device queue (what the trainer issued before the collective is
-    done, as a GPU stream would order it), and the collective completes once every rank's file of k
-    is there. Sums go in rank order, so every rank gets the same bits.
+    then a rename) from work queued on the call's stream, run at once after only what that stream
+    orders before it (cuda_cpu.h's queues: the trainer's event wait, or nothing, so a missing wait
+    sends what is not computed yet), and the collective completes once every rank's file of k is
+    there. Sums go in rank order, so every rank gets the same bits.
   - ncclSend writes p<src>_<dst>_<n>, the n-th message from src to dst; ncclRecv waits for it, reads
     it and deletes it.
   - the communicator is non-blocking, as the trainer configures the real one: a call whose peers
@@ -45,6 +46,7 @@ struct Op {
     ncclRedOp_t op;
     int root;             // REDUCE, BROADCAST: the root; SEND, RECV: the peer
     long long number;     // the collective's number, or the message's
+    cudaStream_t stream;  // its posting runs there, in order (cuda_cpu.h's queues)
 };
 
 struct Comm {
@@ -129,18 +131,20 @@ static void reduce(void* acc, const void* x, size_t n, ncclDataType_t t, ncclRed
     }
 }
 
-// writes what this rank sends for op (its number set); false if the file cannot be written
-static bool post(Comm* c, Op* op) {
+// op's number: the communicator's next collective, or the next message to or from its peer
+static void number(Comm* c, Op* op) {
+    op->number = op->kind == Op::SEND ? c->sent[op->root]++ : op->kind == Op::RECV ? c->received[op->root]++
+                                                                                 : c->next_collective++;
+}
+
+// writes what this rank sends for op (numbered); false if the file cannot be written. It runs on the
+// op's stream: the send buffer is read when the stream gets there, as a GPU's NCCL kernel reads it
+static bool post(Comm* c, const Op* op) {
     const size_t bytes = op->count * type_size(op->type);
     if (op->kind == Op::SEND) {
-        op->number = c->sent[op->root]++;
         return write_file(path_of(c, "p%lld_%lld_%lld", c->rank, op->root, op->number), op->send, bytes);
     }
-    if (op->kind == Op::RECV) {
-        op->number = c->received[op->root]++;
-        return true;
-    }
-    op->number = c->next_collective++;
+    if (op->kind == Op::RECV) { return true; }
     const bool sends = op->kind != Op::BROADCAST || op->root == c->rank; // a broadcast's others post no data
     const Header h = {(int)op->kind, (int)op->type, op->root, (int)op->op, (unsigned long long)op->count};
     return write_file(path_of(c, "c%lld_r%lld", op->number, c->rank), op->send, sends ? bytes : 0, &h);
@@ -208,9 +212,10 @@ static ncclResult_t progress(Comm* c) {
     return ncclSuccess;
 }
 
-// posts the ops of one call or group (the device queue first: they read what it wrote)
+// posts the ops of one call or group: numbered now, their files written by work on their stream, which
+// runs at once, after only what that stream orders before it (cuda_cpu.h: a stream wait on the trainer's
+// event, or nothing), so a missing wait posts what the trainer has not computed yet
 static ncclResult_t issue(Comm* c, std::vector<Op> ops) {
-    cudacpu::drain();
     if (c->state != ncclSuccess && c->state != ncclInProgress) { return c->state; }
     bool collective = false; // sends complete at once: only a collective waits for every process
     for (const Op& op : ops) { collective = collective || (op.kind != Op::SEND && op.kind != Op::RECV); }
@@ -223,12 +228,21 @@ static ncclResult_t issue(Comm* c, std::vector<Op> ops) {
         c->deleted_below = c->prev_group_start;
     }
     for (Op& op : ops) {
-        if (!post(c, &op)) {
-            fprintf(stderr, "nccl_cpu: cannot write into %s\n", c->dir.c_str());
-            c->state = ncclSystemError;
-            return c->state;
-        }
+        number(c, &op);
         c->pending.push_back(op);
+    }
+    cudacpu::Stream* s = cudacpu::stream_of(ops[0].stream);
+    bool* failed = new bool(false);
+    cudacpu::enqueue_on(s, [c, ops, failed]() {
+        for (const Op& op : ops) { *failed = *failed || !post(c, &op); }
+    });
+    cudacpu::run_stream(s);
+    const bool write_failed = *failed;
+    delete failed;
+    if (write_failed) {
+        fprintf(stderr, "nccl_cpu: cannot write into %s\n", c->dir.c_str());
+        c->state = ncclSystemError;
+        return c->state;
     }
     c->state = ncclInProgress;
     return progress(c);
@@ -311,31 +325,26 @@ ncclResult_t ncclGroupEnd() {
 
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
-    (void)stream;
-    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, 0});
+    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, 0, stream});
 }
 
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                         int root, ncclComm_t comm, cudaStream_t stream) {
-    (void)stream;
-    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::REDUCE, sendbuff, recvbuff, count, datatype, op, root, 0});
+    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::REDUCE, sendbuff, recvbuff, count, datatype, op, root, 0, stream});
 }
 
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                            ncclComm_t comm, cudaStream_t stream) {
-    (void)stream;
-    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, 0});
+    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, 0, stream});
 }
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-    (void)stream;
-    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::SEND, sendbuff, nullptr, count, datatype, ncclSum, peer, 0});
+    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::SEND, sendbuff, nullptr, count, datatype, ncclSum, peer, 0, stream});
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream) {
-    (void)stream;
-    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::RECV, nullptr, recvbuff, count, datatype, ncclSum, peer, 0});
+    return nccl_cpu::call((nccl_cpu::Comm*)comm, {nccl_cpu::Op::RECV, nullptr, recvbuff, count, datatype, ncclSum, peer, 0, stream});
 }
 
 // every process marks its end; complete (through ncclCommGetAsyncError) once all have

@@ -177,11 +177,11 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
     return cudaSuccess;
 }
 
-// synchronous: the queue runs first, then the copy
+// synchronous, on the legacy stream: what it waits for runs first (not a non-blocking stream's work)
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind) {
     const cudaError_t e = cudacpu::copy_check(dst, src, count, kind);
     if (e != cudaSuccess) { return cudacpu::set_last(e); }
-    cudacpu::drain();
+    cudacpu::legacy_sync();
     if (cudacpu::sticky_error != cudaSuccess) { return cudacpu::sticky_error; }
     if (count) { memmove(dst, src, count); }
     return cudaSuccess;
@@ -191,78 +191,71 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
 // before returning, and a pageable destination makes the call synchronous); pinned memory is read
 // or written when the copy runs, and a pinned destination holds NaN until then.
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream) {
-    (void)stream;
     const cudaError_t e = cudacpu::copy_check(dst, src, count, kind);
     if (e != cudaSuccess) { return cudacpu::set_last(e); }
     if (cudacpu::sticky_error != cudaSuccess) { return cudacpu::sticky_error; }
+    cudacpu::Stream* s = cudacpu::stream_of(stream);
     const bool src_pageable = !cudacpu::is_device(src, count) && !cudacpu::is_pinned(src, count);
     const bool dst_pageable = !cudacpu::is_device(dst, count) && !cudacpu::is_pinned(dst, count);
-    if (dst_pageable) { // synchronous in effect
-        cudacpu::drain();
-        if (count) { memmove(dst, src, count); }
+    if (dst_pageable) { // synchronous in effect: its stream runs up to it, then the copy
+        cudacpu::enqueue_on(s, [dst, src, count]() { if (count) { memmove(dst, src, count); } });
+        cudacpu::run_stream(s);
         return cudacpu::check_sticky();
     }
     if (src_pageable) {
         std::vector<unsigned char> staged((const unsigned char*)src, (const unsigned char*)src + count);
-        cudacpu::enqueue([dst, staged]() { if (!staged.empty()) { memcpy(dst, staged.data(), staged.size()); } });
+        cudacpu::enqueue_on(s, [dst, staged]() { if (!staged.empty()) { memcpy(dst, staged.data(), staged.size()); } });
         return cudaSuccess;
     }
     if (cudacpu::is_pinned(dst, count)) { memset(dst, 0xFF, count); } // undefined until the copy runs
-    cudacpu::enqueue([dst, src, count]() { if (count) { memmove(dst, src, count); } });
+    cudacpu::enqueue_on(s, [dst, src, count]() { if (count) { memmove(dst, src, count); } });
     return cudaSuccess;
 }
 
-cudaError_t cudaMemset(void* ptr, int value, size_t count) {
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
     if (!cudacpu::is_device(ptr, count)) { return cudacpu::set_last(cudaErrorInvalidValue); }
-    cudacpu::enqueue([ptr, value, count]() { memset(ptr, value, count); });
+    cudacpu::enqueue_on(cudacpu::stream_of(stream), [ptr, value, count]() { memset(ptr, value, count); });
     return cudacpu::check_sticky();
 }
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
-    (void)stream;
-    return cudaMemset(ptr, value, count);
-}
+cudaError_t cudaMemset(void* ptr, int value, size_t count) { return cudaMemsetAsync(ptr, value, count, 0); }
 
 // ---------------------------------------------------------------------------------------------
-// streams and events: one queue, so an event is the queue position at its record. A record also
-// queues a time stamp, taken when the queue reaches it: cudaEventElapsedTime then gives the host
-// time the queued work between two records took to run (--profile's rows on the CPU runtime).
+// streams and events (cuda_cpu.h's queues): an event is a position in the stream it was recorded on.
+// A record also queues a time stamp, taken when the stream reaches it: cudaEventElapsedTime then gives
+// the host time the work between two records took to run (--profile's rows on the CPU runtime).
 struct CUevent_st {
-    long long position = -1; // queued_total at the record; -1: never recorded
-    double ms = -1.0;        // the stamp (CLOCK_MONOTONIC, ms); -1 until the queue reached the record
+    cudacpu::Stream* stream = nullptr; // where it was last recorded; null: never recorded
+    long long position = -1;           // that stream's items up to and including the record
+    double ms = -1.0;                  // the stamp (CLOCK_MONOTONIC, ms); -1 until the stream reached the record
 };
 cudaError_t cudaEventCreate(cudaEvent_t* event) { *event = new CUevent_st(); return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) { (void)flags; return cudaEventCreate(event); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
     if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
-    cudacpu::drain(); // a pending stamp writes into the event
+    if (event->stream != nullptr) { cudacpu::run_until(event->stream, event->position); } // a pending stamp writes into it
     delete event;
     return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-    (void)stream;
     if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
     event->ms = -1.0;
-    cudacpu::enqueue([event]() {
+    cudacpu::Stream* s = cudacpu::stream_of(stream);
+    cudacpu::enqueue_on(s, [event]() {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         event->ms = 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec + cudacpu::modelled_ms;
     });
-    event->position = cudacpu::queued_total;
+    event->stream = s;
+    event->position = s->issued;
     return cudacpu::check_sticky();
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
     if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
-    while (cudacpu::completed_total < event->position && !cudacpu::queue.empty()) {
-        cudacpu::Work w = std::move(cudacpu::queue.front());
-        cudacpu::queue.pop_front();
-        if (cudacpu::sticky_error == cudaSuccess) { w.run(); }
-        cudacpu::completed_total++;
-    }
+    if (event->stream != nullptr) { cudacpu::run_until(event->stream, event->position); }
     return cudacpu::check_sticky();
 }
-cudaError_t cudaEventQuery(cudaEvent_t event) {
-    return cudacpu::completed_total >= event->position ? cudaSuccess : cudaErrorNotReady;
-}
+// runs what the event waits for (nothing here runs by itself, so a poll that only looked would never end)
+cudaError_t cudaEventQuery(cudaEvent_t event) { return cudaEventSynchronize(event); }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
     if (start == nullptr || end == nullptr || start->position < 0 || end->position < 0) {
         return cudacpu::set_last(cudaErrorInvalidResourceHandle);
@@ -274,18 +267,39 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
 // an outside profiler's capture window (ncu --profile-from-start off): nothing to capture here
 cudaError_t cudaProfilerStart(void) { return cudaSuccess; }
 cudaError_t cudaProfilerStop(void) { return cudaSuccess; }
-cudaError_t cudaStreamCreate(cudaStream_t* stream) { *stream = nullptr; return cudaSuccess; }
-cudaError_t cudaStreamDestroy(cudaStream_t stream) { (void)stream; return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) { (void)stream; cudacpu::drain(); return cudacpu::check_sticky(); }
-// one queue: a stream waiting for an event waits for what is before it anyway; a query runs the queue
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) { (void)flags; return cudaStreamCreate(stream); }
-cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
-    (void)stream;
-    (void)event;
-    (void)flags;
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+    cudacpu::legacy_stream();
+    cudacpu::Stream* s = new cudacpu::Stream{cudacpu::streams_created++, (flags & cudaStreamNonBlocking) == 0, {}, 0, 0};
+    cudacpu::streams.push_back(s);
+    *stream = new CUstream_st{s};
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+// its work still runs (as on a GPU); the handle is gone
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+        return cudacpu::set_last(cudaErrorInvalidResourceHandle);
+    }
+    cudacpu::Stream* s = stream->s;
+    cudacpu::run_stream(s);
+    cudacpu::streams.erase(std::find(cudacpu::streams.begin(), cudacpu::streams.end(), s));
+    delete s;
+    delete stream;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+    cudacpu::run_stream(cudacpu::stream_of(stream));
     return cudacpu::check_sticky();
 }
-cudaError_t cudaStreamQuery(cudaStream_t stream) { (void)stream; cudacpu::drain(); return cudacpu::check_sticky(); }
+// the stream waits, on the device, for the event's work (an event never recorded: nothing)
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+    (void)flags;
+    if (event == nullptr) { return cudacpu::set_last(cudaErrorInvalidResourceHandle); }
+    if (event->stream != nullptr) { cudacpu::push_wait(cudacpu::stream_of(stream), event->stream, event->position); }
+    return cudacpu::check_sticky();
+}
+// runs the stream's work (a poll that only looked would never end here)
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
 
 // ---------------------------------------------------------------------------------------------
 // kernels' attributes and occupancy

@@ -21,6 +21,9 @@
 #        attention_decode --quick: the batched decode attention against float64, every cache layout
 #   the runtime's inline PTX (dev/cudacpu/test_ptx.cu): ldmatrix x1/x2/x4 (.trans) into mma.sync against
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
+#   the runtime's streams and events (dev/cudacpu/test_streams.cu): event waits, the legacy stream's
+#        implicit order with blocking streams, event and stream syncs that run only what they wait for;
+#        a missing wait (and a non-blocking stream read by the legacy stream) must show its stale values
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
 #   the matmul tuning (--lt_tune; test_gpt2cu --tuning) over the runtime's 4 algorithms of their own
@@ -100,6 +103,9 @@ runs+=("lab_layernorm - 3,--quick" "lab_layernorm - 4,--quick" "lab_classifier -
        "lab_optimizer - --quick" "lab_matmul_gelu - --quick" "lab_attention_decode - --quick")
 # the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)
 runs+=("test_ptx - full")
+# ... and of streams and events (dev/cudacpu/test_streams.cu): what CUDA orders holds; what it leaves
+# unordered runs in the order that breaks a program relying on it
+runs+=("test_streams - full")
 
 # `function item` for each item (its words as arguments), two at a time, their output collected in
 # out_file, then printed; a FAIL line there fails the suite
@@ -135,7 +141,7 @@ build_one() { # target
     echo "FAIL cpu-run compile $1: compiler warning: $(grep -m1 -i 'warning' "$log")"
   fi
 }
-binary_of() { case $1 in lab_* | test_ptx) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
+binary_of() { case $1 in lab_* | test_ptx | test_streams) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32 build/cudacpu/train_gpt2cu_standard)
 for r in "${runs[@]}"; do # each binary once (two makes of one target at a time would race)
   t=$(binary_of "${r%% *}")

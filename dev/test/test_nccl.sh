@@ -14,6 +14,8 @@
 #     1e-3 and the losses within 1e-4;
 #   - three processes, -z 1 (shards of whole 128-parameter blocks, the last one short);
 #   - the matmul tuning in two processes (their times added up) against one: the same choices;
+#   - a planted bug, the collectives' stream not waiting for the trainer's event: caught (the runtime
+#     runs each stream only as far as its own order requires);
 #   - resume from two processes (-z 1) onto one, and from one onto two;
 #   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
 #     the other within --collective_timeout 3, with a line naming the collective and the step;
@@ -255,6 +257,35 @@ if [ $rc -ne 0 ] && grep -q "^error: rank 0: NCCL's communicator of 2 processes 
   pass "rank0_alone: exit $rc, '$(grep -m1 '^error' "$tmp/alone.log" | cut -c1-80)...', its id file removed"
 else
   fail "rank0_alone: exit $rc, files left: $(ls "$tmp/rdv_alone" | paste -sd' ' -): $(grep -m1 error "$tmp/alone.log")"
+fi
+
+# ---------------------------------------------------------------- the NCCL stream's order, seen
+# A planted bug: the collectives' stream no longer waits for the trainer's event (data_parallel.h's
+# cudaStreamWaitEvent in dp_nccl_after_trainer deleted). The runtime runs each stream's work only as
+# far as its own order requires (cuda_cpu.h's queues), so the collectives then send gradients the
+# backward has not written yet: two processes must differ from one. (The runtime of one queue ran
+# every stream in issue order, and this trainer passed every check.) Built at -O1 from the rewritten
+# trainer with a copy of dev/ whose data_parallel.h has the edit.
+mut="$tmp/no_wait"
+mkdir -p "$mut/dev"
+cp dev/*.h "$mut/dev/" && cp ./*.h ./*.cuh "$mut/"
+wait_line='const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(n->stream, n->ready, 0) : e;'
+sed "s|$wait_line|const cudaError_t w = e;|" dev/data_parallel.h >"$mut/dev/data_parallel.h"
+start=$SECONDS
+if [ "$(grep -cF "$wait_line" dev/data_parallel.h)" != 1 ]; then
+  fail "no_wait_caught: stale: dev/data_parallel.h no longer holds '$wait_line' once"
+elif ! make -s build/cudacpu/src/train_gpt2.cu >"$tmp/no_wait_build.log" 2>&1 ||
+     ! cp build/cudacpu/src/train_gpt2.cu "$mut/train_gpt2.cu" ||
+     ! ${CXX:-g++} -std=c++17 -O1 -g0 -fno-strict-aliasing -w -x c++ -include dev/cudacpu/cuda_cpu.h -I"${CUDA_HOME:-/usr/local/cuda}/include"           -I. -Idev/cudacpu -DDP_NCCL -DENABLE_FP32 -DQKV_SCHEME=QKV_STANDARD "$mut/train_gpt2.cu" -o "$mut/train" >>"$tmp/no_wait_build.log" 2>&1; then
+  fail "no_wait_caught: the planted bug does not build: $(grep -m1 error "$tmp/no_wait_build.log")"
+else
+  ranks "$mut/train" 2 no_wait "${F[@]}" -z 0 -n 5 -o "$tmp/no_wait_run"
+  rc=$?
+  if msg=$(compare "$tmp/one_fp32" "$tmp/no_wait_run" 10 2>&1); then
+    fail "no_wait_caught: two processes whose collectives skip the wait for the trainer's event match one process (exit $rc): $msg"
+  else
+    pass "no_wait_caught: collectives that skip the wait for the trainer's event (planted) differ from one process: $(cut -c1-110 <<<"$msg") ($((SECONDS - start)) s)"
+  fi
 fi
 
 echo "nccl: the suite took $((SECONDS - suite_start)) s"

@@ -1,0 +1,150 @@
+/*
+test_streams.cu: the runtime's model of streams and events (cuda_cpu.h's queues), on the CPU runtime
+(make build/cudacpu/test_streams) and on a GPU (make build/test_streams): what CUDA orders must hold
+on both; what it leaves unordered, the CPU runtime must run in the order that breaks a program
+relying on it (on a GPU such a program is a race, with no result to check: those checks say SKIP).
+
+  ordered     a kernel on stream A writes a buffer, an event recorded after it, stream B waits for
+              the event, then a kernel on B copies the buffer: B's copy holds A's values
+  no_wait     the same without the wait: on the CPU runtime B's copy runs first (the later stream
+              first, CUDA_CPU_STREAMS=later) and holds what the buffer held before A ran
+  legacy      a blocking stream's kernel, then a kernel on the legacy stream (0) reading its output:
+              ordered by CUDA's legacy-stream rule; from a non-blocking stream without a wait: the
+              CPU runtime runs the legacy stream's kernel first
+  event_sync  cudaEventSynchronize of an event between two kernels on one (non-blocking) stream
+              runs the first and (CPU runtime) not the second; cudaStreamSynchronize of a stream that waits for
+              another's event runs that other stream's work up to the event
+  query       cudaStreamQuery and cudaEventQuery end (a host loop polling either finishes)
+
+./test_streams prints one PASS/FAIL/SKIP line per check and exits 1 on any FAIL; without a GPU, SKIP.
+*/
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
+    fprintf(stderr, "test_streams: %s failed: %s\n", #call, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+#ifdef CUDACPU_CUDA_CPU_H
+static const int kOnRuntime = 1; // the CPU runtime: the unordered checks are deterministic here
+#else
+static const int kOnRuntime = 0;
+#endif
+
+#define N 1024
+__global__ void fill_kernel(float* out, float value) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += gridDim.x * blockDim.x) { out[i] = value + (float)i; }
+}
+__global__ void copy_kernel(float* out, const float* in) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N; i += gridDim.x * blockDim.x) { out[i] = in[i]; }
+}
+
+static int failures = 0;
+static void verdict(const char* name, int ok, const char* what) {
+    printf("%s streams %s: %s\n", ok ? "PASS" : "FAIL", name, what);
+    failures += !ok;
+}
+// whether every element of the device buffer is value + i
+static int holds(const float* d, float value) {
+    static float h[N];
+    CHECK(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < N; i++) {
+        if (h[i] != value + (float)i) { return 0; }
+    }
+    return 1;
+}
+
+int main(void) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+        printf("SKIP streams: no CUDA device\n");
+        return 0;
+    }
+    float *x, *y;
+    CHECK(cudaMalloc(&x, N * sizeof(float)));
+    CHECK(cudaMalloc(&y, N * sizeof(float)));
+    cudaStream_t a, b, nb;
+    CHECK(cudaStreamCreate(&a));
+    CHECK(cudaStreamCreate(&b));
+    CHECK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    cudaEvent_t e, f;
+    CHECK(cudaEventCreate(&e));
+    CHECK(cudaEventCreate(&f));
+
+    // ordered: A writes 1 + i, B waits for the event, then copies
+    fill_kernel<<<4, 256>>>(x, 0.0f);
+    CHECK(cudaDeviceSynchronize());
+    fill_kernel<<<4, 256, 0, a>>>(x, 1.0f);
+    CHECK(cudaEventRecord(e, a));
+    CHECK(cudaStreamWaitEvent(b, e, 0));
+    copy_kernel<<<4, 256, 0, b>>>(y, x);
+    CHECK(cudaStreamSynchronize(b));
+    verdict("ordered", holds(y, 1.0f), "B's copy after B waited for A's event holds A's values");
+
+    // no_wait: the copy on B is not ordered after A's fill
+    CHECK(cudaDeviceSynchronize());
+    fill_kernel<<<4, 256, 0, a>>>(x, 2.0f);
+    copy_kernel<<<4, 256, 0, b>>>(y, x);
+    CHECK(cudaStreamSynchronize(b));
+    if (kOnRuntime) {
+        verdict("no_wait", holds(y, 1.0f), "without the wait, B's copy ran before A's fill (the buffer's old values)");
+    } else {
+        printf("SKIP streams no_wait: a race on a GPU (no result to check)\n");
+    }
+    CHECK(cudaDeviceSynchronize());
+
+    // legacy: a blocking stream's work is ordered before the legacy stream's next work; a non-blocking one's is not
+    fill_kernel<<<4, 256, 0, a>>>(x, 3.0f);
+    copy_kernel<<<4, 256>>>(y, x);
+    CHECK(cudaStreamSynchronize(0));
+    verdict("legacy_blocking", holds(y, 3.0f), "the legacy stream's copy after a blocking stream's fill holds its values");
+    CHECK(cudaDeviceSynchronize());
+    fill_kernel<<<4, 256, 0, nb>>>(x, 4.0f);
+    copy_kernel<<<4, 256>>>(y, x);
+    CHECK(cudaStreamSynchronize(0));
+    if (kOnRuntime) {
+        verdict("legacy_nonblocking", holds(y, 3.0f), "the legacy stream's copy ran before a non-blocking stream's fill");
+    } else {
+        printf("SKIP streams legacy_nonblocking: a race on a GPU (no result to check)\n");
+    }
+    CHECK(cudaDeviceSynchronize());
+
+    // event_sync: the event between two kernels of one stream (a non-blocking one: the check's own
+    // cudaMemcpy, on the legacy stream, would otherwise run a blocking stream's work to its end)
+    fill_kernel<<<4, 256, 0, nb>>>(x, 5.0f);
+    CHECK(cudaEventRecord(f, nb));
+    fill_kernel<<<4, 256, 0, nb>>>(y, 6.0f);
+    CHECK(cudaEventSynchronize(f));
+    const int first_done = holds(x, 5.0f);
+    const int second_waiting = !kOnRuntime || holds(y, 3.0f);
+    verdict("event_sync", first_done && second_waiting,
+            kOnRuntime ? "the event's sync ran the kernel before it and not the one after"
+                       : "the event's sync ran the kernel before it");
+    CHECK(cudaDeviceSynchronize());
+    fill_kernel<<<4, 256, 0, a>>>(x, 7.0f);
+    CHECK(cudaEventRecord(e, a));
+    CHECK(cudaStreamWaitEvent(b, e, 0));
+    copy_kernel<<<4, 256, 0, b>>>(y, x);
+    CHECK(cudaStreamSynchronize(b));
+    verdict("stream_sync_waits", holds(y, 7.0f), "a stream's sync ran the other stream's work its wait names");
+
+    // query: a poll ends
+    fill_kernel<<<4, 256, 0, a>>>(x, 8.0f);
+    CHECK(cudaEventRecord(e, a));
+    long long polls = 0;
+    while (cudaEventQuery(e) == cudaErrorNotReady && polls < 100000000LL) { polls++; }
+    cudaError_t q;
+    while ((q = cudaStreamQuery(a)) == cudaErrorNotReady && polls < 200000000LL) { polls++; }
+    verdict("query", q == cudaSuccess && holds(x, 8.0f), "polling cudaEventQuery, then cudaStreamQuery, ends with the work done");
+
+    CHECK(cudaEventDestroy(e));
+    CHECK(cudaEventDestroy(f));
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+    CHECK(cudaStreamDestroy(nb));
+    CHECK(cudaFree(x));
+    CHECK(cudaFree(y));
+    printf("streams: %d failed\n", failures);
+    return failures > 0 ? 1 : 0;
+}
