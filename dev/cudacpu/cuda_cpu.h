@@ -12,8 +12,8 @@ dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the
     copies read and write it when they execute, not when they are issued.
   - a device queue per stream: kernel launches, async copies and memsets, cuBLASLt matmuls and event
     records are queued on their stream and run only when the host synchronizes (cudaDeviceSynchronize,
-    an event or stream sync, a synchronous cudaMemcpy, cudaFree), only as far as that needs, in an
-    order that only events, stream waits and CUDA's legacy-stream rule constrain (see "the device
+    an event or stream sync, a synchronous cudaMemcpy, cudaFree), until what it waits for has run, in
+    an order that only events, stream waits and CUDA's legacy-stream rule constrain (see "the device
     queues" below: a missing wait shows). A pinned buffer that an async copy
     will write holds NaN until then, so a use before the copy has finished shows up; a pinned buffer
     that an async copy will read can still be changed by the host until the copy runs, as on a GPU.
@@ -130,13 +130,13 @@ inline cudaError_t sticky_error = cudaSuccess; // a kernel failed: every later c
 static cudaError_t set_last(cudaError_t e) { if (e != cudaSuccess) { last_error = e; } return e; }
 
 // ---------------------------------------------------------------------------------------------
-// the device queues: one per stream, run only when the host synchronizes, in an order that only the
-// program's events, stream waits and synchronizations constrain (a GPU's freedom), chosen to expose
-// what they leave unordered: CUDA_CPU_STREAMS=later (the default) runs the most recently created
-// stream's runnable work first, =earlier the legacy stream's, =alternate one item of each in turn (the
-// streams interleaved at kernel boundaries). A synchronization runs only what it waits for: an event
-// or stream sync (and a NCCL call, nccl_cpu.h) that stream up to that point, with whatever its waits
-// need of other streams, and nothing else.
+// the device queues: one per stream, run only when the host synchronizes (and until what it waits for
+// has run), one item at a time, in an order that only the program's events, stream waits and CUDA's
+// legacy-stream rule constrain (a GPU's freedom), chosen to expose what they leave unordered: each
+// next item is the runnable head of the most recently created stream (CUDA_CPU_STREAMS=later, the
+// default: a consumer stream that forgot to wait for its producer runs first), of the legacy stream
+// and the oldest (=earlier: a producer's consumer that forgot to wait runs before it), or of each
+// stream in turn (=alternate: the streams interleaved at kernel boundaries).
 
 struct Stream;
 struct Work {
@@ -184,32 +184,28 @@ static void run_head(Stream* s) {
     s->done++;
     queued_items--;
 }
-// stream s until it has run its first pos items; a wait at its head first runs what it waits for
-static void run_until(Stream* s, long long pos) {
-    while (s->done < pos && !s->q.empty()) {
-        const Work& w = s->q.front();
-        if (!head_runnable(s)) { run_until(w.wait_on, w.wait_pos); }
-        run_head(s);
+// the next item to run: a runnable head, by the CUDA_CPU_STREAMS order
+inline size_t alternate_turn = 0;
+static Stream* next_stream() {
+    const size_t n = streams.size();
+    for (size_t k = 0; k < n; k++) {
+        const size_t i = stream_order() == 0 ? n - 1 - k : stream_order() == 1 ? k : (alternate_turn + k) % n;
+        if (!streams[i]->q.empty() && head_runnable(streams[i])) {
+            alternate_turn = i + 1;
+            return streams[i];
+        }
     }
+    fprintf(stderr, "cuda-cpu: internal: queued work, none of it runnable\n"); // a wait names earlier work
+    abort();
+}
+// until stream s has run its first pos items (whatever else runs first, by the order)
+static void run_until(Stream* s, long long pos) {
+    while (s->done < pos) { run_head(next_stream()); }
 }
 static void run_stream(Stream* s) { run_until(s, s->issued); }
-// everything queued (a device synchronization), in the CUDA_CPU_STREAMS order
+// everything queued: a device synchronization
 static void drain() {
-    size_t turn = 0;
-    while (queued_items > 0) {
-        const size_t n = streams.size();
-        Stream* pick = nullptr;
-        for (size_t k = 0; k < n && pick == nullptr; k++) {
-            const size_t i = stream_order() == 0 ? n - 1 - k : stream_order() == 1 ? k : (turn + k) % n;
-            if (!streams[i]->q.empty() && head_runnable(streams[i])) { pick = streams[i]; }
-        }
-        if (pick == nullptr) { // cannot happen: a wait names work queued before it
-            fprintf(stderr, "cuda-cpu: internal: queued work, none of it runnable\n");
-            abort();
-        }
-        run_head(pick);
-        turn++;
-    }
+    while (queued_items > 0) { run_head(next_stream()); }
 }
 static void push(Stream* s, Work w) {
     s->q.push_back(std::move(w));

@@ -104,8 +104,9 @@ runs+=("lab_layernorm - 3,--quick" "lab_layernorm - 4,--quick" "lab_classifier -
 # the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)
 runs+=("test_ptx - full")
 # ... and of streams and events (dev/cudacpu/test_streams.cu): what CUDA orders holds; what it leaves
-# unordered runs in the order that breaks a program relying on it
-runs+=("test_streams - full")
+# unordered runs in the order that breaks a program relying on it, the later stream first and (again)
+# the legacy stream first (CUDA_CPU_STREAMS=earlier)
+runs+=("test_streams - full" "test_streams - full streams_earlier")
 
 # `function item` for each item (its words as arguments), two at a time, their output collected in
 # out_file, then printed; a FAIL line there fails the suite
@@ -151,15 +152,16 @@ two_at_a_time "$log_dir/builds.txt" build_one "${targets[@]}"
 echo "  cpu-run builds: ${#targets[@]} binaries in $((SECONDS - build_start)) s"
 
 # --- the test binaries, two at a time ----------------------------------------------------------------
-run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogues_invalid|lt_broken], or lab_<op> - arguments (comma-separated)
+run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogues_invalid|lt_broken|streams_earlier], or lab_<op> - arguments (comma-separated)
   local name=$1${4:+_$4}
   # a lab runs more than once (versions, shape lists): its arguments name the log
-  [ "$2" = - ] && name="${1}_$(printf '%s' "$3" | tr -c 'a-zA-Z0-9' _)"
+  [ "$2" = - ] && name="${1}_$(printf '%s' "$3" | tr -c 'a-zA-Z0-9' _)${4:+_$4}"
   local bin m="$log_dir/manifest_$name.tsv" log="$log_dir/test_$name.log" t0=$SECONDS
   local env=() tag=""
   [ "${4:-}" = no_epilogues ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=1); tag=" no-epilogues"; }
   [ "${4:-}" = epilogues_invalid ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=2); tag=" epilogues-invalid"; }
   [ "${4:-}" = lt_broken ] && { env=(CUDA_CPU_LT_ALGOS=4 CUDA_CPU_LT_BROKEN_ALGO=2); tag=" lt-broken"; }
+  [ "${4:-}" = streams_earlier ] && { env=(CUDA_CPU_STREAMS=earlier); tag=" streams-earlier"; }
   bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
   local args=("$m")
