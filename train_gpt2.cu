@@ -3634,29 +3634,71 @@ __global__ void __launch_bounds__(1024) fused_classifier_kernel(floatX* logits, 
 // above 7 x 1024 packs, 57344 columns in BF16, 28672 in FP32 (GPT-2's vocabulary in FP32 builds,
 // 12.3 packs per thread: 13 spill, see CLASSIFIER_MAX_PACKS).
 static void fused_classifier(floatX* logits, float* losses, const int* targets, int N, int V, int Vp, float dloss,
-                             int write_dlogits) {
+                             int write_dlogits, cudaStream_t stream = 0) {
     const int threads = classifier_threads(Vp);
     const int packs = (Vp / x128::size + threads - 1) / threads; // per thread
 #define CLASSIFIER_ONEPASS(P) \
-    fused_classifier_onepass_kernel<P><<<N, threads>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits)
+    fused_classifier_onepass_kernel<P><<<N, threads, 0, stream>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits)
     if (packs <= 1) { CLASSIFIER_ONEPASS(1); }
     else if (packs <= 2) { CLASSIFIER_ONEPASS(2); }
     else if (packs <= 4) { CLASSIFIER_ONEPASS(4); }
     else if (packs <= CLASSIFIER_MAX_PACKS) { CLASSIFIER_ONEPASS(CLASSIFIER_MAX_PACKS); }
-    else { fused_classifier_kernel<<<N, threads>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits); }
+    else { fused_classifier_kernel<<<N, threads, 0, stream>>>(logits, losses, targets, N, V, Vp, dloss, write_dlogits); }
 #undef CLASSIFIER_ONEPASS
     launchCheck();
 }
 
-// One chunk of the classifier: logits (rows, Vp) = lnf_rows (rows, C) @ head^T; losses (rows) of the
-// targets; with backward (training), the logits replaced in place by dlogits = dloss * (softmax -
-// onehot), then dlnf_rows (rows, C) = dlogits @ head and dhead (Vp, C) += dlogits^T @ lnf_rows.
-static void classifier_chunk(floatX* logits, float* losses, floatX* dlnf_rows, float* dhead, const floatX* lnf_rows,
-                             const floatX* head, const int* targets, int rows, int C, int V, int Vp, float dloss,
-                             int backward) {
-    matmul_forward(logits, lnf_rows, head, NULL, rows, C, Vp);
-    fused_classifier(logits, losses, targets, rows, V, Vp, dloss, backward);
-    if (backward) { matmul_backward(dlnf_rows, dhead, NULL, logits, lnf_rows, head, rows, C, Vp, 0.0f); }
+// The classifier's stream and events (cuda_setup): chunk i's cross-entropy runs on g_loss_stream
+// beside chunk i + 1's logits matmul; g_logits_ready[b] says buffer b's logits are written,
+// g_loss_done[b] that its cross-entropy has read them (and written its dlogits).
+static cudaStream_t g_loss_stream = NULL;
+static cudaEvent_t g_logits_ready[2], g_loss_done[2];
+static void classifier_stream_setup(void) {
+    if (g_loss_stream != NULL) { return; }
+    // non-blocking: the legacy default stream, where everything else runs, would serialize with it
+    cudaCheck(cudaStreamCreateWithFlags(&g_loss_stream, cudaStreamNonBlocking));
+    for (int b = 0; b < 2; b++) {
+        cudaCheck(cudaEventCreateWithFlags(&g_logits_ready[b], cudaEventDisableTiming));
+        cudaCheck(cudaEventCreateWithFlags(&g_loss_done[b], cudaEventDisableTiming));
+    }
+}
+
+// The classifier over N rows (lnf (N, C) @ head^T), R rows at a time, so that the (N, Vp) logits never
+// exist at once: chunk i's logits go to buffer i % 2 of out (R rows of Vp each; one buffer when N <= R),
+// the losses (N) of the targets; with backward (training), each chunk's logits replaced in place by
+// dlogits = dloss * (softmax - onehot), then dlnf (N, C) = dlogits @ head and dhead (Vp, C) +=
+// dlogits^T @ lnf, chunk by chunk. The cross-entropy kernel of chunk i runs on g_loss_stream while the
+// logits matmul of chunk i + 1 runs on the default stream; three waits order every use of a buffer
+// after the one before (each marked below). The same kernels on the same rows, dhead's sums in chunk
+// order: bit for bit the one-stream order's results.
+static void classifier_forward(floatX* out, float* losses, floatX* dlnf, float* dhead, const floatX* lnf,
+                               const floatX* head, const int* targets, int N, int R, int C, int V, int Vp, float dloss,
+                               int backward) {
+    classifier_stream_setup(); // (cuda_setup made them; a kernel lab may not have called it)
+    const int chunks = (N + R - 1) / R;
+    for (int i = 0; i <= chunks; i++) {
+        if (i < chunks) {
+            const int r0 = i * R, rows = N - r0 < R ? N - r0 : R, b = i % 2;
+            floatX* logits = out + (size_t)b * R * Vp;
+            // wait 1: chunk i - 2's cross-entropy has read this buffer (training: its backward has too)
+            if (i >= 2) { cudaCheck(cudaStreamWaitEvent(0, g_loss_done[b], 0)); }
+            matmul_forward(logits, lnf + (size_t)r0 * C, head, NULL, rows, C, Vp);
+            cudaCheck(cudaEventRecord(g_logits_ready[b], 0));
+            // wait 2: the cross-entropy reads this chunk's logits once they are written
+            cudaCheck(cudaStreamWaitEvent(g_loss_stream, g_logits_ready[b], 0));
+            fused_classifier(logits, losses + r0, targets + r0, rows, V, Vp, dloss, backward, g_loss_stream);
+            cudaCheck(cudaEventRecord(g_loss_done[b], g_loss_stream));
+        }
+        if (i >= 1) { // chunk i - 1's backward matmuls, beside chunk i's cross-entropy
+            const int p = i - 1, r0 = p * R, rows = N - r0 < R ? N - r0 : R, b = p % 2;
+            // wait 3: its dlogits (training), or its losses (the loss sum after the last chunk), are written
+            if (backward || i == chunks) { cudaCheck(cudaStreamWaitEvent(0, g_loss_done[b], 0)); }
+            if (backward) {
+                matmul_backward(dlnf + (size_t)r0 * C, dhead, NULL, out + (size_t)b * R * Vp, lnf + (size_t)r0 * C, head,
+                                rows, C, Vp, 0.0f);
+            }
+        }
+    }
 }
 
 // *accum += sum of losses[0 .. n) in double, by one block in a fixed order: the losses of a whole
@@ -4552,16 +4594,17 @@ static void gpt2_forward_staged(GPT2* model, float dloss) {
         matmul_forward(a->output, a->lnf, head, NULL, N, C, Vp);
         return;
     }
-    // the classifier, logits_rows rows at a time: the (B * T, Vp) logits never exist at once
+    // the classifier, logits_rows rows at a time (classifier_forward)
     float* dhead = c->tied_head ? model->grads[PARAM_WTE] : model->grads[PARAM_LM_HEAD];
     if (model->targets_present) { gpt2_build_grad_acts(model); }
     GradActivations* g = &model->grad_acts;
-    for (int r0 = 0; r0 < N; r0 += model->logits_rows) {
-        const int rows = N - r0 < model->logits_rows ? N - r0 : model->logits_rows;
-        floatX* dlnf_rows = model->targets_present ? g->dbuf_c + (size_t)r0 * C : NULL;
-        classifier_chunk(a->output, a->losses + r0, dlnf_rows, dhead, a->lnf + (size_t)r0 * C, head,
-                         model->targets_d + r0, rows, C, V, Vp, dloss, model->targets_present);
+    const int R = model->logits_rows;
+    if ((size_t)(N > R ? 2 : 1) * R * Vp > model->memory.acts[ACT_OUTPUT].count) { // a test's smaller chunk must fit twice
+        fprintf(stderr, "error: internal: the classifier's %s of %d rows do not fit its buffer\n", N > R ? "two chunks" : "chunk", R);
+        exit(EXIT_FAILURE);
     }
+    classifier_forward(a->output, a->losses, model->targets_present ? g->dbuf_c : NULL, dhead, a->lnf, head,
+                       model->targets_d, N, model->logits_rows, C, V, Vp, dloss, model->targets_present);
     loss_sum(model->loss_sum_d, a->losses, N);
     profile_mark(PROF_CLASSIFIER);
     model->loss_rows += N;
@@ -5178,6 +5221,7 @@ static void cuda_setup(void) {
     cudaCheck(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     g_num_sms = sms;
     g_reduce_blocks = 2 * sms < REDUCE_MAX_BLOCKS ? 2 * sms : REDUCE_MAX_BLOCKS;
+    classifier_stream_setup();
 }
 
 // ----------------------------------------------------------------------------

@@ -59,6 +59,9 @@ static inline int gpt2_logits_rows(int B, int T) {
     const long long bt = (long long)B * T, chunk = T > CLASSIFIER_CHUNK_ROWS ? T : CLASSIFIER_CHUNK_ROWS;
     return (int)(bt < chunk ? bt : chunk);
 }
+// Two such buffers when the batch takes more than one chunk: chunk i's cross-entropy (on a stream of
+// its own) reads one while chunk i + 1's logits matmul writes the other (train_gpt2.cu's classifier_forward)
+static inline int gpt2_logits_buffers(int B, int T) { return (long long)B * T > gpt2_logits_rows(B, T) ? 2 : 1; }
 
 // Activation tensors (train_gpt2.cu's Activations), in allocation order. Elements are the build's
 // floatX unless marked fp32. "unfused" / "fused": only on that attention path.
@@ -93,7 +96,8 @@ enum {
     ACT_LNF,            // (B, T, C)
     ACT_LNF_MEAN,       // (B, T)               fp32
     ACT_LNF_RSTD,       // (B, T)               fp32
-    ACT_OUTPUT,         // (R, Vp)              logits, then dlogits, of R = gpt2_logits_rows rows at a time
+    ACT_OUTPUT,         // (2, R, Vp)           logits, then dlogits, of R = gpt2_logits_rows rows at a time, two
+                        //                      chunks' (one when B * T <= R: gpt2_logits_buffers)
     ACT_LOSSES,         // (B, T)               fp32
     ACT_PROJ_OUT,       // (B, T, C)            scratch
     ACT_YPERM,          // (B, H, T, hd)        unfused, scratch
@@ -235,7 +239,7 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     QKV_TENSOR(a, ACT_LNF, 1, BT * C, X);
     QKV_TENSOR(a, ACT_LNF_MEAN, 1, BT, F);
     QKV_TENSOR(a, ACT_LNF_RSTD, 1, BT, F);
-    QKV_TENSOR(a, ACT_OUTPUT, 1, (size_t)gpt2_logits_rows(B, T) * Vp, X);
+    QKV_TENSOR(a, ACT_OUTPUT, 1, (size_t)gpt2_logits_buffers(B, T) * gpt2_logits_rows(B, T) * Vp, X);
     QKV_TENSOR(a, ACT_LOSSES, 1, BT, F);
     QKV_TENSOR(a, ACT_PROJ_OUT, 1, BT * C, X);
     QKV_TENSOR(a, ACT_YPERM, unfused, BT * C, X);

@@ -38,7 +38,7 @@ no atomics; registers from -Xptxas -v, nvcc 13.0, sm_90):
      the warps (softmax_stats_block); pass 2 writes dlogits.
      272 B static smem, 32 registers, no spills (FP32 build: 28); __launch_bounds__(1024) keeps it
      <= 64, so 1024-thread blocks can launch. In the trainer: the fallback of version 3's launcher.
-  3  one read: the trainer's fused_classifier (its launcher, as classifier_chunk calls it), grid rows,
+  3  one read: the trainer's fused_classifier (its launcher, as classifier_forward calls it), grid rows,
      classifier_threads(Vp) threads: fused_classifier_onepass_kernel<kPacks> where the row fits,
      kPacks in {1, 2, 4, 7} x128 per thread (the smallest holding ceil(Vp / 8 / threads): 7 at
      GPT-2's vocabulary, 1 at the small ones), else version 2's kernel (above 7 x 1024 packs: 57344
@@ -61,7 +61,9 @@ no atomics; registers from -Xptxas -v, nvcc 13.0, sm_90):
      sum's floats across the barrier for the dlogits: 48 B).
   Besides, per version, the trainer's chunked path as a whole (gpt2_forward_staged's classifier loop):
   for R rows at a time, logits = lnf @ head^T (matmul_forward), the kernel, then matmul_backward into
-  dlnf and dhead (+=), and loss_sum_kernel.
+  dlnf and dhead (+=), and loss_sum_kernel. Version 3 runs the trainer's classifier_forward itself:
+  two logits buffers, chunk i's kernel on the classifier's stream beside chunk i + 1's matmul (issue
+  55; the CPU runtime runs the two streams in an adversarial order, so a missing wait shows here too).
 
   ./build/lab_classifier [version] [--seed n] [--check] [--bench] [--quick]
 
@@ -193,18 +195,17 @@ static void classifier_launch(int version, floatX* logits, float* losses, const 
 }
 
 // gpt2_forward_staged's classifier loop (train_gpt2.cu, "the classifier, logits_rows rows at a time"):
-// version 3 runs the trainer's classifier_chunk, versions 1 and 2 the same steps with their kernels. out: R rows of Vp.
+// version 3 runs the trainer's classifier_forward, versions 1 and 2 the same steps with their kernels on one
+// stream and one buffer. out: two buffers of R rows of Vp when N > R, else one.
 static void classifier_chunked(int version, floatX* out, int R, float* losses, double* loss_sum, floatX* dlnf,
                                float* dhead, const floatX* lnf, const floatX* head, const int* targets, int N, int C,
                                int V, int Vp, float dloss) {
-    for (int r0 = 0; r0 < N; r0 += R) {
+    if (version == 3) { // the trainer's own loop
+        classifier_forward(out, losses, dlnf, dhead, lnf, head, targets, N, R, C, V, Vp, dloss, 1);
+    }
+    for (int r0 = 0; r0 < N && version != 3; r0 += R) {
         const int rows = N - r0 < R ? N - r0 : R;
         const floatX* lnf_rows = lnf + (size_t)r0 * C;
-        if (version == 3) { // the trainer's own chunk
-            classifier_chunk(out, losses + r0, dlnf + (size_t)r0 * C, dhead, lnf_rows, head, targets + r0, rows, C, V, Vp,
-                             dloss, 1);
-            continue;
-        }
         matmul_forward(out, lnf_rows, head, NULL, rows, C, Vp);
         classifier_launch(version, out, losses + r0, targets + r0, rows, V, Vp, dloss, 1);
         matmul_backward(dlnf + (size_t)r0 * C, dhead, NULL, out, lnf_rows, head, rows, C, Vp, 0.0f);
@@ -447,7 +448,7 @@ static int check_chunk_version(const LabArgs* a, int version, const ChunkTrial* 
     const std::vector<unsigned char> tb = lab_bytes_of(t->targets);
     const std::vector<unsigned char> dhead0 = lab_bytes_of(t->dhead0);
     LabBuf lnf = lab_buf_input(t->lnf.x, "lnf"), head = lab_buf_input(t->head.x, "head"), targets = lab_buf_input(tb, "targets");
-    LabBuf out = lab_buf_alloc((size_t)Rr * Vp * sizeof(floatX), "output (R rows of logits)");
+    LabBuf out = lab_buf_alloc((size_t)(N > Rr ? 2 : 1) * Rr * Vp * sizeof(floatX), "output (R rows of logits, twice)");
     LabBuf losses = lab_buf_alloc((size_t)N * sizeof(float), "losses");
     LabBuf loss_sum = lab_buf_alloc(sizeof(double), "loss sum");
     LabBuf dlnf = lab_buf_alloc((size_t)N * C * sizeof(floatX), "dlnf");
@@ -513,16 +514,17 @@ static int check_chunk_version(const LabArgs* a, int version, const ChunkTrial* 
     if (memcmp(b_dhead.data() + (size_t)V * C * 4, dhead0.data() + (size_t)V * C * 4, (size_t)(Vp - V) * C * 4) != 0) {
         v.fail += "; dhead's padded rows changed (dlogits of padded columns not 0)";
     }
-    // the last chunk's dlogits, still in out
+    // the last chunk's dlogits, still in out: in its buffer, (chunks - 1) % 2, for the trainer's loop (version 3)
     const int last0 = (N - 1) / Rr * Rr, last_rows = N - last0;
+    const size_t last_at = version == 3 ? (size_t)(((N - 1) / Rr) % 2) * Rr * Vp : 0;
     const std::vector<float> o = lab_x_to_floats(b_out);
     std::vector<float> got, ref;
     size_t pad_nonzero = 0;
     const uint16_t* obits = (const uint16_t*)b_out.data();
     for (int r = 0; r < last_rows; r++) {
-        got.insert(got.end(), o.begin() + (size_t)r * Vp, o.begin() + (size_t)r * Vp + V);
+        got.insert(got.end(), o.begin() + last_at + (size_t)r * Vp, o.begin() + last_at + (size_t)r * Vp + V);
         ref.insert(ref.end(), t->dz.begin() + (size_t)(last0 + r) * Vp, t->dz.begin() + (size_t)(last0 + r) * Vp + V);
-        for (int c = V; c < Vp; c++) { pad_nonzero += obits[(size_t)r * Vp + c] != 0; }
+        for (int c = V; c < Vp; c++) { pad_nonzero += obits[last_at + (size_t)r * Vp + c] != 0; }
     }
     lab_compare_rows(trial, version, "dlogits(last chunk)", got.data(), ref.data(), got.size(), (size_t)V, 1e-2, &v);
     if (pad_nonzero > 0) { v.fail += "; " + std::to_string(pad_nonzero) + " padded dlogits of the last chunk not +0"; }

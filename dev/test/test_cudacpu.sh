@@ -107,6 +107,9 @@ runs+=("test_ptx - full")
 # unordered runs in the order that breaks a program relying on it, the later stream first and (again)
 # the legacy stream first (CUDA_CPU_STREAMS=earlier)
 runs+=("test_streams - full" "test_streams - full streams_earlier")
+# the trainer with the legacy stream's work first (the classifier's stream last): a chunk's backward
+# that did not wait for its cross-entropy would read logits (the default order runs the other way)
+runs+=("standard_fp32 standard_tiny --fixtures-only streams_earlier")
 
 # `function item` for each item (its words as arguments), two at a time, their output collected in
 # out_file, then printed; a FAIL line there fails the suite

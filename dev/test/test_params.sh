@@ -91,11 +91,12 @@ mem_check() { # name, report, then pairs row=expected_bytes
 L=12; C=768; H=12; M=3072; B=64; T=1024; Vp=50304; BT=$((B * T)); W=$((3 * C))
 if rep=$(./build/params memory d12 $T $B bf16 fused 2>&1); then
   np=$(param_elems $L $C $H $H $M 1 1024)
-  # activations, fused path, recompute off: (bf16 tensors) x 2 bytes, (fp32 tensors) x 4, each rounded to 256 bytes
+  # activations, fused path, recompute off: (bf16 tensors) x 2 bytes, (fp32 tensors) x 4, each rounded to 256 bytes;
+  # the logits two chunks of 8192 rows (the classifier's two buffers: B*T is more than a chunk)
   act=0
   for bytes in $((BT*C*2)) $((L*BT*C*2)) $((L*BT*4)) $((L*BT*4)) $((L*BT*W*2)) $((L*B*H*T*4)) \
                $((L*BT*C*2)) $((L*BT*C*2)) $((L*BT*C*2)) $((L*BT*4)) $((L*BT*4)) $((L*BT*M*2)) $((L*BT*M*2)) \
-               $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((8192*Vp*2)) $((BT*4)) $((BT*C*2)); do
+               $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((2*8192*Vp*2)) $((BT*4)) $((BT*C*2)); do
     act=$(( act + $(r $bytes 256) ))
   done
   # ... dbuf_m (B, T, M) bf16 holds the flash backward's fp32 dQ sum (B, T, C): 2 M >= 4 C here; the
