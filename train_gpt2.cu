@@ -983,16 +983,17 @@ static double lt_relative_diff(float* partial_d, const void* x, const void* ref,
 // epilogue writes them.
 typedef struct { void* D; void* aux; void* bias; } LtOutputs;
 
-// the call with `algo` into `out` (C is still the call's D, read when beta != 0)
-static void lt_run_into(const LtCall* c, const cublasLtMatmulAlgo_t* algo, const LtOutputs* out) {
+// the call with `algo` into `out` (C is still the call's D, read when beta != 0); cuBLASLt's status (a
+// candidate it cannot run after all is rejected, not fatal)
+static cublasStatus_t lt_run_into(const LtCall* c, const cublasLtMatmulAlgo_t* algo, const LtOutputs* out) {
     if (c->act == LT_GELU) {
         cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &out->aux, sizeof(out->aux)));
     }
     if (c->act == LT_BGRADB) {
         cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &out->bias, sizeof(out->bias)));
     }
-    cublasCheck(cublasLtMatmul(g_cublaslt, c->op, &c->alpha, c->A, c->la, c->B, c->lb, &c->beta, c->D, c->ld, out->D, c->ld,
-                               algo, g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
+    return cublasLtMatmul(g_cublaslt, c->op, &c->alpha, c->A, c->la, c->B, c->lb, &c->beta, c->D, c->ld, out->D, c->ld,
+                          algo, g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0);
 }
 
 // The worst relative difference of a candidate's outputs from the first's.
@@ -1039,21 +1040,25 @@ static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicRes
     for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventCreate(&ev[r])); }
     for (int i = 0; i < n; i++) {
         const LtOutputs* out = &outs[i == 0 ? 0 : 1];
-        lt_run_into(c, &cands[i].algo, out); // its result, and the warm-up
+        const cublasStatus_t st = lt_run_into(c, &cands[i].algo, out); // its result, and the warm-up
+        if (i == 0 && st != CUBLAS_STATUS_SUCCESS) { break; } // no reference: the call itself says what fails
         if (i > 0) {
-            const double diff = lt_outputs_diff(c, partial_d, out, &outs[0]);
+            const double diff = st == CUBLAS_STATUS_SUCCESS ? lt_outputs_diff(c, partial_d, out, &outs[0]) : INFINITY;
             if (!(diff <= (c->d_size == 4 ? 1e-4 : 1e-2))) {
                 g_lt_tuner.rejected++;
-                if (g_lt_tuner.dp == NULL || g_lt_tuner.dp->rank == 0) {
+                if ((g_lt_tuner.dp == NULL || g_lt_tuner.dp->rank == 0) && st != CUBLAS_STATUS_SUCCESS) {
+                    printf("matmuls: cuBLASLt's candidate %d of %d for m=%d n=%d k=%d (epilogue %d) does not run (status "
+                           "%d): not used\n", i + 1, n, c->m, c->n, c->k, (int)c->epilogue, (int)st);
+                } else if (g_lt_tuner.dp == NULL || g_lt_tuner.dp->rank == 0) {
                     printf("matmuls: cuBLASLt's candidate %d of %d for m=%d n=%d k=%d (epilogue %d) differs from its first "
                            "choice by %.3g (relative): not used\n", i + 1, n, c->m, c->n, c->k, (int)c->epilogue, diff);
                 }
                 continue;
             }
         }
-        for (int r = 0; r < LT_TUNE_RUNS; r++) {
+        for (int r = 0; r < LT_TUNE_RUNS; r++) { // (it ran once above: it runs again)
             cudaCheck(cudaEventRecord(ev[2 * r], 0));
-            lt_run_into(c, &cands[i].algo, out);
+            cublasCheck(lt_run_into(c, &cands[i].algo, out));
             cudaCheck(cudaEventRecord(ev[2 * r + 1], 0));
         }
         cudaCheck(cudaEventSynchronize(ev[2 * LT_TUNE_RUNS - 1]));
