@@ -137,6 +137,9 @@ for f in dev/cuda/{attention_forward,attention_backward,layernorm,classifier,enc
 done
 make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu "${lab_sources[@]}" >"$log_dir/rewrite.log" 2>&1 ||
   { echo "FAIL cpu-run rewrite: $(grep -m1 -i 'error' "$log_dir/rewrite.log" || tail -n1 "$log_dir/rewrite.log")"; exit 1; }
+# the runtime's precompiled headers, once, before the builds that use them run two at a time
+make -s cudacpu-pch >"$log_dir/pch.log" 2>&1 && ! grep -qi 'warning' "$log_dir/pch.log" ||
+  { echo "FAIL cpu-run precompiled header: $(grep -m1 -i 'error\|warning' "$log_dir/pch.log" || tail -n1 "$log_dir/pch.log")"; exit 1; }
 build_one() { # target
   local log="$log_dir/build_$(basename "$1").log"
   if ! make -s "$1" >"$log" 2>&1; then
