@@ -983,15 +983,20 @@ static double lt_relative_diff(float* partial_d, const void* x, const void* ref,
 // epilogue writes them.
 typedef struct { void* D; void* aux; void* bias; } LtOutputs;
 
+// points the call's descriptor at where its epilogue writes: aux (LT_GELU) or the bias (LT_BGRADB)
+static void lt_point_epilogue(const LtCall* c, const void* aux, const void* bias) {
+    if (c->act == LT_GELU) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+    }
+    if (c->act == LT_BGRADB) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    }
+}
+
 // the call with `algo` into `out` (C is still the call's D, read when beta != 0); cuBLASLt's status (a
 // candidate it cannot run after all is rejected, not fatal)
 static cublasStatus_t lt_run_into(const LtCall* c, const cublasLtMatmulAlgo_t* algo, const LtOutputs* out) {
-    if (c->act == LT_GELU) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &out->aux, sizeof(out->aux)));
-    }
-    if (c->act == LT_BGRADB) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &out->bias, sizeof(out->bias)));
-    }
+    lt_point_epilogue(c, out->aux, out->bias);
     return cublasLtMatmul(g_cublaslt, c->op, &c->alpha, c->A, c->la, c->B, c->lb, &c->beta, c->D, c->ld, out->D, c->ld,
                           algo, g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0);
 }
@@ -1074,13 +1079,7 @@ static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicRes
     for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventDestroy(ev[r])); }
     cudaCheck(cudaFree(scratch));
     g_lt_tuner.seconds += now_seconds() - t0;
-    // the call itself writes its own outputs again
-    if (c->act == LT_GELU) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &c->aux, sizeof(c->aux)));
-    }
-    if (c->act == LT_BGRADB) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &c->bias, sizeof(c->bias)));
-    }
+    lt_point_epilogue(c, c->aux, c->bias); // the call itself writes its own outputs again
 }
 
 // The algorithm a configuration runs from now on. Its choice in lt_algos.bin when a resume read one and

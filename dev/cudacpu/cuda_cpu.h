@@ -228,7 +228,6 @@ static void enqueue_on(Stream* s, std::function<void()> f) {
     push(s, Work{std::move(f), nullptr, 0});
     if (queued_items > 4096) { drain(); } // a bound on the memory the captured arguments hold
 }
-static void enqueue(std::function<void()> f) { enqueue_on(legacy_stream(), std::move(f)); }
 // what a synchronous call on the legacy stream waits for (cudaMemcpy): it, and every blocking stream
 static void legacy_sync() {
     for (size_t i = 1; i < streams.size(); i++) {
