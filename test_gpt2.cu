@@ -13,8 +13,8 @@ For every fixture of dev/fixtures/manifest.tsv whose scheme is this binary's sch
   not know is a failure (the reference added something the trainers must follow), and so is a
   record it expects that is missing (every activation, gradient and step record of the model).
 Then the resume check: a training run (2 accumulation steps, validation, sampling, an epoch
-boundary after the resume point) with checkpoints, resumed from the middle, must give
-bit-identical losses and the same final sampling RNG state as the uninterrupted run (on the
+boundary after the resume point, batches staged during the step before) with checkpoints, resumed
+from the middle, must give bit-identical losses and the same final sampling RNG state as the uninterrupted run (on the
 scheme's first fixture, and again on its first fixture with a flash kernel: resume_<scheme>_fused); the
 uninterrupted run's main.log must have one well-formed line per step. The standard scheme also
 reads an llm.c version 5 (bf16) checkpoint. No fixture of this scheme in the manifest is a FAIL.
@@ -34,14 +34,15 @@ then lt_tune_<scheme> (the tuned matmuls against --lt_tune 0, and a resume readi
 resume_<scheme>, log_<scheme>, bad_steps (NaN weights and -sg skipping; and v5_read); "SKIP ..." when
 there is no GPU. Exit status 1 on any FAIL.
 
-  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv] [--fixtures-only | --tuning]
+  make test_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32] && ./test_gpt2cu[_<scheme>][_fp32] [manifest.tsv] [--fixtures-only | --tuning | --resume]
 
 --fixtures-only runs the fixtures and their KV-cache checks (what differs between schemes) and prints
 one SKIP line for the rest (the two option sets, resume, log, bad_steps, v5_read): that rest checks
 the training loop's host code and the scheme-independent kernel paths, and takes most of a scheme's
 time on the CPU runtime (dev/cudacpu), so dev/test/test_cudacpu.sh runs it once per precision, on
 standard. --tuning runs lt_tune_<scheme> alone, on the scheme's first fixture (on the CPU runtime: with
-CUDA_CPU_LT_ALGOS set, dev/cudacpu/cublaslt_cpu.h).
+CUDA_CPU_LT_ALGOS set, dev/cudacpu/cublaslt_cpu.h). --resume runs resume_<scheme> alone, on the same
+fixture (the mutation self-test's quick way to it).
 */
 #define TESTING
 #include "train_gpt2.cu"
@@ -703,8 +704,10 @@ static void resume_args(TrainArgs* a, const char* model_path, const char* shard,
     a->warmup = 2;
     a->final_frac = 0.1f;
     a->weight_decay = 0.1f;
-    // validation every 3 steps (the resumed run validates at steps 5, 6, 9, 10, the others at 0, 3, 6, 9, 10: it
-    // must not disturb training) and sampling every 5 steps (the resumed run must continue the saved RNG)
+    // validation every 3 steps (at 0, 3, 6, 9, 10; the resumed run at 6, 9, 10: it must not disturb
+    // training) and sampling every 5 steps (the resumed run must continue the saved RNG). The steps
+    // without validation have their first batch staged during the step before (stages_ahead), the
+    // step of the checkpoint at 5 included.
     a->val_pattern = shard;
     a->val_every = 3;
     a->val_max_steps = 2;
@@ -820,17 +823,20 @@ static int run_tuning_check(const char* model_path) {
     return 0;
 }
 
-// tag: "" for the scheme's first fixture, "_fused" for its first fixture on the flash attention path
-static int run_resume_check(const char* model_path, const char* tag) {
+// tag: "" for the scheme's first fixture, "_fused" for its first fixture on the flash attention path.
+// own_dir: a new folder, removed after a pass (--resume: the mutation self-test runs several at once);
+// else the fixed one, whose uninterrupted main.log check_main_log reads next.
+static int run_resume_check(const char* model_path, const char* tag, int own_dir) {
     char msg[16384];
     char scheme[128];
     snprintf(scheme, sizeof(scheme), "%s%s", qkv_scheme_name(kQKVScheme), tag);
     char dir[512], shard[640], dir_a[640], dir_b[640];
-    snprintf(dir, sizeof(dir), "build/test_cuda_resume_%s_%s", scheme, PRECISION_NAME);
+    snprintf(dir, sizeof(dir), "build/test_cuda_resume_%s_%s%s", scheme, PRECISION_NAME, own_dir ? "_XXXXXX" : "");
+    const int made = make_dir("build") && (own_dir ? mkdtemp(dir) != NULL : make_dir(dir));
     snprintf(shard, sizeof(shard), "%s/tokens_train_000.bin", dir);
     snprintf(dir_a, sizeof(dir_a), "%s/uninterrupted", dir);
     snprintf(dir_b, sizeof(dir_b), "%s/resumed", dir);
-    if (!make_dir("build") || !make_dir(dir) || !make_dir(dir_a) || !make_dir(dir_b)) {
+    if (!made || !make_dir(dir_a) || !make_dir(dir_b)) {
         printf("FAIL %s resume_%s: cannot create %s\n", LABEL, scheme, dir);
         return 0;
     }
@@ -847,9 +853,11 @@ static int run_resume_check(const char* model_path, const char* tag) {
     }
     float la[10], lb[10], lc[10];
     for (int i = 0; i < 10; i++) { la[i] = lb[i] = lc[i] = NAN; }
-    // A: 10 steps, no checkpoints
+    // A: 10 steps, no checkpoints, validating at every step: so no step's first batch is staged during
+    // the step before, and B's and C's, which are, must read the same batches
     TrainArgs a;
     resume_args(&a, model_path, shard, dir_a, la);
+    a.val_every = 1;
     if (!train_args_resolve(&a, msg, sizeof(msg)) || train_run(&a) != 0) {
         printf("FAIL %s resume_%s: the uninterrupted run failed: %s\n", LABEL, scheme, msg);
         return 0;
@@ -895,6 +903,8 @@ static int run_resume_check(const char* model_path, const char* tag) {
                i >= 5 ? lc[i] : NAN);
     }
     if (same_ab && same_ac && same_rng && isfinite(la[9])) {
+        const std::string rm = std::string("rm -rf '") + dir + "'";
+        if (own_dir && system(rm.c_str()) != 0) { printf("  resume_%s: could not remove %s\n", scheme, dir); }
         printf("PASS %s resume_%s (steps 6-10 after resuming at step 5 are bit-identical to the uninterrupted run; "
                "final loss %.6f)\n", LABEL, scheme, la[9]);
         return 1;
@@ -1126,16 +1136,18 @@ int main(int argc, char** argv) {
     char msg[16384];
     const char* manifest = "dev/fixtures/manifest.tsv";
     const char* scheme = qkv_scheme_name(kQKVScheme);
-    int fixtures_only = 0, tuning_only = 0, positional = 0;
+    int fixtures_only = 0, tuning_only = 0, resume_only = 0, positional = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--fixtures-only") == 0) {
             fixtures_only = 1;
         } else if (strcmp(argv[i], "--tuning") == 0) {
             tuning_only = 1;
+        } else if (strcmp(argv[i], "--resume") == 0) {
+            resume_only = 1;
         } else if (argv[i][0] != '-' && positional++ == 0) {
             manifest = argv[i];
         } else {
-            printf("FAIL %s %s: unknown argument '%s' (HINT: test_gpt2cu [manifest.tsv] [--fixtures-only | --tuning])\n", LABEL,
+            printf("FAIL %s %s: unknown argument '%s' (HINT: test_gpt2cu [manifest.tsv] [--fixtures-only | --tuning | --resume])\n", LABEL,
                    scheme, argv[i]);
             return 1;
         }
@@ -1182,7 +1194,7 @@ int main(int argc, char** argv) {
         if (strcmp(fields[1], scheme) != 0) { continue; }
         ran++;
         if (first_model.empty()) { first_model = fields[2]; }
-        if (tuning_only) { break; } // the first fixture's model is all --tuning needs
+        if (tuning_only || resume_only) { break; } // the first fixture's model is all --tuning and --resume need
         // both attention paths where a flash kernel exists for the fixture's head size, else the unfused one
         GPT2Config fc;
         int fversion = 0;
@@ -1225,6 +1237,8 @@ int main(int argc, char** argv) {
         failed++;
     } else if (tuning_only) {
         if (run_tuning_check(first_model.c_str())) { passed++; } else { failed++; }
+    } else if (resume_only) {
+        if (run_resume_check(first_model.c_str(), "", 1)) { passed++; } else { failed++; }
     } else if (fixtures_only) {
         printf("SKIP %s %s option sets, resume, log, bad_steps, v5_read, lt_tune: --fixtures-only\n", LABEL, scheme);
     } else {
@@ -1235,9 +1249,9 @@ int main(int argc, char** argv) {
         } else
 #endif
         if (run_tuning_check(first_model.c_str())) { passed++; } else { failed++; }
-        if (run_resume_check(first_model.c_str(), "")) { passed++; } else { failed++; }
+        if (run_resume_check(first_model.c_str(), "", 0)) { passed++; } else { failed++; }
         if (!first_fused_model.empty()) { // the flash kernels must be as deterministic as the rest
-            if (run_resume_check(first_fused_model.c_str(), "_fused")) { passed++; } else { failed++; }
+            if (run_resume_check(first_fused_model.c_str(), "_fused", 0)) { passed++; } else { failed++; }
         }
         if (check_main_log()) { passed++; } else { failed++; }
         if (run_bad_steps_check(first_model.c_str())) { passed++; } else { failed++; }

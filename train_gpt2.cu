@@ -4487,6 +4487,10 @@ static void gpt2_stage_batch(GPT2* model, const int* inputs, const int* targets,
         fprintf(stderr, "error: internal: a (%d, %d) batch for a model built for (%d, %d)\n", B, T, model->B, model->T);
         exit(EXIT_FAILURE);
     }
+    if (model->staged != NULL) { // its forward pass has not run: a second batch would take its place
+        fprintf(stderr, "error: internal: a batch staged while another waits for its forward pass\n");
+        exit(EXIT_FAILURE);
+    }
     const int V = model->config.vocab_size;
     StagedBatch* sb = &model->staging[model->next_staging];
     model->next_staging ^= 1;
@@ -5296,6 +5300,21 @@ static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen
     (*seen)++;
 }
 
+// reads and stages this process's first micro-batch of a step (seen: the step's batches walked)
+static void stage_first_batch(GPT2* model, DataLoader* loader, const DataParallel* dp, int* seen) {
+    *seen = 0;
+    next_own_batch(loader, dp, seen);
+    gpt2_stage_batch(model, loader->inputs, loader->targets, model->B, model->T);
+}
+
+// Whether `next`'s first batch may be staged during the step before it: when there is a next step to
+// train, and no validation first, whose forward passes stage batches of their own. (A sample decodes
+// from its own buffers.) A stop signal may still end the run at `next`'s top: the staged batch is
+// then dropped, and the checkpoint saves the loader's position before it.
+static int stages_ahead(const TrainArgs* a, int next, int num_steps) {
+    return next < num_steps && !val_due(a, next, num_steps);
+}
+
 // ----------------------------------------------------------------------------
 // the matmul tuning's pass and its file (see matmul_lt's tuner)
 
@@ -5631,12 +5650,17 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     int timed_steps = 0;
     size_t peak_mem = 0;
     char line[1024];
+    // Where the data stands at the top of each step: what a checkpoint saves. The loader itself may
+    // be a batch further on, when the step before staged this step's first batch (stages_ahead).
+    DataLoaderState loader_at_step;
+    dataloader_get_state(&train_loader, &loader_at_step);
+    int seen = 0; // the step's micro-batches walked so far, this process's and the others'
     for (int step = start_step; step <= num_steps; step++) {
         const int last_step = step == num_steps;
         int stop_sig = g_train_stop_signal; // read once, and any process's: this step's decisions agree
         dp->step = step;
         if (!dp_max_int(dp, &stop_sig, "the stop signal's all-reduce")) { return 1; }
-        if (use_val && !stop_sig && (step % a->val_every == 0 || last_step)) {
+        if (val_due(a, step, num_steps) && !stop_sig) {
             dataloader_reset(&val_loader);
             for (int i = 0; i < val_batches; i++) {
                 if (!dp_owns_batch(dp, i)) { // another process's batch
@@ -5665,7 +5689,7 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &train_loader);
+            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &loader_at_step);
             if (!write_checkpoint(&model, dp, &st, model_path, state_path, logf)) {
                 rc = 1;
                 break;
@@ -5694,11 +5718,10 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
         profile_mark(PROF_ZERO_GRAD);
         // the host stays ahead of the GPU: while micro-step i runs, it reads and stages batch i + 1
         // (data, token checks, encoder buckets); the step's one wait is for the norm and the loss.
-        // This process trains its micro-batches of the step (all of them when it is alone).
+        // This process trains its micro-batches of the step (all of them when it is alone). The first
+        // is usually staged already, during the step before.
         const int own_batches = a->grad_accum_steps / dp->world;
-        int seen = 0;
-        next_own_batch(&train_loader, dp, &seen);
-        gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
+        if (model.staged == NULL) { stage_first_batch(&model, &train_loader, dp, &seen); }
         for (int micro = 0; micro < own_batches; micro++) {
             const int tuning = a->lt_tune && step == start_step && micro == 0; // every process's first micro-step
             const double tune_t0 = tuning ? now_seconds() : 0.0;
@@ -5716,6 +5739,7 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
             }
         }
         for (; seen < a->grad_accum_steps; seen++) { dataloader_skip_batch(&train_loader); } // the others' after ours
+        dataloader_get_state(&train_loader, &loader_at_step);
         const float lr = learning_rate(a, step, num_steps);
         // the sums over the processes (the gradients: all, or this process's shard; the norm's part
         // of each shard; the loss), then the norm and the loss (the step's waits for the GPU), then
@@ -5727,6 +5751,9 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
                                                 "the gradient norm's all-reduce")) {
             return 1;
         }
+        // the next step's first batch, read and staged while the GPU finishes this step, before the
+        // wait for the norm: the next step's encoder then waits for nothing
+        if (stages_ahead(a, step + 1, num_steps)) { stage_first_batch(&model, &train_loader, dp, &seen); }
         const float norm = gpt2_grad_norm_read(&model);
         double loss_sums[2]; // every micro-step has B*T losses: the mean of the means
         gpt2_loss_sums(&model, loss_sums);

@@ -2224,6 +2224,10 @@ static int val_num_batches(const TrainArgs* a, size_t loader_batches) {
 // writes a checkpoint: every N steps and at the end, never at step 0. A resumed run skips the step
 // it starts from: the interrupted run sampled there before it saved the RNG state, and that
 // checkpoint is the one it resumes from.
+// validation runs at the top of every val_every-th step and of the last one
+static int val_due(const TrainArgs* a, int step, int num_steps) {
+    return a->val_every > 0 && (step % a->val_every == 0 || step == num_steps);
+}
 static int sample_due(const TrainArgs* a, int step, int start_step, int num_steps) {
     return a->sample_every > 0 && step > 0 && !(a->resuming && step == start_step) &&
            (step % a->sample_every == 0 || step == num_steps);
@@ -2263,8 +2267,9 @@ static int stop_report(const TrainArgs* a, int sig, int step, int start_step, co
 }
 
 // what a checkpoint at `step` saves beside the model
+// loader: where the training data stands at the top of `step` (dataloader_get_state)
 static TrainState train_state_at(const TrainArgs* a, int step, int num_steps, int skipped, unsigned long long rng,
-                                 const DataLoader* train_loader) {
+                                 const DataLoaderState* loader) {
     TrainState st;
     memset(&st, 0, sizeof(st));
     st.step = step;
@@ -2275,7 +2280,7 @@ static TrainState train_state_at(const TrainArgs* a, int step, int num_steps, in
     st.rng_state = rng;
     st.has_schedule = 1;
     st.schedule = run_schedule(a, num_steps);
-    dataloader_get_state(train_loader, &st.loader);
+    st.loader = *loader;
     return st;
 }
 

@@ -1972,7 +1972,7 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
         int stop_sig = g_train_stop_signal; // read once, and any rank's: this step's decisions agree
         dp->step = step;
         if (!dp_max_int(dp, &stop_sig, "the stop signal's all-reduce")) { return 1; }
-        if (use_val && !stop_sig && (step % a->val_every == 0 || last_step)) {
+        if (val_due(a, step, num_steps) && !stop_sig) {
             dataloader_reset(&val_loader);
             double val_loss = 0.0;
             for (int i = 0; i < val_batches; i++) {
@@ -2002,7 +2002,9 @@ static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources*
         char model_path[4096] = "", state_path[4096] = "";
         if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
             checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &train_loader);
+            DataLoaderState loader_state;
+            dataloader_get_state(&train_loader, &loader_state);
+            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &loader_state);
             if (!write_checkpoint(model, dp, &st, model_path, state_path, logf)) {
                 rc = 1;
                 break;
