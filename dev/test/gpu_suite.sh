@@ -41,7 +41,7 @@
 #   nccl              [300] data parallelism through NCCL with one process: `-pi fs -pn 1` bit for bit
 #                     the run without it (tiny, BF16, 10 steps), and d12 at B 16 in tokens/s beside it
 #   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen (and of
-#                     standard with --flash 2, flash version 2 in both directions),
+#                     standard with --flash 2, flash version 2 in both directions, and at the bench's B 128),
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
 #   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
@@ -757,6 +757,22 @@ predicted_profile() { # -> LOG/profile/predicted_d12.csv (build/params, no GPU)
   x timeout 120 make -s build/params >"$LOG/profile/params_build.log" 2>&1
   x timeout 60 ./build/params profile d12 1024 64 --csv "$LOG/profile/predicted_d12.csv" >"$LOG/profile/predicted_d12.txt" 2>&1
 }
+# The cost model taught by the newest record of this GPU with a measured profile table (build/params
+# profile --learn): the step predicted for this build at the profile's shape (B 64) and at the bench's
+# (B 128 x 4), written before this run measures either, and noted beside the record's measured step
+learned_profile() {
+  local records record shape
+  records=$(grep -l '^ *profile total ' dev/results/*.txt 2>/dev/null | sort)
+  # shellcheck disable=SC2086 # the file names
+  record=$(grep -l "^gpu: *${GPU_NAME:-none}\$" $records /dev/null 2>/dev/null | tail -n 1)
+  [ $DRY -eq 1 ] && [ -z "$record" ] && record=$(tail -n 1 <<<"$records") # the commands, on some record
+  [ -n "$record" ] || { echo "no record of ${GPU_NAME:-this GPU} with a profile table in dev/results: no learned prediction" | note; return; }
+  for shape in "64" "128 --micro_steps 4"; do
+    # shellcheck disable=SC2086 # the shape's words
+    x timeout 60 ./build/params profile d12 1024 $shape --learn "$record" >"$LOG/profile/learned_b${shape%% *}.txt" 2>&1
+    [ $DRY -eq 0 ] && grep '^profile step' "$LOG/profile/learned_b${shape%% *}.txt" | sed "s/^profile step/learned, B ${shape%% *}/" | note
+  done
+}
 stage_profile() {
   local s bin log csv rc summary apart
   predicted_profile
@@ -764,29 +780,33 @@ stage_profile() {
     if [ -s "$LOG/profile/predicted_d12.csv" ]; then row "build/params profile d12 1024 64 (predicted)" PASS "$(grep -m1 '^total,' "$LOG/profile/predicted_d12.csv" | cut -d, -f5) ms predicted per step"
     else row "build/params profile d12 1024 64 (predicted)" FAIL "$(first_error "$LOG/profile/predicted_d12.txt" 'error\|params\|usage')"; fi
   fi
+  learned_profile
   need_data dev/data/austen austen_train_000000.bin "--profile (every scheme)" || return
   # every scheme with the defaults, then standard with flash version 2 in both directions (beside the
-  # default's forward 3 and backward 4: the step's attn rows of the two, one machine)
-  local run name flags
-  for run in $SCHEMES standard:flash2; do
-    s=${run%%:*} name=${run/:/_} flags=()
+  # default's forward 3 and backward 4: the step's attn rows of the two, one machine), then standard at
+  # the bench's own shape (B 128, -d 524288: 4 micro-steps), whose step the bench's step is compared with
+  local run name flags B
+  for run in $SCHEMES standard:flash2 standard:b128; do
+    s=${run%%:*} name=${run/:/_} flags=() B=64
     [ "$run" = standard:flash2 ] && flags=(--flash 2)
+    [ "$run" = standard:b128 ] && B=128 flags=(-d 524288)
     bin=$(binary train_gpt2cu "$s" BF16) log="$LOG/profile/profile_$name.log" csv="$LOG/profile/profile_$name.csv"
     rm -f "$csv"
-    x timeout "$(tlimit 150)" ./"$bin" -e d12 -i "$AUSTEN_TRAIN" -j "$AUSTEN_VAL" -b 64 -t 1024 -x $((PROFILE_STEPS + 1)) \
+    x timeout "$(tlimit 150)" ./"$bin" -e d12 -i "$AUSTEN_TRAIN" -j "$AUSTEN_VAL" -b $B -t 1024 -x $((PROFILE_STEPS + 1)) \
       -v 0 -s 0 "${flags[@]}" --profile "$PROFILE_STEPS" --profile_csv "$csv" >"$log" 2>&1
     rc=$?
     [ $DRY -eq 1 ] && continue
     summary=$(grep '^summary:' "$log" | sed -E 's/.*\| ([0-9.]+) ms\/step.*peak memory ([0-9]+) MiB.*/\1 ms\/step, peak \2 MiB/')
     apart=$(grep -m1 '^profile sum of rows' "$log" | sed -E 's/.*: ([0-9.]+)% apart.*/\1/')
     if [ $rc -eq 0 ] && [ -s "$csv" ] && grep -q '^total,' "$csv" && ! grep -q 'NOT within' "$log"; then
-      row "--profile $PROFILE_STEPS, $s${flags[*]:+ ${flags[*]}} (d12, B 64, T 1024)" PASS "$summary; rows sum ${apart:-?}% from the step"
+      row "--profile $PROFILE_STEPS, $s${flags[*]:+ ${flags[*]}} (d12, B $B, T 1024)" PASS "$summary; rows sum ${apart:-?}% from the step"
     else
-      row "--profile $PROFILE_STEPS, $s${flags[*]:+ ${flags[*]}} (d12, B 64, T 1024)" FAIL "exit $rc${apart:+, rows sum $apart% from the step (over 5%)}: $(first_error "$log" 'error\|NOT within')"
+      row "--profile $PROFILE_STEPS, $s${flags[*]:+ ${flags[*]}} (d12, B $B, T 1024)" FAIL "exit $rc${apart:+, rows sum $apart% from the step (over 5%)}: $(first_error "$log" 'error\|NOT within')"
     fi
   done
-  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard.log" ] && grep '^profile ' "$LOG/profile/profile_standard.log" | note
+  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard.log" ] && grep '^profile \|^profile: [0-9]* steps' "$LOG/profile/profile_standard.log" | note
   [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_flash2.log" ] && grep '^profile attn' "$LOG/profile/profile_standard_flash2.log" | note
+  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_b128.log" ] && grep '^profile \|^summary' "$LOG/profile/profile_standard_b128.log" | note
 }
 stage_profile_ncu() {
   local rc

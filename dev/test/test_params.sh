@@ -171,7 +171,23 @@ bad_args=(
   "profile d12 1024 64 --csv a.csv --csv b.csv"
   "profile d12 1024 64 fp32 fused"
   "memory d12 1024 64 --csv build/m.csv"
+  "profile d12 1024 64 --micro_steps 0"
+  "profile d12 1024 64 --micro_steps 4x"
+  "profile d12 1024 64 --learn"
+  "profile d12 1024 64 --learn /nonexistent_dir/record.txt"
+  "profile d12 1024 64 --learn README.md"
+  "profile d12 1024 64 --learn build/params_learn_badrow.txt"
+  "profile d12 1024 64 --learn build/params_learn_unknown.txt"
+  "profile d12 1024 64 --learn build/params_learn_nodate.txt"
+  "memory d12 1024 64 --learn build/params_learn_later.txt"
 )
+# records for --learn (dev/results/'s H200 record of c32bccf, its table and header made wrong in one
+# place each; and made later than every change of kProfileChanges, for (f) below)
+record=dev/results/2026-11-27_NVIDIA-H200_gpu_call1_c32bccf.txt
+sed '0,/^    profile qkv_fwd /s/^    profile qkv_fwd .*/    profile qkv_fwd 3.898 oops/' "$record" >build/params_learn_badrow.txt
+sed '0,/^    profile qkv_fwd /s/^    profile qkv_fwd /    profile qkv_sideways /' "$record" >build/params_learn_unknown.txt
+sed '/^date:/d' "$record" >build/params_learn_nodate.txt
+sed 's/^date:    2026-11-27/date:    2099-01-01/' "$record" >build/params_learn_later.txt
 for args in "${bad_args[@]}"; do
   # shellcheck disable=SC2086 # word splitting of the argument list is wanted
   ./build/params $args >build/params_bad.out 2>build/params_bad.err; rc=$?
@@ -280,6 +296,33 @@ for flash in "" "--flash 2" "--flash 4"; do
     echo "FAIL params profile d12 1024 64${flash:+ $flash}: rows '$rows', sum check $sum_ok, $(printf "%s\n" "$out" | grep -c '^profile ') profile lines (expected 29), header '$(printf "%s\n" "$out" | head -n1 | grep -o 'attention=[^)]*)')' (expected '$header')"; fail=1
   fi
 done
+
+# (f) --learn: the cost model taught by the H200's record. Against a record later than every change,
+# each row's learned time is its measured one (within the table's rounding), and the learned total the
+# record's step; against the record itself, the rows changed since it was measured are exactly those
+# kProfileChanges names (their rules: flash backward version 4, the tuned GEMMs, the classifier's
+# stream, the staged batch), every other row its measured time, and the total the sum of the rows.
+# "Its measured time": within what the rounding of the record's roof_ms (3 decimals) moves, 1e-3 ms + 1% of the time
+learned_table() { ./build/params profile d12 1024 64 --learn "$1" | sed -n '/^profile learned from /,$p'; }
+later=$(learned_table build/params_learn_later.txt)
+worst=$(awk '$1 == "profile" && $3 ~ /^[0-9.]+$/ && $2 != "total" { d = $4 - $3; if (d < 0) d = -d; d = d / (1e-3 + 1e-2 * $3); if (d > w) w = d } END { printf "%.2f", w }' <<<"$later")
+same_total=$(awk '$2 == "total" { d = $4 - $3; if (d < 0) d = -d; print (d < 0.03) ? 1 : 0 }' <<<"$later")
+if [ -n "$later" ] && awk -v w="$worst" 'BEGIN { exit !(w <= 1) }' && [ "$same_total" = 1 ] &&
+   grep -q '(learned: 0 rows changed since, 0 not in the record)' <<<"$later"; then
+  echo "PASS params profile --learn, a record later than every change: each row its measured time (at most $worst of the tolerance), the step the record's ($(grep '^profile step' <<<"$later" | cut -c15-60)...)"
+else
+  echo "FAIL params profile --learn, a record later than every change: rows up to '$worst' x the tolerance from the record's, total check '$same_total', step line '$(grep '^profile step' <<<"$later")'"; fail=1
+fi
+now=$(learned_table "$record")
+changed=$(awk '$1 == "profile" && / changed 20/ { printf "%s ", $2 }' <<<"$now")
+kept=$(awk '$1 == "profile" && / the record.s efficiency/ { d = $4 - $3; if (d < 0) d = -d; if (d > 1e-3 + 1e-2 * $3) printf "%s ", $2 }' <<<"$now")
+sum_ok=$(awk '$1 == "profile" && $3 ~ /^[0-9.]+$/ && $2 != "total" { s += $4 } $2 == "total" { t = $4 } END { d = s - t; if (d < 0) d = -d; print (d < 0.01 && t > 0) ? 1 : 0 }' <<<"$now")
+if [ "$changed" = "encoder_fwd qkv_fwd attproj_fwd fc_fwd fcproj_fwd classifier fcproj_bwd fc_bwd attproj_bwd attn_bwd_dkdv attn_bwd_dq qkv_bwd " ] &&
+   [ -z "$kept" ] && [ "$sum_ok" = 1 ] && grep -q '^profile step: measured 126.91 ms (NVIDIA H200, c32bccf, at the record.s shape) | predicted for this build and shape [0-9.]* ms' <<<"$now"; then
+  echo "PASS params profile --learn $record: 12 rows changed since, predicted by their rules, the others at their measured times; $(grep '^profile step' <<<"$now" | cut -c15-150)"
+else
+  echo "FAIL params profile --learn $record: changed rows '$changed', rows off their measured time '$kept', sum check '$sum_ok', step line '$(grep '^profile step' <<<"$now")'"; fail=1
+fi
 echo "params profile checks took $((SECONDS - t0)) s"
 
 [ -f "$spec" ] || echo "SKIP params cross-check against VARIANTS.md: $spec not found beside the repository (the transcribed numbers above were still checked)"

@@ -15,14 +15,21 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          (bf16, head size 64 or 128) else unfused, -r 0, -w 1. wpe has
                          max(T, 1024) rows, vocab 50257 padded to 50304.
   params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3|4]
-                 [--bias_fusion 0|1] [--csv FILE]
+                 [--bias_fusion 0|1] [--micro_steps N] [--csv FILE] [--learn RECORD]
   params profile d12 T B [...]
                          the predicted per-sublayer table of one training step (dev/profile.h):
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
                          CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
                          (exit 1 if not). --flash and --bias_fusion as the trainer's (defaults:
-                         flash forward 3 and backward 4; bias fusion 1).
+                         flash forward 3 and backward 4; bias fusion 1); --micro_steps: micro-batches
+                         per step (default 1; the bench's d12 step is B 128 x 4). --learn: the model
+                         taught by a GPU's measured profile in a dev/results record (learned_profile
+                         below): each row's measured efficiency, the measured bandwidth, and the
+                         rows changed since, predicted; the step predicted for this build beside the
+                         record's measured one.
 */
+#include <string>
+#include <vector>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -106,12 +113,25 @@ typedef struct {
     int flash, flash_bwd; // the flash kernels' versions, forward and backward, where fused (--flash N: both N;
                           // default forward 3, backward 4, as the trainer's)
     int bias_fusion; // profile --bias_fusion 0|1 (default 1, the trainer's): the bias gradients in the dW GEMMs
+    int micro_steps; // profile --micro_steps N (default 1): micro-batches per step
     const char* csv; // profile --csv FILE, else NULL
+    const char* learn; // profile --learn RECORD, else NULL
 } RunShape;
+
+// a file name after a profile option (--csv, --learn), taken once
+static int take_file_arg(int argc, char** argv, int* i, const char** slot) {
+    const char* o = argv[*i];
+    if (*i + 1 >= argc || argv[*i + 1][0] == '\0') { fprintf(stderr, "params: %s needs a file name\n", o); return 0; }
+    if (*slot != NULL) { fprintf(stderr, "params: %s given twice, expected it at most once\n", o); return 0; }
+    *slot = argv[++*i];
+    return 1;
+}
 
 static int parse_run_shape(int argc, char** argv, const char* usage, int allow_csv, RunShape* rs) {
     int scheme = QKV_STANDARD, L = 12, C = 768, H = 12, Hkv = 12, M = 3072, bias = 1, i = 0;
     rs->csv = NULL;
+    rs->learn = NULL;
+    rs->micro_steps = 1;
     if (argc >= 1 && strcmp(argv[0], "d12") == 0) {
         i = 1;
     } else {
@@ -151,14 +171,23 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
             int* slot = is_flash ? &flash : is_r ? &recompute : strcmp(o, "-w") == 0 ? &master : &bias_fusion;
             ok = set_once(slot, v[0] - '0', o, v);
             i++;
-        } else if (allow_csv && strcmp(o, "--csv") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0') { fprintf(stderr, "params: --csv needs a file name\n"); return 0; }
-            if (rs->csv != NULL) { fprintf(stderr, "params: --csv given twice, expected it at most once\n"); return 0; }
-            rs->csv = argv[++i];
+        } else if (allow_csv && (strcmp(o, "--csv") == 0 || strcmp(o, "--learn") == 0)) {
+            ok = take_file_arg(argc, argv, &i, o[2] == 'c' ? &rs->csv : &rs->learn);
+        } else if (allow_csv && strcmp(o, "--micro_steps") == 0) {
+            const char* v = i + 1 < argc ? argv[i + 1] : "";
+            char* end = NULL;
+            errno = 0;
+            const long n = strtol(v, &end, 10);
+            if (v[0] == '\0' || *end != '\0' || errno != 0 || n < 1 || n > (1L << 24)) {
+                fprintf(stderr, "params: --micro_steps is '%s', expected a whole number from 1 to %d\n", v, 1 << 24);
+                return 0;
+            }
+            rs->micro_steps = (int)n;
             ok = 1;
+            i++;
         } else {
             fprintf(stderr, "params: option '%s' is not one of bf16, fp32, fused, unfused, --flash 2|3|4, -r 0|1|2, -w 0|1%s\n", o,
-                    allow_csv ? ", --bias_fusion 0|1, --csv FILE" : "");
+                    allow_csv ? ", --bias_fusion 0|1, --micro_steps N, --csv FILE, --learn RECORD" : "");
             return 0;
         }
         if (!ok) { return 0; }
@@ -245,7 +274,8 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
 
 static const char* const profile_usage =
     "usage: params profile <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
-    "[--flash 2|3|4] [-r 0|1|2] [-w 0|1] [--bias_fusion 0|1] [--csv FILE], or params profile d12 T B [the same options]";
+    "[--flash 2|3|4] [-r 0|1|2] [-w 0|1] [--bias_fusion 0|1] [--micro_steps N] [--csv FILE] [--learn RECORD], or params "
+    "profile d12 T B [the same options]";
 
 // The rows' FLOPs plus llm.c's 6 per token for each parameter that is no matmul weight must be
 // exactly gpt2_flops_per_token: checked on one sequence (B = 1), where every term is a whole number
@@ -267,13 +297,220 @@ static int profile_flops_check(const RunShape* rs) {
     return total == model;
 }
 
+// ----------------------------------------------------------------------------
+// params profile --learn RECORD: the cost model taught by a GPU's measured profile, so that what a
+// change is predicted to save is written down before a GPU measures it
+//
+// A record (dev/results/, written by record.sh: its "date:", "gpu:" and "commit:" lines) holds a
+// trainer's --profile table as gpu_suite.sh's profile stage notes it, from "profile row ... ms/step"
+// to "profile total". The first complete table is taken: the stage's first run, standard with the
+// trainer's defaults. From it:
+//   - each row's efficiency, its measured time over its roofline time (x_roof), which the learned
+//     prediction applies to this shape's roofline (so it assumes a row's efficiency does not depend
+//     on B, T or the micro-steps);
+//   - the bandwidth the memory-bound rows (no FLOPs) reached together: their bytes over their time.
+// A row whose kernels changed after the record was measured (kProfileChanges, by the change's commit
+// time against the record's date) is predicted by that change's rule instead; a row the record does
+// not have, by the cost model alone. Every number this prints but the record's is predicted.
+
+enum ProfileChangeRule {
+    CHANGE_AT_BANDWIDTH, // a memory-bound row at its minimum bytes, at the learned bandwidth
+    CHANGE_GEMM_RATE,    // the faster of the learned time and the row's FLOPs at TUNED_GEMM_RATE
+    CHANGE_SCALED,       // the learned time times a ratio of the cost model's efficiencies
+};
+// The rate predicted for the tuned GEMMs where the record's heuristic choices were slower: issue 55's
+// estimate (the H200 measured them at 528-805 TFLOP/s with cuBLASLt's first choice, 2026-11-27)
+#define TUNED_GEMM_RATE 700e12
+
+typedef struct {
+    int row;
+    const char* since; // the change's commit time, "YYYY-MM-DD HH:MM" UTC: records measured before it lack it
+    int rule;          // ProfileChangeRule
+    double factor;     // CHANGE_SCALED's
+    const char* what;
+} ProfileChange;
+
+static const double kFlash4OverFlash2 =
+    profile_kind_efficiency[PROF_KIND_FLASH2_BWD] / profile_kind_efficiency[PROF_KIND_FLASH4_BWD];
+static const ProfileChange kProfileChanges[] = {
+    {PROF_ATTN_BWD_DKDV, "2026-11-27 17:38", CHANGE_SCALED, kFlash4OverFlash2, "flash backward version 4 the default"},
+    {PROF_ATTN_BWD_DQ, "2026-11-27 17:38", CHANGE_SCALED, kFlash4OverFlash2, "flash backward version 4 the default"},
+    {PROF_QKV_FWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_QRES_FWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_ATTPROJ_FWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_FC_FWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_FCPROJ_FWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_FCPROJ_BWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_FC_BWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_ATTPROJ_BWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_QKV_BWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_QRES_BWD, "2026-11-28 20:48", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs"},
+    {PROF_CLASSIFIER, "2026-11-28 21:41", CHANGE_GEMM_RATE, 0.0, "tuned GEMMs, the cross-entropy beside them"},
+    {PROF_ENCODER_FWD, "2026-11-29 00:14", CHANGE_AT_BANDWIDTH, 0.0, "its batch staged during the step before"},
+};
+static const int kNumProfileChanges = (int)(sizeof(kProfileChanges) / sizeof(kProfileChanges[0]));
+
+typedef struct {
+    std::string date, gpu, commit; // record.sh's header
+    int found[PROF_NUM_ROWS];
+    double ms[PROF_NUM_ROWS], roof_ms[PROF_NUM_ROWS], flops[PROF_NUM_ROWS], bytes[PROF_NUM_ROWS];
+    double total_ms;               // the table's total: the measured step
+} ProfileRecord;
+
+static std::string trimmed(const char* s) {
+    while (*s == ' ' || *s == '\t') { s++; }
+    std::string t(s);
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) { t.pop_back(); }
+    return t;
+}
+
+static int profile_row_index(const char* name) {
+    for (int r = 0; r < PROF_NUM_ROWS; r++) {
+        if (strcmp(profile_row_names[r], name) == 0) { return r; }
+    }
+    return -1;
+}
+
+// Reads the record's header and its first complete profile table. Returns 1, or 0 with a one-line message.
+static int read_profile_record(const char* path, ProfileRecord* rec, char* msg, size_t msg_size) {
+    FILE* f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(msg, msg_size, "--learn %s: cannot read it (%s)", path, strerror(errno));
+        return 0;
+    }
+    memset(rec->found, 0, sizeof(rec->found));
+    rec->total_ms = -1.0;
+    int in_table = 0, line_no = 0, ok = 1;
+    char buf[4096];
+    while (ok && rec->total_ms < 0.0 && fgets(buf, sizeof(buf), f) != NULL) {
+        line_no++;
+        const std::string line = trimmed(buf);
+        const char* t = line.c_str();
+        if (!in_table) {
+            if (rec->date.empty() && strncmp(t, "date:", 5) == 0) { rec->date = trimmed(t + 5).substr(0, 16); }
+            if (rec->gpu.empty() && strncmp(t, "gpu:", 4) == 0) { rec->gpu = trimmed(t + 4); }
+            if (rec->commit.empty() && strncmp(t, "commit:", 7) == 0) { // "c32bccf (as given by RECORD_COMMIT)"
+                const std::string v = trimmed(t + 7);
+                rec->commit = v.substr(0, v.find(' '));
+            }
+            in_table = strncmp(t, "profile row ", 12) == 0 && strstr(t, "ms/step") != NULL;
+            continue;
+        }
+        // profile <row> <ms> <pct>% <GFLOP> <MB> <TFLOP/s> <GB/s> <roof_ms> <x_roof> <pred_ms> (profile_report)
+        char name[64];
+        double ms, pct, gflop, mb, tflops, gbs, roof;
+        if (sscanf(t, "profile %63s %lf %lf%% %lf %lf %lf %lf %lf", name, &ms, &pct, &gflop, &mb, &tflops, &gbs, &roof) != 8) {
+            snprintf(msg, msg_size, "--learn %s: line %d: '%.80s' is no row of a profile table (expected 'profile <row> "
+                     "<ms/step> <%%step> <GFLOP> <MB> ...', as the trainer's --profile prints it)", path, line_no, t);
+            ok = 0;
+        } else if (strcmp(name, "total") == 0) {
+            rec->total_ms = ms;
+        } else {
+            const int r = profile_row_index(name);
+            if (r < 0 || rec->found[r]) {
+                snprintf(msg, msg_size, "--learn %s: line %d: row '%s' %s", path, line_no, name,
+                         r < 0 ? "is not one of dev/profile.h's rows" : "twice in one table");
+                ok = 0;
+            } else {
+                rec->found[r] = 1;
+                rec->ms[r] = ms;
+                rec->roof_ms[r] = roof;
+                rec->flops[r] = gflop * 1e9;
+                rec->bytes[r] = mb * 1e6;
+            }
+        }
+    }
+    fclose(f);
+    if (!ok) { return 0; }
+    if (rec->total_ms < 0.0) {
+        snprintf(msg, msg_size, "--learn %s: no complete profile table in it (expected a trainer's --profile table from "
+                 "'profile row ... ms/step' to 'profile total', as gpu_suite.sh's profile stage records it)", path);
+        return 0;
+    }
+    if (rec->date.size() != 16) {
+        snprintf(msg, msg_size, "--learn %s: no 'date: YYYY-MM-DD HH:MM' line (expected a record of dev/results/record.sh)", path);
+        return 0;
+    }
+    return 1;
+}
+
+// The change to row r that the record predates, or NULL
+static const ProfileChange* change_after(const ProfileRecord* rec, int r) {
+    for (int i = 0; i < kNumProfileChanges; i++) {
+        if (kProfileChanges[i].row == r && rec->date < kProfileChanges[i].since) { return &kProfileChanges[i]; }
+    }
+    return NULL;
+}
+
+// The learned table of this shape's rows, and the step it predicts beside the record's measured one
+static int learned_profile(const char* path, const ProfileRecord& rec, const ProfileCost rows[PROF_NUM_ROWS],
+                           double tokens_per_step) {
+    double mem_bytes = 0.0, mem_s = 0.0; // the memory-bound rows the record measured on today's kernels
+    for (int r = 0; r < PROF_NUM_ROWS; r++) {
+        if (rec.found[r] && rec.flops[r] == 0.0 && change_after(&rec, r) == NULL) {
+            mem_bytes += rec.bytes[r];
+            mem_s += rec.ms[r] / 1e3;
+        }
+    }
+    if (mem_s <= 0.0) {
+        fprintf(stderr, "params: --learn %s: no memory-bound row (no FLOPs) in its table to learn the bandwidth from\n", path);
+        return 0;
+    }
+    const double bandwidth = mem_bytes / mem_s;
+    printf("profile learned from %s: %s, commit %s, measured %s UTC; its memory-bound rows together at %.2f TB/s\n", path,
+           rec.gpu.c_str(), rec.commit.c_str(), rec.date.c_str(), bandwidth / 1e12);
+    printf("profile %-15s %9s %10s %9s  %s\n", "row", "rec_ms", "learned_ms", "model_ms", "how (rec_ms at the record's shape)");
+    double learned_total = 0.0, model_total = 0.0;
+    int changed = 0, unmeasured = 0;
+    for (int r = 0; r < PROF_NUM_ROWS; r++) {
+        if (!rows[r].present) { continue; }
+        const double model = profile_predicted_s(&rows[r]), roof = profile_roofline_s(&rows[r]);
+        const double x_roof = rec.found[r] && rec.roof_ms[r] > 0.0 ? rec.ms[r] / rec.roof_ms[r] : 0.0;
+        double learned = x_roof * roof;
+        char how[256];
+        snprintf(how, sizeof(how), "the record's efficiency, %.2fx the roofline", x_roof);
+        const ProfileChange* ch = rec.found[r] ? change_after(&rec, r) : NULL;
+        if (!rec.found[r]) {
+            learned = model;
+            snprintf(how, sizeof(how), "not in the record: the cost model's");
+            unmeasured++;
+        } else if (ch != NULL) {
+            const double at_rate = rows[r].flops / TUNED_GEMM_RATE;
+            learned = ch->rule == CHANGE_AT_BANDWIDTH ? rows[r].bytes / bandwidth
+                    : ch->rule == CHANGE_GEMM_RATE ? (at_rate < learned ? at_rate : learned)
+                    : learned * ch->factor;
+            snprintf(how, sizeof(how), "changed %s, %s: %s", ch->since, ch->what,
+                     ch->rule == CHANGE_AT_BANDWIDTH ? "its bytes at the learned bandwidth"
+                     : ch->rule == CHANGE_GEMM_RATE ? "at most its FLOPs at 700 TFLOP/s"
+                     : "x the cost model's ratio of the two versions");
+            changed++;
+        }
+        learned_total += learned;
+        model_total += model;
+        char measured[32] = "-";
+        if (rec.found[r]) { snprintf(measured, sizeof(measured), "%.3f", rec.ms[r]); }
+        printf("profile %-15s %9s %10.3f %9.3f  %s\n", profile_row_names[r], measured, 1e3 * learned, 1e3 * model, how);
+    }
+    printf("profile %-15s %9.3f %10.3f %9.3f\n", "total", rec.total_ms, 1e3 * learned_total, 1e3 * model_total);
+    printf("profile step: measured %.2f ms (%s, %s, at the record's shape) | predicted for this build and shape %.2f ms, "
+           "%.0f tokens/s (learned: %d rows changed since, %d not in the record) | the cost model alone %.2f ms\n",
+           rec.total_ms, rec.gpu.c_str(), rec.commit.c_str(), 1e3 * learned_total, tokens_per_step / learned_total, changed,
+           unmeasured, 1e3 * model_total);
+    return 1;
+}
+
 static int profile_main(int argc, char** argv) { // argv[0] is the first argument after "profile"
     RunShape rs;
     if (!parse_run_shape(argc, argv, profile_usage, 1, &rs)) { return 1; }
+    ProfileRecord rec;
+    char msg[1024];
+    if (rs.learn != NULL && !read_profile_record(rs.learn, &rec, msg, sizeof(msg))) {
+        fprintf(stderr, "params: %s\n", msg);
+        return 1;
+    }
     const GPT2Config* c = &rs.c;
-    ProfileShape shape = {rs.B, rs.T, 1, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0, rs.fused ? rs.flash_bwd : 0,
-                          rs.recompute,
-                          rs.bias_fusion};
+    ProfileShape shape = {rs.B, rs.T, rs.micro_steps, rs.bf16 ? 2 : 4, rs.master, rs.fused ? rs.flash : 0,
+                          rs.fused ? rs.flash_bwd : 0, rs.recompute, rs.bias_fusion};
     ProfileCost rows[PROF_NUM_ROWS];
     profile_costs(c, &shape, rows);
     FILE* csv = NULL;
@@ -284,10 +521,10 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
     char flash_name[64];
     snprintf(flash_name, sizeof(flash_name), " (flash forward %d, backward %d)", rs.flash, rs.flash_bwd);
     printf("profile scheme=%s n_layer=%d n_embd=%d n_head=%d n_kv_head=%d mlp=%d bias=%d B=%d T=%d precision=%s "
-           "attention=%s%s recompute=%d master_weights=%d bias_fusion=%d (predicted, one micro-step per step)\n",
+           "attention=%s%s recompute=%d master_weights=%d bias_fusion=%d (predicted, %d micro-step%s per step)\n",
            qkv_scheme_name(c->scheme), c->num_layers, c->channels, c->num_heads, c->num_kv_heads, c->mlp_hidden,
            c->use_bias, rs.B, rs.T, rs.bf16 ? "bf16" : "fp32", rs.fused ? "fused" : "unfused",
-           rs.fused ? flash_name : "", rs.recompute, rs.master, rs.bias_fusion);
+           rs.fused ? flash_name : "", rs.recompute, rs.master, rs.bias_fusion, rs.micro_steps, rs.micro_steps > 1 ? "s" : "");
     profile_report(NULL, rows, csv);
     if (csv != NULL && fclose(csv) != 0) {
         fprintf(stderr, "params: --csv %s: write failed (%s)\n", rs.csv, strerror(errno));
@@ -295,11 +532,12 @@ static int profile_main(int argc, char** argv) { // argv[0] is the first argumen
     }
     double pred = 0.0, roof = 0.0;
     for (int r = 0; r < PROF_NUM_ROWS; r++) { pred += profile_predicted_s(&rows[r]); roof += profile_roofline_s(&rows[r]); }
-    const double tokens = (double)rs.B * rs.T, model_flops = gpt2_flops_per_token(c, rs.T) * tokens;
+    const double tokens = (double)rs.B * rs.T * rs.micro_steps, model_flops = gpt2_flops_per_token(c, rs.T) * tokens;
     printf("profile predicted step %.2f ms: %.0f tokens/s, %.1f%% of 790 TFLOP/s by llm.c's formula "
            "(the roofline's %.2f ms: %.0f tokens/s)\n", 1e3 * pred, tokens / pred, 100.0 * model_flops / pred / PROFILE_PEAK_FLOPS,
            1e3 * roof, tokens / roof);
-    return profile_flops_check(&rs) ? 0 : 1;
+    if (!profile_flops_check(&rs)) { return 1; }
+    return rs.learn == NULL || learned_profile(rs.learn, rec, rows, tokens) ? 0 : 1;
 }
 
 int main(int argc, char** argv) {
