@@ -737,9 +737,11 @@ static std::vector<char> file_bytes(const char* path) {
 // must be U's within what another summation order can change (1e-5 relative in FP32, 1e-2 in BF16:
 // tuning never changes the training), and R's step-10 model and state T's bit for bit (the file, not a
 // new tuning, decides: a loss seldom shows a last bit). On the CPU runtime with CUDA_CPU_LT_ALGOS > 1
-// the tuning must choose some candidate other than the heuristic's first, whose other summation order
-// must show in T's step-10 model against U's (or the check proves nothing), and with
-// CUDA_CPU_LT_BROKEN_ALGO it must reject that algorithm.
+// the tuning must choose some candidate other than the heuristic's first, run it (the runtime counts the
+// calls that do), and its other summation order must show in T's step-10 model against U's (or the check
+// proves nothing); with
+// CUDA_CPU_LT_BROKEN_ALGO it must reject that algorithm, and with CUDA_CPU_LT_SLOW_EPILOGUE it must
+// choose, and run, the matmul without that epilogue plus the trainer's own kernel.
 static int run_tuning_check(const char* model_path) {
     char msg[16384];
     const char* scheme = qkv_scheme_name(kQKVScheme);
@@ -769,9 +771,30 @@ static int run_tuning_check(const char* model_path) {
     resume_args(&t, model_path, shard, dir_t, lt);
     t.checkpoint_every = 5;
     g_lt_cache.clear();
+#ifdef CUDACPU_CUDA_CPU_H
+    cudacpu::lt_calls_not_first = 0;
+#endif
     ok = ok && train_args_resolve(&t, msg, sizeof(msg)) && train_run(&t) == 0;
-    int configs = 0;
-    for (size_t i = 0; i < g_lt_cache.size(); i++) { configs += g_lt_cache[i].second.in_pass; }
+#ifdef CUDACPU_CUDA_CPU_H
+    const long long calls_not_first = cudacpu::lt_calls_not_first; // T's calls that ran a choice other than the first
+#endif
+    // pairs: configurations whose epilogue our own kernel does (own_epilogue); fallbacks_run: those whose
+    // caller's matmul without the epilogue (its m, n, k, LT_PLAIN: key fields 0-2 and 17) ran in the window
+    int configs = 0, pairs = 0, fallbacks_run = 0;
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        configs += g_lt_cache[i].second.in_pass;
+        if (!g_lt_cache[i].second.own_epilogue) { continue; }
+        pairs++;
+        const LtKey* e = &g_lt_cache[i].first;
+        for (size_t j = 0; j < g_lt_cache.size(); j++) {
+            const LtKey* f = &g_lt_cache[j].first;
+            if (f->v[0] == e->v[0] && f->v[1] == e->v[1] && f->v[2] == e->v[2] && f->v[17] == LT_PLAIN &&
+                g_lt_cache[j].second.pass_calls > 0) {
+                fallbacks_run++;
+                break;
+            }
+        }
+    }
     const int not_first = g_lt_tuner.not_first, rejected = g_lt_tuner.rejected, timed = g_lt_tuner.timed;
     char model_u[1024], model_t[1024], state_t[1024], model_t_kept[1100], state_t_kept[1100];
     snprintf(model_u, sizeof(model_u), "%s/model_%08d.bin", dir_u, 10);
@@ -801,18 +824,26 @@ static int run_tuning_check(const char* model_path) {
     const char* vacuous = NULL; // what makes the check prove nothing on this runtime
 #ifdef CUDACPU_CUDA_CPU_H
     if (cudacpu::lt_algo_count() > 1 && not_first == 0) { vacuous = "several algorithms offered, yet every choice was the first"; }
-    if (cudacpu::lt_algo_count() > 1 && mt == mu) { vacuous = "other summation orders chosen, yet the tuned model is the untuned one bit for bit"; }
+    if (cudacpu::lt_algo_count() > 1 && (calls_not_first == 0 || mt == mu)) {
+        vacuous = "other algorithms chosen, yet every call ran the heuristic's first (or the tuned model is the untuned one bit for bit)";
+    }
     if (cudacpu::lt_broken_algo() >= 0 && rejected == 0) { vacuous = "a broken algorithm offered, yet none was rejected"; }
+    if (cudacpu::lt_slow_epilogue() >= 0 && pairs == 0) {
+        vacuous = "a slow epilogue offered, yet the tuning never chose the matmul without it and our own kernel";
+    }
 #endif
-    printf("  lt_tune_%s: %d configurations, %d timed, %d not cuBLASLt's first choice, %d candidates rejected; the resume "
-           "read %d choices; losses tuned vs --lt_tune 0 within %.3g (limit %.0e), step-10 models %s; resumed to step 10: %s\n",
-           scheme, configs, timed, not_first, rejected, read, worst, tol, mt == mu ? "the same" : "differ",
+    if (fallbacks_run < pairs) { vacuous = "the matmul without the epilogue was chosen, yet its caller never ran it"; }
+    printf("  lt_tune_%s: %d configurations, %d timed, %d not cuBLASLt's first choice, %d epilogues as the matmul without "
+           "it and our own kernel (%d of them run), %d candidates rejected; the resume read %d choices; losses tuned vs "
+           "--lt_tune 0 within %.3g (limit %.0e), step-10 models %s; resumed to step 10: %s\n", scheme, configs, timed,
+           not_first, pairs, fallbacks_run, rejected, read, worst, tol, mt == mu ? "the same" : "differ",
            same_resumed ? "losses, model and state bit-identical" : "differ");
     if (worst <= tol && same_resumed && read == configs && vacuous == NULL && isfinite(lt[9])) {
         const std::string rm = std::string("rm -rf '") + dir + "'";
         if (system(rm.c_str()) != 0) { printf("  lt_tune_%s: could not remove %s\n", scheme, dir); }
-        printf("PASS %s lt_tune_%s (%d configurations, %d not cuBLASLt's first; losses within %.3g of --lt_tune 0; resumed "
-               "from lt_algos.bin: model and state bit for bit)\n", LABEL, scheme, configs, not_first, worst);
+        printf("PASS %s lt_tune_%s (%d configurations, %d not cuBLASLt's first, %d epilogues by our own kernel; losses "
+               "within %.3g of --lt_tune 0; resumed from lt_algos.bin: model and state bit for bit)\n", LABEL, scheme,
+               configs, not_first, pairs, worst);
         return 1;
     }
     printf("FAIL %s lt_tune_%s (%s; the runs are in %s)\n", LABEL, scheme,

@@ -860,6 +860,8 @@ typedef struct {
     int candidates, place;     // cuBLASLt's candidates then, and the choice's place among them (0: its first)
     double first_ms, chosen_ms; // the timed medians of its first and of the choice (0 when nothing was timed)
     int pass_calls;            // the configuration's calls in the tuning window: a micro-step's (the saving's weight)
+    int own_epilogue;          // the epilogue's work by the trainer's own kernel after a matmul without it was
+                               // measured faster: matmul_lt returns 0 and the caller's fallback runs that pair
 } LtChoice;
 static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 
@@ -874,6 +876,9 @@ static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 // preference's reduction mask (matmul_lt) already says so. The processes of one run add their times, so
 // that all keep the same algorithm. The choices go to -o's lt_algos.bin (dev/FORMATS.md), which a resume
 // reads, so that it continues bit for bit; --lt_tune 0 is the heuristic's first everywhere, untimed.
+// A configuration with an epilogue the trainer can do itself (GELU_AUX_BIAS, DGELU, BGRADB) is also timed
+// as the pair its caller falls back to: the fastest matmul without the epilogue, then the trainer's own
+// kernel (gelu_forward, gelu_backward, bias_backward). The pair counts only when it is faster.
 #define LT_TUNE_MAX_ALGOS 16
 #define LT_TUNE_RUNS 5
 static const double LT_REJECTED_MS = 1e30; // a candidate that failed the comparison (summed over processes)
@@ -905,7 +910,39 @@ typedef struct {
     int m, n, k, ldd, batch;
     long long sD;
     cublasLtEpilogue_t epilogue;
+    int transA, transB; // for the call's pair (lt_pair_ms): the same matmul without the epilogue
 } LtCall;
+
+// the epilogue of a matmul_lt call: the bias, GELU with its aux output, its derivative, or the bias gradient
+static cublasLtEpilogue_t lt_epilogue_of(LtActivation act, const void* bias) {
+    if (act == LT_GELU) { return bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; }
+    if (act == LT_DGELU) { return CUBLASLT_EPILOGUE_DGELU; }
+    if (act == LT_BGRADB) { return CUBLASLT_EPILOGUE_BGRADB; }
+    return bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// A matmul's operation: fp32 compute, the transposes, the epilogue with its pointers (aux laid out like D,
+// leading dimension ldd; the bias of bias_type)
+static cublasLtMatmulDesc_t lt_op_create(int transA, int transB, cublasLtEpilogue_t epilogue, const void* bias,
+                                         cudaDataType bias_type, const floatX* aux, int ldd) {
+    cublasLtMatmulDesc_t op;
+    cublasCheck(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    if (aux != NULL) { // the GELU input: written by LT_GELU, read by LT_DGELU
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+        const int64_t aux_ld = ldd;
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    }
+    if (bias != NULL) {
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    }
+    return op;
+}
 
 // cuBLASLt's candidates for a call, best first by its heuristic, at most `want`. Returns how many (0:
 // none). "No algorithm" comes back either as 0 results or as CUBLAS_STATUS_NOT_SUPPORTED; with an
@@ -1012,12 +1049,14 @@ static double lt_outputs_diff(const LtCall* c, float* partial_d, const LtOutputs
 
 // Each candidate's median time in ms (times[i]), LT_REJECTED_MS for one whose result differs from the
 // heuristic's first (candidate 0, the reference) by more than a different summation order can: 1e-2
-// relative in bf16 outputs, 1e-4 in fp32 ones. Nothing is timed when there is one candidate; when the
-// scratch outputs do not fit the GPU, the first is kept, said once.
-static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicResult_t* cands, int n, double* times) {
+// relative in bf16 outputs, 1e-4 in fp32 ones. Nothing is timed when there is one candidate, unless
+// time_alone (the pair's matmul, whose time is weighed against the epilogue's); when the scratch outputs
+// do not fit the GPU, the first is kept (time 0), said once.
+static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicResult_t* cands, int n, double* times,
+                               int time_alone) {
     times[0] = 0.0;
     for (int i = 1; i < n; i++) { times[i] = LT_REJECTED_MS; }
-    if (n < 2) { return; }
+    if (n < 2 && !time_alone) { return; }
     const double t0 = now_seconds();
     const size_t d_bytes = ((size_t)(c->batch - 1) * (size_t)c->sD + (size_t)(c->n - 1) * (size_t)c->ldd + (size_t)c->m) * c->d_size;
     const size_t aux_bytes = c->act == LT_GELU ? d_bytes : 0, bias_bytes = c->act == LT_BGRADB ? (size_t)c->n * c->d_size : 0;
@@ -1082,10 +1121,84 @@ static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicRes
     lt_point_epilogue(c, c->aux, c->bias); // the call itself writes its own outputs again
 }
 
+// the trainer's own kernels for the epilogues' work (the GELU section, the bias gradient's below)
+static void gelu_forward(floatX* out, const floatX* inp, size_t n);
+static void gelu_backward(floatX* dinp, const floatX* inp, const floatX* dout, size_t n);
+static void bias_backward(float* dbias, const floatX* dout, int N, int OC);
+
+// whether the call's caller has a fallback that does its epilogue's work with the trainer's own kernel
+// after the matmul without it (matmul_forward_gelu, matmul_backward_gelu, matmul_backward_params); a
+// GELU's or its derivative's kernel runs over D as one matrix
+static int lt_has_own_epilogue(const LtCall* c) {
+    if (c->act == LT_BGRADB) { return 1; }
+    return (c->act == LT_GELU || c->act == LT_DGELU) && c->batch == 1 && c->ldd == c->m;
+}
+
+// The own kernel of a call's epilogue on scratch (zeroed: nothing uninitialized is read), in ms: one
+// warm-up, then the median of LT_TUNE_RUNS launches. GELU over an m x n output, its derivative in place
+// with the call's aux (the forward's pre-activation), or dY's column sums (the call's B, k rows of n).
+static double lt_own_epilogue_ms(const LtCall* c) {
+    const size_t elems = (size_t)c->m * c->n;
+    const size_t bytes = c->act == LT_BGRADB ? (size_t)c->n * sizeof(float) : (c->act == LT_GELU ? 2 : 1) * elems * sizeof(floatX);
+    char* scratch = NULL;
+    if (cudaMalloc((void**)&scratch, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return LT_REJECTED_MS; // no room to time it: the epilogue stays
+    }
+    cudaCheck(cudaMemset(scratch, 0, bytes));
+    floatX* x = (floatX*)scratch;
+    cudaEvent_t ev[2 * LT_TUNE_RUNS];
+    for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventCreate(&ev[r])); }
+    for (int r = -1; r < LT_TUNE_RUNS; r++) { // r = -1: the warm-up
+        if (r >= 0) { cudaCheck(cudaEventRecord(ev[2 * r], 0)); }
+        if (c->act == LT_GELU) { gelu_forward(x + elems, x, elems); }
+        if (c->act == LT_DGELU) { gelu_backward(x, c->aux, x, elems); }
+        if (c->act == LT_BGRADB) { bias_backward((float*)scratch, c->B, c->k, c->n); }
+        if (r >= 0) { cudaCheck(cudaEventRecord(ev[2 * r + 1], 0)); }
+    }
+    cudaCheck(cudaEventSynchronize(ev[2 * LT_TUNE_RUNS - 1]));
+    double ms[LT_TUNE_RUNS];
+    for (int r = 0; r < LT_TUNE_RUNS; r++) {
+        float t = 0.0f;
+        cudaCheck(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+        ms[r] = t;
+    }
+    for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventDestroy(ev[r])); }
+    cudaCheck(cudaFree(scratch));
+    std::sort(ms, ms + LT_TUNE_RUNS);
+    return ms[LT_TUNE_RUNS / 2];
+}
+
+// The pair a call's caller falls back to, timed: the fastest correct candidate of the same matmul without
+// the epilogue (GELU's keeps the bias, as matmul_forward does), and the trainer's own kernel after it.
+// Their ms, and the heuristic's first's for that matmul (the report's saving: that matmul is a
+// configuration of its own, whose tuning counts from its first); the matmul's are LT_REJECTED_MS when
+// cuBLASLt has no algorithm for it.
+static void lt_pair_ms(const LtCall* c, double* matmul_ms, double* own_ms, double* matmul_first_ms) {
+    LtCall plain = *c;
+    plain.act = LT_PLAIN;
+    plain.bias = c->act == LT_GELU ? c->bias : NULL;
+    plain.aux = NULL;
+    plain.epilogue = lt_epilogue_of(LT_PLAIN, plain.bias);
+    plain.op = lt_op_create(c->transA, c->transB, plain.epilogue, plain.bias, CUBLAS_X_TYPE, NULL, c->ldd);
+    cublasLtMatmulHeuristicResult_t cands[LT_TUNE_MAX_ALGOS];
+    double times[LT_TUNE_MAX_ALGOS];
+    const int n = lt_candidates(&plain, LT_TUNE_MAX_ALGOS, cands);
+    *matmul_ms = *matmul_first_ms = LT_REJECTED_MS;
+    if (n > 0) { lt_time_candidates(&plain, cands, n, times, 1); }
+    for (int i = 0; i < n; i++) { *matmul_ms = fmin(*matmul_ms, times[i]); }
+    if (n > 0) { *matmul_first_ms = times[0]; }
+    cublasCheck(cublasLtMatmulDescDestroy(plain.op));
+    const double t0 = now_seconds(); // (lt_time_candidates counts its own)
+    *own_ms = lt_own_epilogue_ms(c);
+    g_lt_tuner.seconds += now_seconds() - t0;
+}
+
 // The algorithm a configuration runs from now on. Its choice in lt_algos.bin when a resume read one and
-// cuBLASLt still offers that algorithm (on every process alike: no collective). Otherwise, outside the
-// tuning window, the heuristic's first (one asked for, as without tuning); in it, the fastest correct
-// candidate, timed now, the processes' times added up.
+// cuBLASLt still offers that algorithm (on every process alike: no collective); an entry of zero bytes
+// there is a pair that won (own_epilogue). Otherwise, outside the tuning window, the heuristic's first
+// (one asked for, as without tuning); in it, the fastest correct candidate, timed now, the processes'
+// times added up, or the pair its caller falls back to when that is faster still.
 static LtChoice lt_decide(const LtCall* c, const LtKey* key) {
     LtChoice choice;
     memset(&choice, 0, sizeof(choice));
@@ -1097,6 +1210,14 @@ static LtChoice lt_decide(const LtCall* c, const LtKey* key) {
     const int n = lt_candidates(c, g_lt_tuner.open || saved != NULL ? LT_TUNE_MAX_ALGOS : 1, cands);
     choice.found = n > 0;
     if (n > 0) { choice.algo = cands[0].algo; }
+    static const cublasLtMatmulAlgo_t kPairWon = {}; // lt_algos.bin's entry of a pair that won
+    if (saved != NULL && n > 0 && lt_has_own_epilogue(c) && memcmp(saved, &kPairWon, sizeof(kPairWon)) == 0) {
+        choice.own_epilogue = 1;
+        choice.in_pass = 1;
+        choice.candidates = n;
+        g_lt_tuner.read++;
+        return choice;
+    }
     for (int i = 0; saved != NULL && i < n; i++) {
         if (memcmp(&cands[i].algo, saved, sizeof(*saved)) == 0) {
             choice.algo = cands[i].algo;
@@ -1121,9 +1242,15 @@ static LtChoice lt_decide(const LtCall* c, const LtKey* key) {
         }
     }
     if (n == 0) { return choice; }
-    double times[LT_TUNE_MAX_ALGOS];
-    lt_time_candidates(c, cands, n, times);
-    if (dp != NULL && !dp->alone && !dp_sum_doubles(dp, times, n, "the matmul tuning's times")) { exit(EXIT_FAILURE); }
+    // with one candidate nothing is timed, as everywhere (so the CPU runtime's one algorithm decides the same
+    // in every process): the pair is weighed against the epilogue's candidates when there are several
+    const int pair = n > 1 && lt_has_own_epilogue(c);
+    double times[LT_TUNE_MAX_ALGOS + 3]; // the candidates'; then the pair's: its matmul, own kernel, matmul's first
+    lt_time_candidates(c, cands, n, times, 0);
+    if (pair) { lt_pair_ms(c, &times[n], &times[n + 1], &times[n + 2]); }
+    if (dp != NULL && !dp->alone && !dp_sum_doubles(dp, times, n + 3 * pair, "the matmul tuning's times")) {
+        exit(EXIT_FAILURE);
+    }
     int best = 0;
     for (int i = 1; i < n; i++) {
         if (times[i] < times[best]) { best = i; }
@@ -1132,8 +1259,12 @@ static LtChoice lt_decide(const LtCall* c, const LtKey* key) {
     choice.place = best;
     choice.first_ms = times[0];
     choice.chosen_ms = times[best];
+    if (pair && times[n] + times[n + 1] < times[best]) { // the matmul without the epilogue, then our own kernel
+        choice.own_epilogue = 1;
+        choice.chosen_ms = times[n + 2] + times[n + 1]; // the matmul's own configuration counts its tuning's saving
+    }
     g_lt_tuner.timed += n > 1;
-    g_lt_tuner.not_first += best > 0;
+    g_lt_tuner.not_first += best > 0 && !choice.own_epilogue;
     return choice;
 }
 
@@ -1156,33 +1287,16 @@ static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
 // the result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL);
 // LT_BGRADB: bias is an output of n values of D's type, the sums of op(B)'s columns over k (cuBLASLt's
 // BGRADB: the weight gradient's GEMM sums dY while it reads it), written, never added to.
-// Returns 1. When cuBLASLt has no algorithm: with a bias or an activation, returns 0 having done
-// nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
+// Returns 1. When cuBLASLt has no algorithm, or the tuner measured the matmul without the epilogue plus
+// the trainer's own kernel faster (LtChoice.own_epilogue): with a bias or an activation, returns 0 having
+// done nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
 static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const void* bias,
                       LtActivation act, const floatX* aux, int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
                       float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
     const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
-    cublasLtMatmulDesc_t op;
-    cublasCheck(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    cublasLtEpilogue_t epilogue = bias != NULL ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    if (act == LT_GELU) { epilogue = bias != NULL ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX; }
-    if (act == LT_DGELU) { epilogue = CUBLASLT_EPILOGUE_DGELU; }
-    if (act == LT_BGRADB) { epilogue = CUBLASLT_EPILOGUE_BGRADB; }
-    cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    if (act == LT_GELU || act == LT_DGELU) { // the GELU input: written by LT_GELU, read by LT_DGELU; laid out like D
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
-        const int64_t aux_ld = ldd;
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
-    }
-    if (bias != NULL) {
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-        const cudaDataType bias_type = act == LT_BGRADB ? d_type : CUBLAS_X_TYPE;
-        cublasCheck(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
-    }
+    const cublasLtEpilogue_t epilogue = lt_epilogue_of(act, bias);
+    cublasLtMatmulDesc_t op = lt_op_create(transA, transB, epilogue, bias, act == LT_BGRADB ? d_type : CUBLAS_X_TYPE,
+                                           act == LT_GELU || act == LT_DGELU ? aux : NULL, ldd);
     cublasLtMatrixLayout_t la, lb, ld;
     cublasCheck(cublasLtMatrixLayoutCreate(&la, CUBLAS_X_TYPE, transA ? k : m, transA ? m : k, lda));
     cublasCheck(cublasLtMatrixLayoutCreate(&lb, CUBLAS_X_TYPE, transB ? n : k, transB ? k : n, ldb));
@@ -1227,7 +1341,8 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     }
     // new, or decided before the tuning window by the heuristic alone (step 0's validation): decided now
     if (choice == NULL || (g_lt_tuner.open && !choice->in_pass)) {
-        const LtCall call = {op, la, lb, ld, pref, A, Bm, D, d_size, alpha, beta, act, bias, aux, m, n, k, ldd, batch, sD, epilogue};
+        const LtCall call = {op, la, lb, ld, pref, A, Bm, D, d_size, alpha, beta, act, bias, aux, m, n, k, ldd, batch, sD, epilogue,
+                             transA, transB};
         const LtChoice decided = lt_decide(&call, &key);
         if (choice == NULL) {
             g_lt_cache.push_back(std::make_pair(key, decided));
@@ -1237,7 +1352,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
         }
     }
     if (g_lt_tuner.open) { choice->pass_calls++; }
-    const int ok = choice->found;
+    const int ok = choice->found && !choice->own_epilogue;
     if (ok) {
         cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &choice->algo,
                                    g_cublaslt_workspace, CUBLASLT_WORKSPACE_SIZE, 0));
@@ -5392,9 +5507,9 @@ static void lt_algos_write(const char* path) {
     for (size_t i = 0; i < g_lt_cache.size(); i++) {
         if (!g_lt_cache[i].second.in_pass || !g_lt_cache[i].second.found) { continue; }
         LtAlgosEntry e;
-        memset(&e, 0, sizeof(e));
+        memset(&e, 0, sizeof(e)); // an algorithm of zero bytes: the pair won (own_epilogue)
         e.key = g_lt_cache[i].first;
-        e.algo = g_lt_cache[i].second.algo;
+        if (!g_lt_cache[i].second.own_epilogue) { e.algo = g_lt_cache[i].second.algo; }
         entries.push_back(e);
     }
     LtAlgosHeader h;
@@ -5431,22 +5546,23 @@ static void lt_tune_prepare(const TrainArgs* a, DataParallel* dp) {
 // After the tuning window (the run's first micro-step, every process's): one line on what was timed or
 // read, in how long, and the predicted saving; rank 0 writes the choices to -o's lt_algos.bin.
 static void lt_tune_report(const TrainArgs* a, const DataParallel* dp, FILE* logf, double seconds) {
-    int configs = 0, candidates_max = 0;
+    int configs = 0, candidates_max = 0, pairs = 0;
     double saving_ms = 0.0; // from the timed medians: a micro-step's calls of each configuration, first minus chosen
     for (size_t i = 0; i < g_lt_cache.size(); i++) {
         const LtChoice* c = &g_lt_cache[i].second;
         if (!c->in_pass) { continue; }
         configs++;
+        pairs += c->own_epilogue;
         candidates_max = c->candidates > candidates_max ? c->candidates : candidates_max;
         saving_ms += c->pass_calls * (c->first_ms - c->chosen_ms) / dp->world; // the processes' sum: one's mean
     }
     char line[1024];
     snprintf(line, sizeof(line), "matmuls: %d configurations, %d timed (up to %d of cuBLASLt's candidates, the median of "
              "%d launches), %d read from lt_algos.bin%s, in the first micro-step (%.2f s of its %.2f s): %d not cuBLASLt's "
-             "first choice, %d candidates rejected for their results; predicted %.3f ms less a micro-step", configs,
-             g_lt_tuner.timed, candidates_max, LT_TUNE_RUNS, g_lt_tuner.read,
-             g_lt_tuner.stale > 0 ? " (some no longer offered: timed)" : "", g_lt_tuner.seconds, seconds, g_lt_tuner.not_first,
-             g_lt_tuner.rejected, saving_ms);
+             "first choice, %d with the epilogue's work faster in our own kernel after the matmul, %d candidates rejected "
+             "for their results; predicted %.3f ms less a micro-step", configs, g_lt_tuner.timed, candidates_max, LT_TUNE_RUNS,
+             g_lt_tuner.read, g_lt_tuner.stale > 0 ? " (some no longer offered: timed)" : "", g_lt_tuner.seconds, seconds,
+             g_lt_tuner.not_first, pairs, g_lt_tuner.rejected, saving_ms);
     if (dp->rank == 0) {
         printf("%s\n", line);
         logf_line(logf, line);

@@ -31,6 +31,10 @@ process. So the fastest differs from shape to shape (the heuristic's first for a
 from one tuning to the next, as a GPU's timings may: only a saved choice repeats a run's.
 CUDA_CPU_LT_BROKEN_ALGO=v makes algorithm v wrong (it sums only the first half of k) and the fastest
 (no modelled cost): a tuner must reject it by comparing its results with the heuristic's first.
+CUDA_CPU_LT_SLOW_EPILOGUE=gelu_aux_bias|gelu_aux|dgelu|bgradb (with N > 1) adds a modelled 1000 ms to
+every launch with that epilogue, as the H200's GELU epilogue ran at 528 TFLOP/s where the same GEMM
+without it ran at 805: the plain GEMM plus the trainer's own kernel is then faster, and a tuner that
+compares the two must choose the pair.
 */
 #ifndef CUDACPU_CUBLASLT_CPU_H
 #define CUDACPU_CUBLASLT_CPU_H
@@ -94,6 +98,28 @@ static uint64_t lt_shape_hash(const LtDesc* d, const LtLayout* a, const LtLayout
     return h;
 }
 inline std::map<uint64_t, uint64_t> lt_tunings;
+
+// CUDA_CPU_LT_SLOW_EPILOGUE: the epilogue whose launches cost a modelled 1000 ms more (-1 when unset: none)
+static int lt_slow_epilogue() {
+    static const int slow = [] {
+        const char* e = getenv("CUDA_CPU_LT_SLOW_EPILOGUE");
+        if (e == nullptr) { return -1; }
+        static const struct { const char* name; int epilogue; } names[] = {
+            {"gelu_aux_bias", CUBLASLT_EPILOGUE_GELU_AUX_BIAS}, {"gelu_aux", CUBLASLT_EPILOGUE_GELU_AUX},
+            {"dgelu", CUBLASLT_EPILOGUE_DGELU}, {"bgradb", CUBLASLT_EPILOGUE_BGRADB}};
+        for (const auto& n : names) {
+            if (strcmp(e, n.name) == 0) { return n.epilogue; }
+        }
+        fprintf(stderr, "cuda-cpu: CUDA_CPU_LT_SLOW_EPILOGUE=%s: expected gelu_aux_bias, gelu_aux, dgelu or bgradb\n", e);
+        exit(EXIT_FAILURE);
+    }();
+    return slow;
+}
+
+// launches of an algorithm other than the heuristic's first (variant 0) in place, D the same buffer as C,
+// as every matmul of the trainer's is (a tuner's timing runs write scratch): what a test reads to see
+// that a tuner's choices run, not only that they were made
+inline long long lt_calls_not_first = 0;
 
 // CUDA_CPU_LT_BROKEN_ALGO: the algorithm that computes a wrong result (-1 when unset: none)
 static int lt_broken_algo() {
@@ -513,8 +539,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t op, 
     if (lt_algo_count() > 1 && (int)chosen.variant != lt_broken_algo()) {
         const uint64_t h = lt_shape_hash(od, la, ld), e = lt_tunings[h], n = (uint64_t)lt_algo_count();
         extra_ms = 100.0 * (double)(1 + (chosen.variant + h % n + e % n) % n);
+        if ((int)od->epilogue == lt_slow_epilogue()) { extra_ms += 1000.0; }
     }
     const uint32_t variant = chosen.variant;
+    if (variant != 0 && C == D) { lt_calls_not_first++; }
     enqueue_on(stream_of(stream), [=]() {
         const double t0 = profiling() ? now_seconds() : 0.0;
         modelled_ms += extra_ms;

@@ -28,7 +28,9 @@
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
 #   the matmul tuning (--lt_tune; test_gpt2cu --tuning) over the runtime's 4 algorithms of their own
 #        summation orders (CUDA_CPU_LT_ALGOS=4), the fastest of them wrong (CUDA_CPU_LT_BROKEN_ALGO=2)
-#        and rejected: tuned losses against --lt_tune 0's, a resume from lt_algos.bin bit for bit;
+#        and rejected, the GELU epilogue slower than the matmul without it plus the trainer's GELU
+#        (CUDA_CPU_LT_SLOW_EPILOGUE=gelu_aux_bias), so the pair is chosen and run: tuned losses against
+#        --lt_tune 0's, a resume from lt_algos.bin bit for bit;
 #        the trainer binary's lt_algos.bin refused when damaged, re-tuned (and said) on another GPU
 #   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
@@ -91,7 +93,8 @@ runs+=("standard standard_hd64 --fixtures-only no_epilogues")
 runs+=("standard_fp32 standard_tiny --fixtures-only epilogues_invalid")
 # the matmul tuning (--lt_tune, test_gpt2.cu's run_tuning_check) over 4 algorithms of their own summation
 # orders (CUDA_CPU_LT_ALGOS=4), one of them wrong and the fastest (CUDA_CPU_LT_BROKEN_ALGO=2): the tuner
-# must reject it and choose among the other three; lt_algos.bin and the resume that reads it
+# must reject it and choose among the other three; the GELU epilogue slow (CUDA_CPU_LT_SLOW_EPILOGUE): the
+# tuner must choose the matmul without it and the trainer's GELU; lt_algos.bin and the resume that reads it
 runs+=("standard_fp32 standard_tiny --tuning lt_broken")
 # the other kernels at the trainer's widths (C to 2048, V 50257, 1.8M parameters) against their CPU
 # twins: the BF16 labs' --quick (their short shape lists), the trainer's version of each (matmul_gelu:
@@ -166,7 +169,7 @@ run_one() { # stem fixtures full|--fixtures-only|--tuning [no_epilogues|epilogue
   local env=() tag=""
   [ "${4:-}" = no_epilogues ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=1); tag=" no-epilogues"; }
   [ "${4:-}" = epilogues_invalid ] && { env=(CUDA_CPU_LT_NO_EPILOGUES=2); tag=" epilogues-invalid"; }
-  [ "${4:-}" = lt_broken ] && { env=(CUDA_CPU_LT_ALGOS=4 CUDA_CPU_LT_BROKEN_ALGO=2); tag=" lt-broken"; }
+  [ "${4:-}" = lt_broken ] && { env=(CUDA_CPU_LT_ALGOS=4 CUDA_CPU_LT_BROKEN_ALGO=2 CUDA_CPU_LT_SLOW_EPILOGUE=gelu_aux_bias); tag=" lt-broken"; }
   [ "${4:-}" = streams_earlier ] && { env=(CUDA_CPU_STREAMS=earlier); tag=" streams-earlier"; }
   bin=$(binary_of "$1")
   [ -x "$bin" ] || { echo "FAIL cpu-run $1: $bin not built"; return; }
