@@ -1051,10 +1051,11 @@ static double lt_outputs_diff(const LtCall* c, float* partial_d, const LtOutputs
 // heuristic's first (candidate 0, the reference) by more than a different summation order can: 1e-2
 // relative in bf16 outputs, 1e-4 in fp32 ones. Nothing is timed when there is one candidate, unless
 // time_alone (the pair's matmul, whose time is weighed against the epilogue's); when the scratch outputs
-// do not fit the GPU, the first is kept (time 0), said once.
+// do not fit the GPU, the first is kept (time 0), said once. With time_alone, a first that was not timed
+// (no scratch, or it does not run) is LT_REJECTED_MS: the pair is then not taken.
 static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicResult_t* cands, int n, double* times,
                                int time_alone) {
-    times[0] = 0.0;
+    times[0] = time_alone ? LT_REJECTED_MS : 0.0;
     for (int i = 1; i < n; i++) { times[i] = LT_REJECTED_MS; }
     if (n < 2 && !time_alone) { return; }
     const double t0 = now_seconds();
