@@ -1047,6 +1047,20 @@ static double lt_outputs_diff(const LtCall* c, float* partial_d, const LtOutputs
     return worst;
 }
 
+// The median in ms of LT_TUNE_RUNS launches, each between its pair of events (ev[2 r], ev[2 r + 1]),
+// once the last has run
+static double lt_median_ms(const cudaEvent_t* ev) {
+    cudaCheck(cudaEventSynchronize(ev[2 * LT_TUNE_RUNS - 1]));
+    double ms[LT_TUNE_RUNS];
+    for (int r = 0; r < LT_TUNE_RUNS; r++) {
+        float t = 0.0f;
+        cudaCheck(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
+        ms[r] = t;
+    }
+    std::sort(ms, ms + LT_TUNE_RUNS);
+    return ms[LT_TUNE_RUNS / 2];
+}
+
 // Each candidate's median time in ms (times[i]), LT_REJECTED_MS for one whose result differs from the
 // heuristic's first (candidate 0, the reference) by more than a different summation order can: 1e-2
 // relative in bf16 outputs, 1e-4 in fp32 ones. Nothing is timed when there is one candidate, unless
@@ -1106,15 +1120,7 @@ static void lt_time_candidates(const LtCall* c, const cublasLtMatmulHeuristicRes
             cublasCheck(lt_run_into(c, &cands[i].algo, out));
             cudaCheck(cudaEventRecord(ev[2 * r + 1], 0));
         }
-        cudaCheck(cudaEventSynchronize(ev[2 * LT_TUNE_RUNS - 1]));
-        double ms[LT_TUNE_RUNS];
-        for (int r = 0; r < LT_TUNE_RUNS; r++) {
-            float t = 0.0f;
-            cudaCheck(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-            ms[r] = t;
-        }
-        std::sort(ms, ms + LT_TUNE_RUNS);
-        times[i] = ms[LT_TUNE_RUNS / 2];
+        times[i] = lt_median_ms(ev);
     }
     for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventDestroy(ev[r])); }
     cudaCheck(cudaFree(scratch));
@@ -1157,17 +1163,10 @@ static double lt_own_epilogue_ms(const LtCall* c) {
         if (c->act == LT_BGRADB) { bias_backward((float*)scratch, c->B, c->k, c->n); }
         if (r >= 0) { cudaCheck(cudaEventRecord(ev[2 * r + 1], 0)); }
     }
-    cudaCheck(cudaEventSynchronize(ev[2 * LT_TUNE_RUNS - 1]));
-    double ms[LT_TUNE_RUNS];
-    for (int r = 0; r < LT_TUNE_RUNS; r++) {
-        float t = 0.0f;
-        cudaCheck(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-        ms[r] = t;
-    }
+    const double median = lt_median_ms(ev);
     for (int r = 0; r < 2 * LT_TUNE_RUNS; r++) { cudaCheck(cudaEventDestroy(ev[r])); }
     cudaCheck(cudaFree(scratch));
-    std::sort(ms, ms + LT_TUNE_RUNS);
-    return ms[LT_TUNE_RUNS / 2];
+    return median;
 }
 
 // The pair a call's caller falls back to, timed: the fastest correct candidate of the same matmul without
