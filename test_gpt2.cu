@@ -719,6 +719,12 @@ static void resume_args(TrainArgs* a, const char* model_path, const char* shard,
     a->overwrite = 1; // the folders of this test's previous invocation
 }
 
+// a passed check's folder of its own (mkdtemp), removed; said when it cannot be
+static void remove_run_folder(const char* dir, const char* check, const char* scheme) {
+    const std::string rm = std::string("rm -rf '") + dir + "'";
+    if (system(rm.c_str()) != 0) { printf("  %s%s: could not remove %s\n", check, scheme, dir); }
+}
+
 // a file's bytes (empty when it cannot be read)
 static std::vector<char> file_bytes(const char* path) {
     std::vector<char> bytes;
@@ -839,8 +845,7 @@ static int run_tuning_check(const char* model_path) {
            not_first, pairs, fallbacks_run, rejected, read, worst, tol, mt == mu ? "the same" : "differ",
            same_resumed ? "losses, model and state bit-identical" : "differ");
     if (worst <= tol && same_resumed && read == configs && vacuous == NULL && isfinite(lt[9])) {
-        const std::string rm = std::string("rm -rf '") + dir + "'";
-        if (system(rm.c_str()) != 0) { printf("  lt_tune_%s: could not remove %s\n", scheme, dir); }
+        remove_run_folder(dir, "lt_tune_", scheme);
         printf("PASS %s lt_tune_%s (%d configurations, %d not cuBLASLt's first, %d epilogues by our own kernel; losses "
                "within %.3g of --lt_tune 0; resumed from lt_algos.bin: model and state bit for bit)\n", LABEL, scheme,
                configs, not_first, pairs, worst);
@@ -936,8 +941,7 @@ static int run_resume_check(const char* model_path, const char* tag, int own_dir
                i >= 5 ? lc[i] : NAN);
     }
     if (same_ab && same_ac && same_rng && isfinite(la[9])) {
-        const std::string rm = std::string("rm -rf '") + dir + "'";
-        if (own_dir && system(rm.c_str()) != 0) { printf("  resume_%s: could not remove %s\n", scheme, dir); }
+        if (own_dir) { remove_run_folder(dir, "resume_", scheme); }
         printf("PASS %s resume_%s (steps 6-10 after resuming at step 5 are bit-identical to the uninterrupted run; "
                "final loss %.6f)\n", LABEL, scheme, la[9]);
         return 1;
