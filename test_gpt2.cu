@@ -66,6 +66,13 @@ static const double STEP_GRAD_NORMS_TOLERANCE = 1e-4;
 static const char* const LABEL = "cuda-" PRECISION_NAME;
 
 // a device tensor of floatX values, as host floats
+// FNV-1a, 64 bits: the fixture runs' digests
+static uint64_t fnv1a_bytes(uint64_t h, const void* p, size_t n) {
+    const unsigned char* b = (const unsigned char*)p;
+    for (size_t i = 0; i < n; i++) { h = (h ^ b[i]) * 1099511628211ull; }
+    return h;
+}
+
 static std::vector<float> fetch_x(const floatX* d, size_t n) {
     std::vector<float> out(n);
     std::vector<unsigned char> raw(n * sizeof(floatX) + 1);
@@ -377,6 +384,18 @@ static int run_fixture(const char* fixture, const char* model_path, const char* 
             printf("  %s step losses: %.6f -> %.6f (reference %.6f -> %.6f)\n", fixture, losses[0],
                    losses[(size_t)ds.num_steps - 1], rsl->f[0], rsl->f[ds.num_steps - 1]);
         }
+    }
+    // the run's bits in one number: a refactor that claims "bits unchanged" shows the same digests before
+    // and after (logits, the gradients of the last step, the parameters after the steps)
+    {
+        uint64_t digest = 1469598103934665603ull;
+        digest = fnv1a_bytes(digest, logits.data(), logits.size() * sizeof(float));
+        std::vector<float> grads = fetch_f(model.grads_memory, model.num_parameters_padded);
+        digest = fnv1a_bytes(digest, grads.data(), grads.size() * sizeof(float));
+        std::vector<unsigned char> params(model.num_parameters_padded * sizeof(floatX));
+        cudaCheck(cudaMemcpy(params.data(), model.params_memory, params.size(), cudaMemcpyDeviceToHost));
+        digest = fnv1a_bytes(digest, params.data(), params.size());
+        printf("  %s digest %016llx\n", fixture, (unsigned long long)digest);
     }
     if (v.failed) {
         if (!v.why.empty()) {
