@@ -171,8 +171,8 @@ $(BUILD)/test_streams: dev/cudacpu/test_streams.cu | $(BUILD)
 LABS := attention_forward attention_backward
 # BF16-only labs (their tolerances and byte counts are bf16's): built by `make labs` in BF16 only
 LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer attention_decode
-# dev/cuda/common.h and the CPU references the labs include
-LAB_HEADERS := dev/cuda/common.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h
+# dev/cuda/common.h, the flash versions the trainer does not hold, and the CPU references the labs include
+LAB_HEADERS := dev/cuda/common.h dev/cuda/attention_flash_versions.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
 LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
                  -Xcompiler $(OPENMP)

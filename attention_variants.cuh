@@ -6,7 +6,7 @@ functions that compile with nvcc and with any C++11 compiler:
 
   - the scheme enumeration and its names (the `QKV=<id>` of the Makefile),
   - the compile-time choice QKV_SCHEME (one binary per scheme),
-  - the model shape (GPT2Config) with the runtime knobs of VARIANTS.md,
+  - the model shape (GPT2Config) with the runtime knobs of dev/SCHEMES.md,
   - the constraint check: a forbidden scheme/shape combination gives a message naming both,
   - the fused attention projection: its width and where q, k, v come from (QKVLayout: a column
     range of the projection, the attention input x, or the residual query's MLP), where each

@@ -19,10 +19,8 @@ scheme's first fixture, and again on its first fixture with a flash kernel: resu
 uninterrupted run's main.log must have one well-formed line per step. The standard scheme also
 reads an llm.c version 5 (bf16) checkpoint. No fixture of this scheme in the manifest is a FAIL.
 
-A fixture whose head size has a flash kernel (64, 128; BF16 builds) runs four times, as
-<fixture>/fused (the default flash kernels: forward version 3, backward version 4, version 2's
-kernels with cp.async and ldmatrix), <fixture>/fused_flash3 (`--flash 3`: version 3's one-pass
-backward), <fixture>/fused_flash2 (`--flash 2`: version 2 in both directions) and
+A fixture whose head size has a flash kernel (64, 128; BF16 builds) runs twice, as
+<fixture>/fused (the flash kernels: forward version 3, backward version 4) and
 <fixture>/unfused (the `--attention unfused` path): the fused paths check each layer's att_lse, the unfused path its att
 probabilities; q, k and v are read in place, where attention reads them.
 Output: "  <fixture> <tensor> rel_err=..." details, one "PASS cuda-<precision> <fixture> (...)" or
@@ -189,19 +187,14 @@ typedef struct {
     int recompute;   // -r
     int gelu_fusion; // --gelu_fusion
     int bias_fusion; // --bias_fusion
-    int flash;       // --flash: the flash kernels' version (4: backward 4, forward 3); 0: the default (forward 3, backward 4)
     int logits_rows; // > 0: the classifier's chunk in the passes with targets (at most the allocated rows)
 } RunOptions;
-static const RunOptions kDefaultRun = {0, 1, 1, 0, 0};
-static const RunOptions kFlash3Run = {0, 1, 1, 3, 0}; // version 3's one-pass backward
-static const RunOptions kFlash2Run = {0, 1, 1, 2, 0}; // version 2 in both directions
+static const RunOptions kDefaultRun = {0, 1, 1, 0};
 
 // the trainer's globals that train_run sets from its flags
 static void set_run_globals(const RunOptions* opt) {
     g_gelu_fusion = opt->gelu_fusion;
     g_bias_fusion = opt->bias_fusion;
-    g_flash_version = flash_forward_version(opt->flash);
-    g_flash_backward_version = flash_backward_version(opt->flash);
 }
 static const int GRAD_CHECK_MICRO_STEPS = 2;
 
@@ -1257,11 +1250,9 @@ int main(int argc, char** argv) {
         const int both = checkpoint_inspect(fields[2], -1.0f, &fc, &fversion, msg, sizeof(msg)) &&
                          attention_fused_supported(qkv_head_dim(&fc));
         if (both && first_fused_model.empty()) { first_fused_model = fields[2]; }
-        if (both) { // the flash path by default (forward 3, backward 4), with --flash 3 and 2, and the unfused path
+        if (both) { // the flash path and the unfused path
             const std::string name = fields[0];
             if (run_fixture((name + "/fused").c_str(), fields[2], fields[3], 1)) { passed++; } else { failed++; }
-            if (run_fixture((name + "/fused_flash3").c_str(), fields[2], fields[3], 1, &kFlash3Run)) { passed++; } else { failed++; }
-            if (run_fixture((name + "/fused_flash2").c_str(), fields[2], fields[3], 1, &kFlash2Run)) { passed++; } else { failed++; }
             if (run_fixture((name + "/unfused").c_str(), fields[2], fields[3], 0)) { passed++; } else { failed++; }
         } else if (run_fixture(fields[0], fields[2], fields[3], 0)) {
             passed++;
@@ -1276,7 +1267,7 @@ int main(int argc, char** argv) {
         // and both LayerNorms recomputed); then -r 1 with the fused GELU (the backward recomputes gelu
         // from the rounded pre-activation)
         if (ran == 1 && !fixtures_only) {
-            const RunOptions other[2] = {{2, 0, 0, 0, 37}, {1, 1, 1, 0, 0}};
+            const RunOptions other[2] = {{2, 0, 0, 37}, {1, 1, 1, 0}};
             const char* const suffix[2] = {"/chunk37_nogelufusion_nobiasfusion_r2", "/r1"};
             for (int k = 0; k < 2; k++) {
                 const std::string name = std::string(fields[0]) + suffix[k];

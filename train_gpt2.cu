@@ -308,10 +308,6 @@ __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
 
 static int g_gelu_fusion = 1;   // 1: GELU (and its derivative) in the cuBLASLt epilogues (--gelu_fusion)
 static int g_bias_fusion = 1;   // 1: bias gradients in the weight gradient's cuBLASLt epilogue (--bias_fusion)
-// The flash attention kernels' versions, forward and backward (--flash N: both N; the defaults:
-// flash_forward_version in training_memory.h)
-static int g_flash_version = flash_forward_version(0);           // the forward's: 3, or 2
-static int g_flash_backward_version = flash_backward_version(0); // the backward's: 2, 3 or 4
 static int g_reduce_blocks = 0; // blocks of a deterministic reduction: 2 per SM (cuda_setup), a fixed grid
 static int g_num_sms = 0;       // streaming multiprocessors of the GPU (cuda_setup)
 
@@ -1278,10 +1274,44 @@ static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
     return a;
 }
 
-// Column-major, as cuBLAS sees it: D (m x n, ldd) = alpha * op(A) op(B) + beta * D [+ bias (m)],
-// op(A) m x k (A stored k x m when transA), op(B) k x n (B stored n x k when transB).
-// A and B are floatX; D (and its C input) has type d_type: floatX, or CUDA_R_32F for the fp32
-// parameter gradients. batch > 1: strided batches with element strides sA, sB, sD.
+// One cuBLASLt matmul, column-major as cuBLAS sees it: D (m x n, ldd) = alpha * op(A) op(B) + beta * D
+// [+ bias (m)], op(A) m x k (A stored k x m when transA), op(B) k x n (B stored n x k when transB).
+typedef struct {
+    int m, n, k, transA, transB;
+    int lda, ldb, ldd;           // leading dimensions
+    float alpha, beta;
+    int batch;                   // > 1: strided batches with element strides sA, sB, sD
+    long long sA, sB, sD;
+    LtActivation act;            // the epilogue (below); LT_PLAIN with bias NULL: none
+    const void* bias;
+    const floatX* aux;
+} LtMatmul;
+
+// D = op(A) op(B) with packed operands (each leading dimension its stored row count), one batch, no epilogue
+static LtMatmul lt_matmul(int transA, int transB, int m, int n, int k) {
+    LtMatmul mm;
+    mm.m = m; mm.n = n; mm.k = k; mm.transA = transA; mm.transB = transB;
+    mm.lda = transA ? k : m; mm.ldb = transB ? n : k; mm.ldd = m;
+    mm.alpha = 1.0f; mm.beta = 0.0f;
+    mm.batch = 1; mm.sA = mm.sB = mm.sD = 0;
+    mm.act = LT_PLAIN; mm.bias = NULL; mm.aux = NULL;
+    return mm;
+}
+// the same as alpha * op(A) op(B) + beta * D
+static LtMatmul lt_scaled(LtMatmul mm, float alpha, float beta) { mm.alpha = alpha; mm.beta = beta; return mm; }
+// the same over `batch` strided batches
+static LtMatmul lt_batched(LtMatmul mm, int batch, long long sA, long long sB, long long sD) {
+    mm.batch = batch; mm.sA = sA; mm.sB = sB; mm.sD = sD;
+    return mm;
+}
+// the same with an epilogue
+static LtMatmul lt_epilogue(LtMatmul mm, LtActivation act, const void* bias, const floatX* aux) {
+    mm.act = act; mm.bias = bias; mm.aux = aux;
+    return mm;
+}
+
+// matmul_lt runs an LtMatmul. A and B are floatX; D (and its C input) has type d_type: floatX, or
+// CUDA_R_32F for the fp32 parameter gradients.
 // Compute is always CUBLAS_COMPUTE_32F: fp32 accumulation, never TF32.
 // Epilogue: + bias (m, floatX) when bias != NULL; act LT_GELU: D = gelu(result), aux (laid out like D) =
 // the result before the GELU; LT_DGELU: D = result * gelu'(aux), aux an input (bias must be NULL);
@@ -1290,9 +1320,14 @@ static uint32_t lt_alignment(const void* p, long long stride_bytes, int batch) {
 // Returns 1. When cuBLASLt has no algorithm, or the tuner measured the matmul without the epilogue plus
 // the trainer's own kernel faster (LtChoice.own_epilogue): with a bias or an activation, returns 0 having
 // done nothing (the caller does the epilogue's work itself); without, stops with a line naming the shape.
-static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const void* bias,
-                      LtActivation act, const floatX* aux, int m, int n, int k, int transA, int transB, int lda, int ldb, int ldd,
-                      float alpha, float beta, int batch, long long sA, long long sB, long long sD) {
+static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX* Bm, const LtMatmul& mm) {
+    const int m = mm.m, n = mm.n, k = mm.k, transA = mm.transA, transB = mm.transB;
+    const int lda = mm.lda, ldb = mm.ldb, ldd = mm.ldd, batch = mm.batch;
+    const long long sA = mm.sA, sB = mm.sB, sD = mm.sD;
+    const float alpha = mm.alpha, beta = mm.beta;
+    const LtActivation act = mm.act;
+    const void* bias = mm.bias;
+    const floatX* aux = mm.aux;
     const size_t d_size = d_type == CUDA_R_32F ? 4 : 2;
     const cublasLtEpilogue_t epilogue = lt_epilogue_of(act, bias);
     cublasLtMatmulDesc_t op = lt_op_create(transA, transB, epilogue, bias, act == LT_BGRADB ? d_type : CUBLAS_X_TYPE,
@@ -1387,10 +1422,11 @@ __global__ void add_bias_kernel(floatX* out, const floatX* bias, int N, int OC) 
 // OC is a multiple of 8: every GPT-2 shape), else it is added separately; its alignment is part of
 // matmul_lt's algorithm cache key, as cuBLASLt's heuristic reads it from the pointer.
 static void matmul_forward(floatX* out, const floatX* inp, const floatX* weight, const floatX* bias, int N, int C, int OC) {
+    const LtMatmul mm = lt_matmul(1, 0, OC, N, C); // (OC, N) column-major
     int fuse = bias != NULL && ((uintptr_t)bias % 16) == 0;
-    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, fuse ? bias : NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+    if (!matmul_lt(out, CUBLAS_X_TYPE, weight, inp, lt_epilogue(mm, LT_PLAIN, fuse ? bias : NULL, NULL))) {
         fuse = 0; // no algorithm with the bias epilogue for this shape: plain matmul, bias added below
-        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, NULL, LT_PLAIN, NULL, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0);
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, mm);
     }
     if (bias != NULL && !fuse) {
         const int n = N * OC;
@@ -1477,16 +1513,16 @@ __global__ void bias_sums_add_kernel(float* dbias, const float* sums, int OC) {
 // second time. --bias_fusion 0, or no cuBLASLt algorithm with that epilogue: bias_backward_kernel
 // reads dout again after the plain GEMM.
 static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
+    const LtMatmul dw = lt_scaled(lt_matmul(0, 1, C, OC, N), 1.0f, 1.0f); // (C, OC) column-major, added to
     if (dbias != NULL && g_bias_fusion && g_bias_sums != NULL) {
         reduce_scratch_check(OC, "the bias gradient's epilogue");
-        if (matmul_lt(dweight, CUDA_R_32F, inp, dout, g_bias_sums, LT_BGRADB, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f,
-                      1, 0, 0, 0)) {
+        if (matmul_lt(dweight, CUDA_R_32F, inp, dout, lt_epilogue(dw, LT_BGRADB, g_bias_sums, NULL))) {
             bias_sums_add_kernel<<<(OC + 255) / 256, 256>>>(dbias, g_bias_sums, OC);
             launchCheck();
             return;
         }
     }
-    matmul_lt(dweight, CUDA_R_32F, inp, dout, NULL, LT_PLAIN, NULL, C, OC, N, 0, 1, C, OC, C, 1.0f, 1.0f, 1, 0, 0, 0);
+    matmul_lt(dweight, CUDA_R_32F, inp, dout, dw);
     if (dbias != NULL) { bias_backward(dbias, dout, N, OC); }
 }
 
@@ -1494,7 +1530,7 @@ static void matmul_backward_params(float* dweight, float* dbias, const floatX* d
 // dweight (OC, C) += dout^T @ inp (fp32); dbias (OC) += column sums of dout (when not NULL)
 static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
                             const floatX* weight, int N, int C, int OC, float dinp_beta) {
-    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, dinp_beta, 1, 0, 0, 0);
+    matmul_lt(dinp, CUBLAS_X_TYPE, weight, dout, lt_scaled(lt_matmul(0, 0, C, N, OC), 1.0f, dinp_beta));
     matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
 }
 
@@ -1503,10 +1539,9 @@ static void matmul_backward(floatX* dinp, float* dweight, float* dbias, const fl
 //
 // fused (BF16 builds, head sizes 64 and 128, the default there): the flash kernels below read q, k
 //   and v in place and write atty (B, T, C) and each row's log-sum-exp; the backward recomputes the
-//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T). Versions of
-//   each direction (AttnShape.flash_fwd, flash_bwd; --flash): 3 (128-row forward tiles, a one-pass
-//   backward) and 2; a backward version 4 (version 2's kernels with version 3's cp.async and
-//   ldmatrix); by default forward 3, backward 4. Every version's lse is ln(sum) + max.
+//   probabilities. Activations per layer: lse (B, H, T) fp32 instead of (B, H, T, T), ln(sum) + max.
+//   One kernel per direction, the one the GPU measured fastest: forward version 3, backward version
+//   4 (dev/cuda/attention_forward.cu and attention_backward.cu hold every version and their timings).
 // unfused (every other head size, FP32 builds, and `--attention unfused`): q is gathered to
 //   (B, H, T, hd), k and v to (B, Hkv, T, hd), each stored tensor once (a role that shares another's
 //   storage points at it). With g = H / Hkv, query head h = kvh*g + j reads kv head kvh, so q viewed
@@ -1523,7 +1558,6 @@ typedef struct {
     QKVLayout layout;
     int owner[3]; // which stored tensor plays role r (0 q, 1 k, 2 v): owner[r] <= r
     int fused;    // 1: flash kernels, 0: cuBLASLt path
-    int flash_fwd, flash_bwd; // the flash kernels' versions (g_flash_version, g_flash_backward_version): 3 or 2; backward also 4
 } AttnShape;
 
 // the flash kernels exist for head sizes 64 and 128 in BF16 builds (the rule lives in the header,
@@ -1554,8 +1588,6 @@ static AttnShape attn_shape_make(const GPT2Config* c, int B, int T, int fused) {
     s.layout = qkv_layout(c);
     attn_owners(&s.layout, s.owner);
     s.fused = fused && attention_fused_supported(s.hd);
-    s.flash_fwd = g_flash_version;
-    s.flash_bwd = g_flash_backward_version;
     return s;
 }
 
@@ -1573,19 +1605,7 @@ typedef struct {
     floatX* datt;     // unfused: (B, H, T, T)
     floatX* dyperm;   // unfused: (B, H, T, hd)
     float* delta;     // fused: (B, H, T) rowsum(datty * atty) per head
-    float* dq_accum;  // fused, flash version 3: (B, T, C) fp32, dQ's ordered sum (scratch)
-    unsigned int* sync; // fused, flash version 3: flash3_bwd_sync_words tickets and counters
 } AttnGradBuffers;
-
-// the flash version 3 backward's query rows per step: the registers decide (per warp, dK and dV hold
-// 16 keys x hd in fp32 each)
-#define FLASH3_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 64 : 16)
-
-// its sync words: [0] the work ticket, then per (b, h, query tile) the dQ order counter, then the D flag
-// (training_memory.h sizes them for block_m 16, the smaller)
-static __attribute__((unused)) inline size_t flash3_bwd_sync_words(int B, int H, int T, int block_m) {
-    return 1 + 2 * (size_t)B * H * (size_t)((T + block_m - 1) / block_m);
-}
 
 // ----------------------------------------------------------------------------
 // attention: the flash kernels (BF16 builds, head sizes 64 and 128)
@@ -1611,16 +1631,15 @@ static __attribute__((unused)) inline size_t flash3_bwd_sync_words(int B, int H,
 // so the accumulators of two neighbouring 8-column tiles are, rounded to bf16, the A fragment of
 // one 16-deep step: P and dS go from one matmul into the next without touching shared memory.
 
-#define FLASH_BLOCK_M 64   // query rows per tile (kBlockM)
-#define FLASH_BLOCK_N 64   // keys per tile (kBlockN); == FLASH_BLOCK_M, so the diagonal tile of
-                           // query tile m is key tile m
-#define FLASH_WARPS 4      // 4 warps x 16 rows = one 64-row tile
-#define FLASH_THREADS (FLASH_WARPS * 32)
+// the kernels' versions in the labs' numbering (dev/cuda/attention_forward.cu, attention_backward.cu),
+// which the profile's cost model and the run's header name
+#define FLASH_FORWARD_VERSION 3
+#define FLASH_BACKWARD_VERSION 4
+
 #define FLASH_SMEM_PAD 8   // bf16 per smem row beyond the head: rows 16 bytes apart mod 128, so the
                            // 8 rows one fragment load touches fall in different banks
 #define FLASH_LOG2E 1.4426950408889634f
 #define FLASH_LN2 0.6931471805599453f
-static_assert(FLASH_BLOCK_M == FLASH_BLOCK_N, "the causal loop bounds take the diagonal key tile of query tile m to be m");
 
 // one role's rows (qkv_role_view): element (b, t, head h, dim d) at ptr[(b * T + t) * stride + h * hd + d]
 typedef QKVView<const floatX> AttnRows;
@@ -1642,39 +1661,6 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
     return (uint32_t)__bfloat16_as_ushort(v.x) | ((uint32_t)__bfloat16_as_ushort(v.y) << 16);
 }
 
-// two consecutive bf16 of shared memory (even index) as one register
-__device__ __forceinline__ uint32_t lds_bf16x2(const floatX* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
-// two bf16 one row apart (a column pair) as one register
-__device__ __forceinline__ uint32_t lds_bf16_column_pair(const floatX* p, int stride) {
-    return (uint32_t)__bfloat16_as_ushort(p[0]) | ((uint32_t)__bfloat16_as_ushort(p[stride]) << 16);
-}
-
-// A fragment of the 16 x 16 block at (row 0, column k0) of a row-major smem tile
-__device__ __forceinline__ void load_frag_a(uint32_t a[4], const floatX* s, int stride, int k0, int group, int quad) {
-    const floatX* p = s + group * stride + k0 + 2 * quad;
-    a[0] = lds_bf16x2(p);
-    a[1] = lds_bf16x2(p + 8 * stride);
-    a[2] = lds_bf16x2(p + 8);
-    a[3] = lds_bf16x2(p + 8 * stride + 8);
-}
-
-// B fragment (k0..k0+15, n0..n0+7) where the smem tile holds B transposed: row n, column k
-// (K for S = Q K^T, Q for S^T = K Q^T): the k pair is contiguous
-__device__ __forceinline__ void load_frag_b_nk(uint32_t b[2], const floatX* s, int stride, int n0, int k0, int group, int quad) {
-    const floatX* p = s + (n0 + group) * stride + k0 + 2 * quad;
-    b[0] = lds_bf16x2(p);
-    b[1] = lds_bf16x2(p + 8);
-}
-
-// B fragment (k0..k0+15, n0..n0+7) where the smem tile holds B as is: row k, column n
-// (V for O = P V, dO for dV = P^T dO, K for dQ = dS K, Q for dK = dS^T Q): the k pair is a column pair
-__device__ __forceinline__ void load_frag_b_kn(uint32_t b[2], const floatX* s, int stride, int k0, int n0, int group, int quad) {
-    const floatX* p = s + (k0 + 2 * quad) * stride + n0 + group;
-    b[0] = lds_bf16_column_pair(p, stride);
-    b[1] = lds_bf16_column_pair(p + 8 * stride, stride);
-}
-
 // the A fragment of k step kk from the fp32 accumulators of 8-column tiles 2kk and 2kk+1, in bf16
 template <int kTiles>
 __device__ __forceinline__ void frag_a_from_acc(uint32_t a[4], const float (&acc)[kTiles][4], int kk) {
@@ -1682,19 +1668,6 @@ __device__ __forceinline__ void frag_a_from_acc(uint32_t a[4], const float (&acc
     a[1] = pack_bf16x2(acc[2 * kk][2], acc[2 * kk][3]);
     a[2] = pack_bf16x2(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
     a[3] = pack_bf16x2(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
-}
-
-// sTile (kRows, kHeadDim), row stride kHeadDim + FLASH_SMEM_PAD  <-  rows row0.. of one head, g = the
-// head's first element of batch row 0 (row stride `stride`); rows >= T are zeros. 16-byte loads.
-template <int kRows, int kHeadDim>
-__device__ __forceinline__ void flash_load_tile(floatX* sTile, const floatX* g, int stride, int row0, int T) {
-    constexpr int kChunks = kHeadDim / 8;
-    for (int i = threadIdx.x; i < kRows * kChunks; i += FLASH_THREADS) {
-        const int r = i / kChunks, c = (i % kChunks) * 8;
-        uint4 val = make_uint4(0u, 0u, 0u, 0u);
-        if (row0 + r < T) { val = *reinterpret_cast<const uint4*>(g + (size_t)(row0 + r) * stride + c); }
-        *reinterpret_cast<uint4*>(sTile + r * (kHeadDim + FLASH_SMEM_PAD) + c) = val;
-    }
 }
 
 // p[0..1] = (a, b), or += when accumulate; p is 4-byte aligned (even column, even row stride)
@@ -1771,127 +1744,6 @@ __device__ __forceinline__ void flash_store_dq(AttnGradDest dq, const float (&ac
     }
 }
 
-// S (16, kBlockN) = Q_w K^T for this warp's 16 rows of sQ against the key tile sK, fp32
-template <int kHeadDim>
-__device__ __forceinline__ void flash_scores(float (&s)[FLASH_BLOCK_N / 8][4], const floatX* sQw, const floatX* sK,
-                                             int group, int quad) {
-    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    for (int j = 0; j < FLASH_BLOCK_N / 8; j++) { s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f; }
-    #pragma unroll
-    for (int k0 = 0; k0 < kHeadDim; k0 += 16) {
-        uint32_t a[4];
-        load_frag_a(a, sQw, kStride, k0, group, quad);
-        #pragma unroll
-        for (int j = 0; j < FLASH_BLOCK_N / 8; j++) {
-            uint32_t b[2];
-            load_frag_b_nk(b, sK, kStride, j * 8, k0, group, quad);
-            mma_16816(s[j], a, b);
-        }
-    }
-}
-
-// acc (16, kHeadDim) += P (16, kBlock) V (kBlock, kHeadDim), P from fp32 accumulators, V row-major in smem
-template <int kHeadDim, int kBlock>
-__device__ __forceinline__ void flash_acc_pv(float (&acc)[kHeadDim / 8][4], const float (&p)[kBlock / 8][4],
-                                             const floatX* sV, int group, int quad) {
-    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    #pragma unroll
-    for (int kk = 0; kk < kBlock / 16; kk++) {
-        uint32_t a[4];
-        frag_a_from_acc<kBlock / 8>(a, p, kk);
-        #pragma unroll
-        for (int dj = 0; dj < kHeadDim / 8; dj++) {
-            uint32_t b[2];
-            load_frag_b_kn(b, sV, kStride, kk * 16, dj * 8, group, quad);
-            mma_16816(acc[dj], a, b);
-        }
-    }
-}
-
-// Forward. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 3 tiles.
-//   out (B, T, H * kHeadDim), lse (B, H, T) natural-log log-sum-exp of each row's scaled scores;
-//   q (B, T, H heads) view, k and v (B, T, Hkv heads) views; scale_log2 = scale * log2(e)
-// dev/cuda/attention_forward.cu v2
-template <int kHeadDim>
-__global__ void __launch_bounds__(FLASH_THREADS)
-flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
-                               float scale_log2) {
-    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    constexpr int kTilesN = FLASH_BLOCK_N / 8, kTilesD = kHeadDim / 8;
-    extern __shared__ __align__(16) unsigned char flash_smem[];
-    floatX* sQ = reinterpret_cast<floatX*>(flash_smem); // (kBlockM, kHeadDim)
-    floatX* sK = sQ + FLASH_BLOCK_M * kStride;          // (kBlockN, kHeadDim)
-    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
-    const bool kv_same = k.ptr == v.ptr;
-    const floatX* sVk = kv_same ? sK : sV;
-    const int m_block = gridDim.x - 1 - blockIdx.x; // the longest rows (most key tiles) start first
-    const int b = blockIdx.y / H, h = blockIdx.y % H, kvh = h / (H / Hkv);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
-    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
-    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
-    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
-    const floatX* sQw = sQ + warp * 16 * kStride; // this warp's 16 query rows
-    const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group; // query of c[0..1]; c[2..3] is row0 + 8
-
-    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
-    float acc_o[kTilesD][4]; // (16, kHeadDim) per warp: this warp's rows of O before the division by row_sum
-    #pragma unroll
-    for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][0] = acc_o[dj][1] = acc_o[dj][2] = acc_o[dj][3] = 0.0f; }
-    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // per thread: rows row0, row0 + 8
-
-    for (int n_block = 0; n_block <= m_block; n_block++) { // key tiles up to the diagonal only
-        __syncthreads(); // every warp is done with the previous K/V tile
-        flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
-        if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
-        __syncthreads(); // the tiles (and on the first pass sQ) are complete
-
-        // S = scale * Q K^T in base 2, -inf where key > query (causal) or key >= T
-        float s[kTilesN][4]; // (16, kBlockN) per warp: S, then P
-        flash_scores<kHeadDim>(s, sQw, sK, group, quad);
-        #pragma unroll
-        for (int j = 0; j < kTilesN; j++) {
-            #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int key = n_block * FLASH_BLOCK_N + j * 8 + 2 * quad + (e & 1);
-                const int query = row0 + (e >= 2 ? 8 : 0);
-                s[j][e] = (key > query || key >= T) ? -INFINITY : s[j][e] * scale_log2;
-            }
-        }
-        // online softmax: m_new = max(row_max, rowmax(S)); acc_o, row_sum *= 2^(row_max - m_new); P = 2^(S - m_new)
-        #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float m_new = row_max[r];
-            #pragma unroll
-            for (int j = 0; j < kTilesN; j++) { m_new = fmaxf(m_new, fmaxf(s[j][2 * r], s[j][2 * r + 1])); }
-            m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1)); // the 4 lanes of a quad share a row
-            m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
-            const float m_use = m_new == -INFINITY ? 0.0f : m_new; // a row with no allowed key yet stays all zero
-            const float corr = exp2f(row_max[r] - m_use);
-            row_max[r] = m_new;
-            float sum = 0.0f;
-            #pragma unroll
-            for (int j = 0; j < kTilesN; j++) {
-                s[j][2 * r] = exp2f(s[j][2 * r] - m_use);
-                s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - m_use);
-                sum += s[j][2 * r] + s[j][2 * r + 1];
-            }
-            row_sum[r] = row_sum[r] * corr + sum; // this lane's columns; the quad is summed at the end
-            #pragma unroll
-            for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][2 * r] *= corr; acc_o[dj][2 * r + 1] *= corr; }
-        }
-        // acc_o += P V, P rounded to bf16
-        flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_o, s, sVk, group, quad);
-    }
-
-    // epilogue: O = acc_o / row_sum, lse = ln(row_sum) + row_max / log2(e)
-    flash_store_o_lse<kHeadDim>(out, lse, acc_o, row_max, row_sum, b, h, H, T, row0, quad);
-}
-
-// dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
-static size_t flash_smem_bytes(int hd, int tiles, int extra_floats) {
-    return (size_t)tiles * FLASH_BLOCK_M * (hd + FLASH_SMEM_PAD) * sizeof(floatX) + (size_t)extra_floats * sizeof(float);
-}
-
 // More than 48 KiB of dynamic shared memory is opt-in, per kernel: each launcher opts its kernel in
 // once, at its first launch (*opted_in: the launcher's own static flag, one per instantiation)
 template <typename Kernel>
@@ -1911,17 +1763,6 @@ static void flash_check_rows(const void* ptr, int stride, const char* what) {
                 "(HINT: use --attention unfused)\n", what, ptr, stride);
         exit(EXIT_FAILURE);
     }
-}
-
-template <int kHeadDim>
-static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
-                                       int H, int Hkv, float scale) {
-    const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
-    static bool smem_opted_in = false;
-    flash_smem_opt_in(flash_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
-    dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
-    flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
-    launchCheck();
 }
 
 // ----------------------------------------------------------------------------
@@ -2144,13 +1985,12 @@ static void flash3_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
     launchCheck();
 }
 
-// delta (B, H, T) = rowsum(dout * out) per head, the softmax backward's correction term D (version 2's
-// backward; version 3's kernel computes it itself). A row (b, t, h) is hd / 8 lanes, each with one x128
-// of dout and of out: rows follow (b, t, h) with h fastest, so a warp reads 512 contiguous bytes of
-// each tensor per load (4 rows at hd 64, 2 at 128); each lane sums its 8 products, then the row's lanes
-// add theirs by xor shuffles, a fixed tree. (Until 2026-11-27 a warp took one row with 2-byte loads:
-// 2.38 ms per d12 micro-step on an H100 against 0.82 predicted for its bytes; the attention backward
-// lab keeps that kernel for the comparison.) dout and out (B, T, H * hd); hd / 8 a power of two <= 32.
+// delta (B, H, T) = rowsum(dout * out) per head, the softmax backward's correction term D, the flash
+// backward's first kernel. A row (b, t, h) is hd / 8 lanes, each with one x128 of dout and of out: rows
+// follow (b, t, h) with h fastest, so a warp reads 512 contiguous bytes of each tensor per load (4 rows
+// at hd 64, 2 at 128); each lane sums its 8 products, then the row's lanes add theirs by xor shuffles,
+// a fixed tree (the attention backward lab keeps the warp-per-row kernel it replaced, and its times).
+// dout and out (B, T, H * hd); hd / 8 a power of two <= 32.
 __global__ void flash_attention_delta_kernel(float* delta, const floatX* dout, const floatX* out, int B, int T, int H, int hd) {
     const int lanes = hd / x128::size; // per row
     const size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -2181,553 +2021,15 @@ static void flash_attention_delta(float* delta, const floatX* dout, const floatX
     launchCheck();
 }
 
-// dK, dV. Grid (ceil(T / kBlockN), B * Hkv), FLASH_THREADS threads, dynamic smem 4 tiles + 2 x kBlockM floats.
-// A CTA owns one key tile of one kv head and loops over the g = H / Hkv query heads of its group and
-// over the query tiles from the diagonal on, so a kv head's gradient sums in registers (no atomics).
-// Each warp owns 16 keys and works transposed (keys as rows): S^T = K Q^T.
-//   dk, dv: (B, T, Hkv heads) views, where the gradients go; when k and v are one tensor (dk.rows.ptr == dv.rows.ptr)
-//   dK + dV is written once. dout (B, T, H * kHeadDim) contiguous; lse, delta (B, H, T) fp32; q (B, T, H
-//   heads), k and v (B, T, Hkv heads) views.
-// dev/cuda/attention_backward.cu v2
-template <int kHeadDim>
-__global__ void __launch_bounds__(FLASH_THREADS)
-flash_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
-                                     const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
-                                     float scale, float scale_log2) {
-    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    constexpr int kTilesM = FLASH_BLOCK_M / 8, kTilesD = kHeadDim / 8;
-    extern __shared__ __align__(16) unsigned char flash_smem[];
-    floatX* sK = reinterpret_cast<floatX*>(flash_smem); // (kBlockN, kHeadDim)
-    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
-    floatX* sQ = sV + FLASH_BLOCK_N * kStride;          // (kBlockM, kHeadDim)
-    floatX* sdO = sQ + FLASH_BLOCK_M * kStride;         // (kBlockM, kHeadDim)
-    float* s_lse = reinterpret_cast<float*>(sdO + FLASH_BLOCK_M * kStride); // (kBlockM)
-    float* s_delta = s_lse + FLASH_BLOCK_M;                                 // (kBlockM)
-    const bool kv_same = k.ptr == v.ptr;
-    const floatX* sVk = kv_same ? sK : sV;
-    const int n_block = blockIdx.x; // key tile 0 meets every query tile: the longest CTAs start first
-    const int b = blockIdx.y / Hkv, kvh = blockIdx.y % Hkv, g = H / Hkv;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
-    const int C = H * kHeadDim;
-    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
-    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
-    const floatX* sKw = sK + warp * 16 * kStride;  // this warp's 16 keys
-    const floatX* sVw = sVk + warp * 16 * kStride;
-    const int key0 = n_block * FLASH_BLOCK_N + warp * 16 + group; // key of c[0..1]; c[2..3] is key0 + 8
-    const int m_blocks = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
-
-    flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
-    if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
-    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
-    #pragma unroll
-    for (int dj = 0; dj < kTilesD; dj++) {
-        #pragma unroll
-        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
-    }
-
-    for (int j = 0; j < g; j++) { // the query heads of this kv head
-        const int h = kvh * g + j;
-        const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
-        const floatX* gdO = dout + (size_t)b * T * C + (size_t)h * kHeadDim;
-        const float* lse_bh = lse + ((size_t)b * H + h) * T;
-        const float* delta_bh = delta + ((size_t)b * H + h) * T;
-        for (int m_block = n_block; m_block < m_blocks; m_block++) { // query tiles from the diagonal on
-            __syncthreads(); // every warp is done with the previous Q/dO tile (on the first pass: K/V loads issued)
-            flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
-            flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
-            for (int i = threadIdx.x; i < FLASH_BLOCK_M; i += FLASH_THREADS) {
-                const int t = m_block * FLASH_BLOCK_M + i;
-                s_lse[i] = t < T ? lse_bh[t] * FLASH_LOG2E : 0.0f;
-                s_delta[i] = t < T ? delta_bh[t] : 0.0f;
-            }
-            __syncthreads(); // tiles complete
-
-            // P^T = 2^(scale * K Q^T - lse), 0 where query < key (causal) or query >= T
-            float pt[kTilesM][4]; // (16 keys, kBlockM queries) per warp: S^T, then P^T
-            flash_scores<kHeadDim>(pt, sKw, sQ, group, quad);
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int col = i * 8 + 2 * quad + (e & 1);
-                    const int query = m_block * FLASH_BLOCK_M + col;
-                    const int key = key0 + (e >= 2 ? 8 : 0);
-                    pt[i][e] = (query < key || query >= T) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
-                }
-            }
-            // acc_dv += P^T dO
-            flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dv, pt, sdO, group, quad);
-            // dP^T = V dO^T, then dS^T = P^T * (dP^T - D)
-            float dst[kTilesM][4]; // (16 keys, kBlockM queries) per warp: dP^T, then dS^T
-            flash_scores<kHeadDim>(dst, sVw, sdO, group, quad);
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) { dst[i][e] = pt[i][e] * (dst[i][e] - s_delta[i * 8 + 2 * quad + (e & 1)]); }
-            }
-            // acc_dk += dS^T Q (the scale is applied once, below)
-            flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dk, dst, sQ, group, quad);
-        }
-    }
-
-    // epilogue: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
-    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
-}
-
-template <int kHeadDim>
-static void flash_attention_backward_dkdv(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
-                                          const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
-                                          int Hkv, float scale) {
-    const size_t smem = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
-    static bool smem_opted_in = false;
-    flash_smem_opt_in(flash_attention_backward_dkdv_kernel<kHeadDim>, smem, &smem_opted_in);
-    const int tiles = (T + FLASH_BLOCK_N - 1) / FLASH_BLOCK_N;
-    flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem>>>(
-        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
-}
-
-// dQ. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 4 tiles. Recomputes P and
-// dS for its query tile against the key tiles up to the diagonal: dQ = scale * dS K. A second kernel
-// rather than atomics from the dK/dV kernel, so that every gradient is formed in a fixed order.
-//   dq: (B, T, H heads) view (accumulate: add, where q shares k's tensor); dout (B, T, H * kHeadDim);
-//   lse, delta (B, H, T) fp32; q (B, T, H heads), k and v (B, T, Hkv heads) views.
-// dev/cuda/attention_backward.cu v2
-template <int kHeadDim>
-__global__ void __launch_bounds__(FLASH_THREADS)
-flash_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
-                                   AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
-                                   float scale_log2) {
-    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    constexpr int kTilesN = FLASH_BLOCK_N / 8, kTilesD = kHeadDim / 8;
-    extern __shared__ __align__(16) unsigned char flash_smem[];
-    floatX* sQ = reinterpret_cast<floatX*>(flash_smem); // (kBlockM, kHeadDim)
-    floatX* sdO = sQ + FLASH_BLOCK_M * kStride;         // (kBlockM, kHeadDim)
-    floatX* sK = sdO + FLASH_BLOCK_M * kStride;         // (kBlockN, kHeadDim)
-    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
-    const bool kv_same = k.ptr == v.ptr;
-    const floatX* sVk = kv_same ? sK : sV;
-    const int m_block = gridDim.x - 1 - blockIdx.x;
-    const int b = blockIdx.y / H, h = blockIdx.y % H, kvh = h / (H / Hkv);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
-    const int C = H * kHeadDim;
-    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
-    const floatX* gdO = dout + (size_t)b * T * C + (size_t)h * kHeadDim;
-    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
-    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
-    const floatX* sQw = sQ + warp * 16 * kStride;
-    const floatX* sdOw = sdO + warp * 16 * kStride;
-    const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group;
-    float lse_r[2], delta_r[2]; // rows row0, row0 + 8 (lse in base 2)
-    #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int t = row0 + 8 * r;
-        lse_r[r] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
-        delta_r[r] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
-    }
-
-    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
-    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
-    float acc_dq[kTilesD][4]; // (16, kHeadDim) per warp
-    #pragma unroll
-    for (int dj = 0; dj < kTilesD; dj++) { acc_dq[dj][0] = acc_dq[dj][1] = acc_dq[dj][2] = acc_dq[dj][3] = 0.0f; }
-
-    for (int n_block = 0; n_block <= m_block; n_block++) {
-        __syncthreads(); // every warp is done with the previous K/V tile
-        flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
-        if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
-        __syncthreads(); // tiles complete
-
-        // P = 2^(scale * Q K^T - lse), 0 where key > query or key >= T
-        float p[kTilesN][4]; // (16, kBlockN) per warp: S, then P
-        flash_scores<kHeadDim>(p, sQw, sK, group, quad);
-        #pragma unroll
-        for (int j = 0; j < kTilesN; j++) {
-            #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int key = n_block * FLASH_BLOCK_N + j * 8 + 2 * quad + (e & 1);
-                const int r = e >= 2 ? 1 : 0;
-                p[j][e] = (key > row0 + 8 * r || key >= T) ? 0.0f : exp2f(p[j][e] * scale_log2 - lse_r[r]);
-            }
-        }
-        // dP = dO V^T, dS = P * (dP - D)
-        float ds[kTilesN][4]; // (16, kBlockN) per warp: dP, then dS
-        flash_scores<kHeadDim>(ds, sdOw, sVk, group, quad);
-        #pragma unroll
-        for (int j = 0; j < kTilesN; j++) {
-            #pragma unroll
-            for (int e = 0; e < 4; e++) { ds[j][e] = p[j][e] * (ds[j][e] - delta_r[e >= 2 ? 1 : 0]); }
-        }
-        // acc_dq += dS K
-        flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_dq, ds, sK, group, quad);
-    }
-
-    flash_store_dq<kHeadDim>(dq, acc_dq, b, h, T, row0, quad, scale);
-}
-
-template <int kHeadDim>
-static void flash_attention_backward_dq(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
-                                        AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale) {
-    const size_t smem = flash_smem_bytes(kHeadDim, 4, 0);
-    static bool smem_opted_in = false;
-    flash_smem_opt_in(flash_attention_backward_dq_kernel<kHeadDim>, smem, &smem_opted_in);
-    const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
-    flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem>>>(
-        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
-}
-
-// dK/dV first, then dQ: where q shares storage with k (or v), dq adds to what dK/dV wrote
-template <int kHeadDim>
-static void flash_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
-                                        const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
-                                        int B, int T, int H, int Hkv, float scale) {
-    flash_attention_backward_dkdv<kHeadDim>(dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
-    profile_mark(PROF_ATTN_BWD_DKDV);
-    flash_attention_backward_dq<kHeadDim>(dq, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
-    profile_mark(PROF_ATTN_BWD_DQ);
-}
-
-// ----------------------------------------------------------------------------
-// flash attention version 3: the backward in one pass (dev/cuda/attention_backward.cu v3)
-//
-// Version 2 forms dK/dV in one kernel and dQ in a second, which recomputes P and dP: 7 T^2 hd
-// products where 5 suffice (S, dP, dV, dK, dQ). Version 3 is one kernel: a CTA owns 128 keys of one
-// kv head (8 warps x 16 keys, K and V resident in shared memory) and walks the query tiles of the g
-// query heads of its group from the diagonal on. Per step (one query tile of one head) it recomputes
-// P^T and dP^T once, adds P^T dO to dV and dS^T Q to dK in registers, writes dS to shared memory,
-// and forms the tile's dQ contribution dS K, which is added into an fp32 accumulator in a FIXED
-// order: the runs stay bit-identical (resume depends on it), where FlashAttention-2 adds it with
-// atomics.
-//
-// The order, and why it cannot deadlock. Query tile m of head h receives contributions from the
-// key CTAs n = n_diag(m) (the CTA holding the tile's diagonal keys), n_diag - 1, ..., 0, in that
-// order: the natural one, since CTA n reaches tile m at its step m - first(n), later the smaller n is.
-// A per-(b, h, m) counter says how many have been added; CTA n waits for n_diag - n, adds (the first
-// stores, the last, CTA 0, writes the final bf16 dQ times the scale), then publishes n_diag - n + 1.
-// CTAs take their work from a ticket (an atomic counter), not from blockIdx, handing out the key
-// tiles of a (b, kv head) in descending order: every CTA a CTA waits for took an earlier ticket, so
-// it is already running, and runs to completion. Memory: the accumulator is fp32 (B, T, H * hd), the
-// MLP gradient buffer dbuf_m while attention's backward runs (no extra memory), plus 2 words per
-// (b, h, query tile) of counters; time: the accumulator's read and write per step, 2 x 16 KiB at
-// head size 64, from L2 (predicted, dev/cuda/attention_backward.cu's header).
-// The softmax term D = rowsum(dO * O) is folded in: the diagonal CTA of tile m, the first to reach
-// it, computes D for its rows (it holds dO's tile already) and publishes it with a flag; the others
-// reach the tile at least one step later and wait on the flag (which is set by then).
-// q sharing k's or v's storage (AttnGradDest.accumulate of dq): dK/dV and the final dQ would add
-// into the same rows from different CTAs, so then every contribution goes to the accumulator and
-// flash3_dq_store adds it to the destination after the kernel, as version 2's second kernel does.
-// Operands by ldmatrix (.trans where the mma needs column pairs), Q and dO tiles double-buffered by
-// cp.async; shared rows padded as the forward's (no bank conflicts).
-
-#define FLASH3_BWD_BLOCK_N 128 // keys per CTA
-#define FLASH3_BWD_WARPS 8     // 8 warps x 16 keys
-#define FLASH3_BWD_THREADS (FLASH3_BWD_WARPS * 32)
-static_assert(FLASH3_BWD_BLOCK_N == FLASH3_BWD_WARPS * 16, "each warp owns 16 keys");
-
-// one CTA per (key tile, b, kv head), FLASH3_BWD_THREADS threads; see above. dq, dk, dv: where the
-// gradients go (views and accumulate flags, as version 2); dq_accum fp32 (B, T, H * hd) scratch; sync:
-// flash3_bwd_sync_words zeroed words; delta (B, H, T) is written (D); dout, out (B, T, H * hd); lse
-// (B, H, T); q (H heads), k, v (Hkv heads) views.
-template <int kHeadDim>
-__global__ void __launch_bounds__(FLASH3_BWD_THREADS)
-flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* dq_accum, unsigned int* sync,
-                                 float* delta, const floatX* dout, const floatX* out, const float* lse, AttnRows q,
-                                 AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale, float scale_log2) {
-    constexpr int kBlockM = FLASH3_BWD_BLOCK_M(kHeadDim), kBlockN = FLASH3_BWD_BLOCK_N;
-    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
-    constexpr uint32_t kRowBytes = kStride * sizeof(floatX);
-    constexpr int kTilesM = kBlockM / 8, kStepsM = kBlockM / 16, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
-    constexpr uint32_t kSRowBytes = (kBlockM + FLASH_SMEM_PAD) * sizeof(floatX); // a row of dS^T: one key's queries
-    constexpr int kRowGroups = kBlockM / 16, kDqTiles = kBlockM * kHeadDim / (16 * 8 * FLASH3_BWD_WARPS);
-    static_assert(kDqTiles >= 2 && kDqTiles % 2 == 0, "each warp forms pairs of m16n8 tiles of the step's dQ");
-    extern __shared__ __align__(16) unsigned char flash_smem[];
-    // K, V (128 keys), two stages of Q and dO (kBlockM rows), dS^T (128 keys x kBlockM), lse and D (kBlockM)
-    const uint32_t sK = smem_u32(flash_smem), sV = sK + kBlockN * kRowBytes;
-    const uint32_t sStages = sV + kBlockN * kRowBytes; // stage s: Q at + 2s tiles, dO one tile after
-    constexpr uint32_t kTileBytes = kBlockM * kRowBytes;
-    const uint32_t sdS = sStages + 4 * kTileBytes;
-    unsigned char* sdS_ptr = flash_smem + (sdS - sK);
-    float* s_lse = reinterpret_cast<float*>(sdS_ptr + kBlockN * kSRowBytes); // base 2
-    float* s_delta = s_lse + kBlockM;
-    __shared__ unsigned int s_item;
-
-    const int NB = (T + kBlockN - 1) / kBlockN, MB = (T + kBlockM - 1) / kBlockM;
-    if (threadIdx.x == 0) { s_item = atomicAdd(&sync[0], 1u); } // the work in ticket order
-    __syncthreads();
-    const int item = (int)s_item;
-    const int n_block = NB - 1 - item % NB; // descending within a (b, kv head): see above
-    const int b = (item / NB) / Hkv, kvh = (item / NB) % Hkv, g = H / Hkv;
-    unsigned int* dq_order = sync + 1;                         // (B, H, MB)
-    unsigned int* d_ready = dq_order + (size_t)B * H * MB;     // (B, H, MB)
-    const bool kv_same = k.ptr == v.ptr;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
-    const int lm_row = lane % 8, lm_mat = lane / 8;
-    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
-    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
-    const int C = H * kHeadDim;
-    const int key_w0 = n_block * kBlockN + warp * 16; // this warp's first key
-    const int key0 = key_w0 + group;                   // key of c[0..1]; c[2..3] is key0 + 8
-    const int m_first = n_block * kBlockN / kBlockM;   // the first query tile that meets these keys
-    const int steps = g * (MB - m_first);              // (head j, query tile m), j outer
-
-    flash_cp_async_tile<kBlockN, kHeadDim, FLASH3_BWD_THREADS>(sK, k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim,
-                                                               k.stride, n_block * kBlockN, T);
-    if (!kv_same) {
-        flash_cp_async_tile<kBlockN, kHeadDim, FLASH3_BWD_THREADS>(sV, v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim,
-                                                                   v.stride, n_block * kBlockN, T);
-    }
-    const uint32_t sVk = kv_same ? sK : sV;
-    auto load_step = [&](int step, int stage) { // Q and dO of the step's query tile into a stage
-        const int h = kvh * g + step / (MB - m_first), m = m_first + step % (MB - m_first);
-        const uint32_t sQ = sStages + 2 * stage * kTileBytes;
-        flash_cp_async_tile<kBlockM, kHeadDim, FLASH3_BWD_THREADS>(sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim,
-                                                                   q.stride, m * kBlockM, T);
-        flash_cp_async_tile<kBlockM, kHeadDim, FLASH3_BWD_THREADS>(sQ + kTileBytes, dout + (size_t)b * T * C + (size_t)h * kHeadDim,
-                                                                   C, m * kBlockM, T);
-        cp_async_commit();
-    };
-    load_step(0, 0); // one group: K, V and the first step's tiles
-
-    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
-    #pragma unroll
-    for (int dj = 0; dj < kTilesD; dj++) {
-        #pragma unroll
-        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
-    }
-
-    for (int step = 0; step < steps; step++) {
-        const int stage = step & 1;
-        const int j = step / (MB - m_first), m = m_first + step % (MB - m_first), h = kvh * g + j;
-        const int q0 = m * kBlockM; // the tile's first query
-        const size_t tile_id = ((size_t)b * H + h) * MB + m;
-        const int n_diag = q0 / kBlockN; // the tile's first (diagonal) key CTA
-        const uint32_t sQ = sStages + 2 * stage * kTileBytes, sdO = sQ + kTileBytes;
-        cp_async_wait<0>(); // this step's tiles (the only group in flight)
-        __syncthreads();    // ... every thread's, and every warp is done with the previous step
-        if (step + 1 < steps) { load_step(step + 1, stage ^ 1); } // streams in while this step computes
-
-        // lse and D of the tile's rows; the diagonal CTA computes D = rowsum(dO * O) and publishes it
-        if (n_block == n_diag) {
-            constexpr int kLanesPerRow = FLASH3_BWD_THREADS / kBlockM, kDims = kHeadDim / kLanesPerRow;
-            const int r = threadIdx.x / kLanesPerRow, d0 = (threadIdx.x % kLanesPerRow) * kDims, t = q0 + r;
-            float sum = 0.0f;
-            if (t < T) {
-                const floatX* o = out + ((size_t)b * T + t) * C + (size_t)h * kHeadDim + d0;
-                const floatX* sdo_row = reinterpret_cast<const floatX*>(flash_smem + (sdO - sK) + r * kRowBytes) + d0;
-                #pragma unroll
-                for (int d = 0; d < kDims; d += x128::size) {
-                    const x128 ov = load128(o + d);
-                    const x128 gv = *reinterpret_cast<const x128*>(sdo_row + d);
-                    #pragma unroll
-                    for (int e = 0; e < x128::size; e++) { sum += x2f(ov[e]) * x2f(gv[e]); }
-                }
-            }
-            #pragma unroll
-            for (int off = 1; off < kLanesPerRow; off *= 2) { sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off); }
-            if (threadIdx.x % kLanesPerRow == 0) {
-                s_delta[r] = sum;
-                if (t < T) { delta[((size_t)b * H + h) * T + t] = sum; }
-            }
-            __threadfence(); // D in memory before the flag below
-        } else {
-            if (threadIdx.x == 0) {
-                while (atomicAdd(&d_ready[tile_id], 0u) == 0u) {} // set a step or more ago, normally
-                __threadfence();
-            }
-            __syncthreads();
-            for (int i = threadIdx.x; i < kBlockM; i += FLASH3_BWD_THREADS) {
-                s_delta[i] = q0 + i < T ? __ldcg(&delta[((size_t)b * H + h) * T + q0 + i]) : 0.0f;
-            }
-        }
-        for (int i = threadIdx.x; i < kBlockM; i += FLASH3_BWD_THREADS) {
-            s_lse[i] = q0 + i < T ? lse[((size_t)b * H + h) * T + q0 + i] * FLASH_LOG2E : 0.0f;
-        }
-        __syncthreads(); // lse and D complete
-        if (n_block == n_diag && threadIdx.x == 0) { atomicExch(&d_ready[tile_id], 1u); }
-
-        // this warp's 16 keys against the tile's queries; nothing when every key is after every query
-        float dst[kTilesM][4]; // (16 keys, kBlockM queries): dP^T, then dS^T
-        const bool active = key_w0 <= q0 + kBlockM - 1 && key_w0 < T;
-        if (active) {
-            // S^T = K_w Q^T, then P^T = 2^(scale S^T - lse), 0 where query < key or query >= T
-            float pt[kTilesM][4];
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i++) { pt[i][0] = pt[i][1] = pt[i][2] = pt[i][3] = 0.0f; dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
-            #pragma unroll
-            for (int kk = 0; kk < kStepsD; kk++) {
-                uint32_t ka[4];
-                ldmatrix_x4(ka, sK + warp * 16 * kRowBytes + lane_kn + kk * 32);
-                #pragma unroll
-                for (int i = 0; i < kTilesM; i += 2) {
-                    uint32_t qb[4];
-                    ldmatrix_x4(qb, sQ + i * 8 * kRowBytes + lane_nk + kk * 32);
-                    mma_16816(pt[i], ka, qb);
-                    mma_16816(pt[i + 1], ka, qb + 2);
-                }
-            }
-            // dP^T = V_w dO^T
-            #pragma unroll
-            for (int kk = 0; kk < kStepsD; kk++) {
-                uint32_t va[4];
-                ldmatrix_x4(va, sVk + warp * 16 * kRowBytes + lane_kn + kk * 32);
-                #pragma unroll
-                for (int i = 0; i < kTilesM; i += 2) {
-                    uint32_t ob[4];
-                    ldmatrix_x4(ob, sdO + i * 8 * kRowBytes + lane_nk + kk * 32);
-                    mma_16816(dst[i], va, ob);
-                    mma_16816(dst[i + 1], va, ob + 2);
-                }
-            }
-            const bool masked = key_w0 + 15 > q0 || q0 + kBlockM > T;
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i++) {
-                #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    const int col = i * 8 + 2 * quad + (e & 1), query = q0 + col, key = key0 + (e >= 2 ? 8 : 0);
-                    const float p = (masked && (query < key || query >= T)) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
-                    pt[i][e] = p;
-                    dst[i][e] = p * (dst[i][e] - s_delta[col]); // dS^T = P^T * (dP^T - D)
-                }
-            }
-            // dV += P^T dO, dK += dS^T Q (the scale is applied once, at the end): B by ldmatrix.trans
-            #pragma unroll
-            for (int kk = 0; kk < kStepsM; kk++) {
-                uint32_t pa[4], sa[4];
-                frag_a_from_acc<kTilesM>(pa, pt, kk);
-                frag_a_from_acc<kTilesM>(sa, dst, kk);
-                #pragma unroll
-                for (int dj = 0; dj < kTilesD; dj += 2) {
-                    uint32_t ob[4], qb[4];
-                    ldmatrix_x4_trans(ob, sdO + kk * 16 * kRowBytes + lane_kn + dj * 16);
-                    mma_16816(acc_dv[dj], pa, ob);
-                    mma_16816(acc_dv[dj + 1], pa, ob + 2);
-                    ldmatrix_x4_trans(qb, sQ + kk * 16 * kRowBytes + lane_kn + dj * 16);
-                    mma_16816(acc_dk[dj], sa, qb);
-                    mma_16816(acc_dk[dj + 1], sa, qb + 2);
-                }
-            }
-        } else {
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i++) { dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
-        }
-        // dS^T (bf16) to shared memory, this warp's 16 key rows: the A operand of the tile's dQ
-        {
-            unsigned char* row = sdS_ptr + (warp * 16 + group) * kSRowBytes + 2 * quad * sizeof(floatX);
-            #pragma unroll
-            for (int i = 0; i < kTilesM; i++) {
-                *reinterpret_cast<uint32_t*>(row + i * 8 * sizeof(floatX)) = pack_bf16x2(dst[i][0], dst[i][1]);
-                *reinterpret_cast<uint32_t*>(row + 8 * kSRowBytes + i * 8 * sizeof(floatX)) = pack_bf16x2(dst[i][2], dst[i][3]);
-            }
-        }
-        __syncthreads(); // dS complete
-
-        // the tile's dQ contribution (kBlockM, hd) = dS K: warp w forms rows 16 (w % kRowGroups).., kDqTiles
-        // 8-wide column tiles from 8 kDqTiles (w / kRowGroups); A = dS from dS^T by ldmatrix.trans, B = K by .trans
-        const int rg = warp % kRowGroups, d_base = (warp / kRowGroups) * kDqTiles * 8;
-        float acc_dq[kDqTiles][4];
-        #pragma unroll
-        for (int i = 0; i < kDqTiles; i++) { acc_dq[i][0] = acc_dq[i][1] = acc_dq[i][2] = acc_dq[i][3] = 0.0f; }
-        #pragma unroll
-        for (int kk = 0; kk < kBlockN / 16; kk++) {
-            uint32_t sa[4];
-            ldmatrix_x4_trans(sa, sdS + (kk * 16 + lm_row + 8 * (lm_mat >> 1)) * kSRowBytes + (rg * 16 + 8 * (lm_mat & 1)) * sizeof(floatX));
-            #pragma unroll
-            for (int i = 0; i < kDqTiles; i += 2) {
-                uint32_t kb[4];
-                ldmatrix_x4_trans(kb, sK + kk * 16 * kRowBytes + lane_kn + (d_base + i * 8) * sizeof(floatX));
-                mma_16816(acc_dq[i], sa, kb);
-                mma_16816(acc_dq[i + 1], sa, kb + 2);
-            }
-        }
-        // added in the fixed order n_diag, n_diag - 1, ..., 0
-        const unsigned int turn = (unsigned int)(n_diag - n_block);
-        if (threadIdx.x == 0 && turn > 0) {
-            while (atomicAdd(&dq_order[tile_id], 0u) != turn) {}
-            __threadfence();
-        }
-        __syncthreads();
-        const bool last = n_block == 0 && !dq.accumulate; // the final dQ goes straight to its destination
-        #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int t = q0 + rg * 16 + group + 8 * r;
-            if (t >= T) { continue; }
-            float* acc_row = dq_accum + ((size_t)b * T + t) * C + (size_t)h * kHeadDim + d_base + 2 * quad;
-            floatX* dq_row = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + d_base + 2 * quad;
-            #pragma unroll
-            for (int i = 0; i < kDqTiles; i++) {
-                float2 v2 = make_float2(acc_dq[i][2 * r], acc_dq[i][2 * r + 1]);
-                if (turn > 0) {
-                    const float2 prev = __ldcg(reinterpret_cast<const float2*>(acc_row + i * 8));
-                    v2.x += prev.x;
-                    v2.y += prev.y;
-                }
-                if (last) {
-                    flash_store_pair(dq_row + i * 8, v2.x * scale, v2.y * scale, 0);
-                } else {
-                    __stcg(reinterpret_cast<float2*>(acc_row + i * 8), v2);
-                }
-            }
-        }
-        __threadfence(); // this contribution in memory before the counter moves on
-        __syncthreads();
-        if (threadIdx.x == 0) { atomicExch(&dq_order[tile_id], turn + 1); }
-    }
-
-    // epilogue, as version 2
-    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
-}
-
-// where dq accumulates (q shares k's or v's storage): dq (B, T, H heads) += scale * dq_accum, after
-// the kernel above has written dK and dV. One thread per pair of elements.
-__global__ void flash3_dq_store_kernel(AttnGradDest dq, const float* dq_accum, int B, int T, int H, int hd, float scale) {
-    const size_t pair = (size_t)blockIdx.x * blockDim.x + threadIdx.x, C = (size_t)H * hd;
-    if (pair >= (size_t)B * T * C / 2) { return; }
-    const size_t row = pair * 2 / C, col = pair * 2 % C;
-    const float2 a = *reinterpret_cast<const float2*>(dq_accum + row * C + col);
-    flash_store_pair(dq.rows.ptr + row * dq.rows.stride + col, a.x * scale, a.y * scale, dq.accumulate);
-}
-
-static void flash3_dq_store(AttnGradDest dq, const float* dq_accum, int B, int T, int H, int hd, float scale) {
-    const size_t pairs = (size_t)B * T * H * hd / 2;
-    flash3_dq_store_kernel<<<grid_for(pairs, 256), 256>>>(dq, dq_accum, B, T, H, hd, scale);
-    launchCheck();
-}
-
-// dynamic shared memory of the version 3 backward: K, V (128 rows), two stages of Q and dO (kBlockM
-// rows), dS^T (128 x kBlockM), lse and D
-static size_t flash3_backward_smem_bytes(int hd) {
-    const size_t block_m = (size_t)FLASH3_BWD_BLOCK_M(hd), row = (size_t)(hd + FLASH_SMEM_PAD) * sizeof(floatX);
-    return (2 * FLASH3_BWD_BLOCK_N + 4 * block_m) * row + FLASH3_BWD_BLOCK_N * (block_m + FLASH_SMEM_PAD) * sizeof(floatX) +
-           2 * block_m * sizeof(float);
-}
-
-template <int kHeadDim>
-static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* dq_accum,
-                                         unsigned int* sync, float* delta, const floatX* dout, const floatX* out,
-                                         const float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
-                                         int Hkv, float scale) {
-    const size_t smem = flash3_backward_smem_bytes(kHeadDim);
-    static bool smem_opted_in = false;
-    flash_smem_opt_in(flash3_attention_backward_kernel<kHeadDim>, smem, &smem_opted_in);
-    // the tickets and counters start at zero every launch
-    cudaCheck(cudaMemsetAsync(sync, 0, flash3_bwd_sync_words(B, H, T, FLASH3_BWD_BLOCK_M(kHeadDim)) * sizeof(unsigned int)));
-    const int ctas = (T + FLASH3_BWD_BLOCK_N - 1) / FLASH3_BWD_BLOCK_N * B * Hkv;
-    flash3_attention_backward_kernel<kHeadDim><<<ctas, FLASH3_BWD_THREADS, smem>>>(
-        dq, dk, dv, dq_accum, sync, delta, dout, out, lse, q, k, v, B, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
-    if (dq.accumulate) { flash3_dq_store(dq, dq_accum, B, T, H, kHeadDim, scale); }
-}
-
 // ----------------------------------------------------------------------------
 // flash attention version 4: version 2's two backward kernels with version 3's machinery
 // (dev/cuda/attention_backward.cu v4)
 //
 // Version 3's one pass (5 products, dQ summed in a fixed order across CTAs) measured slower than
 // version 2's two kernels (7 products, no order to keep): its waits serialize the key CTAs. Version
-// 2's kernels, though, load each tile synchronously (every warp waits on global memory at every step:
-// 17-19% of its stalls on long scoreboard under ncu, H100) and read mma operands with scalar shared
-// loads, column pairs two 16-bit loads at a time. Version 4 keeps version 2's decomposition and its
+// 2's kernels, though, load each tile synchronously (every warp waits on global memory at every step;
+// the lab's header has the profile) and read mma operands with scalar shared loads, column pairs two
+// 16-bit loads at a time. Version 4 keeps version 2's decomposition and its
 // order of sums (deterministic, no atomics) and changes how the operands arrive:
 //   - cp.async double buffering of what streams: Q and dO in the dK/dV kernel (lse and D through
 //     registers, loaded as the tiles are issued), K and V in the dQ kernel; the next tile lands while
@@ -3079,8 +2381,8 @@ static void flash4_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
     profile_mark(PROF_ATTN_BWD_DQ);
 }
 
-// version 2's kernels and version 4's dK/dV kernel put B * H (the dK/dV kernels: B * Hkv) in their grid's
-// y dimension; version 3's forward and version 4's dQ kernel put it in x; version 3's backward is 1-D
+// version 4's dK/dV kernel puts B * Hkv in its grid's y dimension, the forward and the dQ kernel put
+// B * H in x (a lab's versions check the same limits)
 static void flash_check_grid(const AttnShape* s) {
     if (!attention_fused_grid_fits(s->B, s->H)) {
         fprintf(stderr, "error: flash attention: B * n_head = %d * %d exceeds the %d CUDA blocks of a grid's y "
@@ -3088,22 +2390,30 @@ static void flash_check_grid(const AttnShape* s) {
         exit(EXIT_FAILURE);
     }
 }
+
+// what every forward and backward kernel of the flash path needs of its views
+static void flash_check_forward(AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
+    flash_check_grid(s);
+    flash_check_rows(q.ptr, q.stride, "q");
+    flash_check_rows(k.ptr, k.stride, "k");
+    flash_check_rows(v.ptr, v.stride, "v");
+}
+static void flash_check_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout, AttnRows q,
+                                 AttnRows k, AttnRows v, const AttnShape* s) {
+    flash_check_forward(q, k, v, s);
+    flash_check_rows(dq.rows.ptr, dq.rows.stride, "dq");
+    flash_check_rows(dk.rows.ptr, dk.rows.stride, "dk");
+    flash_check_rows(dv.rows.ptr, dv.rows.stride, "dv");
+    flash_check_rows(dout, s->H * s->hd, "dout");
+}
 #endif
 
 // out (B, T, H * hd), lse (B, H, T) from the q (H heads), k, v (Hkv heads) views
 static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
-    flash_check_grid(s);
-    flash_check_rows(q.ptr, q.stride, "q");
-    flash_check_rows(k.ptr, k.stride, "k");
-    flash_check_rows(v.ptr, v.stride, "v");
-    if (s->flash_fwd == 3) {
-        if (s->hd == 64) { flash3_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-        if (s->hd == 128) { flash3_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-    } else {
-        if (s->hd == 64) { flash_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-        if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-    }
+    flash_check_forward(q, k, v, s);
+    if (s->hd == 64) { flash3_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    if (s->hd == 128) { flash3_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
 #endif
     fprintf(stderr, "error: internal: no flash attention kernel for head size %d in a %s build\n", s->hd, PRECISION_NAME);
     exit(EXIT_FAILURE);
@@ -3112,38 +2422,15 @@ static void flash_attention_forward(floatX* out, float* lse, AttnRows q, AttnRow
 // dq, dk, dv (the destinations with their accumulate flags) from dout = datty (B, T, H * hd), the
 // forward output `out` and lse. delta (B, H, T) is scratch. k and v with one pointer are one tensor:
 // dk then receives dK + dV (and dv must be the same destination).
-static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const AttnGradBuffers* gbufs,
+static void flash_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* delta,
                                      const floatX* dout, const floatX* out, const float* lse, AttnRows q, AttnRows k,
                                      AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
-    flash_check_grid(s);
-    flash_check_rows(dq.rows.ptr, dq.rows.stride, "dq");
-    flash_check_rows(dk.rows.ptr, dk.rows.stride, "dk");
-    flash_check_rows(dv.rows.ptr, dv.rows.stride, "dv");
-    flash_check_rows(dout, s->H * s->hd, "dout");
-    flash_check_rows(q.ptr, q.stride, "q");
-    flash_check_rows(k.ptr, k.stride, "k");
-    flash_check_rows(v.ptr, v.stride, "v");
-    if (s->flash_bwd == 3) { // one kernel, D folded in
-        if (s->hd == 64) {
-            flash3_attention_backward_hd<64>(dq, dk, dv, gbufs->dq_accum, gbufs->sync, gbufs->delta, dout, out, lse, q, k, v,
-                                             s->B, s->T, s->H, s->Hkv, s->scale);
-        } else {
-            flash3_attention_backward_hd<128>(dq, dk, dv, gbufs->dq_accum, gbufs->sync, gbufs->delta, dout, out, lse, q, k, v,
-                                              s->B, s->T, s->H, s->Hkv, s->scale);
-        }
-        profile_mark(PROF_ATTN_BWD);
-        return;
-    }
-    float* delta = gbufs->delta;
+    flash_check_backward(dq, dk, dv, dout, q, k, v, s);
     flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
     profile_mark(PROF_ATTN_BWD_DELTA);
-    if (s->flash_bwd == 4) { // version 2's two kernels, tiles by cp.async, operands by ldmatrix
-        if (s->hd == 64) { flash4_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-        if (s->hd == 128) { flash4_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-    }
-    if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
-    if (s->hd == 128) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    if (s->hd == 64) { flash4_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    if (s->hd == 128) { flash4_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
 #endif
     fprintf(stderr, "error: internal: no flash attention kernel for head size %d in a %s build\n", s->hd, PRECISION_NAME);
     exit(EXIT_FAILURE);
@@ -3249,8 +2536,8 @@ static void softmax_causal_backward(floatX* datt, const floatX* att, int rows, i
 static void attention_scores(floatX* scores, const floatX* q, const floatX* k, const AttnShape* s) {
     const int g = s->H / s->Hkv, gT = g * s->T, T = s->T, hd = s->hd;
     const long long s_q = (long long)gT * hd, s_kv = (long long)T * hd, s_att = (long long)gT * T;
-    matmul_lt(scores, CUBLAS_X_TYPE, k, q, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, s->scale, 0.0f,
-              s->B * s->Hkv, s_kv, s_q, s_att);
+    const LtMatmul mm = lt_batched(lt_matmul(1, 0, T, gT, hd), s->B * s->Hkv, s_kv, s_q, s_att);
+    matmul_lt(scores, CUBLAS_X_TYPE, k, q, lt_scaled(mm, s->scale, 0.0f));
 }
 
 // The forward pass of one layer's attention: atty (B, T, C) from q, k and v where the layout puts
@@ -3280,8 +2567,19 @@ static void attention_forward(floatX* atty, const AttnBuffers* bufs, QKVSources<
     const int rows = B * H * T;
     softmax_causal_forward(att, rows, T);
     // y: per batch (gT, hd) = att (gT, T) @ v (T, hd)
-    matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f, 0.0f, batches, s_kv, s_att, s_q);
+    matmul_lt(bufs->yperm, CUBLAS_X_TYPE, v, att, lt_batched(lt_matmul(0, 0, hd, gT, T), batches, s_kv, s_att, s_q));
     unpermute_heads(atty, bufs->yperm, B, T, H, hd, C, 0, 0);
+}
+
+// The fused path's gradient destinations, role by role, and their write order (qkv_fused_grad_plan,
+// attention_variants.cuh); returns 1 when they write dsrc.input
+static int attention_fused_grad_dests(AttnGradDest dst[3], QKVSources<floatX> dsrc, const AttnShape* s) {
+    const QKVGradPlan plan = qkv_fused_grad_plan(&s->layout);
+    for (int r = 0; r < 3; r++) {
+        dst[r].rows = qkv_role_view(&s->layout, r, s->hd, dsrc);
+        dst[r].accumulate = plan.accumulate[r];
+    }
+    return plan.wrote_input;
 }
 
 // The backward pass of one layer's attention, from datty (B, T, C), into dsrc, the gradients of the
@@ -3298,15 +2596,9 @@ static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gb
     const int B = s->B, T = s->T, C = s->C, H = s->H, Hkv = s->Hkv, hd = s->hd;
     int wrote_dx = 0;
     if (s->fused) {
-        // destinations and write order: qkv_fused_grad_plan (attention_variants.cuh)
-        const QKVGradPlan plan = qkv_fused_grad_plan(&s->layout);
         AttnGradDest dst[3];
-        for (int r = 0; r < 3; r++) {
-            dst[r].rows = qkv_role_view(&s->layout, r, hd, dsrc);
-            dst[r].accumulate = plan.accumulate[r];
-        }
-        wrote_dx = plan.wrote_input;
-        flash_attention_backward(dst[0], dst[1], dst[2], gbufs, datty, atty, bufs->lse,
+        wrote_dx = attention_fused_grad_dests(dst, dsrc, s);
+        flash_attention_backward(dst[0], dst[1], dst[2], gbufs->delta, datty, atty, bufs->lse,
                                  qkv_role_view(&s->layout, 0, hd, src), qkv_role_view(&s->layout, 1, hd, src),
                                  qkv_role_view(&s->layout, 2, hd, src), s);
         return wrote_dx;
@@ -3326,21 +2618,20 @@ static int attention_backward(QKVSources<floatX> dsrc, const AttnGradBuffers* gb
     // dy in the head layout of y
     permute_heads(dyperm, datty, B, T, H, hd, C, 0);
     // datt (gT, T) = dy (gT, hd) @ v^T
-    matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, NULL, LT_PLAIN, NULL, T, gT, hd, 1, 0, hd, hd, T, 1.0f, 0.0f, batches, s_kv, s_q, s_att);
-    // dv (T, hd) = att^T (T, gT) @ dy (gT, hd)
-    matmul_lt(dv, CUBLAS_X_TYPE, dyperm, att, NULL, LT_PLAIN, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
-              written[s->owner[2]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
+    matmul_lt(datt, CUBLAS_X_TYPE, v, dyperm, lt_batched(lt_matmul(1, 0, T, gT, hd), batches, s_kv, s_q, s_att));
+    // dv (T, hd) = att^T (T, gT) @ dy (gT, hd), added to a shared role's gradient already written
+    const LtMatmul dkv = lt_batched(lt_matmul(0, 1, hd, T, gT), batches, s_q, s_att, s_kv);
+    matmul_lt(dv, CUBLAS_X_TYPE, dyperm, att, lt_scaled(dkv, 1.0f, written[s->owner[2]] ? 1.0f : 0.0f));
     written[s->owner[2]] = 1;
     // datt -> dscores (times the scale, so that dq and dk below are plain matmuls)
     const int rows = B * H * T;
     softmax_causal_backward(datt, att, rows, T, s->scale);
     // dq (gT, hd) = dscores (gT, T) @ k (T, hd)
-    matmul_lt(dq, CUBLAS_X_TYPE, k, datt, NULL, LT_PLAIN, NULL, hd, gT, T, 0, 0, hd, T, hd, 1.0f,
-              written[s->owner[0]] ? 1.0f : 0.0f, batches, s_kv, s_att, s_q);
+    const LtMatmul dqm = lt_batched(lt_matmul(0, 0, hd, gT, T), batches, s_kv, s_att, s_q);
+    matmul_lt(dq, CUBLAS_X_TYPE, k, datt, lt_scaled(dqm, 1.0f, written[s->owner[0]] ? 1.0f : 0.0f));
     written[s->owner[0]] = 1;
     // dk (T, hd) = dscores^T (T, gT) @ q (gT, hd)
-    matmul_lt(dk, CUBLAS_X_TYPE, q, datt, NULL, LT_PLAIN, NULL, hd, T, gT, 0, 1, hd, T, hd, 1.0f,
-              written[s->owner[1]] ? 1.0f : 0.0f, batches, s_q, s_att, s_kv);
+    matmul_lt(dk, CUBLAS_X_TYPE, q, datt, lt_scaled(dkv, 1.0f, written[s->owner[1]] ? 1.0f : 0.0f));
     written[s->owner[1]] = 1;
     for (int r = 0; r < 3; r++) {
         if (s->owner[r] != r) { continue; }
@@ -3410,7 +2701,7 @@ static void matmul_forward_gelu(floatX* out, floatX* pre, const floatX* inp, con
                                 int N, int C, int OC) {
     const int bias_aligned = bias == NULL || ((uintptr_t)bias % 16) == 0;
     if (g_gelu_fusion && bias_aligned &&
-        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, bias, LT_GELU, pre, OC, N, C, 1, 0, C, C, OC, 1.0f, 0.0f, 1, 0, 0, 0)) {
+        matmul_lt(out, CUBLAS_X_TYPE, weight, inp, lt_epilogue(lt_matmul(1, 0, OC, N, C), LT_GELU, bias, pre))) {
         return;
     }
     matmul_forward(pre, inp, weight, bias, N, C, OC);
@@ -3422,9 +2713,9 @@ static void matmul_forward_gelu(floatX* out, floatX* pre, const floatX* inp, con
 // (DGELU) when fused, else a separate gelu_backward_kernel; dweight += dout^T @ inp; dbias += colsums.
 static void matmul_backward_gelu(floatX* dpre, float* dweight, float* dbias, const floatX* dout, const floatX* inp,
                                  const floatX* weight, const floatX* pre, int N, int C, int OC) {
-    if (!g_gelu_fusion ||
-        !matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_DGELU, pre, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0)) {
-        matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, NULL, LT_PLAIN, NULL, C, N, OC, 0, 0, C, OC, C, 1.0f, 0.0f, 1, 0, 0, 0);
+    const LtMatmul mm = lt_matmul(0, 0, C, N, OC); // (C, N) column-major
+    if (!g_gelu_fusion || !matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, lt_epilogue(mm, LT_DGELU, NULL, pre))) {
+        matmul_lt(dpre, CUBLAS_X_TYPE, weight, dout, mm);
         gelu_backward(dpre, pre, dpre, (size_t)N * C);
     }
     matmul_backward_params(dweight, dbias, dout, inp, N, C, OC);
@@ -4082,7 +3373,6 @@ typedef struct {
     floatX* dyperm;      // unfused: (B, H, T, hd)
     floatX* datt;        // unfused: (B, H, T, T)
     float* attn_delta;   // (B, H, T) fused path: rowsum(dout * out)
-    unsigned int* attn_sync; // fused path, flash version 3: its backward's ticket and counters
     floatX* dqres;       // (B, T, C)   q_residual
     floatX* du;          // (B, T, C)
     floatX* dhg;         // (B, T, C/2)
@@ -4194,7 +3484,6 @@ static void grad_activation_slots(GradActivations* g, void** slots[NUM_GRAD_ACT_
     slots[GACT_DYPERM] = (void**)&g->dyperm;
     slots[GACT_DATT] = (void**)&g->datt;
     slots[GACT_ATTN_DELTA] = (void**)&g->attn_delta;
-    slots[GACT_ATTN_SYNC] = (void**)&g->attn_sync;
     slots[GACT_DQRES] = (void**)&g->dqres;
     slots[GACT_DU] = (void**)&g->du;
     slots[GACT_DHG] = (void**)&g->dhg;
@@ -4791,8 +4080,6 @@ static void gpt2_backward(GPT2* model) {
     attn_gbufs.datt = g->datt;
     attn_gbufs.dyperm = g->dyperm;
     attn_gbufs.delta = g->attn_delta;
-    attn_gbufs.dq_accum = (float*)g->dbuf_m; // dead until the next layer's fc backward (training_memory.h)
-    attn_gbufs.sync = g->attn_sync;
     const QResGradScratch qres_scratch = {g->du, g->dhg, g->dr};
     const QKVSources<floatX> dattn_src = qkv_sources<floatX>(g->dqkv, g->dln1, g->dqres);
 
@@ -5673,8 +4960,6 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
 
     g_gelu_fusion = a->gelu_fusion;
     g_bias_fusion = a->bias_fusion;
-    g_flash_version = flash_forward_version(a->flash_version);
-    g_flash_backward_version = flash_backward_version(a->flash_version);
     // the processes' shards of AdamW's state over the device layout (-z 1; else every process keeps
     // all of it), each starting on a tensor boundary's alignment for the 16-byte loads
     size_t layout_sizes[NUM_PARAMETER_TENSORS], layout_offsets[NUM_PARAMETER_TENSORS];
@@ -5725,9 +5010,8 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     if (!dp->alone) { processes_describe(dp, a); }
     const int hd = qkv_head_dim(&model.config);
     if (model.attn_fused) {
-        printf("attention: fused flash-attention kernels (head size %d; forward version %d, backward version %d%s): "
-               "the T x T scores never reach memory\n", hd, g_flash_version, g_flash_backward_version,
-               a->flash_version != 0 ? ", --flash" : ", the default");
+        printf("attention: fused flash-attention kernels (head size %d; forward version %d, backward version %d): "
+               "the T x T scores never reach memory\n", hd, FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION);
     } else {
         printf("attention: unfused, cuBLASLt matmuls with each head's T x T scores in memory (%s)\n",
                a->attn_unfused ? "--attention unfused" :
@@ -5915,8 +5199,8 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     a->final_rng = rng;
     if (a->profile_steps > 0 && g_profile.steps > 0) {
         const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
-                                    model.master_memory != NULL, model.attn_fused ? g_flash_version : 0,
-                                    model.attn_fused ? g_flash_backward_version : 0, model.recompute,
+                                    model.master_memory != NULL, model.attn_fused ? FLASH_FORWARD_VERSION : 0,
+                                    model.attn_fused ? FLASH_BACKWARD_VERSION : 0, model.recompute,
                                     g_bias_fusion};
         if (!profile_write(&g_profile, &model.config, &shape, a->profile_csv)) { rc = 1; }
     }

@@ -134,7 +134,7 @@ static inline size_t gpt2_num_parameters(const GPT2Config* c) {
     return fill_param_sizes(c, sizes);
 }
 
-// "non-embedding" as VARIANTS.md counts it: everything but wte and wpe (an untied head counts)
+// "non-embedding" as dev/SCHEMES.md (section 6) counts it: everything but wte and wpe (an untied head counts)
 static inline size_t gpt2_num_non_embedding_parameters(const GPT2Config* c) {
     size_t sizes[NUM_PARAMETER_TENSORS];
     size_t total = fill_param_sizes(c, sizes);

@@ -10,9 +10,9 @@ rows partition the step and add up to it. What a row covers:
   - fc is its matmul with the GELU epilogue, fcproj's backward includes GELU's backward;
   - classifier is the LM head's matmul, softmax, loss and their backward (the CUDA trainer runs
     them in one chunked pass during the forward);
-  - the fused attention's backward (flash version 2) is three rows, one per kernel: attn_bwd_delta
-    (D = rowsum(dO * O)), attn_bwd_dkdv and attn_bwd_dq; flash version 3 (one kernel), the unfused
-    and the CPU attention are one row, attn_bwd.
+  - the fused attention's backward (the trainer's flash version 4; the labs' version 2) is three
+    rows, one per kernel: attn_bwd_delta (D = rowsum(dO * O)), attn_bwd_dkdv and attn_bwd_dq; the
+    labs' flash version 3 (one kernel), the unfused and the CPU attention are one row, attn_bwd.
 
 For each row, profile_costs gives two analytic numbers for one step:
   - FLOPs: the matmul work the model needs (2 m n k forward, 4 m n k backward; attention's two
@@ -100,8 +100,9 @@ typedef struct {
     int micro_steps;    // micro-batches per step (gradient accumulation)
     int act_bytes;      // bytes of an activation or parameter value: 2 (bf16) or 4 (fp32)
     int master_weights; // 1: an fp32 master copy of the parameters (the CUDA trainer's bf16 -w 1)
-    int flash;          // the fused attention forward's flash version (2 or 3), 0: unfused
-    int flash_bwd;      // the backward's (2 and 4: three rows, delta, dK/dV, dQ; 3: one), 0: unfused
+    int flash;          // the fused attention forward's flash version (the trainer's 3; the labs' 2), 0: unfused
+    int flash_bwd;      // the backward's (the trainer's 4, the labs' 2: three rows, delta, dK/dV, dQ; the
+                        // labs' 3: one), 0: unfused. build/params prices the labs' versions too (--flash)
     int recompute;      // the CUDA trainer's -r: 0, 1 (GELU), 2 (GELU and the LayerNorms)
     int bias_fusion;    // 1: the bias gradients summed by the weight gradients' GEMMs (the CUDA trainer's
                         // --bias_fusion 1, cuBLASLt's BGRADB epilogue), 0: a column-sum pass of their own

@@ -26,16 +26,6 @@ static inline int qkv_fused_attention_available(int head_dim, int bf16) {
     return bf16 && (head_dim == 64 || head_dim == 128);
 }
 
-// The flash kernels' version in each direction for --flash N (2 or 3: N in both; 4: version 4's
-// backward, which has no forward of its own, with version 3's forward) or 0, the flag not given: each
-// direction's fastest version as measured on the GPU, version 3's forward (H100 and H200, 2026-11-26)
-// and version 4's backward (version 2's kernels with cp.async and ldmatrix; H200, 2026-11-27: its dK/dV
-// and dQ kernels 23.5 ms of a d12 micro-step at B 64 against version 2's 29.8, the step 122.0 ms
-// against 126.9; 0.255 ms against 0.353 in the lab at B 8, T 1024; version 3's one-pass backward ran
-// 1.3-1.7x slower than version 2's).
-static inline int flash_forward_version(int flash_flag) { return flash_flag == 0 || flash_flag == 4 ? 3 : flash_flag; }
-static inline int flash_backward_version(int flash_flag) { return flash_flag != 0 ? flash_flag : 4; }
-
 // The device layout of the parameters: sizes (elements, 0 for absent tensors) and offsets
 // (elements), each tensor padded to PARAM_ALIGN_ELEMS. Returns the padded total, the element count
 // of each parameter-side buffer (parameters, gradients, m, v, master weights).
@@ -125,8 +115,7 @@ static const char* const act_tensor_shapes[NUM_ACT_TENSORS] = {
 enum {
     GACT_DRESIDUAL = 0, // (B, T, C)            gradient of the residual stream
     GACT_DBUF_C,        // (B, T, C)            dlnf, dln2, datty
-    GACT_DBUF_M,        // (B, T, M)            dfch; fused: also flash v3's fp32 dQ sum (B, T, C), so
-                        //                      at least 4 B T C bytes (it is dead while attention's backward runs)
+    GACT_DBUF_M,        // (B, T, M)            dfch
     GACT_DLN1,          // (B, T, C)
     GACT_DQKV,          // (B, T, width)
     GACT_DPERM_Q,       // (B, H, T, hd)        unfused: dperm[0]
@@ -135,7 +124,6 @@ enum {
     GACT_DYPERM,        // (B, H, T, hd)        unfused
     GACT_DATT,          // (B, H, T, T)         unfused
     GACT_ATTN_DELTA,    // (B, H, T)            fused, fp32: rowsum(dout * out)
-    GACT_ATTN_SYNC,     // (1 + 2 B H ceil(T/16)) fused, 32-bit: flash v3 backward's ticket and counters
     GACT_DQRES,         // (B, T, C)            q_residual
     GACT_DU,            // (B, T, C)            q_residual
     GACT_DHG,           // (B, T, C/2)          q_residual
@@ -145,7 +133,7 @@ enum {
 
 static const char* const grad_act_tensor_names[NUM_GRAD_ACT_TENSORS] = {
     "dresidual", "dbuf_c", "dbuf_m", "dln1", "dqkv", "dperm_q", "dperm_k", "dperm_v", "dyperm", "datt",
-    "attn_delta", "attn_sync", "dqres", "du", "dhg", "dr",
+    "attn_delta", "dqres", "du", "dhg", "dr",
 };
 
 typedef struct {
@@ -248,9 +236,7 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     TensorAlloc* g = m->grad_acts;
     QKV_TENSOR(g, GACT_DRESIDUAL, 1, BT * C, X);
     QKV_TENSOR(g, GACT_DBUF_C, 1, BT * C, X);
-    // the flash backward (version 3) sums dQ in fp32 here: dbuf_m is dead from fc's backward to the next layer's
-    const size_t dq_accum_elems = attn_fused ? (BT * C * F + X - 1) / X : 0;
-    QKV_TENSOR(g, GACT_DBUF_M, 1, BT * M > dq_accum_elems ? BT * M : dq_accum_elems, X);
+    QKV_TENSOR(g, GACT_DBUF_M, 1, BT * M, X);
     QKV_TENSOR(g, GACT_DLN1, 1, BT * C, X);
     QKV_TENSOR(g, GACT_DQKV, 1, BT * W, X);
     QKV_TENSOR(g, GACT_DPERM_Q, unfused, BT * C, X);
@@ -259,7 +245,6 @@ static inline void gpt2_training_memory(const GPT2Config* c, int B, int T, size_
     QKV_TENSOR(g, GACT_DYPERM, unfused, BT * C, X);
     QKV_TENSOR(g, GACT_DATT, unfused, BHT * T, X);
     QKV_TENSOR(g, GACT_ATTN_DELTA, attn_fused, BHT, F);
-    QKV_TENSOR(g, GACT_ATTN_SYNC, attn_fused, 1 + 2 * (size_t)B * H * (((size_t)T + 15) / 16), F);
     QKV_TENSOR(g, GACT_DQRES, qres, BT * C, X);
     QKV_TENSOR(g, GACT_DU, qres, BT * C, X);
     QKV_TENSOR(g, GACT_DHG, qres, BT * (C / 2), X);

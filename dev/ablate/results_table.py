@@ -8,7 +8,7 @@ back (dev/results/ablate/<config>/summary.csv, written by dev/ablate/report.py a
   python3 dev/ablate/results_table.py --fix     rewrite README.md's table from it
 
 The README holds the table between the lines RESULTS_BEGIN and RESULTS_END. Each row is a comparison a
-paper made (PAPER_ROWS: the paper's own number against standard, typed from the paper as VARIANTS.md
+paper made (PAPER_ROWS: the paper's own number against standard, typed from the paper as dev/SCHEMES.md
 gives it) beside ours: the run's difference from the baseline in the config's summary.csv, mean ± sd
 over the seeds done and Welch's p, as the paper reports it (val loss, or perplexity: 100·(exp(d) - 1)).
 A run with no finished seed reads "not yet run", a run with some "k of n seeds": nothing is estimated.

@@ -21,7 +21,8 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
          compute-bound at every T (backward 319 FLOP/byte at T = 1024, the ridge is 263)
   (version 1 is held to neither: full T x T matmuls, (B, H, T, T) probabilities and their gradient)
 
-Versions (the trainer's own code, included below; `make labs` builds build/lab_attention_backward):
+Versions (1 and 4 the trainer's own code, included below; 2 and 3 in attention_flash_versions.h;
+`make labs` builds build/lab_attention_backward):
   1  unfused, ./build/lab_attention_backward 1: permute dO to (B, H, T, hd); cuBLASLt strided-batched
      dP = dO v^T and dv = P^T dO over B*Hkv batches (the g query heads of a kv head summed through the
      inner dimension g*T); softmax_causal_backward_kernel dS = scale P (dP - rowsum(P dP)) in place (a
@@ -38,7 +39,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      dS rounded to bf16 as mma A fragments. Registers (ptxas -v, nvcc 13.0, sm_90): dK/dV 168 at hd 64,
      255 + 8 bytes spilled at hd 128; dQ 128 / 172; delta 32. hd 64 or 128, BF16 builds, rows 16-byte
      aligned, any T; deterministic (no atomics). ms on GPU: "Measured" below.
-  3  flash version 3, one pass, ./build/lab_attention_backward 3 (the trainer's with --flash 3;
+  3  flash version 3, one pass, ./build/lab_attention_backward 3 (after version 3's forward;
      version 2's backward measured 1.3-1.7x faster on an H100 and an H200, 2026-11-26):
      flash3_attention_backward_kernel<hd>, a 1-D grid of ceil(T/128) * B * Hkv CTAs taking
      their work from a ticket, 256 threads (8 warps x 16 keys = 128 keys of one kv head), K and V
@@ -58,7 +59,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
          (with 32 query rows per step at hd 128: 255 registers and 4 bytes spilled, hence 16)
        flash3_dq_store_kernel: 16 registers. One CTA (8 warps) per SM at both head sizes.
      Deterministic: bit-identical runs (the check's second backward). ms on GPU: "Measured" below.
-  4  flash version 4, ./build/lab_attention_backward 4 (the trainer's with --flash 4; after version 3's
+  4  flash version 4, ./build/lab_attention_backward 4 (the trainer's flash backward; after version 3's
      forward): version 2's delta kernel and two kernels, in version 2's order of sums, with version 3's
      operand machinery. flash4_attention_backward_dkdv_kernel<hd>, grid (ceil(T/64), B*Hkv), 128
      threads (4 warps x 16 keys), K and V resident, Q, dO (cp.async) and lse, D double-buffered per
@@ -74,7 +75,7 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
        flash4_attention_backward_dkdv_kernel<128>: 255 registers, no spill (version 2's: 255 and 20 bytes)
        flash4_attention_backward_dq_kernel<64>:    128 registers (the cap of 2 CTAs of 256 threads), 12 bytes spilled
        flash4_attention_backward_dq_kernel<128>:   216 registers, no spill
-     Written 2026-11-27 without a GPU; the trainer's default backward since an H200 timed it the same
+     Written 2026-11-27 without a GPU; the trainer's backward since an H200 timed it the same
      day (1.39x version 2's speed). ms on GPU: "Measured" below.
 
   Determinism, the choice (version 3). A query tile's dQ sums contributions from every key CTA at or
@@ -151,6 +152,7 @@ before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/
 #define TESTING
 #include "../../train_gpt2.cu"
 #include "../cpu/attention_tiled_cpu.h"
+#include "attention_flash_versions.h"
 #include "common.h"
 
 // ----------------------------------------------------------------------------
@@ -311,7 +313,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     LabVerdict v;
     lab_verdict_init(&v);
     LabAttn at;
-    lab_attn_alloc(&at, &s, 1);
+    lab_attn_alloc(&at, &s, ver->variant, 1);
     LabBuf atty = lab_buf_alloc(BT * in->C * sizeof(floatX), "atty");
     LabBuf dqkv = lab_buf_alloc(BT * in->W * sizeof(floatX), "dqkv");
     LabBuf dx = lab_buf_alloc(BT * in->C * sizeof(floatX), "dx");
@@ -321,7 +323,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     // the forward pass of this version, with its buffers poisoned first
     lab_attn_poison_forward(&at);
     lab_buf_poison(&atty);
-    attention_forward((floatX*)atty.ptr, &at.bufs, src, &s);
+    lab_attention_forward(&at, (floatX*)atty.ptr, src);
     cudaCheck(cudaDeviceSynchronize());
     const std::vector<unsigned char> fwd_before = lab_attn_forward_bytes(&at);
     const std::vector<unsigned char> atty_before = lab_buf_download(&atty);
@@ -333,7 +335,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
         lab_buf_poison(&dqkv);
         lab_buf_poison(&dx);
         lab_buf_poison(&dqres);
-        wrote_dx[rep] = attention_backward(dsrc, &at.gbufs, lab_in(&in->datty), (const floatX*)atty.ptr, &at.bufs, src, &s);
+        wrote_dx[rep] = lab_attention_backward(&at, dsrc, lab_in(&in->datty), (const floatX*)atty.ptr, src);
         cudaCheck(cudaDeviceSynchronize());
         const std::vector<unsigned char> h[3] = {lab_buf_download(&dqkv), lab_buf_download(&dx), lab_buf_download(&dqres)};
         if (rep == 1) { // the second run: the same bytes
@@ -452,14 +454,14 @@ static void bench(const LabArgs* a) {
             AttnShape s;
             if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
-            lab_attn_alloc(&at, &s, 1);
+            lab_attn_alloc(&at, &s, ver->variant, 1);
             LabBuf atty = lab_buf_alloc(BT * in.C * sizeof(floatX), "atty");
             LabBuf dqkv = lab_buf_alloc(BT * in.W * sizeof(floatX), "dqkv");
             floatX* d_atty = (floatX*)atty.ptr;
             const QKVSources<const floatX> src = lab_sources(&in);
             const QKVSources<floatX> dsrc = qkv_sources<floatX>((floatX*)dqkv.ptr, NULL, NULL);
-            auto forward = [&]() { attention_forward(d_atty, &at.bufs, src, &s); };
-            auto backward = [&]() { attention_backward(dsrc, &at.gbufs, lab_in(&in.datty), d_atty, &at.bufs, src, &s); };
+            auto forward = [&]() { lab_attention_forward(&at, d_atty, src); };
+            auto backward = [&]() { lab_attention_backward(&at, dsrc, lab_in(&in.datty), d_atty, src); };
             forward();
             const double ms_bwd = lab_time_median_ms(&timer, LAB_BENCH_REPS, backward);
             lab_attn_bench_line(ver->version, "backward", sh.T, ms_bwd, f_bwd, b_bwd);

@@ -16,7 +16,8 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
            T = 4096: 0.2610 ms compute vs 0.0676 ms memory: compute-bound
   (version 1 is held to neither: it computes the full T x T scores and writes and reads (B, H, T, T) twice)
 
-Versions (the trainer's own code, included below; `make labs` builds build/lab_attention_forward):
+Versions (1 and 3 the trainer's own code, included below; 2 in attention_flash_versions.h; `make labs`
+builds build/lab_attention_forward):
   1  unfused, ./build/lab_attention_forward 1: permute_heads_kernel q, k, v to (B, H|Hkv, T, hd) (grid-stride,
      256 threads), cuBLASLt strided-batched S = scale q k^T over B*Hkv batches (full T x T, bf16 out),
      softmax_causal_forward_kernel in place (a warp per row, 8 rows per 256-thread block), cuBLASLt
@@ -30,8 +31,8 @@ Versions (the trainer's own code, included below; `make labs` builds build/lab_a
      hd 128, no spills (ptxas -v, nvcc 13.0, sm_90). hd 64 or 128, BF16 builds, rows
      16-byte aligned with strides a multiple of 8 (host-checked), any T (rows >= T zero-filled);
      deterministic (no atomics). ms on GPU: "Measured" below.
-  3  flash version 3, ./build/lab_attention_forward 3 (the trainer's default; --flash 2 picks version 2
-     in both directions):
+  3  flash version 3, ./build/lab_attention_forward 3 (the trainer's flash forward since the H100 and
+     the H200 timed it, 2026-11-26):
      flash3_attention_forward_kernel<hd>, grid (B*H, ceil(T/128)): the heads of one batch row side by
      side, so a GQA group's query heads read their kv head's tiles from L2 together; 256 threads
      (8 warps x 16 query rows = 128 rows per CTA), Q's A fragments held in registers for the whole key
@@ -86,6 +87,7 @@ PyTorch's SDPA on the same shapes: python3 dev/cuda/sdpa_bench.py.
 #define TESTING
 #include "../../train_gpt2.cu"
 #include "../cpu/attention_tiled_cpu.h"
+#include "attention_flash_versions.h"
 #include "common.h"
 
 // one version on one trial; returns 1 on FAIL. When v1_atty is not NULL and this is version 1,
@@ -99,7 +101,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     char prefix[160];
     lab_shape_describe(sh, prefix, sizeof(prefix));
     LabAttn at;
-    lab_attn_alloc(&at, &s, 0);
+    lab_attn_alloc(&at, &s, ver->variant, 0);
     LabBuf atty = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "atty");
     LabVerdict v;
     lab_verdict_init(&v);
@@ -108,7 +110,7 @@ static int check_version(const LabArgs* a, const LabVersion* ver, const LabInput
     for (int rep = 0; rep < runs; rep++) {
         lab_attn_poison_forward(&at);
         lab_buf_poison(&atty);
-        attention_forward((floatX*)atty.ptr, &at.bufs, lab_sources(in), &s);
+        lab_attention_forward(&at, (floatX*)atty.ptr, lab_sources(in));
         cudaCheck(cudaDeviceSynchronize());
         const std::vector<unsigned char> h_atty = lab_buf_download(&atty);
         const std::vector<unsigned char> h_lse = lab_buf_download(&at.lse);
@@ -194,10 +196,10 @@ static void bench(const LabArgs* a) {
             AttnShape s;
             if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
-            lab_attn_alloc(&at, &s, 0);
+            lab_attn_alloc(&at, &s, ver->variant, 0);
             LabBuf atty = lab_buf_alloc((size_t)sh.B * sh.T * in.C * sizeof(floatX), "atty");
             const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
-                attention_forward((floatX*)atty.ptr, &at.bufs, lab_sources(&in), &s);
+                lab_attention_forward(&at, (floatX*)atty.ptr, lab_sources(&in));
             });
             lab_attn_bench_line(ver->version, "forward", sh.T, ms, flops, bytes);
             lab_buf_free(&atty);

@@ -51,7 +51,7 @@ typedef struct {
     const char* what;  // one line for -h
     int bf16_only;     // 1: absent from FP32 builds
     int variant;       // what the lab's code takes to run this version (the attention labs: 0 the unfused
-                       // path, else the flash kernels' version, AttnShape.flash)
+                       // path, else the flash kernels' version, LabAttn.flash_fwd and flash_bwd)
 } LabVersion;
 
 // what a lab is, for the parser and -h
@@ -718,14 +718,15 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 // ============================================================================
 // The attention labs (attention_forward.cu, attention_backward.cu): compiled where the lab included
 // the CPU twin of the flash kernels, dev/cpu/attention_tiled_cpu.h, their reference. Their versions
-// are paths of the trainer's attention_forward/backward; the checks cover every scheme.
+// are the trainer's attention_forward/backward (the unfused path, and its flash kernels: forward 3,
+// backward 4) and the flash versions of attention_flash_versions.h; the checks cover every scheme.
 // Shapes and names follow the trainer: B batch, T sequence, H query heads, Hkv kv heads, hd head
 // size, C = H * hd, W the fused projection's width (QKVLayout.width).
 
-// The versions: each is a path of attention_forward/backward, chosen by the `fused` argument of
-// attn_shape_make and AttnShape.flash_fwd/flash_bwd (LabVersion.variant: 0 unfused, else the flash version).
-// Version 3 is the flash kernels' version 3 in both labs (forward: 128-row tiles; backward: one pass);
-// version 4, the backward lab's alone, runs version 4's backward after version 3's forward.
+// The versions: the `fused` argument of attn_shape_make and LabAttn.flash_fwd/flash_bwd (LabVersion.variant:
+// 0 unfused, else the flash version). Version 3 is the flash kernels' version 3 in both labs (forward:
+// 128-row tiles, the trainer's; backward: one pass); version 4, the backward lab's alone (the
+// trainer's backward), runs after version 3's forward.
 static const LabVersion lab_attn_versions[] = {
     {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
     {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2},
@@ -1009,6 +1010,7 @@ static void lab_twin_backward(LabInputs* in, const std::vector<float>& out, cons
 
 typedef struct {
     AttnShape s;
+    int flash_fwd, flash_bwd;              // the fused path's versions (lab_attn_alloc)
     LabBuf perm[3], att, yperm, lse;       // forward: unfused perm/att/yperm, fused lse
     LabBuf dperm[3], datt, dyperm, delta;  // backward scratch
     LabBuf dq_accum, sync;                 // backward scratch of flash version 3
@@ -1016,10 +1018,12 @@ typedef struct {
     AttnGradBuffers gbufs;
 } LabAttn;
 
-static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
+static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int flash_version, int with_grad) {
     static const char* const perm_names[3] = {"perm[0]", "perm[1]", "perm[2]"};
     static const char* const dperm_names[3] = {"dperm[0]", "dperm[1]", "dperm[2]"};
     a->s = *s;
+    a->flash_fwd = flash_version == 2 ? 2 : 3; // version 4 is a backward only, after version 3's forward
+    a->flash_bwd = flash_version;
     const size_t B = (size_t)s->B, T = (size_t)s->T, H = (size_t)s->H, hd = (size_t)s->hd, X = sizeof(floatX);
     const size_t nheads[3] = {H, (size_t)s->Hkv, (size_t)s->Hkv};
     for (int r = 0; r < 3; r++) {
@@ -1034,7 +1038,7 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
     a->datt = !s->fused && with_grad ? lab_buf_alloc(B * H * T * T * X, "datt") : lab_buf_none("datt");
     a->dyperm = !s->fused && with_grad ? lab_buf_alloc(B * H * T * hd * X, "dyperm") : lab_buf_none("dyperm");
     a->delta = s->fused && with_grad ? lab_buf_alloc(B * H * T * sizeof(float), "delta") : lab_buf_none("delta");
-    const int v3 = s->fused && s->flash_bwd == 3 && with_grad;
+    const int v3 = s->fused && a->flash_bwd == 3 && with_grad;
     a->dq_accum = v3 ? lab_buf_alloc(B * T * H * hd * sizeof(float), "dq_accum") : lab_buf_none("dq_accum");
     a->sync = v3 ? lab_buf_alloc(flash3_bwd_sync_words(s->B, s->H, s->T, FLASH3_BWD_BLOCK_M(s->hd)) * sizeof(unsigned int), "sync")
                  : lab_buf_none("sync");
@@ -1048,8 +1052,6 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int with_grad) {
     a->gbufs.datt = (floatX*)a->datt.ptr;
     a->gbufs.dyperm = (floatX*)a->dyperm.ptr;
     a->gbufs.delta = (float*)a->delta.ptr;
-    a->gbufs.dq_accum = (float*)a->dq_accum.ptr;
-    a->gbufs.sync = (unsigned int*)a->sync.ptr;
 }
 
 // every buffer of the path, forward ones first
@@ -1090,8 +1092,33 @@ static std::vector<unsigned char> lab_attn_forward_bytes(const LabAttn* a) {
 // the AttnShape of a version for the trial's config, or 0 when the version has no kernel for it
 static int lab_version_shape(const LabVersion* v, const LabInputs* in, AttnShape* s) {
     *s = attn_shape_make(&in->cfg, in->sh.B, in->sh.T, v->variant != 0);
-    if (v->variant != 0) { s->flash_fwd = flash_forward_version(v->variant); s->flash_bwd = flash_backward_version(v->variant); }
     return s->fused == (v->variant != 0);
+}
+
+// the lab's attention_forward: the trainer's, with the version's own flash kernel where it is not the trainer's
+static void lab_attention_forward(const LabAttn* at, floatX* atty, QKVSources<const floatX> src) {
+    const AttnShape* s = &at->s;
+    if (!s->fused || at->flash_fwd == FLASH_FORWARD_VERSION) {
+        attention_forward(atty, &at->bufs, src, s);
+        return;
+    }
+    lab_flash_forward(at->flash_fwd, atty, at->bufs.lse, qkv_role_view(&s->layout, 0, s->hd, src),
+                      qkv_role_view(&s->layout, 1, s->hd, src), qkv_role_view(&s->layout, 2, s->hd, src), s);
+}
+
+// the lab's attention_backward, likewise; returns 1 when dsrc.input was written
+static int lab_attention_backward(const LabAttn* at, QKVSources<floatX> dsrc, const floatX* datty, const floatX* atty,
+                                  QKVSources<const floatX> src) {
+    const AttnShape* s = &at->s;
+    if (!s->fused || at->flash_bwd == FLASH_BACKWARD_VERSION) {
+        return attention_backward(dsrc, &at->gbufs, datty, atty, &at->bufs, src, s);
+    }
+    AttnGradDest dst[3];
+    const int wrote_dx = attention_fused_grad_dests(dst, dsrc, s);
+    lab_flash_backward(at->flash_bwd, dst[0], dst[1], dst[2], at->gbufs.delta, (float*)at->dq_accum.ptr,
+                       (unsigned int*)at->sync.ptr, datty, atty, at->bufs.lse, qkv_role_view(&s->layout, 0, s->hd, src),
+                       qkv_role_view(&s->layout, 1, s->hd, src), qkv_role_view(&s->layout, 2, s->hd, src), s);
+    return wrote_dx;
 }
 
 // ----------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The CPU runtime's self-test: planted bugs that the CPU run of the CUDA trainer must catch.
 
-For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu with the one edit, through rewrite.py,
+For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu (or the file its `file:` line names, a
+header of the kernel labs) with the one edit, through rewrite.py,
 test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
 with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
@@ -31,8 +32,10 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LIST = os.path.join(ROOT, "dev", "cudacpu", "mutants.txt")
-LAB_HEADERS = ["common.h", "../cpu/attention_tiled_cpu.h", "../cpu/kernels_cpu.h"]  # as the labs include them
+LAB_HEADERS = ["attention_flash_versions.h", "common.h", "../cpu/attention_tiled_cpu.h", "../cpu/kernels_cpu.h"]  # as the labs include them
 OUT = os.path.join(ROOT, "build", "mutants")
+# what a mutant may edit: the trainer, or the flash versions the labs hold beside it
+MUTABLE_FILES = ["train_gpt2.cu", "dev/cuda/attention_flash_versions.h"]
 RUN_TIMEOUT_S = 300
 
 
@@ -47,7 +50,7 @@ def parse(path):
             if not m:
                 sys.exit("%s:%d: expected '## m<NN> <kind>: <what>'" % (path, n))
             cur = dict(id=m.group(1), kind=m.group(2), run_stem=None, fixtures=None, lab_args=[], env=[], args=None,
-                       find=[], replace=[], line=n)
+                       file="train_gpt2.cu", find=[], replace=[], line=n)
             mutants.append(cur)
             section = None
         elif cur is None or line == "end":
@@ -63,6 +66,10 @@ def parse(path):
             cur["env"] = line[5:].split()
             if not all(re.match(r"^[A-Z_][A-Z0-9_]*=\S*$", e) for e in cur["env"]):
                 sys.exit("%s:%d: expected 'env: NAME=value ...'" % (path, n))
+        elif section is None and line.startswith("file: "):
+            cur["file"] = line[6:].strip()
+            if cur["file"] not in MUTABLE_FILES:
+                sys.exit("%s:%d: file: is one of %s" % (path, n, ", ".join(MUTABLE_FILES)))
         elif section is None and line.startswith("args: "):
             cur["args"] = line[6:].split()
         elif line in ("find:", "replace:"):
@@ -107,22 +114,27 @@ def make_pch():
     return None
 
 
-def build(d, stem, text):
-    """train_gpt2.cu = text, rewritten, and the test binary (or the lab) built in d -> (binary, None) or (None, why)"""
+def build(d, stem, mutated, text):
+    """file `mutated` = text, rewritten with the others, and the test binary (or the lab) built in d ->
+    (binary, None) or (None, why)"""
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "src"))
-    with open(os.path.join(d, "train_gpt2.cu"), "w") as f:
+    mutant_path = os.path.join(d, os.path.basename(mutated))
+    with open(mutant_path, "w") as f:
         f.write(text)
     # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
     lab = stem.startswith("lab_")
-    sources = [("train_gpt2.cu", os.path.join(d, "train_gpt2.cu"))]
-    if lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the mutant
+    sources = [("train_gpt2.cu", os.path.join(ROOT, "train_gpt2.cu"))]
+    if lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the trainer
         op = stem[4:-5] if stem.endswith("_fp32") else stem[4:]
         sources += [(os.path.join("dev", "cuda", f), os.path.join(ROOT, "dev", "cuda", f)) for f in LAB_HEADERS + [op + ".cu"]]
         main_source = os.path.join(d, "src", "dev", "cuda", op + ".cu")
     else:
         sources.append(("test_gpt2.cu", os.path.join(ROOT, "test_gpt2.cu")))
         main_source = os.path.join(d, "src", "test_gpt2.cu")
+    sources = [(name, mutant_path if os.path.normpath(name) == os.path.normpath(mutated) else src) for name, src in sources]
+    if mutant_path not in [src for _, src in sources]:
+        return None, "builds without %s (a mutant of a lab header runs a lab)" % mutated
     for name, src in sources:
         dst = os.path.join(d, "src", name)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -166,9 +178,9 @@ def run_mutant(m, source, manifest_rows):
     """-> (ok, message)"""
     control = m.get("control", False)
     find, replace = "\n".join(m["find"]) + "\n", "\n".join(m["replace"]) + ("\n" if m["replace"] else "")
-    count = source.count(find)
+    count = source[m["file"]].count(find)
     if not control and count != 1:
-        return False, "stale: the text to find occurs %d times in train_gpt2.cu (expected once)" % count
+        return False, "stale: the text to find occurs %d times in %s (expected once)" % (count, m["file"])
     stem = m["run_stem"]
     lab = stem.startswith("lab_")
     d = os.path.join(OUT, m["id"])
@@ -179,7 +191,7 @@ def run_mutant(m, source, manifest_rows):
         if binary is None:
             return False, "the unmutated source %s" % why
     else:
-        binary, why = build(d, stem, source.replace(find, replace))
+        binary, why = build(d, stem, m["file"], source[m["file"]].replace(find, replace))
         if binary is None:
             return False, "the mutant %s, so it tests nothing (fix the edit)" % why
     manifest = os.path.join(d, "manifest.tsv")
@@ -230,8 +242,10 @@ def main():
         return 1
     with open(manifest_path) as f:
         rows = {l.split("\t")[0]: l for l in f if l.strip() and not l.startswith("#")}
-    with open(os.path.join(ROOT, "train_gpt2.cu")) as f:
-        source = f.read()
+    source = {}
+    for name in MUTABLE_FILES:
+        with open(os.path.join(ROOT, name)) as f:
+            source[name] = f.read()
     # a control per distinct run: the same build and run on the unmutated source
     controls, seen = [], set()
     for m in mutants:

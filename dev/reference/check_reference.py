@@ -123,7 +123,7 @@ def check_params(params_bin):
     cases = []
     for line in lines:
         f = parse_params_line(line)
-        T = 1024 if int(f["n_embd"]) <= 768 else 2048  # the context of the VARIANTS.md tables
+        T = 1024 if int(f["n_embd"]) <= 768 else 2048  # the context of dev/SCHEMES.md's tables
         cases.append((f, T))
     # and every fixture shape, asked one at a time from the same tool
     from make_fixtures import TINY, fixtures
@@ -304,7 +304,7 @@ def check_roundtrip(manifest):
 
 # ----------------------------------------------------------------------------
 # An independent formulation: torch.nn.functional building blocks, the q/k/v rules written from
-# the VARIANTS.md table (not from qkv_layout), GQA by head indexing, torch.optim.AdamW.
+# dev/SCHEMES.md's table (not from qkv_layout), GQA by head indexing, torch.optim.AdamW.
 
 def independent_scale(c):
     s = ref.SCHEMES[c.scheme]

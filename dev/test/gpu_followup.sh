@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The short call for the end of a GPU session (3-4 minutes of device time left, a fresh machine):
-# the flash kernels' two versions side by side, which no gpu_suite.sh stage does in one run, each
-# under its own timeout, every log written to OUT_DIR as it goes (what is there comes back even if
-# the call is cut):
-#   1. our standard trainer's --profile by default (flash forward 3, backward 4; the bias gradients in
-#      the BGRADB epilogue), with --bias_fusion 0, --flash 2 and --flash 3 (d12, B 64, T 1024, Austen);
-#   2. the attention labs' --bench beside PyTorch SDPA (dev/cuda/sdpa_bench.py).
+# the trainer's step profile and the flash kernels' versions side by side, which no gpu_suite.sh stage
+# does in one run, each under its own timeout, every log written to OUT_DIR as it goes (what is there
+# comes back even if the call is cut):
+#   1. our standard trainer's --profile (flash forward 3, backward 4; the bias gradients in the BGRADB
+#      epilogue), and with --bias_fusion 0 (d12, B 64, T 1024, Austen);
+#   2. the attention labs' --bench of every version beside PyTorch SDPA (dev/cuda/sdpa_bench.py).
 # llm.c is not here: the bench_peers stage builds it with cuDNN and runs it beside ours.
 #
 #   bash dev/test/gpu_followup.sh OUT_DIR      (needs dev/data/austen carried)
@@ -26,7 +26,7 @@ make -s -j 2 build/lab_attention_forward build/lab_attention_backward LAB_SM="$S
 wait "$trainer_pid"
 stamp "built: $(ls train_gpt2cu build/lab_attention_forward build/lab_attention_backward 2>&1 | tr '\n' ' ')"
 
-for run in "default|" "nobiasfusion|--bias_fusion 0" "flash2|--flash 2" "flash3|--flash 3"; do
+for run in "default|" "nobiasfusion|--bias_fusion 0"; do
   IFS='|' read -r name flags <<<"$run"
   # shellcheck disable=SC2086 # $flags is words on purpose
   timeout 60 ./train_gpt2cu -e d12 -i "dev/data/austen/austen_train_*.bin" -j "dev/data/austen/austen_val_*.bin" -b 64 -t 1024 \

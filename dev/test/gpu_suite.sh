@@ -41,7 +41,7 @@
 #   nccl              [300] data parallelism through NCCL with one process: `-pi fs -pn 1` bit for bit
 #                     the run without it (tiny, BF16, 10 steps), and d12 at B 16 in tokens/s beside it
 #   profile           [300] `--profile` of every scheme at d12, T 1024, B 64, BF16 on dev/data/austen (and of
-#                     standard with --flash 2, flash version 2 in both directions, and at the bench's B 128),
+#                     standard at the bench's B 128),
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
 #   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
@@ -84,6 +84,7 @@
 # stage's files; LOG_DIR/summary.txt.
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh
 source dev/test/torch_python.sh
 
 STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check sanitize_memcheck
@@ -472,15 +473,9 @@ note() { # text for the summary (a table), indented
 first_error() { grep -m1 -i "${2:-error}" "$1" 2>/dev/null | cut -c1-110; }
 # run a function on each line of a file (its words as arguments), P at a time, in the file's order
 pool() { # P file func
-  local p=$1 file=$2 fn=$3 running=0 line
-  while read -r line; do
-    [ -n "$line" ] || continue
-    if [ $DRY -eq 1 ]; then $fn $line; continue; fi
-    $fn $line </dev/null &
-    running=$((running + 1))
-    if [ $running -ge "$p" ]; then wait -n; running=$((running - 1)); fi
-  done <"$file"
-  wait
+  local lines
+  mapfile -t lines < <(grep -v '^$' "$2")
+  run_jobs "$([ $DRY -eq 1 ] && echo 0 || echo "$1")" "$3" "${lines[@]}"
 }
 fixture_scheme() { # fixture -> its scheme: the manifest's; before the fixtures exist (a dry run
   # here), the longest scheme name the fixture's name starts with (q_identity_hd64_mqa: q_identity)
@@ -782,13 +777,11 @@ stage_profile() {
   fi
   learned_profile
   need_data dev/data/austen austen_train_000000.bin "--profile (every scheme)" || return
-  # every scheme with the defaults, then standard with flash version 2 in both directions (beside the
-  # default's forward 3 and backward 4: the step's attn rows of the two, one machine), then standard at
-  # the bench's own shape (B 128, -d 524288: 4 micro-steps), whose step the bench's step is compared with
+  # every scheme, then standard at the bench's own shape (B 128, -d 524288: 4 micro-steps), whose step
+  # the bench's step is compared with (the flash versions the trainer does not hold: lab_bench)
   local run name flags B
-  for run in $SCHEMES standard:flash2 standard:b128; do
+  for run in $SCHEMES standard:b128; do
     s=${run%%:*} name=${run/:/_} flags=() B=64
-    [ "$run" = standard:flash2 ] && flags=(--flash 2)
     [ "$run" = standard:b128 ] && B=128 flags=(-d 524288)
     bin=$(binary train_gpt2cu "$s" BF16) log="$LOG/profile/profile_$name.log" csv="$LOG/profile/profile_$name.csv"
     rm -f "$csv"
@@ -805,7 +798,6 @@ stage_profile() {
     fi
   done
   [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard.log" ] && grep '^profile \|^profile: [0-9]* steps' "$LOG/profile/profile_standard.log" | note
-  [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_flash2.log" ] && grep '^profile attn' "$LOG/profile/profile_standard_flash2.log" | note
   [ $DRY -eq 0 ] && [ -f "$LOG/profile/profile_standard_b128.log" ] && grep '^profile \|^summary' "$LOG/profile/profile_standard_b128.log" | note
 }
 stage_profile_ncu() {

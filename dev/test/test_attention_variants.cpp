@@ -1,6 +1,6 @@
 /*
 Unit tests of attention_variants.cuh: the layouts, the constraint check and its messages, the
-checkpoint header round trip and the refusals. The numbers of VARIANTS.md are checked by
+checkpoint header round trip and the refusals. The numbers of dev/SCHEMES.md (section 6) are checked by
 test_params.sh against `make params`; this file checks the structure behind them.
 Built with the default QKV_SCHEME (standard), which the scheme-mismatch test relies on.
 */
@@ -94,7 +94,7 @@ static void test_constraints() {
                   std::string("allows ") + qkv_scheme_name(gqa_ok[i]) + " with n_kv_head=" + std::to_string(Hkv), msg);
         }
     }
-    // forbidden by VARIANTS.md: Hkv < H where k or v is tied to the query heads
+    // forbidden by dev/SCHEMES.md (section 4): Hkv < H where k or v is tied to the query heads
     int need_mha[4] = {QKV_K_IDENTITY, QKV_V_IDENTITY, QKV_QK_SHARED, QKV_QKV_SHARED};
     for (int i = 0; i < 4; i++) {
         for (int Hkv = 1; Hkv <= 2; Hkv++) {
@@ -352,7 +352,7 @@ static void test_training_memory() {
             }
             struct { int id; bool present; } grads[] = {
                 {GACT_DPERM_Q, !fused}, {GACT_DPERM_K, !fused && own_k}, {GACT_DPERM_V, !fused && own_v},
-                {GACT_DATT, !fused}, {GACT_DYPERM, !fused}, {GACT_ATTN_DELTA, (bool)fused}, {GACT_ATTN_SYNC, (bool)fused},
+                {GACT_DATT, !fused}, {GACT_DYPERM, !fused}, {GACT_ATTN_DELTA, (bool)fused},
                 {GACT_DQRES, qres},
             };
             for (size_t k = 0; k < sizeof(grads) / sizeof(grads[0]); k++) {

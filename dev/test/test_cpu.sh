@@ -489,7 +489,7 @@ bad depth|-e d7|-e d7
 CUDA-only -r|the CUDA trainer|-r 1
 CUDA-only --gelu_fusion|the CUDA trainer|--gelu_fusion 0
 CUDA-only --bias_fusion|the CUDA trainer|--bias_fusion 0
-CUDA-only --flash|the CUDA trainer|--flash 2
+retired --flash|--flash is no longer a flag|--flash 2
 CUDA-only --lt_tune|the CUDA trainer|--lt_tune 0
 checkpoint shape flag|cannot be changed|-e $m -t 32 --n_kv_head 2
 resume without -o|-y 1 needs -o|-e $m -t 32 -y 1

@@ -25,6 +25,7 @@
 #   CUDA_TEST_LABS=0                      # no kernel lab (dev/test/gpu_suite.sh runs them in its lab stages)
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh
 source dev/test/torch_python.sh
 SCHEMES=$(make -s --no-print-directory schemes) && [ -n "$SCHEMES" ] || { echo "FAIL cuda: make schemes printed no scheme list"; exit 1; }
 PRECISIONS=${CUDA_TEST_PRECISIONS:-BF16 FP32}
@@ -127,14 +128,7 @@ targets+=("${lab_bins[@]}")
 build_start=$SECONDS
 build_out="$log_dir/builds.txt"
 : >"$build_out"
-running=0
-for t in "${targets[@]}"; do
-  # shellcheck disable=SC2086
-  build_target $t >>"$build_out" &
-  running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-done
-wait
+run_jobs 2 build_target "${targets[@]}" >>"$build_out"
 sort "$build_out"
 grep -q '^FAIL' "$build_out" && failed=1
 echo "  cuda builds: ${#targets[@]} binaries (${#lab_bins[@]} of them kernel labs) in $((SECONDS - build_start))s"
@@ -202,7 +196,7 @@ for s in $SCHEMES; do
     expect_one_line "$bin bad value" 1 "-b 0" ./"$bin" -b 0
     expect_one_line "$bin bad number" 1 "--attn_scale abc" ./"$bin" --attn_scale abc
     expect_one_line "$bin bad depth" 1 "-e d7" ./"$bin" -e d7
-    expect_one_line "$bin bad --flash" 1 "--flash 5" ./"$bin" --flash 5
+    expect_one_line "$bin retired --flash" 1 "--flash is no longer a flag" ./"$bin" --flash 4
     expect_one_line "$bin -d not a multiple" 1 "-d 100" ./"$bin" -e d6 -b 2 -t 64 -d 100
     expect_one_line "$bin -t too long" 1 "-t 2048" ./"$bin" -e d6 -t 2048
     # a checkpoint of another scheme (the next scheme in the list)

@@ -38,8 +38,7 @@
 #        --generate with the sampling flags (--num_samples 2, temperature, top-k, top-p): the CPU trainer's text,
 #        the two samples decoded together, the second --seed 6's text alone;
 #        --profile (FP32: the unfused attention; BF16 at head size 64: the flash backward's three rows
-#        (version 4, the default) with -r 2 and 2 micro-steps, with --flash 3 its one row, with
-#        --flash 2 version 2's three): each
+#        with -r 2 and 2 micro-steps): each
 #        row of the path timed (cudaEvents, stamped by the runtime's queue), the rows within 5% of the
 #        step the trainer measured
 #
@@ -47,6 +46,7 @@
 #   bash dev/test/test_cudacpu.sh
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh
 log_dir=build/test_logs/cudacpu
 mkdir -p "$log_dir"
 failed=0
@@ -65,11 +65,12 @@ runs=("standard $(fixtures_of standard bf16) full")
 # on every shape for the standard layout (with version 1 as its baseline; Hkv H, H/2, 1 and T 1 to
 # 200) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
 # after dK/dV, identity roles); version 2 on --quick's shapes, and its backward (with the delta kernel
-# that version 4 shares, checked beside the old one) on every standard shape too (24 s); the backward's
-# version 4, the trainer's default since the H200 timed it (2026-11-27), likewise (every standard shape
-# and --quick's: ~50 s). Every scheme's default path (backward version 4), --flash 3 and --flash 2
-# also run in the fixtures above. (All schemes in full: 197 s instead of 80 here.) Their FP32 builds
-# have version 1 only, the unfused path the 25 FP32 fixtures run: not here.
+# that version 4 shares) on every standard shape too (24 s); the backward's version 4, the trainer's
+# since the H200 timed it (2026-11-27), likewise (every standard shape and --quick's: ~50 s). The
+# trainer's flash kernels (forward 3, backward 4) also run in every scheme's fixtures above; versions
+# 2 and 3 of the backward and 2 of the forward are the labs' alone (attention_flash_versions.h).
+# (All schemes in full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused
+# path the 25 FP32 fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
 done
@@ -117,16 +118,10 @@ runs+=("standard_fp32 standard_tiny --fixtures-only streams_earlier")
 # `function item` for each item (its words as arguments), two at a time, their output collected in
 # out_file, then printed; a FAIL line there fails the suite
 two_at_a_time() { # out_file function items...
-  local out=$1 fn=$2 running=0 item
+  local out=$1 fn=$2
   shift 2
   : >"$out"
-  for item in "$@"; do
-    # shellcheck disable=SC2086
-    $fn $item >>"$out" &
-    running=$((running + 1))
-    if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-  done
-  wait
+  run_jobs 2 "$fn" "$@" >>"$out"
   cat "$out"
   if grep -q '^FAIL' "$out"; then failed=1; fi
 }
@@ -336,8 +331,7 @@ source dev/test/profile_csv.sh
 profile_start=$SECONDS
 rows_fwd="encoder_fwd ln1_fwd qkv_fwd attn_fwd attproj_fwd ln2_fwd fc_fwd fcproj_fwd lnf_fwd classifier lnf_bwd"
 rows_bwd="fcproj_bwd fc_bwd ln2_bwd attproj_bwd ATTN qkv_bwd ln1_bwd encoder_bwd zero_grad grad_norm adamw"
-for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256" \
-           "standard|standard_hd64|attn_bwd|--flash 3" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|--flash 2"; do
+for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_bwd_delta attn_bwd_dkdv attn_bwd_dq|-r 2 -d 256"; do
   IFS='|' read -r stem fixture attn extra <<<"$run"
   bin=build/cudacpu/train_gpt2cu_$stem
   csv="$log_dir/profile_$stem.csv"

@@ -11,8 +11,13 @@ Checks:
   stale, which this reports (and --fix repairs). "opening comment" stands for the file's first
   /* ... */ block.
 - "Two commands" shows exactly two commands.
-- Every relative link of README.md and dev/TESTING.md names a file or folder of the repository.
-- No reference to files outside the repository (VARIANTS.md) and no paper called by its seed number.
+- Every Markdown file of the repository (dev/results/'s records aside) names only paths that exist:
+  each relative link's target, and each dev/... or .ci/... path in its text, unless the path
+  continues into a placeholder (<name>, *, {a,b}, $VAR) or git ignores it (what a run makes:
+  build/, dev/data/<set>/, dev/fixtures/).
+- The external spec VARIANTS.md is named only where it is the external file (dev/SCHEMES.md, which
+  replaces it, and test_params.sh's optional cross-check): everything else names dev/SCHEMES.md.
+- The README and dev/TESTING.md call no paper by its seed number.
 - The README's table of the papers' results is dev/ablate/results_table.py's rendering of
   dev/results/ablate (the runs that came back from a GPU): "not yet run" until they do.
 Exits 1 on any FAIL.
@@ -73,6 +78,40 @@ def definition_range(path, name):
     return (first + 1, last + 1) if last < len(lines) else None
 
 
+# the files that name the external spec as such (this one names it in its checks)
+EXTERNAL_SPEC_FILES = ["dev/SCHEMES.md", "dev/test/test_params.sh", "dev/test/test_docs.py"]
+TEXT_EXTENSIONS = {".md", ".h", ".cu", ".cuh", ".cpp", ".py", ".sh", ".txt"}
+# a dev/... or .ci/... path in prose or code spans; its end: the last character of a name
+REPO_PATH = re.compile(r"(?<![\w/.$-])((?:dev|\.ci)/[\w./-]*\w)([<*{$]?)")
+
+
+def named_paths(body):
+    """the repository paths a Markdown text names: its relative link targets (without their #anchor),
+    and the dev/... and .ci/... paths of its text that do not continue into a placeholder"""
+    paths = {t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", body)
+             if not re.match(r"^[a-z]+://", t) and not t.startswith("#")}
+    paths |= {m.group(1) for m in REPO_PATH.finditer(body) if not m.group(2)}
+    return sorted(paths)
+
+
+def missing_paths(doc, body):
+    """the paths a document names that are neither in the repository (from the root, or from the
+    document's folder for a link) nor ignored by git (the outputs of a run)"""
+    base = os.path.dirname(doc)
+    missing = []
+    for p in named_paths(body):
+        if os.path.exists(os.path.join(ROOT, base, p)) or os.path.exists(os.path.join(ROOT, p)):
+            continue
+        for cand in (os.path.normpath(os.path.join(base, p)), p):
+            if cand.startswith(".."):
+                continue
+            if subprocess.run(["git", "check-ignore", "-q", "--no-index", cand], cwd=ROOT).returncode == 0:
+                break
+        else:
+            missing.append(p)
+    return missing
+
+
 def reading_section(text):
     start = text.find("\n## Reading the code\n")
     end = text.find("\n## ", start + 1)
@@ -125,21 +164,25 @@ def main():
     check(len(commands) == 2, "README: 'Two commands' shows %d commands (%s)" %
           (len(commands), "; ".join(c.split("#")[0].strip() for c in commands)))
 
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split("\n")
+    docs = [p for p in tracked if p.endswith(".md") and not p.startswith("dev/results/")]
+    named = 0
+    for doc in docs:
+        body = open(os.path.join(ROOT, doc), encoding="utf-8").read()
+        missing = missing_paths(doc, body)
+        named += len(named_paths(body))
+        check(not missing, "%s names only paths of the repository%s" % (doc, ": missing " + ", ".join(missing) if missing else ""))
+    check(len(docs) >= 10 and named >= 100, "the path check read %d Markdown files naming %d paths (expected at "
+                                            "least 10 and 100)" % (len(docs), named))
+    spec_named = [p for p in tracked if os.path.splitext(p)[1] in TEXT_EXTENSIONS and p not in EXTERNAL_SPEC_FILES and
+                  not p.startswith("dev/results/") and
+                  "VARIANTS.md" in open(os.path.join(ROOT, p), encoding="utf-8", errors="replace").read()]
+    check(not spec_named, "the external VARIANTS.md is named only in %s%s" % (
+        " and ".join(EXTERNAL_SPEC_FILES), ": also in " + ", ".join(spec_named) if spec_named else ""))
     for doc in ("README.md", "dev/TESTING.md"):
         body = open(os.path.join(ROOT, doc), encoding="utf-8").read()
-        base = os.path.dirname(os.path.join(ROOT, doc))
-        missing = []
-        targets = set(re.findall(r"\]\(([^)\s]+)\)", body))
-        for t in sorted(targets):
-            if re.match(r"^[a-z]+://", t) or t.startswith("#"):
-                continue
-            if not os.path.exists(os.path.normpath(os.path.join(base, t.split("#")[0]))):
-                missing.append(t)
-        check(not missing, "%s: its %d relative links name files of the repository%s" %
-              (doc, len(targets), ": missing " + ", ".join(missing) if missing else ""))
-        outside = sorted(set(re.findall(r"VARIANTS\.md|\bseeds?\s+00\d|\bseed00\d", body, re.I)))
-        check(not outside, "%s: no file outside the repository and no paper called by its seed number%s" %
-              (doc, ": found " + ", ".join(outside) if outside else ""))
+        seeds = sorted(set(re.findall(r"\bseeds?\s+00\d|\bseed00\d", body, re.I)))
+        check(not seeds, "%s: no paper called by its seed number%s" % (doc, ": found " + ", ".join(seeds) if seeds else ""))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 # them). `make fuzz` runs this with 600 s each.
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh
 SECS=${FUZZ_SECONDS:-20}
 TARGETS=${FUZZ_TARGETS:-checkpoint state debug_state dataloader tokenizer_bin bpe_files bpe_text}
 WORK=build/fuzz
@@ -77,13 +78,9 @@ fuzz_one() { # target
 }
 
 # two targets at a time (each fuzzer is one process on one core), their lines printed in target order
-running=0
-for t in $TARGETS; do
-  fuzz_one "$t" >"$WORK/$t.result" &
-  running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-done
-wait
+fuzz_to_file() { fuzz_one "$1" >"$WORK/$1.result"; }
+# shellcheck disable=SC2086 # the targets are words
+run_jobs 2 fuzz_to_file $TARGETS
 failed=0
 for t in $TARGETS; do
   cat "$WORK/$t.result"

@@ -34,7 +34,7 @@ STAGES=$(bash $suite --dry-run "$tmp/list" no_such_stage 2>&1 | sed -n 's/.*expe
 
 # ---------------------------------------------------------------- syntax
 for f in $suite dev/test/test_cuda.sh dev/bench/bench.sh dev/ablate/ablate.sh dev/test/torch_python.sh \
-         dev/test/sanitizer_runs.sh dev/test/gpu_sanitize_recheck.sh dev/test/gpu_followup.sh; do
+         dev/test/sanitizer_runs.sh dev/test/gpu_sanitize_recheck.sh dev/test/gpu_followup.sh dev/test/jobs.sh; do
   if out=$(bash -n "$f" 2>&1); then pass "syntax $f"; else fail "syntax $f: $out"; fi
 done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks `make params` (build/params, computed from the shapes by attention_variants.cuh) against
-# the parameter counts and KV-cache sizes of VARIANTS.md. The expected numbers below are the
-# spec's, transcribed; when ../shared/VARIANTS.md is beside the repository (as in CI) each one is
+# the parameter counts and KV-cache sizes of dev/SCHEMES.md (section 6). The expected numbers below are
+# the external spec's, transcribed; when ../shared/VARIANTS.md is beside the repository (as in CI) each one is
 # also looked up there, so a typo here cannot hide.
 set -u
 cd "$(dirname "$0")/../.."
@@ -38,7 +38,7 @@ expected=(
 with_commas() { printf "%s" "$1" | rev | sed 's/\([0-9]\{3\}\)/\1,/g; s/,$//' | rev; }
 
 if [ "$(printf "%s\n" "$out" | wc -l)" -ne "${#expected[@]}" ]; then
-  echo "FAIL params: build/params printed $(printf "%s\n" "$out" | wc -l) lines, expected ${#expected[@]} (one per VARIANTS.md configuration)"
+  echo "FAIL params: build/params printed $(printf "%s\n" "$out" | wc -l) lines, expected ${#expected[@]} (one per dev/SCHEMES.md configuration)"
   fail=1
 fi
 for row in "${expected[@]}"; do

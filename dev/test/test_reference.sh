@@ -11,6 +11,7 @@
 # Assumes the fixtures exist: /usr/bin/python3 dev/reference/make_fixtures.py --out dev/fixtures
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh
 PY=/usr/bin/python3
 CHECK=dev/reference/check_reference.py
 MANIFEST=dev/fixtures/manifest.tsv
@@ -54,14 +55,7 @@ jobs_list=("bf16floor_a bf16floor $tmp/manifest_a.tsv" "bf16floor_b bf16floor $t
            "crosscheck crosscheck $MANIFEST" "roundtrip roundtrip $MANIFEST" "gradcheck gradcheck $MANIFEST"
            "forbidden forbidden dev/fixtures/forbidden.tsv")
 [ ${#params_args[@]} -gt 0 ] && jobs_list+=("params ${params_args[*]}")
-running=0
-for j in "${jobs_list[@]}"; do
-  # shellcheck disable=SC2086
-  check $j &
-  running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
-done
-wait
+run_jobs 2 check "${jobs_list[@]}"
 for name in "${names[@]}"; do
   cat "$tmp/$name.out"
   grep -q '^FAIL ' "$tmp/$name.out" && failed=1

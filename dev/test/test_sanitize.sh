@@ -287,7 +287,7 @@ refusal "train_gpt2_cpu -y 1 at a step past -x" "past this run's 1 steps" -- "$T
 clean "train_gpt2_cpu --generate" 'grep -q "^generate: " "$TMP/out"' -- "$TRAIN" -e "$m" --generate 8
 clean "test_gpt2_cpu standard fixture" 'grep -q "^PASS cpu " "$TMP/out"' -- "$TEST" sanitize "$m" "$d"
 clean "test_kv_cache_cpu standard fixture" 'grep -q "^PASS kv_cache_cpu " "$TMP/out"' -- "$KV" sanitize "$m" "$d"
-clean "params (the VARIANTS.md table)" '[ "$(grep -c "^scheme=" "$TMP/out")" -ge 20 ]' -- "$A/params"
+clean "params (dev/SCHEMES.md's table)" '[ "$(grep -c "^scheme=" "$TMP/out")" -ge 20 ]' -- "$A/params"
 clean "params memory d12" 'grep -q "^total " "$TMP/out"' -- "$A/params" memory d12 1024 64
 
 # ---------------------------------------------------------------------------------------------

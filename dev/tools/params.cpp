@@ -1,9 +1,10 @@
 /*
-params: prints parameter counts and KV-cache sizes for the configurations of VARIANTS.md,
-computed from the shapes by attention_variants.cuh (nothing here is typed in but the shapes).
-`make params` runs it; dev/test/test_params.sh checks its output against VARIANTS.md.
+params: prints parameter counts and KV-cache sizes for the configurations of dev/SCHEMES.md
+(section 6), computed from the shapes by attention_variants.cuh (nothing here is typed in but the
+shapes).
+`make params` runs it; dev/test/test_params.sh checks its output against those tables.
 
-  params                 the VARIANTS.md table, one line per configuration
+  params                 dev/SCHEMES.md's table, one line per configuration
   params <scheme> L C H Hkv M bias [T]
                          one line for a shape of your own (T defaults to 1024)
   params memory <scheme> L C H Hkv M bias T B [bf16|fp32] [fused|unfused] [-r 0|1|2] [-w 0|1]
@@ -20,8 +21,10 @@ computed from the shapes by attention_variants.cuh (nothing here is typed in but
                          the predicted per-sublayer table of one training step (dev/profile.h):
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
                          CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
-                         (exit 1 if not). --flash and --bias_fusion as the trainer's (defaults:
-                         flash forward 3 and backward 4; bias fusion 1); --micro_steps: micro-batches
+                         (exit 1 if not). --bias_fusion as the trainer's (default 1); --flash N
+                         prices the attention labs' flash version N in both directions (4: a
+                         backward only, after version 3's forward) where the trainer holds forward
+                         3 and backward 4, the default; --micro_steps: micro-batches
                          per step (default 1; the bench's d12 step is B 128 x 4). --learn: the model
                          taught by a GPU's measured profile in a dev/results record (learned_profile
                          below): each row's measured efficiency, the measured bandwidth, and the
@@ -219,8 +222,8 @@ static int parse_run_shape(int argc, char** argv, const char* usage, int allow_c
     master = bf16 ? master : 0; // FP32 builds update their fp32 parameters in place
     rs->c = c;
     rs->B = B; rs->T = T; rs->bf16 = bf16; rs->fused = fused; rs->recompute = recompute; rs->master = master;
-    rs->flash = flash_forward_version(flash < 0 ? 0 : flash);
-    rs->flash_bwd = flash_backward_version(flash < 0 ? 0 : flash);
+    rs->flash = flash == 2 || flash == 3 ? flash : 3; // the trainer's FLASH_FORWARD_VERSION unless --flash 2|3
+    rs->flash_bwd = flash > 0 ? flash : 4;           // its FLASH_BACKWARD_VERSION unless --flash
     rs->bias_fusion = bias_fusion;
     return 1;
 }
@@ -561,7 +564,7 @@ int main(int argc, char** argv) {
                                    argc == 9 ? parse_arg("T", argv[8]) : 1024);
         return print_line(&c) ? 0 : 1;
     }
-    // The configurations of VARIANTS.md: seed 000 (GPT-2 small without biases), seed 004 300M and 1.2B.
+    // The configurations of dev/SCHEMES.md, section 6: seed 000 (GPT-2 small without biases), seed 004 300M and 1.2B.
     struct { int scheme, L, C, H, Hkv, M, bias, T; } table[] = {
         {QKV_STANDARD,   12,  768, 12, 12, 3072, 0, 1024},
         {QKV_Q_IDENTITY, 12,  768, 12, 12, 3072, 0, 1024},

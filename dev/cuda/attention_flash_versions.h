@@ -1,0 +1,820 @@
+/*
+dev/cuda/attention_flash_versions.h: the flash attention versions the trainer no longer holds.
+
+train_gpt2.cu keeps one flash kernel per direction, the one the GPU measured fastest: forward
+version 3 and backward version 4 (llm.c's rule: the trainer holds the winner, the lab the versions).
+The versions that lost live here, included by both attention labs after the trainer (and before common.h), whose helpers
+(mma_16816, the cp.async and ldmatrix wrappers, the epilogues, the delta kernel) they share:
+  forward version 2   64-row tiles, 4 warps, tiles loaded synchronously, operands by scalar shared
+                      loads (lab_attention_forward 2; the backward lab's version 2 runs it first)
+  backward version 2  the delta kernel, then a dK/dV kernel and a dQ kernel, as version 4 but with
+                      version 2's loads (lab_attention_backward 2)
+  backward version 3  one pass, dQ summed in a fixed order across CTAs (lab_attention_backward 3)
+Their measurements and predictions are in the two labs' headers; the version dispatch is
+lab_flash_forward / lab_flash_backward at the end of this file (common.h's lab_attention_forward and
+lab_attention_backward call them).
+*/
+#ifndef DEV_CUDA_ATTENTION_FLASH_VERSIONS_H
+#define DEV_CUDA_ATTENTION_FLASH_VERSIONS_H
+
+// the flash version 3 backward's query rows per step: the registers decide (per warp, dK and dV hold
+// 16 keys x hd in fp32 each)
+#define FLASH3_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 64 : 16)
+
+// its sync words: [0] the work ticket, then per (b, h, query tile) the dQ order counter, then the D flag
+// (training_memory.h sizes them for block_m 16, the smaller)
+static __attribute__((unused)) inline size_t flash3_bwd_sync_words(int B, int H, int T, int block_m) {
+    return 1 + 2 * (size_t)B * H * (size_t)((T + block_m - 1) / block_m);
+}
+
+
+#if PRECISION_IS_BF16
+// ----------------------------------------------------------------------------
+// version 2's tiles: 64 query rows (or keys) by 64, 4 warps of 16 rows
+
+#define FLASH_BLOCK_M 64   // query rows per tile (kBlockM)
+#define FLASH_BLOCK_N 64   // keys per tile (kBlockN); == FLASH_BLOCK_M, so the diagonal tile of
+                           // query tile m is key tile m
+#define FLASH_WARPS 4      // 4 warps x 16 rows = one 64-row tile
+#define FLASH_THREADS (FLASH_WARPS * 32)
+static_assert(FLASH_BLOCK_M == FLASH_BLOCK_N, "the causal loop bounds take the diagonal key tile of query tile m to be m");
+
+// two consecutive bf16 of shared memory (even index) as one register
+__device__ __forceinline__ uint32_t lds_bf16x2(const floatX* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// two bf16 one row apart (a column pair) as one register
+__device__ __forceinline__ uint32_t lds_bf16_column_pair(const floatX* p, int stride) {
+    return (uint32_t)__bfloat16_as_ushort(p[0]) | ((uint32_t)__bfloat16_as_ushort(p[stride]) << 16);
+}
+
+// A fragment of the 16 x 16 block at (row 0, column k0) of a row-major smem tile
+__device__ __forceinline__ void load_frag_a(uint32_t a[4], const floatX* s, int stride, int k0, int group, int quad) {
+    const floatX* p = s + group * stride + k0 + 2 * quad;
+    a[0] = lds_bf16x2(p);
+    a[1] = lds_bf16x2(p + 8 * stride);
+    a[2] = lds_bf16x2(p + 8);
+    a[3] = lds_bf16x2(p + 8 * stride + 8);
+}
+
+// B fragment (k0..k0+15, n0..n0+7) where the smem tile holds B transposed: row n, column k
+// (K for S = Q K^T, Q for S^T = K Q^T): the k pair is contiguous
+__device__ __forceinline__ void load_frag_b_nk(uint32_t b[2], const floatX* s, int stride, int n0, int k0, int group, int quad) {
+    const floatX* p = s + (n0 + group) * stride + k0 + 2 * quad;
+    b[0] = lds_bf16x2(p);
+    b[1] = lds_bf16x2(p + 8);
+}
+
+// B fragment (k0..k0+15, n0..n0+7) where the smem tile holds B as is: row k, column n
+// (V for O = P V, dO for dV = P^T dO, K for dQ = dS K, Q for dK = dS^T Q): the k pair is a column pair
+__device__ __forceinline__ void load_frag_b_kn(uint32_t b[2], const floatX* s, int stride, int k0, int n0, int group, int quad) {
+    const floatX* p = s + (k0 + 2 * quad) * stride + n0 + group;
+    b[0] = lds_bf16_column_pair(p, stride);
+    b[1] = lds_bf16_column_pair(p + 8 * stride, stride);
+}
+
+// sTile (kRows, kHeadDim), row stride kHeadDim + FLASH_SMEM_PAD  <-  rows row0.. of one head, g = the
+// head's first element of batch row 0 (row stride `stride`); rows >= T are zeros. 16-byte loads.
+template <int kRows, int kHeadDim>
+__device__ __forceinline__ void flash_load_tile(floatX* sTile, const floatX* g, int stride, int row0, int T) {
+    constexpr int kChunks = kHeadDim / 8;
+    for (int i = threadIdx.x; i < kRows * kChunks; i += FLASH_THREADS) {
+        const int r = i / kChunks, c = (i % kChunks) * 8;
+        uint4 val = make_uint4(0u, 0u, 0u, 0u);
+        if (row0 + r < T) { val = *reinterpret_cast<const uint4*>(g + (size_t)(row0 + r) * stride + c); }
+        *reinterpret_cast<uint4*>(sTile + r * (kHeadDim + FLASH_SMEM_PAD) + c) = val;
+    }
+}
+
+// S (16, kBlockN) = Q_w K^T for this warp's 16 rows of sQ against the key tile sK, fp32
+template <int kHeadDim>
+__device__ __forceinline__ void flash_scores(float (&s)[FLASH_BLOCK_N / 8][4], const floatX* sQw, const floatX* sK,
+                                             int group, int quad) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    for (int j = 0; j < FLASH_BLOCK_N / 8; j++) { s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f; }
+    #pragma unroll
+    for (int k0 = 0; k0 < kHeadDim; k0 += 16) {
+        uint32_t a[4];
+        load_frag_a(a, sQw, kStride, k0, group, quad);
+        #pragma unroll
+        for (int j = 0; j < FLASH_BLOCK_N / 8; j++) {
+            uint32_t b[2];
+            load_frag_b_nk(b, sK, kStride, j * 8, k0, group, quad);
+            mma_16816(s[j], a, b);
+        }
+    }
+}
+
+// acc (16, kHeadDim) += P (16, kBlock) V (kBlock, kHeadDim), P from fp32 accumulators, V row-major in smem
+template <int kHeadDim, int kBlock>
+__device__ __forceinline__ void flash_acc_pv(float (&acc)[kHeadDim / 8][4], const float (&p)[kBlock / 8][4],
+                                             const floatX* sV, int group, int quad) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    #pragma unroll
+    for (int kk = 0; kk < kBlock / 16; kk++) {
+        uint32_t a[4];
+        frag_a_from_acc<kBlock / 8>(a, p, kk);
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj++) {
+            uint32_t b[2];
+            load_frag_b_kn(b, sV, kStride, kk * 16, dj * 8, group, quad);
+            mma_16816(acc[dj], a, b);
+        }
+    }
+}
+
+// Forward. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 3 tiles.
+//   out (B, T, H * kHeadDim), lse (B, H, T) natural-log log-sum-exp of each row's scaled scores;
+//   q (B, T, H heads) view, k and v (B, T, Hkv heads) views; scale_log2 = scale * log2(e)
+// dev/cuda/attention_forward.cu v2
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                               float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = FLASH_BLOCK_N / 8, kTilesD = kHeadDim / 8;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    floatX* sQ = reinterpret_cast<floatX*>(flash_smem); // (kBlockM, kHeadDim)
+    floatX* sK = sQ + FLASH_BLOCK_M * kStride;          // (kBlockN, kHeadDim)
+    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
+    const bool kv_same = k.ptr == v.ptr;
+    const floatX* sVk = kv_same ? sK : sV;
+    const int m_block = gridDim.x - 1 - blockIdx.x; // the longest rows (most key tiles) start first
+    const int b = blockIdx.y / H, h = blockIdx.y % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const floatX* sQw = sQ + warp * 16 * kStride; // this warp's 16 query rows
+    const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group; // query of c[0..1]; c[2..3] is row0 + 8
+
+    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
+    float acc_o[kTilesD][4]; // (16, kHeadDim) per warp: this warp's rows of O before the division by row_sum
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][0] = acc_o[dj][1] = acc_o[dj][2] = acc_o[dj][3] = 0.0f; }
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // per thread: rows row0, row0 + 8
+
+    for (int n_block = 0; n_block <= m_block; n_block++) { // key tiles up to the diagonal only
+        __syncthreads(); // every warp is done with the previous K/V tile
+        flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
+        if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
+        __syncthreads(); // the tiles (and on the first pass sQ) are complete
+
+        // S = scale * Q K^T in base 2, -inf where key > query (causal) or key >= T
+        float s[kTilesN][4]; // (16, kBlockN) per warp: S, then P
+        flash_scores<kHeadDim>(s, sQw, sK, group, quad);
+        #pragma unroll
+        for (int j = 0; j < kTilesN; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = n_block * FLASH_BLOCK_N + j * 8 + 2 * quad + (e & 1);
+                const int query = row0 + (e >= 2 ? 8 : 0);
+                s[j][e] = (key > query || key >= T) ? -INFINITY : s[j][e] * scale_log2;
+            }
+        }
+        // online softmax: m_new = max(row_max, rowmax(S)); acc_o, row_sum *= 2^(row_max - m_new); P = 2^(S - m_new)
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float m_new = row_max[r];
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) { m_new = fmaxf(m_new, fmaxf(s[j][2 * r], s[j][2 * r + 1])); }
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1)); // the 4 lanes of a quad share a row
+            m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new; // a row with no allowed key yet stays all zero
+            const float corr = exp2f(row_max[r] - m_use);
+            row_max[r] = m_new;
+            float sum = 0.0f;
+            #pragma unroll
+            for (int j = 0; j < kTilesN; j++) {
+                s[j][2 * r] = exp2f(s[j][2 * r] - m_use);
+                s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - m_use);
+                sum += s[j][2 * r] + s[j][2 * r + 1];
+            }
+            row_sum[r] = row_sum[r] * corr + sum; // this lane's columns; the quad is summed at the end
+            #pragma unroll
+            for (int dj = 0; dj < kTilesD; dj++) { acc_o[dj][2 * r] *= corr; acc_o[dj][2 * r + 1] *= corr; }
+        }
+        // acc_o += P V, P rounded to bf16
+        flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_o, s, sVk, group, quad);
+    }
+
+    // epilogue: O = acc_o / row_sum, lse = ln(row_sum) + row_max / log2(e)
+    flash_store_o_lse<kHeadDim>(out, lse, acc_o, row_max, row_sum, b, h, H, T, row0, quad);
+}
+
+// dynamic shared memory of the flash kernels: forward 3 tiles (Q, K, V), backward 4 tiles (+ lse, D)
+static size_t flash_smem_bytes(int hd, int tiles, int extra_floats) {
+    return (size_t)tiles * FLASH_BLOCK_M * (hd + FLASH_SMEM_PAD) * sizeof(floatX) + (size_t)extra_floats * sizeof(float);
+}
+
+template <int kHeadDim>
+static void flash_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                       int H, int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 3, 0);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
+    dim3 grid((T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M, B * H);
+    flash_attention_forward_kernel<kHeadDim><<<grid, FLASH_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
+// ----------------------------------------------------------------------------
+// flash attention version 2: the backward (dev/cuda/attention_backward.cu v2)
+//
+// dK, dV. Grid (ceil(T / kBlockN), B * Hkv), FLASH_THREADS threads, dynamic smem 4 tiles + 2 x kBlockM floats.
+// A CTA owns one key tile of one kv head and loops over the g = H / Hkv query heads of its group and
+// over the query tiles from the diagonal on, so a kv head's gradient sums in registers (no atomics).
+// Each warp owns 16 keys and works transposed (keys as rows): S^T = K Q^T.
+//   dk, dv: (B, T, Hkv heads) views, where the gradients go; when k and v are one tensor (dk.rows.ptr == dv.rows.ptr)
+//   dK + dV is written once. dout (B, T, H * kHeadDim) contiguous; lse, delta (B, H, T) fp32; q (B, T, H
+//   heads), k and v (B, T, Hkv heads) views.
+// dev/cuda/attention_backward.cu v2
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                     const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                                     float scale, float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesM = FLASH_BLOCK_M / 8, kTilesD = kHeadDim / 8;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    floatX* sK = reinterpret_cast<floatX*>(flash_smem); // (kBlockN, kHeadDim)
+    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
+    floatX* sQ = sV + FLASH_BLOCK_N * kStride;          // (kBlockM, kHeadDim)
+    floatX* sdO = sQ + FLASH_BLOCK_M * kStride;         // (kBlockM, kHeadDim)
+    float* s_lse = reinterpret_cast<float*>(sdO + FLASH_BLOCK_M * kStride); // (kBlockM)
+    float* s_delta = s_lse + FLASH_BLOCK_M;                                 // (kBlockM)
+    const bool kv_same = k.ptr == v.ptr;
+    const floatX* sVk = kv_same ? sK : sV;
+    const int n_block = blockIdx.x; // key tile 0 meets every query tile: the longest CTAs start first
+    const int b = blockIdx.y / Hkv, kvh = blockIdx.y % Hkv, g = H / Hkv;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const floatX* sKw = sK + warp * 16 * kStride;  // this warp's 16 keys
+    const floatX* sVw = sVk + warp * 16 * kStride;
+    const int key0 = n_block * FLASH_BLOCK_N + warp * 16 + group; // key of c[0..1]; c[2..3] is key0 + 8
+    const int m_blocks = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
+
+    flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
+    if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
+    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) {
+        #pragma unroll
+        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
+    }
+
+    for (int j = 0; j < g; j++) { // the query heads of this kv head
+        const int h = kvh * g + j;
+        const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+        const floatX* gdO = dout + (size_t)b * T * C + (size_t)h * kHeadDim;
+        const float* lse_bh = lse + ((size_t)b * H + h) * T;
+        const float* delta_bh = delta + ((size_t)b * H + h) * T;
+        for (int m_block = n_block; m_block < m_blocks; m_block++) { // query tiles from the diagonal on
+            __syncthreads(); // every warp is done with the previous Q/dO tile (on the first pass: K/V loads issued)
+            flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
+            flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
+            for (int i = threadIdx.x; i < FLASH_BLOCK_M; i += FLASH_THREADS) {
+                const int t = m_block * FLASH_BLOCK_M + i;
+                s_lse[i] = t < T ? lse_bh[t] * FLASH_LOG2E : 0.0f;
+                s_delta[i] = t < T ? delta_bh[t] : 0.0f;
+            }
+            __syncthreads(); // tiles complete
+
+            // P^T = 2^(scale * K Q^T - lse), 0 where query < key (causal) or query >= T
+            float pt[kTilesM][4]; // (16 keys, kBlockM queries) per warp: S^T, then P^T
+            flash_scores<kHeadDim>(pt, sKw, sQ, group, quad);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int col = i * 8 + 2 * quad + (e & 1);
+                    const int query = m_block * FLASH_BLOCK_M + col;
+                    const int key = key0 + (e >= 2 ? 8 : 0);
+                    pt[i][e] = (query < key || query >= T) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
+                }
+            }
+            // acc_dv += P^T dO
+            flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dv, pt, sdO, group, quad);
+            // dP^T = V dO^T, then dS^T = P^T * (dP^T - D)
+            float dst[kTilesM][4]; // (16 keys, kBlockM queries) per warp: dP^T, then dS^T
+            flash_scores<kHeadDim>(dst, sVw, sdO, group, quad);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) { dst[i][e] = pt[i][e] * (dst[i][e] - s_delta[i * 8 + 2 * quad + (e & 1)]); }
+            }
+            // acc_dk += dS^T Q (the scale is applied once, below)
+            flash_acc_pv<kHeadDim, FLASH_BLOCK_M>(acc_dk, dst, sQ, group, quad);
+        }
+    }
+
+    // epilogue: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
+    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
+}
+
+template <int kHeadDim>
+static void flash_attention_backward_dkdv(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                          const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                                          int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 4, 2 * FLASH_BLOCK_M);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash_attention_backward_dkdv_kernel<kHeadDim>, smem, &smem_opted_in);
+    const int tiles = (T + FLASH_BLOCK_N - 1) / FLASH_BLOCK_N;
+    flash_attention_backward_dkdv_kernel<kHeadDim><<<dim3(tiles, B * Hkv), FLASH_THREADS, smem>>>(
+        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
+// dQ. Grid (ceil(T / kBlockM), B * H), FLASH_THREADS threads, dynamic smem 4 tiles. Recomputes P and
+// dS for its query tile against the key tiles up to the diagonal: dQ = scale * dS K. A second kernel
+// rather than atomics from the dK/dV kernel, so that every gradient is formed in a fixed order.
+//   dq: (B, T, H heads) view (accumulate: add, where q shares k's tensor); dout (B, T, H * kHeadDim);
+//   lse, delta (B, H, T) fp32; q (B, T, H heads), k and v (B, T, Hkv heads) views.
+// dev/cuda/attention_backward.cu v2
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH_THREADS)
+flash_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
+                                   AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
+                                   float scale_log2) {
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = FLASH_BLOCK_N / 8, kTilesD = kHeadDim / 8;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    floatX* sQ = reinterpret_cast<floatX*>(flash_smem); // (kBlockM, kHeadDim)
+    floatX* sdO = sQ + FLASH_BLOCK_M * kStride;         // (kBlockM, kHeadDim)
+    floatX* sK = sdO + FLASH_BLOCK_M * kStride;         // (kBlockN, kHeadDim)
+    floatX* sV = sK + FLASH_BLOCK_N * kStride;          // (kBlockN, kHeadDim), unused when v is k
+    const bool kv_same = k.ptr == v.ptr;
+    const floatX* sVk = kv_same ? sK : sV;
+    const int m_block = gridDim.x - 1 - blockIdx.x;
+    const int b = blockIdx.y / H, h = blockIdx.y % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+    const floatX* gdO = dout + (size_t)b * T * C + (size_t)h * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const floatX* sQw = sQ + warp * 16 * kStride;
+    const floatX* sdOw = sdO + warp * 16 * kStride;
+    const int row0 = m_block * FLASH_BLOCK_M + warp * 16 + group;
+    float lse_r[2], delta_r[2]; // rows row0, row0 + 8 (lse in base 2)
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int t = row0 + 8 * r;
+        lse_r[r] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
+        delta_r[r] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
+    }
+
+    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sQ, gQ, q.stride, m_block * FLASH_BLOCK_M, T);
+    flash_load_tile<FLASH_BLOCK_M, kHeadDim>(sdO, gdO, C, m_block * FLASH_BLOCK_M, T);
+    float acc_dq[kTilesD][4]; // (16, kHeadDim) per warp
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) { acc_dq[dj][0] = acc_dq[dj][1] = acc_dq[dj][2] = acc_dq[dj][3] = 0.0f; }
+
+    for (int n_block = 0; n_block <= m_block; n_block++) {
+        __syncthreads(); // every warp is done with the previous K/V tile
+        flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sK, gK, k.stride, n_block * FLASH_BLOCK_N, T);
+        if (!kv_same) { flash_load_tile<FLASH_BLOCK_N, kHeadDim>(sV, gV, v.stride, n_block * FLASH_BLOCK_N, T); }
+        __syncthreads(); // tiles complete
+
+        // P = 2^(scale * Q K^T - lse), 0 where key > query or key >= T
+        float p[kTilesN][4]; // (16, kBlockN) per warp: S, then P
+        flash_scores<kHeadDim>(p, sQw, sK, group, quad);
+        #pragma unroll
+        for (int j = 0; j < kTilesN; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = n_block * FLASH_BLOCK_N + j * 8 + 2 * quad + (e & 1);
+                const int r = e >= 2 ? 1 : 0;
+                p[j][e] = (key > row0 + 8 * r || key >= T) ? 0.0f : exp2f(p[j][e] * scale_log2 - lse_r[r]);
+            }
+        }
+        // dP = dO V^T, dS = P * (dP - D)
+        float ds[kTilesN][4]; // (16, kBlockN) per warp: dP, then dS
+        flash_scores<kHeadDim>(ds, sdOw, sVk, group, quad);
+        #pragma unroll
+        for (int j = 0; j < kTilesN; j++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) { ds[j][e] = p[j][e] * (ds[j][e] - delta_r[e >= 2 ? 1 : 0]); }
+        }
+        // acc_dq += dS K
+        flash_acc_pv<kHeadDim, FLASH_BLOCK_N>(acc_dq, ds, sK, group, quad);
+    }
+
+    flash_store_dq<kHeadDim>(dq, acc_dq, b, h, T, row0, quad, scale);
+}
+
+template <int kHeadDim>
+static void flash_attention_backward_dq(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
+                                        AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale) {
+    const size_t smem = flash_smem_bytes(kHeadDim, 4, 0);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash_attention_backward_dq_kernel<kHeadDim>, smem, &smem_opted_in);
+    const int tiles = (T + FLASH_BLOCK_M - 1) / FLASH_BLOCK_M;
+    flash_attention_backward_dq_kernel<kHeadDim><<<dim3(tiles, B * H), FLASH_THREADS, smem>>>(
+        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
+// dK/dV first, then dQ: where q shares storage with k (or v), dq adds to what dK/dV wrote
+template <int kHeadDim>
+static void flash_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
+                                        const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
+                                        int B, int T, int H, int Hkv, float scale) {
+    flash_attention_backward_dkdv<kHeadDim>(dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
+    profile_mark(PROF_ATTN_BWD_DKDV);
+    flash_attention_backward_dq<kHeadDim>(dq, dout, lse, delta, q, k, v, B, T, H, Hkv, scale);
+    profile_mark(PROF_ATTN_BWD_DQ);
+}
+
+// ----------------------------------------------------------------------------
+// flash attention version 3: the backward in one pass (dev/cuda/attention_backward.cu v3)
+//
+// Version 2 forms dK/dV in one kernel and dQ in a second, which recomputes P and dP: 7 T^2 hd
+// products where 5 suffice (S, dP, dV, dK, dQ). Version 3 is one kernel: a CTA owns 128 keys of one
+// kv head (8 warps x 16 keys, K and V resident in shared memory) and walks the query tiles of the g
+// query heads of its group from the diagonal on. Per step (one query tile of one head) it recomputes
+// P^T and dP^T once, adds P^T dO to dV and dS^T Q to dK in registers, writes dS to shared memory,
+// and forms the tile's dQ contribution dS K, which is added into an fp32 accumulator in a FIXED
+// order: the runs stay bit-identical (resume depends on it), where FlashAttention-2 adds it with
+// atomics.
+//
+// The order, and why it cannot deadlock. Query tile m of head h receives contributions from the
+// key CTAs n = n_diag(m) (the CTA holding the tile's diagonal keys), n_diag - 1, ..., 0, in that
+// order: the natural one, since CTA n reaches tile m at its step m - first(n), later the smaller n is.
+// A per-(b, h, m) counter says how many have been added; CTA n waits for n_diag - n, adds (the first
+// stores, the last, CTA 0, writes the final bf16 dQ times the scale), then publishes n_diag - n + 1.
+// CTAs take their work from a ticket (an atomic counter), not from blockIdx, handing out the key
+// tiles of a (b, kv head) in descending order: every CTA a CTA waits for took an earlier ticket, so
+// it is already running, and runs to completion. Memory: the accumulator is fp32 (B, T, H * hd), the
+// MLP gradient buffer dbuf_m while attention's backward runs (no extra memory), plus 2 words per
+// (b, h, query tile) of counters; time: the accumulator's read and write per step, 2 x 16 KiB at
+// head size 64, from L2 (predicted, dev/cuda/attention_backward.cu's header).
+// The softmax term D = rowsum(dO * O) is folded in: the diagonal CTA of tile m, the first to reach
+// it, computes D for its rows (it holds dO's tile already) and publishes it with a flag; the others
+// reach the tile at least one step later and wait on the flag (which is set by then).
+// q sharing k's or v's storage (AttnGradDest.accumulate of dq): dK/dV and the final dQ would add
+// into the same rows from different CTAs, so then every contribution goes to the accumulator and
+// flash3_dq_store adds it to the destination after the kernel, as version 2's second kernel does.
+// Operands by ldmatrix (.trans where the mma needs column pairs), Q and dO tiles double-buffered by
+// cp.async; shared rows padded as the forward's (no bank conflicts).
+
+#define FLASH3_BWD_BLOCK_N 128 // keys per CTA
+#define FLASH3_BWD_WARPS 8     // 8 warps x 16 keys
+#define FLASH3_BWD_THREADS (FLASH3_BWD_WARPS * 32)
+static_assert(FLASH3_BWD_BLOCK_N == FLASH3_BWD_WARPS * 16, "each warp owns 16 keys");
+
+// one CTA per (key tile, b, kv head), FLASH3_BWD_THREADS threads; see above. dq, dk, dv: where the
+// gradients go (views and accumulate flags, as version 2); dq_accum fp32 (B, T, H * hd) scratch; sync:
+// flash3_bwd_sync_words zeroed words; delta (B, H, T) is written (D); dout, out (B, T, H * hd); lse
+// (B, H, T); q (H heads), k, v (Hkv heads) views.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH3_BWD_THREADS)
+flash3_attention_backward_kernel(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* dq_accum, unsigned int* sync,
+                                 float* delta, const floatX* dout, const floatX* out, const float* lse, AttnRows q,
+                                 AttnRows k, AttnRows v, int B, int T, int H, int Hkv, float scale, float scale_log2) {
+    constexpr int kBlockM = FLASH3_BWD_BLOCK_M(kHeadDim), kBlockN = FLASH3_BWD_BLOCK_N;
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr uint32_t kRowBytes = kStride * sizeof(floatX);
+    constexpr int kTilesM = kBlockM / 8, kStepsM = kBlockM / 16, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16;
+    constexpr uint32_t kSRowBytes = (kBlockM + FLASH_SMEM_PAD) * sizeof(floatX); // a row of dS^T: one key's queries
+    constexpr int kRowGroups = kBlockM / 16, kDqTiles = kBlockM * kHeadDim / (16 * 8 * FLASH3_BWD_WARPS);
+    static_assert(kDqTiles >= 2 && kDqTiles % 2 == 0, "each warp forms pairs of m16n8 tiles of the step's dQ");
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // K, V (128 keys), two stages of Q and dO (kBlockM rows), dS^T (128 keys x kBlockM), lse and D (kBlockM)
+    const uint32_t sK = smem_u32(flash_smem), sV = sK + kBlockN * kRowBytes;
+    const uint32_t sStages = sV + kBlockN * kRowBytes; // stage s: Q at + 2s tiles, dO one tile after
+    constexpr uint32_t kTileBytes = kBlockM * kRowBytes;
+    const uint32_t sdS = sStages + 4 * kTileBytes;
+    unsigned char* sdS_ptr = flash_smem + (sdS - sK);
+    float* s_lse = reinterpret_cast<float*>(sdS_ptr + kBlockN * kSRowBytes); // base 2
+    float* s_delta = s_lse + kBlockM;
+    __shared__ unsigned int s_item;
+
+    const int NB = (T + kBlockN - 1) / kBlockN, MB = (T + kBlockM - 1) / kBlockM;
+    if (threadIdx.x == 0) { s_item = atomicAdd(&sync[0], 1u); } // the work in ticket order
+    __syncthreads();
+    const int item = (int)s_item;
+    const int n_block = NB - 1 - item % NB; // descending within a (b, kv head): see above
+    const int b = (item / NB) / Hkv, kvh = (item / NB) % Hkv, g = H / Hkv;
+    unsigned int* dq_order = sync + 1;                         // (B, H, MB)
+    unsigned int* d_ready = dq_order + (size_t)B * H * MB;     // (B, H, MB)
+    const bool kv_same = k.ptr == v.ptr;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const int C = H * kHeadDim;
+    const int key_w0 = n_block * kBlockN + warp * 16; // this warp's first key
+    const int key0 = key_w0 + group;                   // key of c[0..1]; c[2..3] is key0 + 8
+    const int m_first = n_block * kBlockN / kBlockM;   // the first query tile that meets these keys
+    const int steps = g * (MB - m_first);              // (head j, query tile m), j outer
+
+    flash_cp_async_tile<kBlockN, kHeadDim, FLASH3_BWD_THREADS>(sK, k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim,
+                                                               k.stride, n_block * kBlockN, T);
+    if (!kv_same) {
+        flash_cp_async_tile<kBlockN, kHeadDim, FLASH3_BWD_THREADS>(sV, v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim,
+                                                                   v.stride, n_block * kBlockN, T);
+    }
+    const uint32_t sVk = kv_same ? sK : sV;
+    auto load_step = [&](int step, int stage) { // Q and dO of the step's query tile into a stage
+        const int h = kvh * g + step / (MB - m_first), m = m_first + step % (MB - m_first);
+        const uint32_t sQ = sStages + 2 * stage * kTileBytes;
+        flash_cp_async_tile<kBlockM, kHeadDim, FLASH3_BWD_THREADS>(sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim,
+                                                                   q.stride, m * kBlockM, T);
+        flash_cp_async_tile<kBlockM, kHeadDim, FLASH3_BWD_THREADS>(sQ + kTileBytes, dout + (size_t)b * T * C + (size_t)h * kHeadDim,
+                                                                   C, m * kBlockM, T);
+        cp_async_commit();
+    };
+    load_step(0, 0); // one group: K, V and the first step's tiles
+
+    float acc_dk[kTilesD][4], acc_dv[kTilesD][4]; // (16 keys, kHeadDim) per warp each
+    #pragma unroll
+    for (int dj = 0; dj < kTilesD; dj++) {
+        #pragma unroll
+        for (int e = 0; e < 4; e++) { acc_dk[dj][e] = 0.0f; acc_dv[dj][e] = 0.0f; }
+    }
+
+    for (int step = 0; step < steps; step++) {
+        const int stage = step & 1;
+        const int j = step / (MB - m_first), m = m_first + step % (MB - m_first), h = kvh * g + j;
+        const int q0 = m * kBlockM; // the tile's first query
+        const size_t tile_id = ((size_t)b * H + h) * MB + m;
+        const int n_diag = q0 / kBlockN; // the tile's first (diagonal) key CTA
+        const uint32_t sQ = sStages + 2 * stage * kTileBytes, sdO = sQ + kTileBytes;
+        cp_async_wait<0>(); // this step's tiles (the only group in flight)
+        __syncthreads();    // ... every thread's, and every warp is done with the previous step
+        if (step + 1 < steps) { load_step(step + 1, stage ^ 1); } // streams in while this step computes
+
+        // lse and D of the tile's rows; the diagonal CTA computes D = rowsum(dO * O) and publishes it
+        if (n_block == n_diag) {
+            constexpr int kLanesPerRow = FLASH3_BWD_THREADS / kBlockM, kDims = kHeadDim / kLanesPerRow;
+            const int r = threadIdx.x / kLanesPerRow, d0 = (threadIdx.x % kLanesPerRow) * kDims, t = q0 + r;
+            float sum = 0.0f;
+            if (t < T) {
+                const floatX* o = out + ((size_t)b * T + t) * C + (size_t)h * kHeadDim + d0;
+                const floatX* sdo_row = reinterpret_cast<const floatX*>(flash_smem + (sdO - sK) + r * kRowBytes) + d0;
+                #pragma unroll
+                for (int d = 0; d < kDims; d += x128::size) {
+                    const x128 ov = load128(o + d);
+                    const x128 gv = *reinterpret_cast<const x128*>(sdo_row + d);
+                    #pragma unroll
+                    for (int e = 0; e < x128::size; e++) { sum += x2f(ov[e]) * x2f(gv[e]); }
+                }
+            }
+            #pragma unroll
+            for (int off = 1; off < kLanesPerRow; off *= 2) { sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off); }
+            if (threadIdx.x % kLanesPerRow == 0) {
+                s_delta[r] = sum;
+                if (t < T) { delta[((size_t)b * H + h) * T + t] = sum; }
+            }
+            __threadfence(); // D in memory before the flag below
+        } else {
+            if (threadIdx.x == 0) {
+                while (atomicAdd(&d_ready[tile_id], 0u) == 0u) {} // set a step or more ago, normally
+                __threadfence();
+            }
+            __syncthreads();
+            for (int i = threadIdx.x; i < kBlockM; i += FLASH3_BWD_THREADS) {
+                s_delta[i] = q0 + i < T ? __ldcg(&delta[((size_t)b * H + h) * T + q0 + i]) : 0.0f;
+            }
+        }
+        for (int i = threadIdx.x; i < kBlockM; i += FLASH3_BWD_THREADS) {
+            s_lse[i] = q0 + i < T ? lse[((size_t)b * H + h) * T + q0 + i] * FLASH_LOG2E : 0.0f;
+        }
+        __syncthreads(); // lse and D complete
+        if (n_block == n_diag && threadIdx.x == 0) { atomicExch(&d_ready[tile_id], 1u); }
+
+        // this warp's 16 keys against the tile's queries; nothing when every key is after every query
+        float dst[kTilesM][4]; // (16 keys, kBlockM queries): dP^T, then dS^T
+        const bool active = key_w0 <= q0 + kBlockM - 1 && key_w0 < T;
+        if (active) {
+            // S^T = K_w Q^T, then P^T = 2^(scale S^T - lse), 0 where query < key or query >= T
+            float pt[kTilesM][4];
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) { pt[i][0] = pt[i][1] = pt[i][2] = pt[i][3] = 0.0f; dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t ka[4];
+                ldmatrix_x4(ka, sK + warp * 16 * kRowBytes + lane_kn + kk * 32);
+                #pragma unroll
+                for (int i = 0; i < kTilesM; i += 2) {
+                    uint32_t qb[4];
+                    ldmatrix_x4(qb, sQ + i * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(pt[i], ka, qb);
+                    mma_16816(pt[i + 1], ka, qb + 2);
+                }
+            }
+            // dP^T = V_w dO^T
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t va[4];
+                ldmatrix_x4(va, sVk + warp * 16 * kRowBytes + lane_kn + kk * 32);
+                #pragma unroll
+                for (int i = 0; i < kTilesM; i += 2) {
+                    uint32_t ob[4];
+                    ldmatrix_x4(ob, sdO + i * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(dst[i], va, ob);
+                    mma_16816(dst[i + 1], va, ob + 2);
+                }
+            }
+            const bool masked = key_w0 + 15 > q0 || q0 + kBlockM > T;
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                #pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int col = i * 8 + 2 * quad + (e & 1), query = q0 + col, key = key0 + (e >= 2 ? 8 : 0);
+                    const float p = (masked && (query < key || query >= T)) ? 0.0f : exp2f(pt[i][e] * scale_log2 - s_lse[col]);
+                    pt[i][e] = p;
+                    dst[i][e] = p * (dst[i][e] - s_delta[col]); // dS^T = P^T * (dP^T - D)
+                }
+            }
+            // dV += P^T dO, dK += dS^T Q (the scale is applied once, at the end): B by ldmatrix.trans
+            #pragma unroll
+            for (int kk = 0; kk < kStepsM; kk++) {
+                uint32_t pa[4], sa[4];
+                frag_a_from_acc<kTilesM>(pa, pt, kk);
+                frag_a_from_acc<kTilesM>(sa, dst, kk);
+                #pragma unroll
+                for (int dj = 0; dj < kTilesD; dj += 2) {
+                    uint32_t ob[4], qb[4];
+                    ldmatrix_x4_trans(ob, sdO + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_dv[dj], pa, ob);
+                    mma_16816(acc_dv[dj + 1], pa, ob + 2);
+                    ldmatrix_x4_trans(qb, sQ + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_dk[dj], sa, qb);
+                    mma_16816(acc_dk[dj + 1], sa, qb + 2);
+                }
+            }
+        } else {
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) { dst[i][0] = dst[i][1] = dst[i][2] = dst[i][3] = 0.0f; }
+        }
+        // dS^T (bf16) to shared memory, this warp's 16 key rows: the A operand of the tile's dQ
+        {
+            unsigned char* row = sdS_ptr + (warp * 16 + group) * kSRowBytes + 2 * quad * sizeof(floatX);
+            #pragma unroll
+            for (int i = 0; i < kTilesM; i++) {
+                *reinterpret_cast<uint32_t*>(row + i * 8 * sizeof(floatX)) = pack_bf16x2(dst[i][0], dst[i][1]);
+                *reinterpret_cast<uint32_t*>(row + 8 * kSRowBytes + i * 8 * sizeof(floatX)) = pack_bf16x2(dst[i][2], dst[i][3]);
+            }
+        }
+        __syncthreads(); // dS complete
+
+        // the tile's dQ contribution (kBlockM, hd) = dS K: warp w forms rows 16 (w % kRowGroups).., kDqTiles
+        // 8-wide column tiles from 8 kDqTiles (w / kRowGroups); A = dS from dS^T by ldmatrix.trans, B = K by .trans
+        const int rg = warp % kRowGroups, d_base = (warp / kRowGroups) * kDqTiles * 8;
+        float acc_dq[kDqTiles][4];
+        #pragma unroll
+        for (int i = 0; i < kDqTiles; i++) { acc_dq[i][0] = acc_dq[i][1] = acc_dq[i][2] = acc_dq[i][3] = 0.0f; }
+        #pragma unroll
+        for (int kk = 0; kk < kBlockN / 16; kk++) {
+            uint32_t sa[4];
+            ldmatrix_x4_trans(sa, sdS + (kk * 16 + lm_row + 8 * (lm_mat >> 1)) * kSRowBytes + (rg * 16 + 8 * (lm_mat & 1)) * sizeof(floatX));
+            #pragma unroll
+            for (int i = 0; i < kDqTiles; i += 2) {
+                uint32_t kb[4];
+                ldmatrix_x4_trans(kb, sK + kk * 16 * kRowBytes + lane_kn + (d_base + i * 8) * sizeof(floatX));
+                mma_16816(acc_dq[i], sa, kb);
+                mma_16816(acc_dq[i + 1], sa, kb + 2);
+            }
+        }
+        // added in the fixed order n_diag, n_diag - 1, ..., 0
+        const unsigned int turn = (unsigned int)(n_diag - n_block);
+        if (threadIdx.x == 0 && turn > 0) {
+            while (atomicAdd(&dq_order[tile_id], 0u) != turn) {}
+            __threadfence();
+        }
+        __syncthreads();
+        const bool last = n_block == 0 && !dq.accumulate; // the final dQ goes straight to its destination
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int t = q0 + rg * 16 + group + 8 * r;
+            if (t >= T) { continue; }
+            float* acc_row = dq_accum + ((size_t)b * T + t) * C + (size_t)h * kHeadDim + d_base + 2 * quad;
+            floatX* dq_row = dq.rows.ptr + ((size_t)b * T + t) * dq.rows.stride + (size_t)h * kHeadDim + d_base + 2 * quad;
+            #pragma unroll
+            for (int i = 0; i < kDqTiles; i++) {
+                float2 v2 = make_float2(acc_dq[i][2 * r], acc_dq[i][2 * r + 1]);
+                if (turn > 0) {
+                    const float2 prev = __ldcg(reinterpret_cast<const float2*>(acc_row + i * 8));
+                    v2.x += prev.x;
+                    v2.y += prev.y;
+                }
+                if (last) {
+                    flash_store_pair(dq_row + i * 8, v2.x * scale, v2.y * scale, 0);
+                } else {
+                    __stcg(reinterpret_cast<float2*>(acc_row + i * 8), v2);
+                }
+            }
+        }
+        __threadfence(); // this contribution in memory before the counter moves on
+        __syncthreads();
+        if (threadIdx.x == 0) { atomicExch(&dq_order[tile_id], turn + 1); }
+    }
+
+    // epilogue, as version 2
+    flash_store_dkdv<kHeadDim>(dk, dv, acc_dk, acc_dv, b, kvh, T, key0, quad, scale, kv_same);
+}
+
+// where dq accumulates (q shares k's or v's storage): dq (B, T, H heads) += scale * dq_accum, after
+// the kernel above has written dK and dV.
+__global__ void flash3_dq_store_kernel(AttnGradDest dq, const float* dq_accum, int B, int T, int H, int hd, float scale) {
+    const size_t C = (size_t)H * hd, pairs = (size_t)B * T * C / 2;
+    // grid-stride: grid_for caps the grid, and B T C / 2 pairs may outnumber its threads
+    for (size_t pair = (size_t)blockIdx.x * blockDim.x + threadIdx.x; pair < pairs; pair += (size_t)gridDim.x * blockDim.x) {
+        const size_t row = pair * 2 / C, col = pair * 2 % C;
+        const float2 a = *reinterpret_cast<const float2*>(dq_accum + row * C + col);
+        flash_store_pair(dq.rows.ptr + row * dq.rows.stride + col, a.x * scale, a.y * scale, dq.accumulate);
+    }
+}
+
+static void flash3_dq_store(AttnGradDest dq, const float* dq_accum, int B, int T, int H, int hd, float scale) {
+    const size_t pairs = (size_t)B * T * H * hd / 2;
+    flash3_dq_store_kernel<<<grid_for(pairs, 256), 256>>>(dq, dq_accum, B, T, H, hd, scale);
+    launchCheck();
+}
+
+// dynamic shared memory of the version 3 backward: K, V (128 rows), two stages of Q and dO (kBlockM
+// rows), dS^T (128 x kBlockM), lse and D
+static size_t flash3_backward_smem_bytes(int hd) {
+    const size_t block_m = (size_t)FLASH3_BWD_BLOCK_M(hd), row = (size_t)(hd + FLASH_SMEM_PAD) * sizeof(floatX);
+    return (2 * FLASH3_BWD_BLOCK_N + 4 * block_m) * row + FLASH3_BWD_BLOCK_N * (block_m + FLASH_SMEM_PAD) * sizeof(floatX) +
+           2 * block_m * sizeof(float);
+}
+
+template <int kHeadDim>
+static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* dq_accum,
+                                         unsigned int* sync, float* delta, const floatX* dout, const floatX* out,
+                                         const float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                                         int Hkv, float scale) {
+    const size_t smem = flash3_backward_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash3_attention_backward_kernel<kHeadDim>, smem, &smem_opted_in);
+    // the tickets and counters start at zero every launch
+    cudaCheck(cudaMemsetAsync(sync, 0, flash3_bwd_sync_words(B, H, T, FLASH3_BWD_BLOCK_M(kHeadDim)) * sizeof(unsigned int)));
+    const int ctas = (T + FLASH3_BWD_BLOCK_N - 1) / FLASH3_BWD_BLOCK_N * B * Hkv;
+    flash3_attention_backward_kernel<kHeadDim><<<ctas, FLASH3_BWD_THREADS, smem>>>(
+        dq, dk, dv, dq_accum, sync, delta, dout, out, lse, q, k, v, B, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    if (dq.accumulate) { flash3_dq_store(dq, dq_accum, B, T, H, kHeadDim, scale); }
+}
+
+#endif // PRECISION_IS_BF16
+
+// ----------------------------------------------------------------------------
+// the labs' version dispatch: versions 2 and 3 of a direction run here, the trainer's own version
+// (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path through the trainer's launchers
+
+// forward version `version` of the flash path: out, lse as flash_attention_forward
+static void lab_flash_forward(int version, floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
+#if PRECISION_IS_BF16
+    if (version == 2) {
+        flash_check_forward(q, k, v, s);
+        if (s->hd == 64) { flash_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    }
+#endif
+    if (version != FLASH_FORWARD_VERSION) {
+        fprintf(stderr, "error: internal: no flash forward version %d for head size %d in a %s build\n", version, s->hd,
+                PRECISION_NAME);
+        exit(EXIT_FAILURE);
+    }
+    flash_attention_forward(out, lse, q, k, v, s);
+}
+
+// backward version `version` of the flash path: dq, dk, dv as flash_attention_backward; delta (B, H, T),
+// and version 3's dq_accum (B, T, C) fp32 and sync (flash3_bwd_sync_words) are scratch
+static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, float* delta,
+                               float* dq_accum, unsigned int* sync, const floatX* dout, const floatX* out,
+                               const float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
+#if PRECISION_IS_BF16
+    if ((version == 2 || version == 3) && (s->hd == 64 || s->hd == 128)) {
+        flash_check_backward(dq, dk, dv, dout, q, k, v, s);
+        if (version == 3) { // one kernel, D folded in
+            if (s->hd == 64) {
+                flash3_attention_backward_hd<64>(dq, dk, dv, dq_accum, sync, delta, dout, out, lse, q, k, v, s->B, s->T,
+                                                 s->H, s->Hkv, s->scale);
+            } else {
+                flash3_attention_backward_hd<128>(dq, dk, dv, dq_accum, sync, delta, dout, out, lse, q, k, v, s->B, s->T,
+                                                  s->H, s->Hkv, s->scale);
+            }
+            profile_mark(PROF_ATTN_BWD);
+            return;
+        }
+        flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
+        profile_mark(PROF_ATTN_BWD_DELTA);
+        if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        return;
+    }
+#endif
+    if (version != FLASH_BACKWARD_VERSION) {
+        fprintf(stderr, "error: internal: no flash backward version %d for head size %d in a %s build\n", version, s->hd,
+                PRECISION_NAME);
+        exit(EXIT_FAILURE);
+    }
+    flash_attention_backward(dq, dk, dv, delta, dout, out, lse, q, k, v, s);
+}
+
+#endif // DEV_CUDA_ATTENTION_FLASH_VERSIONS_H
