@@ -99,10 +99,9 @@ if rep=$(./build/params memory d12 $T $B bf16 fused 2>&1); then
                $((L*BT*C*2)) $((BT*C*2)) $((BT*4)) $((BT*4)) $((2*8192*Vp*2)) $((BT*4)) $((BT*C*2)); do
     act=$(( act + $(r $bytes 256) ))
   done
-  # ... dbuf_m (B, T, M) bf16 holds the flash backward's fp32 dQ sum (B, T, C): 2 M >= 4 C here; the
-  # flash backward's sync words: 1 + 2 B H ceil(T / 16)
+  # ... dresidual, dbuf_c, dbuf_m (B, T, M), dln1, dqkv (bf16) and the flash backward's delta (B, H, T) fp32
   dact=0
-  for bytes in $((BT*C*2)) $((BT*C*2)) $((BT*M*2)) $((BT*C*2)) $((BT*W*2)) $((B*H*T*4)) $(((1 + 2*B*H*(T/16))*4)); do
+  for bytes in $((BT*C*2)) $((BT*C*2)) $((BT*M*2)) $((BT*C*2)) $((BT*W*2)) $((B*H*T*4)); do
     dact=$(( dact + $(r $bytes 256) ))
   done
   mem_check "d12 B=64 T=1024 bf16 fused" "$rep" parameters=$((np * 2)) gradients=$((np * 4)) optimizer=$((np * 8)) \
