@@ -5,7 +5,7 @@
 #? make train_gpt2cu [QKV=..] [PRECISION=BF16|FP32]  the CUDA trainer, ./train_gpt2cu[_<scheme>][_fp32]
 #? make test_gpt2cu [QKV=..] [PRECISION=BF16|FP32]   its test against the reference's fixtures, ./test_gpt2cu[_<scheme>][_fp32]
 #? make cpu [QKV=..]                  the CPU trainer build/train_gpt2_cpu_<scheme>, its test, and its test with the tiled attention
-#? make build/train_gpt2_cpu_mpi_<scheme>   the CPU trainer over MPI: mpirun -np N runs one run on N processes (dev/data_parallel.h)
+#? make build/train_gpt2_cpu_mpi_<scheme>   the CPU trainer over MPI: mpirun -np N runs one run on N processes (dev/trainer/data_parallel.h)
 #? make labs [PRECISION=BF16|FP32]    the kernel labs build/lab_<op>[_fp32] (dev/cuda/README.md); make labs-list names them
 #? make build/cudacpu/<binary>        test_gpt2cu_<scheme>[_fp32], train_gpt2cu_<scheme>[_fp32] or lab_<op>[_fp32] on the CPU runtime (no GPU)
 #? make asan                          the CPU tools with ASan + UBSan in build/asan/ (make test runs their error paths)
@@ -44,9 +44,8 @@ CXXFLAGS := -O2 -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-unused-funct
 OPENMP := -fopenmp
 
 # the headers every trainer includes (the model, its files, the flags they share), and the tests'
-MODEL_HEADERS := attention_variants.cuh dev/parameters.h dev/checkpoint.h dev/training_memory.h dev/train_common.h dev/attention_maps.h \
-                 dev/data_parallel.h \
-                 dev/profile.h dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+# the trainers' own headers: dev/trainer/, one concern each (train_common.h includes them)
+MODEL_HEADERS := attention_variants.cuh $(wildcard dev/trainer/*.h) dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 TEST_HEADERS := dev/test/debug_state.h dev/test/sampling_check.h
 
 # ---------------------------------------------------------------------------------------------
@@ -59,7 +58,7 @@ CUDA_ARCHS := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=
               $(if $(filter-out 80 90,$(LOCAL_SM)),-gencode arch=compute_$(LOCAL_SM)$(CUDA_COMMA)code=sm_$(LOCAL_SM),)
 NVCC_FLAGS := -O3 -std=c++17 -lineinfo $(CUDA_ARCHS) -Xcompiler -Wall
 NVCC_LDFLAGS := -L$(CUDA_HOME)/lib64 -lcublasLt -Xlinker -rpath=$(CUDA_HOME)/lib64
-# NCCL (data parallelism over GPUs, dev/data_parallel.h): the trainer and its test are built with it
+# NCCL (data parallelism over GPUs, dev/trainer/data_parallel.h): the trainer and its test are built with it
 # where nccl.h (2.14 or later) and libnccl are found, in NCCL_HOME (default CUDA_HOME, where the
 # toolkit ships them; lib64/ or lib/) or in /usr (Debian's libnccl-dev). NO_NCCL=1 builds without: the trainer of one GPU,
 # its flags -pi fs and -pn above 1 refused in one line. Nothing else changes between the two builds.
@@ -67,7 +66,7 @@ NCCL_HOME ?= $(CUDA_HOME)
 NCCL_LIBDIR := $(firstword $(foreach d,$(NCCL_HOME)/lib64 $(NCCL_HOME)/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib,\
                  $(if $(wildcard $(d)/libnccl.so),$(d),)))
 NCCL_INCDIR := $(firstword $(foreach d,$(NCCL_HOME)/include /usr/include,$(if $(wildcard $(d)/nccl.h),$(d),)))
-# 2.14 or later: the non-blocking communicator dev/data_parallel.h waits on with its deadlines
+# 2.14 or later: the non-blocking communicator dev/trainer/data_parallel.h waits on with its deadlines
 NCCL_RECENT := $(if $(NCCL_INCDIR),$(shell awk '/^\#define NCCL_MAJOR/ { M = $$3 } /^\#define NCCL_MINOR/ { m = $$3 } \
                  END { if (M > 2 || (M == 2 && m >= 14)) print "yes" }' $(NCCL_INCDIR)/nccl.h),)
 ifeq ($(NO_NCCL),1)
@@ -226,7 +225,7 @@ $(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
 # loops (the binaries are built on the machine that runs them); -fno-math-errno lets it vectorize
 # loops that call sqrt (AdamW).
 # GCC 12.2 at -mtune=skylake* (what -march=native picks on an AVX-512 Xeon) miscompiles the parameter
-# count of dev/parameters.h (its if-conversion of QKV_SHAPE's `present ? n : 0` reads stale flags: the
+# count of dev/trainer/parameters.h (its if-conversion of QKV_SHAPE's `present ? n : 0` reads stale flags: the
 # checkpoint a trainer writes is one its own loader refuses); the fix is GCC 12.3, the workaround turns
 # that if-conversion off, for GCC 12 only
 CPU_CXXFLAGS := $(CXXFLAGS) -O3 -march=native -fno-math-errno \
@@ -254,7 +253,7 @@ $(1):
 endef
 $(foreach dir,$(BUILD) $(ASAN),$(eval $(call cpu_binaries,$(dir))))
 
-# The CPU trainer over MPI (dev/data_parallel.h): the same source with -DDP_MPI, built by mpicxx
+# The CPU trainer over MPI (dev/trainer/data_parallel.h): the same source with -DDP_MPI, built by mpicxx
 # (Debian: openmpi-bin libopenmpi-dev); mpirun -np N runs N processes of one run. Not part of `make
 # cpu`: the plain CPU trainer needs no MPI.
 MPICXX ?= mpicxx
@@ -276,10 +275,10 @@ $(BUILD)/bench_cpu: dev/cpu/bench_cpu.cpp $(CPU_TRAINER_DEPS) | $(BUILD)
 
 # tools outside the twins: the header unit test, the tokenizer benchmark, the text encoder (which
 # dev/data's scripts run from dev/data/) and its sanitizer twin
-$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh dev/parameters.h \
-                                  dev/checkpoint.h dev/training_memory.h | $(BUILD)
+$(BUILD)/test_attention_variants: dev/test/test_attention_variants.cpp attention_variants.cuh dev/trainer/parameters.h \
+                                  dev/trainer/checkpoint.h dev/trainer/training_memory.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
-$(BUILD)/test_attention_maps: dev/test/test_attention_maps.cpp dev/attention_maps.h | $(BUILD)
+$(BUILD)/test_attention_maps: dev/test/test_attention_maps.cpp dev/trainer/attention_maps.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@
 $(BUILD)/bench_tokenizer: dev/tokenizer/bench_tokenizer.cpp tokenizer.h dev/tokenizer/unicode_tables.h | $(BUILD)
 	$(CXX) $(CXXFLAGS) $< -o $@

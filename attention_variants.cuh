@@ -14,13 +14,13 @@ functions that compile with nvcc and with any C++11 compiler:
     fused attention backward sends their gradients (qkv_fused_grad_plan),
   - the default attention scale and the KV-cache bytes per token.
 
-The parameter tensors (whose shapes read the layout) are in dev/parameters.h, the checkpoint
-header in dev/checkpoint.h, the CUDA trainer's memory plan in dev/training_memory.h. The
+The parameter tensors (whose shapes read the layout) are in dev/trainer/parameters.h, the checkpoint
+header in dev/trainer/checkpoint.h, the CUDA trainer's memory plan in dev/trainer/training_memory.h. The
 specification is dev/SCHEMES.md (the schemes' math, constraints, counts and the papers' numbers).
 
 To add a scheme: add an enum value and a name below, give it a layout in qkv_layout(), its
 constraint in gpt2_config_check() and, if it has parameters of its own, tensors in
-dev/parameters.h; then teach the reference script (dev/reference/train_gpt2.py) the scheme. A new
+dev/trainer/parameters.h; then teach the reference script (dev/reference/train_gpt2.py) the scheme. A new
 QKVSource also needs its place in QKVSources and qkv_role_view, and its sublayer in both trainers,
 run from the one place each resolves the sources (train_gpt2.cu: qkv_forward / qkv_backward;
 dev/cpu/train_gpt2_cpu.cpp: attention_inputs_forward / attention_inputs_backward).

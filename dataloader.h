@@ -21,7 +21,7 @@ Windows and order (the definition every trainer relies on):
     rejection sampling, so the order is the same on every platform and compiler.
   - After the last window of an epoch the next batch is the first window of the next epoch.
   - dataloader_skip_batch moves past a batch without reading it: the processes of a data-parallel
-    run (dev/data_parallel.h) all walk this one order, each reading its own batches of it.
+    run (dev/trainer/data_parallel.h) all walk this one order, each reading its own batches of it.
 
 State: DataLoaderState (64 bytes, stored in training checkpoints) holds the seed, the epoch, the
 position in the epoch's shard order and the position in the current shard's window order, plus
@@ -338,7 +338,7 @@ static inline size_t dataloader_advance(DataLoader* loader, size_t* shard_out) {
 }
 
 // Passes over the next batch without reading it: a data-parallel process skips the batches of the
-// others (dev/data_parallel.h), so that every process walks the same order of batches.
+// others (dev/trainer/data_parallel.h), so that every process walks the same order of batches.
 static inline void dataloader_skip_batch(DataLoader* loader) {
     size_t shard;
     dataloader_advance(loader, &shard);

@@ -1099,7 +1099,7 @@ static void bad_steps_args(TrainArgs* a, const char* model, const char* shard, c
     a->sample_every = 0;
 }
 
-// Bad steps on the GPU (the decision is dev/train_common.h's, tested on the CPU; this checks the
+// Bad steps on the GPU (the decision is dev/trainer/train_common.h's, tested on the CPU; this checks the
 // CUDA loop's wiring): (1) a model whose weights are all NaN: refused at load, then loaded with
 // --allow_nonfinite 1: steps 1-4 are skipped with a line each, step 5 stops the run with an error
 // and train_run returns 1; (2) -sg 1e-6 over 140 steps:
@@ -1133,7 +1133,7 @@ static int run_bad_steps_check(const char* model_path) {
     }
     TrainArgs a;
     bad_steps_args(&a, nan_model, shard, dir_nan, 10);
-    // refused at load (the values check, dev/train_common.h), then loaded anyway for the loop's part
+    // refused at load (the values check, dev/trainer/train_common.h), then loaded anyway for the loop's part
     const int refused = !train_args_resolve(&a, msg, sizeof(msg)) && strstr(msg, "tensor wte holds") != NULL;
     if (!refused) {
         printf("FAIL %s bad_steps: the all-NaN model was not refused at load (%s)\n", LABEL, msg);

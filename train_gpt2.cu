@@ -44,7 +44,7 @@ Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu 
 #include <cuda_runtime.h>
 
 #include "attention_variants.cuh"
-#include "dev/training_memory.h"
+#include "dev/trainer/training_memory.h"
 #include "dataloader.h"
 #include "tokenizer.h"
 
@@ -72,7 +72,7 @@ __device__ __forceinline__ floatX f2x(float v) { return __float2bfloat16(v); } /
 #endif
 // the flags, the file headers, the schedule and the sampling rule, shared with the CPU trainer
 #define TRAIN_COMMON_CUDA 1
-#include "dev/train_common.h"
+#include "dev/trainer/train_common.h"
 
 // host-side bfloat16 <-> float, round to nearest even like the reference's to_bf16_bits
 #if PRECISION_IS_BF16
@@ -143,12 +143,12 @@ static int sync_check_enabled(void) {
 #define launchCheck() do { cudaCheck(cudaGetLastError()); debugSync(); } while (0)
 
 // ----------------------------------------------------------------------------
-// --profile (dev/profile.h). During a profiled training step each profile_mark records a cudaEvent
+// --profile (dev/trainer/profile.h). During a profiled training step each profile_mark records a cudaEvent
 // in stream order; the GPU time since the previous event is charged to the mark's row, so the rows
 // partition the step. profile_step_end waits for the step's last event and adds the intervals up:
 // one wait per profiled step, which the step's own closing synchronization already makes. Outside a
 // profiled step, and in every run without --profile, a mark is one test of a flag.
-#include "dev/profile.h"
+#include "dev/trainer/profile.h"
 
 static ProfileTotals g_profile;
 static int g_profile_active = 0;
@@ -3254,7 +3254,7 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long z) {
     return z ^ (z >> 31);
 }
 // master, when not NULL, holds the fp32 values of the window [master_lo, master_hi) of the n (this
-// process's share of AdamW's state: dev/data_parallel.h); master[0] is element master_lo
+// process's share of AdamW's state: dev/trainer/data_parallel.h); master[0] is element master_lo
 __global__ void init_normal_kernel(floatX* params, float* master, size_t master_lo, size_t master_hi, size_t n, float std,
                                    unsigned long long seed, unsigned long long stream) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -3393,7 +3393,7 @@ typedef struct {
     float* grads[NUM_PARAMETER_TENSORS];
     // AdamW's state, m, v and the fp32 master weights (BF16 builds with -w 1, else master_memory is NULL),
     // is kept for the parameters [opt_lo, opt_hi) of the device layout: all of them, or this process's
-    // shard under ZeRO-1 (dev/data_parallel.h); m_memory[0] is parameter opt_lo's
+    // shard under ZeRO-1 (dev/trainer/data_parallel.h); m_memory[0] is parameter opt_lo's
     float* master_memory;
     float* m_memory;
     float* v_memory;
@@ -3664,7 +3664,7 @@ static void gpt2_init_random(GPT2* model, unsigned long long seed) {
 }
 
 // ----------------------------------------------------------------------------
-// checkpoint files (dev/FORMATS.md): dev/train_common.h reads and checks their headers before the
+// checkpoint files (dev/FORMATS.md): dev/trainer/train_common.h reads and checks their headers before the
 // GPU is touched; here the tensors move between the files and the device
 
 // Loads the parameters of an inspected file into a built model (and its master weights, from the
@@ -3760,7 +3760,7 @@ static int fwrite_tensors_f32(const GPT2* model, const float* base, cudaMemcpyKi
     return 1;
 }
 
-// the training state file (layout above state_header_make in dev/train_common.h) of AdamW's m, v and
+// the training state file (layout above state_header_make in dev/trainer/train_common.h) of AdamW's m, v and
 // master weights (NULL: none) for every parameter, in the device layout: the model's own on the
 // device (from cudaMemcpyDeviceToHost), or what a ZeRO-1 run gathered into host memory
 // (cudaMemcpyHostToHost). Returns 1, or 0 with a one-line message and nothing written.
@@ -4568,7 +4568,7 @@ static double gpu_peak_flops(const char* device_name) {
 }
 
 // ----------------------------------------------------------------------------
-// command line: dev/train_common.h parses and resolves the flags both trainers share, all before
+// command line: dev/trainer/train_common.h parses and resolves the flags both trainers share, all before
 // the GPU is touched; this is what the CUDA kernels add to its checks
 
 // What the kernels need of a model's shape beyond gpt2_config_check: rows of 16-byte loads (n_embd,
@@ -4692,7 +4692,7 @@ static int sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, un
 static const DPType DP_FLOATX = PRECISION_IS_BF16 ? DP_BF16 : DP_F32;
 
 // Reads this process's next micro-batch (or validation batch) and skips the other processes' before
-// it (dev/data_parallel.h: batch i is process i % P's); seen counts the batches the loader has passed.
+// it (dev/trainer/data_parallel.h: batch i is process i % P's); seen counts the batches the loader has passed.
 static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen) {
     while (!dp_owns_batch(dp, *seen)) {
         dataloader_skip_batch(loader);
@@ -4904,7 +4904,7 @@ static int write_checkpoint(const GPT2* model, DataParallel* dp, const TrainStat
 }
 
 // A hash of what every process of a run must share: the model (its shape and every parameter) and
-// the flags that shape its updates (dev/data_parallel.h's agreement)
+// the flags that shape its updates (dev/trainer/data_parallel.h's agreement)
 static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
     const size_t bytes = model->num_parameters_padded * sizeof(floatX);
     void* host = host_malloc(bytes, "the parameters' agreement hash");
@@ -5350,7 +5350,7 @@ int main(int argc, char** argv) {
         print_usage(argv[0]);
         return 0;
     }
-    // The processes (dev/data_parallel.h): one alone, or with -pi fs those of -pn and -pr (or of the
+    // The processes (dev/trainer/data_parallel.h): one alone, or with -pi fs those of -pn and -pr (or of the
     // launcher), each on its own GPU, meeting in the folder of -pf over NCCL
     int world = 1, rank = 0, local_rank = 0;
     const int nccl = parsed != 0 && strcmp(args.init_method, "fs") == 0;

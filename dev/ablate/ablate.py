@@ -1800,7 +1800,7 @@ def head_diagnostics(cfg, plan, out, device):
 
 def unit_heads(cfg, plan, out, device, unit):
     """heads.csv beside a finished run's final model: its trainer's inspection run (--attention_csv,
-    dev/attention_maps.h) on the fixed probe sentence and the fixed induction probe, a row per head;
+    dev/trainer/attention_maps.h) on the fixed probe sentence and the fixed induction probe, a row per head;
     report.py puts the means into summary.csv and table.md. A run that has one, or no DONE and final model,
     is left alone. A failure is a warning, not an error: the losses are the ablation's result, and the
     report shows '?' where a run has no heads.csv (make ablate again retries it)."""

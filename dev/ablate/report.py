@@ -618,7 +618,7 @@ def write_table(out, meta, runs):
                  "for a run whose GPU nvidia-smi listed another process on while it trained (n/a: GPU shared). "
                  "Peak memory: GPU memory in use (CUDA trainer) or maximum resident "
                  "set size (CPU trainer), the largest over the seeds." % (100 * LOAD_SHARED))
-    lines.append("Head diagnostics (heads.csv, the trainer's --attention_csv on the final model; dev/attention_maps.h): "
+    lines.append("Head diagnostics (heads.csv, the trainer's --attention_csv on the final model; dev/trainer/attention_maps.h): "
                  "the mean over every layer and head, then over the seeds. induction: on the fixed probe of an "
                  "end-of-text token and up to 50 random tokens, repeated, the attention from each repeated token to the token "
                  "after its earlier occurrence; entropy: nats of each query's attention row on the fixed probe "

@@ -15,7 +15,7 @@ generates `context - 1` greedy tokens after one end-of-text token (the cache's l
 `context`) for B sequences decoded together (--num_samples B), at each batch size. The weights do not
 change the speed; greedy keeps the host's sampling (an argmax per sequence) small and equal for all.
 
-From each run's closing lines (dev/train_common.h, generate_report):
+From each run's closing lines (dev/trainer/train_common.h, generate_report):
   forward tok/s: tokens per second of the decode steps alone (the forward passes and the logits'
       copy back): what the scheme changes, the number compared with the paper;
   end-to-end tok/s: new tokens per second of the whole decode, host sampling included;

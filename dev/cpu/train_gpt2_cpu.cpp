@@ -66,11 +66,11 @@ main() and the data loader are compiled only without TESTING.
 #define PRECISION_NAME "fp32"
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
-#include "../train_common.h"
-#include "../profile.h"
+#include "../trainer/train_common.h"
+#include "../trainer/profile.h"
 
 // --profile: during a profiled training step, each profile_mark charges the time since the previous
-// mark to its row (dev/profile.h); outside one (and without --profile) it does nothing, so the
+// mark to its row (dev/trainer/profile.h); outside one (and without --profile) it does nothing, so the
 // validation and sampling passes are not counted
 static ProfileTotals g_profile;
 static int g_profile_active = 0;
@@ -845,7 +845,7 @@ typedef struct {
     ParameterTensors grads;
     float* grads_memory;
     // buffers for the AdamW optimizer: the moments of parameters [opt_lo, opt_hi), m_memory[j - opt_lo];
-    // all of them, except in a ZeRO-1 run of several processes (dev/data_parallel.h: this one's shard)
+    // all of them, except in a ZeRO-1 run of several processes (dev/trainer/data_parallel.h: this one's shard)
     float* m_memory;
     float* v_memory;
     size_t opt_lo, opt_hi;
@@ -930,7 +930,7 @@ int gpt2_build_from_checkpoint(GPT2* model, const char* path, char* msg, size_t 
     return 1;
 }
 
-// what dev/train_common.h asks of a trainer: the CPU has no limits beyond gpt2_config_check
+// what dev/trainer/train_common.h asks of a trainer: the CPU has no limits beyond gpt2_config_check
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
 
 // A new model of `config` with GPT-2's initialization, the CUDA trainer's numbers: gains 1, biases 0,
@@ -1003,7 +1003,7 @@ int gpt2_write_checkpoint(const GPT2* model, const char* path, char* msg, size_t
     return 1;
 }
 
-// The training state (dev/train_common.h, above state_header_make): AdamW's m and v of every
+// The training state (dev/trainer/train_common.h, above state_header_make): AdamW's m and v of every
 // parameter (the model's own, or gathered from the processes of a ZeRO-1 run; NULL: before the first
 // update, zeros), no master weights (the parameters are fp32 already). Returns 1, or 0 with a
 // one-line message and nothing written.
@@ -1713,7 +1713,7 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, const int* tokens, float* logi
 }
 
 // ----------------------------------------------------------------------------
-// training: the CUDA trainer's loop and flags (dev/train_common.h), on the CPU
+// training: the CUDA trainer's loop and flags (dev/trainer/train_common.h), on the CPU
 #ifndef TESTING
 #include <sys/resource.h>
 
@@ -2129,7 +2129,7 @@ static const char* openmp_wait_policy(void) {
 }
 
 // A hash of what every process of a run must share: the model (its shape and every parameter) and
-// the flags that shape its updates (dev/data_parallel.h's agreement)
+// the flags that shape its updates (dev/trainer/data_parallel.h's agreement)
 static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
     const uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
     return train_flags_hash(dp_hash(h, model->params_memory, model->num_parameters * sizeof(float)), a);

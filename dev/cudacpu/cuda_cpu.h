@@ -654,7 +654,7 @@ template <class T> static inline void __stwt(T* p, T v) { *p = v; }
 #include "runtime_api.h"
 #include "cublaslt_cpu.h"
 #ifdef DP_NCCL
-#include "nccl_cpu.h" // the CUDA trainer's data parallelism (dev/data_parallel.h) over processes on this machine
+#include "nccl_cpu.h" // the CUDA trainer's data parallelism (dev/trainer/data_parallel.h) over processes on this machine
 #endif
 
 #endif // CUDACPU_CUDA_CPU_H

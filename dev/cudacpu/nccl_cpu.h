@@ -1,5 +1,5 @@
 /*
-nccl_cpu.h: NCCL for the CPU runtime, so that the CUDA trainer's data parallelism (dev/data_parallel.h,
+nccl_cpu.h: NCCL for the CPU runtime, so that the CUDA trainer's data parallelism (dev/trainer/data_parallel.h,
 -pi fs) runs in make test as two or three processes of build/cudacpu/train_gpt2cu_<scheme> on one
 machine. As with the rest of dev/cudacpu, NCCL's own header (nccl.h) gives the types and
 declarations and this file defines the functions the trainer calls; cuda_cpu.h includes it in the

@@ -1,5 +1,5 @@
 /*
-Fuzz target: a model checkpoint (dev/FORMATS.md) through checkpoint_inspect (dev/train_common.h,
+Fuzz target: a model checkpoint (dev/FORMATS.md) through checkpoint_inspect (dev/trainer/train_common.h,
 what both trainers run before reading weights) and, for every scheme in this one binary,
 gpt2_config_from_header + checkpoint_validate_shape (attention_variants.cuh).
 
@@ -12,8 +12,8 @@ parameter count, KV cache, training memory) are computed, and must agree with th
 #define PRECISION_NAME "fp32"
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
-#include "../train_common.h"
-#include "../training_memory.h"
+#include "../trainer/train_common.h"
+#include "../trainer/training_memory.h"
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
 
 #include "fuzz_common.h"

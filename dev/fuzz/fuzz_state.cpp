@@ -1,6 +1,6 @@
 /*
 Fuzz target: a training state file (state_%08d.bin, dev/FORMATS.md) through state_inspect
-(dev/train_common.h), the check both trainers run before resuming, then state_check_values (its
+(dev/trainer/train_common.h), the check both trainers run before resuming, then state_check_values (its
 moments and master weights). The model it must fit is
 fixed: standard, n_layer 1, n_head 1, n_embd 4, T 4, vocab 8/8 (300 parameters; the seeds of
 make_seeds.py are states of this model). Input: the whole file.
@@ -8,7 +8,7 @@ make_seeds.py are states of this model). Input: the whole file.
 #define PRECISION_NAME "fp32"
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
-#include "../train_common.h"
+#include "../trainer/train_common.h"
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
 
 #include "fuzz_common.h"

@@ -7,7 +7,7 @@ per check, the numbers in it.
       the maps are what their definitions say: each row of probabilities sums to 1 with zeros above
       the diagonal and equals the causal softmax of its scores (--tol, relative); the induction
       probe is [eot, r, r]; the CSV's diagnostics equal numpy's own of the maps (a second
-      implementation of dev/attention_maps.h's definitions); --symmetric: every score map equals its
+      implementation of dev/trainer/attention_maps.h's definitions); --symmetric: every score map equals its
       transpose bit for bit (Q = K; --symmetric_tol X: within X relative, for a GPU's cuBLASLt), else at
       least one does not; --tokens: the prompt's tokens
   compare A B --tol X [--name NAME]
@@ -34,7 +34,7 @@ def report(ok, text):
 
 
 def diagnostics(probs, scores, kind, repeat):
-    """numpy's diagnostics of one (T, T) map, from the definitions in dev/attention_maps.h."""
+    """numpy's diagnostics of one (T, T) map, from the definitions in dev/trainer/attention_maps.h."""
     T = probs.shape[0]
     p = probs.astype(np.float64)
     t = np.arange(T)

@@ -1111,7 +1111,7 @@ stage_train() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# nccl: data parallelism's path through NCCL with one process (issue 32, dev/data_parallel.h; more
+# nccl: data parallelism's path through NCCL with one process (issue 32, dev/trainer/data_parallel.h; more
 # than one GPU needs another machine): ./train_gpt2cu -pi fs -pn 1 against the same run without it,
 # model and state bit for bit (the tiny fixture, BF16, 10 steps of two micro-batches; every
 # collective runs, on a communicator of one); then d12, B 16, T 1024, 12 steps each way on random

@@ -1,5 +1,5 @@
 # Sourced by the suites that check a trainer's --profile (dev/test/test_cpu.sh, test_cudacpu.sh):
-# what its CSV (--profile_csv, dev/profile.h) says against what the suite expects.
+# what its CSV (--profile_csv, dev/trainer/profile.h) says against what the suite expects.
 #
 #   source dev/test/profile_csv.sh
 #   profile_csv_check CSV STEP_MS "row row ..."   # the rows expected, in order; STEP_MS: the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The sampling rule of dev/train_common.h (sample_token), written again with numpy, and the cases
+"""The sampling rule of dev/trainer/train_common.h (sample_token), written again with numpy, and the cases
 dev/test/test_sampler.cpp checks the C++ against.
 
   /usr/bin/python3 dev/test/sampler_reference.py <cases.bin>

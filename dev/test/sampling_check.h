@@ -1,7 +1,7 @@
 // sampling_check.h: what the KV-cache tests of both trainers (dev/cpu/test_kv_cache_cpu.cpp,
 // test_gpt2.cu run_kv_cache_check) need to check that tokens sampled from the cached logits are the
 // ones sampled from the full forward pass, for each setting of a grid, with the same coins.
-// Include after dev/train_common.h (sample_token, Sampler).
+// Include after dev/trainer/train_common.h (sample_token, Sampler).
 //
 // The two passes' logits differ by rounding (1e-7 in fp32, 1e-2 in bf16), so a coin that lands
 // within that distance of a boundary of the distribution (or a near-tie at the top-k/top-p

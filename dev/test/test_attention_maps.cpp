@@ -1,11 +1,11 @@
-// The head diagnostics of dev/attention_maps.h on hand-built attention patterns whose values are
+// The head diagnostics of dev/trainer/attention_maps.h on hand-built attention patterns whose values are
 // known in closed form (uniform, identity, previous-token, a pure induction head, symmetric and
 // antisymmetric scores), the induction probe's tokens, and the maps file's round trip and its
 // refusal of damaged files. One PASS/FAIL line per check, with the value found and the expected one.
 //
 //   g++ -O2 -std=c++17 dev/test/test_attention_maps.cpp -o build/test_attention_maps   (make does this)
 //   ./build/test_attention_maps <scratch folder>
-#include "../attention_maps.h"
+#include "../trainer/attention_maps.h"
 
 #include <dirent.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@ Built with the default QKV_SCHEME (standard), which the scheme-mismatch test rel
 #include <stdlib.h>
 #include <string>
 #include "../../attention_variants.cuh"
-#include "../checkpoint.h"
-#include "../training_memory.h"
+#include "../trainer/checkpoint.h"
+#include "../trainer/training_memory.h"
 
 static int failed = 0;
 

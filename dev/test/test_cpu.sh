@@ -24,7 +24,7 @@
 #     (standard also with the tiled attention)
 # (g) random init (-e d2), checkpoints (-n) and resume (-y 1) identical to an uninterrupted run;
 #     a checkpoint reloads to the same validation loss
-# (h) the flags shared with the CUDA trainer (dev/train_common.h): -h and one-line refusals
+# (h) the flags shared with the CUDA trainer (dev/trainer/train_common.h): -h and one-line refusals
 # (i) --generate with the KV cache for every scheme: the cache's bytes per token vs build/params;
 #     sampling: --num_samples 3 with temperature, top-k and top-p, decoded together, each sample the
 #     text of --seed + i alone; greedy independent of --seed and the same for each of 3 samples;
@@ -143,7 +143,7 @@ while IFS=$'\t' read -r name scheme model debug; do
 done < "$MANIFEST"
 
 # ---------------------------------------------------------------------------------------------
-# (a4) the sampler (dev/train_common.h sample_token: --temperature, --top_k, --top_p) against its
+# (a4) the sampler (dev/trainer/train_common.h sample_token: --temperature, --top_k, --top_p) against its
 # numpy twin, dev/test/sampler_reference.py: every case's token identical; then its cost per token
 # at V=50257. Built with the CPU trainer's flags.
 t0=$SECONDS
@@ -462,7 +462,7 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# (h) the CUDA trainer's flags (dev/train_common.h) and their one-line refusals, from this binary
+# (h) the CUDA trainer's flags (dev/trainer/train_common.h) and their one-line refusals, from this binary
 bin=build/train_gpt2_cpu_standard
 run_capture "$bin" -h
 if [ "$rc" -eq 0 ] && grep -q "^Usage:" "$TMP/out" && grep -q "scheme 'standard'" "$TMP/out" && grep -q -- "--generate" "$TMP/out" &&
@@ -634,7 +634,7 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# (j) --profile (dev/profile.h): one warm-up step, then 3 profiled steps. The CSV must hold exactly
+# (j) --profile (dev/trainer/profile.h): one warm-up step, then 3 profiled steps. The CSV must hold exactly
 # the rows this scheme and attention have, each one timed; the rows must add up to the step the
 # trainer measured itself (its summary line: the same 3 steps) within 5%; with -d 256 (2
 # micro-steps) too. And the flag's refusals.

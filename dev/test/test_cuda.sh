@@ -250,7 +250,7 @@ if [ $has_bf16 -eq 0 ]; then
 elif [ -n "$f" ]; then
   expect_one_line "checkpoint shape flag" 1 "cannot be changed" ./train_gpt2cu -e "$f" -t 64 --n_kv_head 2
   expect_one_line "resume without -o" 1 "-y 1 needs -o" ./train_gpt2cu -e "$f" -t 64 -y 1
-  # data parallelism (dev/data_parallel.h): train_gpt2cu is the NCCL build where make finds NCCL, the
+  # data parallelism (dev/trainer/data_parallel.h): train_gpt2cu is the NCCL build where make finds NCCL, the
   # PTX-only builds are compiled without it (so both builds compile here); checked before any CUDA call
   if [ -z "$(make -s nccl_flags)" ]; then
     skip "nogpu NCCL build: make finds no NCCL here (nccl.h and libnccl under CUDA_HOME or /usr), so train_gpt2cu is built without it"
@@ -267,7 +267,7 @@ elif [ -n "$f" ]; then
     expect_one_line "$nonccl (no NCCL) -pi fs" 1 "-pi fs: this build of the CUDA trainer has no NCCL" \
       ./"$nonccl" -e d6 -t 64 -pi fs -pf "$log_dir" -pn 2 -pr 0
   fi
-  # the output folder (dev/train_common.h, checked before any CUDA call)
+  # the output folder (dev/trainer/train_common.h, checked before any CUDA call)
   rm -rf "$log_dir/nogpu_used" && mkdir -p "$log_dir/nogpu_used" && echo "an old run" >"$log_dir/nogpu_used/main.log"
   expect_one_line "resume with nothing to resume" 1 "-y 1: no checkpoint to resume from in -o $log_dir/nogpu_empty" \
     ./train_gpt2cu -e "$f" -t 64 -o "$log_dir/nogpu_empty" -y 1

@@ -262,7 +262,7 @@ else
   failed=1
 fi
 
-# --- sampling: the shared flags (dev/train_common.h) in the CUDA trainer's --generate, whose text must
+# --- sampling: the shared flags (dev/trainer/train_common.h) in the CUDA trainer's --generate, whose text must
 # be the CPU trainer's for the same fp32 model, settings and seed (the same sampler on logits equal to
 # ~1e-6: a coin that close to a boundary of the distribution is a 1-in-10^5 event per token, fixed for
 # these inputs); and a bad value refused the same way
@@ -295,7 +295,7 @@ else
 fi
 echo "  cpu-run sampling: $((SECONDS - sampling_start)) s"
 
-# --- non-finite weights (dev/train_common.h): refused at load; loaded with --allow_nonfinite 1, the
+# --- non-finite weights (dev/trainer/train_common.h): refused at load; loaded with --allow_nonfinite 1, the
 # CUDA writer's check (device -> host, bf16 or fp32) keeps them out of the checkpoint, and --generate
 # refuses the NaN logits the decode step returns
 nf_start=$SECONDS

@@ -469,7 +469,7 @@ bash $suite --inputs "$tmp/inputs" tests_fp32 lab_bench fixtures >"$tmp/inputs.t
 section() { awk -v s="=== $1:" 'index($0, s) == 1 { on = 1; next } /^=== / { on = 0 } on { print $1 }' "$tmp/inputs.txt"; }
 t=$(section tests_fp32) l=$(section lab_bench) f=$(section fixtures)
 miss=""
-for want in train_gpt2.cu test_gpt2.cu attention_variants.cuh dev/parameters.h dev/train_common.h dataloader.h dev/test/test_cuda.sh Makefile; do
+for want in train_gpt2.cu test_gpt2.cu attention_variants.cuh dev/trainer/parameters.h dev/trainer/train_common.h dataloader.h dev/test/test_cuda.sh Makefile; do
   grep -qx "$want" <<<"$t" || miss="$miss tests_fp32:$want"
 done
 for want in dev/cuda/attention_forward.cu dev/cuda/common.h dev/cuda/sdpa_bench.py train_gpt2.cu; do grep -qx "$want" <<<"$l" || miss="$miss lab_bench:$want"; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_loop.sh: the training loop's safety rules (dev/train_common.h, both trainers; run here with
+# test_loop.sh: the training loop's safety rules (dev/trainer/train_common.h, both trainers; run here with
 # the CPU trainer, test_gpt2.cu checks the CUDA loop's wiring on a GPU):
 #
 #   bash dev/test/test_loop.sh            (from anywhere; runs in the repository root)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of data parallelism on the CPU (dev/data_parallel.h): the CPU trainer over MPI
+# Tests of data parallelism on the CPU (dev/trainer/data_parallel.h): the CPU trainer over MPI
 # (build/train_gpt2_cpu_mpi_standard, Debian's Open MPI, installed by install_deps.sh), on the tiny
 # fixture model and synthetic shards, 10 steps of -b 4 -t 32 -d 256 (two micro-batches a step):
 #   - mpirun -np 1 through the MPI build: the model and state bit for bit the plain trainer's;

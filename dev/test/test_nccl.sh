@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of the CUDA trainer's data parallelism (dev/data_parallel.h, -pi fs over NCCL) on the CPU:
+# Tests of the CUDA trainer's data parallelism (dev/trainer/data_parallel.h, -pi fs over NCCL) on the CPU:
 # build/cudacpu/train_gpt2cu_standard[_fp32], the real train_gpt2.cu on the CPU runtime, whose NCCL
 # is dev/cudacpu/nccl_cpu.h (processes on this machine exchanging buffers through files). On the tiny
 # fixture model and synthetic shards, 10 steps of -b 4 -t 32 -d 256 (two micro-batches a step):
@@ -265,15 +265,15 @@ fi
 # far as its own order requires (cuda_cpu.h's queues), so the collectives then send gradients the
 # backward has not written yet: two processes must differ from one. (The runtime of one queue ran
 # every stream in issue order, and this trainer passed every check.) Built at -O1 from the rewritten
-# trainer with a copy of dev/ whose data_parallel.h has the edit.
+# trainer with a copy of dev/trainer/ whose data_parallel.h has the edit.
 mut="$tmp/no_wait"
-mkdir -p "$mut/dev"
-cp dev/*.h "$mut/dev/" && cp ./*.h ./*.cuh "$mut/"
+mkdir -p "$mut/dev/trainer" "$mut/dev/tokenizer"
+cp dev/trainer/*.h "$mut/dev/trainer/" && cp dev/tokenizer/*.h "$mut/dev/tokenizer/" && cp ./*.h ./*.cuh "$mut/"
 wait_line='const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(n->stream, n->ready, 0) : e;'
-sed "s|$wait_line|const cudaError_t w = e;|" dev/data_parallel.h >"$mut/dev/data_parallel.h"
+sed "s|$wait_line|const cudaError_t w = e;|" dev/trainer/data_parallel.h >"$mut/dev/trainer/data_parallel.h"
 start=$SECONDS
-if [ "$(grep -cF "$wait_line" dev/data_parallel.h)" != 1 ]; then
-  fail "no_wait_caught: stale: dev/data_parallel.h no longer holds '$wait_line' once"
+if [ "$(grep -cF "$wait_line" dev/trainer/data_parallel.h)" != 1 ]; then
+  fail "no_wait_caught: stale: dev/trainer/data_parallel.h no longer holds '$wait_line' once"
 elif ! make -s build/cudacpu/src/train_gpt2.cu >"$tmp/no_wait_build.log" 2>&1 ||
      ! cp build/cudacpu/src/train_gpt2.cu "$mut/train_gpt2.cu" ||
      ! ${CXX:-g++} -std=c++17 -O1 -g0 -fno-strict-aliasing -w -x c++ -include dev/cudacpu/cuda_cpu.h -I"${CUDA_HOME:-/usr/local/cuda}/include"           -I. -Idev/cudacpu -DDP_NCCL -DENABLE_FP32 -DQKV_SCHEME=QKV_STANDARD "$mut/train_gpt2.cu" -o "$mut/train" >>"$tmp/no_wait_build.log" 2>&1; then

@@ -197,7 +197,7 @@ for args in "${bad_args[@]}"; do
   fi
 done
 
-# (e) params profile (dev/profile.h): the per-sublayer costs of a step. For every scheme, with GQA,
+# (e) params profile (dev/trainer/profile.h): the per-sublayer costs of a step. For every scheme, with GQA,
 # without biases, in fp32 (unfused attention) and with recomputation: the rows' FLOPs plus 6 per
 # non-matmul parameter must be llm.c's 6 N + 6 L C T exactly (params checks it, exit 1 otherwise).
 t0=$SECONDS

@@ -1,4 +1,4 @@
-// test_sampler: dev/train_common.h's sample_token (--temperature, --top_k, --top_p), the rule both
+// test_sampler: dev/trainer/train_common.h's sample_token (--temperature, --top_k, --top_p), the rule both
 // trainers sample with, against dev/test/sampler_reference.py's numpy version of it, on the cases
 // that script writes (fixed logits of 1 to 50257 tokens, ties among them; temperature 0/0.5/1/2 x
 // top_k 0/1/5/40 x top_p 1/0.9/0.5; fixed coins). Every token must be the reference's. Then the
@@ -13,7 +13,7 @@
 #define PRECISION_NAME "fp32"
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
-#include "../train_common.h"
+#include "../trainer/train_common.h"
 #include "sampling_check.h"
 
 #include <map>

@@ -1,4 +1,4 @@
-// test_step_guard: dev/train_common.h's decision whether a training step updates (step_guard_decide,
+// test_step_guard: dev/trainer/train_common.h's decision whether a training step updates (step_guard_decide,
 // outlier_window_push) and its run-file rule for -o (is_run_file), on the CPU, without a model.
 // Both trainers call these; the trainer tests (dev/test/test_loop.sh, test_gpt2.cu) check the wiring.
 //
@@ -8,7 +8,7 @@
 #define PRECISION_NAME "fp32"
 #define PRECISION_IS_BF16 0
 #define TRAIN_COMMON_CUDA 0
-#include "../train_common.h"
+#include "../trainer/train_common.h"
 
 static int trainer_shape_check(const TrainArgs* a, char* msg, size_t msg_size) { return 1; }
 

@@ -20,7 +20,7 @@ writes maps.bin (dev/FORMATS.md, "Attention maps") and heads.csv (a row per head
   /usr/bin/python3 dev/tools/attention_maps.py info maps.bin
       the header and each sequence's shape and tokens
 
-The diagnostics themselves are computed once, by the trainer (dev/attention_maps.h defines them);
+The diagnostics themselves are computed once, by the trainer (dev/trainer/attention_maps.h defines them);
 this script only draws them. load() is the file's reader for other scripts. Needs numpy and
 matplotlib (Debian: python3-numpy, python3-matplotlib); the trainers do not.
 """
@@ -236,7 +236,7 @@ def diagnostics_figure(csvs, names, out):
             ax.set_yticks(range(mat.shape[0]))
             ax.tick_params(labelsize=6)
         fig.colorbar(im, ax=list(axes[i]), fraction=0.05, pad=0.02)
-    fig.suptitle("head diagnostics (dev/attention_maps.h): one colour scale per row", fontsize=10)
+    fig.suptitle("head diagnostics (dev/trainer/attention_maps.h): one colour scale per row", fontsize=10)
     save(fig, out)
 
 

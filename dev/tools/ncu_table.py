@@ -1,6 +1,6 @@
 """
 ncu_table.py: the top kernels of one training step, from Nsight Compute's CSV, against the cost
-model of `build/params profile` (dev/profile.h). dev/test/gpu_suite.sh (stage profile_ncu) runs it
+model of `build/params profile` (dev/trainer/profile.h). dev/test/gpu_suite.sh (stage profile_ncu) runs it
 on `ncu --profile-from-start off` over one step of the standard scheme at d12, T 1024, B 64, BF16.
 
   python3 dev/tools/ncu_table.py NCU_CSV [--predicted PROFILE_CSV] [--source train_gpt2.cu]

@@ -18,7 +18,7 @@ shapes).
   params profile <scheme> L C H Hkv M bias T B [...the memory options] [--flash 2|3|4]
                  [--bias_fusion 0|1] [--micro_steps N] [--csv FILE] [--learn RECORD]
   params profile d12 T B [...]
-                         the predicted per-sublayer table of one training step (dev/profile.h):
+                         the predicted per-sublayer table of one training step (dev/trainer/profile.h):
                          FLOPs, minimum bytes, roofline and the cost model's time per row (and as
                          CSV); then checks that the rows' FLOPs add up to llm.c's 6 N + 6 L C T
                          (exit 1 if not). --bias_fusion as the trainer's (default 1); --flash N
@@ -37,9 +37,9 @@ shapes).
 #include <limits.h>
 #include <stdlib.h>
 #include "../../attention_variants.cuh"
-#include "../checkpoint.h"
-#include "../training_memory.h"
-#include "../profile.h"
+#include "../trainer/checkpoint.h"
+#include "../trainer/training_memory.h"
+#include "../trainer/profile.h"
 
 static GPT2Config make_config(int scheme, int L, int C, int H, int Hkv, int M, int bias, int T) {
     GPT2Config c = gpt2_config_default(L, H, C, T, 50257, 50304);
@@ -273,7 +273,7 @@ static int memory_main(int argc, char** argv) { // argv[0] is the first argument
 }
 
 // ----------------------------------------------------------------------------
-// params profile: the predicted per-sublayer table of one training step (dev/profile.h)
+// params profile: the predicted per-sublayer table of one training step (dev/trainer/profile.h)
 
 static const char* const profile_usage =
     "usage: params profile <scheme> n_layer n_embd n_head n_kv_head mlp bias T B [bf16|fp32] [fused|unfused] "
@@ -412,7 +412,7 @@ static int read_profile_record(const char* path, ProfileRecord* rec, char* msg, 
             const int r = profile_row_index(name);
             if (r < 0 || rec->found[r]) {
                 snprintf(msg, msg_size, "--learn %s: line %d: row '%s' %s", path, line_no, name,
-                         r < 0 ? "is not one of dev/profile.h's rows" : "twice in one table");
+                         r < 0 ? "is not one of dev/trainer/profile.h's rows" : "twice in one table");
                 ok = 0;
             } else {
                 rec->found[r] = 1;

@@ -1,5 +1,5 @@
 /*
-dev/training_memory.h: the CUDA trainer's device memory, as data.
+dev/trainer/training_memory.h: the CUDA trainer's device memory, as data.
 
 Which tensors train_gpt2.cu allocates for a shape, their element counts and sizes, and where each
 starts. gpt2_build and gpt2_build_grad_acts carve their allocations from gpt2_training_memory(),
@@ -9,7 +9,7 @@ the trainer. Nothing here touches a GPU.
 #ifndef TRAINING_MEMORY_H
 #define TRAINING_MEMORY_H
 
-#include "../attention_variants.cuh"
+#include "../../attention_variants.cuh"
 #include "parameters.h"
 
 // Parameter tensors start every PARAM_ALIGN_ELEMS elements on the device (256-byte boundaries for

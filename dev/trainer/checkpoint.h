@@ -1,5 +1,5 @@
 /*
-dev/checkpoint.h: the model file's 256-int header <-> GPT2Config (layout in dev/FORMATS.md).
+dev/trainer/checkpoint.h: the model file's 256-int header <-> GPT2Config (layout in dev/FORMATS.md).
 
 Shared by every reader and writer, so that a file is judged the same way by the CPU trainer, the
 CUDA trainer and the tools: llm.c's versions 3 (fp32) and 5 (bf16) for plain GPT-2, our 6 and 7
@@ -9,7 +9,7 @@ weight is read.
 #ifndef CHECKPOINT_H
 #define CHECKPOINT_H
 
-#include "../attention_variants.cuh"
+#include "../../attention_variants.cuh"
 #include "parameters.h"
 
 #define CHECKPOINT_MAGIC 20240326

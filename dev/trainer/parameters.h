@@ -1,5 +1,5 @@
 /*
-dev/parameters.h: the model's parameter tensors, as data.
+dev/trainer/parameters.h: the model's parameter tensors, as data.
 
 Their file order (dev/FORMATS.md), names and shapes for a config, which AdamW decays and which are
 initialized depth-scaled, the parameter counts dev/SCHEMES.md quotes, and the training FLOPs per token
@@ -9,7 +9,7 @@ of the fused projection, and the residual query's tensors where the layout has o
 #ifndef PARAMETERS_H
 #define PARAMETERS_H
 
-#include "../attention_variants.cuh"
+#include "../../attention_variants.cuh"
 
 // Parameter tensors, in file order. The first 16 are llm.c's, so that the standard scheme with
 // biases, a tied head and MLP 4C has exactly llm.c's layout (gpt2_124M.bin reads unchanged).

@@ -70,7 +70,7 @@ to float rounding, not bit for bit (dev/test/test_mpi.sh measures it).
 #include <cuda_runtime.h>
 #include <nccl.h>
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
-#error "dev/data_parallel.h needs NCCL 2.14 or later (non-blocking communicators): build with NO_NCCL=1, or NCCL_HOME=DIR"
+#error "dev/trainer/data_parallel.h needs NCCL 2.14 or later (non-blocking communicators): build with NO_NCCL=1, or NCCL_HOME=DIR"
 #endif
 #endif
 

@@ -37,7 +37,7 @@ bf16 and HBM3 peaks); "predicted" applies the cost model's efficiencies below to
 
 #include <string>
 
-#include "../attention_variants.cuh"
+#include "../../attention_variants.cuh"
 #include "parameters.h"
 
 enum ProfileRow {
