@@ -45,7 +45,7 @@ OPENMP := -fopenmp
 
 # the headers every trainer includes (the model, its files, the flags they share), and the tests'
 # the trainers' own headers: dev/trainer/, one concern each (train_common.h includes them)
-MODEL_HEADERS := attention_variants.cuh $(wildcard dev/trainer/*.h) dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
+MODEL_HEADERS := attention_variants.cuh $(wildcard dev/trainer/*.h dev/trainer/*.cuh) dataloader.h tokenizer.h dev/tokenizer/unicode_tables.h
 TEST_HEADERS := dev/test/debug_state.h dev/test/sampling_check.h
 
 # ---------------------------------------------------------------------------------------------
@@ -139,15 +139,21 @@ cudacpu-pch: $(CUDACPU)/pch/cudacpu_pch.h.gch $(CUDACPU)/pch_nccl/cudacpu_pch.h.
 # the stem is <scheme> or <scheme>_fp32
 CUDACPU_DEFINES = $(call QKV_DEFINE,$(patsubst %_fp32,%,$(1))) $(if $(filter %_fp32,$(1)),-DENABLE_FP32,-DENABLE_BF16)
 
-.PRECIOUS: $(CUDACPU)/src/%.cu
+.PRECIOUS: $(CUDACPU)/src/%.cu $(CUDACPU)/src/%.cuh
 $(CUDACPU)/src/%.cu: %.cu dev/cudacpu/rewrite.py
 	@mkdir -p $(dir $@)
 	python3 dev/cudacpu/rewrite.py $< $@
+# the trainer's CUDA headers (dev/trainer/*.cuh: kernels and launchers outside train_gpt2.cu) are
+# rewritten beside the rewritten trainer, whose includes find them there first
+$(CUDACPU)/src/%.cuh: %.cuh dev/cudacpu/rewrite.py
+	@mkdir -p $(dir $@)
+	python3 dev/cudacpu/rewrite.py $< $@
+CUDACPU_TRAINER_SRC := $(CUDACPU)/src/train_gpt2.cu $(addprefix $(CUDACPU)/src/,$(wildcard dev/trainer/*.cuh))
 
-$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) $(TEST_HEADERS) $(CUDACPU_PCH).gch
+$(CUDACPU)/test_gpt2cu_%: $(CUDACPU)/src/test_gpt2.cu $(CUDACPU_TRAINER_SRC) $(CUDACPU_DEPS) $(TEST_HEADERS) $(CUDACPU_PCH).gch
 	$(CXX) $(CUDACPU_FLAGS) $(call CUDACPU_DEFINES,$*) $< -o $@
 
-$(CUDACPU)/train_gpt2cu_%: $(CUDACPU)/src/train_gpt2.cu $(CUDACPU_DEPS) $(CUDACPU_PCH_NCCL).gch
+$(CUDACPU)/train_gpt2cu_%: $(CUDACPU_TRAINER_SRC) $(CUDACPU_DEPS) $(CUDACPU_PCH_NCCL).gch
 	$(CXX) $(CUDACPU_FLAGS_NCCL) $(call CUDACPU_DEFINES,$*) $< -o $@
 
 # the runtime's own check of the inline PTX it models (ldmatrix, cp.async, mma.sync), on a GPU too
@@ -207,7 +213,7 @@ $(BUILD)/ptx/lab_%: dev/cuda/%.cu $(LAB_DEPS)
 $(CUDACPU)/src/%.h: %.h dev/cudacpu/rewrite.py
 	@mkdir -p $(dir $@)
 	python3 dev/cudacpu/rewrite.py $< $@
-CUDACPU_LAB_DEPS := $(CUDACPU_DEPS) $(CUDACPU)/src/train_gpt2.cu $(addprefix $(CUDACPU)/src/,$(LAB_HEADERS)) $(CUDACPU_PCH).gch
+CUDACPU_LAB_DEPS := $(CUDACPU_DEPS) $(CUDACPU_TRAINER_SRC) $(addprefix $(CUDACPU)/src/,$(LAB_HEADERS)) $(CUDACPU_PCH).gch
 $(CUDACPU)/lab_%_fp32: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)
 	$(CXX) $(CUDACPU_FLAGS) $(OPENMP) -DENABLE_FP32 $< -o $@
 $(CUDACPU)/lab_%: $(CUDACPU)/src/dev/cuda/%.cu $(CUDACPU_LAB_DEPS)

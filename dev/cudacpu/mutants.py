@@ -2,7 +2,7 @@
 """The CPU runtime's self-test: planted bugs that the CPU run of the CUDA trainer must catch.
 
 For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu (or the file its `file:` line names, a
-header of the kernel labs) with the one edit, through rewrite.py,
+CUDA header of the trainer or of the kernel labs) with the one edit, through rewrite.py,
 test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
 with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
@@ -22,6 +22,7 @@ Build trees and logs: build/mutants/<id>/.
 """
 import argparse
 import concurrent.futures
+import glob
 import os
 import re
 import shutil
@@ -34,8 +35,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LIST = os.path.join(ROOT, "dev", "cudacpu", "mutants.txt")
 LAB_HEADERS = ["attention_flash_versions.h", "common.h", "../cpu/attention_tiled_cpu.h", "../cpu/kernels_cpu.h"]  # as the labs include them
 OUT = os.path.join(ROOT, "build", "mutants")
-# what a mutant may edit: the trainer, or the flash versions the labs hold beside it
-MUTABLE_FILES = ["train_gpt2.cu", "dev/cuda/attention_flash_versions.h"]
+# the trainer's CUDA headers (kernels and launchers outside train_gpt2.cu), rewritten with it
+TRAINER_CUDA_HEADERS = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "dev", "trainer", "*.cuh")))
+# what a mutant may edit: the trainer and its CUDA headers, or the flash versions the labs hold
+MUTABLE_FILES = ["train_gpt2.cu"] + TRAINER_CUDA_HEADERS + ["dev/cuda/attention_flash_versions.h"]
 RUN_TIMEOUT_S = 300
 
 
@@ -124,7 +127,7 @@ def build(d, stem, mutated, text):
         f.write(text)
     # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
     lab = stem.startswith("lab_")
-    sources = [("train_gpt2.cu", os.path.join(ROOT, "train_gpt2.cu"))]
+    sources = [(f, os.path.join(ROOT, f)) for f in ["train_gpt2.cu"] + TRAINER_CUDA_HEADERS]
     if lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the trainer
         op = stem[4:-5] if stem.endswith("_fp32") else stem[4:]
         sources += [(os.path.join("dev", "cuda", f), os.path.join(ROOT, "dev", "cuda", f)) for f in LAB_HEADERS + [op + ".cu"]]

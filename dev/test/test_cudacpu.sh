@@ -130,7 +130,8 @@ two_at_a_time() { # out_file function items...
 build_start=$SECONDS
 lab_sources=()
 for f in dev/cuda/{attention_forward,attention_backward,layernorm,classifier,encoder_backward,optimizer,matmul_gelu,attention_decode}.cu \
-         dev/cuda/common.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h; do
+         dev/cuda/common.h dev/cuda/attention_flash_versions.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h \
+         dev/trainer/*.cuh; do
   lab_sources+=("build/cudacpu/src/$f")
 done
 make -s build/cudacpu/src/train_gpt2.cu build/cudacpu/src/test_gpt2.cu "${lab_sources[@]}" >"$log_dir/rewrite.log" 2>&1 ||

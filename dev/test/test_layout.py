@@ -16,6 +16,7 @@ Checks:
 - One kernel-lab header: dev/cuda/ has exactly one .h, common.h.
 - The top level is exactly the design's file list.
 """
+import glob
 import os
 import re
 import subprocess
@@ -74,22 +75,25 @@ def kernels(lines):
     return out
 
 
-# --- kernels beside their launchers --------------------------------------------------------------
-trainer = read("train_gpt2.cu")
-found = kernels(trainer)
-check(len(found) > 0, "train_gpt2.cu: %d kernels found" % len(found))
-for name, first, last in found:
-    launch = re.compile(r"\b%s\s*(<[^<>]*>)?\s*<<<" % re.escape(name))
-    at = [n + 1 for n, l in enumerate(trainer) if launch.search(code_only(l))]
-    near = [n for n in at if last < n <= last + MAX_LAUNCH_DISTANCE]
-    check(len(at) > 0 and near == at,
-          "train_gpt2.cu %s (lines %d-%d): launched at line %s, %s" %
-          (name, first, last, ", ".join(map(str, at)) or "nowhere",
-           "within %d lines after it" % MAX_LAUNCH_DISTANCE if at and near == at else
-           "expected every launch within %d lines after the kernel (its launcher follows it)" % MAX_LAUNCH_DISTANCE))
+# --- kernels beside their launchers: in the trainer and in its CUDA headers ----------------------
+TRAINER_CUDA = ["train_gpt2.cu"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "dev", "trainer", "*.cuh")))
+for path in TRAINER_CUDA:
+    trainer = read(path)
+    found = kernels(trainer)
+    if path == "train_gpt2.cu":
+        check(len(found) > 0, "%s: %d kernels found" % (path, len(found)))
+    for name, first, last in found:
+        launch = re.compile(r"\b%s\s*(<[^<>]*>)?\s*<<<" % re.escape(name))
+        at = [n + 1 for n, l in enumerate(trainer) if launch.search(code_only(l))]
+        near = [n for n in at if last < n <= last + MAX_LAUNCH_DISTANCE]
+        check(len(at) > 0 and near == at,
+              "%s %s (lines %d-%d): launched at line %s, %s" %
+              (path, name, first, last, ", ".join(map(str, at)) or "nowhere",
+               "within %d lines after it" % MAX_LAUNCH_DISTANCE if at and near == at else
+               "expected every launch within %d lines after the kernel (its launcher follows it)" % MAX_LAUNCH_DISTANCE))
 
 # --- the trainers read the layout, not the scheme --------------------------------------------------
-for path in ["train_gpt2.cu", "dev/cpu/train_gpt2_cpu.cpp"]:
+for path in TRAINER_CUDA + ["dev/cpu/train_gpt2_cpu.cpp"]:
     hits = ["%d: %s" % (n + 1, l.strip()) for n, l in enumerate(read(path))
             if SCHEME_CONSTANTS.search(code_only(l)) or SCHEME_TEST.search(code_only(l))]
     check(not hits, "%s tests no scheme (no QKV_<SCHEME> constant, no `scheme ==`)%s" %

@@ -274,8 +274,8 @@ sed "s|$wait_line|const cudaError_t w = e;|" dev/trainer/data_parallel.h >"$mut/
 start=$SECONDS
 if [ "$(grep -cF "$wait_line" dev/trainer/data_parallel.h)" != 1 ]; then
   fail "no_wait_caught: stale: dev/trainer/data_parallel.h no longer holds '$wait_line' once"
-elif ! make -s build/cudacpu/src/train_gpt2.cu >"$tmp/no_wait_build.log" 2>&1 ||
-     ! cp build/cudacpu/src/train_gpt2.cu "$mut/train_gpt2.cu" ||
+elif ! make -s build/cudacpu/src/train_gpt2.cu $(ls dev/trainer/*.cuh | sed 's|^|build/cudacpu/src/|') >"$tmp/no_wait_build.log" 2>&1 ||
+     ! cp build/cudacpu/src/train_gpt2.cu "$mut/train_gpt2.cu" || ! cp build/cudacpu/src/dev/trainer/*.cuh "$mut/dev/trainer/" ||
      ! ${CXX:-g++} -std=c++17 -O1 -g0 -fno-strict-aliasing -w -x c++ -include dev/cudacpu/cuda_cpu.h -I"${CUDA_HOME:-/usr/local/cuda}/include"           -I. -Idev/cudacpu -DDP_NCCL -DENABLE_FP32 -DQKV_SCHEME=QKV_STANDARD "$mut/train_gpt2.cu" -o "$mut/train" >>"$tmp/no_wait_build.log" 2>&1; then
   fail "no_wait_caught: the planted bug does not build: $(grep -m1 error "$tmp/no_wait_build.log")"
 else
