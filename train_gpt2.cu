@@ -144,6 +144,7 @@ static int sync_check_enabled(void) {
 
 // --profile's cudaEvents per sublayer, and the GPU's peak FLOP/s for the MFU of each step line
 // (dev/trainer/profile.cuh; the rows and their costs: dev/trainer/profile.h)
+#include "dev/trainer/profile.h"
 #include "dev/trainer/profile.cuh"
 
 // ----------------------------------------------------------------------------

@@ -12,7 +12,6 @@ train_gpt2.cu among its utilities, before the first kernel that marks a row.
 // partition the step. profile_step_end waits for the step's last event and adds the intervals up:
 // one wait per profiled step, which the step's own closing synchronization already makes. Outside a
 // profiled step, and in every run without --profile, a mark is one test of a flag.
-#include "profile.h"
 
 static ProfileTotals g_profile;
 static int g_profile_active = 0;
