@@ -16,8 +16,10 @@ Layout: the preamble (precision, error checks, --profile, 16-byte packed loads),
 per op in the order of a training step: encoder, LayerNorm, matmul, attention (the flash kernels,
 then the unfused path), GELU, residual, attention's sources (the fused projection and the residual
 query), classifier, optimizer, init. In each, an op's kernels come first and their launcher right
-after. Then the model (one allocation for the parameters, one for the activations), checkpoints,
-the forward and backward passes, KV-cached generation and main.
+after. Then the model (one allocation for the parameters, one for the activations), the forward
+and backward passes, and main with its training loop. The host code both trainers share is in
+dev/trainer/*.h; this trainer's own infrastructure is in dev/trainer/*.cuh, each included where it
+is needed: the matmul tuner, --profile, checkpoints, and KV-cached generation.
 
 Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu -h for the flags.
 */
