@@ -17,9 +17,9 @@ per op in the order of a training step: encoder, LayerNorm, matmul, attention (t
 then the unfused path), GELU, residual, attention's sources (the fused projection and the residual
 query), classifier, optimizer, init. In each, an op's kernels come first and their launcher right
 after. Then the model (one allocation for the parameters, one for the activations), the forward
-and backward passes, and main with its training loop. The host code both trainers share is in
-dev/trainer/*.h; this trainer's own infrastructure is in dev/trainer/*.cuh, each included where it
-is needed: the matmul tuner, --profile, checkpoints, and KV-cached generation.
+and backward passes, and main with its training loop. The host code both trainers share is in the
+.h headers of dev/trainer/; this trainer's own infrastructure is in its .cuh headers, each included
+where it is needed: the matmul tuner, --profile, checkpoints, and KV-cached generation.
 
 Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu -h for the flags.
 */
@@ -1031,7 +1031,7 @@ __global__ void bias_sums_add_kernel(float* dbias, const float* sums, int OC) {
 // second time. --bias_fusion 0, or no cuBLASLt algorithm with that epilogue: bias_backward_kernel
 // reads dout again after the plain GEMM.
 static void matmul_backward_params(float* dweight, float* dbias, const floatX* dout, const floatX* inp, int N, int C, int OC) {
-    const LtMatmul dw = lt_scaled(lt_matmul(0, 1, C, OC, N), 1.0f, 1.0f); // (C, OC) column-major, added to
+    const LtMatmul dw = lt_scaled(lt_matmul(0, 1, C, OC, N), 1.0f, 1.0f); // (C, OC) column-major, added to dweight
     if (dbias != NULL && g_bias_fusion && g_bias_sums != NULL) {
         reduce_scratch_check(OC, "the bias gradient's epilogue");
         if (matmul_lt(dweight, CUDA_R_32F, inp, dout, lt_epilogue(dw, LT_BGRADB, g_bias_sums, NULL))) {
