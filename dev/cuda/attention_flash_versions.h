@@ -763,8 +763,9 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
-// the labs' version dispatch: versions 2 and 3 of a direction run here, the trainer's own version
-// (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path through the trainer's launchers
+// the labs' version dispatch: versions 2 and 3 of a direction run here; the trainer's own version
+// (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path run through the trainer's
+// launchers (common.h's lab_attention_forward and lab_attention_backward choose)
 
 // forward version `version` of the flash path: out, lse as flash_attention_forward
 static void lab_flash_forward(int version, floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
@@ -775,12 +776,10 @@ static void lab_flash_forward(int version, floatX* out, float* lse, AttnRows q, 
         if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     }
 #endif
-    if (version != FLASH_FORWARD_VERSION) {
-        fprintf(stderr, "error: internal: no flash forward version %d for head size %d in a %s build\n", version, s->hd,
-                PRECISION_NAME);
-        exit(EXIT_FAILURE);
-    }
-    flash_attention_forward(out, lse, q, k, v, s);
+    // the trainer's own version never comes here (common.h's lab_attention_forward runs it)
+    fprintf(stderr, "error: internal: no lab flash forward version %d for head size %d in a %s build\n", version, s->hd,
+            PRECISION_NAME);
+    exit(EXIT_FAILURE);
 }
 
 // backward version `version` of the flash path: dq, dk, dv as flash_attention_backward; delta (B, H, T),
@@ -809,12 +808,10 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
         return;
     }
 #endif
-    if (version != FLASH_BACKWARD_VERSION) {
-        fprintf(stderr, "error: internal: no flash backward version %d for head size %d in a %s build\n", version, s->hd,
-                PRECISION_NAME);
-        exit(EXIT_FAILURE);
-    }
-    flash_attention_backward(dq, dk, dv, delta, dout, out, lse, q, k, v, s);
+    // the trainer's own version never comes here (common.h's lab_attention_backward runs it)
+    fprintf(stderr, "error: internal: no lab flash backward version %d for head size %d in a %s build\n", version, s->hd,
+            PRECISION_NAME);
+    exit(EXIT_FAILURE);
 }
 
 #endif // DEV_CUDA_ATTENTION_FLASH_VERSIONS_H
