@@ -3719,101 +3719,153 @@ static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
     return train_flags_hash(h, a);
 }
 
-// The training run of resolved arguments on a checked device, on every process of a data-parallel
-// run (dp, NULL: one process alone). Returns the process exit code.
-static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
+// the training loop both trainers share: validation, samples, checkpoints, the stop signal, the
+// step guard and the step's line, around a Trainer's work
+#include "dev/trainer/train_loop.h"
+
+// This trainer's work in the shared loop, on the GPU. The host stays ahead of it: while micro-step i
+// runs, the host reads and stages batch i + 1 (data, token checks, encoder buckets), and a step's one
+// wait is for its norm and loss.
+struct CudaTrainer : Trainer {
+    GPT2* model;
+    TrainRun* run;
+    Tokenizer* tokenizer;  // the samples' (-s > 0)
+    float dloss;           // each micro-step's loss gradient: 1 / (B T micro-steps), the step's mean
+    double peak;           // the device's dense FLOP/s (gpu_peak_flops), 0 when unknown: no MFU
+    double flops_per_step; // this process's share of a step's FLOPs: each GPU's MFU is of its own peak
+    int seen = 0;          // the step's micro-batches walked so far, this process's and the others'
+    size_t peak_mem = 0;
+
+    int eval_forward(const DataLoader* batch) override {
+        gpt2_forward(model, batch->inputs, batch->targets, 0.0f);
+        return 1;
+    }
+    int mean_loss(double* loss, const char* what) override {
+        double sums[2]; // every forward pass has B*T losses: the mean of the means
+        gpt2_loss_sums(model, sums);
+        if (!dp_sum_doubles(run->dp, sums, 2, what)) { return 0; }
+        *loss = loss_mean_of(sums);
+        return 1;
+    }
+    int gradients(int step, double* loss, double* norm, DataLoaderState* data_after) override {
+        const TrainArgs* a = run->a;
+        DataParallel* dp = run->dp;
+        gpt2_zero_grad(model);
+        profile_mark(PROF_ZERO_GRAD);
+        // this process's micro-batches of the step (all of them when it is alone); the first is
+        // usually staged already, during the step before
+        const int own_batches = a->grad_accum_steps / dp->world;
+        if (model->staged == NULL) { stage_first_batch(model, run->train_loader, dp, &seen); }
+        for (int micro = 0; micro < own_batches; micro++) {
+            const int tuning = a->lt_tune && step == run->start_step && micro == 0; // every process's first micro-step
+            const double tune_t0 = tuning ? now_seconds() : 0.0;
+            g_lt_tuner.open = tuning;
+            gpt2_forward_staged(model, dloss);
+            gpt2_backward(model);
+            if (tuning) {
+                cudaCheck(cudaDeviceSynchronize());
+                g_lt_tuner.open = 0;
+                lt_tune_report(a, dp, run->logf, now_seconds() - tune_t0);
+            }
+            if (micro + 1 < own_batches) {
+                next_own_batch(run->train_loader, dp, &seen);
+                gpt2_stage_batch(model, run->train_loader->inputs, run->train_loader->targets, a->B, a->T);
+            }
+        }
+        for (; seen < a->grad_accum_steps; seen++) { dataloader_skip_batch(run->train_loader); } // the others' after ours
+        dataloader_get_state(run->train_loader, data_after);
+        // the sums over the processes (the gradients: all, or this process's shard; the norm's part
+        // of each shard; the loss), then the norm and the loss: the step's waits for the GPU
+        if (!dp_reduce_gradients(dp, model->grads_memory, DP_F32)) { return 0; }
+        gpt2_grad_norm_sq(model);
+        if (dp->zero && !dp->backend->allreduce(dp, model->norm_partial_d + NORM_BLOCKS, 1, DP_F32, DP_SUM,
+                                                "the gradient norm's all-reduce")) {
+            return 0;
+        }
+        // the next step's first batch, read and staged while the GPU finishes this step, before the
+        // wait for the norm: the next step's encoder then waits for nothing
+        if (stages_ahead(a, step + 1, run->num_steps)) { stage_first_batch(model, run->train_loader, dp, &seen); }
+        *norm = gpt2_grad_norm_read(model);
+        if (!mean_loss(loss, "the loss's all-reduce")) { return 0; }
+        profile_mark(PROF_GRAD_NORM); // with the step's wait for the norm and the loss
+        return 1;
+    }
+    int update(float lr, int t, double norm) override {
+        (void)norm; // the clipping reads the squared norm that gradients() left on the device
+        const TrainArgs* a = run->a;
+        gpt2_update_apply(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, t);
+        return dp_gather_parameters(run->dp, model->params_memory, DP_FLOATX);
+    }
+    int sample(unsigned long long* rng, char* msg, size_t msg_size) override {
+        return sample_text(model, run->a, tokenizer, rng, msg, msg_size);
+    }
+    int checkpoint(const TrainState* st, const char* model_path, const char* state_path, FILE* logf) override {
+        return write_checkpoint(model, run->dp, st, model_path, state_path, logf);
+    }
+    double step_clock_start(int profiler_window) override {
+        cudaCheck(cudaDeviceSynchronize());
+        if (profiler_window) { cudaCheck(cudaProfilerStart()); }
+        return now_seconds();
+    }
+    double step_clock_stop(double t0, int profiler_window) override {
+        cudaCheck(cudaDeviceSynchronize());
+        const double dt = now_seconds() - t0;
+        if (profiler_window) { cudaCheck(cudaProfilerStop()); }
+        const size_t mem = device_memory_in_use();
+        if (mem > peak_mem) { peak_mem = mem; }
+        return dt;
+    }
+    void flop_rates(double seconds, int steps, char* mfu, char* share, size_t size) override {
+        const double percent_s = 100.0 * flops_per_step * steps / seconds; // 100 x FLOP/s
+        if (peak > 0) { snprintf(mfu, size, " | MFU %.2f%%", percent_s / peak); }
+        else { snprintf(mfu, size, " | MFU n/a"); }
+        snprintf(share, size, " | %.1f%% of %.0f TFLOP/s", percent_s / MEASURED_MATMUL_PEAK, MEASURED_MATMUL_PEAK / 1e12);
+    }
+    double peak_memory_mib() override { return peak_mem / 1048576.0; }
+    ProfileShape profile_shape() override {
+        return {run->a->B, run->a->T, run->a->grad_accum_steps, (int)sizeof(floatX), model->master_memory != NULL,
+                model->attn_fused ? FLASH_FORWARD_VERSION : 0, model->attn_fused ? FLASH_BACKWARD_VERSION : 0,
+                model->recompute, g_bias_fusion};
+    }
+};
+
+// The training of a built model on opened data: the resumed state, what the run will do, then the
+// shared loop (train_loop). Returns the process exit code.
+static int train_model(TrainArgs* a, DataParallel* dp, GPT2* model, DataLoader* train_loader, DataLoader* val_loader,
+                       Tokenizer* tokenizer) {
     char msg[16384];
-    DataParallel alone;
-    dp_init_single(&alone);
-    DataParallel* dp = dp_run != NULL ? dp_run : &alone;
-    cuda_setup();
+    TrainRun run = {a, dp, &model->config, train_loader, val_loader, 0, 0, 0, sampling_rng_init(a->seed), NULL};
+    if (a->resuming) {
+        gpt2_load_state(model, a->state_path, &a->state);
+        if (!dataloader_set_state(train_loader, &a->state.loader, msg, sizeof(msg))) {
+            fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
+            return 1;
+        }
+        // a ZeRO-1 process re-rounded its shard of the parameters from the master weights
+        if (!dp_gather_parameters(dp, model->params_memory, DP_FLOATX)) { return 1; }
+        run.start_step = a->state.step;
+        run.rng = a->state.rng_state;
+    }
+    if (!dp->alone && !dp_agree(dp, run_hash(a, model), "the model or the training flags (" TRAIN_FLAGS_HASHED ")")) {
+        return 1;
+    }
+    if (!train_run_plan(&run)) { return 1; }
+    if (a->sample_every > 0) { tokenizer_init(tokenizer, a->tokenizer_path); }
+
     int device = 0;
     cudaCheck(cudaGetDevice(&device));
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, device));
     const double peak = gpu_peak_flops(prop.name);
-
-    // the data and -o, on every process before any goes on (dp_all_ok: one that fails stops them all)
-    DataLoader train_loader, val_loader;
-    const int use_val = a->val_every > 0;
-    int train_open = 0, val_open = 0, ok = 1;
-    if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
-        fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
-        ok = 0;
-    } else {
-        train_open = 1;
-    }
-    if (ok && use_val) {
-        if (!dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg, sizeof(msg))) {
-            fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
-            ok = 0;
-        } else {
-            val_open = 1;
-        }
-    }
-    if (ok && !output_dir_check(a, msg, sizeof(msg))) { // again: the tests call train_run without train_args_check_data
-        fprintf(stderr, "error: %s\n", msg);
-        ok = 0;
-    }
-    if (!dp_all_ok(dp, ok, "the agreement on the data") ||
-        !dp_agree(dp, train_data_hash(&train_loader, use_val ? &val_loader : NULL), "their data (-i, -j: the shards' sizes)")) {
-        if (train_open) { dataloader_free(&train_loader); }
-        if (val_open) { dataloader_free(&val_loader); }
-        return 1;
-    }
-
-    g_gelu_fusion = a->gelu_fusion;
-    g_bias_fusion = a->bias_fusion;
-    // the processes' shards of AdamW's state over the device layout (-z 1; else every process keeps
-    // all of it), each starting on a tensor boundary's alignment for the 16-byte loads
-    size_t layout_sizes[NUM_PARAMETER_TENSORS], layout_offsets[NUM_PARAMETER_TENSORS];
-    dp_set_params(dp, gpt2_param_layout(&a->config, layout_sizes, layout_offsets), a->zero_stage, PARAM_ALIGN_ELEMS);
-    GPT2 model;
-    gpt2_build_sharded(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
-                       !a->attn_unfused, dp->lo, dp->hi); // fused where a flash kernel exists: gpt2_build decides
-    if (a->from_file) {
-        gpt2_load_params(&model, a->model_path, a->file_version);
-    } else {
-        gpt2_init_random(&model, a->seed);
-    }
-    int start_step = 0;
-    unsigned long long rng = sampling_rng_init(a->seed);
-    if (a->resuming) {
-        gpt2_load_state(&model, a->state_path, &a->state);
-        if (!dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg))) {
-            fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
-            return 1;
-        }
-        // a ZeRO-1 process re-rounded its shard of the parameters from the master weights
-        if (!dp_gather_parameters(dp, model.params_memory, DP_FLOATX)) { return 1; }
-        start_step = a->state.step;
-        rng = a->state.rng_state;
-    }
-    if (!dp->alone && !dp_agree(dp, run_hash(a, &model), "the model or the training flags (" TRAIN_FLAGS_HASHED ")")) {
-        return 1;
-    }
-    const long long tokens_per_step = a->total_batch;
-    const int num_steps = train_num_steps(a, train_loader.num_tokens);
-    if (!run_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    const int val_batches = use_val ? val_num_batches(a, val_loader.num_batches) : 0;
-    Tokenizer tokenizer;
-    memset(&tokenizer, 0, sizeof(tokenizer));
-    if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
-
     char desc[256];
-    gpt2_config_describe(&model.config, desc, sizeof(desc));
+    gpt2_config_describe(&model->config, desc, sizeof(desc));
     printf("device: %s | precision %s | peak %s\n", prop.name, PRECISION_NAME, peak > 0 ? "known" : "unknown (no MFU)");
-    printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model.config.scheme), desc,
-           (double)gpt2_attn_scale(&model.config), model.num_parameters,
-           a->from_file ? a->model_path : "random init");
-    printf("batch: B %d sequences of T %d tokens | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
-           a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
+    printf("model: scheme %s | %s | attn_scale %g | %zu parameters | %s\n", qkv_scheme_name(model->config.scheme), desc,
+           (double)gpt2_attn_scale(&model->config), model->num_parameters, a->from_file ? a->model_path : "random init");
+    train_run_describe(&run);
     if (!dp->alone) { processes_describe(dp, a); }
-    const int hd = qkv_head_dim(&model.config);
-    if (model.attn_fused) {
+    const int hd = qkv_head_dim(&model->config);
+    if (model->attn_fused) {
         printf("attention: fused flash-attention kernels (head size %d; forward version %d, backward version %d): "
                "the T x T scores never reach memory\n", hd, FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION);
     } else {
@@ -3821,12 +3873,12 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
                a->attn_unfused ? "--attention unfused" :
                !PRECISION_IS_BF16 ? "FP32 build" : "no flash kernel for this head size: 64 and 128 have one");
     }
-    const TrainingMemory* mem = &model.memory; // the numbers of `build/params memory` for this run
+    const TrainingMemory* mem = &model->memory; // the numbers of `build/params memory` for this run
     printf("memory: parameters, gradients, AdamW state %.1f MiB | activations %.1f MiB | activation gradients "
            "%.1f MiB | total %.1f MiB\n",
            (mem->param_bytes + mem->grad_bytes + mem->optimizer_bytes + mem->master_bytes) / 1048576.0,
            mem->acts_bytes / 1048576.0, mem->grad_acts_bytes / 1048576.0, mem->total_bytes / 1048576.0);
-    if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
+    if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, run.start_step, resume_model_note(a)); }
     if (a->lt_tune) { // before -o's log is touched: a damaged lt_algos.bin stops the run here
         lt_tune_prepare(a, dp);
     } else if (dp->rank == 0) {
@@ -3834,198 +3886,60 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     }
     fflush(stdout);
 
-    FILE* logf = NULL; // rank 0 writes into -o
-    if (!dp_all_ok(dp, dp->rank > 0 || (output_dir_clear(a) && main_log_open(a, &logf)), "the agreement on -o")) { return 1; }
-    char schedule_note[8192]; // a resume with --reschedule 1 says what changes, in the log too
-    if (resume_schedule_note(a, num_steps, schedule_note, sizeof(schedule_note))) {
-        printf("%s\n", schedule_note);
-        logf_line(logf, schedule_note);
-    }
-
-    StepGuard guard;
-    step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
-    train_signals_install();
-    int rc = 0, stopped = 0; // stopped: by the stop signal every process agreed on
-    char guard_line[1024];
-    // per GPU: MFU is each GPU's share of the step's FLOPs over its own peak
-    const double flops_per_step = gpt2_flops_per_token(&model.config, a->T) * (double)tokens_per_step / dp->world;
-    const float dloss = 1.0f / (float)((double)a->B * a->T * a->grad_accum_steps);
-    double total_time = 0.0;
-    int timed_steps = 0;
-    size_t peak_mem = 0;
-    char line[1024];
-    // Where the data stands at the top of each step: what a checkpoint saves. The loader itself may
-    // be a batch further on, when the step before staged this step's first batch (stages_ahead).
-    DataLoaderState loader_at_step;
-    dataloader_get_state(&train_loader, &loader_at_step);
-    int seen = 0; // the step's micro-batches walked so far, this process's and the others'
-    for (int step = start_step; step <= num_steps; step++) {
-        const int last_step = step == num_steps;
-        int stop_sig = g_train_stop_signal; // read once, and any process's: this step's decisions agree
-        dp->step = step;
-        if (!dp_max_int(dp, &stop_sig, "the stop signal's all-reduce")) { return 1; }
-        if (val_due(a, step, num_steps) && !stop_sig) {
-            dataloader_reset(&val_loader);
-            for (int i = 0; i < val_batches; i++) {
-                if (!dp_owns_batch(dp, i)) { // another process's batch
-                    dataloader_skip_batch(&val_loader);
-                    continue;
-                }
-                dataloader_next_batch(&val_loader);
-                gpt2_forward(&model, val_loader.inputs, val_loader.targets, 0.0f);
-            }
-            double sums[2]; // every batch has B*T losses: the mean of the means
-            gpt2_loss_sums(&model, sums);
-            if (!dp_sum_doubles(dp, sums, 2, "the validation loss's all-reduce")) { return 1; }
-            const double val_loss = val_batches > 0 ? loss_mean_of(sums) : 0.0;
-            snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
-            printf("%s\n", line);
-            logf_line(logf, line);
-        }
-        if (sample_due(a, step, start_step, num_steps)) { // rank 0's RNG is the run's
-            const int sampled = dp->rank > 0 || sample_text(&model, a, &tokenizer, &rng, msg, sizeof(msg));
-            if (!sampled) { train_error(logf, step, msg); }
-            if (!dp_all_ok(dp, sampled, "the agreement on the sample")) {
-                rc = 1;
-                break;
-            }
-        }
-        char model_path[4096] = "", state_path[4096] = "";
-        if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
-            checkpoint_paths(a->output_dir, step, model_path, state_path);
-            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &loader_at_step);
-            if (!write_checkpoint(&model, dp, &st, model_path, state_path, logf)) {
-                rc = 1;
-                break;
-            }
-        }
-        if (stop_sig) {
-            rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
-            dp->agreed_exit = 1;
-            stopped = 1;
-            break;
-        }
-        if (last_step) {
-            dp->agreed_exit = 1;
-            break;
-        }
-
-        cudaCheck(cudaDeviceSynchronize());
-        // --profile: the first profiled step is also the one an outside profiler sees (ncu
-        // --profile-from-start off captures exactly one training step)
-        const int profiled = a->profile_steps > 0 && step > start_step && step <= start_step + a->profile_steps;
-        const int profiler_window = profiled && step == start_step + 1;
-        if (profiler_window) { cudaCheck(cudaProfilerStart()); }
-        const double t0 = now_seconds();
-        if (profiled) { profile_step_begin(); }
-        gpt2_zero_grad(&model);
-        profile_mark(PROF_ZERO_GRAD);
-        // the host stays ahead of the GPU: while micro-step i runs, it reads and stages batch i + 1
-        // (data, token checks, encoder buckets); the step's one wait is for the norm and the loss.
-        // This process trains its micro-batches of the step (all of them when it is alone). The first
-        // is usually staged already, during the step before.
-        const int own_batches = a->grad_accum_steps / dp->world;
-        if (model.staged == NULL) { stage_first_batch(&model, &train_loader, dp, &seen); }
-        for (int micro = 0; micro < own_batches; micro++) {
-            const int tuning = a->lt_tune && step == start_step && micro == 0; // every process's first micro-step
-            const double tune_t0 = tuning ? now_seconds() : 0.0;
-            g_lt_tuner.open = tuning;
-            gpt2_forward_staged(&model, dloss);
-            gpt2_backward(&model);
-            if (tuning) {
-                cudaCheck(cudaDeviceSynchronize());
-                g_lt_tuner.open = 0;
-                lt_tune_report(a, dp, logf, now_seconds() - tune_t0);
-            }
-            if (micro + 1 < own_batches) {
-                next_own_batch(&train_loader, dp, &seen);
-                gpt2_stage_batch(&model, train_loader.inputs, train_loader.targets, a->B, a->T);
-            }
-        }
-        for (; seen < a->grad_accum_steps; seen++) { dataloader_skip_batch(&train_loader); } // the others' after ours
-        dataloader_get_state(&train_loader, &loader_at_step);
-        const float lr = learning_rate(a, step, num_steps);
-        // the sums over the processes (the gradients: all, or this process's shard; the norm's part
-        // of each shard; the loss), then the norm and the loss (the step's waits for the GPU), then
-        // whether this step may update at all, then the update: a skipped step leaves the weights, the
-        // AdamW moments (and master weights) and AdamW's step count t as they were
-        if (!dp_reduce_gradients(dp, model.grads_memory, DP_F32)) { return 1; }
-        gpt2_grad_norm_sq(&model);
-        if (dp->zero && !dp->backend->allreduce(dp, model.norm_partial_d + NORM_BLOCKS, 1, DP_F32, DP_SUM,
-                                                "the gradient norm's all-reduce")) {
-            return 1;
-        }
-        // the next step's first batch, read and staged while the GPU finishes this step, before the
-        // wait for the norm: the next step's encoder then waits for nothing
-        if (stages_ahead(a, step + 1, num_steps)) { stage_first_batch(&model, &train_loader, dp, &seen); }
-        const float norm = gpt2_grad_norm_read(&model);
-        double loss_sums[2]; // every micro-step has B*T losses: the mean of the means
-        gpt2_loss_sums(&model, loss_sums);
-        if (!dp_sum_doubles(dp, loss_sums, 2, "the loss's all-reduce")) { return 1; }
-        const double loss = loss_mean_of(loss_sums);
-        profile_mark(PROF_GRAD_NORM); // with the step's wait for the norm and the loss
-        const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
-                                                    guard_line, sizeof(guard_line));
-        if (action == STEP_UPDATE) {
-            gpt2_update_apply(&model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, step + 1 - guard.skipped);
-            if (!dp_gather_parameters(dp, model.params_memory, DP_FLOATX)) { return 1; }
-        }
-        profile_mark(PROF_ADAMW);
-        cudaCheck(cudaDeviceSynchronize()); // the step's time includes its update
-        const double dt = now_seconds() - t0;
-        if (profiled) { profile_step_end(dt); }
-        if (profiler_window) { cudaCheck(cudaProfilerStop()); }
-        const size_t mem = device_memory_in_use();
-        if (mem > peak_mem) { peak_mem = mem; }
-        if (step > start_step) { // the first step pays one-time costs
-            total_time += dt;
-            timed_steps++;
-        }
-        const double tok_s = (double)tokens_per_step / dt;
-        char mfu[32];
-        if (peak > 0) { snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * flops_per_step / dt / peak); }
-        else { snprintf(mfu, sizeof(mfu), "n/a"); }
-        snprintf(line, sizeof(line), "step %d/%d | loss %.6f | lr %.4e | norm %.4f | %.2f ms | %.0f tok/s | MFU %s | "
-                 "%.1f%% of %.0f TFLOP/s", step + 1, num_steps, loss, (double)lr, (double)norm, dt * 1e3, tok_s, mfu,
-                 100.0 * flops_per_step / dt / MEASURED_MATMUL_PEAK, MEASURED_MATMUL_PEAK / 1e12);
-        printf("%s\n", line);
-        fflush(stdout);
-        logf_line(logf, line);
-        if (a->loss_record != NULL && step < a->loss_record_size) { a->loss_record[step] = (float)loss; }
-        step_guard_report(action, guard_line, logf);
-        if (action == STEP_STOP) { // the guard saw the global loss and norm: every process stops here
-            dp->agreed_exit = 1;
-            rc = 1;
-            break;
-        }
-    }
-    if (rc == 0 && !stopped) { rc = step_guard_finish(&guard, num_steps, logf); }
-    a->final_rng = rng;
-    if (a->profile_steps > 0 && g_profile.steps > 0) {
-        const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, (int)sizeof(floatX),
-                                    model.master_memory != NULL, model.attn_fused ? FLASH_FORWARD_VERSION : 0,
-                                    model.attn_fused ? FLASH_BACKWARD_VERSION : 0, model.recompute,
-                                    g_bias_fusion};
-        if (!profile_write(&g_profile, &model.config, &shape, a->profile_csv)) { rc = 1; }
-    }
+    CudaTrainer trainer;
+    trainer.model = model;
+    trainer.run = &run;
+    trainer.tokenizer = tokenizer;
+    trainer.dloss = 1.0f / (float)((double)a->B * a->T * a->grad_accum_steps);
+    trainer.peak = peak;
+    trainer.flops_per_step = gpt2_flops_per_token(&model->config, a->T) * (double)a->total_batch / dp->world;
+    const int rc = train_loop(&trainer, &run);
     profile_free();
-    if (timed_steps > 0) {
-        const double ms = 1e3 * total_time / timed_steps;
-        const double tok_s = (double)tokens_per_step * timed_steps / total_time;
-        char mfu[32];
-        if (peak > 0) { snprintf(mfu, sizeof(mfu), "%.2f%%", 100.0 * flops_per_step * timed_steps / total_time / peak); }
-        else { snprintf(mfu, sizeof(mfu), "n/a"); }
-        snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | MFU %s | peak memory %.0f MiB | "
-                 "%.1f%% of %.0f TFLOP/s", timed_steps, ms, tok_s, mfu, peak_mem / 1048576.0,
-                 100.0 * flops_per_step * timed_steps / total_time / MEASURED_MATMUL_PEAK, MEASURED_MATMUL_PEAK / 1e12);
-        printf("%s\n", line);
-        logf_line(logf, line);
+    return rc;
+}
+
+// The training run of resolved arguments on a checked device, on every process of a data-parallel
+// run (dp, NULL: one process alone): the data and the model, trained by train_model, then freed.
+// Returns the process exit code.
+static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
+    char msg[4096];
+    DataParallel alone;
+    dp_init_single(&alone);
+    DataParallel* dp = dp_run != NULL ? dp_run : &alone;
+    cuda_setup();
+    // the data and -o, on every process before any goes on
+    DataLoader train_loader, val_loader;
+    memset(&train_loader, 0, sizeof(train_loader)); // zeroed, a loader is safe to free
+    memset(&val_loader, 0, sizeof(val_loader));
+    int ok = train_data_open(a, &train_loader, &val_loader);
+    if (ok && !output_dir_check(a, msg, sizeof(msg))) { // again: the tests call train_run without train_args_check_data
+        fprintf(stderr, "error: %s\n", msg);
+        ok = 0;
     }
-    if (logf != NULL) { fclose(logf); }
-    if (a->sample_every > 0) { tokenizer_free(&tokenizer); }
+    int rc = 1;
+    if (train_data_agree(a, dp, ok, &train_loader, &val_loader)) {
+        g_gelu_fusion = a->gelu_fusion;
+        g_bias_fusion = a->bias_fusion;
+        // the processes' shards of AdamW's state over the device layout (-z 1; else every process keeps
+        // all of it), each starting on a tensor boundary's alignment for the 16-byte loads
+        size_t layout_sizes[NUM_PARAMETER_TENSORS], layout_offsets[NUM_PARAMETER_TENSORS];
+        dp_set_params(dp, gpt2_param_layout(&a->config, layout_sizes, layout_offsets), a->zero_stage, PARAM_ALIGN_ELEMS);
+        GPT2 model;
+        gpt2_build_sharded(&model, &a->config, a->B, a->T, a->master_weights, a->recompute,
+                           !a->attn_unfused, dp->lo, dp->hi); // fused where a flash kernel exists: gpt2_build decides
+        if (a->from_file) {
+            gpt2_load_params(&model, a->model_path, a->file_version);
+        } else {
+            gpt2_init_random(&model, a->seed);
+        }
+        Tokenizer tokenizer;
+        memset(&tokenizer, 0, sizeof(tokenizer));
+        rc = train_model(a, dp, &model, &train_loader, &val_loader, &tokenizer);
+        if (a->sample_every > 0) { tokenizer_free(&tokenizer); }
+        gpt2_free(&model);
+    }
     dataloader_free(&train_loader);
-    if (val_open) { dataloader_free(&val_loader); }
-    gpt2_free(&model);
+    dataloader_free(&val_loader);
     return rc;
 }
 

@@ -1772,7 +1772,6 @@ static int sample_text(GPT2* model, int gen_T, const SamplingSettings* settings,
 typedef struct {
     DataLoader train_loader, val_loader;
     Tokenizer tokenizer;
-    FILE* logf;
     KVCache cache;
     float* logits;
 } RunResources;
@@ -1781,7 +1780,6 @@ static void run_resources_free(RunResources* r) {
     dataloader_free(&r->train_loader);
     dataloader_free(&r->val_loader);
     tokenizer_free(&r->tokenizer);
-    if (r->logf != NULL) { fclose(r->logf); }
     kv_cache_free(&r->cache);
     free(r->logits);
     memset(r, 0, sizeof(*r));
@@ -1905,196 +1903,113 @@ static int write_checkpoint(GPT2* model, DataParallel* dp, const TrainState* st,
     return ok;
 }
 
-// The training run of resolved arguments, on every process of a data-parallel run (dp; one process:
-// a world of one, whose collectives do nothing). Returns the process exit code.
-static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources* r) {
-    char msg[16384];
-    DataLoader& train_loader = r->train_loader;
-    DataLoader& val_loader = r->val_loader;
-    const int use_val = a->val_every > 0;
-    int ok = 1; // the data and the training state, on every rank, before any rank goes on (dp_all_ok)
-    if (!dataloader_init(&train_loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
-        fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
-        ok = 0;
-    } else if (use_val && !dataloader_init(&val_loader, a->val_pattern, (size_t)a->B, (size_t)a->T, 0, a->seed, msg,
-                                           sizeof(msg))) {
-        fprintf(stderr, "error: -j %s: %s (HINT: -v 0 turns validation off)\n", a->val_pattern, msg);
-        ok = 0;
-    } else if (a->resuming && (!gpt2_load_state(model, a->state_path, msg, sizeof(msg)) ||
-                               !dataloader_set_state(&train_loader, &a->state.loader, msg, sizeof(msg)))) {
-        fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
-        ok = 0;
-    }
-    if (!dp_all_ok(dp, ok, "the agreement on the data")) { return 1; }
-    if (!dp_agree(dp, train_data_hash(&train_loader, use_val ? &val_loader : NULL), "their data (-i, -j: the shards' sizes)")) {
+// the training loop both trainers share: validation, samples, checkpoints, the stop signal, the
+// step guard and the step's line, around a Trainer's work
+#include "../trainer/train_loop.h"
+
+// This trainer's work in the shared loop, on the CPU
+struct CpuTrainer : Trainer {
+    GPT2* model;
+    TrainRun* run;
+    Tokenizer* tokenizer;    // the samples' (-s > 0)
+    double loss_sum = 0.0;   // the mean losses of the forward passes since the last mean_loss,
+    double loss_count = 0.0; // and their number
+
+    // one forward pass with targets; 0 after printing the error, which names the data (-i or -j)
+    int forward(const int* inputs, const int* targets, const char* flag, const char* pattern, int backward) {
+        char msg[4096];
+        if (!gpt2_forward(model, inputs, targets, run->a->B, run->a->T, msg, sizeof(msg)) ||
+            (backward && !gpt2_backward(model, msg, sizeof(msg)))) {
+            fprintf(stderr, "error: %s %s: %s\n", flag, pattern, msg);
+            return 0;
+        }
+        loss_sum += model->mean_loss;
+        loss_count += 1.0;
         return 1;
     }
-    int start_step = 0;
-    unsigned long long rng = sampling_rng_init(a->seed);
-    if (a->resuming) {
-        start_step = a->state.step;
-        rng = a->state.rng_state;
+    int eval_forward(const DataLoader* batch) override {
+        return forward(batch->inputs, batch->targets, "-j", run->a->val_pattern, 0);
     }
-    const long long tokens_per_step = a->total_batch;
-    const int num_steps = train_num_steps(a, train_loader.num_tokens);
-    if (!run_steps_check(a, start_step, num_steps, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
+    int mean_loss(double* loss, const char* what) override {
+        double sums[2] = {loss_sum, loss_count}; // every forward pass has B*T losses: the mean of the means
+        loss_sum = loss_count = 0.0;
+        if (!dp_sum_doubles(run->dp, sums, 2, what)) { return 0; }
+        *loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
         return 1;
     }
-    const int val_batches = use_val ? val_num_batches(a, val_loader.num_batches) : 0;
-    Tokenizer& tokenizer = r->tokenizer;
-    if (a->sample_every > 0) { tokenizer_init(&tokenizer, a->tokenizer_path); }
-
-    printf("batch: B %d sequences of T %d tokens | %lld tokens per step | %d accumulation steps | %d steps | train %zu tokens | val %d batches\n",
-           a->B, a->T, tokens_per_step, a->grad_accum_steps, num_steps, train_loader.num_tokens, val_batches);
-    if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, start_step, resume_model_note(a)); }
-    fflush(stdout);
-
-    FILE*& logf = r->logf;
-    // every rank has made its checks (train_args_resolve) before rank 0 writes into -o
-    if (!dp->backend->barrier(dp, "the barrier before the first step")) { return 1; }
-    if (dp->rank == 0 && (!output_dir_clear(a) || !main_log_open(a, &logf))) { return 1; }
-    char schedule_note[8192]; // a resume with --reschedule 1 says what changes, in the log too
-    if (resume_schedule_note(a, num_steps, schedule_note, sizeof(schedule_note))) {
-        printf("%s\n", schedule_note);
-        logf_line(logf, schedule_note);
-    }
-
-    StepGuard guard;
-    step_guard_init(&guard, a->resuming ? a->state.skipped : 0);
-    train_signals_install();
-    int rc = 0, stopped = 0; // stopped: by the stop signal every rank agreed on
-    double total_time = 0.0;
-    int timed_steps = 0;
-    char line[1024], guard_line[1024];
-    for (int step = start_step; step <= num_steps; step++) {
-        const int last_step = step == num_steps;
-        int stop_sig = g_train_stop_signal; // read once, and any rank's: this step's decisions agree
-        dp->step = step;
-        if (!dp_max_int(dp, &stop_sig, "the stop signal's all-reduce")) { return 1; }
-        if (val_due(a, step, num_steps) && !stop_sig) {
-            dataloader_reset(&val_loader);
-            double val_loss = 0.0;
-            for (int i = 0; i < val_batches; i++) {
-                if (!dp_owns_batch(dp, i)) { // another rank's batch
-                    dataloader_skip_batch(&val_loader);
-                    continue;
-                }
-                dataloader_next_batch(&val_loader);
-                if (!gpt2_forward(model, val_loader.inputs, val_loader.targets, a->B, a->T, msg, sizeof(msg))) {
-                    fprintf(stderr, "error: -j %s: %s\n", a->val_pattern, msg);
-                    return 1;
-                }
-                val_loss += model->mean_loss;
-            }
-            if (!dp_sum_doubles(dp, &val_loss, 1, "the validation loss's all-reduce")) { return 1; }
-            val_loss = val_batches > 0 ? val_loss / val_batches : 0.0; // every batch has B*T losses: the mean of the means
-            snprintf(line, sizeof(line), "step %d | val loss %.6f", step, val_loss);
-            printf("%s\n", line);
-            logf_line(logf, line);
-        }
-        if (dp->rank == 0 && sample_due(a, step, start_step, num_steps)) { // rank 0's RNG is the run's
-            if (!sample_text(model, a->gen_T, &a->sampling, &tokenizer, &rng, msg, sizeof(msg))) {
-                rc = train_error(logf, step, msg);
-                break;
-            }
-        }
-        char model_path[4096] = "", state_path[4096] = "";
-        if (checkpoint_due(a, step, start_step, num_steps) || (stop_sig && stop_checkpoint_due(a, step, start_step))) {
-            checkpoint_paths(a->output_dir, step, model_path, state_path);
-            DataLoaderState loader_state;
-            dataloader_get_state(&train_loader, &loader_state);
-            const TrainState st = train_state_at(a, step, num_steps, guard.skipped, rng, &loader_state);
-            if (!write_checkpoint(model, dp, &st, model_path, state_path, logf)) {
-                rc = 1;
-                break;
-            }
-        }
-        if (stop_sig) {
-            rc = stop_report(a, stop_sig, step, start_step, model_path, logf);
-            dp->agreed_exit = 1;
-            stopped = 1;
-            break;
-        }
-        if (last_step) { break; }
-
-        const int profiled = a->profile_steps > 0 && step > start_step && step <= start_step + a->profile_steps;
-        const double t0 = now_seconds();
-        if (profiled) { profile_step_begin(); }
+    int gradients(int step, double* loss, double* norm, DataLoaderState* data_after) override {
+        (void)step;
+        const TrainArgs* a = run->a;
+        DataParallel* dp = run->dp;
+        DataLoader* loader = run->train_loader;
         gpt2_zero_grad(model);
         profile_mark(PROF_ZERO_GRAD);
-        double loss = 0.0;
-        for (int micro = 0; micro < a->grad_accum_steps; micro++) { // the step's micro-batches over all ranks
+        for (int micro = 0; micro < a->grad_accum_steps; micro++) { // the step's micro-batches over all processes
             if (!dp_owns_batch(dp, micro)) {
-                dataloader_skip_batch(&train_loader);
+                dataloader_skip_batch(loader);
                 continue;
             }
-            dataloader_next_batch(&train_loader);
-            if (!gpt2_forward(model, train_loader.inputs, train_loader.targets, a->B, a->T, msg, sizeof(msg)) ||
-                !gpt2_backward(model, msg, sizeof(msg))) {
-                fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
-                return 1;
-            }
-            loss += model->mean_loss;
+            dataloader_next_batch(loader);
+            if (!forward(loader->inputs, loader->targets, "-i", a->train_pattern, 1)) { return 0; }
         }
-        // the sums over the ranks: the gradients (all, or this rank's shard), the loss
-        if (!dp_reduce_gradients(dp, model->grads_memory, DP_F32) ||
-            !dp_sum_doubles(dp, &loss, 1, "the loss's all-reduce")) {
-            return 1;
-        }
-        loss /= a->grad_accum_steps;
+        dataloader_get_state(loader, data_after);
+        // the sums over the processes: the gradients (all, or this process's shard), the norm, the loss
+        if (!dp_reduce_gradients(dp, model->grads_memory, DP_F32)) { return 0; }
         if (a->grad_accum_steps > 1) { // each micro-step's gradient is of its own mean loss: average them
             const float inv = 1.0f / (float)a->grad_accum_steps;
             for (size_t i = dp->lo; i < dp->hi; i++) { model->grads_memory[i] *= inv; }
         }
-        const float lr = learning_rate(a, step, num_steps);
-        // the norm, then whether this step may update at all, then the update; a skipped step leaves
-        // the weights, the AdamW moments and AdamW's step count t as they were
         double norm2 = gpt2_grad_sum_squares(model, dp->lo, dp->hi);
-        if (dp->zero && !dp_sum_doubles(dp, &norm2, 1, "the gradient norm's all-reduce")) { return 1; }
-        const double norm = sqrt(norm2);
+        if (dp->zero && !dp_sum_doubles(dp, &norm2, 1, "the gradient norm's all-reduce")) { return 0; }
+        *norm = sqrt(norm2);
+        if (!mean_loss(loss, "the loss's all-reduce")) { return 0; }
         profile_mark(PROF_GRAD_NORM);
-        const StepAction action = step_guard_decide(&guard, a->skip_loss_z, a->skip_grad_z, step + 1, loss, norm,
-                                                    guard_line, sizeof(guard_line));
-        if (action == STEP_UPDATE) {
-            gpt2_update_with_norm(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip,
-                                  step + 1 - guard.skipped, norm);
-            if (!dp_gather_parameters(dp, model->params_memory, DP_F32)) { return 1; }
-        }
-        profile_mark(PROF_ADAMW);
-        const double dt = now_seconds() - t0;
-        if (profiled) { profile_step_end(dt); }
-        if (step > start_step) { // the first step pays one-time costs (allocations)
-            total_time += dt;
-            timed_steps++;
-        }
-        snprintf(line, sizeof(line), "step %d/%d | loss %.6f | lr %.4e | norm %.4f | %.2f ms | %.0f tok/s", step + 1,
-                 num_steps, loss, (double)lr, norm, dt * 1e3, (double)tokens_per_step / dt);
-        printf("%s\n", line);
-        fflush(stdout);
-        logf_line(logf, line);
-        step_guard_report(action, guard_line, logf);
-        if (action == STEP_STOP) { // the guard saw the global loss and norm: every rank stops here
-            dp->agreed_exit = 1;
-            rc = 1;
-            break;
-        }
+        return 1;
     }
-    if (rc == 0 && !stopped) {
-        rc = step_guard_finish(&guard, num_steps, logf);
-        dp->agreed_exit = 1;
+    int update(float lr, int t, double norm) override {
+        const TrainArgs* a = run->a;
+        gpt2_update_with_norm(model, lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_clip, t, norm);
+        return dp_gather_parameters(run->dp, model->params_memory, DP_F32);
     }
-    if (a->profile_steps > 0 && g_profile.steps > 0) {
-        const ProfileShape shape = {a->B, a->T, a->grad_accum_steps, 4, 0, 0, 0, 0, 0}; // column sums: a pass
-        if (!profile_write(&g_profile, &model->config, &shape, a->profile_csv)) { rc = 1; }
+    int sample(unsigned long long* rng, char* msg, size_t msg_size) override {
+        return sample_text(model, run->a->gen_T, &run->a->sampling, tokenizer, rng, msg, msg_size);
     }
-    if (timed_steps > 0) {
-        snprintf(line, sizeof(line), "summary: %d timed steps | %.2f ms/step | %.0f tok/s | peak memory %.0f MiB", timed_steps,
-                 1e3 * total_time / timed_steps, (double)tokens_per_step * timed_steps / total_time, peak_rss_mib());
-        printf("%s\n", line);
-        logf_line(logf, line);
+    int checkpoint(const TrainState* st, const char* model_path, const char* state_path, FILE* logf) override {
+        return write_checkpoint(model, run->dp, st, model_path, state_path, logf);
     }
-    return rc;
+    double peak_memory_mib() override { return peak_rss_mib(); }
+    ProfileShape profile_shape() override { // column sums: a pass of their own
+        return {run->a->B, run->a->T, run->a->grad_accum_steps, 4, 0, 0, 0, 0, 0};
+    }
+};
+
+// The training run of resolved arguments, on every process of a data-parallel run (dp; one process:
+// a world of one, whose collectives do nothing): the data, the resumed state, then the shared loop.
+// Returns the process exit code.
+static int train_body(TrainArgs* a, GPT2* model, DataParallel* dp, RunResources* r) {
+    char msg[16384];
+    int ok = train_data_open(a, &r->train_loader, &r->val_loader); // on every process before any goes on
+    if (ok && a->resuming && (!gpt2_load_state(model, a->state_path, msg, sizeof(msg)) ||
+                              !dataloader_set_state(&r->train_loader, &a->state.loader, msg, sizeof(msg)))) {
+        fprintf(stderr, "error: %s: %s\n", a->state_path, msg);
+        ok = 0;
+    }
+    if (!train_data_agree(a, dp, ok, &r->train_loader, &r->val_loader)) { return 1; }
+    TrainRun run = {a, dp, &model->config, &r->train_loader, &r->val_loader, 0, 0, 0, sampling_rng_init(a->seed), NULL};
+    if (a->resuming) {
+        run.start_step = a->state.step;
+        run.rng = a->state.rng_state;
+    }
+    if (!train_run_plan(&run)) { return 1; }
+    if (a->sample_every > 0) { tokenizer_init(&r->tokenizer, a->tokenizer_path); }
+    train_run_describe(&run);
+    if (a->resuming) { printf("resuming from %s at step %d%s\n", a->state_path, run.start_step, resume_model_note(a)); }
+    fflush(stdout);
+    CpuTrainer trainer;
+    trainer.model = model;
+    trainer.run = &run;
+    trainer.tokenizer = &r->tokenizer;
+    return train_loop(&trainer, &run);
 }
 
 static int train_run(TrainArgs* a, GPT2* model, DataParallel* dp) {
