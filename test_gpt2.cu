@@ -63,7 +63,22 @@ static const double STEP_GRAD_NORMS_TOLERANCE = 1e-4;
 #endif
 static const char* const LABEL = "cuda-" PRECISION_NAME;
 
-// a device tensor of floatX values, as host floats
+// The mean of the losses of every forward pass with targets since the last call (waits for the GPU),
+// or -1 when there was none
+static float gpt2_mean_loss(GPT2* model) {
+    double sum_rows[2];
+    gpt2_loss_sums(model, sum_rows);
+    return loss_mean_of(sum_rows);
+}
+
+// the norm, then the update; returns the norm before clipping
+static float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps, float weight_decay, float grad_clip,
+                         int t) {
+    const float norm = gpt2_grad_norm(model);
+    gpt2_update_apply(model, lr, beta1, beta2, eps, weight_decay, grad_clip, t);
+    return norm;
+}
+
 // FNV-1a, 64 bits: the fixture runs' digests
 static uint64_t fnv1a_bytes(uint64_t h, const void* p, size_t n) {
     const unsigned char* b = (const unsigned char*)p;
@@ -71,6 +86,7 @@ static uint64_t fnv1a_bytes(uint64_t h, const void* p, size_t n) {
     return h;
 }
 
+// a device tensor of floatX values, as host floats
 static std::vector<float> fetch_x(const floatX* d, size_t n) {
     std::vector<float> out(n);
     std::vector<unsigned char> raw(n * sizeof(floatX) + 1);

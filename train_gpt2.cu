@@ -76,73 +76,8 @@ __device__ __forceinline__ floatX f2x(float v) { return __float2bfloat16(v); } /
 #define TRAIN_COMMON_CUDA 1
 #include "dev/trainer/train_common.h"
 
-// host-side bfloat16 <-> float, round to nearest even like the reference's to_bf16_bits
-#if PRECISION_IS_BF16
-static inline uint16_t host_f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0) { return (uint16_t)((u >> 16) | 0x40); } // keep NaN a NaN
-    u = u + 0x7FFFu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
-#endif
-static inline float host_bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-// n floats -> n floatX values at dst (host memory laid out as the device's floatX)
-static void host_floats_to_x(void* dst, const float* src, size_t n) {
-#if PRECISION_IS_BF16
-    uint16_t* d = (uint16_t*)dst;
-    for (size_t i = 0; i < n; i++) { d[i] = host_f32_to_bf16(src[i]); }
-#else
-    memcpy(dst, src, n * sizeof(float));
-#endif
-}
-static void host_x_to_floats(float* dst, const void* src, size_t n) {
-#if PRECISION_IS_BF16
-    const uint16_t* s = (const uint16_t*)src;
-    for (size_t i = 0; i < n; i++) { dst[i] = host_bf16_to_f32(s[i]); }
-#else
-    memcpy(dst, src, n * sizeof(float));
-#endif
-}
-
-// ----------------------------------------------------------------------------
-// error checking: one line naming the call site, then exit
-
-static void cuda_check(cudaError_t err, const char* file, int line) {
-    if (err != cudaSuccess) {
-        fprintf(stderr, "error: CUDA error at %s:%d: %s\n", file, line, cudaGetErrorString(err));
-        exit(EXIT_FAILURE);
-    }
-}
-#define cudaCheck(err) (cuda_check((err), __FILE__, __LINE__))
-
-static void cublas_check(cublasStatus_t status, const char* file, int line) {
-    if (status != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "error: cuBLASLt error %d at %s:%d\n", (int)status, file, line);
-        exit(EXIT_FAILURE);
-    }
-}
-#define cublasCheck(status) (cublas_check((status), __FILE__, __LINE__))
-
-// With CUDA_SYNC_CHECK=1 in the environment every kernel launch and cuBLASLt call is followed by a
-// device synchronization, so that an error in the kernel's execution (an illegal address, ...) names
-// its own call site instead of a later one. Off by default (it serializes the host with the GPU).
-static int sync_check_enabled(void) {
-    static int enabled = -1;
-    if (enabled < 0) {
-        const char* e = getenv("CUDA_SYNC_CHECK");
-        enabled = e != NULL && e[0] == '1';
-    }
-    return enabled;
-}
-#define debugSync() do { if (sync_check_enabled()) { cudaCheck(cudaDeviceSynchronize()); } } while (0)
-// a kernel launch is checked right away so that a bad configuration names its call site
-#define launchCheck() do { cudaCheck(cudaGetLastError()); debugSync(); } while (0)
+// the host's side of CUDA: error checks, allocations, bf16 <-> float, launch sizes
+#include "dev/trainer/cuda_common.cuh"
 
 // --profile's cudaEvents per sublayer, and the GPU's peak FLOP/s for the MFU of each step line
 // (dev/trainer/profile.cuh; the rows and their costs: dev/trainer/profile.h)
@@ -765,21 +700,9 @@ typedef enum { LT_PLAIN = 0, LT_GELU = 1, LT_DGELU = 2, LT_BGRADB = 3 } LtActiva
 static cublasLtHandle_t g_cublaslt = NULL;
 static void* g_cublaslt_workspace = NULL;
 static const size_t CUBLASLT_WORKSPACE_SIZE = 32u << 20;
-typedef struct { long long v[20]; } LtKey; // every argument that can change the algorithm choice
-typedef struct {
-    int found;                 // 0: cuBLASLt has no algorithm (remembered)
-    cublasLtMatmulAlgo_t algo; // what every call of the configuration runs
-    int in_pass;               // decided in the tuning window (timed), or read from lt_algos.bin: the file keeps it
-    int candidates, place;     // cuBLASLt's candidates then, and the choice's place among them (0: its first)
-    double first_ms, chosen_ms; // the timed medians of its first and of the choice (0 when nothing was timed)
-    int pass_calls;            // the configuration's calls in the tuning window: a micro-step's (the saving's weight)
-    int own_epilogue;          // the epilogue's work by the trainer's own kernel after a matmul without it was
-                               // measured faster: matmul_lt returns 0 and the caller's fallback runs that pair
-} LtChoice;
-static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 
-// the matmul tuner (--lt_tune): cuBLASLt's candidates timed on a run's first micro-step, the choice per
-// configuration, and -o's lt_algos.bin (dev/trainer/matmul_tuning.cuh)
+// the choice of an algorithm per matmul configuration, and the matmul tuner (--lt_tune): cuBLASLt's
+// candidates timed on a run's first micro-step, and -o's lt_algos.bin (dev/trainer/matmul_tuning.cuh)
 #include "dev/trainer/matmul_tuning.cuh"
 
 // largest power of two <= 256 dividing the address and, for batched matmuls, the batch stride:
@@ -878,7 +801,7 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof(al_b)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_d, sizeof(al_d)));
     cublasCheck(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_d, sizeof(al_d)));
-    // one decision per distinct configuration (lt_decide): the same shape always runs the same algorithm
+    // one decision per distinct configuration (lt_choice): the same shape always runs the same algorithm
     LtKey key;
     memset(&key, 0, sizeof(key));
     // the heuristic reads the bias and aux pointers' values for their alignment, as it does A's, B's, D's.
@@ -888,23 +811,9 @@ static int matmul_lt(void* D, cudaDataType d_type, const floatX* A, const floatX
     const long long fields[] = {m, n, k, transA, transB, lda, ldb, ldd, batch, sA, sB, sD, (long long)d_type,
                                 bias != NULL, al_a, al_b, al_d, (long long)act, al_aux, al_bias};
     memcpy(key.v, fields, sizeof(fields));
-    LtChoice* choice = NULL;
-    for (size_t i = 0; i < g_lt_cache.size(); i++) {
-        if (memcmp(&g_lt_cache[i].first, &key, sizeof(key)) == 0) { choice = &g_lt_cache[i].second; break; }
-    }
-    // new, or decided before the tuning window by the heuristic alone (step 0's validation): decided now
-    if (choice == NULL || (g_lt_tuner.open && !choice->in_pass)) {
-        const LtCall call = {op, la, lb, ld, pref, A, Bm, D, d_size, alpha, beta, act, bias, aux, m, n, k, ldd, batch, sD, epilogue,
-                             transA, transB};
-        const LtChoice decided = lt_decide(&call, &key);
-        if (choice == NULL) {
-            g_lt_cache.push_back(std::make_pair(key, decided));
-            choice = &g_lt_cache.back().second;
-        } else {
-            *choice = decided;
-        }
-    }
-    if (g_lt_tuner.open) { choice->pass_calls++; }
+    const LtCall call = {op, la, lb, ld, pref, A, Bm, D, d_size, alpha, beta, act, bias, aux, m, n, k, ldd, batch, sD, epilogue,
+                         transA, transB};
+    const LtChoice* choice = lt_choice(&call, &key);
     const int ok = choice->found && !choice->own_epilogue;
     if (ok) {
         cublasCheck(cublasLtMatmul(g_cublaslt, op, &alpha, A, la, Bm, lb, &beta, D, ld, D, ld, &choice->algo,
@@ -2936,7 +2845,7 @@ typedef struct {
     int cur_chunks, cur_reduce;                  // its encoder buckets (EncoderBuckets of the staged batch)
     float* wte_scratch_d;                        // (ENCODER_SCRATCH_ROWS(B*T), C) partial sums of frequent tokens
     float* norm_partial_d;                       // (NORM_BLOCKS + 1): the last is the squared gradient norm
-    double* loss_sum_d;                          // sum of the losses since gpt2_mean_loss last read it
+    double* loss_sum_d;                          // sum of the losses since gpt2_loss_sums last read it
     long long loss_rows;                         // how many losses that sum holds
     int logits_rows;                             // rows of acts.output: the classifier's chunk
     int targets_present;                         // the last forward formed the classifier's gradients
@@ -3396,14 +3305,6 @@ static float loss_mean_of(const double sum_rows[2]) {
     return sum_rows[1] > 0 ? (float)(sum_rows[0] / sum_rows[1]) : -1.0f;
 }
 
-// The mean of the losses of every forward pass with targets since the last call (waits for the GPU:
-// once per step), or -1 when there was none.
-static __attribute__((unused)) float gpt2_mean_loss(GPT2* model) { // the tests'
-    double sum_rows[2];
-    gpt2_loss_sums(model, sum_rows);
-    return loss_mean_of(sum_rows);
-}
-
 static void gpt2_zero_grad(GPT2* model) {
     cudaCheck(cudaMemsetAsync(model->grads_memory, 0, model->num_parameters_padded * sizeof(float), 0));
 }
@@ -3544,14 +3445,6 @@ static void gpt2_update_apply(GPT2* model, float lr, float beta1, float beta2, f
     }
 }
 
-// the norm, then the update (the tests); returns the norm before clipping
-static __attribute__((unused)) float gpt2_update(GPT2* model, float lr, float beta1, float beta2, float eps,
-                                                 float weight_decay, float grad_clip, int t) {
-    const float norm = gpt2_grad_norm(model);
-    gpt2_update_apply(model, lr, beta1, beta2, eps, weight_decay, grad_clip, t);
-    return norm;
-}
-
 // KV-cached generation (--generate, and the samples during training): the decode step, one forward
 // pass per new token against a cache of every earlier token's k and v, with its two kernels
 // (dev/trainer/kv_cache.cuh; it runs the layers' launchers above)
@@ -3633,64 +3526,16 @@ static size_t device_memory_in_use(void) {
     return total_b - free_b;
 }
 
-// Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
-// per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
-// instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
-// rngs[b] (generate_feed: one random_f32 per sampled token, greedy too, so that the RNG state a
-// training state saves does not depend on --temperature/--top_k/--top_p); its tokens go to
-// out[b * n_new + i] (out may be NULL); a batch of one prints them as they come.
-// step_s (may be NULL) adds the seconds of the decode steps: the forward passes and the logits'
-// copy back, without the sampling. The model's training activations are not touched: the decode
-// scratch lives in the cache.
-// Returns 1, or 0 with a one-line message when the logits are not finite (sample_logits_check).
-static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
-                           unsigned long long* rngs, Tokenizer* tokenizer, float* logits /* (batch, V) */, int* out,
-                           double* step_s, char* msg, size_t msg_size) {
-    const int V = model->config.vocab_size, n = cache->batch;
-    std::vector<int> tokens((size_t)n);
-    int feed = 1;
-    for (int i = 0; i < n_prompt + n_new; i++) {
-        feed = generate_feed(i, prompt, n_prompt, n_new, sampler, logits, V, n, rngs, cache->len, tokenizer, tokens.data(),
-                             out, msg, msg_size);
-        if (feed != 1) { break; }
-        const double t0 = now_seconds();
-        gpt2_decode_step(model, cache, tokens.data(), logits);
-        if (step_s != NULL) { *step_s += now_seconds() - t0; }
-    }
-    return feed >= 0;
-}
-
-// The sample printed during training: gen_T - 1 tokens after an end-of-text token.
-static int sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng, char* msg,
-                       size_t msg_size) {
-    const int eot = sampling_eot_token(tokenizer, model->config.vocab_size);
-    KVCache cache;
-    kv_cache_build(&cache, model, a->gen_T, 1);
-    float* logits = (float*)host_malloc((size_t)model->config.vocab_size * sizeof(float), "sampling logits");
-    Sampler sampler;
-    sampler.settings = a->sampling;
-    printf("generating:\n---\n");
-    const int ok = generate_tokens(model, &cache, &eot, 1, a->gen_T - 1, &sampler, rng, tokenizer, logits, NULL, NULL,
-                                   msg, msg_size);
-    printf("\n---\n");
-    kv_cache_free(&cache);
-    free(logits);
-    return ok;
-}
+// the runs that decode or look inside: the sample during training (sample_text), --generate
+// (generate_run) and --dump_attention (inspect_run)
+#include "dev/trainer/generate.cuh"
 
 // the parameters' type for the collectives
 static const DPType DP_FLOATX = PRECISION_IS_BF16 ? DP_BF16 : DP_F32;
 
-// Reads this process's next micro-batch (or validation batch) and skips the other processes' before
-// it (dev/trainer/data_parallel.h: batch i is process i % P's); seen counts the batches the loader has passed.
-static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen) {
-    while (!dp_owns_batch(dp, *seen)) {
-        dataloader_skip_batch(loader);
-        (*seen)++;
-    }
-    dataloader_next_batch(loader);
-    (*seen)++;
-}
+// the training loop both trainers share: validation, samples, checkpoints, the stop signal, the
+// step guard and the step's line, around a Trainer's work
+#include "dev/trainer/train_loop.h"
 
 // reads and stages this process's first micro-batch of a step (seen: the step's batches walked)
 static void stage_first_batch(GPT2* model, DataLoader* loader, const DataParallel* dp, int* seen) {
@@ -3706,22 +3551,6 @@ static void stage_first_batch(GPT2* model, DataLoader* loader, const DataParalle
 static int stages_ahead(const TrainArgs* a, int next, int num_steps) {
     return next < num_steps && !val_due(a, next, num_steps);
 }
-
-// A hash of what every process of a run must share: the model (its shape and every parameter) and
-// the flags that shape its updates (dev/trainer/data_parallel.h's agreement)
-static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
-    const size_t bytes = model->num_parameters_padded * sizeof(floatX);
-    void* host = host_malloc(bytes, "the parameters' agreement hash");
-    cudaCheck(cudaMemcpy(host, model->params_memory, bytes, cudaMemcpyDeviceToHost));
-    uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
-    h = dp_hash(h, host, bytes);
-    free(host);
-    return train_flags_hash(h, a);
-}
-
-// the training loop both trainers share: validation, samples, checkpoints, the stop signal, the
-// step guard and the step's line, around a Trainer's work
-#include "dev/trainer/train_loop.h"
 
 // This trainer's work in the shared loop, on the GPU. The host stays ahead of it: while micro-step i
 // runs, the host reads and stages batch i + 1 (data, token checks, encoder buckets), and a step's one
@@ -3846,8 +3675,13 @@ static int train_model(TrainArgs* a, DataParallel* dp, GPT2* model, DataLoader* 
         run.start_step = a->state.step;
         run.rng = a->state.rng_state;
     }
-    if (!dp->alone && !dp_agree(dp, run_hash(a, model), "the model or the training flags (" TRAIN_FLAGS_HASHED ")")) {
-        return 1;
+    if (!dp->alone) { // the parameters on the host, for the agreement's hash
+        const size_t bytes = model->num_parameters_padded * sizeof(floatX);
+        void* host = host_malloc(bytes, "the parameters' agreement hash");
+        cudaCheck(cudaMemcpy(host, model->params_memory, bytes, cudaMemcpyDeviceToHost));
+        const int agreed = run_agree(dp, a, &model->config, host, bytes);
+        free(host);
+        if (!agreed) { return 1; }
     }
     if (!train_run_plan(&run)) { return 1; }
     if (a->sample_every > 0) { tokenizer_init(tokenizer, a->tokenizer_path); }
@@ -3902,7 +3736,7 @@ static int train_model(TrainArgs* a, DataParallel* dp, GPT2* model, DataLoader* 
 // run (dp, NULL: one process alone): the data and the model, trained by train_model, then freed.
 // Returns the process exit code.
 static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
-    char msg[4096];
+    char msg[16384];
     DataParallel alone;
     dp_init_single(&alone);
     DataParallel* dp = dp_run != NULL ? dp_run : &alone;
@@ -3941,113 +3775,6 @@ static int train_run(TrainArgs* a, DataParallel* dp_run = NULL) {
     dataloader_free(&train_loader);
     dataloader_free(&val_loader);
     return rc;
-}
-
-// --generate: the model of -e (a checkpoint, or a random init of dN), the prompt, N new tokens
-// with the KV cache for --num_samples sequences decoded together (the prompt fed once to all of
-// them), then their speed and the cache's size. Returns the process exit code.
-static int generate_run(const TrainArgs* a) {
-    char msg[4096];
-    cuda_setup();
-    Tokenizer tokenizer;
-    tokenizer_init(&tokenizer, a->tokenizer_path);
-    const int V = a->config.vocab_size;
-    const int eot = sampling_eot_token(&tokenizer, V);
-    std::vector<int> prompt;
-    if (!generate_prompt(a, eot, V, &prompt, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    // the decode step uses only the parameters and the cache: the smallest training shape will do
-    GPT2 model;
-    gpt2_build(&model, &a->config, 1, a->config.max_seq_len < 64 ? a->config.max_seq_len : 64, 0, 0, 1);
-    if (a->from_file) { gpt2_load_params(&model, a->model_path, a->file_version); }
-    else { gpt2_init_random(&model, a->seed); }
-    printf("model: scheme %s | %zu parameters | %s | %s\n", qkv_scheme_name(model.config.scheme), model.num_parameters,
-           a->from_file ? a->model_path : "random init", PRECISION_NAME);
-    const int n_prompt = (int)prompt.size(), N = a->num_samples;
-    KVCache cache;
-    kv_cache_build(&cache, &model, n_prompt + a->generate, N);
-    std::vector<float> logits((size_t)N * V);
-    std::vector<int> samples((size_t)N * a->generate);
-    std::vector<unsigned long long> rngs = sampling_rngs(a->seed, N);
-    Sampler sampler;
-    sampler.settings = a->sampling;
-    char sampling[256];
-    sampling_describe(a, sampling, sizeof(sampling));
-    printf("sampling: %s | %d sample%s\n", sampling, N, N > 1 ? "s" : "");
-    double t0 = now_seconds();
-    int ok = generate_tokens(&model, &cache, prompt.data(), n_prompt, 0, &sampler, rngs.data(), &tokenizer, logits.data(),
-                             NULL, NULL, msg, sizeof(msg));
-    const double prefill_s = now_seconds() - t0;
-    if (ok && N == 1) { print_sample_start(&tokenizer, prompt); } // its tokens follow as they come
-    double forward_s = 0.0;
-    t0 = now_seconds();
-    ok = ok && generate_tokens(&model, &cache, NULL, 0, a->generate, &sampler, rngs.data(), &tokenizer, logits.data(),
-                               samples.data(), &forward_s, msg, sizeof(msg));
-    const double decode_s = now_seconds() - t0;
-    if (ok) {
-        print_samples_end(&tokenizer, prompt, N > 1 ? samples.data() : NULL, N, a->generate);
-        generate_report(&model.config, n_prompt, a->generate, N, prefill_s, decode_s, forward_s,
-                        kv_cache_bytes_per_token(&cache), (int)sizeof(floatX));
-    } else {
-        fprintf(stderr, "error: %s\n", msg);
-    }
-    kv_cache_free(&cache);
-    tokenizer_free(&tokenizer);
-    gpt2_free(&model);
-    return ok ? 0 : 1;
-}
-
-// --dump_attention / --attention_csv: the model of -e on the unfused path, whose softmax keeps each
-// layer's probabilities (B, H, T, T), one forward pass per sequence (the prompt, the induction
-// probe) at that sequence's length; then per layer those probabilities and the scores again from the
-// q and k the pass kept (attention_scores, the forward's own matmul), to the host as float32.
-// Returns the process exit code.
-static int inspect_run(const TrainArgs* a) {
-    char msg[4096];
-    cuda_setup();
-    AttentionMaps maps;
-    // NULL: each sequence is staged at its own length, nothing to pad with an end-of-text token
-    if (!inspect_prepare(a, (int)sizeof(floatX), &maps, NULL, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    const int T_max = inspect_max_T(&maps), H = a->config.num_heads, L = a->config.num_layers;
-    GPT2 model;
-    gpt2_build(&model, &a->config, 1, T_max, 0, 0, 0); // 0: the unfused path
-    if (a->from_file) { gpt2_load_params(&model, a->model_path, a->file_version); }
-    else { gpt2_init_random(&model, a->seed); }
-    printf("model: scheme %s | %zu parameters | %s | %s | attention: unfused (the probabilities are kept)\n",
-           qkv_scheme_name(model.config.scheme), model.num_parameters, a->from_file ? a->model_path : "random init",
-           PRECISION_NAME);
-    const size_t plane_max = (size_t)H * T_max * T_max;
-    floatX* scores_d = (floatX*)device_malloc(plane_max * sizeof(floatX), "inspection scores");
-    void* host_x = host_malloc(plane_max * sizeof(floatX), "inspection maps");
-    for (size_t i = 0; i < maps.seqs.size(); i++) {
-        AttentionSequence& seq = maps.seqs[i];
-        const int T = seq.T;
-        const size_t plane = (size_t)H * T * T;
-        gpt2_stage_batch(&model, seq.tokens.data(), NULL, 1, T);
-        gpt2_forward_staged(&model, 0.0f);
-        const AttnShape shape = gpt2_attn_shape(&model, 1, T);
-        for (int l = 0; l < L; l++) {
-            const AttnBuffers bufs = gpt2_attn_buffers(&model, l, 1, T);
-            cudaCheck(cudaMemcpy(host_x, bufs.att, plane * sizeof(floatX), cudaMemcpyDeviceToHost));
-            host_x_to_floats(seq.probs.data() + attention_map_offset(l, 0, H, T), host_x, plane);
-            attention_scores(scores_d, bufs.perm[shape.owner[0]], bufs.perm[shape.owner[1]], &shape);
-            cudaCheck(cudaMemcpy(host_x, scores_d, plane * sizeof(floatX), cudaMemcpyDeviceToHost));
-            host_x_to_floats(seq.scores.data() + attention_map_offset(l, 0, H, T), host_x, plane);
-        }
-    }
-    cudaCheck(cudaFree(scores_d));
-    free(host_x);
-    gpt2_free(&model);
-    if (!inspect_report(a, &maps, msg, sizeof(msg))) {
-        fprintf(stderr, "error: %s\n", msg);
-        return 1;
-    }
-    return 0;
 }
 
 #ifndef TESTING

@@ -1944,14 +1944,12 @@ struct CpuTrainer : Trainer {
         DataLoader* loader = run->train_loader;
         gpt2_zero_grad(model);
         profile_mark(PROF_ZERO_GRAD);
-        for (int micro = 0; micro < a->grad_accum_steps; micro++) { // the step's micro-batches over all processes
-            if (!dp_owns_batch(dp, micro)) {
-                dataloader_skip_batch(loader);
-                continue;
-            }
-            dataloader_next_batch(loader);
+        int seen = 0; // the step's micro-batches walked, this process's and the others'
+        for (int micro = 0; micro < a->grad_accum_steps / dp->world; micro++) { // this process's
+            next_own_batch(loader, dp, &seen);
             if (!forward(loader->inputs, loader->targets, "-i", a->train_pattern, 1)) { return 0; }
         }
+        for (; seen < a->grad_accum_steps; seen++) { dataloader_skip_batch(loader); } // the others' after ours
         dataloader_get_state(loader, data_after);
         // the sums over the processes: the gradients (all, or this process's shard), the norm, the loss
         if (!dp_reduce_gradients(dp, model->grads_memory, DP_F32)) { return 0; }
@@ -2043,13 +2041,6 @@ static const char* openmp_wait_policy(void) {
     return policy != NULL ? policy : "default (spinning)";
 }
 
-// A hash of what every process of a run must share: the model (its shape and every parameter) and
-// the flags that shape its updates (dev/trainer/data_parallel.h's agreement)
-static uint64_t run_hash(const TrainArgs* a, const GPT2* model) {
-    const uint64_t h = dp_hash(DP_HASH_SEED, &model->config, sizeof(model->config));
-    return train_flags_hash(dp_hash(h, model->params_memory, model->num_parameters * sizeof(float)), a);
-}
-
 static int run_main(int argc, char** argv, DataParallel* dp) {
     char msg[16384];
     const char* who = dp->world > 1 ? "rank " : ""; // errors name their rank in a run of several
@@ -2102,7 +2093,7 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
     model.opt_hi = dp->hi;
     if (dp->world > 1) { processes_describe(dp, &args); }
     fflush(stdout);
-    if (dp->world > 1 && !dp_agree(dp, run_hash(&args, &model), "the model or the training flags (" TRAIN_FLAGS_HASHED ")")) {
+    if (dp->world > 1 && !run_agree(dp, &args, &model.config, model.params_memory, model.num_parameters * sizeof(float))) {
         return 1;
     }
     const int rc = args.generate > 0 ? generate_run(&args, &model)

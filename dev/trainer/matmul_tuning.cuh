@@ -1,10 +1,25 @@
 /*
 dev/trainer/matmul_tuning.cuh: the CUDA trainer's matmul tuner (--lt_tune 1, the default), included
-by train_gpt2.cu just before matmul_lt, which asks it for each configuration's algorithm (lt_decide),
+by train_gpt2.cu just before matmul_lt, which asks it for each configuration's algorithm (lt_choice),
 and the tuning pass's file, lt_algos.bin, which train_run writes and a resume reads.
 */
 #ifndef DEV_TRAINER_MATMUL_TUNING_CUH
 #define DEV_TRAINER_MATMUL_TUNING_CUH
+
+// Every matmul configuration (every argument that can change the algorithm choice: its LtKey) is
+// decided once (lt_choice), so that the same shape always runs the same algorithm.
+typedef struct { long long v[20]; } LtKey; // every argument that can change the algorithm choice
+typedef struct {
+    int found;                 // 0: cuBLASLt has no algorithm (remembered)
+    cublasLtMatmulAlgo_t algo; // what every call of the configuration runs
+    int in_pass;               // decided in the tuning window (timed), or read from lt_algos.bin: the file keeps it
+    int candidates, place;     // cuBLASLt's candidates then, and the choice's place among them (0: its first)
+    double first_ms, chosen_ms; // the timed medians of its first and of the choice (0 when nothing was timed)
+    int pass_calls;            // the configuration's calls in the tuning window: a micro-step's (the saving's weight)
+    int own_epilogue;          // the epilogue's work by the trainer's own kernel after a matmul without it was
+                               // measured faster: matmul_lt returns 0 and the caller's fallback runs that pair
+} LtChoice;
+static std::vector<std::pair<LtKey, LtChoice>> g_lt_cache;
 
 // ----------------------------------------------------------------------------
 // matmul tuning (--lt_tune 1, the default). cuBLASLt's heuristic ranks its algorithms by a model, and its
@@ -406,6 +421,26 @@ static LtChoice lt_decide(const LtCall* c, const LtKey* key) {
     }
     g_lt_tuner.timed += n > 1;
     g_lt_tuner.not_first += best > 0 && !choice.own_epilogue;
+    return choice;
+}
+
+// The choice for configuration `key` (matmul_lt's `call`): decided when it is new, or again in the
+// tuning window when the heuristic alone decided it before (step 0's validation)
+static LtChoice* lt_choice(const LtCall* call, const LtKey* key) {
+    LtChoice* choice = NULL;
+    for (size_t i = 0; i < g_lt_cache.size(); i++) {
+        if (memcmp(&g_lt_cache[i].first, key, sizeof(*key)) == 0) { choice = &g_lt_cache[i].second; break; }
+    }
+    if (choice == NULL || (g_lt_tuner.open && !choice->in_pass)) {
+        const LtChoice decided = lt_decide(call, key);
+        if (choice == NULL) {
+            g_lt_cache.push_back(std::make_pair(*key, decided));
+            choice = &g_lt_cache.back().second;
+        } else {
+            *choice = decided;
+        }
+    }
+    if (g_lt_tuner.open) { choice->pass_calls++; }
     return choice;
 }
 

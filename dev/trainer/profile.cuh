@@ -60,41 +60,6 @@ static void profile_free(void) {
     g_profile_rows.clear();
 }
 
-static void* host_malloc(size_t bytes, const char* what) {
-    void* p = malloc(bytes > 0 ? bytes : 1);
-    if (p == NULL) {
-        fprintf(stderr, "error: out of host memory allocating %zu bytes for %s\n", bytes, what);
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
-static void* device_malloc(size_t bytes, const char* what) {
-    void* p = NULL;
-    cudaError_t err = cudaMalloc(&p, bytes > 0 ? bytes : 1);
-    if (err != cudaSuccess) {
-        size_t free_b = 0, total_b = 0;
-        cudaGetLastError(); // clear the sticky-free allocation error
-        cudaMemGetInfo(&free_b, &total_b);
-        fprintf(stderr, "error: out of GPU memory allocating %.1f MiB for %s (%.1f MiB free of %.1f MiB; "
-                "HINT: lower -b, or recompute with -r 1 or -r 2)\n", bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0);
-        exit(EXIT_FAILURE);
-    }
-    return p;
-}
-
-// layer l's slice of a stacked (L, ...) tensor, NULL for an absent one
-template <typename S>
-static inline S* lslice(S* base, int l, size_t per_layer) { return base != NULL ? base + (size_t)l * per_layer : NULL; }
-
-// grid size for an elementwise kernel with a grid-stride loop
-static unsigned int grid_for(size_t n, int block) {
-    size_t g = (n + (size_t)block - 1) / (size_t)block;
-    if (g < 1) { g = 1; }
-    if (g > 65536u * 8u) { g = 65536u * 8u; }
-    return (unsigned int)g;
-}
-
 // ----------------------------------------------------------------------------
 // MFU: dense peak FLOP/s by GPU name (bf16 tensor cores; fp32 builds: plain fp32, TF32 is off)
 

@@ -86,10 +86,28 @@ static int train_data_agree(const TrainArgs* a, DataParallel* dp, int ok, DataLo
            dp_agree(dp, train_data_hash(train, a->val_every > 0 ? val : NULL), "their data (-i, -j: the shards' sizes)");
 }
 
+// Whether every process holds the same model (its shape and its parameters, params: bytes on the
+// host) and the flags that shape its updates (dev/trainer/data_parallel.h's agreement)
+static int run_agree(DataParallel* dp, const TrainArgs* a, const GPT2Config* config, const void* params, size_t bytes) {
+    const uint64_t h = dp_hash(dp_hash(DP_HASH_SEED, config, sizeof(*config)), params, bytes);
+    return dp_agree(dp, train_flags_hash(h, a), "the model or the training flags (" TRAIN_FLAGS_HASHED ")");
+}
+
+// Reads this process's next micro-batch (or validation batch) and skips the other processes' before
+// it (dev/trainer/data_parallel.h: batch i is process i % P's); seen counts the batches the loader has passed.
+static void next_own_batch(DataLoader* loader, const DataParallel* dp, int* seen) {
+    while (!dp_owns_batch(dp, *seen)) {
+        dataloader_skip_batch(loader);
+        (*seen)++;
+    }
+    dataloader_next_batch(loader);
+    (*seen)++;
+}
+
 // The run's steps (-x, or one epoch) checked against the resumed step, and its validation batches,
 // into run: 1, or 0 after printing the error
 static int train_run_plan(TrainRun* run) {
-    char msg[4096];
+    char msg[16384];
     const TrainArgs* a = run->a;
     run->num_steps = train_num_steps(a, run->train_loader->num_tokens);
     if (!run_steps_check(a, run->start_step, run->num_steps, msg, sizeof(msg))) {
