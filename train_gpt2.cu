@@ -12,14 +12,16 @@ Precision:
   -DENABLE_FP32:           fp32 everything; cuBLASLt with CUBLAS_COMPUTE_32F (no TF32), so the
                            result can be compared to the float64 reference at 1e-4.
 
-Layout: the preamble (precision, error checks, --profile, 16-byte packed loads), then one section
-per op in the order of a training step: encoder, LayerNorm, matmul, attention (the flash kernels,
-then the unfused path), GELU, residual, attention's sources (the fused projection and the residual
-query), classifier, optimizer, init. In each, an op's kernels come first and their launcher right
-after. Then the model (one allocation for the parameters, one for the activations), the forward
-and backward passes, and main with its training loop. The host code both trainers share is in the
-.h headers of dev/trainer/; this trainer's own infrastructure is in its .cuh headers, each included
-where it is needed: the matmul tuner, --profile, checkpoints, and KV-cached generation.
+Layout: the precision, then one section per op in the order of a training step: encoder,
+LayerNorm, matmul, attention (the flash kernels, then the unfused path), GELU, residual, attention's
+sources (the fused projection and the residual query), classifier, optimizer, init. In each, an
+op's kernels come first and their launcher right after. Then the model (one allocation for the
+parameters, one for the activations), the forward and backward passes and the update; last, the
+training step (CudaTrainer), which the loop both trainers share (dev/trainer/train_loop.h) runs,
+and main. The host code both trainers share is in the .h headers of dev/trainer/; this trainer's own
+infrastructure is in the .cuh headers there, each included where it is needed: the utilities under
+every kernel (cuda_common.cuh), --profile, the matmul tuner, checkpoints, the KV cache's decode
+step, and generation.
 
 Build: make train_gpt2cu QKV=<scheme> [PRECISION=BF16|FP32]; run ./train_gpt2cu -h for the flags.
 */
@@ -76,84 +78,14 @@ __device__ __forceinline__ floatX f2x(float v) { return __float2bfloat16(v); } /
 #define TRAIN_COMMON_CUDA 1
 #include "dev/trainer/train_common.h"
 
-// the host's side of CUDA: error checks, allocations, bf16 <-> float, launch sizes
+// the utilities under every kernel (llm.c's llmc/cuda_common.h and cuda_utils.cuh): error checks,
+// allocations, launch sizes, bf16 <-> float on the host, warp and block reductions, 16-byte loads
 #include "dev/trainer/cuda_common.cuh"
 
 // --profile's cudaEvents per sublayer, and the GPU's peak FLOP/s for the MFU of each step line
 // (dev/trainer/profile.cuh; the rows and their costs: dev/trainer/profile.h)
 #include "dev/trainer/profile.h"
 #include "dev/trainer/profile.cuh"
-
-// ----------------------------------------------------------------------------
-// reductions (fixed order: every kernel here is deterministic; the one atomic is a ticket counter
-// that picks which block finishes a reduction, never the order of a sum)
-
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
-    return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-    for (int off = 16; off > 0; off >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off)); }
-    return v;
-}
-// sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
-__device__ float block_sum(float v, float* shared32) {
-    __syncthreads(); // shared32 may still be read by a previous call
-    v = warp_sum(v);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (lane == 0) { shared32[warp] = v; }
-    __syncthreads();
-    float t = lane < nwarps ? shared32[lane] : 0.0f;
-    return warp_sum(t);
-}
-
-// ----------------------------------------------------------------------------
-// 16-byte packed loads and stores. A warp moving 2-byte elements one per thread issues 64-byte
-// transactions; moving x128 (8 bf16, or 4 fp32 in FP32 builds) per thread it issues 512-byte ones,
-// which is what it takes to get near the memory bandwidth. Kernels using them need the element
-// count of a row (C, M, Vp) to be a multiple of x128::size and 16-byte aligned rows, which
-// train_args_resolve and the launchers check.
-
-template <class Element>
-struct alignas(16) Packed128 {
-    static constexpr int size = 16 / (int)sizeof(Element);
-    Element v[size];
-    __device__ __forceinline__ Element& operator[](int i) { return v[i]; }
-    __device__ __forceinline__ const Element& operator[](int i) const { return v[i]; }
-};
-typedef Packed128<floatX> x128;
-typedef Packed128<float> f128;
-
-template <class Element>
-__device__ __forceinline__ Packed128<Element> load128(const Element* p) {
-    return *reinterpret_cast<const Packed128<Element>*>(p);
-}
-template <class Element>
-__device__ __forceinline__ void store128(Element* p, const Packed128<Element>& value) {
-    *reinterpret_cast<Packed128<Element>*>(p) = value;
-}
-// a value read once by the whole step (logits, the MLP's hidden layer): streamed past the caches
-template <class Element>
-__device__ __forceinline__ Packed128<Element> load128cs(const Element* p) {
-    const int4 bits = __ldcs(reinterpret_cast<const int4*>(p));
-    Packed128<Element> out;
-    memcpy(&out, &bits, sizeof(bits));
-    return out;
-}
-template <class Element>
-__device__ __forceinline__ void store128cs(Element* p, const Packed128<Element>& value) {
-    int4 bits;
-    memcpy(&bits, &value, sizeof(bits));
-    __stcs(reinterpret_cast<int4*>(p), bits);
-}
-// read through L2 only: data written by other blocks of the same launch (L1 is not coherent)
-template <class Element>
-__device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
-    const int4 bits = __ldcg(reinterpret_cast<const int4*>(p));
-    Packed128<Element> out;
-    memcpy(&out, &bits, sizeof(bits));
-    return out;
-}
 
 // ----------------------------------------------------------------------------
 // launch helpers: the settings and scratch the launchers below share

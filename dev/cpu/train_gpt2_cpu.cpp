@@ -1713,7 +1713,8 @@ int gpt2_decode_step(GPT2* model, KVCache* cache, const int* tokens, float* logi
 }
 
 // ----------------------------------------------------------------------------
-// training: the CUDA trainer's loop and flags (dev/trainer/train_common.h), on the CPU
+// training: the CUDA trainer's flags (dev/trainer/train_common.h) and its training loop
+// (dev/trainer/train_loop.h), on the CPU
 #ifndef TESTING
 #include <sys/resource.h>
 

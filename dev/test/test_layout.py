@@ -13,6 +13,10 @@ Checks:
 - One role view: no other (pointer, stride) view type or role-lookup function than attention_variants.cuh's
   QKVView / qkv_role_view (the names the old ones had are gone from every source).
 - attention_variants.cuh holds the schemes only: under 500 lines.
+- A trainer one can read in a sitting: train_gpt2.cu at most 3,800 lines, every header of dev/trainer/
+  at most 1,200, the README at most 450.
+- The training loop is written once (dev/trainer/train_loop.h): neither trainer decides a step's update
+  (step_guard_decide), installs the stop signals or walks the steps itself.
 - One kernel-lab header: dev/cuda/ has exactly one .h, common.h.
 - The top level is exactly the design's file list.
 """
@@ -117,6 +121,24 @@ check(not old and view_defs == ["attention_variants.cuh"],
 # --- attention_variants.cuh is about schemes -----------------------------------------------------
 n = len(read("attention_variants.cuh"))
 check(n < 500, "attention_variants.cuh: %d lines (expected under 500: the schemes only)" % n)
+
+# --- sizes a reader can take in ------------------------------------------------------------------
+n = len(read("train_gpt2.cu")) - 1
+check(n <= 3800, "train_gpt2.cu: %d lines (expected at most 3,800: the infrastructure lives in dev/trainer/)" % n)
+big = ["%s %d" % (os.path.relpath(p, ROOT), len(read(os.path.relpath(p, ROOT))) - 1)
+       for p in sorted(glob.glob(os.path.join(ROOT, "dev", "trainer", "*")))]
+over = [b for b in big if int(b.split()[-1]) > 1200]
+check(not over, "dev/trainer/: %d headers, the largest %s lines (expected none over 1,200)%s" %
+      (len(big), max(big, key=lambda b: int(b.split()[-1])), "" if not over else ": " + ", ".join(over)))
+n = len(read("README.md")) - 1
+check(n <= 450, "README.md: %d lines (expected at most 450: the details live in dev/*.md)" % n)
+
+# --- the training loop, once ------------------------------------------------------------------------
+LOOP_ONLY = re.compile(r"(step_guard_decide|train_signals_install|step_guard_finish)\s*\(")
+for path in ["train_gpt2.cu", "dev/cpu/train_gpt2_cpu.cpp"]:
+    hits = ["%d" % (n + 1) for n, l in enumerate(read(path)) if LOOP_ONLY.search(code_only(l))]
+    check(not hits, "%s runs no training loop of its own (step_guard_decide, train_signals_install and "
+          "step_guard_finish are dev/trainer/train_loop.h's)%s" % (path, "" if not hits else ": lines " + ", ".join(hits)))
 
 # --- two lab headers: the labs' shared helpers, and the flash versions the trainer does not hold
 # (both attention labs run them, and they share version 2's tile helpers) ----------------------------

@@ -1,7 +1,8 @@
 /*
-dev/trainer/cuda_common.cuh: the CUDA trainer's host-side utilities, included by train_gpt2.cu right
-after its precision (floatX): error checks that name their call site, allocations that say what ran
-out, host bf16 <-> float conversion, and launch sizes.
+dev/trainer/cuda_common.cuh: the utilities under every kernel of the CUDA trainer, as llm.c keeps
+them in llmc/cuda_common.h and cuda_utils.cuh; included by train_gpt2.cu right after its precision
+(floatX). On the host: error checks that name their call site, allocations that say what ran out,
+launch sizes, bf16 <-> float. On the device: warp and block reductions, 16-byte packed loads.
 */
 #ifndef DEV_TRAINER_CUDA_COMMON_CUH
 #define DEV_TRAINER_CUDA_COMMON_CUH
@@ -111,6 +112,77 @@ static void host_x_to_floats(float* dst, const void* src, size_t n) {
 #else
     memcpy(dst, src, n * sizeof(float));
 #endif
+}
+
+// ----------------------------------------------------------------------------
+// reductions (fixed order: every kernel here is deterministic; the one atomic is a ticket counter
+// that picks which block finishes a reduction, never the order of a sum)
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int off = 16; off > 0; off >>= 1) { v += __shfl_xor_sync(0xFFFFFFFFu, v, off); }
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int off = 16; off > 0; off >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off)); }
+    return v;
+}
+// sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
+__device__ float block_sum(float v, float* shared32) {
+    __syncthreads(); // shared32 may still be read by a previous call
+    v = warp_sum(v);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+    if (lane == 0) { shared32[warp] = v; }
+    __syncthreads();
+    float t = lane < nwarps ? shared32[lane] : 0.0f;
+    return warp_sum(t);
+}
+
+// ----------------------------------------------------------------------------
+// 16-byte packed loads and stores. A warp moving 2-byte elements one per thread issues 64-byte
+// transactions; moving x128 (8 bf16, or 4 fp32 in FP32 builds) per thread it issues 512-byte ones,
+// which is what it takes to get near the memory bandwidth. Kernels using them need the element
+// count of a row (C, M, Vp) to be a multiple of x128::size and 16-byte aligned rows, which
+// train_args_resolve and the launchers check.
+
+template <class Element>
+struct alignas(16) Packed128 {
+    static constexpr int size = 16 / (int)sizeof(Element);
+    Element v[size];
+    __device__ __forceinline__ Element& operator[](int i) { return v[i]; }
+    __device__ __forceinline__ const Element& operator[](int i) const { return v[i]; }
+};
+typedef Packed128<floatX> x128;
+typedef Packed128<float> f128;
+
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128(const Element* p) {
+    return *reinterpret_cast<const Packed128<Element>*>(p);
+}
+template <class Element>
+__device__ __forceinline__ void store128(Element* p, const Packed128<Element>& value) {
+    *reinterpret_cast<Packed128<Element>*>(p) = value;
+}
+// a value read once by the whole step (logits, the MLP's hidden layer): streamed past the caches
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128cs(const Element* p) {
+    const int4 bits = __ldcs(reinterpret_cast<const int4*>(p));
+    Packed128<Element> out;
+    memcpy(&out, &bits, sizeof(bits));
+    return out;
+}
+template <class Element>
+__device__ __forceinline__ void store128cs(Element* p, const Packed128<Element>& value) {
+    int4 bits;
+    memcpy(&bits, &value, sizeof(bits));
+    __stcs(reinterpret_cast<int4*>(p), bits);
+}
+// read through L2 only: data written by other blocks of the same launch (L1 is not coherent)
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
+    const int4 bits = __ldcg(reinterpret_cast<const int4*>(p));
+    Packed128<Element> out;
+    memcpy(&out, &bits, sizeof(bits));
+    return out;
 }
 
 #endif // DEV_TRAINER_CUDA_COMMON_CUH

@@ -1,7 +1,7 @@
 /*
-dev/trainer/run.h: the pieces of the training loop both trainers share: what SIGINT and SIGTERM
-do, and the loop's bookkeeping (when to validate, sample and checkpoint; the training state a
-checkpoint records; main.log). Whether a step's update is skipped is dev/trainer/step_guard.h.
+dev/trainer/run.h: the training loop's bookkeeping (the loop itself is dev/trainer/train_loop.h):
+what SIGINT and SIGTERM do, when to validate, sample and checkpoint, the training state a
+checkpoint records, main.log. Whether a step's update is skipped is dev/trainer/step_guard.h.
 */
 #ifndef DEV_TRAINER_RUN_H
 #define DEV_TRAINER_RUN_H

@@ -4,9 +4,10 @@ dev/cpu/train_gpt2_cpu.cpp (CPU) take the same flags with the same meanings and 
 same files. It includes the headers of dev/trainer/, one concern each, in the order they build on
 one another (below): the command line (flags.h: TrainArgs, -h, parsing, the dN depth presets, the
 learning-rate schedule), the checks before the first step (run_checks.h), the training loop's
-shared pieces (run.h, step_guard.h), model and training-state files (checkpoint.h,
+bookkeeping (run.h, step_guard.h), model and training-state files (checkpoint.h,
 checkpoint_files.h; dev/FORMATS.md), sampling and generation (sampling.h, generate.h) and data
-parallelism (data_parallel.h).
+parallelism (data_parallel.h). The training loop itself (train_loop.h) each trainer includes later,
+after its --profile marks.
 
 Plain C++ with no GPU code. The includer defines, before including:
   PRECISION_NAME, PRECISION_IS_BF16   its parameter precision ("fp32"/0 on the CPU)
@@ -31,7 +32,7 @@ and defines after it
 #include "step_guard.h"   // whether a step's update is applied (non-finite, -sl, -sg)
 #include "flags.h"        // TrainArgs, -h, the parser, the dN presets, the schedule
 #include "run_checks.h"   // every check before the first step (-o, the resume, the data)
-#include "run.h"          // the training loop's shared pieces: bad steps, signals, bookkeeping
+#include "run.h"          // the training loop's bookkeeping: signals, when to validate, sample, checkpoint
 #include "generate.h"     // --generate and the inspection run
 
 #endif // TRAIN_COMMON_H
