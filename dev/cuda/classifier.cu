@@ -126,18 +126,8 @@ Tolerances.
 #include "common.h"
 
 // ----------------------------------------------------------------------------
-// version 1: the three-pass kernel of commit cce9b07 (train_gpt2.cu), kept as it was, with its
-// block_max (the trainer no longer has one); block_sum is still the trainer's
-
-__device__ float classifier1_block_max(float v, float* shared32) {
-    __syncthreads();
-    v = warp_max(v);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (lane == 0) { shared32[warp] = v; }
-    __syncthreads();
-    float t = lane < nwarps ? shared32[lane] : -INFINITY;
-    return warp_max(t);
-}
+// version 1: the three-pass kernel of commit cce9b07 (train_gpt2.cu), kept as it was; its block_max
+// and block_sum are the trainer's (dev/trainer/cuda_common.cuh)
 
 // One block per row of logits (N rows of Vp; the first V are real). Computes the row's loss
 // -log softmax(logits)[target] and, when write_dlogits, overwrites the row IN PLACE with
@@ -154,7 +144,7 @@ __global__ void fused_classifier_kernel1(floatX* logits, float* losses, const in
     if (threadIdx.x == 0) { s_target_logit = x2f(x[target]); }
     float m = -INFINITY;
     for (int v = threadIdx.x; v < V; v += blockDim.x) { m = fmaxf(m, x2f(x[v])); }
-    m = classifier1_block_max(m, shared32);
+    m = block_max(m, shared32);
     float s = 0.0f;
     for (int v = threadIdx.x; v < V; v += blockDim.x) { s += expf(x2f(x[v]) - m); }
     s = block_sum(s, shared32); // synchronizes: s_target_logit is visible below

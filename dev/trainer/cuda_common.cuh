@@ -126,16 +126,20 @@ __device__ __forceinline__ float warp_max(float v) {
     for (int off = 16; off > 0; off >>= 1) { v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off)); }
     return v;
 }
-// sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
-__device__ float block_sum(float v, float* shared32) {
+// sum (or max, kMax) over the block (blockDim.x a multiple of 32, at most 1024); every thread gets
+// the result
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared32) {
     __syncthreads(); // shared32 may still be read by a previous call
-    v = warp_sum(v);
+    v = kMax ? warp_max(v) : warp_sum(v);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
     if (lane == 0) { shared32[warp] = v; }
     __syncthreads();
-    float t = lane < nwarps ? shared32[lane] : 0.0f;
-    return warp_sum(t);
+    const float t = lane < nwarps ? shared32[lane] : kMax ? -INFINITY : 0.0f;
+    return kMax ? warp_max(t) : warp_sum(t);
 }
+__device__ float block_sum(float v, float* shared32) { return block_reduce<false>(v, shared32); }
+__device__ float block_max(float v, float* shared32) { return block_reduce<true>(v, shared32); }
 
 // ----------------------------------------------------------------------------
 // 16-byte packed loads and stores. A warp moving 2-byte elements one per thread issues 64-byte

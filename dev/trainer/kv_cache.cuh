@@ -27,17 +27,6 @@ the model's forward pass, whose layer launchers the decode step runs one token a
 // the decode kernel keeps one fp32 score per cached position in shared memory, without an opt-in
 #define DECODE_MAX_SMEM_BYTES (48 * 1024)
 
-// max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result
-__device__ float block_max(float v, float* shared32) {
-    __syncthreads(); // shared32 may still be read by a previous call
-    v = warp_max(v);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-    if (lane == 0) { shared32[warp] = v; }
-    __syncthreads();
-    const float t = lane < nwarps ? shared32[lane] : -INFINITY;
-    return warp_max(t);
-}
-
 // Attention of the new token at position t of sequence b (blockIdx.y) for query head h (blockIdx.x),
 // against that sequence's cached keys and values 0..t of its kv head kvh = h / (H / Hkv):
 //   S_j = scale * q_h . k_j,  P_j = exp(S_j - max S),  out_h = (sum_j P_j v_j) / (sum_j P_j)

@@ -14,8 +14,8 @@ train_run, which opens the data, builds the model and hands both to train_loop.
 #define DEV_TRAINER_TRAIN_LOOP_H
 
 // What the loop asks of a trainer's model. Every call is made on every process of a run (their
-// collectives meet there) unless it says otherwise. Each returns 1, or 0 when the run must end:
-// after printing the error, or with it in msg where there is one.
+// collectives meet there) unless it says otherwise. Those that return an int return 1, or 0 when the
+// run must end: after printing the error, or with it in msg where there is one.
 struct Trainer {
     // one validation batch's forward pass; its loss counts toward the next mean_loss
     virtual int eval_forward(const DataLoader* batch) = 0;
