@@ -1725,30 +1725,6 @@ static double peak_rss_mib(void) {
     return (double)ru.ru_maxrss / 1024.0; // KiB on Linux
 }
 
-// Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
-// per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
-// instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
-// rngs[b] (generate_feed: one random_f32 per sampled token, greedy too, so that the RNG state a
-// training state saves does not depend on --temperature/--top_k/--top_p); its tokens go to
-// out[b * n_new + i] (out may be NULL); a batch of one prints them as they come. step_s (may be NULL)
-// adds the seconds of the decode steps, without the sampling. Returns 1, or 0 with a message.
-static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
-                           unsigned long long* rngs, Tokenizer* tokenizer, float* logits /* (batch, V) */, int* out,
-                           double* step_s, char* msg, size_t msg_size) {
-    const int V = model->config.vocab_size, n = cache->batch;
-    std::vector<int> tokens((size_t)n);
-    int feed = 1;
-    for (int i = 0; i < n_prompt + n_new; i++) {
-        feed = generate_feed(i, prompt, n_prompt, n_new, sampler, logits, V, n, rngs, cache->len, tokenizer, tokens.data(),
-                             out, msg, msg_size);
-        if (feed != 1) { break; }
-        const double t0 = now_seconds();
-        if (!gpt2_decode_step(model, cache, tokens.data(), logits, msg, msg_size)) { return 0; }
-        if (step_s != NULL) { *step_s += now_seconds() - t0; }
-    }
-    return feed >= 0;
-}
-
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.
 static int sample_text(GPT2* model, int gen_T, const SamplingSettings* settings, Tokenizer* tokenizer,
                        unsigned long long* rng, char* msg, size_t msg_size) {

@@ -1,39 +1,12 @@
 /*
 dev/trainer/generate.cuh: the CUDA trainer's runs that decode or look inside a model, included by
-train_gpt2.cu after cuda_setup: generate_tokens over the KV cache (kv_cache.cuh's decode step),
-the sample printed during training (sample_text), --generate (generate_run) and --dump_attention /
---attention_csv (inspect_run). What they share with the CPU trainer (the prompt, the sampler, the
-reports) is dev/trainer/generate.h.
+train_gpt2.cu after cuda_setup: the sample printed during training (sample_text), --generate
+(generate_run) and --dump_attention / --attention_csv (inspect_run). What they share with the CPU
+trainer (the prompt, the decode loop generate_tokens, the sampler, the reports) is
+dev/trainer/generate.h.
 */
 #ifndef DEV_TRAINER_GENERATE_CUH
 #define DEV_TRAINER_GENERATE_CUH
-
-// Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
-// per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
-// instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
-// rngs[b] (generate_feed: one random_f32 per sampled token, greedy too, so that the RNG state a
-// training state saves does not depend on --temperature/--top_k/--top_p); its tokens go to
-// out[b * n_new + i] (out may be NULL); a batch of one prints them as they come.
-// step_s (may be NULL) adds the seconds of the decode steps: the forward passes and the logits'
-// copy back, without the sampling. The model's training activations are not touched: the decode
-// scratch lives in the cache.
-// Returns 1, or 0 with a one-line message when the logits are not finite (sample_logits_check).
-static int generate_tokens(GPT2* model, KVCache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
-                           unsigned long long* rngs, Tokenizer* tokenizer, float* logits /* (batch, V) */, int* out,
-                           double* step_s, char* msg, size_t msg_size) {
-    const int V = model->config.vocab_size, n = cache->batch;
-    std::vector<int> tokens((size_t)n);
-    int feed = 1;
-    for (int i = 0; i < n_prompt + n_new; i++) {
-        feed = generate_feed(i, prompt, n_prompt, n_new, sampler, logits, V, n, rngs, cache->len, tokenizer, tokens.data(),
-                             out, msg, msg_size);
-        if (feed != 1) { break; }
-        const double t0 = now_seconds();
-        gpt2_decode_step(model, cache, tokens.data(), logits);
-        if (step_s != NULL) { *step_s += now_seconds() - t0; }
-    }
-    return feed >= 0;
-}
 
 // The sample printed during training: gen_T - 1 tokens after an end-of-text token.
 static int sample_text(GPT2* model, const TrainArgs* a, Tokenizer* tokenizer, unsigned long long* rng, char* msg,

@@ -264,6 +264,34 @@ static int generate_feed(int i, const int* prompt, int n_prompt, int n_new, Samp
     return i + 1 < n_prompt + n_new;
 }
 
+// Feeds the prompt through the cache (the same tokens to every sequence), then samples n_new tokens
+// per sequence after it: one decode step per position for the whole batch (cache->batch sequences),
+// instead of a forward pass over the whole sequence so far. Sequence b draws from its own generator
+// rngs[b] (generate_feed: one random_f32 per sampled token, greedy too, so that the RNG state a
+// training state saves does not depend on --temperature/--top_k/--top_p); its tokens go to
+// out[b * n_new + i] (out may be NULL); a batch of one prints them as they come. step_s (may be NULL)
+// adds the seconds of the decode steps: the forward passes and the logits' copy back, without the
+// sampling. The decode step is the trainer's own gpt2_decode_step (the CUDA trainer's
+// dev/trainer/kv_cache.cuh, the CPU trainer's), found for its Model and Cache when the trainer calls
+// this. Returns 1, or 0 with a one-line message (the logits not finite: sample_logits_check).
+template <typename Model, typename Cache>
+static int generate_tokens(Model* model, Cache* cache, const int* prompt, int n_prompt, int n_new, Sampler* sampler,
+                           unsigned long long* rngs, Tokenizer* tokenizer, float* logits /* (batch, V) */, int* out,
+                           double* step_s, char* msg, size_t msg_size) {
+    const int V = model->config.vocab_size, n = cache->batch;
+    std::vector<int> tokens((size_t)n);
+    int feed = 1;
+    for (int i = 0; i < n_prompt + n_new; i++) {
+        feed = generate_feed(i, prompt, n_prompt, n_new, sampler, logits, V, n, rngs, cache->len, tokenizer, tokens.data(),
+                             out, msg, msg_size);
+        if (feed != 1) { break; }
+        const double t0 = now_seconds();
+        if (!gpt2_decode_step(model, cache, tokens.data(), logits, msg, msg_size)) { return 0; }
+        if (step_s != NULL) { *step_s += now_seconds() - t0; }
+    }
+    return feed >= 0;
+}
+
 // --num_samples' generators: sample b draws from the generator of --seed + b, so that it is the
 // text a run with --seed + b and --num_samples 1 prints (dev/test/test_cpu.sh and test_cudacpu.sh
 // compare them token for token)

@@ -324,4 +324,12 @@ static void gpt2_decode_step(GPT2* model, KVCache* cache, const int* tokens, flo
     cache->len = t + 1;
 }
 
+// the decode step as generate_tokens (dev/trainer/generate.h) calls it, in the CPU trainer's form:
+// 1, or 0 with msg. This one stops the run on bad input itself, so it returns 1.
+static int gpt2_decode_step(GPT2* model, KVCache* cache, const int* tokens, float* logits_host, char* msg, size_t msg_size) {
+    (void)msg, (void)msg_size;
+    gpt2_decode_step(model, cache, tokens, logits_host);
+    return 1;
+}
+
 #endif // DEV_TRAINER_KV_CACHE_CUH
