@@ -1777,32 +1777,11 @@ static int generate_body(const TrainArgs* a, GPT2* model, RunResources* r) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    const int n_prompt = (int)prompt.size();
-    float* logits = r->logits = (float*)mallocCheck((size_t)N * V * sizeof(float));
-    std::vector<int> samples((size_t)N * a->generate);
-    std::vector<unsigned long long> rngs = sampling_rngs(a->seed, N);
-    Sampler sampler;
-    sampler.settings = a->sampling;
-    char sampling[256];
-    sampling_describe(a, sampling, sizeof(sampling));
-    printf("sampling: %s | %d sample%s\n", sampling, N, N > 1 ? "s" : "");
-    double t0 = now_seconds();
-    int ok = generate_tokens(model, &cache, prompt.data(), n_prompt, 0, &sampler, rngs.data(), &tokenizer, logits, NULL,
-                             NULL, msg, sizeof(msg));
-    const double prefill_s = now_seconds() - t0;
-    if (ok && N == 1) { print_sample_start(&tokenizer, prompt); } // its tokens follow as they come
-    double forward_s = 0.0;
-    t0 = now_seconds();
-    ok = ok && generate_tokens(model, &cache, NULL, 0, a->generate, &sampler, rngs.data(), &tokenizer, logits,
-                               samples.data(), &forward_s, msg, sizeof(msg));
-    const double decode_s = now_seconds() - t0;
-    if (!ok) {
+    r->logits = (float*)mallocCheck((size_t)N * V * sizeof(float));
+    if (!generate_samples(model, &cache, a, prompt, &tokenizer, r->logits, (int)sizeof(float), msg, sizeof(msg))) {
         fprintf(stderr, "error: %s\n", msg);
         return 1;
     }
-    print_samples_end(&tokenizer, prompt, N > 1 ? samples.data() : NULL, N, a->generate);
-    generate_report(&model->config, n_prompt, a->generate, N, prefill_s, decode_s, forward_s,
-                    kv_cache_bytes_per_token(&cache), (int)sizeof(float));
     return 0;
 }
 

@@ -166,13 +166,17 @@ template <class Element>
 __device__ __forceinline__ void store128(Element* p, const Packed128<Element>& value) {
     *reinterpret_cast<Packed128<Element>*>(p) = value;
 }
-// a value read once by the whole step (logits, the MLP's hidden layer): streamed past the caches
+// 16 bytes that a load intrinsic returned as an int4, as a Packed128
 template <class Element>
-__device__ __forceinline__ Packed128<Element> load128cs(const Element* p) {
-    const int4 bits = __ldcs(reinterpret_cast<const int4*>(p));
+__device__ __forceinline__ Packed128<Element> packed128_of(int4 bits) {
     Packed128<Element> out;
     memcpy(&out, &bits, sizeof(bits));
     return out;
+}
+// a value read once by the whole step (logits, the MLP's hidden layer): streamed past the caches
+template <class Element>
+__device__ __forceinline__ Packed128<Element> load128cs(const Element* p) {
+    return packed128_of<Element>(__ldcs(reinterpret_cast<const int4*>(p)));
 }
 template <class Element>
 __device__ __forceinline__ void store128cs(Element* p, const Packed128<Element>& value) {
@@ -183,10 +187,7 @@ __device__ __forceinline__ void store128cs(Element* p, const Packed128<Element>&
 // read through L2 only: data written by other blocks of the same launch (L1 is not coherent)
 template <class Element>
 __device__ __forceinline__ Packed128<Element> load128cg(const Element* p) {
-    const int4 bits = __ldcg(reinterpret_cast<const int4*>(p));
-    Packed128<Element> out;
-    memcpy(&out, &bits, sizeof(bits));
-    return out;
+    return packed128_of<Element>(__ldcg(reinterpret_cast<const int4*>(p)));
 }
 
 #endif // DEV_TRAINER_CUDA_COMMON_CUH

@@ -48,34 +48,12 @@ static int generate_run(const TrainArgs* a) {
     else { gpt2_init_random(&model, a->seed); }
     printf("model: scheme %s | %zu parameters | %s | %s\n", qkv_scheme_name(model.config.scheme), model.num_parameters,
            a->from_file ? a->model_path : "random init", PRECISION_NAME);
-    const int n_prompt = (int)prompt.size(), N = a->num_samples;
     KVCache cache;
-    kv_cache_build(&cache, &model, n_prompt + a->generate, N);
-    std::vector<float> logits((size_t)N * V);
-    std::vector<int> samples((size_t)N * a->generate);
-    std::vector<unsigned long long> rngs = sampling_rngs(a->seed, N);
-    Sampler sampler;
-    sampler.settings = a->sampling;
-    char sampling[256];
-    sampling_describe(a, sampling, sizeof(sampling));
-    printf("sampling: %s | %d sample%s\n", sampling, N, N > 1 ? "s" : "");
-    double t0 = now_seconds();
-    int ok = generate_tokens(&model, &cache, prompt.data(), n_prompt, 0, &sampler, rngs.data(), &tokenizer, logits.data(),
-                             NULL, NULL, msg, sizeof(msg));
-    const double prefill_s = now_seconds() - t0;
-    if (ok && N == 1) { print_sample_start(&tokenizer, prompt); } // its tokens follow as they come
-    double forward_s = 0.0;
-    t0 = now_seconds();
-    ok = ok && generate_tokens(&model, &cache, NULL, 0, a->generate, &sampler, rngs.data(), &tokenizer, logits.data(),
-                               samples.data(), &forward_s, msg, sizeof(msg));
-    const double decode_s = now_seconds() - t0;
-    if (ok) {
-        print_samples_end(&tokenizer, prompt, N > 1 ? samples.data() : NULL, N, a->generate);
-        generate_report(&model.config, n_prompt, a->generate, N, prefill_s, decode_s, forward_s,
-                        kv_cache_bytes_per_token(&cache), (int)sizeof(floatX));
-    } else {
-        fprintf(stderr, "error: %s\n", msg);
-    }
+    kv_cache_build(&cache, &model, (int)prompt.size() + a->generate, a->num_samples);
+    std::vector<float> logits((size_t)a->num_samples * V);
+    const int ok = generate_samples(&model, &cache, a, prompt, &tokenizer, logits.data(), (int)sizeof(floatX), msg,
+                                    sizeof(msg));
+    if (!ok) { fprintf(stderr, "error: %s\n", msg); }
     kv_cache_free(&cache);
     tokenizer_free(&tokenizer);
     gpt2_free(&model);

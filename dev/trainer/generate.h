@@ -322,4 +322,36 @@ static void generate_report(const GPT2Config* c, int n_prompt, int n_new, int ba
            cache_bytes_per_token * (double)(n_prompt + n_new) * batch / 1024.0, batch, batch > 1 ? "s" : "", n_prompt + n_new);
 }
 
+// --generate's decoding, once the prompt is built and the cache allocated (for a->num_samples
+// sequences): the prompt fed to every sequence, then a->generate new tokens each, printed as
+// print_samples_end says, then the speed and the cache (generate_report; elem_bytes: the cache's
+// element size). logits: (num_samples, V) on the host. Returns 1, or 0 with msg.
+template <typename Model, typename Cache>
+static int generate_samples(Model* model, Cache* cache, const TrainArgs* a, const std::vector<int>& prompt,
+                            Tokenizer* tokenizer, float* logits, int elem_bytes, char* msg, size_t msg_size) {
+    const int n_prompt = (int)prompt.size(), N = a->num_samples;
+    std::vector<int> samples((size_t)N * a->generate);
+    std::vector<unsigned long long> rngs = sampling_rngs(a->seed, N);
+    Sampler sampler;
+    sampler.settings = a->sampling;
+    char sampling[256];
+    sampling_describe(a, sampling, sizeof(sampling));
+    printf("sampling: %s | %d sample%s\n", sampling, N, N > 1 ? "s" : "");
+    double t0 = now_seconds();
+    int ok = generate_tokens(model, cache, prompt.data(), n_prompt, 0, &sampler, rngs.data(), tokenizer, logits, NULL, NULL,
+                             msg, msg_size);
+    const double prefill_s = now_seconds() - t0;
+    if (ok && N == 1) { print_sample_start(tokenizer, prompt); } // its tokens follow as they come
+    double forward_s = 0.0;
+    t0 = now_seconds();
+    ok = ok && generate_tokens(model, cache, NULL, 0, a->generate, &sampler, rngs.data(), tokenizer, logits,
+                               samples.data(), &forward_s, msg, msg_size);
+    const double decode_s = now_seconds() - t0;
+    if (!ok) { return 0; }
+    print_samples_end(tokenizer, prompt, N > 1 ? samples.data() : NULL, N, a->generate);
+    generate_report(&model->config, n_prompt, a->generate, N, prefill_s, decode_s, forward_s,
+                    kv_cache_bytes_per_token(cache), elem_bytes);
+    return 1;
+}
+
 #endif // DEV_TRAINER_GENERATE_H
