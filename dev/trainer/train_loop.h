@@ -67,7 +67,7 @@ struct TrainRun {
 
 // Opens -i, and -j when -v > 0, on this process: 1, or 0 after printing the error
 static int train_data_open(const TrainArgs* a, DataLoader* train, DataLoader* val) {
-    char msg[4096];
+    char msg[16384]; // the loader's message names the pattern, which may be as long as a path, in full
     if (!dataloader_init(train, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, msg, sizeof(msg))) {
         fprintf(stderr, "error: -i %s: %s\n", a->train_pattern, msg);
         return 0;
