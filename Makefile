@@ -335,11 +335,17 @@ params: $(BUILD)/params
 test:
 	@bash dev/test/run_all.sh
 
+# make train and make ablate end with make: make passes its SIGTERM on to them, and setpriv gives them a
+# SIGHUP when make itself dies (a SIGHUP or SIGKILL to make alone), which each takes as a stop: every
+# trainer writes its checkpoint and nothing is left running. Under nohup that SIGHUP is ignored, as
+# nohup asks. (exec: the recipe's shell gives way, so that make is the parent whose death counts.)
+WITH_MAKE := $(shell command -v setpriv >/dev/null 2>&1 && echo setpriv --pdeathsig HUP)
+
 train:
-	@bash dev/train/train.sh $(QKV)
+	@exec $(WITH_MAKE) bash dev/train/train.sh $(QKV)
 
 ablate:
-	@FORCE="$(FORCE)" bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
+	@FORCE="$(FORCE)" exec $(WITH_MAKE) bash dev/ablate/ablate.sh "$(CONFIG)" $(if $(filter command line,$(origin OUT)),"$(OUT)")
 
 clean:
 	rm -rf $(BUILD) train_gpt2cu* test_gpt2cu* dev/data/encode_text

@@ -3777,7 +3777,7 @@ int main(int argc, char** argv) {
     if (rank > 0 && freopen("/dev/null", "w", stdout) == NULL) { return 1; } // rank 0 speaks for the run
 #endif
     int rc = 1;
-    if (dp_all_ok(&dp, ok, "the agreement on the checks")) { rc = run_checked(&args, &dp); }
+    if (checks_agree(&args, &dp, ok)) { rc = run_checked(&args, &dp); }
     if (args.check_args) { dp.agreed_exit = 1; }
     // An error of this process alone may leave the others waiting in a collective: it ends its part of
     // the job now (the others' deadlines, or NCCL's error on the lost peer, end theirs); an end every

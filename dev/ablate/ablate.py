@@ -101,6 +101,7 @@ checkpoint, starts again (--overwrite 1 replaces its main.log). A finished run k
 model_*.bin (state_*.bin and older models go). A run whose command changed since it started is
 refused: delete its folder or use another OUT.
 """
+import ctypes
 import fcntl
 import glob
 import os
@@ -317,16 +318,65 @@ class Config:
         return pairs
 
 
+# ---------------------------------------------------------------------------------------------
+# signals: nothing the runner started outlives it
+#
+# Ctrl-C (SIGINT), SIGTERM (a time limit's `timeout`, a job scheduler's cancel, `kill`, make passing on
+# its own SIGTERM) and SIGHUP (the terminal or the ssh session closed; make gone, when make started the
+# runner: the Makefile asks for that signal at its parent's death) all stop the runner the same way:
+# each running trainer gets one SIGTERM, ends its step, writes its stop checkpoint (which the next make
+# ablate resumes) and is waited for; the runner then exits 128 + the signal. A signal ignored when the
+# runner starts stays ignored (nohup's SIGHUP). Every process the runner starts (trainers, builds,
+# calibrations, the report) gets SIGTERM when the runner dies, however it dies, SIGKILL included
+# (end_with_runner): a trainer then stops with its checkpoint as above, and make passes the signal on
+# to its compilers.
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOPPED_BY = []  # the signal that stops the runner, once one came
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+RUNNER_PID = os.getpid()
+try:
+    LIBC = ctypes.CDLL(None, use_errno=True)
+except OSError:  # no C library to call prctl through: children outlive a SIGKILL'd runner, as before
+    LIBC = None
+
+
 def stop_requested(signum, frame):
-    """SIGTERM (a time limit's `timeout`, a job scheduler) ends the runner as Ctrl-C does: each trainer gets one
-    SIGTERM and writes its stop checkpoint, and nothing is left running"""
+    """every stop signal ends the runner as Ctrl-C does (the header of this section)"""
+    if not STOPPED_BY:
+        STOPPED_BY.append(signum)
     raise KeyboardInterrupt
+
+
+def install_stop_signals():
+    for sig in STOP_SIGNALS:
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, stop_requested)
+
+
+def stop_status():
+    """the runner's exit status once a stop signal ended it: 128 + the signal (Ctrl-C: 130)"""
+    return 128 + (STOPPED_BY[0] if STOPPED_BY else signal.SIGINT)
+
+
+def end_with_runner():
+    """in a child the runner starts, before it executes its program: SIGTERM to it when the runner dies
+    (Linux's parent-death signal, kept across exec); at once if the runner is already gone"""
+    if LIBC is not None:
+        LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != RUNNER_PID:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def run_child(cmd, **kwargs):
+    """subprocess.run of a child that ends with the runner"""
+    return subprocess.run(cmd, preexec_fn=end_with_runner, **kwargs)
 
 
 def main():
     started = time.time()
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, stop_requested)
+    install_stop_signals()
     args = sys.argv[1:]
     plan_only_env = os.environ.get("ABLATE_PLAN_ONLY", "")
     if plan_only_env not in ("", "0", "1"):
@@ -365,7 +415,7 @@ def main():
     device = os.environ.get("ABLATE_DEVICE", "")
     if device not in ("", "cpu", "gpu"):
         die("ABLATE_DEVICE=%s: expected cpu or gpu" % device)
-    r = subprocess.run(["make", "-s", "--no-print-directory", "schemes"], capture_output=True, text=True)
+    r = run_child(["make", "-s", "--no-print-directory", "schemes"], capture_output=True, text=True)
     schemes = r.stdout.split()
     if r.returncode != 0 or not schemes:
         die("make schemes failed: %s" % one_line(r.stderr or r.stdout))
@@ -555,7 +605,7 @@ def check_config(cfg):
                 baseline_key=baseline_key, merged={}, origin={}, steps={}, tps={}, bt={})
     # per run: the merged flags (the runner's -s 0, then the shared flags, then the run's own; a later
     # value replaces an earlier one), its tokens per step and steps, and its shape (build/params)
-    if subprocess.run(["make", "-s", "build/params"], capture_output=True).returncode != 0:
+    if run_child(["make", "-s", "build/params"], capture_output=True).returncode != 0:
         die("could not build build/params (HINT: make build/params)")
     too_many = None
     for name in cfg.runs:
@@ -626,7 +676,7 @@ def shape_check(cfg, name, merged):
     shape = [vals[f] for f in ("--n_layer", "--n_embd", "--n_head", "--n_kv_head", "--mlp_hidden", "--bias")]
     if not all(DECIMAL_RE.match(v) and len(v) < 10 for v in shape):
         return
-    r = subprocess.run(["./build/params", cfg.scheme[name]] + shape, capture_output=True, text=True)
+    r = run_child(["./build/params", cfg.scheme[name]] + shape, capture_output=True, text=True)
     if r.returncode != 0:
         why = one_line(r.stderr or r.stdout)
         cfg.error(cfg.line[name], "run '%s': %s" % (name, why[len("params: "):] if why.startswith("params: ") else why))
@@ -780,13 +830,13 @@ def build_trainers(device, schemes, logdir, keep_log):
     for scheme in schemes:
         if device == "gpu":
             target = ["make", "-s", "train_gpt2cu", "QKV=" + scheme] + (["CUDA_ARCHS=" + archs] if archs else [])
-            if subprocess.run(["make", "-q", "-s", "train_gpt2cu", "QKV=" + scheme], capture_output=True).returncode:
+            if run_child(["make", "-q", "-s", "train_gpt2cu", "QKV=" + scheme], capture_output=True).returncode:
                 info("building %s (nvcc, minutes the first time)" % binary_of(device, scheme))
         else:
             target = ["make", "-s", "build/train_gpt2_cpu_" + scheme]
         tmp = os.path.join(logdir, ".build_%s.log.tmp%d" % (scheme, os.getpid()))
         f = open(tmp, "w")
-        builds.append((scheme, target, tmp, f, subprocess.Popen(target, stdout=f, stderr=subprocess.STDOUT)))
+        builds.append((scheme, target, tmp, f, subprocess.Popen(target, stdout=f, stderr=subprocess.STDOUT, preexec_fn=end_with_runner)))
         if device != "gpu":  # the CPU builds one after another: g++ of each trainer is quick
             builds[-1][4].wait()
     failed = None
@@ -839,7 +889,7 @@ def check_runs(cfg, plan, out, device, todo, tmp, train=None, val=None):
             cmd[cmd.index("-o") + 1] = sub
         cmd += start_flags(d) + ["--check_args", "1"]
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=300)
+            r = run_child(cmd, capture_output=True, text=True, errors="replace", timeout=300)
             rc, text = r.returncode, r.stderr + r.stdout
             okline = next((l for l in r.stdout.splitlines() if l.startswith("check_args: ok")), None)
         except (OSError, subprocess.TimeoutExpired) as e:
@@ -902,7 +952,7 @@ def list_gpus():
     """the GPUs `nvidia-smi -L` lists, [{"index", "name", "uuid"}]; [] when it lists none or is missing
     (MIG instances, its indented lines, are not listed: name them in CUDA_VISIBLE_DEVICES)"""
     try:
-        r = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, errors="replace", timeout=60)
+        r = run_child(["nvidia-smi", "-L"], capture_output=True, text=True, errors="replace", timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return []
     gpus = []
@@ -1016,7 +1066,12 @@ def slot_popen_args(slot):
     """Popen's env and preexec_fn for a trainer in this slot"""
     env = dict(os.environ, **slot["env"])
     cores = slot["cores"]
-    return {"env": env, "preexec_fn": (lambda: os.sched_setaffinity(0, cores)) if cores else None}
+
+    def preexec():
+        end_with_runner()
+        if cores:
+            os.sched_setaffinity(0, cores)
+    return {"env": env, "preexec_fn": preexec}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1384,7 +1439,7 @@ def write_file(path, text):
 
 
 def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
-    if subprocess.run([python, "-c", "import matplotlib, numpy"], capture_output=True).returncode != 0:
+    if run_child([python, "-c", "import matplotlib, numpy"], capture_output=True).returncode != 0:
         die("%s cannot import matplotlib and numpy, which dev/ablate/report.py plots with (HINT: apt-get install "
             "python3-matplotlib python3-numpy)" % python)
     created = not os.path.isdir(out)
@@ -1417,7 +1472,7 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
     # the trainers, the data, then every run about to train checked by its trainer, before any trains
     build_trainers(device, sorted(set(cfg.scheme[n] for n in names), key=cfg.schemes.index), out, True)
     if pending and plan["data"]:
-        rc = subprocess.run(["bash", "dev/data/prepare_%s.sh" % plan["data"]]).returncode
+        rc = run_child(["bash", "dev/data/prepare_%s.sh" % plan["data"]]).returncode
         if rc != 0:
             die("bash dev/data/prepare_%s.sh exited with status %d: the corpus is not prepared" % (plan["data"], rc))
     errors = check_runs(cfg, plan, out, device, pending, tmp)
@@ -1466,7 +1521,7 @@ def train(cfg, plan, out, out_arg, device, python, pending, done, tmp):
     undone = [u for u in units(cfg, plan) if not os.path.isfile(os.path.join(unit_dir(plan, out, u), "DONE"))]
     if len(undone) == len(done):
         return
-    rc = subprocess.run([python, "dev/ablate/report.py", out]).returncode
+    rc = run_child([python, "dev/ablate/report.py", out]).returncode
     if rc == 0:
         with open(os.path.join(out, "table.md")) as f:
             sys.stdout.write("\n" + f.read())
@@ -1582,7 +1637,7 @@ def count_load(jobs, spent, busy0, busy1, runner_s):
 def gpu_processes():
     """{GPU uuid: set of pids} of the compute processes nvidia-smi lists; None when it cannot say"""
     try:
-        r = subprocess.run(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"],
+        r = run_child(["nvidia-smi", "--query-compute-apps=gpu_uuid,pid", "--format=csv,noheader"],
                            capture_output=True, text=True, errors="replace", timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -1782,8 +1837,10 @@ def run_queue(cfg, plan, out, device, queue, predicted=None):
         if echo:
             for j in jobs:
                 echo_output(j)  # its "stopped by SIGTERM ... checkpoint written" line
-        die("interrupted during run%s %s (make ablate again resumes from the checkpoints they wrote as they stopped)" % (
-            "" if len(jobs) == 1 else "s", ", ".join("'%s'" % j.label for j in jobs)))
+        print("ablate: interrupted during run%s %s (make ablate again resumes from the checkpoints they wrote as they "
+              "stopped)" % ("" if len(jobs) == 1 else "s", ", ".join("'%s'" % j.label for j in jobs)), file=sys.stderr,
+              flush=True)
+        sys.exit(stop_status())
     finally:  # the runner never leaves a trainer behind (an error above, a die() in start_job)
         stop_jobs(jobs)
     if failed:
@@ -1809,7 +1866,7 @@ def unit_heads(cfg, plan, out, device, unit):
     if not os.path.isfile(os.path.join(d, "DONE")) or not models or os.path.isfile(os.path.join(d, HEADS_CSV)):
         return
     if not os.path.isfile("dev/data/gpt2/encoder.json"):  # the probe sentence is encoded with it
-        rc = subprocess.run(["bash", "dev/data/fetch_gpt2_vocab.sh"], stdout=subprocess.DEVNULL).returncode
+        rc = run_child(["bash", "dev/data/fetch_gpt2_vocab.sh"], stdout=subprocess.DEVNULL).returncode
         if rc != 0:
             info("warning: bash dev/data/fetch_gpt2_vocab.sh exited with status %d: the probe sentence of the head "
                  "diagnostics cannot be encoded for a model of GPT-2's vocabulary" % rc)
@@ -1817,7 +1874,7 @@ def unit_heads(cfg, plan, out, device, unit):
     with open(os.path.join(d, "heads.log"), "w") as log:
         log.write(" ".join(cmd) + "\n")
         log.flush()
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        rc = run_child(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
     if rc != 0:
         with open(os.path.join(d, "heads.log"), errors="replace") as f:
             err = [l.rstrip("\n") for l in f if l.startswith("error")]
@@ -1833,4 +1890,4 @@ if __name__ == "__main__":
         main()
     except KeyboardInterrupt:
         print("ablate: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(stop_status())

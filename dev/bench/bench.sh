@@ -30,6 +30,8 @@
 # within one device call). Each run is stopped after RUN_TIMEOUT s (default 300).
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh
+end_tree_with_me # a peer's run, llm.c's build, the memory sampler: none outlives this script
 BUILD_LLMC_ONLY=0
 if [ "${1:-}" = --build-llmc ]; then BUILD_LLMC_ONLY=1; shift; fi
 STEPS=${1:-10}

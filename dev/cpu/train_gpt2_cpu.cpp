@@ -2016,7 +2016,7 @@ static int run_main(int argc, char** argv, DataParallel* dp) {
              train_args_resolve(&args, msg, sizeof(msg)) && train_args_check_data(&args, msg, sizeof(msg));
     ok = ok && processes_work_check(&args, dp->world, msg, sizeof(msg));
     if (!ok) { fprintf(stderr, "error: %s%s%s\n", who, rank_text, msg); }
-    if (!dp_all_ok(dp, ok, "the agreement on the checks")) { return 1; } // a rank that failed stops them all
+    if (!checks_agree(&args, dp, ok)) { return 1; } // a rank that failed stops them all
     dp->timeout_s = args.collective_timeout;
     if (args.check_args) { return check_args_report(&args); }
     GPT2 model;

@@ -86,6 +86,7 @@ set -u
 cd "$(dirname "$0")/../.."
 source dev/test/jobs.sh
 source dev/test/torch_python.sh
+end_tree_with_me # the background builds (llm.c's among them) and every stage's processes end with the suite
 
 STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check sanitize_memcheck
 sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench profile_ncu ablate_shared_projections ablate_wq_identity

@@ -20,3 +20,20 @@ run_jobs() {
   done
   wait
 }
+
+# end_tree_with_me: nothing this script started outlives it, however it ends (a signal to it alone,
+# SIGKILL included: bash runs no trap then, and a trapped signal waits for the foreground command). A
+# watcher notes the script's descendants every second; once the script is gone it sends SIGTERM to
+# each still running and to everything under it: a background build, a peer's benchmark under
+# `timeout` (which passes it on), a memory sampler. The watcher is no child of the script (a bare
+# `wait` would wait for it) and ignores the signals that end the script.
+#   source dev/test/jobs.sh; end_tree_with_me
+end_tree_with_me() {
+  local me=$$
+  ( ( trap '' HUP INT TERM
+      tree() { local c; for c in $(pgrep -P "$1"); do echo "$c"; tree "$c"; done; }
+      seen=""
+      while kill -0 "$me" 2>/dev/null; do seen=$(tree "$me"); sleep 1; done
+      for p in $seen; do kill -0 "$p" 2>/dev/null && { tree "$p"; echo "$p"; }; done | xargs -r kill -TERM 2>/dev/null
+    ) </dev/null >/dev/null 2>&1 & )
+}

@@ -606,7 +606,7 @@ fi
 # of its own here, so that the test is not in that group). The trainers run in their own sessions, so
 # the runner alone gets it; it sends each running trainer one SIGTERM, and each ends its step, writes
 # a checkpoint (which the next make ablate resumes with -y 1) and exits; the runner says so and exits
-# 1, leaving no trainer behind. (A trainer in the runner's group would get the SIGINT too, then the
+# 130 (128 + SIGINT), leaving no trainer behind. (A trainer in the runner's group would get the SIGINT too, then the
 # SIGTERM: a second signal, which kills it before its checkpoint.)
 sed 's/^tokens = .*/tokens = 100000 * 128/' "$tmp/gpus.txt" | grep -v '^r3 ' >"$tmp/ctrlc.txt"
 setsid env --default-signal=INT "${fake_env[@]}" bash dev/ablate/ablate.sh "$tmp/ctrlc.txt" "$tmp/ctrlc" >"$tmp/ctrlc.log" 2>&1 &
@@ -627,13 +627,68 @@ for r in r0 r1 r2; do
   [ -n "$at" ] && [ -f "$tmp/ctrlc/$r/state_$(printf %08d "$at").bin" ] || msg+="$r: no stop checkpoint; "
 done
 left=$(pgrep -f "$tmp/ctrlc/" | wc -l)
-if [ $rc = 1 ] && [ -z "$msg" ] && [ "$left" = 0 ] &&
+if [ $rc = 130 ] && [ -z "$msg" ] && [ "$left" = 0 ] &&
    grep -q "^ablate: interrupted during runs 'r0', 'r1', 'r2' (make ablate again resumes from the checkpoints they wrote as they stopped)$" "$tmp/ctrlc.log"; then
-  pass "ctrl_c: SIGINT to the runner with 3 runs training: each trainer got one SIGTERM and wrote its stop checkpoint, the runner exited 1, no trainer left"
+  pass "ctrl_c: SIGINT to the runner with 3 runs training: each trainer got one SIGTERM and wrote its stop checkpoint, the runner exited 130, no trainer left"
 else
   fail "ctrl_c: exit $rc, ${msg}$left trainers left: $(grep '^ablate: \(interrupted\|run\)' "$tmp/ctrlc.log" | tail -n 2 | paste -sd' ' -)"
 fi
 pkill -9 -f "$tmp/ctrlc/" 2>/dev/null
+
+# Every other way a job ends (issue 57): SIGTERM and SIGHUP to the runner (a job scheduler, a closed
+# ssh session), SIGKILL to the runner; SIGTERM to the make that started it (make passes it on), SIGHUP
+# to make's process group (a terminal's hangup reaches the whole foreground job; make itself passes on
+# only SIGTERM, and waits for its children after the others), and SIGKILL to make (the runner then
+# gets the SIGHUP that the Makefile's setpriv asks for at make's death). Two
+# runs of 400 steps, one at a time: 'a' has finished and 'b' is training when the signal comes. After
+# each: the runner (or make) exited 128 + the signal, 'b' wrote its stop checkpoint (after SIGKILL too:
+# its parent-death SIGTERM), 'a' is intact (DONE, its model unchanged), and no process of the job is
+# left. Then make ablate again finishes the killed job and the hung-up one: 'b''s final
+# model is bit for bit that of a job never interrupted.
+start=$SECONDS
+sed -e 's/^tokens = .*/tokens = 400 * 128/' -e 's/^eval_every = .*/eval_every = 200/' -e '/^checkpoint_every/d' \
+    -e 's/^standard standard$/a standard\nb standard/' "$tmp/restart.txt" >"$tmp/sig.txt"
+ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$tmp/sig_ref" >"$tmp/sig_ref.log" 2>&1 ||
+  fail "signals: the uninterrupted job failed: $(grep -m1 'error\|failed' "$tmp/sig_ref.log")"
+final=model_00000400.bin
+for c in TERM:runner HUP:runner KILL:runner TERM:make HUP:make_group KILL:make; do
+  sig=${c%%:*} to=${c#*:}
+  o=$tmp/sig_${sig}_$to
+  if [ "$to" != runner ]; then # make in a process group of its own; the signals at their defaults, as in a terminal
+    setsid env --default-signal=HUP,INT,TERM ABLATE_DEVICE=cpu make -s --no-print-directory ablate CONFIG="$tmp/sig.txt" OUT="$o" >"$o.log" 2>&1 &
+  else
+    env --default-signal=HUP,INT,TERM ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$o" >"$o.log" 2>&1 &
+  fi
+  pid=$!
+  for _ in $(seq 600); do grep -q '^step [2-9]/' "$o/b/stdout.log" 2>/dev/null && break; sleep 0.05; done
+  sum_a=$(md5sum <"$o/a/$final" 2>/dev/null)
+  if [ "$to" = make_group ]; then kill -$sig -- -$pid; else kill -$sig $pid; fi
+  wait $pid
+  rc=$?
+  for _ in $(seq 300); do pgrep -f "$o/" >/dev/null || break; sleep 0.1; done # a trainer's stop takes a step
+  left=$(pgrep -f "$o/" | wc -l)
+  at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' "$o/b/stdout.log")
+  want=$((128 + $(kill -l "$sig")))
+  if [ $rc = $want ] && [ "$left" = 0 ] && [ -n "$at" ] && [ -f "$o/b/state_$(printf %08d "$at").bin" ] && [ ! -f "$o/b/DONE" ] &&
+     [ -f "$o/a/DONE" ] && [ -n "$sum_a" ] && [ "$(md5sum <"$o/a/$final")" = "$sum_a" ] &&
+     { [ "$c" = KILL:runner ] || grep -q "^ablate: interrupted during run 'b' (make ablate again resumes" "$o.log"; }; then
+    pass "signal_${sig,,}_$to: SIG$sig to the ${to/_/\'s } with run 'b' training: exit $rc, 'b' stopped with a checkpoint at step $at, 'a' intact, nothing left running"
+  else
+    fail "signal_${sig,,}_$to: exit $rc (expected $want), $left processes left, 'b' stopped at step '${at}', a's DONE $( [ -f "$o/a/DONE" ] && echo present || echo missing): $(grep '^ablate: \(interrupted\|run\)' "$o.log" | tail -n 2 | paste -sd' ' -)"
+  fi
+  pkill -9 -f "$o/" 2>/dev/null
+done
+for o in "$tmp/sig_KILL_runner" "$tmp/sig_HUP_make_group"; do
+  ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$o" >"$o.resume.log" 2>&1
+  rc=$?
+  if [ $rc = 0 ] && [ -f "$o/b/DONE" ] && cmp -s "$o/b/$final" "$tmp/sig_ref/b/$final" && cmp -s "$o/a/$final" "$tmp/sig_ref/a/$final" &&
+     grep -q "^ablate: run b (standard) on the CPU: .* (-y 1)$" "$o.resume.log"; then
+    pass "signal_resume_${o##*/sig_}: make ablate again resumed 'b' (-y 1) and its final model is bit for bit the uninterrupted job's"
+  else
+    fail "signal_resume_${o##*/sig_}: exit $rc, b's DONE $( [ -f "$o/b/DONE" ] && echo present || echo missing), final models $(cmp "$o/b/$final" "$tmp/sig_ref/b/$final" 2>&1 | head -c 120)"
+  fi
+done
+echo "ablate: the signal checks took $((SECONDS - start)) s"
 
 # which GPUs, and how many at a time: plan-only, the fake GPUs; then the refusals, one line each
 where() { sed -n 's/^ablate: where: //p' <<<"$1"; }

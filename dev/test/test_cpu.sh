@@ -667,12 +667,20 @@ if [ "$rc" -eq 1 ] && tail -n 1 "$TMP/out" | grep -q "^error: --profile 3: this 
 else
     fail "cpu flags --profile longer than the run (exit $rc, expected 1 and an error naming --profile and -x: $(tail -n 1 "$TMP/out"))"
 fi
-run_capture "$bin" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 4 -t 32 -x 2 -v 0 -s 0 --profile 1 --profile_csv "$TMP/no_such_dir/p.csv"
-if [ "$rc" -eq 1 ] && grep -q "^error: --profile_csv $TMP/no_such_dir/p.csv: cannot write it" "$TMP/out"; then
-    pass "cpu flags --profile_csv into a missing folder: exit 1, the file named"
-else
-    fail "cpu flags --profile_csv into a missing folder (exit $rc, expected 1 and an error naming the file: $(grep -m1 error "$TMP/out"))"
-fi
+# a --profile_csv in a missing folder is refused before the first step (it was found only after the
+# whole run), by --check_args 1 too
+for check in 0 1; do
+    run_capture "$bin" -e "$m" -i "$TMP/synth_train_*.bin" -j "$TMP/synth_val_*.bin" -b 4 -t 32 -x 2 -v 0 -s 0 --profile 1 \
+        --profile_csv "$TMP/no_such_dir/p.csv" --check_args $check
+    refused "cpu flags --profile_csv into a missing folder, before the run (--check_args $check)" \
+        "--profile_csv $TMP/no_such_dir/p.csv: cannot write into $TMP/no_such_dir (no such folder)"
+done
+# --check_args 1 reads the inspection run's --prompt_tokens and --generate's --prompt as the run does
+printf '1 2 99999\n' >"$TMP/bad_prompt.txt"
+run_capture "$bin" -e "$m" --prompt_tokens "$TMP/bad_prompt.txt" --dump_attention "$TMP/maps.bin" --check_args 1
+refused "cpu flags --check_args 1 with a bad --prompt_tokens" "--prompt_tokens $TMP/bad_prompt.txt: token 3 ('99999') is not a token id"
+run_capture "$bin" -e d2 --generate 4 --prompt "$(printf 'hello %.0s' $(seq 1100))" --check_args 1
+refused "cpu flags --check_args 1 with a --prompt longer than the context" "--prompt of 1102 tokens + --generate 4 exceed the model's max_seq_len 1024"
 echo "cpu profile checks took $((SECONDS - t0)) s"
 
 echo "cpu: $npass passed, $nfail failed"

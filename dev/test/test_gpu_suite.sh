@@ -14,7 +14,9 @@
 #   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (shared_projections in parts);
 #   the racecheck stage run for real on a fake GPU (fake nvidia-smi, binaries, fixtures and
 #     compute-sanitizer): a run killed beside others is tried again alone; the next call keeps the
-#     passed runs and its status adds the earlier call's seconds.
+#     passed runs and its status adds the earlier call's seconds;
+#   end_tree_with_me (dev/test/jobs.sh): SIGTERM, SIGHUP or SIGKILL to a script alone leaves nothing
+#     it started running (the suite's background builds, the benchmark's peers).
 # One PASS/FAIL line per check.
 #
 #   bash dev/test/test_gpu_suite.sh
@@ -507,6 +509,37 @@ if [ "$records_after" = "$records_before" ]; then
 else
   fail "records_untouched: the suite changed $(diff <(echo "$records_before") <(echo "$records_after") | grep '^[<>]' | head -n 3 | tr '\n' ' ')"
 fi
+
+# end_tree_with_me (dev/test/jobs.sh, which gpu_suite.sh and bench.sh call): a script holding a
+# background job with a child of its own, a background subshell and a foreground command is ended by
+# SIGTERM, SIGHUP or SIGKILL to it alone; within 3 s none of the three is left
+for sig in TERM HUP KILL; do
+  n=$(kill -l $sig)
+  cat >"$tmp/tree_$sig.sh" <<EOF2
+source dev/test/jobs.sh
+end_tree_with_me
+bash -c 'sleep 31$n' &
+( sleep 32$n ) &
+sleep 33$n
+EOF2
+  bash "$tmp/tree_$sig.sh" &
+  eval "tree_pid_$sig=\$!"
+done
+for _ in $(seq 50); do [ "$(pgrep -fc 'sleep 3[123][0-9]')" -ge 9 ] && break; sleep 0.1; done
+started=$(pgrep -fc 'sleep 3[123][0-9]')
+for sig in TERM HUP KILL; do eval "kill -$sig \$tree_pid_$sig"; done
+for sig in TERM HUP KILL; do eval "wait \$tree_pid_$sig" 2>/dev/null; done # (quietly: bash would note each kill)
+sleep 3
+for sig in TERM HUP KILL; do
+  n=$(kill -l $sig)
+  left=$(pgrep -fa "sleep 3[123]$n\$" | wc -l)
+  if [ "$started" -ge 9 ] && [ "$left" = 0 ]; then
+    pass "end_tree_with_me_$sig: SIG$sig to a script alone: its background job's child, its background subshell and its foreground command all ended within 3 s"
+  else
+    fail "end_tree_with_me_$sig: $started of 9 started, $left of the script's 3 left after SIG$sig to it: $(pgrep -fa "sleep 3[123]$n\$" | paste -sd' ' -)"
+  fi
+  pkill -f "sleep 3[123]$n\$" 2>/dev/null
+done
 
 echo "  gpu_suite: $((SECONDS - start)) s"
 exit $failed

@@ -16,7 +16,8 @@
 #     before the first step: a folder where a checkpoint or main.log goes, --profile_csv naming an
 #     input (a symlink, ./x) or main.log, -e of another shape with -y 1 (and of the same: explained),
 #     --check_args 1 (one line, nothing created; a missing parent; a resume past -x)
-# (e) SIGINT/SIGTERM: a checkpoint at the next step, exit 128 + signal, -y 1 continues exactly;
+# (e) SIGINT/SIGTERM/SIGHUP: a checkpoint at the next step, exit 128 + signal, -y 1 continues exactly
+#     (SIGHUP ignored under nohup);
 #     no -o: no checkpoint, said so; a second signal kills at once
 # (f) the kill test: SIGKILL during checkpoint writes, again and again, then -y 1: the last complete
 #     checkpoint loads, no .tmp is taken for one, and the losses equal an uninterrupted run's
@@ -308,8 +309,9 @@ start_and_wait() { # OUTFILE args...
 "$BIN" "${sig_common[@]}" -o "$TMP/sig_ref" > "$TMP/sig_ref.out" 2>&1 || fail "signal: the uninterrupted reference run failed"
 # a log without timings, each line once (the resumed run logs some lines again)
 strip_times() { grep -v '^summary\|^stopped' "$1" | sed 's/ | [0-9.]* ms | .*//' | awk '!seen[$0]++'; }
-for sig in INT TERM; do
-    want=130; [ $sig = TERM ] && want=143
+declare -A sig_num=([INT]=2 [TERM]=15 [HUP]=1)
+for sig in INT TERM HUP; do
+    want=$((128 + ${sig_num[$sig]}))
     d="$TMP/sig_$sig"
     start_and_wait "$TMP/sig_$sig.out" "${sig_common[@]}" -o "$d"; started=$?
     kill -$sig $pid 2>/dev/null; wait $pid; rc=$?
@@ -323,9 +325,20 @@ for sig in INT TERM; do
     elif ! diff <(strip_times "$TMP/sig_ref/main.log") <(strip_times "$d/main.log") > "$TMP/diff"; then
         fail "signal SIG$sig: the resumed run's log differs from the uninterrupted run's: $(head -c 300 "$TMP/diff" | tr '\n' '|')"
     else
-        pass "signal SIG$sig (exit $rc = 128 + $( [ $sig = INT ] && echo 2 || echo 15); '$line'; -y 1 then gives the uninterrupted run's 400 steps exactly)"
+        pass "signal SIG$sig (exit $rc = 128 + ${sig_num[$sig]}; '$line'; -y 1 then gives the uninterrupted run's 400 steps exactly)"
     fi
 done
+# under nohup (SIGHUP ignored when the run starts) a hangup is not a stop: the run trains on
+"$PY" -c 'import os, signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$BIN" "${sig_common[@]}" -o "$TMP/sig_nohup" > "$TMP/sig_nohup.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 1000); do grep -q "^step [2-9][0-9]/" "$TMP/sig_nohup.out" 2>/dev/null && break; sleep 0.01; done
+kill -HUP $pid 2>/dev/null; wait $pid; rc=$?
+if [ $rc -eq 0 ] && ! grep -q '^stopped by' "$TMP/sig_nohup.out" && grep -q '^step 400/400' "$TMP/sig_nohup.out"; then
+    pass "signal SIGHUP under nohup: ignored as nohup asks, the run trained its 400 steps (exit 0)"
+else
+    fail "signal SIGHUP under nohup (exit $rc, expected 0 and all 400 steps: $(grep -m1 '^stopped by\|error' "$TMP/sig_nohup.out"))"
+fi
 start_and_wait "$TMP/sig_noout.out" "${sig_common[@]}"; started=$?
 kill -INT $pid 2>/dev/null; wait $pid; rc=$?
 if [ $started -eq 0 ] && [ $rc -eq 130 ] && grep -q '^stopped by SIGINT at step [0-9]*: no checkpoint was written (no -o)$' "$TMP/sig_noout.out"; then

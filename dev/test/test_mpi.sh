@@ -11,10 +11,12 @@
 #   - -np 3 -z 1 (uneven shards, 4 validation batches over 3) against one process, as above;
 #   - resume from 2 processes (-z 1) onto 1 and from 1 onto 2 at step 5: step 10 as above; onto 3
 #     (2 micro-batches cannot split over 3) refused in one line;
-#   - SIGTERM to one rank stops every rank at the same step with a checkpoint, which resumes;
+#   - SIGTERM to one rank stops every rank at the same step with a checkpoint, which resumes; SIGTERM
+#     and SIGHUP to mpirun do the same, and SIGKILL to mpirun leaves no rank running;
 #   - a rank killed (SIGKILL) ends the job with mpirun's line naming it; a rank that hangs (SIGSTOP)
 #     ends it after --collective_timeout 3 with rank 0's line naming the collective and the step;
-#   - ranks with different flags (mpirun's MPMD form) refused in one line; the flags -pn, -pr, -pi
+#   - ranks with different flags (mpirun's MPMD form) refused in one line, --check_args among them
+#     (at once: not after the collective timeout of the process that trains); the flags -pn, -pr, -pi
 #     and -pf refused where they do not fit, each in one line; only rank 0 prints.
 # One "PASS mpi ..." / "FAIL mpi ..." line per check; exits 1 if any failed. About 40 s on 2 cores
 # (the build is half of it); the suite prints its time.
@@ -133,6 +135,28 @@ if [ -n "$pid" ] && [ $rc -eq 143 ] && [ -n "$at" ] && [ -f "$tmp/stop/state_$(p
 else
   fail "stop_one_rank: rank 1 '$pid', exit $rc (expected 143), stop line '$stop_line', checkpoint of step '${at}': $(grep -m1 error "$tmp/stop.log")"
 fi
+# SIGTERM and SIGHUP to mpirun itself (a job scheduler, a closed terminal): it passes SIGTERM to every
+# rank, and they stop together at one step with a checkpoint; SIGKILL to mpirun: its ranks end with it
+# (Open MPI's daemon is gone; no checkpoint, and nothing left running). Each time no rank is left.
+for sig in TERM HUP KILL; do
+  rm -rf "$tmp/mpirun_$sig"
+  "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" -o "$tmp/mpirun_$sig" >"$tmp/mpirun_$sig.log" 2>&1 &
+  job=$!
+  for _ in $(seq 100); do grep -q '^step 2/' "$tmp/mpirun_$sig.log" && break; sleep 0.1; done
+  kill -$sig $job
+  wait $job
+  rc=$?
+  for _ in $(seq 100); do [ -z "$(rank_pid 0)$(rank_pid 1)" ] && break; sleep 0.1; done
+  left=$(rank_pid 0)$(rank_pid 1)
+  at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' "$tmp/mpirun_$sig.log")
+  if [ $rc -ne 0 ] && [ -z "$left" ] &&
+     { [ $sig = KILL ] || { [ -n "$at" ] && [ -f "$tmp/mpirun_$sig/state_$(printf %08d "$at").bin" ]; }; }; then
+    pass "mpirun_sig${sig,,}: SIG$sig to mpirun mid-run: exit $rc, no rank left$([ -n "$at" ] && echo ", the ranks stopped together at step $at with a checkpoint")"
+  else
+    fail "mpirun_sig${sig,,}: SIG$sig to mpirun: exit $rc, ranks left '${left}', stop checkpoint at step '${at}': $(grep -m1 'error\|stopped' "$tmp/mpirun_$sig.log")"
+  fi
+  [ -n "$left" ] && kill -9 $left 2>/dev/null
+done
 for how in KILL STOP; do
   t0=$SECONDS
   timeout 60 "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" --collective_timeout 3 >"$tmp/$how.log" 2>&1 &
@@ -168,6 +192,16 @@ if [ $rc -ne 0 ] && grep -Eq "$want" "$tmp/differ.log"; then
   pass "ranks_differ: mpirun -np 1 ... -l 1e-3 : -np 1 ... -l 2e-3: exit $rc, '$(grep -m1 -E "$want" "$tmp/differ.log" | cut -c1-90)...'"
 else
   fail "ranks_differ: exit $rc, no line matching '$want': $(grep -m1 error "$tmp/differ.log")"
+fi
+# differing only in --check_args: refused at once, not after the other process's --collective_timeout
+start=$SECONDS
+"${MPIRUN[@]}" -np 1 "$bin" "${F[@]}" --collective_timeout 20 --check_args 1 : -np 1 "$bin" "${F[@]}" --collective_timeout 20 >"$tmp/differ_check.log" 2>&1
+rc=$?
+want="^error: the 2 processes differ in --check_args \(HINT: every process must run the same command on the same files\)$"
+if [ $rc -ne 0 ] && [ $((SECONDS - start)) -lt 60 ] && grep -Eq "$want" "$tmp/differ_check.log"; then
+  pass "ranks_differ_check_args: mpirun -np 1 ... --check_args 1 : -np 1 ...: exit $rc in $((SECONDS - start)) s, '$(grep -m1 -E "$want" "$tmp/differ_check.log" | cut -c1-70)...'"
+else
+  fail "ranks_differ_check_args: exit $rc after $((SECONDS - start)) s, no line matching '$want': $(grep -m1 error "$tmp/differ_check.log")"
 fi
 refuse pn_without_mpi "^error: -pn 2: this binary has no MPI to reach other processes \(HINT: make build/train_gpt2_cpu_mpi_<scheme>, then mpirun -np N .*\)$" \
   "$plain" "${F[@]}" -pn 2

@@ -20,7 +20,7 @@
 #   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
 #     the other within --collective_timeout 3, with a line naming the collective and the step;
 #   - refusals, one line each: -pn 2 without -pi fs, -pi fs without -pf or a rank, -pr out of range,
-#     processes with different flags (-w among them) or -pn, a rank 0 that never comes, --profile;
+#     processes with different flags (-w and --check_args among them) or -pn, a rank 0 that never comes, --profile;
 #     a launcher's processes without -pi fs, or with a -pn that is not the launcher's count;
 #   - ranks from a launcher's environment (as mpirun's); a rank 0 left alone removes its id file.
 # One "PASS nccl ..." / "FAIL nccl ..." line per check; exits 1 if any failed.
@@ -208,6 +208,22 @@ if [ $rc0 -ne 0 ] && [ $rc1 -ne 0 ] && grep -Eq "$want" "$tmp/differ.r0.log"; th
   pass "ranks_differ: -l 1e-3 on rank 0, 2e-3 on rank 1: exits $rc0/$rc1, '$(grep -m1 -E "$want" "$tmp/differ.r0.log" | cut -c1-90)...'"
 else
   fail "ranks_differ: exits $rc0/$rc1, no line matching '$want': $(grep -m1 error "$tmp/differ.r0.log")"
+fi
+# differing only in --check_args: refused at once (before, the process that trains waited out its
+# --collective_timeout for the one that only checked)
+rm -rf "$tmp/rdv_check" && mkdir -p "$tmp/rdv_check"
+start=$SECONDS
+"$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_check" -pn 2 -pr 0 --collective_timeout 20 --check_args 1 >"$tmp/check.r0.log" 2>&1 &
+p0=$!
+"$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_check" -pn 2 -pr 1 --collective_timeout 20 >"$tmp/check.r1.log" 2>&1
+rc1=$?
+wait $p0
+rc0=$?
+want="^error: the 2 processes differ in --check_args \(HINT: every process must run the same command on the same files\)$"
+if [ $rc0 -ne 0 ] && [ $rc1 -ne 0 ] && [ $((SECONDS - start)) -lt 15 ] && grep -Eq "$want" "$tmp/check.r0.log"; then
+  pass "ranks_differ_check_args: --check_args 1 on rank 0 only: exits $rc0/$rc1 in $((SECONDS - start)) s, '$(grep -m1 -E "$want" "$tmp/check.r0.log" | cut -c1-70)...'"
+else
+  fail "ranks_differ_check_args: exits $rc0/$rc1 after $((SECONDS - start)) s, no line matching '$want': $(grep -m1 error "$tmp/check.r0.log") $(grep -m1 error "$tmp/check.r1.log")"
 fi
 rm -rf "$tmp/rdv_pn" && mkdir -p "$tmp/rdv_pn"
 "$fp32" "${F[@]}" -pi fs -pf "$tmp/rdv_pn" -pn 2 -pr 0 --collective_timeout 3 >"$tmp/pn.r0.log" 2>&1 &

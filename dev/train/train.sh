@@ -34,6 +34,14 @@
 #   log_cpu_<scheme>/.
 source "$(dirname "$0")/../data/common.sh"  # set -euo pipefail, the repository root, count_tokens
 
+# Signals: the trainer replaces this script (exec), so a SIGTERM that make passes on, and the SIGHUP
+# that make train's setpriv asks for at make's death, reach the trainer itself, which stops at its next
+# step with a checkpoint. The steps before it (the data, the build) end with this script: a parent-death
+# SIGTERM each, which make passes on to its compilers.
+with_me() {
+  if command -v setpriv >/dev/null 2>&1; then setpriv --pdeathsig TERM "$@"; else "$@"; fi
+}
+
 SCHEME=${1:-standard}
 [ $# -gt 0 ] && shift
 SCHEMES=$(make -s --no-print-directory schemes)
@@ -43,7 +51,7 @@ case " $SCHEMES " in
 esac
 
 # 1. data
-bash dev/data/prepare_austen.sh
+with_me bash dev/data/prepare_austen.sh
 DATA=dev/data/austen
 TRAIN_TOKENS=$(count_tokens "$DATA/austen_train_*.bin")
 VAL_TOKENS=$(count_tokens "$DATA/austen_val_*.bin")
@@ -64,24 +72,23 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   OUT=${TRAIN_OUT:-log_cpu_$SCHEME}
   mkdir -p "$OUT"
   echo "make train: no CUDA GPU on this machine: training a d2 model ($SCHEME) with the CPU trainer $BIN on $(nproc) cores, logs in $OUT/"
-  make -s "$BIN"
+  with_me make -s "$BIN"
   # (the trainer itself makes its OpenMP threads wait passively: openmp_wait_passively)
   START=$(start_flags "$OUT" ${TRAIN_ARGS:-} "$@")
   set -x
-  "$BIN" \
+  exec "$BIN" \
     -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d2 \
     -b 8 -t 128 -x ${CPU_STEPS:-250} \
     -l 2e-3 -u 10 -q 0.1 -c 0.1 \
     -v 50 -m 4 -s ${CPU_STEPS:-250} -g 64 -n ${CPU_STEPS:-250} \
     $START ${TRAIN_ARGS:-} "$@"
-  exit 0
 fi
 
 # 3. the trainer for this scheme (binary names of the Makefile: train_gpt2cu, train_gpt2cu_<scheme>)
 BIN=./train_gpt2cu
 [ "$SCHEME" = standard ] || BIN=./train_gpt2cu_$SCHEME
 echo "make train: building $BIN (nvcc, takes a few minutes the first time)"
-make -s train_gpt2cu QKV="$SCHEME"
+with_me make -s train_gpt2cu QKV="$SCHEME"
 
 # 4. train
 OUT=${TRAIN_OUT:-log_$SCHEME}
@@ -89,7 +96,7 @@ mkdir -p "$OUT"
 echo "make train: d12 from scratch, scheme $SCHEME, $TRAIN_TOKENS train tokens, 150 steps x 32768 tokens, logs in $OUT/"
 START=$(start_flags "$OUT" ${TRAIN_ARGS:-} "$@")
 set -x
-"$BIN" \
+exec "$BIN" \
   -i "$DATA/austen_train_*.bin" -j "$DATA/austen_val_*.bin" -o "$OUT" -e d12 \
   -b 16 -t 1024 -d 32768 -x 150 \
   -l 6e-4 -u 15 -q 0.0 -c 0.1 \

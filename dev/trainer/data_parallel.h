@@ -33,7 +33,7 @@ The decomposition (N parameters, P processes of ranks 0..P-1, A micro-batches pe
     new number of processes cannot split.
   - Agreement: every rank must run the same command: right after the checks the ranks compare a
     hash of the run (the model's shape and parameters, B, T, -d, steps, schedule) and stop with one
-    line naming the difference. Decisions stay common: the stop signal (SIGINT/SIGTERM) is OR-ed over
+    line naming the difference. Decisions stay common: the stop signal (SIGINT/SIGTERM/SIGHUP) is OR-ed over
     the ranks at the top of each step, and the bad-step guard sees the global loss and norm.
   - Output: rank 0 prints, writes main.log, samples and checkpoints; the other ranks print only errors
     (those of the checks before training name their rank).

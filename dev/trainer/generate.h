@@ -101,6 +101,17 @@ static int read_prompt_tokens(const char* path, const GPT2Config* c, std::vector
     return 1;
 }
 
+// The prompt of --generate or of the inspection run, before anything is built: --prompt_tokens read,
+// --prompt encoded, each checked against the model's vocabulary and context (declared in
+// run_checks.h, whose host checks, --check_args' among them, call it). Returns 1, or 0 with a
+// one-line message.
+static int prompt_check(const TrainArgs* a, char* msg, size_t msg_size) {
+    std::vector<int> tokens;
+    if (a->prompt_tokens != NULL) { return read_prompt_tokens(a->prompt_tokens, &a->config, &tokens, msg, msg_size); }
+    if (a->prompt != NULL) { return generate_prompt(a, 0, a->config.vocab_size, &tokens, msg, msg_size); } // 0: any eot in range
+    return 1;
+}
+
 // The inspection run's inputs, before the model runs: the prompt (an end-of-text token, then
 // --prompt or ATTENTION_PROBE_TEXT) and, where the context holds at least 3 positions, the induction
 // probe; maps' shape fields from the config, its sequences with their tokens, probs and scores sized

@@ -1,6 +1,6 @@
 /*
 dev/trainer/run.h: the training loop's bookkeeping (the loop itself is dev/trainer/train_loop.h):
-what SIGINT and SIGTERM do, when to validate, sample and checkpoint, the training state a
+what SIGINT, SIGTERM and SIGHUP do, when to validate, sample and checkpoint, the training state a
 checkpoint records, main.log. Whether a step's update is skipped is dev/trainer/step_guard.h.
 */
 #ifndef DEV_TRAINER_RUN_H
@@ -9,16 +9,18 @@ checkpoint records, main.log. Whether a step's update is skipped is dev/trainer/
 #include "run_checks.h"
 
 // ----------------------------------------------------------------------------
-// SIGINT and SIGTERM during training: the handler only records the signal; the loop sees it at
+// SIGINT, SIGTERM and SIGHUP during training: the handler only records the signal; the loop sees it at
 // the top of the next step, writes a checkpoint there and returns 128 + the signal. The handler
 // puts the default action back, so a second signal kills at once (a stuck step can still be
 // interrupted). SA_RESTART: a checkpoint being written when the signal comes is not cut short by
-// EINTR. A signal ignored when the run starts stays ignored (nohup, a script's background job,
-// which the shell starts with SIGINT ignored so that Ctrl-C at the terminal spares it).
+// EINTR. SIGHUP (the terminal or the ssh session closed, the launcher's parent gone) stops a run as
+// SIGTERM does: with a checkpoint, not killed mid-step. A signal ignored when the run starts stays
+// ignored (nohup's SIGHUP, a script's background job, which the shell starts with SIGINT ignored so
+// that Ctrl-C at the terminal spares it).
 
 static volatile sig_atomic_t g_train_stop_signal = 0;
-static const int kTrainStopSignals[2] = {SIGINT, SIGTERM};
-static int g_train_stop_caught[2] = {0, 0}; // which of them train_signals_install caught
+static const int kTrainStopSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+static int g_train_stop_caught[3] = {0, 0, 0}; // which of them train_signals_install caught
 
 static void train_stop_handler(int sig) {
     g_train_stop_signal = sig;
@@ -26,7 +28,7 @@ static void train_stop_handler(int sig) {
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         if (g_train_stop_caught[i]) { sigaction(kTrainStopSignals[i], &dfl, NULL); }
     }
 }
@@ -38,14 +40,16 @@ static void train_signals_install(void) {
     sa.sa_handler = train_stop_handler;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         struct sigaction old;
         g_train_stop_caught[i] = sigaction(kTrainStopSignals[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN &&
                                  sigaction(kTrainStopSignals[i], &sa, NULL) == 0;
     }
 }
 
-static const char* train_signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+static const char* train_signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
 
 // ----------------------------------------------------------------------------
 // the training loop's bookkeeping, the same in both trainers

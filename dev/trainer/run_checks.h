@@ -75,6 +75,27 @@ static int same_file_or_name(const char* path, const char* other) {
     return pname == qname && same_file(pdir.c_str(), qdir.c_str());
 }
 
+// A file a flag names for the run to write (--profile_csv, --dump_attention, --attention_csv): a file
+// name, not a folder, in an existing folder this process may create files in. Checked before the run,
+// so that a typo in the folder is not found after hours of training. Returns 1, or 0 with a one-line
+// message.
+static int output_file_check(const char* flag, const char* path, char* msg, size_t msg_size) {
+    struct stat st;
+    const std::string p(path);
+    const size_t slash = p.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : p.substr(0, slash == 0 ? 1 : slash);
+    if (p.empty() || p[p.size() - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+        snprintf(msg, msg_size, "%s %s: expected a file name, this is a folder", flag, path);
+        return 0;
+    }
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || access(dir.c_str(), W_OK | X_OK) != 0) {
+        snprintf(msg, msg_size, "%s %s: cannot write into %s (%s) (HINT: an existing folder you may write to)", flag,
+                 path, dir.c_str(), access(dir.c_str(), F_OK) != 0 ? "no such folder" : "not writable");
+        return 0;
+    }
+    return 1;
+}
+
 // What a run writes (main.log and the checkpoints in -o, --profile_csv) against what it reads:
 // writing one would destroy an input a user had. Returns 1, or 0 with a one-line message.
 static int outputs_vs_inputs_check(const TrainArgs* a, char* msg, size_t msg_size) {
@@ -100,6 +121,7 @@ static int outputs_vs_inputs_check(const TrainArgs* a, char* msg, size_t msg_siz
         }
     }
     if (a->profile_csv != NULL) {
+        if (!output_file_check("--profile_csv", a->profile_csv, msg, msg_size)) { return 0; }
         struct stat st;
         if (stat(a->profile_csv, &st) == 0 && !S_ISREG(st.st_mode)) {
             snprintf(msg, msg_size, "--profile_csv %s: exists and is not a file (HINT: name a new file)", a->profile_csv);
@@ -388,19 +410,7 @@ static int inspect_outputs_check(const TrainArgs* a, char* msg, size_t msg_size)
         const char* path = outputs[i].first;
         const char* flag = outputs[i].second;
         if (path == NULL) { continue; }
-        struct stat st;
-        const std::string p(path);
-        const size_t slash = p.rfind('/');
-        const std::string dir = slash == std::string::npos ? "." : p.substr(0, slash == 0 ? 1 : slash);
-        if (p.empty() || p[p.size() - 1] == '/' || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
-            snprintf(msg, msg_size, "%s %s: expected a file name, this is a folder", flag, path);
-            return 0;
-        }
-        if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || access(dir.c_str(), W_OK | X_OK) != 0) {
-            snprintf(msg, msg_size, "%s %s: cannot write into %s (%s) (HINT: an existing folder you may write to)", flag,
-                     path, dir.c_str(), access(dir.c_str(), F_OK) != 0 ? "no such folder" : "not writable");
-            return 0;
-        }
+        if (!output_file_check(flag, path, msg, msg_size)) { return 0; }
         for (size_t j = 0; j < inputs.size(); j++) {
             if (same_file_or_name(path, inputs[j].c_str())) {
                 snprintf(msg, msg_size, "%s %s is %s, an input of this run: writing it would destroy it (HINT: choose "
@@ -678,13 +688,16 @@ static int run_steps_check(const TrainArgs* a, int start_step, int num_steps, ch
 
 static int train_num_steps(const TrainArgs* a, size_t train_tokens);
 
+// --prompt or --prompt_tokens, read and checked against the model as the run will (dev/trainer/generate.h)
+static int prompt_check(const TrainArgs* a, char* msg, size_t msg_size);
+
 // The data and the output folder, checked from the host too (shard headers only, no tokens read),
 // so that a bad -i/-j/-o or a resume of other data is reported as such on a machine with no GPU.
 // train_run opens the loaders again. Returns 1, or 0 with a one-line message.
 static int train_args_check_data(const TrainArgs* a, char* msg, size_t msg_size) {
     char why[4096];
-    if (a->generate > 0) { return 1; } // generation reads no data and writes no files
-    if (inspecting(a)) { return inspect_outputs_check(a, msg, msg_size); } // no data either
+    if (a->generate > 0) { return prompt_check(a, msg, msg_size); } // generation reads no data and writes no files
+    if (inspecting(a)) { return prompt_check(a, msg, msg_size) && inspect_outputs_check(a, msg, msg_size); } // no data either
     DataLoader loader;
     if (!dataloader_init(&loader, a->train_pattern, (size_t)a->B, (size_t)a->T, 1, a->seed, why, sizeof(why))) {
         snprintf(msg, msg_size, "-i %s: %s", a->train_pattern, why);

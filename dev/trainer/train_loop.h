@@ -79,6 +79,13 @@ static int train_data_open(const TrainArgs* a, DataLoader* train, DataLoader* va
     return 1;
 }
 
+// Whether every process passed its checks (ok: this one did; one that failed stops them all) and
+// agrees on --check_args: a process that only checks ends there, and the others would wait for it in
+// their first collective until --collective_timeout
+static int checks_agree(const TrainArgs* a, DataParallel* dp, int ok) {
+    return dp_all_ok(dp, ok, "the agreement on the checks") && dp_agree(dp, (uint64_t)a->check_args, "--check_args");
+}
+
 // Whether every process is ready (ok: this one is) and read the same data: a process that failed
 // stops them all (dp_all_ok)
 static int train_data_agree(const TrainArgs* a, DataParallel* dp, int ok, DataLoader* train, DataLoader* val) {
