@@ -5,11 +5,12 @@ For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu (or the file its `file
 CUDA header of the trainer or of the kernel labs) with the one edit, through rewrite.py,
 test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
-with --check and those arguments. The mutant is caught when the run fails: a FAIL line, a runtime error
+with --check and those arguments; or the trainer itself (run: train_<stem> grad_accum), its step of
+several micro-steps against the reference's one batch (dev/test/grad_accum_check.py). The mutant is caught when the run fails: a FAIL line, a runtime error
 ("cuda-cpu: ..."), a crash, or the time limit. Each distinct run is first made on the unmutated
 source (a control, c01 ...), which must pass: otherwise a "caught" would mean nothing. A control runs
 the cudacpu suite's own binary of the unmutated source (build/cudacpu/test_gpt2cu_<stem> or
-build/cudacpu/lab_<op>, -O2, made here if missing or stale): the mutants' -O1 builds differ from it
+build/cudacpu/lab_<op> or build/cudacpu/train_gpt2cu_<stem>, -O2, made here if missing or stale): the mutants' -O1 builds differ from it
 by the one edit and the optimization level, which changes no result of a correct program. One line
 each:
 
@@ -60,11 +61,13 @@ def parse(path):
             section = None if line == "end" else section
         elif section is None and line.startswith("run: "):
             parts = line[5:].split()
-            if len(parts) < 1 or (not parts[0].startswith("lab_") and len(parts) != 2):
-                sys.exit("%s:%d: expected 'run: <binary stem> <fixtures>' or 'run: lab_<op> [lab arguments]'" % (path, n))
+            if (len(parts) < 1 or (not parts[0].startswith("lab_") and len(parts) != 2) or
+                    (parts[0].startswith("train_") and parts[1] != "grad_accum")):
+                sys.exit("%s:%d: expected 'run: <binary stem> <fixtures>', 'run: lab_<op> [lab arguments]' or "
+                         "'run: train_<binary stem> grad_accum'" % (path, n))
             cur["run_stem"] = parts[0]
-            cur["fixtures"] = [] if parts[0].startswith("lab_") else parts[1].split(",")
-            cur["lab_args"] = parts[1:] if parts[0].startswith("lab_") else []
+            cur["fixtures"] = [] if parts[0].startswith(("lab_", "train_")) else parts[1].split(",")
+            cur["lab_args"] = parts[1:] if parts[0].startswith(("lab_", "train_")) else []
         elif section is None and line.startswith("env: "):
             cur["env"] = line[5:].split()
             if not all(re.match(r"^[A-Z_][A-Z0-9_]*=\S*$", e) for e in cur["env"]):
@@ -126,9 +129,12 @@ def build(d, stem, mutated, text):
     with open(mutant_path, "w") as f:
         f.write(text)
     # the rewritten files keep the original names (rewrite.py's #line), so messages name train_gpt2.cu
-    lab = stem.startswith("lab_")
+    lab, trainer = stem.startswith("lab_"), stem.startswith("train_")
     sources = [(f, os.path.join(ROOT, f)) for f in ["train_gpt2.cu"] + TRAINER_CUDA_HEADERS]
-    if lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the trainer
+    if trainer:  # the training binary itself: train_gpt2.cu's main
+        stem = stem[len("train_"):]
+        main_source = os.path.join(d, "src", "train_gpt2.cu")
+    elif lab: # dev/cuda/<op>.cu and its headers beside it: their "../../train_gpt2.cu" is the trainer
         op = stem[4:-5] if stem.endswith("_fp32") else stem[4:]
         sources += [(os.path.join("dev", "cuda", f), os.path.join(ROOT, "dev", "cuda", f)) for f in LAB_HEADERS + [op + ".cu"]]
         main_source = os.path.join(d, "src", "dev", "cuda", op + ".cu")
@@ -145,7 +151,7 @@ def build(d, stem, mutated, text):
             return None, "fails in rewrite.py (see %s)" % os.path.join(d, "rewrite.log")
     scheme = stem[:-5] if stem.endswith("_fp32") else stem
     precision = "-DENABLE_FP32" if stem.endswith("_fp32") else "-DENABLE_BF16"
-    binary = os.path.join(d, ("" if lab else "test_gpt2cu_") + stem)
+    binary = os.path.join(d, ("" if lab else "train_gpt2cu_" if trainer else "test_gpt2cu_") + stem)
     cmd = BUILD_FLAGS + ["-x", "c++", "-include", PCH_HEADER, precision]
     cmd += ["-fopenmp"] if lab else ["-DQKV_SCHEME=QKV_" + scheme.upper()]
     cmd += [main_source, "-o", binary]
@@ -166,7 +172,9 @@ def control_binary(stem):
         entry = CONTROL_BUILDS.setdefault(stem, {"lock": threading.Lock(), "result": None})
     with entry["lock"]:
         if entry["result"] is None:
-            target = os.path.join("build", "cudacpu", stem if stem.startswith("lab_") else "test_gpt2cu_" + stem)
+            target = os.path.join("build", "cudacpu", stem if stem.startswith("lab_") else
+                                  "train_gpt2cu_" + stem[len("train_"):] if stem.startswith("train_") else
+                                  "test_gpt2cu_" + stem)
             log = os.path.join(OUT, "control_%s_make.log" % stem)
             if sh(["make", "-s", target], log) != 0:
                 with open(log, errors="replace") as f:
@@ -203,7 +211,13 @@ def run_mutant(m, source, manifest_rows):
             if name not in manifest_rows:
                 return False, "fixture %s not in dev/fixtures/manifest.tsv" % name
             f.write(manifest_rows[name])
-    run_cmd = [binary, "--check"] + m["lab_args"] if lab else [binary, manifest] + (m["args"] or ["--fixtures-only"])
+    if stem.startswith("train_"):  # the fixtures' tolerances: FP32 1e-4, BF16 2e-2
+        run_cmd = [os.environ.get("PYTHON", "/usr/bin/python3"), "dev/test/grad_accum_check.py", binary,
+                   "1e-4" if stem.endswith("_fp32") else "2e-2", d, stem]
+    elif lab:
+        run_cmd = [binary, "--check"] + m["lab_args"]
+    else:
+        run_cmd = [binary, manifest] + (m["args"] or ["--fixtures-only"])
     log = os.path.join(d, "run.log")
     rc = sh(["env"] + m["env"] + run_cmd, log, timeout=RUN_TIMEOUT_S)
     with open(log, errors="replace") as f:

@@ -22,18 +22,23 @@ run_jobs() {
 }
 
 # end_tree_with_me: nothing this script started outlives it, however it ends (a signal to it alone,
-# SIGKILL included: bash runs no trap then, and a trapped signal waits for the foreground command). A
-# watcher notes the script's descendants every second; once the script is gone it sends SIGTERM to
-# each still running and to everything under it: a background build, a peer's benchmark under
-# `timeout` (which passes it on), a memory sampler. The watcher is no child of the script (a bare
-# `wait` would wait for it) and ignores the signals that end the script.
+# SIGKILL included: bash runs no trap then, and a trapped signal waits for the foreground command).
+# The script exports a token that every process it starts inherits, to the last descendant (a
+# background build, a peer's benchmark under `timeout`, a memory sampler); a watcher, started before
+# the token so that it holds none, waits for the script to end and then sends SIGTERM to every process
+# whose environment holds the token. The watcher is no child of the script (a bare `wait` would wait
+# for it) and ignores the signals that end the script. A script that calls it under another that did
+# (bench.sh under gpu_suite.sh) gets a token of its own, and ends with that script's token holders.
 #   source dev/test/jobs.sh; end_tree_with_me
 end_tree_with_me() {
-  local me=$$
+  local me=$$ token="$$.$RANDOM$RANDOM"
   ( ( trap '' HUP INT TERM
-      tree() { local c; for c in $(pgrep -P "$1"); do echo "$c"; tree "$c"; done; }
-      seen=""
-      while kill -0 "$me" 2>/dev/null; do seen=$(tree "$me"); sleep 1; done
-      for p in $seen; do kill -0 "$p" 2>/dev/null && { tree "$p"; echo "$p"; }; done | xargs -r kill -TERM 2>/dev/null
+      while kill -0 "$me" 2>/dev/null; do sleep 1; done
+      for d in /proc/[0-9]*; do
+        while IFS= read -r -d '' kv; do
+          [ "$kv" = "END_TREE_WITH_ME=$token" ] && { kill -TERM "${d#/proc/}" 2>/dev/null; break; }
+        done <"$d/environ" 2>/dev/null
+      done
     ) </dev/null >/dev/null 2>&1 & )
+  export END_TREE_WITH_ME=$token
 }

@@ -683,5 +683,22 @@ run_capture "$bin" -e d2 --generate 4 --prompt "$(printf 'hello %.0s' $(seq 1100
 refused "cpu flags --check_args 1 with a --prompt longer than the context" "--prompt of 1102 tokens + --generate 4 exceed the model's max_seq_len 1024"
 echo "cpu profile checks took $((SECONDS - t0)) s"
 
+# gradient accumulation against the reference's one batch (dev/test/grad_accum_check.py): a step of 2
+# and of 3 micro-steps, clipping active and inactive, at the FP32 fixtures' tolerance
+t0=$SECONDS
+mkdir -p "$TMP/grad_accum"
+"$PY" dev/test/grad_accum_check.py build/train_gpt2_cpu_standard 1e-4 "$TMP/grad_accum" train_gpt2_cpu_standard >"$TMP/grad_accum.out" 2>&1
+rc=$?
+while IFS= read -r line; do
+    case $line in
+        "PASS grad_accum "*) pass "cpu ${line#PASS }" ;;
+        "FAIL grad_accum "*) fail "cpu ${line#FAIL }" ;;
+        *) echo "$line" ;;
+    esac
+done <"$TMP/grad_accum.out"
+n=$(grep -c '^PASS grad_accum' "$TMP/grad_accum.out")
+[ "$rc" -eq 0 ] && [ "$n" -eq 4 ] || fail "cpu grad_accum: exit $rc, $n of 4 cases passed: $(tail -n 1 "$TMP/grad_accum.out")"
+echo "cpu gradient accumulation checks took $((SECONDS - t0)) s"
+
 echo "cpu: $npass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -32,6 +32,8 @@
 #        (CUDA_CPU_LT_SLOW_EPILOGUE=gelu_aux_bias), so the pair is chosen and run: tuned losses against
 #        --lt_tune 0's, a resume from lt_algos.bin bit for bit;
 #        the trainer binary's lt_algos.bin refused when damaged, re-tuned (and said) on another GPU
+#   the trainer binary's step of 2 and of 3 micro-steps against the reference's one batch of the same
+#        tokens (dev/test/grad_accum_check.py: loss, norm, m, the weights after; clipping on and off);
 #   the trainer binary: 4 steps with checkpoints, -y 1 -x 6 refused (another schedule), with
 #        --reschedule 1 resumed to 6 and said so; SIGTERM writes a checkpoint; a NaN
 #        weight refused at load, and with --allow_nonfinite 1 kept out of checkpoints and --generate;
@@ -353,5 +355,15 @@ for run in "standard_fp32|standard_tiny|attn_bwd|" "standard|standard_hd64|attn_
   fi
 done
 echo "  cpu-run profile: $((SECONDS - profile_start)) s"
+# gradient accumulation against the reference's one batch (dev/test/grad_accum_check.py): the trainer's
+# step of 2 and of 3 micro-steps, clipping active and inactive, at the fixtures' tolerances
+ga_start=$SECONDS
+for stem in standard_fp32 standard; do
+  tol=2e-2; [ "$stem" = standard_fp32 ] && tol=1e-4
+  mkdir -p "$log_dir/grad_accum_$stem"
+  "${PYTHON:-/usr/bin/python3}" dev/test/grad_accum_check.py build/cudacpu/train_gpt2cu_$stem $tol "$log_dir/grad_accum_$stem" \
+    "cpu-run train_gpt2cu_$stem" || failed=1
+done
+echo "  cpu-run gradient accumulation: $((SECONDS - ga_start)) s"
 echo "  cpu-run: $((SECONDS - start)) s in all"
 exit $failed

@@ -522,13 +522,15 @@ bash -c 'sleep 31$n' &
 ( sleep 32$n ) &
 sleep 33$n
 EOF2
-  bash "$tmp/tree_$sig.sh" &
+  env --default-signal=HUP,INT,TERM bash "$tmp/tree_$sig.sh" &
   eval "tree_pid_$sig=\$!"
 done
 for _ in $(seq 50); do [ "$(pgrep -fc 'sleep 3[123][0-9]')" -ge 9 ] && break; sleep 0.1; done
 started=$(pgrep -fc 'sleep 3[123][0-9]')
-for sig in TERM HUP KILL; do eval "kill -$sig \$tree_pid_$sig"; done
-for sig in TERM HUP KILL; do eval "wait \$tree_pid_$sig" 2>/dev/null; done # (quietly: bash would note each kill)
+{ # quietly: bash would note each kill
+  for sig in TERM HUP KILL; do eval "kill -$sig \$tree_pid_$sig"; done
+  for sig in TERM HUP KILL; do eval "wait \$tree_pid_$sig"; done
+} 2>/dev/null
 sleep 3
 for sig in TERM HUP KILL; do
   n=$(kill -l $sig)
