@@ -12,7 +12,9 @@ it with mkdtemp under $TMPDIR, else /tmp):
     then a rename) from work queued on the call's stream, run at once after only what that stream
     orders before it (cuda_cpu.h's queues: the trainer's event wait, or nothing, so a missing wait
     sends what is not computed yet), and the collective completes once every rank's file of k is
-    there. Sums go in rank order, so every rank gets the same bits.
+    there. Its result then lands in the receive buffer from work queued on the call's stream (land),
+    so a trainer that reads it without waiting for that stream reads what was there before. Sums go
+    in rank order, so every rank gets the same bits.
   - ncclSend writes p<src>_<dst>_<n>, the n-th message from src to dst; ncclRecv waits for it, reads
     it and deletes it.
   - the communicator is non-blocking, as the trainer configures the real one: a call whose peers
@@ -150,6 +152,15 @@ static bool post(Comm* c, const Op* op) {
     return write_file(path_of(c, "c%lld_r%lld", op->number, c->rank), op->send, sends ? bytes : 0, &h);
 }
 
+// the op's result into its receive buffer from work queued on its stream: it lands when the stream
+// gets there, as a GPU's NCCL kernel writes it, so a trainer that reads the buffer without waiting for
+// that stream (dp_nccl_wait's cudaStreamQuery) reads what was there before
+static void land(const Op* op, const unsigned char* data, size_t bytes) {
+    void* recv = op->recv;
+    std::vector<unsigned char> copy(data, data + bytes);
+    cudacpu::enqueue_on(cudacpu::stream_of(op->stream), [recv, copy]() { memcpy(recv, copy.data(), copy.size()); });
+}
+
 // completes op if its files have come; false while they have not
 static bool complete(Comm* c, Op* op) {
     const size_t bytes = op->count * type_size(op->type);
@@ -158,7 +169,7 @@ static bool complete(Comm* c, Op* op) {
     if (op->kind == Op::RECV) {
         const std::string p = path_of(c, "p%lld_%lld_%lld", op->root, c->rank, op->number);
         if (!exists(p) || !read_file(p, &data) || data.size() != bytes) { return false; }
-        memcpy(op->recv, data.data(), bytes);
+        land(op, data.data(), bytes);
         remove(p.c_str());
         return true;
     }
@@ -179,13 +190,13 @@ static bool complete(Comm* c, Op* op) {
     }
     const unsigned char* payload_root = files[op->root].data() + sizeof(Header);
     if (op->kind == Op::BROADCAST) {
-        memcpy(op->recv, payload_root, bytes);
+        land(op, payload_root, bytes);
         return true;
     }
     if (op->kind == Op::REDUCE && op->root != c->rank) { return true; }
     std::vector<unsigned char> acc(files[0].begin() + sizeof(Header), files[0].end());
     for (int r = 1; r < c->world; r++) { reduce(acc.data(), files[r].data() + sizeof(Header), op->count, op->type, op->op); }
-    memcpy(op->recv, acc.data(), bytes);
+    land(op, acc.data(), bytes);
     return true;
 }
 

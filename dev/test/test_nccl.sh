@@ -14,8 +14,9 @@
 #     1e-3 and the losses within 1e-4;
 #   - three processes, -z 1 (shards of whole 128-parameter blocks, the last one short);
 #   - the matmul tuning in two processes (their times added up) against one: the same choices;
-#   - a planted bug, the collectives' stream not waiting for the trainer's event: caught (the runtime
-#     runs each stream only as far as its own order requires);
+#   - planted bugs, the collectives' stream not waiting for the trainer's event, and the trainer not
+#     waiting for the collectives' stream: each caught (the runtime runs each stream only as far as its
+#     own order requires);
 #   - resume from two processes (-z 1) onto one, and from one onto two;
 #   - SIGTERM to one process stops both at one step with a checkpoint; a process killed mid-run ends
 #     the other within --collective_timeout 3, with a line naming the collective and the step;
@@ -276,33 +277,42 @@ else
 fi
 
 # ---------------------------------------------------------------- the NCCL stream's order, seen
-# A planted bug: the collectives' stream no longer waits for the trainer's event (data_parallel.h's
-# cudaStreamWaitEvent in dp_nccl_after_trainer deleted). The runtime runs each stream's work only as
-# far as its own order requires (cuda_cpu.h's queues), so the collectives then send gradients the
-# backward has not written yet: two processes must differ from one. (The runtime of one queue ran
-# every stream in issue order, and this trainer passed every check.) Built at -O1 from the rewritten
-# trainer with a copy of dev/trainer/ whose data_parallel.h has the edit.
-mut="$tmp/no_wait"
-mkdir -p "$mut/dev/trainer" "$mut/dev/tokenizer"
-cp dev/trainer/*.h "$mut/dev/trainer/" && cp dev/tokenizer/*.h "$mut/dev/tokenizer/" && cp ./*.h ./*.cuh "$mut/"
-wait_line='const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(n->stream, n->ready, 0) : e;'
-sed "s|$wait_line|const cudaError_t w = e;|" dev/trainer/data_parallel.h >"$mut/dev/trainer/data_parallel.h"
-start=$SECONDS
-if [ "$(grep -cF "$wait_line" dev/trainer/data_parallel.h)" != 1 ]; then
-  fail "no_wait_caught: stale: dev/trainer/data_parallel.h no longer holds '$wait_line' once"
-elif ! make -s build/cudacpu/src/train_gpt2.cu $(ls dev/trainer/*.cuh | sed 's|^|build/cudacpu/src/|') >"$tmp/no_wait_build.log" 2>&1 ||
-     ! cp build/cudacpu/src/train_gpt2.cu "$mut/train_gpt2.cu" || ! cp build/cudacpu/src/dev/trainer/*.cuh "$mut/dev/trainer/" ||
-     ! ${CXX:-g++} -std=c++17 -O1 -g0 -fno-strict-aliasing -w -x c++ -include dev/cudacpu/cuda_cpu.h -I"${CUDA_HOME:-/usr/local/cuda}/include"           -I. -Idev/cudacpu -DDP_NCCL -DENABLE_FP32 -DQKV_SCHEME=QKV_STANDARD "$mut/train_gpt2.cu" -o "$mut/train" >>"$tmp/no_wait_build.log" 2>&1; then
-  fail "no_wait_caught: the planted bug does not build: $(grep -m1 error "$tmp/no_wait_build.log")"
-else
-  ranks "$mut/train" 2 no_wait "${F[@]}" -z 0 -n 5 -o "$tmp/no_wait_run"
-  rc=$?
-  if msg=$(compare "$tmp/one_fp32" "$tmp/no_wait_run" 10 2>&1); then
-    fail "no_wait_caught: two processes whose collectives skip the wait for the trainer's event match one process (exit $rc): $msg"
+# Planted bugs, one per wait between the trainer's stream and the collectives' (data_parallel.h):
+#   no_wait: the collectives' stream no longer waits for the trainer's event (dp_nccl_after_trainer's
+#     cudaStreamWaitEvent deleted), so the collectives send gradients the backward has not written yet;
+#   no_query: the trainer no longer waits for the collectives' stream to finish (dp_nccl_wait's
+#     cudaStreamQuery loop taken as done at once), so its next kernels read the gradients, and the host
+#     its sums, before the all-reduce has written them.
+# The runtime runs each stream's work only as far as its own order requires (cuda_cpu.h's queues), so
+# with either bug two processes must differ from one. (The runtime of one queue ran every stream in
+# issue order, and this trainer passed every check.) Each is built at -O1 from the rewritten trainer
+# with a copy of dev/trainer/ whose data_parallel.h has the edit.
+planted() { # name description line replacement
+  local name=$1 what=$2 line=$3 replacement=$4 mut="$tmp/$1" start=$SECONDS
+  mkdir -p "$mut/dev/trainer" "$mut/dev/tokenizer"
+  cp dev/trainer/*.h "$mut/dev/trainer/" && cp dev/tokenizer/*.h "$mut/dev/tokenizer/" && cp ./*.h ./*.cuh "$mut/"
+  sed "s|$line|$replacement|" dev/trainer/data_parallel.h >"$mut/dev/trainer/data_parallel.h"
+  if [ "$(grep -cF "$line" dev/trainer/data_parallel.h)" != 1 ]; then
+    fail "${name}_caught: stale: dev/trainer/data_parallel.h no longer holds '$line' once"
+  elif ! make -s build/cudacpu/src/train_gpt2.cu $(ls dev/trainer/*.cuh | sed 's|^|build/cudacpu/src/|') >"$tmp/${name}_build.log" 2>&1 ||
+       ! cp build/cudacpu/src/train_gpt2.cu "$mut/train_gpt2.cu" || ! cp build/cudacpu/src/dev/trainer/*.cuh "$mut/dev/trainer/" ||
+       ! ${CXX:-g++} -std=c++17 -O1 -g0 -fno-strict-aliasing -w -x c++ -include dev/cudacpu/cuda_cpu.h -I"${CUDA_HOME:-/usr/local/cuda}/include" \
+           -I. -Idev/cudacpu -DDP_NCCL -DENABLE_FP32 -DQKV_SCHEME=QKV_STANDARD "$mut/train_gpt2.cu" -o "$mut/train" >>"$tmp/${name}_build.log" 2>&1; then
+    fail "${name}_caught: the planted bug does not build: $(grep -m1 error "$tmp/${name}_build.log")"
   else
-    pass "no_wait_caught: collectives that skip the wait for the trainer's event (planted) differ from one process: $(cut -c1-110 <<<"$msg") ($((SECONDS - start)) s)"
+    ranks "$mut/train" 2 "$name" "${F[@]}" -z 0 -n 5 -o "$tmp/${name}_run"
+    local rc=$? msg
+    if msg=$(compare "$tmp/one_fp32" "$tmp/${name}_run" 10 2>&1); then
+      fail "${name}_caught: two processes with $what match one process (exit $rc): $msg"
+    else
+      pass "${name}_caught: two processes with $what (planted) differ from one process: $(cut -c1-110 <<<"$msg") ($((SECONDS - start)) s)"
+    fi
   fi
-fi
+}
+planted no_wait "collectives that skip the wait for the trainer's event" \
+  'const cudaError_t w = e == cudaSuccess ? cudaStreamWaitEvent(n->stream, n->ready, 0) : e;' 'const cudaError_t w = e;'
+planted no_query "a trainer that does not wait for the collectives' stream" \
+  'const cudaError_t e = cudaStreamQuery(n->stream);' 'const cudaError_t e = cudaSuccess;'
 
 echo "nccl: the suite took $((SECONDS - suite_start)) s"
 [ $fails -eq 0 ] || { echo "nccl: $fails failed"; exit 1; }
