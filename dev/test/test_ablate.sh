@@ -648,22 +648,20 @@ pkill -9 -f "$tmp/ctrlc/" 2>/dev/null
 start=$SECONDS
 sed -e 's/^tokens = .*/tokens = 400 * 128/' -e 's/^eval_every = .*/eval_every = 200/' -e '/^checkpoint_every/d' \
     -e 's/^standard standard$/a standard\nb standard/' "$tmp/restart.txt" >"$tmp/sig.txt"
-ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$tmp/sig_ref" >"$tmp/sig_ref.log" 2>&1 ||
-  fail "signals: the uninterrupted job failed: $(grep -m1 'error\|failed' "$tmp/sig_ref.log")"
 final=model_00000400.bin
-for c in TERM:runner HUP:runner KILL:runner TERM:make HUP:make_group KILL:make; do
-  sig=${c%%:*} to=${c#*:}
-  o=$tmp/sig_${sig}_$to
+# one case: start the job, signal it once 'b' trains, check; its verdict (a PASS or FAIL line) into $o.result
+signal_case() { # SIG:to
+  local c=$1 sig=${1%%:*} to=${1#*:} o=$tmp/sig_${1/:/_} pid rc left at sum_a want
   if [ "$to" != runner ]; then # make in a process group of its own; the signals at their defaults, as in a terminal
     setsid env --default-signal=HUP,INT,TERM ABLATE_DEVICE=cpu make -s --no-print-directory ablate CONFIG="$tmp/sig.txt" OUT="$o" >"$o.log" 2>&1 &
   else
     env --default-signal=HUP,INT,TERM ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$o" >"$o.log" 2>&1 &
   fi
   pid=$!
-  for _ in $(seq 600); do grep -q '^step [2-9]/' "$o/b/stdout.log" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 1200); do grep -q '^step [2-9]/' "$o/b/stdout.log" 2>/dev/null && break; sleep 0.05; done
   sum_a=$(md5sum <"$o/a/$final" 2>/dev/null)
   if [ "$to" = make_group ]; then kill -$sig -- -$pid; else kill -$sig $pid; fi
-  wait $pid
+  wait $pid 2>/dev/null # (quietly: bash would note the signal)
   rc=$?
   for _ in $(seq 300); do pgrep -f "$o/" >/dev/null || break; sleep 0.1; done # a trainer's stop takes a step
   left=$(pgrep -f "$o/" | wc -l)
@@ -672,22 +670,41 @@ for c in TERM:runner HUP:runner KILL:runner TERM:make HUP:make_group KILL:make; 
   if [ $rc = $want ] && [ "$left" = 0 ] && [ -n "$at" ] && [ -f "$o/b/state_$(printf %08d "$at").bin" ] && [ ! -f "$o/b/DONE" ] &&
      [ -f "$o/a/DONE" ] && [ -n "$sum_a" ] && [ "$(md5sum <"$o/a/$final")" = "$sum_a" ] &&
      { [ "$c" = KILL:runner ] || grep -q "^ablate: interrupted during run 'b' (make ablate again resumes" "$o.log"; }; then
-    pass "signal_${sig,,}_$to: SIG$sig to the ${to/_/\'s } with run 'b' training: exit $rc, 'b' stopped with a checkpoint at step $at, 'a' intact, nothing left running"
+    echo "PASS signal_${sig,,}_$to: SIG$sig to the ${to/_/\'s } with run 'b' training: exit $rc, 'b' stopped with a checkpoint at step $at, 'a' intact, nothing left running"
   else
-    fail "signal_${sig,,}_$to: exit $rc (expected $want), $left processes left, 'b' stopped at step '${at}', a's DONE $( [ -f "$o/a/DONE" ] && echo present || echo missing): $(grep '^ablate: \(interrupted\|run\)' "$o.log" | tail -n 2 | paste -sd' ' -)"
-  fi
+    echo "FAIL signal_${sig,,}_$to: exit $rc (expected $want), $left processes left, 'b' stopped at step '${at}', a's DONE $( [ -f "$o/a/DONE" ] && echo present || echo missing): $(grep '^ablate: \(interrupted\|run\)' "$o.log" | tail -n 2 | paste -sd' ' -)"
+  fi >"$o.result"
   pkill -9 -f "$o/" 2>/dev/null
+}
+verdict() { # result file: its line through pass or fail
+  local line
+  line=$(cat "$1" 2>/dev/null)
+  case $line in PASS\ *) pass "${line#PASS }" ;; *) fail "${line#FAIL }" ;; esac
+}
+# the uninterrupted job and three cases at a time (the jobs wait more than they compute)
+ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$tmp/sig_ref" >"$tmp/sig_ref.log" 2>&1 &
+ref=$!
+cases=(TERM:runner HUP:runner KILL:runner TERM:make HUP:make_group KILL:make)
+for wave in 0 3; do
+  for c in "${cases[@]:$wave:3}"; do signal_case "$c" & done
+  wait $(jobs -p | grep -vx "$ref")
 done
-for o in "$tmp/sig_KILL_runner" "$tmp/sig_HUP_make_group"; do
+wait $ref || fail "signals: the uninterrupted job failed: $(grep -m1 'error\|failed' "$tmp/sig_ref.log")"
+for c in "${cases[@]}"; do verdict "$tmp/sig_${c/:/_}.result"; done
+resume_case() { # OUT: make ablate again finishes it; its verdict into $o.result
+  local o=$1 rc
   ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$o" >"$o.resume.log" 2>&1
   rc=$?
   if [ $rc = 0 ] && [ -f "$o/b/DONE" ] && cmp -s "$o/b/$final" "$tmp/sig_ref/b/$final" && cmp -s "$o/a/$final" "$tmp/sig_ref/a/$final" &&
      grep -q "^ablate: run b (standard) on the CPU: .* (-y 1)$" "$o.resume.log"; then
-    pass "signal_resume_${o##*/sig_}: make ablate again resumed 'b' (-y 1) and its final model is bit for bit the uninterrupted job's"
+    echo "PASS signal_resume_${o##*/sig_}: make ablate again resumed 'b' (-y 1) and its final model is bit for bit the uninterrupted job's"
   else
-    fail "signal_resume_${o##*/sig_}: exit $rc, b's DONE $( [ -f "$o/b/DONE" ] && echo present || echo missing), final models $(cmp "$o/b/$final" "$tmp/sig_ref/b/$final" 2>&1 | head -c 120)"
-  fi
-done
+    echo "FAIL signal_resume_${o##*/sig_}: exit $rc, b's DONE $( [ -f "$o/b/DONE" ] && echo present || echo missing), final models $(cmp "$o/b/$final" "$tmp/sig_ref/b/$final" 2>&1 | head -c 120)"
+  fi >"$o.result"
+}
+resume_case "$tmp/sig_KILL_runner" & resume_case "$tmp/sig_HUP_make_group" & wait
+verdict "$tmp/sig_KILL_runner.result"
+verdict "$tmp/sig_HUP_make_group.result"
 echo "ablate: the signal checks took $((SECONDS - start)) s"
 
 # which GPUs, and how many at a time: plan-only, the fake GPUs; then the refusals, one line each

@@ -596,29 +596,38 @@ else
   # terminal), SIGKILL to make (the trainer's parent-death SIGHUP, which make train's setpriv asks for):
   # each time the trainer stops at its next step with a checkpoint, make exits 128 + the signal, and
   # nothing is left running; the killed run then resumes (-y 1) to the 4-step run's model bit for bit
+  # (without validation or the sample: -v 0 -s 0)
   start=$SECONDS
-  CPU_STEPS=4 TRAIN_OUT="$tmp/train_sig_ref" make -s train >"$tmp/train_sig_ref.log" 2>&1 ||
-    fail "make_train_signal: the uninterrupted 4-step run failed: $(grep -m1 error "$tmp/train_sig_ref.log")"
-  for c in TERM:make HUP:make_group KILL:make; do
-    sig=${c%%:*} to=${c#*:} o=$tmp/train_sig_${c/:/_}
-    setsid env --default-signal=HUP,INT,TERM CPU_STEPS=4 TRAIN_OUT="$o" make -s train >"$o.log" 2>&1 &
+  train_signal_case() { # SIG:to: the run, the signal once step 1 is logged, the verdict into $o.result
+    local sig=${1%%:*} to=${1#*:} o=$tmp/train_sig_${1/:/_} pid rc left at
+    setsid env --default-signal=HUP,INT,TERM CPU_STEPS=4 TRAIN_ARGS="-v 0 -s 0" TRAIN_OUT="$o" make -s train >"$o.log" 2>&1 &
     pid=$!
-    for _ in $(seq 600); do grep -q '^step 1/4' "$o.log" 2>/dev/null && break; sleep 0.05; done
+    for _ in $(seq 1200); do grep -q '^step 1/4' "$o.log" 2>/dev/null && break; sleep 0.05; done
     if [ "$to" = make_group ]; then kill -$sig -- -$pid; else kill -$sig $pid; fi
-    wait $pid
+    wait $pid 2>/dev/null # (quietly: bash would note the signal)
     rc=$?
     for _ in $(seq 300); do pgrep -f "$o" >/dev/null || break; sleep 0.1; done # the trainer ends its step first
     left=$(pgrep -f "$o" | wc -l)
     at=$(sed -n 's/^stopped by SIG[A-Z]* at step \([0-9]*\): checkpoint .*/\1/p' "$o/main.log" 2>/dev/null)
     if [ $rc = $((128 + $(kill -l "$sig"))) ] && [ "$left" = 0 ] && [ -n "$at" ] && [ "$at" -lt 4 ] && [ -f "$o/state_$(printf %08d "$at").bin" ]; then
-      pass "make_train_signal_${sig,,}_$to: SIG$sig to ${to/_/\'s } during step 2: exit $rc, the trainer stopped with a checkpoint at step $at, nothing left running"
+      echo "PASS make_train_signal_${sig,,}_$to: SIG$sig to ${to/_/\'s } during its run: exit $rc, the trainer stopped with a checkpoint at step $at, nothing left running"
     else
-      fail "make_train_signal_${sig,,}_$to: exit $rc (expected $((128 + $(kill -l "$sig")))), $left processes left, stopped at step '${at}': $(tail -n 2 "$o.log" | paste -sd' ' -)"
-    fi
+      echo "FAIL make_train_signal_${sig,,}_$to: exit $rc (expected $((128 + $(kill -l "$sig")))), $left processes left, stopped at step '${at}': $(tail -n 2 "$o.log" | paste -sd' ' -)"
+    fi >"$o.result"
     pkill -9 -f "$o" 2>/dev/null
+  }
+  # the uninterrupted run and the three cases at once
+  CPU_STEPS=4 TRAIN_ARGS="-v 0 -s 0" TRAIN_OUT="$tmp/train_sig_ref" make -s train >"$tmp/train_sig_ref.log" 2>&1 &
+  ref=$!
+  for c in TERM:make HUP:make_group KILL:make; do train_signal_case $c & done
+  wait $(jobs -p | grep -vx "$ref")
+  wait $ref || fail "make_train_signal: the uninterrupted 4-step run failed: $(grep -m1 error "$tmp/train_sig_ref.log")"
+  for c in TERM:make HUP:make_group KILL:make; do
+    line=$(cat "$tmp/train_sig_${c/:/_}.result" 2>/dev/null)
+    case $line in "PASS "*) pass "${line#PASS }" ;; *) fail "${line#FAIL }" ;; esac
   done
   o=$tmp/train_sig_KILL_make
-  CPU_STEPS=4 TRAIN_OUT="$o" TRAIN_ARGS="-y 1" make -s train >"$o.resume.log" 2>&1; rc=$?
+  CPU_STEPS=4 TRAIN_OUT="$o" TRAIN_ARGS="-v 0 -s 0 -y 1" make -s train >"$o.resume.log" 2>&1; rc=$?
   if [ $rc = 0 ] && cmp -s "$o/model_00000004.bin" "$tmp/train_sig_ref/model_00000004.bin"; then
     pass "make_train_signal_resume: after SIGKILL to make, TRAIN_ARGS=\"-y 1\" make train ends on the uninterrupted run's model, bit for bit"
   else
