@@ -2859,6 +2859,7 @@ static void carve_tensors(char* base, const TensorAlloc* list, void** const* slo
         }
         *slots[i] = list[i].count > 0 ? base + list[i].offset : NULL;
     }
+    TENSOR_RED_ZONES(base, list, names, n); // on the CPU runtime: the gap after each tensor (training_memory.h)
 }
 
 // Sets up everything on the device for a (checked) config: parameters (zero), gradients, AdamW

@@ -8,7 +8,8 @@ The CUDA headers themselves give the types, enums and declarations (cudaError_t,
 dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the functions:
   - memory: cudaMalloc'd memory sits between guard pages (an access past either end faults: the
     fault handler names the kernel, block and thread) and is filled with 0xFF, a NaN in fp32 and
-    bf16, so a read before any write shows up. cudaMallocHost memory is "pinned": asynchronous
+    bf16, so a read before any write shows up. Inside the trainer's activation allocations each
+    tensor is followed by a poisoned red zone, checked after every kernel (the red zones below). cudaMallocHost memory is "pinned": asynchronous
     copies read and write it when they execute, not when they are issued.
   - a device queue per stream: kernel launches, async copies and memsets, cuBLASLt matmuls and event
     records are queued on their stream and run only when the host synchronizes (cudaDeviceSynchronize,
@@ -79,6 +80,21 @@ README.
 
 #include "simt.h"
 
+// The trainer's activation allocations with a red zone after each tensor (the red zones below;
+// dev/trainer/training_memory.h's defaults are a GPU's: none). TENSOR_RED_ZONES expands where the
+// trainer carves a list of TensorAlloc (its offsets and sizes), after training_memory.h.
+#define TENSOR_RED_ZONE_BYTES 256
+#define TENSOR_RED_ZONES(base, list, names, n)                                                                   \
+    do {                                                                                                         \
+        for (int rz_ = 0; rz_ < (n); rz_++) {                                                                    \
+            if ((list)[rz_].count == 0) { continue; }                                                            \
+            const size_t rz_bytes_ = tensor_alloc_bytes(&(list)[rz_]);                                           \
+            cudacpu::red_zone_add((base) + (list)[rz_].offset + rz_bytes_,                                       \
+                                  qkv_round_up(rz_bytes_, TENSOR_ALIGN_BYTES) - rz_bytes_ + TENSOR_RED_ZONE_BYTES, \
+                                  (names)[rz_]);                                                                 \
+        }                                                                                                        \
+    } while (0)
+
 namespace cudacpu {
 
 // ---------------------------------------------------------------------------------------------
@@ -121,6 +137,49 @@ static const Allocation* find_allocation(const void* p, size_t n, uintptr_t* bas
 }
 static bool is_device(const void* p, size_t n) { const Allocation* a = find_allocation(p, n); return a && !a->pinned; }
 static bool is_pinned(const void* p, size_t n) { const Allocation* a = find_allocation(p, n); return a && a->pinned; }
+
+// ---------------------------------------------------------------------------------------------
+// red zones: the trainer carves its activations (and their gradients) from one allocation each, so
+// the guard pages around a cudaMalloc do not see a kernel that writes past one tensor into the next.
+// Here the layout leaves TENSOR_RED_ZONE_BYTES after each tensor (dev/trainer/training_memory.h),
+// TENSOR_RED_ZONES poisons the gap from the tensor's last byte on, and every kernel is followed by a
+// check of every gap: a byte written there names the kernel and the tensor, and becomes the sticky
+// cudaErrorLaunchFailure of the next sync. (A write that jumps over the gap, or one inside the
+// tensor's own span of layers, is not seen.)
+struct RedZone {
+    unsigned char* start; // the byte after the tensor's last
+    size_t bytes;         // to the next tensor's start
+    const char* tensor;
+};
+inline std::vector<RedZone> red_zones;
+static const unsigned char kRedZonePoison = 0xA5; // not 0xFF, what a fresh cudaMalloc holds
+static void red_zone_add(void* start, size_t bytes, const char* tensor) {
+    memset(start, kRedZonePoison, bytes);
+    red_zones.push_back({(unsigned char*)start, bytes, tensor});
+}
+// the zones inside [lo, hi) go with the allocation that held them (cudaFree)
+static void red_zones_drop(const unsigned char* lo, const unsigned char* hi) {
+    std::vector<RedZone> kept;
+    for (const RedZone& z : red_zones) {
+        if (z.start < lo || z.start >= hi) { kept.push_back(z); }
+    }
+    red_zones.swap(kept);
+}
+// after a kernel: the first zone written, reported with the kernel (and poisoned again, so that it
+// is reported once); false then
+static bool red_zones_intact(const char* kernel, int line) {
+    for (const RedZone& z : red_zones) {
+        for (size_t i = 0; i < z.bytes; i++) {
+            if (z.start[i] == kRedZonePoison) { continue; }
+            fprintf(stderr, "cuda-cpu: kernel %s (launched at train_gpt2.cu:%d) wrote past the end of tensor %s: %zu "
+                    "bytes after its last, into the red zone between it and the next tensor of its allocation\n",
+                    kernel, line, z.tensor, i);
+            memset(z.start, kRedZonePoison, z.bytes);
+            return false;
+        }
+    }
+    return true;
+}
 
 // ---------------------------------------------------------------------------------------------
 // errors
@@ -323,6 +382,7 @@ static void run_kernel(const char* name, int line, dim3 grid, dim3 block, size_t
         fprintf(stderr, "cuda-cpu: kernel error: %s\n", error.c_str());
         sticky_error = cudaErrorLaunchFailure;
     }
+    if (!red_zones.empty() && !red_zones_intact(name, line)) { sticky_error = cudaErrorLaunchFailure; }
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) becomes

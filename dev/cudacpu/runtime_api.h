@@ -164,6 +164,7 @@ static cudaError_t cudacpu_free(void* ptr, bool pinned) {
         return cudacpu::set_last(pinned ? cudaErrorInvalidValue : cudaErrorInvalidDevicePointer);
     }
     if (!pinned) { cudacpu::device_bytes_in_use -= it->second.bytes; }
+    cudacpu::red_zones_drop(it->second.map, it->second.map + it->second.map_len);
     munmap(it->second.map, it->second.map_len);
     cudacpu::allocations.erase(it);
     return cudacpu::check_sticky();

@@ -18,6 +18,15 @@ the trainer. Nothing here touches a GPU.
 #define PARAM_ALIGN_ELEMS 128
 // Each activation and activation-gradient tensor starts on a 256-byte boundary of its allocation.
 #define TENSOR_ALIGN_BYTES 256
+// Bytes left free after each of those tensors, a multiple of TENSOR_ALIGN_BYTES: none on a GPU. The
+// CPU runtime (dev/cudacpu/cuda_cpu.h, included before anything else there) leaves red zones and
+// poisons them (TENSOR_RED_ZONES, called where the trainer carves its allocations), so that a kernel
+// writing past its own tensor is caught, naming the kernel and the tensor, where on a GPU it would
+// silently corrupt the next tensor of the one allocation.
+#ifndef TENSOR_RED_ZONE_BYTES
+#define TENSOR_RED_ZONE_BYTES 0
+#define TENSOR_RED_ZONES(base, list, names, n) ((void)0)
+#endif
 
 static inline size_t qkv_round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -158,12 +167,14 @@ typedef struct {
 } TrainingMemory;
 
 // gives each tensor of a list its offset in one allocation (in list order, each rounded up to
-// TENSOR_ALIGN_BYTES; absent tensors take nothing); returns the allocation's size in bytes
+// TENSOR_ALIGN_BYTES, then TENSOR_RED_ZONE_BYTES; absent tensors take nothing); returns the
+// allocation's size in bytes
 static inline size_t tensor_list_layout(TensorAlloc* list, int n) {
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         list[i].offset = off;
-        off += qkv_round_up(tensor_alloc_bytes(&list[i]), TENSOR_ALIGN_BYTES);
+        if (list[i].count == 0) { continue; }
+        off += qkv_round_up(tensor_alloc_bytes(&list[i]), TENSOR_ALIGN_BYTES) + TENSOR_RED_ZONE_BYTES;
     }
     return off;
 }
