@@ -42,3 +42,16 @@ end_tree_with_me() {
     ) </dev/null >/dev/null 2>&1 & )
   export END_TREE_WITH_ME=$token
 }
+
+# verdict_of FILE: the one PASS or FAIL line a check run in the background (`&`, a subshell, which
+# cannot count into the caller's counters) wrote into FILE, through the caller's own pass or fail; a
+# missing or empty FILE is a FAIL
+verdict_of() {
+  local line
+  line=$(cat "$1" 2>/dev/null)
+  case $line in
+    "PASS "*) pass "${line#PASS }" ;;
+    "FAIL "*) fail "${line#FAIL }" ;;
+    *) fail "$1: the check wrote no verdict" ;;
+  esac
+}

@@ -22,6 +22,7 @@
 # the suite prints its time.
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh # verdict_of
 PY=${PYTHON:-/usr/bin/python3}
 fails=0
 pass() { echo "PASS ablate $*"; }
@@ -676,11 +677,6 @@ signal_case() { # SIG:to
   fi >"$o.result"
   pkill -9 -f "$o/" 2>/dev/null
 }
-verdict() { # result file: its line through pass or fail
-  local line
-  line=$(cat "$1" 2>/dev/null)
-  case $line in PASS\ *) pass "${line#PASS }" ;; *) fail "${line#FAIL }" ;; esac
-}
 # the uninterrupted job and three cases at a time (the jobs wait more than they compute)
 ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$tmp/sig_ref" >"$tmp/sig_ref.log" 2>&1 &
 ref=$!
@@ -690,7 +686,7 @@ for wave in 0 3; do
   wait $(jobs -p | grep -vx "$ref")
 done
 wait $ref || fail "signals: the uninterrupted job failed: $(grep -m1 'error\|failed' "$tmp/sig_ref.log")"
-for c in "${cases[@]}"; do verdict "$tmp/sig_${c/:/_}.result"; done
+for c in "${cases[@]}"; do verdict_of "$tmp/sig_${c/:/_}.result"; done
 resume_case() { # OUT: make ablate again finishes it; its verdict into $o.result
   local o=$1 rc
   ABLATE_DEVICE=cpu bash dev/ablate/ablate.sh "$tmp/sig.txt" "$o" >"$o.resume.log" 2>&1
@@ -703,8 +699,8 @@ resume_case() { # OUT: make ablate again finishes it; its verdict into $o.result
   fi >"$o.result"
 }
 resume_case "$tmp/sig_KILL_runner" & resume_case "$tmp/sig_HUP_make_group" & wait
-verdict "$tmp/sig_KILL_runner.result"
-verdict "$tmp/sig_HUP_make_group.result"
+verdict_of "$tmp/sig_KILL_runner.result"
+verdict_of "$tmp/sig_HUP_make_group.result"
 echo "ablate: the signal checks took $((SECONDS - start)) s"
 
 # which GPUs, and how many at a time: plan-only, the fake GPUs; then the refusals, one line each

@@ -7,6 +7,7 @@
 # small texts); about a minute.
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh # verdict_of
 PY=${PYTHON:-/usr/bin/python3}
 command -v "$PY" >/dev/null 2>&1 || PY=python3
 fails=0
@@ -622,10 +623,7 @@ else
   for c in TERM:make HUP:make_group KILL:make; do train_signal_case $c & done
   wait $(jobs -p | grep -vx "$ref")
   wait $ref || fail "make_train_signal: the uninterrupted 4-step run failed: $(grep -m1 error "$tmp/train_sig_ref.log")"
-  for c in TERM:make HUP:make_group KILL:make; do
-    line=$(cat "$tmp/train_sig_${c/:/_}.result" 2>/dev/null)
-    case $line in "PASS "*) pass "${line#PASS }" ;; *) fail "${line#FAIL }" ;; esac
-  done
+  for c in TERM:make HUP:make_group KILL:make; do verdict_of "$tmp/train_sig_${c/:/_}.result"; done
   o=$tmp/train_sig_KILL_make
   CPU_STEPS=4 TRAIN_OUT="$o" TRAIN_ARGS="-v 0 -s 0 -y 1" make -s train >"$o.resume.log" 2>&1; rc=$?
   if [ $rc = 0 ] && cmp -s "$o/model_00000004.bin" "$tmp/train_sig_ref/model_00000004.bin"; then

@@ -27,6 +27,7 @@
 # One "PASS nccl ..." / "FAIL nccl ..." line per check; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
+source dev/test/jobs.sh # verdict_of
 PY=${PYTHON:-/usr/bin/python3}
 fails=0
 pass() { echo "PASS nccl $*"; }
@@ -317,10 +318,7 @@ else
   planted no_query "a trainer that does not wait for the collectives' stream" \
     'const cudaError_t e = cudaStreamQuery(n->stream);' 'const cudaError_t e = cudaSuccess;' &
   wait
-  for name in no_wait no_query; do
-    line=$(cat "$tmp/$name.result" 2>/dev/null)
-    case $line in "PASS "*) pass "${line#PASS }" ;; *) fail "${line#FAIL }" ;; esac
-  done
+  for name in no_wait no_query; do verdict_of "$tmp/$name.result"; done
 fi
 
 echo "nccl: the suite took $((SECONDS - suite_start)) s"
