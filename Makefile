@@ -112,7 +112,7 @@ $(BUILD)/ptx/test_gpt2cu_%: test_gpt2.cu train_gpt2.cu $(MODEL_HEADERS) $(TEST_H
 # runtime dev/cudacpu/cuda_cpu.h: build/cudacpu/{test,train}_gpt2cu_<scheme>[_fp32]. No GPU needed.
 CUDACPU := $(BUILD)/cudacpu
 # Its trainers are NCCL builds whose NCCL is dev/cudacpu/nccl_cpu.h (processes of this machine).
-CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
+CUDACPU_DEPS := dev/cudacpu/cuda_cpu.h dev/cudacpu/simt.h dev/cudacpu/weak_memory.h dev/cudacpu/runtime_api.h dev/cudacpu/cublaslt_cpu.h \
                 dev/cudacpu/nccl_cpu.h $(MODEL_HEADERS)
 # (-Wno-unused-function: with a precompiled header g++ 12 reports every header's static functions that
 # a binary does not use, the test's unused trainer paths among them; without one it reported none)

@@ -26,8 +26,10 @@ dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the
     kernel, block and thread and becomes the sticky cudaErrorLaunchFailure of the next sync.
   - device properties of an H100 SXM (132 SMs, 227 KiB opt-in shared memory, ...).
   - kernels (simt.h): threads as fibers, several live CTAs, real barriers, warp collectives, the
-    PTX mma.sync m16n8k16 bf16 with the ISA's fragment layout, atomics and fences as points where
-    another CTA runs first.
+    PTX mma.sync m16n8k16 bf16 with the ISA's fragment layout, atomics as points where another CTA
+    runs first.
+  - weak memory (weak_memory.h): a CTA's stores are hidden from the other CTAs (they read NaN) until
+    a fence of its own, or the kernel's end.
   - cuBLASLt (cublaslt_cpu.h): a reference GEMM behind cuBLASLt's own API.
 
 CUDA_CPU_SCHEDULE=asc|desc|random|rotate (default rotate: launch k uses thread order and CTA order
@@ -361,6 +363,8 @@ static void profile_print() {
     double total = 0.0;
     for (const auto& r : rows) { total += r.second.seconds; }
     fprintf(stderr, "cuda-cpu profile: %.2f s in device work\n", total);
+    fprintf(stderr, "  weak memory: %lld pages tracked (a CTA's first write in a segment), %lld hidden at a segment's end\n",
+            weak::s.faults, weak::s.hidden_pages);
     for (const auto& r : rows) {
         fprintf(stderr, "  %8.3f s %7lld calls %12lld threads  %s\n", r.second.seconds, r.second.calls, r.second.threads, r.first.c_str());
     }
@@ -442,6 +446,7 @@ static inline void* dynamic_smem() { return cta().dyn_smem; }
 // ---------------------------------------------------------------------------------------------
 // faults: a guard page hit (out of bounds) or a fiber stack overflow, in a kernel or on the host
 static void on_fault(int sig, siginfo_t* si, void*) {
+    if (sig == SIGSEGV && weak::on_write_fault(si->si_addr)) { return; } // a first write in a segment, not a fault
     char msg[512];
     int n;
     if (fault_kernel != nullptr) {
@@ -694,16 +699,17 @@ static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __frcp_rn(float x) { return 1.0f / x; }
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 
-// atomics: another live CTA runs first, then the read-modify-write happens at once
-static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o + v; return o; }
-static inline int atomicAdd(int* p, int v) { cudacpu::cta_switch_point(); const int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); return o; }
-static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { cudacpu::cta_switch_point(); const unsigned long long o = *p; *p = o + v; return o; }
-static inline float atomicAdd(float* p, float v) { cudacpu::cta_switch_point(); const float o = *p; *p = o + v; return o; }
-static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o >= limit ? 0u : o + 1u; return o; }
-static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = v; return o; }
-static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (o == cmp) { *p = v; } return o; }
-static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (v > o) { *p = v; } return o; }
-static inline void __threadfence() { cudacpu::cta_switch_point(); }
+// atomics: another live CTA runs first, then the read-modify-write happens at once, visible to every
+// CTA (weak_memory.h); a fence makes the CTA's stores so far visible to the others
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o + v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline int atomicAdd(int* p, int v) { cudacpu::cta_switch_point(); const int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { cudacpu::cta_switch_point(); const unsigned long long o = *p; *p = o + v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline float atomicAdd(float* p, float v) { cudacpu::cta_switch_point(); const float o = *p; *p = o + v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o >= limit ? 0u : o + 1u; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (o == cmp) { *p = v; } cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (v > o) { *p = v; } cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+static inline void __threadfence() { cudacpu::threadfence(); }
 static inline void __threadfence_block() {}
 // a shared-memory pointer's 32-bit address for ldmatrix and cp.async (simt.h's window)
 static inline size_t __cvta_generic_to_shared(const void* p) { return (size_t)cudacpu::shared_window_addr(p); }

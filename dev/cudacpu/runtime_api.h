@@ -141,6 +141,8 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     a.pinned = false;
     memset(p, 0xFF, size); // a NaN in fp32 and bf16: what no kernel wrote reads as NaN
     cudacpu::allocations[(uintptr_t)p] = a;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    cudacpu::weak::region_add(a.map + page, a.map_len - 2 * page); // its pages between the guards: read-only in a launch
     cudacpu::device_bytes_in_use += size;
     *ptr = p;
     return cudaSuccess;
@@ -163,7 +165,10 @@ static cudaError_t cudacpu_free(void* ptr, bool pinned) {
     if (it == cudacpu::allocations.end() || it->second.pinned != pinned) {
         return cudacpu::set_last(pinned ? cudaErrorInvalidValue : cudaErrorInvalidDevicePointer);
     }
-    if (!pinned) { cudacpu::device_bytes_in_use -= it->second.bytes; }
+    if (!pinned) {
+        cudacpu::device_bytes_in_use -= it->second.bytes;
+        cudacpu::weak::region_drop(it->second.map + (size_t)sysconf(_SC_PAGESIZE));
+    }
     cudacpu::red_zones_drop(it->second.map, it->second.map + it->second.map_len);
     munmap(it->second.map, it->second.map_len);
     cudacpu::allocations.erase(it);

@@ -10,10 +10,11 @@ a CTA the scheduler always resumes the runnable thread that comes first in a pri
 others as the barriers allow, and a missing __syncthreads shows up as a wrong result.
 
 Several CTAs are live at once (kLiveCtas). The running CTA keeps the processor until its threads
-all wait or exit, or until one of them reaches an atomic or a fence: there the scheduler moves to
-another live CTA, so that a cross-block protocol (a ticket counter, a partial written after the
-ticket) interleaves with other blocks at exactly the points where it can go wrong. CTAs start in
-ascending, descending or random order (per launch).
+all wait or exit, or until one of them reaches an atomic: there the scheduler moves to another live
+CTA, so that a cross-block protocol (a ticket counter, a partial written after the ticket)
+interleaves with other blocks at exactly the points where it can go wrong. A __threadfence waits
+until no other thread of the CTA can run (weak_memory.h: then the CTA's stores so far become visible
+to the others). CTAs start in ascending, descending or random order (per launch).
 
 Checked (each ends the launch with a message naming the kernel, the block, the thread and
 train_gpt2.cu's line):
@@ -46,6 +47,8 @@ the issuing thread's own cp.async.wait_group / wait_all does, as on a GPU.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "weak_memory.h"
+
 // the running thread's coordinates, set by the scheduler at every switch. External linkage (inline
 // variables), so that the compiler must assume the context switch (an opaque call) changes them.
 inline uint3 threadIdx, blockIdx;
@@ -72,7 +75,7 @@ asm(".text\n"
     "    ret\n"
     ".size cudacpu_ctx_switch,.-cudacpu_ctx_switch\n");
 
-enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, DONE };
+enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, WAIT_FENCE, DONE };
 enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_SHFL_IDX = 5, OP_SYNCWARP = 6,
               OP_BALLOT = 7, OP_LDMATRIX = 8 };
 enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
@@ -116,6 +119,7 @@ struct Cta {
     std::vector<int> tid_of_rank, rank_of;
     uint64_t ready[kMaxThreads / 64];
     int block_arrived = 0, block_line = 0, done_count = 0;
+    int fence_waiting = 0; // threads at a __threadfence (threadfence below)
     std::vector<int> warp_arrived;
     std::vector<LaneOp> ops;
     std::vector<uint32_t> res_v;
@@ -490,8 +494,33 @@ static void syncthreads(int line) {
     switch_to_scheduler(); // the priority order decides who runs first after the barrier
 }
 
-// an atomic or a fence: another live CTA runs first (the running thread stays runnable)
+// __threadfence: the thread waits until no other thread of its CTA can run; then the fences of the
+// threads waiting take effect together (weak_memory.h: the CTA's stores so far become visible to other
+// CTAs) and they go on. So a fence comes after whatever the CTA's other threads can do before their
+// next wait, never between one thread's stores and another's fence: one thread's fence does not
+// publish the stores another thread makes after its own fence (the unit of weak_memory.h is the CTA).
+static void threadfence() {
+    weak::note_sync();
+    Cta& c = cta();
+    c.fibers[m.cur].state = WAIT_FENCE;
+    clear_ready(c, m.cur);
+    c.fence_waiting++;
+    wait_and_run_next();
+}
+static void fences_complete(Cta& c) {
+    weak::fence();
+    for (int t = 0; t < m.nthreads; t++) {
+        if (c.fibers[t].state == WAIT_FENCE) {
+            c.fibers[t].state = RUNNABLE;
+            set_ready(c, t);
+        }
+    }
+    c.fence_waiting = 0;
+}
+
+// an atomic: another live CTA runs first (the running thread stays runnable)
 static inline void cta_switch_point() {
+    weak::note_sync();
     m.yield_cta = true;
     switch_to_scheduler();
 }
@@ -596,6 +625,7 @@ static void cta_start(int slot, uint3 idx, size_t smem) {
     c.async_groups.assign(n, 0);
     c.block_arrived = 0;
     c.done_count = 0;
+    c.fence_waiting = 0;
     for (int t = 0; t < n; t++) {
         fiber_reset(c.fibers[t]);
         // CUDA's linear thread id: x fastest, then y, then z
@@ -667,6 +697,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         }
     }
     m.dyn_smem_bytes = smem;
+    weak::launch_begin(kLiveCtas, name);
     size_t next = 0;
     for (int s = 0; s < m.live_ctas && next < ctas; s++) { cta_start(s, cta_coord(seq[next++], grid), smem); }
     m.cur_cta = 0;
@@ -679,8 +710,13 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         }
         Cta& c = m.ctas[m.cur_cta];
         const int tid = pick_fiber(c);
+        if (tid < 0 && c.fence_waiting > 0) { // no thread but those at a fence can run
+            fences_complete(c);
+            continue;
+        }
         if (tid < 0) {
             if (c.done_count == n) { // finished: the next CTA of the grid takes the slot
+                weak::cta_exit(m.cur_cta);
                 c.live = false;
                 if (next < ctas) { cta_start(m.cur_cta, cta_coord(seq[next++], grid), smem); }
                 continue;
@@ -703,6 +739,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         blockIdx = c.idx;
         threadIdx = c.fibers[tid].tidx;
         m.switches++;
+        weak::enter(m.cur_cta);
         cudacpu_ctx_switch(&m.sched_sp, c.fibers[tid].sp);
         if (!m.error.empty()) { ok = false; break; }
         if (m.yield_cta) {
@@ -711,6 +748,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
             if (s >= 0) { m.cur_cta = s; }
         }
     }
+    weak::launch_end(name);
     for (int s = 0; s < kLiveCtas; s++) {
         Cta& c = m.ctas[s];
         c.live = false;
