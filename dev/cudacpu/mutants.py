@@ -7,7 +7,7 @@ test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run 
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
 with --check and those arguments; or the trainer itself (run: train_<stem> grad_accum), its step of
 several micro-steps against the reference's one batch (dev/test/grad_accum_check.py). The mutant is caught when the run fails: a FAIL line, a runtime error
-("cuda-cpu: ..."), a crash, or the time limit. Each distinct run is first made on the unmutated
+("cuda-cpu: ..."), a crash, or the time limit; the run ends at its first FAIL line. Each distinct run is first made on the unmutated
 source (a control, c01 ...), which must pass: otherwise a "caught" would mean nothing. A control runs
 the cudacpu suite's own binary of the unmutated source (build/cudacpu/test_gpt2cu_<stem> or
 build/cudacpu/lab_<op> or build/cudacpu/train_gpt2cu_<stem>, -O2, made here if missing or stale): the mutants' -O1 builds differ from it
@@ -96,6 +96,37 @@ def sh(cmd, log, timeout=None):
             return subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             return None
+
+
+def run_until_caught(cmd, log, timeout):
+    """cmd's output into log, its process group ended at the first FAIL line: a mutant is caught then,
+    and the rest of the run (most of a lab's shapes) would tell nothing more -> the exit status
+    (negative when ended here), None after timeout seconds"""
+    with open(log, "w") as f:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        timed_out = []
+
+        def end(why):
+            if why == "timeout":
+                timed_out.append(True)
+            try:
+                os.killpg(p.pid, 9)
+            except ProcessLookupError:
+                pass
+        timer = threading.Timer(timeout, end, ["timeout"])
+        timer.start()
+        try:
+            for line in p.stdout:
+                f.write(line.decode(errors="replace"))
+                if line.startswith(b"FAIL "):
+                    f.write("(mutants.py: the run ended at its first FAIL)\n")
+                    end("caught")
+                    break
+            p.stdout.close()
+            rc = p.wait()
+        finally:
+            timer.cancel()
+    return None if timed_out else rc
 
 
 # Every build: g++ -O1 (thrown away after the run), the runtime force-included through a precompiled
@@ -219,7 +250,11 @@ def run_mutant(m, source, manifest_rows):
     else:
         run_cmd = [binary, manifest] + (m["args"] or ["--fixtures-only"])
     log = os.path.join(d, "run.log")
-    rc = sh(["env"] + m["env"] + run_cmd, log, timeout=RUN_TIMEOUT_S)
+    if control:
+        rc = sh(["env"] + m["env"] + run_cmd, log, timeout=RUN_TIMEOUT_S)
+    else: # line-buffered, so that the first FAIL line arrives when it is printed
+        rc = run_until_caught(["env", "PYTHONUNBUFFERED=1"] + m["env"] + ["stdbuf", "-oL", "-eL"] + run_cmd, log,
+                              RUN_TIMEOUT_S)
     with open(log, errors="replace") as f:
         text = f.read()
     evidence = re.search(r"^(FAIL .*|cuda-cpu: .*|error: .*)$", text, re.M)
