@@ -142,7 +142,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     memset(p, 0xFF, size); // a NaN in fp32 and bf16: what no kernel wrote reads as NaN
     cudacpu::allocations[(uintptr_t)p] = a;
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    cudacpu::weak::region_add(a.map + page, a.map_len - 2 * page); // its pages between the guards: read-only in a launch
+    cudacpu::weak::region_add(a.map + page, a.map_len - 2 * page); // its pages between the guards, read-only (weak_memory.h)
     cudacpu::device_bytes_in_use += size;
     *ptr = p;
     return cudaSuccess;

@@ -711,6 +711,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         Cta& c = m.ctas[m.cur_cta];
         const int tid = pick_fiber(c);
         if (tid < 0 && c.fence_waiting > 0) { // no thread but those at a fence can run
+            weak::enter(m.cur_cta); // (its segment is open already: a thread of it just waited)
             fences_complete(c);
             continue;
         }
