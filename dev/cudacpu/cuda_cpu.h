@@ -701,14 +701,21 @@ static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 
 
 // atomics: another live CTA runs first, then the read-modify-write happens at once, visible to every
 // CTA (weak_memory.h); a fence makes the CTA's stores so far visible to the others
-static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o + v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline int atomicAdd(int* p, int v) { cudacpu::cta_switch_point(); const int o = *p; *p = (int)((unsigned int)o + (unsigned int)v); cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { cudacpu::cta_switch_point(); const unsigned long long o = *p; *p = o + v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline float atomicAdd(float* p, float v) { cudacpu::cta_switch_point(); const float o = *p; *p = o + v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = o >= limit ? 0u : o + 1u; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; *p = v; cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (o == cmp) { *p = v; } cudacpu::weak::atomic_done(p, sizeof *p); return o; }
-static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { cudacpu::cta_switch_point(); const unsigned int o = *p; if (v > o) { *p = v; } cudacpu::weak::atomic_done(p, sizeof *p); return o; }
+template <class T, class F> static inline T atomic_rmw(T* p, F next) {
+    cudacpu::cta_switch_point();
+    const T o = *p;
+    *p = next(o);
+    cudacpu::weak::atomic_done(p, sizeof *p);
+    return o;
+}
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { return atomic_rmw(p, [=](unsigned int o) { return o + v; }); }
+static inline int atomicAdd(int* p, int v) { return atomic_rmw(p, [=](int o) { return (int)((unsigned int)o + (unsigned int)v); }); }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return atomic_rmw(p, [=](unsigned long long o) { return o + v; }); }
+static inline float atomicAdd(float* p, float v) { return atomic_rmw(p, [=](float o) { return o + v; }); }
+static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) { return atomic_rmw(p, [=](unsigned int o) { return o >= limit ? 0u : o + 1u; }); }
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { return atomic_rmw(p, [=](unsigned int) { return v; }); }
+static inline unsigned int atomicCAS(unsigned int* p, unsigned int cmp, unsigned int v) { return atomic_rmw(p, [=](unsigned int o) { return o == cmp ? v : o; }); }
+static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { return atomic_rmw(p, [=](unsigned int o) { return v > o ? v : o; }); }
 static inline void __threadfence() { cudacpu::threadfence(); }
 static inline void __threadfence_block() {}
 // a shared-memory pointer's 32-bit address for ldmatrix and cp.async (simt.h's window)

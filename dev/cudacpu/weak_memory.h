@@ -45,6 +45,7 @@ CUDA_CPU_WEAK_MEMORY=0 turns it off (memory is then sequentially consistent).
 #include <string.h>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -72,7 +73,7 @@ struct State {
     bool on = true;
     bool active = false;               // a launch is running, tracked
     bool synced = false;               // it reached an atomic or a fence
-    std::unordered_map<const char*, bool> quiet; // kernels whose tracked launch reached neither
+    std::unordered_set<const char*> quiet; // kernels whose tracked launch reached neither
     std::vector<unsigned char*> host_written; // pages the host wrote since the last launch: writable
     std::map<uintptr_t, uintptr_t> regions; // device allocations' page spans [first, end), by first
     int owner = -1;                    // the CTA slot whose segment is open (only it has writable pages)
@@ -183,13 +184,29 @@ static void write_back(const HiddenPage& h) {
     for (size_t i = 0; i < kWords; i++) { w[i] = (w[i] & ~mask[i]) | (data[i] & mask[i]); }
 }
 
+// a CTA's buffer emptied: its pages were written back (its segment started) or are visible
+static void release(StoreBuffer& buf) {
+    for (const HiddenPage& h : buf) { s.spare_hidden.push_back(h.words); }
+    buf.clear();
+}
+// a CTA's hidden stores wait for the kernel's end, after those of the CTAs that exited before it
+static void retire(StoreBuffer& buf) {
+    s.finished.insert(s.finished.end(), buf.begin(), buf.end());
+    buf.clear();
+}
+// the open segment's saved copies given back (its pages stay as they are)
+static void forget_dirty() {
+    for (const DirtyPage& d : s.dirty) { s.spare_pages.push_back(d.saved); }
+    s.dirty.clear();
+    s.saved_of.clear();
+}
+
 // ends the open segment: the bytes of its pages that differ from what other CTAs see move to the
 // owner's store buffer, and memory shows kHidden there; every page is read-only again
 static void segment_end() {
     if (s.owner < 0) { return; }
     StoreBuffer& buf = s.buffers[(size_t)s.owner];
-    for (const HiddenPage& h : buf) { s.spare_hidden.push_back(h.words); } // written back at the segment's start
-    buf.clear();
+    release(buf); // written back at the segment's start: the pages hold them
     for (const DirtyPage& d : s.dirty) {
         if (memcmp(d.page, d.saved, kPage) != 0) {
             HiddenPage h{d.page, take(s.spare_hidden, 2 * kPage)};
@@ -205,11 +222,9 @@ static void segment_end() {
             s.hidden_pages++;
         }
         mprotect(d.page, kPage, PROT_READ);
-        s.spare_pages.push_back(d.saved);
     }
     for (unsigned char* page : s.published) { mprotect(page, kPage, PROT_READ); }
-    s.dirty.clear();
-    s.saved_of.clear();
+    forget_dirty();
     s.published.clear();
     s.owner = -1;
 }
@@ -230,15 +245,9 @@ static void enter(int slot) {
 // writable until the segment ends, visible.
 static void fence() {
     if (!s.active || s.owner < 0) { return; }
-    for (const DirtyPage& d : s.dirty) {
-        s.published.push_back(d.page);
-        s.spare_pages.push_back(d.saved);
-    }
-    s.dirty.clear();
-    s.saved_of.clear();
-    StoreBuffer& buf = s.buffers[(size_t)s.owner]; // written back at the segment's start, published now
-    for (const HiddenPage& h : buf) { s.spare_hidden.push_back(h.words); }
-    buf.clear();
+    for (const DirtyPage& d : s.dirty) { s.published.push_back(d.page); }
+    forget_dirty();
+    release(s.buffers[(size_t)s.owner]); // written back at the segment's start, published now
 }
 
 // an atomic changed [p, p + n) in memory: visible to every CTA at once, never hidden
@@ -249,14 +258,11 @@ static void atomic_done(const void* p, size_t n) {
     if (saved != nullptr) { memcpy(saved + (a - page), p, n); }
 }
 
-// the CTA in `slot` exited: its hidden stores wait for the kernel's end, after those of the CTAs
-// that exited before it
+// the CTA in `slot` exited
 static void cta_exit(int slot) {
     if (!s.active) { return; }
     if (s.owner == slot) { segment_end(); }
-    StoreBuffer& buf = s.buffers[(size_t)slot];
-    s.finished.insert(s.finished.end(), buf.begin(), buf.end());
-    buf.clear();
+    retire(s.buffers[(size_t)slot]);
 }
 
 // A kernel that reaches no atomic and no fence cannot hand data from one CTA to another within the
@@ -284,13 +290,10 @@ static void launch_end(const char* kernel) {
         s.synced = false;
         return;
     }
-    if (!s.synced) { s.quiet[kernel] = true; }
+    if (!s.synced) { s.quiet.insert(kernel); }
     segment_end();
     s.active = false;
-    for (StoreBuffer& buf : s.buffers) { // CTAs a failed launch left live
-        s.finished.insert(s.finished.end(), buf.begin(), buf.end());
-        buf.clear();
-    }
+    for (StoreBuffer& buf : s.buffers) { retire(buf); } // CTAs a failed launch left live
     for (const HiddenPage& h : s.finished) { // written as the host writes (without a fault each)
         mprotect(h.page, kPage, PROT_READ | PROT_WRITE);
         s.host_written.push_back(h.page);
