@@ -1550,7 +1550,7 @@ class Job:
         self.gpu_seen = False       # nvidia-smi listed its own process on its GPU at least once
         self.gpu_others = 0         # the most other processes nvidia-smi listed on its GPU at once
         self.echo_from = echo_from  # stdout.log's offset not yet echoed (one slot: the output is shown as it comes)
-        self.stopped = False        # sent SIGTERM at ABLATE_TIME_LIMIT: its exit is a stop, not a failure
+        self.stopped = False        # sent SIGTERM at ABLATE_TIME_LIMIT: its exit is a stop, not a failure (unless 0)
 
 
 def where_text(slot):
@@ -1782,25 +1782,15 @@ def run_queue(cfg, plan, out, device, queue, predicted=None):
                 info("ABLATE_TIME_LIMIT=%d reached: stopping run%s %s (each writes a checkpoint; not done)" % (
                     plan["limit_s"], "" if len(jobs) == 1 else "s", ", ".join(j.label for j in jobs)))
                 for j in jobs:
-                    j.stopped = True
-                    try:
-                        j.proc.terminate()
-                    except OSError:
-                        pass
+                    stop_at_deadline(j)
                 left.extend(queue)
                 del queue[:]
             busy1, me1 = core_busy(), runner_cpu()
             ended, spent = [], {}
             for j in jobs:
-                pid, status, usage = os.wait4(j.proc.pid, os.WNOHANG)
-                if pid:  # its whole CPU time, exactly (RUSAGE_CHILDREN now holds it too)
-                    j.proc.returncode = os.waitstatus_to_exitcode(status)
-                    j.t1 = now
-                    total = usage.ru_utime + usage.ru_stime
+                total = reap(j, now)
+                if j.proc.returncode is not None:
                     ended.append(j)
-                else:
-                    total = process_cpu(j.proc.pid)
-                    total = j.cpu_seen if total is None else total
                 spent[j], j.cpu_seen = max(0.0, total - j.cpu_seen), total
             ended_cpu = sum(j.cpu_seen for j in ended)
             count_load(jobs, spent, busy0, busy1, max(0.0, me1 - me0 - ended_cpu))
@@ -1817,7 +1807,7 @@ def run_queue(cfg, plan, out, device, queue, predicted=None):
             for j in ended:
                 jobs.remove(j)
                 free.append(j.slot)
-                if j.stopped:
+                if stopped_by_deadline(j):
                     left.append(j.unit)
                     info("run %s stopped at the time limit (exit %d; %s holds its checkpoint)" % (
                         j.label, j.proc.returncode, j.folder))
@@ -1846,6 +1836,36 @@ def run_queue(cfg, plan, out, device, queue, predicted=None):
     if failed:
         die(failed[0] + ("" if len(failed) == 1 else " (and %d more: %s)" % (len(failed) - 1, "; ".join(failed[1:]))))
     return left
+
+
+def stop_at_deadline(job):
+    """SIGTERM to a run still training at ABLATE_TIME_LIMIT (it ends its step, writes a checkpoint and exits
+    128 + 15). Through os.kill, not Popen.terminate: terminate polls first, and would reap a run that ended
+    in the last tick, whose exit status and CPU time only reap's wait4 may take (a zombie's PID is not
+    reused, so the signal cannot reach another process)"""
+    job.stopped = True
+    try:
+        os.kill(job.proc.pid, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def stopped_by_deadline(job):
+    """an ended run that stop_at_deadline's SIGTERM stopped (kept for the next call); one that exited 0
+    had finished as the deadline came, and is done"""
+    return job.stopped and job.proc.returncode != 0
+
+
+def reap(job, now):
+    """the job's CPU seconds so far; when it has exited, also its exit status (job.proc.returncode) and its
+    end (job.t1), with its whole CPU time, exactly (RUSAGE_CHILDREN now holds it too)"""
+    pid, status, usage = os.wait4(job.proc.pid, os.WNOHANG)
+    if pid:
+        job.proc.returncode = os.waitstatus_to_exitcode(status)
+        job.t1 = now
+        return usage.ru_utime + usage.ru_stime
+    total = process_cpu(job.proc.pid)
+    return job.cpu_seen if total is None else total
 
 
 def head_diagnostics(cfg, plan, out, device):

@@ -1194,7 +1194,9 @@ stage_ablate() { # config
     row "$what" PART "$(stage_secs) s, $n_done of $n_all runs done (the next call trains the rest: $(grep -c '^ablate: not started\|stopped at the time limit' "$LOG/${CUR_STAGE}.log") not started or stopped)"
     [ -f "$keep/table.md" ] && note <"$keep/table.md"
   else
-    row "$what" FAIL "exit $rc, $n_done of ${n_all:-?} runs done: $(grep -m1 '^ablate:.*\(error\|failed\|exited\|expected\|HINT\)' "$LOG/${CUR_STAGE}.log" | cut -c1-110)"
+    # the runner's error line, or else the log's last line (a traceback's, a report.py error)
+    row "$what" FAIL "exit $rc, $n_done of ${n_all:-?} runs done: $({ grep -m1 '^ablate:.*\(error\|failed\|exited\|expected\|HINT\)' "$LOG/${CUR_STAGE}.log" ||
+      tail -n 1 "$LOG/${CUR_STAGE}.log"; } | cut -c1-110)"
   fi
 }
 stage_ablate_shared_projections() { stage_ablate shared_projections; }

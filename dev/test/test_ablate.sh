@@ -992,6 +992,37 @@ if [ $rc -eq 0 ] && [ -f "$tmp/stop/standard/seed_1338/DONE" ] && grep -q '^abla
 else
   fail "time_limit_resume: exit $rc: $(grep -m2 '^ablate: run\|error' "$tmp/stop2.log" | paste -sd' ' -)"
 fi
+# (4) a run that ends in the scheduler's last tick before the deadline: the deadline's SIGTERM must not
+# reap it (Popen.terminate polls first; the scheduler's wait4 then failed with "No child processes" and
+# the runner with a traceback, seen once in CI), and its exit 0 makes it done, not stopped
+out_race=$("$PY" - <<'EOF' 2>&1
+import subprocess, sys, time
+sys.path.insert(0, "dev/ablate")
+import ablate
+class Job:
+    pass
+j = Job()
+j.proc, j.stopped, j.cpu_seen = subprocess.Popen(["true"]), False, 0.0
+for _ in range(500):  # until it has exited and is not yet reaped (a zombie)
+    with open("/proc/%d/stat" % j.proc.pid) as f:
+        if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+    time.sleep(0.01)
+ablate.stop_at_deadline(j)
+try:
+    ablate.reap(j, time.time())
+except ChildProcessError as e:
+    sys.exit("reaped before the scheduler's wait4: %s" % e)
+if j.proc.returncode != 0 or ablate.stopped_by_deadline(j):
+    sys.exit("exit %s, stopped by the deadline: %s (expected exit 0, done)" % (j.proc.returncode, ablate.stopped_by_deadline(j)))
+print("ok")
+EOF
+)
+if [ "$out_race" = ok ]; then
+  pass "time_limit_run_ends_at_deadline: a run that exited just before the deadline's SIGTERM is reaped by the scheduler (exit 0) and counted done, not stopped"
+else
+  fail "time_limit_run_ends_at_deadline: $out_race"
+fi
 out_bad=$(ABLATE_TIME_LIMIT=0 ABLATE_PLAN_ONLY=1 bash dev/ablate/ablate.sh dev/ablate/toy.txt "$tmp/tl0" 2>&1)
 if [ $? -eq 1 ] && grep -q '^ablate: ABLATE_TIME_LIMIT=0: out of range (expected 1 to' <<<"$out_bad"; then
   pass "time_limit_refused: ABLATE_TIME_LIMIT=0 refused in one line"

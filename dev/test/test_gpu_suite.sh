@@ -330,8 +330,8 @@ chmod +x "$fake_bin"/*
 # ---------------------------------------------------------------- an ablation over two calls, for real
 # (issue 54) The ablate_residual_query stage in a copy of the repository whose residual_query.txt is the
 # toy config at 3 seeds (Austen, CPU trainers: ABLATE_TEST_FAKE_GPUS=1 schedules them over the fake GPU,
-# about 3 s a run): call 1, cut by --time-limit 130 (a resumable stage starts with 120 s left) less 117 s
-# for the report (ABLATE_TIME_LIMIT about 12 s, a few runs' worth), keeps the runs it finished and is PART; --record-times copies them into the results folder; call 2, a fresh LOG_DIR with only that
+# about 3 s a run): call 1, cut by --time-limit 130 (a resumable stage starts with 120 s left) less 110 s
+# for the report (ABLATE_TIME_LIMIT about 20 s, a few runs' worth), keeps the runs it finished and is PART; --record-times copies them into the results folder; call 2, a fresh LOG_DIR with only that
 # folder (the next session), puts them back, trains exactly the rest and passes, the table whole.
 # It trains for about a minute on one core, so it runs in the background beside the sections after the
 # fake GPU's set-up (its own folders under $tmp; the binaries it makes are up to date by then), and its
@@ -356,7 +356,7 @@ ablate_two_calls() {
     (cd "$ab_repo" && PATH="$fake_bin:$PATH" ABLATE_TEST_FAKE_GPUS=1 PYTHON=/usr/bin/python3 GPU_SUITE_PASSES="$tmp/ab_passes.tsv" \
        GPU_SUITE_TIMES="$tmp/ab_times.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/ab_results" bash dev/test/gpu_suite.sh "$@" "$tmp/$log" ablate_residual_query 2>&1)
   }
-  ab1=$(GPU_SUITE_ABLATE_REPORT_S=117 ab_call ab1 --time-limit 130); rc1=$?
+  ab1=$(GPU_SUITE_ABLATE_REPORT_S=110 ab_call ab1 --time-limit 130); rc1=$?
   n1=$(find "$tmp/ab1/ablate_residual_query" -name DONE 2>/dev/null | wc -l)
   (cd "$ab_repo" && GPU_SUITE_PASSES="$tmp/ab_passes.tsv" GPU_SUITE_TIMES="$tmp/ab_times.tsv" GPU_SUITE_ABLATE_RESULTS="$tmp/ab_results" \
      bash dev/test/gpu_suite.sh --record-times "$tmp/ab1" >"$tmp/ab_rec.txt" 2>&1)
