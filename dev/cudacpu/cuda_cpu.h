@@ -9,7 +9,8 @@ dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the
   - memory: cudaMalloc'd memory sits between guard pages (an access past either end faults: the
     fault handler names the kernel, block and thread) and is filled with 0xFF, a NaN in fp32 and
     bf16, so a read before any write shows up. Inside the trainer's activation allocations each
-    tensor is followed by a poisoned red zone, checked after every kernel (the red zones below).
+    tensor is followed by a poisoned red zone, inside its parameter-side buffers by a zero one, each
+    checked after every kernel (the red zones below).
     cudaMallocHost memory is "pinned": asynchronous copies read and write it when they execute, not
     when they are issued.
   - a device queue per stream: kernel launches, async copies and memsets, cuBLASLt matmuls and event
@@ -97,6 +98,14 @@ README.
                                   (names)[rz_]);                                                                 \
         }                                                                                                        \
     } while (0)
+// The parameter-side buffers (parameters, gradients, AdamW's m and v, master weights) with a red zone
+// of PARAM_RED_ZONE_ELEMS elements after each tensor. PARAM_RED_ZONES expands where the trainer
+// allocates one, after parameters.h: the buffer at base holds elements lo..hi of the model's layout (a
+// ZeRO shard for m, v and the master weights).
+#define PARAM_RED_ZONE_ELEMS 128
+#define PARAM_RED_ZONES(base, elem_bytes, lo, hi, model, buffer)                                                     \
+    cudacpu::param_red_zones((unsigned char*)(base), (elem_bytes), (lo), (hi), (model)->param_sizes,                \
+                             (model)->param_offsets, param_tensor_names, NUM_PARAMETER_TENSORS, PARAM_ALIGN_ELEMS, (buffer))
 
 namespace cudacpu {
 
@@ -149,16 +158,36 @@ static bool is_pinned(const void* p, size_t n) { const Allocation* a = find_allo
 // check of every gap: a byte written there names the kernel and the tensor, and becomes the sticky
 // cudaErrorLaunchFailure of the next sync. (A write that jumps over the gap, or one inside the
 // tensor's own span of layers, is not seen.)
+// The parameter-side buffers get PARAM_RED_ZONE_ELEMS elements after each tensor (PARAM_RED_ZONES),
+// watched the same way, but they hold zeros, not poison: every gap of those buffers must stay zero,
+// since the gradient norm and the all-reduce read the gradients' flat buffer, and the parameters and
+// master weights are copied into each other over a shard's flat range. A stray write of zero is
+// therefore not seen there.
 struct RedZone {
     unsigned char* start; // the byte after the tensor's last
     size_t bytes;         // to the next tensor's start
-    const char* tensor;
+    std::string tensor;
+    unsigned char fill;   // what it holds while intact
 };
 inline std::vector<RedZone> red_zones;
 static const unsigned char kRedZonePoison = 0xA5; // not 0xFF, what a fresh cudaMalloc holds
-static void red_zone_add(void* start, size_t bytes, const char* tensor) {
-    memset(start, kRedZonePoison, bytes);
-    red_zones.push_back({(unsigned char*)start, bytes, tensor});
+static void red_zone_add(void* start, size_t bytes, const std::string& tensor, unsigned char fill = kRedZonePoison) {
+    memset(start, fill, bytes);
+    red_zones.push_back({(unsigned char*)start, bytes, tensor, fill});
+}
+// PARAM_RED_ZONES: the zone after each present tensor i (from its last element to the next tensor's
+// first), the part of it inside lo..hi, zero
+static void param_red_zones(unsigned char* base, size_t elem_bytes, size_t lo, size_t hi, const size_t* sizes,
+                            const size_t* offsets, const char* const* names, int n, size_t align, const char* buffer) {
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == 0) { continue; }
+        size_t first = offsets[i] + sizes[i], end = offsets[i] + (sizes[i] + align - 1) / align * align + PARAM_RED_ZONE_ELEMS;
+        first = std::max(first, lo);
+        end = std::min(end, hi);
+        if (first >= end) { continue; }
+        red_zone_add(base + (first - lo) * elem_bytes, (end - first) * elem_bytes,
+                     std::string(names[i]) + " (" + buffer + ")", 0);
+    }
 }
 // the zones inside [lo, hi) go with the allocation that held them (cudaFree)
 static void red_zones_drop(const unsigned char* lo, const unsigned char* hi) {
@@ -168,23 +197,24 @@ static void red_zones_drop(const unsigned char* lo, const unsigned char* hi) {
     }
     red_zones.swap(kept);
 }
-// after a kernel: the first zone written, reported with the kernel (and poisoned again, so that it
-// is reported once); false then
+// after a kernel: the first zone written, reported with the kernel (and filled again, so that it is
+// reported once); false then
 static bool red_zones_intact(const char* kernel, int line) {
-    static unsigned char poison[4096]; // what an intact zone holds, compared a block at a time
-    if (poison[0] != kRedZonePoison) { memset(poison, kRedZonePoison, sizeof(poison)); }
+    static unsigned char blocks[2][4096]; // what an intact zone holds (poison, zeros), compared a block at a time
+    if (blocks[0][0] != kRedZonePoison) { memset(blocks[0], kRedZonePoison, sizeof(blocks[0])); }
     for (const RedZone& z : red_zones) {
+        const unsigned char* intact_block = blocks[z.fill == kRedZonePoison ? 0 : 1];
         bool intact = true;
-        for (size_t at = 0; at < z.bytes && intact; at += sizeof(poison)) {
-            intact = memcmp(z.start + at, poison, std::min(sizeof(poison), z.bytes - at)) == 0;
+        for (size_t at = 0; at < z.bytes && intact; at += sizeof(blocks[0])) {
+            intact = memcmp(z.start + at, intact_block, std::min(sizeof(blocks[0]), z.bytes - at)) == 0;
         }
         if (intact) { continue; }
         for (size_t i = 0; i < z.bytes; i++) {
-            if (z.start[i] == kRedZonePoison) { continue; }
+            if (z.start[i] == z.fill) { continue; }
             fprintf(stderr, "cuda-cpu: kernel %s (launched at train_gpt2.cu:%d) wrote past the end of tensor %s: %zu "
                     "bytes after its last, into the red zone between it and the next tensor of its allocation\n",
-                    kernel, line, z.tensor, i);
-            memset(z.start, kRedZonePoison, z.bytes);
+                    kernel, line, z.tensor.c_str(), i);
+            memset(z.start, z.fill, z.bytes);
             return false;
         }
     }

@@ -27,6 +27,15 @@ the trainer. Nothing here touches a GPU.
 #define TENSOR_RED_ZONE_BYTES 0
 #define TENSOR_RED_ZONES(base, list, names, n) ((void)0)
 #endif
+// Elements left free after each parameter tensor, in the parameters, gradients, AdamW moments and
+// master weights alike, a multiple of PARAM_ALIGN_ELEMS: none on a GPU. The CPU runtime leaves them
+// and watches that they stay zero (PARAM_RED_ZONES, where the trainer allocates those buffers), so that
+// a kernel writing past the last layer of a parameter tensor is caught there too.
+#ifndef PARAM_RED_ZONE_ELEMS
+#define PARAM_RED_ZONE_ELEMS 0
+#define PARAM_RED_ZONES(base, elem_bytes, lo, hi, model, buffer) ((void)0)
+#endif
+static_assert(PARAM_RED_ZONE_ELEMS % PARAM_ALIGN_ELEMS == 0, "parameter tensors start every PARAM_ALIGN_ELEMS elements");
 
 static inline size_t qkv_round_up(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
@@ -36,15 +45,16 @@ static inline int qkv_fused_attention_available(int head_dim, int bf16) {
 }
 
 // The device layout of the parameters: sizes (elements, 0 for absent tensors) and offsets
-// (elements), each tensor padded to PARAM_ALIGN_ELEMS. Returns the padded total, the element count
-// of each parameter-side buffer (parameters, gradients, m, v, master weights).
+// (elements), each tensor padded to PARAM_ALIGN_ELEMS (then PARAM_RED_ZONE_ELEMS; absent tensors take
+// nothing). Returns the padded total, the element count of each parameter-side buffer (parameters,
+// gradients, m, v, master weights).
 static inline size_t gpt2_param_layout(const GPT2Config* c, size_t sizes[NUM_PARAMETER_TENSORS],
                                        size_t offsets[NUM_PARAMETER_TENSORS]) {
     fill_param_sizes(c, sizes);
     size_t off = 0;
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         offsets[i] = off;
-        off += qkv_round_up(sizes[i], PARAM_ALIGN_ELEMS);
+        off += sizes[i] > 0 ? qkv_round_up(sizes[i], PARAM_ALIGN_ELEMS) + PARAM_RED_ZONE_ELEMS : 0;
     }
     return off;
 }
