@@ -2910,15 +2910,7 @@ static void gpt2_build_sharded(GPT2* model, const GPT2Config* config, int B, int
         model->master_memory = (float*)device_malloc(master_bytes, "fp32 master weights");
         cudaCheck(cudaMemset(model->master_memory, 0, master_bytes));
     }
-    // on the CPU runtime: the zeros after each tensor, watched (training_memory.h); m, v and the master
-    // weights hold the shard opt_lo..opt_hi
-    PARAM_RED_ZONES(model->params_memory, sizeof(floatX), 0, model->num_parameters_padded, model, "parameters");
-    PARAM_RED_ZONES(model->grads_memory, sizeof(float), 0, model->num_parameters_padded, model, "parameter gradients");
-    PARAM_RED_ZONES(model->m_memory, sizeof(float), model->opt_lo, model->opt_hi, model, "AdamW m");
-    PARAM_RED_ZONES(model->v_memory, sizeof(float), model->opt_lo, model->opt_hi, model, "AdamW v");
-    if (master_bytes > 0) {
-        PARAM_RED_ZONES(model->master_memory, sizeof(float), model->opt_lo, model->opt_hi, model, "fp32 master weights");
-    }
+    PARAM_RED_ZONES(model); // on the CPU runtime: the zeros after each tensor, watched (training_memory.h)
     for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
         const int present = model->param_sizes[i] > 0;
         model->params[i] = present ? model->params_memory + model->param_offsets[i] : NULL;

@@ -99,13 +99,25 @@ README.
         }                                                                                                        \
     } while (0)
 // The parameter-side buffers (parameters, gradients, AdamW's m and v, master weights) with a red zone
-// of PARAM_RED_ZONE_ELEMS elements after each tensor. PARAM_RED_ZONES expands where the trainer
-// allocates one, after parameters.h: the buffer at base holds elements lo..hi of the model's layout (a
-// ZeRO shard for m, v and the master weights).
+// of PARAM_RED_ZONE_ELEMS elements after each tensor. PARAM_RED_ZONES expands where the trainer has
+// allocated them (a GPT2*, after parameters.h); m, v and the master weights hold the elements
+// opt_lo..opt_hi of the layout (a ZeRO shard), the others all of it.
 #define PARAM_RED_ZONE_ELEMS 128
-#define PARAM_RED_ZONES(base, elem_bytes, lo, hi, model, buffer)                                                     \
-    cudacpu::param_red_zones((unsigned char*)(base), (elem_bytes), (lo), (hi), (model)->param_sizes,                \
-                             (model)->param_offsets, param_tensor_names, NUM_PARAMETER_TENSORS, PARAM_ALIGN_ELEMS, (buffer))
+#define PARAM_RED_ZONES(model)                                                                                   \
+    do {                                                                                                         \
+        const auto* rz_m_ = (model);                                                                             \
+        auto rz_add_ = [&](const void* base, size_t elem_bytes, size_t lo, size_t hi, const char* buffer) {     \
+            cudacpu::param_red_zones((unsigned char*)base, elem_bytes, lo, hi, rz_m_->param_sizes, rz_m_->param_offsets, \
+                                     param_tensor_names, NUM_PARAMETER_TENSORS, PARAM_ALIGN_ELEMS, buffer);      \
+        };                                                                                                       \
+        rz_add_(rz_m_->params_memory, sizeof(*rz_m_->params_memory), 0, rz_m_->num_parameters_padded, "parameters"); \
+        rz_add_(rz_m_->grads_memory, sizeof(float), 0, rz_m_->num_parameters_padded, "parameter gradients");     \
+        rz_add_(rz_m_->m_memory, sizeof(float), rz_m_->opt_lo, rz_m_->opt_hi, "AdamW m");                        \
+        rz_add_(rz_m_->v_memory, sizeof(float), rz_m_->opt_lo, rz_m_->opt_hi, "AdamW v");                        \
+        if (rz_m_->master_memory != NULL) {                                                                      \
+            rz_add_(rz_m_->master_memory, sizeof(float), rz_m_->opt_lo, rz_m_->opt_hi, "fp32 master weights");   \
+        }                                                                                                        \
+    } while (0)
 
 namespace cudacpu {
 

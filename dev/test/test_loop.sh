@@ -296,11 +296,11 @@ echo "loop before-the-first-step checks took $((SECONDS - t0)) s"
 sig_common=(-e "$FIX" "${DATA[@]}" -b 4 -t 32 -x 400 -v 50 -m 1 -s 100 -g 8 -l 1e-3 -u 5 -q 0.1 -c 0.1)
 # starts the trainer in the background ($pid), waits for a step line past 20 in FILE (or one that
 # matches WAIT_STEP_RE). Through exec
-# with SIGINT at its default: a script's background job starts with SIGINT ignored, which the
-# trainer (rightly) keeps.
+# with SIGINT and SIGHUP at their defaults: a script's background job starts with SIGINT ignored,
+# and `make test` under nohup with SIGHUP ignored, which the trainer (rightly) keeps.
 start_and_wait() { # OUTFILE args...
     local out=$1; shift
-    "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+    "$PY" -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); signal.signal(signal.SIGHUP, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
         "$BIN" "$@" > "$out" 2>&1 &
     pid=$!
     for _ in $(seq 1 1000); do grep -q "${WAIT_STEP_RE:-^step [2-9][0-9]/}" "$out" 2>/dev/null && return 0; kill -0 $pid 2>/dev/null || return 1; sleep 0.01; done

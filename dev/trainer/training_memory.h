@@ -29,11 +29,11 @@ the trainer. Nothing here touches a GPU.
 #endif
 // Elements left free after each parameter tensor, in the parameters, gradients, AdamW moments and
 // master weights alike, a multiple of PARAM_ALIGN_ELEMS: none on a GPU. The CPU runtime leaves them
-// and watches that they stay zero (PARAM_RED_ZONES, where the trainer allocates those buffers), so that
+// and watches that they stay zero (PARAM_RED_ZONES, once the trainer has allocated them), so that
 // a kernel writing past the last layer of a parameter tensor is caught there too.
 #ifndef PARAM_RED_ZONE_ELEMS
 #define PARAM_RED_ZONE_ELEMS 0
-#define PARAM_RED_ZONES(base, elem_bytes, lo, hi, model, buffer) ((void)0)
+#define PARAM_RED_ZONES(model) ((void)0)
 #endif
 static_assert(PARAM_RED_ZONE_ELEMS % PARAM_ALIGN_ELEMS == 0, "parameter tensors start every PARAM_ALIGN_ELEMS elements");
 
