@@ -108,7 +108,7 @@ README.
         const auto* rz_m_ = (model);                                                                             \
         auto rz_add_ = [&](const void* base, size_t elem_bytes, size_t lo, size_t hi, const char* buffer) {     \
             cudacpu::param_red_zones((unsigned char*)base, elem_bytes, lo, hi, rz_m_->param_sizes, rz_m_->param_offsets, \
-                                     param_tensor_names, NUM_PARAMETER_TENSORS, PARAM_ALIGN_ELEMS, buffer);      \
+                                     rz_m_->num_parameters_padded, param_tensor_names, NUM_PARAMETER_TENSORS, buffer); \
         };                                                                                                       \
         rz_add_(rz_m_->params_memory, sizeof(*rz_m_->params_memory), 0, rz_m_->num_parameters_padded, "parameters"); \
         rz_add_(rz_m_->grads_memory, sizeof(float), 0, rz_m_->num_parameters_padded, "parameter gradients");     \
@@ -187,15 +187,15 @@ static void red_zone_add(void* start, size_t bytes, const std::string& tensor, u
     memset(start, fill, bytes);
     red_zones.push_back({(unsigned char*)start, bytes, tensor, fill});
 }
-// PARAM_RED_ZONES: the zone after each present tensor i (from its last element to the next tensor's
-// first), the part of it inside lo..hi, zero
+// PARAM_RED_ZONES: the zone after each present tensor i, from its last element to where the next
+// tensor starts (an absent tensor takes nothing, so that is offsets[i + 1]; after the last, the
+// layout's total), the part of it inside lo..hi, zero
 static void param_red_zones(unsigned char* base, size_t elem_bytes, size_t lo, size_t hi, const size_t* sizes,
-                            const size_t* offsets, const char* const* names, int n, size_t align, const char* buffer) {
+                            const size_t* offsets, size_t total, const char* const* names, int n, const char* buffer) {
     for (int i = 0; i < n; i++) {
         if (sizes[i] == 0) { continue; }
-        size_t first = offsets[i] + sizes[i], end = offsets[i] + (sizes[i] + align - 1) / align * align + PARAM_RED_ZONE_ELEMS;
-        first = std::max(first, lo);
-        end = std::min(end, hi);
+        const size_t first = std::max(offsets[i] + sizes[i], lo);
+        const size_t end = std::min(i + 1 < n ? offsets[i + 1] : total, hi);
         if (first >= end) { continue; }
         red_zone_add(base + (first - lo) * elem_bytes, (end - first) * elem_bytes,
                      std::string(names[i]) + " (" + buffer + ")", 0);
