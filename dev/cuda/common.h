@@ -64,6 +64,7 @@ typedef struct {
     const char* check;           // what --check, --bench and --quick run (-h); NULL: the general line
     const char* bench;
     const char* quick;
+    const char* large;           // what --large runs (the attention labs); NULL: no --large
 } LabSpec;
 
 typedef struct {
@@ -75,6 +76,7 @@ typedef struct {
     unsigned long long seed;
     int check, bench;
     int quick;                   // --check on the lab's short list of shapes (implies --check)
+    int large;                   // --large (LabSpec.large): the far end of the largest shape, instead of --check
 } LabArgs;
 
 #define LAB_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0]))) // the rows of a static table
@@ -122,6 +124,7 @@ static void lab_usage(const LabArgs* a) {
     printf("  --quick       %s\n", spec->quick ? spec->quick
            : "--check on a short list of shapes that still reaches every code path at the trainer's widths\n"
              "                (for dev/cudacpu, the CPU runtime; implies --check)");
+    if (spec->large) { printf("  --large       %s\n", spec->large); }
     printf("With neither --check nor --bench: both. Without a CUDA device: one SKIP line, exit 0.\n");
 }
 
@@ -144,7 +147,7 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
     a->version = 0;
     a->scheme = -1;
     a->seed = 1337;
-    a->check = a->bench = a->quick = 0;
+    a->check = a->bench = a->quick = a->large = 0;
     int have_version = 0;
     for (int i = 1; i < argc; i++) {
         const char* arg = argv[i];
@@ -152,6 +155,7 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
         if (strcmp(arg, "--check") == 0) { a->check = 1; continue; }
         if (strcmp(arg, "--bench") == 0) { a->bench = 1; continue; }
         if (strcmp(arg, "--quick") == 0) { a->quick = a->check = 1; continue; }
+        if (spec->large && strcmp(arg, "--large") == 0) { a->large = 1; continue; }
         const int is_seed = strcmp(arg, "--seed") == 0, is_scheme = spec->schemes && strcmp(arg, "--scheme") == 0;
         if (is_seed || is_scheme) {
             if (i + 1 >= argc) {
@@ -177,8 +181,8 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
             continue;
         }
         if (arg[0] == '-') {
-            lab_arg_error(a, "unknown flag '%s' (expected [version]%s --seed n --check --bench --quick, or -h)", arg,
-                          spec->schemes ? " --scheme s" : "");
+            lab_arg_error(a, "unknown flag '%s' (expected [version]%s --seed n --check --bench --quick%s, or -h)", arg,
+                          spec->schemes ? " --scheme s" : "", spec->large ? " --large" : "");
         }
         // the version, a positional number
         char* end = NULL;
@@ -194,7 +198,8 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
         a->version = found->version;
         have_version = 1;
     }
-    if (!a->check && !a->bench) { a->check = a->bench = 1; }
+    if (a->large && (a->check || a->bench)) { lab_arg_error(a, "--large runs on its own (without --check, --bench, --quick)"); }
+    if (!a->check && !a->bench && !a->large) { a->check = a->bench = 1; }
     a->versions.clear();
     for (int i = 0; i < spec->num_versions; i++) {
         const LabVersion* v = &spec->versions[i];
@@ -340,7 +345,9 @@ static LabBuf lab_buf_alloc(size_t bytes, const char* name) {
     b.ptr = b.base + b.guard;
     b.bytes = bytes;
     b.name = name;
+#ifndef CUDACPU_CUDA_CPU_H
     cudaCheck(cudaMemset(b.base, LAB_POISON, bytes + 2 * b.guard));
+#endif // the CPU runtime's fresh allocations are 0xFF already, the large ones without touching a page (--large)
     return b;
 }
 
@@ -748,12 +755,18 @@ static LabSpec lab_attn_spec(const char* name, const char* what, const char* ben
     s.quick = "--check for compute-sanitizer runs (implies --check): T 65 and 200, hd 64 and 128, H 2,\n"
               "                Hkv 2 and 1; no guard bytes (memcheck sees each buffer's exact end), one run per\n"
               "                version, and version 1 runs only where selected (no baseline for later versions)";
+    s.large = "the flash versions' index arithmetic at the largest shape the trainer admits (B*T*C just\n"
+              "                under 2^31, the projection past 2^32): each kernel's CTAs of the last head of the last\n"
+              "                batch row (only those on the CPU runtime) against the CPU twin of that row";
     return s;
 }
 
 // the attention labs' own use of --quick: no guard bytes
 static void lab_attn_apply_args(const LabArgs* a) {
     if (a->quick) { g_lab_guard = 0; }
+    if (a->large && !PRECISION_IS_BF16) {
+        lab_arg_error(a, "--large checks the flash kernels, which BF16 builds have (HINT: build/%s, make labs)", a->spec->name);
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -1199,6 +1212,413 @@ static LabShape lab_bench_shape(int T) {
     sh.Hkv = LAB_BENCH_H;
     sh.hd = LAB_BENCH_HD;
     return sh;
+}
+
+// ----------------------------------------------------------------------------
+// --large: the far end of the largest shape the trainer admits
+//
+// Every index a flash kernel computes must stay valid up to the largest shape trainer_shape_check
+// admits: B * T * C <= 2^31 - 1 elements (for the labs' one-layer config, whose MLP is narrower than C,
+// C is the widest tensor) and B * H <= 65535 (the grids' y). At T 512 and C 256 that is B 16383:
+// (B, T, C) tensors of 2^31 - 131072 elements and the projection (B, T, 3C) past 2^32, so an index
+// taken in 32 bits, signed or not, lands elsewhere (a guard page, or rows another check finds
+// unwritten). Only batch row B - 1 holds data: a fresh B = 1 trial's inputs, whose CPU twin gives the
+// expected values; every other byte is poison, mapped without memory on the CPU runtime (cuda_cpu.h).
+// Each kernel runs its CTAs of the last head (or kv head) of batch row B - 1, every tile of it, and
+// the delta kernel its last block: on the CPU runtime only those (run_only), on a GPU the whole grid
+// (NaN elsewhere). That head's rows, every one written, are compared with the twin, and the rest of
+// batch row B - 1 must still be poison. Shapes: every scheme (or --scheme), hd 64 (H 4) and 128 (H 2),
+// Hkv H and 1.
+
+#define LAB_LARGE_T 512
+#define LAB_LARGE_C 256
+#define LAB_LARGE_B 16383
+
+#ifdef CUDACPU_CUDA_CPU_H
+// which CTAs of kernel run: those of the last head row, where heads_dim ('x' or 'y') is the grid
+// dimension of B * H (or B * Hkv) and the other one its tiles; a 1-D grid with 'x', its last block
+static void lab_far_ctas(const char* kernel, char heads_dim) {
+    const unsigned E = cudacpu::kGridEnd;
+    cudacpu::run_only(kernel, heads_dim == 'x' ? dim3(E, 0, 0) : dim3(0, E, 0), dim3(E, E, 0));
+}
+static void lab_far_ctas_clear() { cudacpu::run_only_clear(); }
+#else
+static void lab_far_ctas(const char*, char) {} // a GPU runs each whole grid
+static void lab_far_ctas_clear() {}
+#endif
+
+// the largest shape's LabShape of a trial (B = 1: the trial; B = LAB_LARGE_B: the device's)
+static LabShape lab_large_shape(int scheme, int hd, int kv_one, int B) {
+    LabShape sh;
+    sh.scheme = scheme;
+    sh.B = B;
+    sh.T = LAB_LARGE_T;
+    sh.hd = hd;
+    sh.H = LAB_LARGE_C / hd;
+    sh.Hkv = kv_one ? 1 : sh.H;
+    return sh;
+}
+
+// a (B, T, width) tensor of the large shape whose batch row B - 1 is `row` (T * width floatX bytes), the rest poison
+static LabBuf lab_large_tensor(const std::vector<unsigned char>& row, size_t width, const char* name) {
+    LabBuf b = lab_buf_alloc((size_t)LAB_LARGE_B * LAB_LARGE_T * width * sizeof(floatX), name);
+    if (!row.empty()) {
+        cudaCheck(cudaMemcpy((unsigned char*)b.ptr + (b.bytes - row.size()), row.data(), row.size(), cudaMemcpyHostToDevice));
+    }
+    return b;
+}
+
+// batch row B - 1 of a (B, ...) buffer of the large shape: its last 1 / B
+static std::vector<unsigned char> lab_large_last_row(const LabBuf* b) {
+    const size_t row = b->bytes / LAB_LARGE_B;
+    return lab_download((const unsigned char*)b->ptr + (b->bytes - row), row);
+}
+
+// One tensor of a large trial, batch row B - 1 only: the twin's values (its B = 1 trial), the device's
+// bytes (floatX, or fp32 for lse and delta), and which elements a comparison covered
+typedef struct {
+    const char* name;
+    size_t width;                    // elements per row: (T, width), or (1, H * T) for (B, H, T)
+    size_t elem;                     // sizeof(floatX) or sizeof(float)
+    const float* want;               // the twin's
+    std::vector<unsigned char> got;  // the device's
+    std::vector<char> covered;
+} LabLargeRow;
+
+static LabLargeRow lab_large_row(const char* name, size_t width, size_t elem, const float* want, const LabBuf* dev) {
+    LabLargeRow r;
+    r.name = name;
+    r.width = width;
+    r.elem = elem;
+    r.want = want;
+    r.got = lab_large_last_row(dev);
+    r.covered.assign(r.got.size() / elem, 0);
+    return r;
+}
+
+static float lab_large_value(const LabLargeRow* r, size_t i) {
+    if (r->elem == sizeof(float)) { float f; memcpy(&f, &r->got[i * sizeof(float)], sizeof(float)); return f; }
+    float f;
+    host_x_to_floats(&f, &r->got[i * sizeof(floatX)], 1);
+    return f;
+}
+
+// compares `rows` rows of `len` elements from element `col` on (a head's columns, or a (H, T) row's
+// head) with the twin, and marks them covered
+static void lab_large_compare(const char* prefix, int version, LabLargeRow* r, size_t rows, size_t col, size_t len,
+                              double floor_norm, double tol, LabVerdict* v) {
+    std::vector<float> got, want;
+    for (size_t t = 0; t < rows; t++) {
+        for (size_t d = 0; d < len; d++) {
+            const size_t i = t * r->width + col + d;
+            got.push_back(lab_large_value(r, i));
+            want.push_back(r->want[i]);
+            r->covered[i] = 1;
+        }
+    }
+    const LabIndex ix = lab_index_rows(got.size(), len);
+    lab_compare(prefix, version, r->name, "cpu", got.data(), want.data(), got.size(), &ix, floor_norm, tol, v);
+}
+
+// what the comparisons did not cover must still be poison: nothing else of batch row B - 1 written
+// (on the CPU runtime: a GPU runs every CTA, so it writes the other heads too)
+static void lab_large_rest_poison(const LabLargeRow* r, LabVerdict* v) {
+#ifdef CUDACPU_CUDA_CPU_H
+    size_t written = 0, first = 0;
+    for (size_t i = 0; i < r->covered.size(); i++) {
+        if (!r->covered[i] && lab_count_poison_bytes(&r->got[i * r->elem], r->elem) != r->elem) {
+            if (written++ == 0) { first = i; }
+        }
+    }
+    if (written > 0) {
+        v->fail += "; " + std::to_string(written) + " elements of " + r->name + "'s last batch row outside the compared " +
+                   "head written (the first at row " + std::to_string(first / r->width) + " col " +
+                   std::to_string(first % r->width) + ")";
+    }
+#else
+    (void)r;
+    (void)v;
+#endif
+}
+
+// the stored tensor (of rows[0..n)) a view over the twin's tensors points into, and its column there
+static LabLargeRow* lab_large_find(LabLargeRow* rows, int n, const float* ptr, size_t* col) {
+    for (int i = 0; i < n; i++) {
+        const float* base = rows[i].want;
+        if (base != NULL && ptr >= base && ptr < base + rows[i].covered.size()) {
+            *col = (size_t)(ptr - base);
+            return &rows[i];
+        }
+    }
+    fprintf(stderr, "error: internal: --large: a role's view points into none of its tensors\n");
+    exit(EXIT_FAILURE);
+}
+
+// "PASS lab vN large <scheme> T=.. H=.. Hkv=.. hd=.. B=16383 (...)"
+static int lab_large_verdict(const LabArgs* a, int version, const LabShape* big, unsigned long long seed,
+                             const LabVerdict* v) {
+    char what[192];
+    snprintf(what, sizeof(what), "large ");
+    lab_shape_describe(big, what + strlen(what), sizeof(what) - strlen(what));
+    snprintf(what + strlen(what), sizeof(what) - strlen(what), " B=%d (the last head of the last batch row)", big->B);
+    return lab_verdict_print(a, version, what, seed, 0, v);
+}
+
+// a large trial: the B = 1 inputs, their twin, and the device sources whose last batch row they are
+typedef struct {
+    LabShape one, big;
+    GPT2Config cfg_big;
+    LabInputs in;
+    std::vector<float> out_ref, lse_ref; // the twin's forward (out rounded to floatX: what the backward reads)
+    LabBuf qkv, x, qres;
+} LabLarge;
+
+static void lab_large_make(LabLarge* L, const LabShape* one, const LabShape* big, unsigned long long seed, int with_grad) {
+    L->one = *one;
+    L->big = *big;
+    L->cfg_big = lab_config(big);
+    lab_inputs_fill(&L->in, one, seed, with_grad);
+    lab_twin_forward(&L->in, &L->out_ref, &L->lse_ref);
+    L->qkv = lab_large_tensor(L->in.qkv.x, (size_t)L->in.W, "qkv");
+    L->x = lab_large_tensor(L->in.x.x, (size_t)L->in.C, "x");
+    L->qres = L->in.has_qres ? lab_large_tensor(L->in.qres.x, (size_t)L->in.C, "qres") : lab_buf_none("qres");
+}
+
+static void lab_large_free(LabLarge* L) {
+    lab_buf_free(&L->qkv);
+    lab_buf_free(&L->x);
+    lab_buf_free(&L->qres);
+    lab_inputs_free(&L->in);
+}
+
+static QKVSources<const floatX> lab_large_sources(const LabLarge* L) {
+    return qkv_sources<const floatX>((const floatX*)L->qkv.ptr, (const floatX*)L->x.ptr, (const floatX*)L->qres.ptr);
+}
+
+// the forward of flash version `version` on the large shape: atty and lse of the last head
+static int lab_large_forward(const LabArgs* a, const LabVersion* ver, LabLarge* L) {
+    const LabShape* big = &L->big;
+    const int B = big->B, T = big->T, H = big->H, hd = big->hd, C = H * hd;
+    char prefix[192];
+    lab_shape_describe(big, prefix, sizeof(prefix));
+    AttnShape s = attn_shape_make(&L->cfg_big, B, T, 1);
+    LabAttn at;
+    lab_attn_alloc(&at, &s, ver->variant, 0);
+    LabBuf atty = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "atty");
+    if (at.flash_fwd == 3) { lab_far_ctas("flash3_attention_forward_kernel", 'x'); }
+    else { lab_far_ctas("flash_attention_forward_kernel", 'y'); }
+    lab_attention_forward(&at, (floatX*)atty.ptr, lab_large_sources(L));
+    const cudaError_t err = cudaDeviceSynchronize();
+    lab_far_ctas_clear();
+    cudaCheck(err);
+    LabVerdict v;
+    lab_verdict_init(&v);
+    LabLargeRow out = lab_large_row("atty", (size_t)C, sizeof(floatX), L->out_ref.data(), &atty);
+    LabLargeRow lse = lab_large_row("lse", (size_t)H * T, sizeof(float), L->lse_ref.data(), &at.lse);
+    lab_large_compare(prefix, ver->version, &out, (size_t)T, (size_t)(H - 1) * hd, (size_t)hd, 0.0, LAB_TOL, &v);
+    lab_large_compare(prefix, ver->version, &lse, 1, (size_t)(H - 1) * T, (size_t)T, 0.0, LAB_TOL_LSE, &v);
+    lab_large_rest_poison(&out, &v);
+    lab_large_rest_poison(&lse, &v);
+    lab_buf_free(&atty);
+    lab_attn_free(&at);
+    return lab_large_verdict(a, ver->version, big, L->in.seed, &v);
+}
+
+// the backward of flash version `version` (2 or 4: a delta kernel, a dK/dV kernel, a dQ kernel) on the
+// large shape, from the twin's atty and lse: dq of the last head, dk and dv of the last kv head, and
+// the delta kernel's last block (the rest of the row's delta is the host's, as the other two read it)
+static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge* L) {
+    const LabShape* big = &L->big;
+    const int B = big->B, T = big->T, H = big->H, Hkv = big->Hkv, hd = big->hd, C = H * hd, W = L->in.W;
+    char prefix[192];
+    lab_shape_describe(big, prefix, sizeof(prefix));
+    // the twin's backward from the rounded forward output, and D = rowsum(datty * atty) per (h, t)
+    LabHostX out_x;
+    out_x.f = L->out_ref;
+    lab_host_x_round(&out_x);
+    LabTwinGrads g;
+    lab_twin_backward(&L->in, out_x.f, L->lse_ref, &g);
+    std::vector<float> delta_ref((size_t)H * T);
+    for (int h = 0; h < H; h++) {
+        for (int t = 0; t < T; t++) {
+            float sum = 0.0f;
+            for (int d = 0; d < hd; d++) {
+                const size_t i = (size_t)t * C + (size_t)h * hd + d;
+                sum += L->in.datty.f[i] * out_x.f[i];
+            }
+            delta_ref[(size_t)h * T + t] = sum;
+        }
+    }
+    // the delta kernel's last block: 256 threads of hd / 8 lanes a row, rows (t, h) with h fastest
+    const int delta_rows = 256 / (hd / 8);
+    std::vector<float> delta_row = delta_ref; // what dK/dV and dQ read of the rest; the last block's rows poison
+    for (int j = T * H - delta_rows; j < T * H; j++) {
+        const uint32_t nan_bits = 0xFFFFFFFFu;
+        memcpy(&delta_row[(size_t)(j % H) * T + j / H], &nan_bits, sizeof(float));
+    }
+    AttnShape s = attn_shape_make(&L->cfg_big, B, T, 1);
+    LabAttn at;
+    lab_attn_alloc(&at, &s, ver->variant, 1);
+    LabBuf atty = lab_large_tensor(out_x.x, (size_t)C, "atty");
+    LabBuf datty = lab_large_tensor(L->in.datty.x, (size_t)C, "datty");
+    const size_t stat_row = (size_t)H * T * sizeof(float);
+    cudaCheck(cudaMemcpy((unsigned char*)at.lse.ptr + at.lse.bytes - stat_row, L->lse_ref.data(), stat_row, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy((unsigned char*)at.delta.ptr + at.delta.bytes - stat_row, delta_row.data(), stat_row, cudaMemcpyHostToDevice));
+    LabBuf dqkv = lab_buf_alloc((size_t)B * T * W * sizeof(floatX), "dqkv");
+    LabBuf dx = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "dx");
+    LabBuf dqres = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "dqres");
+    const QKVSources<floatX> dsrc = qkv_sources<floatX>((floatX*)dqkv.ptr, (floatX*)dx.ptr, (floatX*)dqres.ptr);
+    lab_far_ctas("flash_attention_delta_kernel", 'x');
+    if (ver->version == 4) {
+        lab_far_ctas("flash4_attention_backward_dkdv_kernel", 'y');
+        lab_far_ctas("flash4_attention_backward_dq_kernel", 'x');
+    } else {
+        lab_far_ctas("flash_attention_backward_dkdv_kernel", 'y');
+        lab_far_ctas("flash_attention_backward_dq_kernel", 'y');
+    }
+    lab_attention_backward(&at, dsrc, (const floatX*)datty.ptr, (const floatX*)atty.ptr, lab_large_sources(L));
+    const cudaError_t err = cudaDeviceSynchronize();
+    lab_far_ctas_clear();
+    cudaCheck(err);
+    LabVerdict v;
+    lab_verdict_init(&v);
+    LabLargeRow rows[3] = {lab_large_row("dqkv", (size_t)W, sizeof(floatX), g.dqkv.data(), &dqkv),
+                           lab_large_row("dx", (size_t)C, sizeof(floatX), g.dx.data(), &dx),
+                           lab_large_row("dqres", (size_t)C, sizeof(floatX), g.dqres.data(), &dqres)};
+    const QKVSources<float> twin = qkv_sources<float>(g.dqkv.data(), g.dx.data(), g.dqres.data());
+    const double floor_norm = lab_floor_norm(L->in.datty.f, (size_t)T * hd);
+    for (int r = 0; r < 3; r++) { // q: the last head; k, v: the last kv head (shared roles: the same rows)
+        const QKVView<float> view = qkv_role_view(&s.layout, r, hd, twin);
+        size_t col = 0;
+        LabLargeRow* row = lab_large_find(rows, 3, view.ptr, &col);
+        const int head = r == 0 ? H - 1 : Hkv - 1;
+        lab_large_compare(prefix, ver->version, row, (size_t)T, col + (size_t)head * hd, (size_t)hd, floor_norm, LAB_TOL, &v);
+    }
+    LabLargeRow delta = lab_large_row("delta", (size_t)H * T, sizeof(float), delta_ref.data(), &at.delta);
+    lab_large_compare(prefix, ver->version, &delta, 1, 0, (size_t)H * T, 0.0, LAB_TOL_LSE, &v);
+    for (int i = 0; i < 3; i++) { lab_large_rest_poison(&rows[i], &v); }
+    lab_buf_free(&dqres);
+    lab_buf_free(&dx);
+    lab_buf_free(&dqkv);
+    lab_buf_free(&datty);
+    lab_buf_free(&atty);
+    lab_attn_free(&at);
+    return lab_large_verdict(a, ver->version, big, L->in.seed, &v);
+}
+
+// backward version 3's dQ store (where q shares k's storage it adds scale * dq_accum to dq after the
+// one-pass kernel): its grid-stride loop at the large shape, where the B T C / 2 pairs outnumber the
+// threads of its capped grid (grid_for) 8 to 1. On the CPU runtime only the block whose loop reaches
+// the last pair runs: its pairs in the last batch row must hold old + scale * dq_accum, every other
+// element its old value (on a GPU every pair is written).
+#if PRECISION_IS_BF16
+static int lab_large_dq_store(const LabArgs* a) {
+    const int B = LAB_LARGE_B, T = LAB_LARGE_T, C = LAB_LARGE_C, hd = 64, H = C / hd;
+    const float scale = 0.125f;
+    const size_t pairs = (size_t)B * T * C / 2, row_pairs = (size_t)T * C / 2, first = pairs - row_pairs;
+    const size_t threads = (size_t)grid_for(pairs, 256) * 256;
+    const unsigned owner = (unsigned)(((pairs - 1) % threads) / 256);
+    unsigned long long rng = lab_trial_seed(a->seed, {B, T, C});
+    const unsigned long long seed = rng;
+    const std::vector<float> acc_row = lab_normal_vec_paired((size_t)T * C, &rng);
+    LabHostX old;
+    old.f = lab_normal_vec_paired((size_t)T * C, &rng);
+    lab_host_x_round(&old);
+    LabBuf acc = lab_buf_alloc((size_t)B * T * C * sizeof(float), "dq_accum");
+    cudaCheck(cudaMemcpy((unsigned char*)acc.ptr + acc.bytes - acc_row.size() * sizeof(float), acc_row.data(),
+                         acc_row.size() * sizeof(float), cudaMemcpyHostToDevice));
+    LabBuf dq = lab_large_tensor(old.x, (size_t)C, "dq");
+    AttnGradDest dest;
+    dest.rows.ptr = (floatX*)dq.ptr;
+    dest.rows.stride = C;
+    dest.accumulate = 1;
+#ifdef CUDACPU_CUDA_CPU_H
+    cudacpu::run_only("flash3_dq_store_kernel", dim3(owner, 0, 0), dim3(owner, 0, 0));
+    const int whole_grid = 0;
+#else
+    const int whole_grid = 1;
+#endif
+    flash3_dq_store(dest, (const float*)acc.ptr, B, T, H, hd, scale);
+    const cudaError_t err = cudaDeviceSynchronize();
+    lab_far_ctas_clear();
+    cudaCheck(err);
+    const std::vector<unsigned char> got = lab_large_last_row(&dq);
+    LabVerdict v;
+    lab_verdict_init(&v);
+    std::vector<float> out, want;
+    size_t unchanged_wrong = 0;
+    for (size_t p = 0; p < row_pairs; p++) {
+        const int ours = whole_grid || ((first + p) % threads) / 256 == owner;
+        for (int e = 0; e < 2; e++) {
+            const size_t i = 2 * p + e;
+            if (ours) {
+                float f;
+                host_x_to_floats(&f, &got[i * sizeof(floatX)], 1);
+                out.push_back(f);
+                want.push_back(old.f[i] + scale * acc_row[i]);
+            } else if (memcmp(&got[i * sizeof(floatX)], &old.x[i * sizeof(floatX)], sizeof(floatX)) != 0) {
+                unchanged_wrong++;
+            }
+        }
+    }
+    char prefix[160];
+    snprintf(prefix, sizeof(prefix), "dq_store B=%d T=%d C=%d", B, T, C);
+    const LabIndex ix = lab_index_rows(out.size(), 0);
+    lab_compare(prefix, 3, "dq", "cpu", out.data(), want.data(), out.size(), &ix, 0.0, LAB_TOL, &v);
+    if (out.empty()) { v.fail += "; no pair of the last batch row is the run block's (internal)"; }
+    if (unchanged_wrong > 0) { v.fail += "; " + std::to_string(unchanged_wrong) + " elements of dq written by no pair of the run block"; }
+    lab_buf_free(&dq);
+    lab_buf_free(&acc);
+    char what[192];
+    snprintf(what, sizeof(what), "large dq_store B=%d T=%d C=%d (%zu pairs, %zu threads; block %u's pairs of the last batch row)",
+             B, T, C, pairs, threads, owner);
+    return lab_verdict_print(a, 3, what, seed, 0, &v);
+}
+#endif
+
+// --large: every selected flash version of the lab (backward: its direction) on every large shape
+static int lab_attn_large(const LabArgs* a, int backward) {
+    printf("large: B=%d T=%d C=%d (B*T*C = %lld elements; the largest the trainer admits is 2^31 - 1), hd 64 and 128, "
+           "Hkv H and 1, %s\n", LAB_LARGE_B, LAB_LARGE_T, LAB_LARGE_C, (long long)LAB_LARGE_B * LAB_LARGE_T * LAB_LARGE_C,
+           a->scheme >= 0 ? qkv_scheme_name(a->scheme) : "every scheme");
+    int failed = 0, ran = 0;
+    for (int scheme = 0; scheme < QKV_NUM_SCHEMES; scheme++) {
+        if (a->scheme >= 0 && scheme != a->scheme) { continue; }
+        for (int hd = 64; hd <= 128; hd *= 2) {
+            for (int kv_one = 0; kv_one < 2; kv_one++) {
+                const LabShape one = lab_large_shape(scheme, hd, kv_one, 1), big = lab_large_shape(scheme, hd, kv_one, LAB_LARGE_B);
+                GPT2Config c = lab_config(&big);
+                char msg[512];
+                if (!gpt2_config_check(&c, msg, sizeof(msg))) { continue; }
+                if ((long long)big.B * big.T * big.H * big.hd > (long long)INT_MAX || !attention_fused_grid_fits(big.B, big.H)) {
+                    fprintf(stderr, "error: internal: --large's shape is beyond what trainer_shape_check admits\n");
+                    exit(EXIT_FAILURE);
+                }
+                LabLarge L;
+                bool made = false;
+                for (int k = 0; k < (backward ? lab_attn_num_versions : lab_attn_forward_versions); k++) {
+                    const LabVersion* ver = &lab_attn_versions[k];
+                    // backward version 3's CTAs wait on each other (a ticket, the ordered dQ): its part is the dQ store below
+                    if (ver->variant == 0 || !lab_version_selected(a, ver->version) || (backward && ver->version == 3)) { continue; }
+                    if (!made) { lab_large_make(&L, &one, &big, a->seed, backward); made = true; }
+                    failed |= backward ? lab_large_backward(a, ver, &L) : lab_large_forward(a, ver, &L);
+                    ran++;
+                }
+                if (made) { lab_large_free(&L); }
+            }
+        }
+    }
+#if PRECISION_IS_BF16
+    if (backward && lab_version_selected(a, 3)) {
+        failed |= lab_large_dq_store(a);
+        ran++;
+    }
+#endif
+    if (ran == 0) {
+        printf("FAIL %s: --large ran nothing (version %d has no flash kernel)\n", a->name, a->version);
+        return 1;
+    }
+    return failed;
 }
 
 #endif // ATTENTION_TILED_CPU_H

@@ -149,6 +149,36 @@ static unsigned char* guarded_alloc(size_t bytes, Allocation* a) {
     return a->map + (data_pages + 1) * page - rounded;
 }
 
+// Poison without memory: a large allocation's data pages map, copy-on-write, a shared file of 0xFF
+// (kPoisonFileBytes, written once per process), so that they read as 0xFF and only the pages a
+// kernel or the host writes take memory of their own. A test can then allocate tensors of the largest
+// shape the trainer admits (dev/cuda/common.h's --large: 40 GB and more) and touch only their far
+// end. Smaller allocations are filled by memset as before (fewer mappings).
+static const size_t kPoisonFileBytes = 16ull << 20;
+static const size_t kLazyPoisonBytes = 64ull << 20; // allocations from this size on
+static int poison_file() {
+    static int fd = -1;
+    if (fd >= 0) { return fd; }
+    fd = memfd_create("cudacpu-poison", 0);
+    if (fd < 0 || ftruncate(fd, (off_t)kPoisonFileBytes) != 0) { perror("cudacpu: memfd_create (the poison file)"); exit(2); }
+    std::vector<unsigned char> ff(1u << 20, 0xFF);
+    for (size_t off = 0; off < kPoisonFileBytes; off += ff.size()) {
+        if (pwrite(fd, ff.data(), ff.size(), (off_t)off) != (ssize_t)ff.size()) { perror("cudacpu: the poison file"); exit(2); }
+    }
+    return fd;
+}
+// [first, first + bytes), whole pages of one mapping, to 0xFF by mapping the poison file over them
+static void poison_pages(unsigned char* first, size_t bytes) {
+    const int fd = poison_file();
+    for (size_t off = 0; off < bytes; off += kPoisonFileBytes) {
+        const size_t n = std::min(kPoisonFileBytes, bytes - off);
+        if (mmap(first + off, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, fd, 0) == MAP_FAILED) {
+            perror("cudacpu: mmap of the poison file");
+            exit(2);
+        }
+    }
+}
+
 // the allocation holding [p, p + n), or null
 static const Allocation* find_allocation(const void* p, size_t n, uintptr_t* base = nullptr) {
     const uintptr_t a = (uintptr_t)p;
@@ -420,8 +450,45 @@ static void profile_add(const char* name, double seconds, long long threads) {
     e.threads += threads;
 }
 
+// run_only: a test of a huge shape's far end (dev/cuda/common.h's --large) runs only the CTAs that
+// compute it, a box of each kernel's grid. While any box is named, a launch of a kernel without one
+// fails, and so does a box outside its grid: a test cannot run a whole huge grid, or none of it, by
+// mistake. The box is the kernel's at its launch (run_only_clear may follow before the queue runs).
+struct RunOnly {
+    std::string kernel; // the launch's name up to its template arguments
+    CtaBox box;
+};
+inline std::vector<RunOnly> run_only_boxes;
+static const unsigned kGridEnd = 0xFFFFFFFFu; // a box coordinate: the grid's last in that dimension
+static void run_only(const char* kernel, dim3 first, dim3 last) { run_only_boxes.push_back({kernel, {first, last, false}}); }
+static void run_only_clear() { run_only_boxes.clear(); }
+// the box of a launch of `name` (as rewrite.py spells it: "kernel<kHeadDim>"), or false with *why
+static bool run_only_box(const char* name, dim3 grid, CtaBox* box, std::string* why) {
+    *box = CtaBox{dim3(), dim3(), true};
+    if (run_only_boxes.empty()) { return true; }
+    const std::string base = std::string(name).substr(0, std::string(name).find('<'));
+    for (const RunOnly& r : run_only_boxes) {
+        if (r.kernel != base) { continue; }
+        auto at = [](unsigned c, unsigned n) { return c == kGridEnd ? n - 1 : c; };
+        *box = CtaBox{dim3(at(r.box.first.x, grid.x), at(r.box.first.y, grid.y), at(r.box.first.z, grid.z)),
+                      dim3(at(r.box.last.x, grid.x), at(r.box.last.y, grid.y), at(r.box.last.z, grid.z)), false};
+        const CtaBox& b = *box;
+        if (b.first.x > b.last.x || b.first.y > b.last.y || b.first.z > b.last.z || b.last.x >= grid.x ||
+            b.last.y >= grid.y || b.last.z >= grid.z) {
+            *why = "run_only's CTAs (" + std::to_string(b.first.x) + "," + std::to_string(b.first.y) + "," +
+                   std::to_string(b.first.z) + ")..(" + std::to_string(b.last.x) + "," + std::to_string(b.last.y) + "," +
+                   std::to_string(b.last.z) + ") are not in its grid (" + std::to_string(grid.x) + "," +
+                   std::to_string(grid.y) + "," + std::to_string(grid.z) + ")";
+            return false;
+        }
+        return true;
+    }
+    *why = "launched while run_only names other kernels only";
+    return false;
+}
+
 static void run_kernel(const char* name, int line, dim3 grid, dim3 block, size_t smem, size_t smem_limit,
-                       const std::function<void()>& body) {
+                       const CtaBox& box, const std::function<void()>& body) {
     const int forced = env_schedule();
     const long long k = launch_count++;
     const int schedule = forced >= 0 ? forced : (int)(k % 3);
@@ -429,7 +496,7 @@ static void run_kernel(const char* name, int line, dim3 grid, dim3 block, size_t
     std::string error;
     fault_kernel = name;
     const double t0 = profiling() ? now_seconds() : 0.0;
-    const bool ok = run_grid(name, line, grid, block, smem, smem_limit, schedule, order, body, &error);
+    const bool ok = run_grid(name, line, grid, block, smem, smem_limit, schedule, order, box, body, &error);
     if (profiling()) { profile_add(name, now_seconds() - t0, (long long)grid.x * grid.y * grid.z * block.x * block.y * block.z); }
     fault_kernel = nullptr;
     if (!ok) {
@@ -470,6 +537,13 @@ struct Launch {
         // (CUDA checks attribute + static <= 227 KiB when the attribute is set; the static bytes are known
         // here only as the kernel declares them)
         const size_t total_limit = smem_limit > 48 * 1024 ? 227 * 1024 : 48 * 1024;
+        CtaBox box;
+        std::string why;
+        if (!run_only_box(name, grid, &box, &why)) {
+            fprintf(stderr, "cuda-cpu: kernel %s (launched at train_gpt2.cu:%d): %s\n", name, line, why.c_str());
+            sticky_error = cudaErrorLaunchFailure;
+            return;
+        }
         std::tuple<typename std::decay<P>::type...> params(args...);
         const char* nm = name;
         const int ln = line;
@@ -477,7 +551,7 @@ struct Launch {
         const size_t sm = smem;
         enqueue_on(stream_of(stream), [=]() {
             const std::function<void()> body = [&]() { std::apply(kernel, params); };
-            run_kernel(nm, ln, g, b, sm, total_limit, body);
+            run_kernel(nm, ln, g, b, sm, total_limit, box, body);
         });
     }
 };

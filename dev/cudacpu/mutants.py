@@ -5,7 +5,7 @@ For each mutant of dev/cudacpu/mutants.txt: train_gpt2.cu (or the file its `file
 CUDA header of the trainer or of the kernel labs) with the one edit, through rewrite.py,
 test_gpt2.cu built against it with g++ (-O1: these builds are thrown away), run with --fixtures-only
 on the mutant's fixtures; or a kernel lab (run: lab_<op> <lab arguments>) built against it and run
-with --check and those arguments; or the trainer itself (run: train_<stem> grad_accum), its step of
+with --check and those arguments (or --large alone); or the trainer itself (run: train_<stem> grad_accum), its step of
 several micro-steps against the reference's one batch (dev/test/grad_accum_check.py). The mutant is caught when the run fails: a FAIL line, a runtime error
 ("cuda-cpu: ..."), a crash, or the time limit; the run ends at its first FAIL line. Each distinct run is first made on the unmutated
 source (a control, c01 ...), which must pass: otherwise a "caught" would mean nothing. A control runs
@@ -246,7 +246,7 @@ def run_mutant(m, source, manifest_rows):
         run_cmd = [os.environ.get("PYTHON", "/usr/bin/python3"), "dev/test/grad_accum_check.py", binary,
                    "1e-4" if stem.endswith("_fp32") else "2e-2", d, stem]
     elif lab:
-        run_cmd = [binary, "--check"] + m["lab_args"]
+        run_cmd = [binary] + ([] if "--large" in m["lab_args"] else ["--check"]) + m["lab_args"]  # --large is a check of its own
     else:
         run_cmd = [binary, manifest] + (m["args"] or ["--fixtures-only"])
     log = os.path.join(d, "run.log")

@@ -139,9 +139,14 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
     unsigned char* p = cudacpu::guarded_alloc(size, &a);
     if (p == nullptr) { *ptr = nullptr; return cudacpu::set_last(cudaErrorMemoryAllocation); }
     a.pinned = false;
-    memset(p, 0xFF, size); // a NaN in fp32 and bf16: what no kernel wrote reads as NaN
-    cudacpu::allocations[(uintptr_t)p] = a;
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    // 0xFF, a NaN in fp32 and bf16: what no kernel wrote reads as NaN
+    if (size >= cudacpu::kLazyPoisonBytes) {
+        cudacpu::poison_pages(a.map + page, a.map_len - 2 * page);
+    } else {
+        memset(p, 0xFF, size);
+    }
+    cudacpu::allocations[(uintptr_t)p] = a;
     cudacpu::weak::region_add(a.map + page, a.map_len - 2 * page); // its pages between the guards, read-only (weak_memory.h)
     cudacpu::device_bytes_in_use += size;
     *ptr = p;

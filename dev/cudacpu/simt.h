@@ -658,6 +658,16 @@ static int next_live_cta(int from) {
     return m.schedule == SCHED_RANDOM ? live[m.rng() % n] : live[0];
 }
 
+// the CTAs of a grid that run: all of them, unless a test named a box (cuda_cpu.h's run_only)
+struct CtaBox {
+    dim3 first, last; // inclusive
+    bool all;
+};
+static bool cta_in_box(uint3 c, const CtaBox& box) {
+    return box.all || (c.x >= box.first.x && c.x <= box.last.x && c.y >= box.first.y && c.y <= box.last.y &&
+                       c.z >= box.first.z && c.z <= box.last.z);
+}
+
 static uint3 cta_coord(size_t c, dim3 g) {
     return uint3{(unsigned)(c % g.x), (unsigned)((c / g.x) % g.y), (unsigned)(c / ((size_t)g.x * g.y))};
 }
@@ -665,7 +675,7 @@ static uint3 cta_coord(size_t c, dim3 g) {
 // Runs a grid to completion: CTAs in `order` (x fastest for ascending), up to kLiveCtas at once,
 // each as its block's fibers. Returns false with *error on a detected error.
 static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, size_t smem, size_t smem_limit, int schedule,
-                     int order, const std::function<void()>& body, std::string* error) {
+                     int order, const CtaBox& box, const std::function<void()>& body, std::string* error) {
     m.smem_limit = smem_limit;
     const int n = (int)(block.x * block.y * block.z);
     m.nthreads = n;
@@ -677,9 +687,13 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
     m.yield_cta = false;
     gridDim = grid;
     blockDim = block;
-    const size_t ctas = (size_t)grid.x * grid.y * grid.z;
-    std::vector<size_t> seq(ctas);
-    for (size_t i = 0; i < ctas; i++) { seq[i] = order == SCHED_DESC ? ctas - 1 - i : i; }
+    const size_t all_ctas = (size_t)grid.x * grid.y * grid.z;
+    std::vector<size_t> seq;
+    for (size_t i = 0; i < all_ctas; i++) {
+        const size_t c = order == SCHED_DESC ? all_ctas - 1 - i : i;
+        if (cta_in_box(cta_coord(c, grid), box)) { seq.push_back(c); }
+    }
+    const size_t ctas = seq.size();
     if (order == SCHED_RANDOM) { std::shuffle(seq.begin(), seq.end(), m.rng); }
     // dynamic shared memory: exactly smem bytes per slot, a guard page right after it
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
