@@ -131,7 +131,7 @@ Versions (1 and 4 the trainer's own code, included below; 2 and 3 in attention_f
   speed); PyTorch SDPA 0.252 / 0.535 / 1.588. In the trainer (d12, B 64, T 1024) version 4's dK/dV
   and dQ kernels took 14.19 and 9.29 ms a micro-step against version 2's 17.52 and 12.27.
 
-  ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
+  ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
@@ -146,6 +146,14 @@ second backward bit-identical to the first. One PASS/FAIL line per (version, sch
 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 With version 2 selected, --check also runs version 2's delta kernel and the one it replaced against
 double sums (check_delta), and --bench times both (bench_delta: the bench shapes and B 64, T 1024).
+--large (BF16 builds; common.h's lab_attn_large): versions 2 and 4 at the largest shape the trainer
+admits, as the forward lab's --large: from the twin's atty and lse in batch row B - 1, the delta
+kernel's last block, the dK/dV CTAs of the last kv head and the dQ CTAs of the last head (only those on
+the CPU runtime), their rows against the twin's gradients and D. Version 3's one-pass kernel cannot run
+a part of its grid (its CTAs take tickets and wait for each other's dQ turns): its dQ store runs, the
+one block whose grid-stride loop reaches the last pair (B T C / 2 pairs, 8 per thread of its capped
+grid), and the pairs it owns in the last batch row must hold old + scale * dq_accum (mutant m61: one
+pair per thread, issue 58's bug, fails there).
 --bench: backward alone (after one forward) and forward + backward, ms (median of 25, L2 flushed
 before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/cuda/sdpa_bench.py.
 */

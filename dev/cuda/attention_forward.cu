@@ -72,7 +72,7 @@ builds build/lab_attention_forward):
   m16 tiles, halving the shared traffic (0.43 GB: mma-bound, 0.026 ms); its registers (Q 32 + O 64 +
   S 64 at hd 64) allow it at hd 64 only, with one CTA of 4 warps per SM.
 
-  ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick]
+  ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
@@ -81,6 +81,13 @@ run (guards around every buffer too), then atty against the CPU twin (dev/cpu/at
 lse against the twin (versions 2 and 3), atty of version >= 2 against version 1, no element left unwritten,
 guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
 shape); exit 1 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
+--large (BF16 builds; common.h's lab_attn_large): each flash version at the largest shape the trainer
+admits (trainer_shape_check: B*T*C <= 2^31 - 1, B*H <= 65535): B 16383, T 512, C 256 (hd 64 with H 4,
+hd 128 with H 2; Hkv H and 1; every scheme), so (B, T, C) holds 2^31 - 131072 elements and the
+projection (B, T, 3C) is past 2^32. Only batch row B - 1 holds inputs (a fresh B = 1 trial, seed
+printed); the CTAs of the last head of that row run (on the CPU runtime only those: run_only; on a GPU
+every CTA), and that head's atty and lse are compared with the twin of the B = 1 trial, the rest of the
+row still poison. An index computed in 32 bits shows there (mutants m62 and m63).
 --bench: ms (median of 25, L2 flushed before each), TFLOP/s and GB/s from the two numbers above.
 PyTorch's SDPA on the same shapes: python3 dev/cuda/sdpa_bench.py.
 */

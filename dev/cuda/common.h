@@ -106,7 +106,8 @@ static std::string lab_version_list(const LabSpec* spec) {
 
 static void lab_usage(const LabArgs* a) {
     const LabSpec* spec = a->spec;
-    printf("Usage: %s [version]%s [--seed n] [--check] [--bench] [--quick]\n", a->name, spec->schemes ? " [--scheme s]" : "");
+    printf("Usage: %s [version]%s [--seed n] [--check] [--bench] [--quick]%s\n", a->name, spec->schemes ? " [--scheme s]" : "",
+           spec->large ? " [--large]" : "");
     printf("  %s (%s build)\n", spec->what, PRECISION_NAME);
     printf("  version       one of:%s (default: all of them)\n", lab_version_list(spec).c_str());
     for (int i = 0; i < spec->num_versions; i++) {

@@ -10,7 +10,9 @@ dim3, cublasLt*, __nv_bfloat16 with its host conversions); this file defines the
     fault handler names the kernel, block and thread) and is filled with 0xFF, a NaN in fp32 and
     bf16, so a read before any write shows up. Inside the trainer's activation allocations each
     tensor is followed by a poisoned red zone, inside its parameter-side buffers by a zero one, each
-    checked after every kernel (the red zones below).
+    checked after every kernel (the red zones below). An allocation of 64 MiB or more maps its
+    poison from a shared file, copy-on-write: a test can allocate the largest shape the trainer
+    admits and touch only its far end (with run_only, below, which runs a box of a grid's CTAs).
     cudaMallocHost memory is "pinned": asynchronous copies read and write it when they execute, not
     when they are issued.
   - a device queue per stream: kernel launches, async copies and memsets, cuBLASLt matmuls and event

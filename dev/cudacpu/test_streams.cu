@@ -16,6 +16,11 @@ relying on it (on a GPU such a program is a race, with no result to check: those
               runs the first and (CPU runtime) not the second; cudaStreamSynchronize of a stream that waits for
               another's event runs that other stream's work up to the event
   query       cudaStreamQuery and cudaEventQuery end (a host loop polling either finishes)
+and two of the runtime's tools for the attention labs' --large (CPU runtime only; a GPU says SKIP):
+  lazy_poison a 16 GiB cudaMalloc reads 0xFF at both ends and keeps a value copied to its last bytes,
+              without taking 16 GiB of memory (its pages map a shared poison file)
+  run_only    with one block of fill_kernel named, only that block's elements are written; then a
+              launch of a kernel that is not named fails the next sync (the last check: the error is sticky)
 
 ./test_streams prints one PASS/FAIL/SKIP line per check and exits 1 on any FAIL; without a GPU, SKIP.
 */
@@ -143,6 +148,42 @@ int main(void) {
     while ((q = cudaStreamQuery(a)) == cudaErrorNotReady && polls < 200000000LL) { polls++; }
     verdict("query", q == cudaSuccess && holds(x, 8.0f), "polling cudaEventQuery, then cudaStreamQuery, ends with the work done");
 
+#ifdef CUDACPU_CUDA_CPU_H
+    // lazy_poison: both ends of 16 GiB read 0xFF; a value written at the end reads back
+    {
+        const size_t big = 16ull << 30;
+        unsigned char* p = NULL;
+        CHECK(cudaMalloc(&p, big));
+        unsigned char ends[2] = {0, 0}, mark[4] = {1, 2, 3, 4}, back[4] = {0, 0, 0, 0};
+        CHECK(cudaMemcpy(&ends[0], p, 1, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(&ends[1], p + big - 1, 1, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(p + big - 4, mark, 4, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy(back, p + big - 4, 4, cudaMemcpyDeviceToHost));
+        verdict("lazy_poison", ends[0] == 0xFF && ends[1] == 0xFF && memcmp(mark, back, 4) == 0,
+                "a 16 GiB allocation reads 0xFF at both ends and keeps what was written at its end");
+        CHECK(cudaFree(p));
+    }
+    // run_only: block 1 of 4 alone writes elements 256..511 (a grid-stride loop of 1024 threads)
+    {
+        CHECK(cudaMemset(x, 0, N * sizeof(float)));
+        cudacpu::run_only("fill_kernel", dim3(1, 0, 0), dim3(1, 0, 0));
+        fill_kernel<<<4, 256>>>(x, 9.0f);
+        CHECK(cudaDeviceSynchronize());
+        static float h[N];
+        CHECK(cudaMemcpy(h, x, sizeof(h), cudaMemcpyDeviceToHost));
+        int ok = 1;
+        for (int i = 0; i < N; i++) { ok &= h[i] == (i >= 256 && i < 512 ? 9.0f + (float)i : 0.0f); }
+        verdict("run_only", ok, "only the named block of fill_kernel ran");
+        copy_kernel<<<4, 256>>>(y, x); // not named: the launch fails
+        const cudaError_t err = cudaDeviceSynchronize();
+        cudacpu::run_only_clear();
+        verdict("run_only_unnamed", err != cudaSuccess, "a kernel run_only does not name fails its launch");
+        printf("streams: %d failed\n", failures); // the error is sticky: nothing more runs
+        return failures > 0 ? 1 : 0;
+    }
+#else
+    printf("SKIP streams lazy_poison, run_only: the CPU runtime's own tools\n");
+#endif
     CHECK(cudaEventDestroy(e));
     CHECK(cudaEventDestroy(f));
     CHECK(cudaStreamDestroy(a));

@@ -18,12 +18,15 @@
 #        standard layout (version 1 its baseline) and --quick for every scheme, version 2 --quick,
 #        against their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm);
+#        the attention labs' --large: each flash kernel's far end at the largest shape the trainer admits;
 #        attention_decode --quick: the batched decode attention against float64, every cache layout
 #   the runtime's inline PTX (dev/cudacpu/test_ptx.cu): ldmatrix x1/x2/x4 (.trans) into mma.sync against
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
 #   the runtime's streams and events (dev/cudacpu/test_streams.cu): event waits, the legacy stream's
 #        implicit order with blocking streams, event and stream syncs that run only what they wait for;
-#        a missing wait (and a non-blocking stream read by the legacy stream) must show its stale values
+#        a missing wait (and a non-blocking stream read by the legacy stream) must show its stale values;
+#        and the poison of a 16 GiB allocation without its memory, run_only's one block, and its refusal of
+#        a kernel it does not name
 #   cuBLASLt without epilogues (CUDA_CPU_LT_NO_EPILOGUES=1): the trainer's fallback kernels, on
 #        standard_tiny and standard_nobias (FP32) and standard_hd64 (BF16)
 #   the matmul tuning (--lt_tune; test_gpt2cu --tuning) over the runtime's 4 algorithms of their own
@@ -78,6 +81,11 @@ for l in attention_backward attention_forward; do
 done
 runs+=("lab_attention_backward - 2,--check,--scheme,standard")
 runs+=("lab_attention_backward - 4,--check,--scheme,standard" "lab_attention_backward - 4,--quick")
+# --large: every flash kernel's index arithmetic at the largest shape the trainer admits (B 16383, T 512,
+# C 256: B*T*C just under 2^31, the projection past 2^32), every scheme, hd 64 and 128, Hkv H and 1; only
+# the CTAs of the last head of the last batch row run (the runtime's run_only), against the twin of that
+# row; version 3's dQ store the block whose stride loop reaches the last pair (~25 s for both)
+runs+=("lab_attention_forward - --large" "lab_attention_backward - --large")
 runs+=("standard_fp32 $(fixtures_of standard fp32) full")
 for s in $SCHEMES; do
   [ "$s" = standard ] && continue
