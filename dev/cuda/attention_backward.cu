@@ -134,7 +134,7 @@ Versions (1 and 4 the trainer's own code, included below; 2 and 3 in attention_f
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
-where allowed x T in {1, 63, 64, 65, 200} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
+where allowed x T in {1, 63, 64, 65, 200, 1024} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs and datty per trial (seed printed); the version's forward, then, twice, its backward with
 dqkv, dx, dqres and every scratch buffer poisoned with 0xFF (guards around each; version 3's dQ
 accumulator and counters too, which its launcher zeroes): each stored
@@ -420,8 +420,8 @@ static int check(const LabArgs* a) {
         lab_twin_backward(&in, out_ref, lse_ref, &ref);
         BackwardOut v1;
         v1.wrote_dx = 0;
-        for (int kk = 0; kk < lab_attn_num_versions; kk++) {
-            const LabVersion* ver = &lab_attn_versions[kk];
+        for (int kk = 0; kk < lab_attn_num_versions(1); kk++) {
+            const LabVersion* ver = &lab_attn_versions(1)[kk];
             const int selected = lab_version_selected(a, ver->version);
             if (!lab_version_runs(a, ver)) { continue; }
             AttnShape s;
@@ -457,8 +457,8 @@ static void bench(const LabArgs* a) {
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 1);
         const size_t BT = (size_t)sh.B * sh.T;
-        for (int k = 0; k < lab_attn_num_versions; k++) {
-            const LabVersion* ver = &lab_attn_versions[k];
+        for (int k = 0; k < lab_attn_num_versions(1); k++) {
+            const LabVersion* ver = &lab_attn_versions(1)[k];
             AttnShape s;
             if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
@@ -490,7 +490,7 @@ static void bench(const LabArgs* a) {
 int main(int argc, char** argv) {
     const LabSpec spec = lab_attn_spec("lab_attention_backward", "causal attention backward of train_gpt2.cu",
                                        "time every version's backward, and forward + backward, at T = 1024, 2048, 4096\n"
-                                       "                (B 8, H 12, hd 64, standard layout)", lab_attn_num_versions);
+                                       "                (B 8, H 12, hd 64, standard layout)", 1);
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);

@@ -760,6 +760,235 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
     if (dq.accumulate) { flash3_dq_store(dq, dq_accum, B, T, H, kHeadDim, scale); }
 }
 
+// ----------------------------------------------------------------------------
+// forward version 5: FlashAttention-2's tile shapes (dev/cuda/attention_forward.cu v5; issue 58)
+//
+// What changes from version 3, and why (the lab header has the numbers):
+//   - each warp owns 32 query rows, two m16 tiles, so every K and V fragment that ldmatrix brings
+//     from shared memory feeds two mma instead of one: half the shared-memory traffic per score.
+//     4 warps x 32 rows = the same 128-row CTA, in 128 threads.
+//   - keys in tiles of 128 at head size 64 (64 at 128, where O alone takes 128 registers a thread):
+//     one barrier pair and one online-softmax round per 128 keys instead of per 64.
+//   - Q's fragments are read from shared memory at each 16-wide step (8 ldmatrix per warp per key
+//     tile) rather than held: with S (128 registers at hd 64) and O (64) in registers, Q's 32 more
+//     would spill.
+//   - the softmax keeps the running max in raw score units, so that each probability is one FFMA
+//     (score * scale_log2 - max * scale_log2) feeding exp2, where version 3 scales, then subtracts;
+//     P is packed to bf16 right after its exp2, so S's registers are free for the P V loop.
+//   - only tiles that cross a warp's diagonal (or T) are masked; key tiles past a warp's last row
+//     are skipped, past the CTA's last row never loaded.
+//   - O goes out through shared memory (the warp's own Q rows, free after the last S): 16-byte rows,
+//     full 128-byte lines at hd 64, where version 3 stores 4-byte pairs.
+//   - GQA: the g query heads of a kv head are consecutive CTAs (grid (B * H, query tiles)), which
+//     read the kv head's tiles from L2 together; one CTA holding several heads would need their O and
+//     S in registers too, which this budget does not have.
+// Rows of shared memory keep hd + 8 bf16, conflict-free for ldmatrix and cp.async as in version 3.
+
+#define FLASH5_BLOCK_M 128                                 // query rows per CTA
+#define FLASH5_BLOCK_N(head_dim) ((head_dim) == 64 ? 128 : 64) // keys per tile (per barrier pair)
+#define FLASH5_SUB_N(head_dim) ((head_dim) == 64 ? 128 : 32)   // keys per S and softmax round
+#define FLASH5_WARPS 4                                     // 4 warps x 32 rows
+#define FLASH5_THREADS (FLASH5_WARPS * 32)
+static_assert(FLASH5_BLOCK_M == FLASH5_WARPS * 32, "each warp owns 32 query rows");
+
+// dynamic shared memory of the version 5 forward: Q (128 rows) and two stages of K and V
+static size_t flash5_forward_smem_bytes(int hd) {
+    return (size_t)(FLASH5_BLOCK_M + 4 * FLASH5_BLOCK_N(hd)) * (hd + FLASH_SMEM_PAD) * sizeof(floatX);
+}
+
+// Forward, version 5. Grid (B * H, ceil(T / 128)), FLASH5_THREADS threads, dynamic smem
+// flash5_forward_smem_bytes. Arguments and outputs as flash_attention_forward_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH5_THREADS, 2)
+flash5_attention_forward_kernel(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                                float scale_log2) {
+    constexpr int kBlockN = FLASH5_BLOCK_N(kHeadDim), kSubN = FLASH5_SUB_N(kHeadDim);
+    constexpr int kStride = kHeadDim + FLASH_SMEM_PAD;
+    constexpr int kTilesN = kSubN / 8, kTilesD = kHeadDim / 8, kStepsD = kHeadDim / 16, kStepsN = kSubN / 16;
+    constexpr uint32_t kRowBytes = kStride * sizeof(floatX), kTileBytes = kBlockN * kRowBytes;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // Q (128 rows), then stage s's K at sKV + 2s tiles, V one tile after
+    const uint32_t sQ = smem_u32(flash_smem);
+    const uint32_t sKV = sQ + FLASH5_BLOCK_M * kRowBytes;
+    const bool kv_same = k.ptr == v.ptr;
+    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
+    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const floatX* gQ = q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const int warp_row0 = m_block * FLASH5_BLOCK_M + warp * 32; // rows warp_row0 + 16 i + group (+ 8)
+    const int n_last = (min(m_block * FLASH5_BLOCK_M + FLASH5_BLOCK_M, T) - 1) / kBlockN;
+    // ldmatrix lane offsets, as version 3
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const uint32_t sQw = sQ + warp * 32 * kRowBytes + lane_kn; // this lane's row of the warp's Q
+
+    auto load_kv = [&](int n_block, int stage) {
+        const uint32_t sK = sKV + 2 * stage * kTileBytes;
+        flash_cp_async_tile<kBlockN, kHeadDim, FLASH5_THREADS>(sK, gK, k.stride, n_block * kBlockN, T);
+        if (!kv_same) { flash_cp_async_tile<kBlockN, kHeadDim, FLASH5_THREADS>(sK + kTileBytes, gV, v.stride, n_block * kBlockN, T); }
+        cp_async_commit();
+    };
+    flash_cp_async_tile<FLASH5_BLOCK_M, kHeadDim, FLASH5_THREADS>(sQ, gQ, q.stride, m_block * FLASH5_BLOCK_M, T);
+    cp_async_commit();
+    load_kv(0, 0);
+
+    float acc_o[2][kTilesD][4]; // (32, kHeadDim) per warp: O before the division by row_sum
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) { acc_o[i][dj][0] = acc_o[i][dj][1] = acc_o[i][dj][2] = acc_o[i][dj][3] = 0.0f; }
+    }
+    // per thread: rows warp_row0 + 16 i + group + 8 r at [i][r]; row_max in raw score units
+    float row_max[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}}, row_sum[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+
+    for (int n_block = 0; n_block <= n_last; n_block++) {
+        const int stage = n_block & 1;
+        if (n_block < n_last) { // the next tile streams in while this one is computed
+            load_kv(n_block + 1, stage ^ 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); // tile n_block (and, the first time, Q) has landed: every thread's copies
+        const uint32_t sKt = sKV + 2 * stage * kTileBytes;
+        const uint32_t sVt = kv_same ? sKt : sKt + kTileBytes;
+        // the tile in parts of kSubN keys (one at hd 64; two at 128, where O takes 128 registers and
+        // S of 64 keys would spill), each an S and an online-softmax round; a part whose keys all come
+        // after the warp's rows is skipped, and so are the parts after it
+        #pragma unroll 1
+        for (int part = 0; part < kBlockN / kSubN; part++) {
+            const int key0 = n_block * kBlockN + part * kSubN;
+            if (key0 > warp_row0 + 31) { break; }
+            const uint32_t sK = sKt + part * kSubN * kRowBytes, sV = sVt + part * kSubN * kRowBytes;
+            // S = Q K^T for both m16 tiles: each K fragment feeds two mma
+            float s[2][kTilesN][4];
+            #pragma unroll
+            for (int i = 0; i < 2; i++) {
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j++) { s[i][j][0] = s[i][j][1] = s[i][j][2] = s[i][j][3] = 0.0f; }
+            }
+            #pragma unroll
+            for (int kk = 0; kk < kStepsD; kk++) {
+                uint32_t qa[2][4];
+                ldmatrix_x4(qa[0], sQw + kk * 32);
+                ldmatrix_x4(qa[1], sQw + 16 * kRowBytes + kk * 32);
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j += 2) {
+                    uint32_t kb[4];
+                    ldmatrix_x4(kb, sK + j * 8 * kRowBytes + lane_nk + kk * 32);
+                    mma_16816(s[0][j], qa[0], kb);
+                    mma_16816(s[0][j + 1], qa[0], kb + 2);
+                    mma_16816(s[1][j], qa[1], kb);
+                    mma_16816(s[1][j + 1], qa[1], kb + 2);
+                }
+            }
+            // -inf where key > query or key >= T, in the parts that reach past the warp's first row or T
+            if (key0 + kSubN - 1 > warp_row0 || key0 + kSubN > T) {
+                #pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    #pragma unroll
+                    for (int j = 0; j < kTilesN; j++) {
+                        #pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int key = key0 + j * 8 + 2 * quad + (e & 1);
+                            const int query = warp_row0 + 16 * i + group + (e >= 2 ? 8 : 0);
+                            if (key > query || key >= T) { s[i][j][e] = -INFINITY; }
+                        }
+                    }
+                }
+            }
+            // online softmax; P packed to bf16 A fragments as it is made
+            uint32_t p[2][kStepsN][4];
+            #pragma unroll
+            for (int i = 0; i < 2; i++) {
+                #pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    float m_new = row_max[i][r];
+                    #pragma unroll
+                    for (int j = 0; j < kTilesN; j++) { m_new = fmaxf(m_new, fmaxf(s[i][j][2 * r], s[i][j][2 * r + 1])); }
+                    m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1));
+                    m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
+                    // the max in base-2 units; a row with no allowed key yet stays all zero
+                    const float m_scaled = m_new == -INFINITY ? 0.0f : m_new * scale_log2;
+                    const float corr = exp2f(row_max[i][r] * scale_log2 - m_scaled); // 0 from -inf
+                    row_max[i][r] = m_new;
+                    float sum = 0.0f;
+                    #pragma unroll
+                    for (int j = 0; j < kTilesN; j++) {
+                        s[i][j][2 * r] = exp2f(fmaf(s[i][j][2 * r], scale_log2, -m_scaled));
+                        s[i][j][2 * r + 1] = exp2f(fmaf(s[i][j][2 * r + 1], scale_log2, -m_scaled));
+                        sum += s[i][j][2 * r] + s[i][j][2 * r + 1];
+                    }
+                    row_sum[i][r] = row_sum[i][r] * corr + sum; // this lane's columns; the quad is summed at the end
+                    #pragma unroll
+                    for (int dj = 0; dj < kTilesD; dj++) { acc_o[i][dj][2 * r] *= corr; acc_o[i][dj][2 * r + 1] *= corr; }
+                }
+                #pragma unroll
+                for (int kk = 0; kk < kStepsN; kk++) { frag_a_from_acc<kTilesN>(p[i][kk], s[i], kk); }
+            }
+            // acc_o += P V: each V fragment (ldmatrix.trans) feeds two mma
+            #pragma unroll
+            for (int kk = 0; kk < kStepsN; kk++) {
+                #pragma unroll
+                for (int dj = 0; dj < kTilesD; dj += 2) {
+                    uint32_t vb[4];
+                    ldmatrix_x4_trans(vb, sV + kk * 16 * kRowBytes + lane_kn + dj * 16);
+                    mma_16816(acc_o[0][dj], p[0][kk], vb);
+                    mma_16816(acc_o[0][dj + 1], p[0][kk], vb + 2);
+                    mma_16816(acc_o[1][dj], p[1][kk], vb);
+                    mma_16816(acc_o[1][dj + 1], p[1][kk], vb + 2);
+                }
+            }
+        }
+        __syncthreads(); // every warp is done with this stage before the next iteration's copies refill it
+    }
+
+    // epilogue: O = acc_o / row_sum into the warp's own Q rows of shared memory (bf16 pairs: conflict-free,
+    // rows 4 banks apart), then out in 16-byte chunks, a row's head contiguous; lse by the quad's lane 0
+    floatX* sO = reinterpret_cast<floatX*>(flash_smem) + warp * 32 * kStride;
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float sum = row_sum[i][r];
+            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+            const float inv = 1.0f / sum;
+            const int row = 16 * i + group + 8 * r, t = warp_row0 + row;
+            #pragma unroll
+            for (int dj = 0; dj < kTilesD; dj++) {
+                *reinterpret_cast<__nv_bfloat162*>(sO + row * kStride + dj * 8 + 2 * quad) =
+                    __floats2bfloat162_rn(acc_o[i][dj][2 * r] * inv, acc_o[i][dj][2 * r + 1] * inv);
+            }
+            if (quad == 0 && t < T) { lse[((size_t)b * H + h) * T + t] = (row_max[i][r] * scale_log2 + log2f(sum)) * FLASH_LN2; }
+        }
+    }
+    __syncwarp(); // the warp's rows of O are in shared memory
+    constexpr int kChunks = kHeadDim / 8;
+    #pragma unroll
+    for (int c = lane; c < 32 * kChunks; c += 32) {
+        const int row = c / kChunks, col = (c % kChunks) * 8, t = warp_row0 + row;
+        if (t < T) {
+            *reinterpret_cast<uint4*>(out + ((size_t)b * T + t) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim + col) =
+                *reinterpret_cast<const uint4*>(sO + row * kStride + col);
+        }
+    }
+}
+
+template <int kHeadDim>
+static void flash5_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                        int H, int Hkv, float scale) {
+    const size_t smem = flash5_forward_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash5_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
+    dim3 grid(B * H, (T + FLASH5_BLOCK_M - 1) / FLASH5_BLOCK_M);
+    flash5_attention_forward_kernel<kHeadDim><<<grid, FLASH5_THREADS, smem>>>(out, lse, q, k, v, T, H, Hkv, scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
@@ -774,6 +1003,11 @@ static void lab_flash_forward(int version, floatX* out, float* lse, AttnRows q, 
         flash_check_forward(q, k, v, s);
         if (s->hd == 64) { flash_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
         if (s->hd == 128) { flash_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    }
+    if (version == 5) {
+        flash_check_forward(q, k, v, s);
+        if (s->hd == 64) { flash5_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash5_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     }
 #endif
     // the trainer's own version never comes here (common.h's lab_attention_forward runs it)

@@ -731,25 +731,33 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 // Shapes and names follow the trainer: B batch, T sequence, H query heads, Hkv kv heads, hd head
 // size, C = H * hd, W the fused projection's width (QKVLayout.width).
 
-// The versions: the `fused` argument of attn_shape_make and LabAttn.flash_fwd/flash_bwd (LabVersion.variant:
-// 0 unfused, else the flash version). Version 3 is the flash kernels' version 3 in both labs (forward:
-// 128-row tiles, the trainer's; backward: one pass); version 4, the backward lab's alone (the
-// trainer's backward), runs after version 3's forward.
-static const LabVersion lab_attn_versions[] = {
-    {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0},
-    {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2},
-    {3, "fused flash v3: ldmatrix, cp.async; forward 128-row tiles, backward one pass (ordered dQ sum)", 1, 3},
-    {4, "fused flash v4 (backward only; v3's forward): v2's two kernels, tiles by cp.async, operands by ldmatrix", 1, 4},
+// The versions of each lab: the `fused` argument of attn_shape_make and LabAttn.flash_fwd/flash_bwd
+// (LabVersion.variant: 0 unfused, else the flash version). Versions 1 to 3 are in both labs (version 3:
+// forward 128-row tiles, the trainer's; backward one pass); version 4 is the backward lab's alone (the
+// trainer's backward, run after version 3's forward), version 5 the forward lab's alone (issue 58).
+#define LAB_ATTN_V1 {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0}
+#define LAB_ATTN_V2 {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2}
+#define LAB_ATTN_V3 {3, "fused flash v3: ldmatrix, cp.async; forward 128-row tiles, backward one pass (ordered dQ sum)", 1, 3}
+static const LabVersion lab_attn_forward_versions[] = {
+    LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
+    {5, "fused flash v5: 32 query rows per warp, 128-key tiles at hd 64, one-FFMA exp2, O through shared memory", 1, 5},
 };
-static const int lab_attn_num_versions = LAB_COUNT(lab_attn_versions); // the backward lab's
-static const int lab_attn_forward_versions = 3;                        // version 4 is a backward only
+static const LabVersion lab_attn_backward_versions[] = {
+    LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
+    {4, "fused flash v4 (v3's forward): v2's two kernels, tiles by cp.async, operands by ldmatrix", 1, 4},
+};
+// one lab's table: the forward's or the backward's
+static const LabVersion* lab_attn_versions(int backward) { return backward ? lab_attn_backward_versions : lab_attn_forward_versions; }
+static int lab_attn_num_versions(int backward) {
+    return backward ? LAB_COUNT(lab_attn_backward_versions) : LAB_COUNT(lab_attn_forward_versions);
+}
 
-static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench, int num_versions) {
+static LabSpec lab_attn_spec(const char* name, const char* what, const char* bench, int backward) {
     LabSpec s;
     s.name = name;
     s.what = what;
-    s.versions = lab_attn_versions;
-    s.num_versions = num_versions;
+    s.versions = lab_attn_versions(backward);
+    s.num_versions = lab_attn_num_versions(backward);
     s.schemes = 1;
     s.check = "compare every version with the CPU twin and with version 1";
     s.bench = bench;
@@ -830,10 +838,10 @@ static void lab_shape_describe(const LabShape* sh, char* out, size_t n) {
 }
 
 // Every scheme (or the one asked for) x Hkv in {H, H/2, 1} where gpt2_config_check allows it x
-// T in {1, 63, 64, 65, 200} x hd in {16 (version 1 only), 64, 128}, B = 2, H = 4.
+// T in {1, 63, 64, 65, 200, 1024} x hd in {16 (version 1 only), 64, 128}, B = 2, H = 4.
 // quick (compute-sanitizer runs): T in {65, 200}, hd in {64, 128}, H = 2, Hkv in {H, 1}.
 static std::vector<LabShape> lab_check_shapes(int scheme_filter, int quick) {
-    static const int Ts[] = {1, 63, 64, 65, 200};
+    static const int Ts[] = {1, 63, 64, 65, 200, 1024};
     static const int Ts_quick[] = {65, 200};
     static const int hds[] = {16, 64, 128};
     static const int hds_quick[] = {64, 128};
@@ -845,7 +853,7 @@ static std::vector<LabShape> lab_check_shapes(int scheme_filter, int quick) {
         for (int ki = 0; ki < 3; ki++) {
             if (quick && ki == 1) { continue; }
             for (int hi = 0; hi < (quick ? 2 : 3); hi++) {
-                for (int ti = 0; ti < (quick ? 2 : 5); ti++) {
+                for (int ti = 0; ti < (quick ? 2 : 6); ti++) {
                     LabShape sh;
                     sh.scheme = s;
                     sh.B = B;
@@ -1036,7 +1044,8 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int flash_version, in
     static const char* const perm_names[3] = {"perm[0]", "perm[1]", "perm[2]"};
     static const char* const dperm_names[3] = {"dperm[0]", "dperm[1]", "dperm[2]"};
     a->s = *s;
-    a->flash_fwd = flash_version == 2 ? 2 : 3; // version 4 is a backward only, after version 3's forward
+    // backward version 4 runs after version 3's forward; forward version 5 has no backward of its own
+    a->flash_fwd = flash_version == 2 || flash_version == 5 ? flash_version : 3;
     a->flash_bwd = flash_version;
     const size_t B = (size_t)s->B, T = (size_t)s->T, H = (size_t)s->H, hd = (size_t)s->hd, X = sizeof(floatX);
     const size_t nheads[3] = {H, (size_t)s->Hkv, (size_t)s->Hkv};
@@ -1407,6 +1416,7 @@ static int lab_large_forward(const LabArgs* a, const LabVersion* ver, LabLarge* 
     lab_attn_alloc(&at, &s, ver->variant, 0);
     LabBuf atty = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "atty");
     if (at.flash_fwd == 3) { lab_far_ctas("flash3_attention_forward_kernel", 'x'); }
+    else if (at.flash_fwd == 5) { lab_far_ctas("flash5_attention_forward_kernel", 'x'); }
     else { lab_far_ctas("flash_attention_forward_kernel", 'y'); }
     lab_attention_forward(&at, (floatX*)atty.ptr, lab_large_sources(L));
     const cudaError_t err = cudaDeviceSynchronize();
@@ -1597,8 +1607,8 @@ static int lab_attn_large(const LabArgs* a, int backward) {
                 }
                 LabLarge L;
                 bool made = false;
-                for (int k = 0; k < (backward ? lab_attn_num_versions : lab_attn_forward_versions); k++) {
-                    const LabVersion* ver = &lab_attn_versions[k];
+                for (int k = 0; k < lab_attn_num_versions(backward); k++) {
+                    const LabVersion* ver = &lab_attn_versions(backward)[k];
                     // backward version 3's CTAs wait on each other (a ticket, the ordered dQ): its part is the dQ store below
                     if (ver->variant == 0 || !lab_version_selected(a, ver->version) || (backward && ver->version == 3)) { continue; }
                     if (!made) { lab_large_make(&L, &one, &big, a->seed, backward); made = true; }
