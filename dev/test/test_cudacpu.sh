@@ -69,14 +69,15 @@ fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
 runs=("standard $(fixtures_of standard bf16) full")
 # the attention labs' --check against their CPU twin (dev/cuda/README.md) on this runtime: version 3
 # on every shape for the standard layout (with version 1 as its baseline; Hkv H, H/2, 1 and T 1 to
-# 200) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
+# 1024) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
 # after dK/dV, identity roles); version 2 on --quick's shapes, and its backward (with the delta kernel
-# that version 4 shares) on every standard shape too (24 s); the backward's version 4, the trainer's
-# since the H200 timed it (2026-11-27), likewise (every standard shape and --quick's: ~50 s). The
-# trainer's flash kernels (forward 3, backward 4) also run in every scheme's fixtures above; versions
-# 2 and 3 of the backward and 2 of the forward are the labs' alone (attention_flash_versions.h).
-# (All schemes in full: 197 s instead of 80 here.) Their FP32 builds have version 1 only, the unfused
-# path the 25 FP32 fixtures run: not here.
+# that version 4 shares) on every standard shape too; the backward's version 4, the trainer's since
+# the H200 timed it (2026-11-27), likewise. The backward's full standard lists take 130-180 s each
+# (T 1024's six shapes ~85% of it: the runtime's mma.sync), the forward's ~50 s. The trainer's flash
+# kernels (forward 3, backward 4) also run in every scheme's fixtures above; versions 2 and 3 of the
+# backward and 2 and 5 of the forward are the labs' alone (attention_flash_versions.h). (Every scheme
+# in full: ~20 min a backward version here.) Their FP32 builds have version 1 only, the unfused path
+# the 25 FP32 fixtures run: not here.
 for l in attention_backward attention_forward; do
   runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
 done
