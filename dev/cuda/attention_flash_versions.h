@@ -1,5 +1,5 @@
 /*
-dev/cuda/attention_flash_versions.h: the flash attention versions the trainer no longer holds.
+dev/cuda/attention_flash_versions.h: the flash attention versions the trainer does not hold.
 
 train_gpt2.cu keeps one flash kernel per direction, the one the GPU measured fastest: forward
 version 3 and backward version 4 (llm.c's rule: the trainer holds the winner, the lab the versions).
@@ -10,6 +10,9 @@ The versions that lost live here, included by both attention labs after the trai
   backward version 2  the delta kernel, then a dK/dV kernel and a dQ kernel, as version 4 but with
                       version 2's loads (lab_attention_backward 2)
   backward version 3  one pass, dQ summed in a fixed order across CTAs (lab_attention_backward 3)
+and the one not yet measured, born here (it enters the trainer if a GPU times it faster than version 3):
+  forward version 5   4 warps x 32 query rows, 128-key tiles at hd 64, one FFMA into exp2, O through
+                      shared memory (lab_attention_forward 5; issue 58)
 Their measurements and predictions are in the two labs' headers; the version dispatch is
 lab_flash_forward / lab_flash_backward at the end of this file (common.h's lab_attention_forward and
 lab_attention_backward call them).
@@ -767,16 +770,18 @@ static void flash3_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 //   - each warp owns 32 query rows, two m16 tiles, so every K and V fragment that ldmatrix brings
 //     from shared memory feeds two mma instead of one: half the shared-memory traffic per score.
 //     4 warps x 32 rows = the same 128-row CTA, in 128 threads.
-//   - keys in tiles of 128 at head size 64 (64 at 128, where O alone takes 128 registers a thread):
-//     one barrier pair and one online-softmax round per 128 keys instead of per 64.
+//   - keys in tiles of 128 at head size 64: one barrier pair and one online-softmax round per 128
+//     keys instead of per 64. At head size 128 O alone takes 128 registers a thread: tiles of 64
+//     keys (barriers as version 3), each computed in two parts of 32 (an S and a softmax round each,
+//     twice version 3's rounds per score; S of 64 keys spilled).
 //   - Q's fragments are read from shared memory at each 16-wide step (8 ldmatrix per warp per key
 //     tile) rather than held: with S (128 registers at hd 64) and O (64) in registers, Q's 32 more
 //     would spill.
 //   - the softmax keeps the running max in raw score units, so that each probability is one FFMA
 //     (score * scale_log2 - max * scale_log2) feeding exp2, where version 3 scales, then subtracts;
 //     P is packed to bf16 right after its exp2, so S's registers are free for the P V loop.
-//   - only tiles that cross a warp's diagonal (or T) are masked; key tiles past a warp's last row
-//     are skipped, past the CTA's last row never loaded.
+//   - only the parts that cross a warp's diagonal (or T) are masked; keys past a warp's last row are
+//     skipped, tiles past the CTA's last row never loaded.
 //   - O goes out through shared memory (the warp's own Q rows, free after the last S): 16-byte rows,
 //     full 128-byte lines at hd 64, where version 3 stores 4-byte pairs.
 //   - GQA: the g query heads of a kv head are consecutive CTAs (grid (B * H, query tiles)), which
