@@ -1376,7 +1376,7 @@ static int lab_large_verdict(const LabArgs* a, int version, const LabShape* big,
 
 // a large trial: the B = 1 inputs, their twin, and the device sources whose last batch row they are
 typedef struct {
-    LabShape one, big;
+    LabShape big;
     GPT2Config cfg_big;
     LabInputs in;
     std::vector<float> out_ref, lse_ref; // the twin's forward
@@ -1384,7 +1384,6 @@ typedef struct {
 } LabLarge;
 
 static void lab_large_make(LabLarge* L, const LabShape* one, const LabShape* big, unsigned long long seed, int with_grad) {
-    L->one = *one;
     L->big = *big;
     L->cfg_big = lab_config(big);
     lab_inputs_fill(&L->in, one, seed, with_grad);
@@ -1460,12 +1459,14 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
             delta_ref[(size_t)h * T + t] = sum;
         }
     }
-    // the delta kernel's last block: 256 threads of hd / 8 lanes a row, rows (t, h) with h fastest
+    // the delta kernel's last block: 256 threads of hd / 8 lanes a row, rows j = (t, h) with h fastest,
+    // at delta_at(j) in the (H, T) row of delta
     const int delta_rows = 256 / (hd / 8);
+    auto delta_at = [&](int j) { return (size_t)(j % H) * T + j / H; };
     std::vector<float> delta_row = delta_ref; // what dK/dV and dQ read of the rest; the last block's rows poison
     for (int j = T * H - delta_rows; j < T * H; j++) {
         const uint32_t nan_bits = 0xFFFFFFFFu;
-        memcpy(&delta_row[(size_t)(j % H) * T + j / H], &nan_bits, sizeof(float));
+        memcpy(&delta_row[delta_at(j)], &nan_bits, sizeof(float));
     }
     AttnShape s = attn_shape_make(&L->cfg_big, B, T, 1);
     LabAttn at;
@@ -1509,7 +1510,7 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
     const std::vector<unsigned char> delta_got = lab_large_last_row(&at.delta);
     std::vector<float> dgot, dwant;
     for (int j = T * H - delta_rows; j < T * H; j++) {
-        const size_t i = (size_t)(j % H) * T + j / H;
+        const size_t i = delta_at(j);
         float f;
         memcpy(&f, &delta_got[i * sizeof(float)], sizeof(float));
         dgot.push_back(f);
@@ -1519,7 +1520,7 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
     lab_compare(prefix, ver->version, "delta", "cpu", dgot.data(), dwant.data(), dgot.size(), &id, 0.0, LAB_TOL_LSE, &v);
 #ifdef CUDACPU_CUDA_CPU_H // (a GPU runs the delta kernel's every block: its sums replace the host's)
     for (int j = 0; j < T * H - delta_rows; j++) {
-        const size_t i = (size_t)(j % H) * T + j / H;
+        const size_t i = delta_at(j);
         if (memcmp(&delta_got[i * sizeof(float)], &delta_row[i], sizeof(float)) != 0) {
             v.fail += "; delta (h " + std::to_string(j % H) + ", t " + std::to_string(j / H) + ") changed outside the delta kernel's last block";
             break;
