@@ -994,6 +994,399 @@ static void flash5_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
     launchCheck();
 }
 
+
+// ----------------------------------------------------------------------------
+// backward version 5: FlashAttention-2's tile shapes for version 4's two kernels
+// (dev/cuda/attention_backward.cu v5; issue 58)
+//
+// What changes from version 4, and why (the lab header has the numbers):
+//   - dK/dV CTAs of 128 keys (version 4: 64), so each Q and dO tile brought into shared memory
+//     serves twice the keys: half the L2 traffic of the streamed tiles.
+//   - at head size 64 each warp owns 32 keys, two m16 tiles, so every Q and dO fragment that ldmatrix
+//     brings feeds two mma: 24 KiB of shared reads per 1024 scores where version 4 reads 36. dK and
+//     dV then take 128 registers a thread, so a step is 32 queries (S^T and dP^T 32 registers each).
+//     At head size 128, 32 keys would need 256 registers for dK and dV alone: 8 warps of 16 keys,
+//     64-query steps, version 4's per-warp shape in a 128-key CTA.
+//   - three stages of Q, dO, lse and D: the copies for step s + 2 are issued right after step s's
+//     barrier, into the stage step s - 1 used, so one barrier per step instead of two.
+//   - the grid is (B * Hkv, key tiles): linear dispatch starts every (b, kv head)'s key tile 0, the
+//     one with the most query steps, first (version 4's (key tiles, B * Hkv) started the last key
+//     tiles of the first rows first and the longest CTAs of the last rows in the final wave).
+//   - a warp skips the steps whose queries all precede its keys and masks only the steps that cross
+//     its diagonal (or T).
+//   - the dQ kernel is forward version 5's shape: 4 warps x 32 query rows, each K and V fragment
+//     feeding two mma; keys in tiles of 128 at head size 64 (two parts of 64, each an S, dP and dQ
+//     round) and 32 at head size 128 (Q and dO resident take 68 KiB there; 32-key stages keep two
+//     CTAs per SM). It recomputes S and dP as version 4: reading dS from the dK/dV kernel instead
+//     would move 4 bytes of HBM per score (written, read) to save 4 hd FLOPs, 64 FLOPs a byte at hd
+//     64 against the H200's 165 (790 TFLOP/s over 4.8 TB/s): slower, and B H T^2 bytes of memory.
+// Deterministic as version 4: every sum in a fixed order, no atomics.
+
+#define FLASH5_BWD_BLOCK_N 128                                  // keys per dK/dV CTA
+#define FLASH5_BWD_WARP_KEYS(head_dim) ((head_dim) == 64 ? 32 : 16) // keys per dK/dV warp
+#define FLASH5_BWD_THREADS(head_dim) (FLASH5_BWD_BLOCK_N / FLASH5_BWD_WARP_KEYS(head_dim) * 32)
+#define FLASH5_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 32 : 64)   // query rows per dK/dV step
+#define FLASH5_BWD_STAGES 3                                     // Q, dO, lse, D buffers (dK/dV kernel)
+#define FLASH5_DQ_BLOCK_N(head_dim) ((head_dim) == 64 ? 128 : 32)   // keys per dQ tile (per barrier pair)
+#define FLASH5_DQ_SUB_N(head_dim) ((head_dim) == 64 ? 64 : 32)      // keys per S, dP and dQ round
+
+// dynamic shared memory of the version 5 dK/dV kernel: K and V (128 rows), three stages of Q and dO
+// (BLOCK_M rows each), and three of lse and D (BLOCK_M floats each)
+static size_t flash5_dkdv_smem_bytes(int hd) {
+    const size_t block_m = (size_t)FLASH5_BWD_BLOCK_M(hd);
+    return (2 * FLASH5_BWD_BLOCK_N + 2 * FLASH5_BWD_STAGES * block_m) * (hd + FLASH_SMEM_PAD) * sizeof(floatX) +
+           2 * FLASH5_BWD_STAGES * block_m * sizeof(float);
+}
+// dynamic shared memory of the version 5 dQ kernel: Q and dO (128 rows each), two stages of K and V
+static size_t flash5_dq_smem_bytes(int hd) {
+    return (size_t)(2 * FLASH5_BLOCK_M + 4 * FLASH5_DQ_BLOCK_N(hd)) * (hd + FLASH_SMEM_PAD) * sizeof(floatX);
+}
+
+// c (16 kMTiles, kN) = A B^T for a warp's kMTiles m16 tiles: A's rows at sA, B a (kN, kHeadDim) tile at
+// sB, both 32-bit shared addresses with this lane's ldmatrix offset added (lane_kn to sA, lane_nk to
+// sB); each B fragment feeds kMTiles x 2 mma
+template <int kHeadDim, int kMTiles, int kN>
+__device__ __forceinline__ void flash5_scores(float (&c)[kMTiles][kN / 8][4], uint32_t sA, uint32_t sB) {
+    constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX);
+    #pragma unroll
+    for (int i = 0; i < kMTiles; i++) {
+        #pragma unroll
+        for (int j = 0; j < kN / 8; j++) { c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0.0f; }
+    }
+    #pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; kk++) {
+        uint32_t a[kMTiles][4];
+        #pragma unroll
+        for (int i = 0; i < kMTiles; i++) { ldmatrix_x4(a[i], sA + i * 16 * kRowBytes + kk * 32); }
+        #pragma unroll
+        for (int j = 0; j < kN / 8; j += 2) {
+            uint32_t bf[4];
+            ldmatrix_x4(bf, sB + j * 8 * kRowBytes + kk * 32);
+            #pragma unroll
+            for (int i = 0; i < kMTiles; i++) {
+                mma_16816(c[i][j], a[i], bf);
+                mma_16816(c[i][j + 1], a[i], bf + 2);
+            }
+        }
+    }
+}
+// acc (16 kMTiles, kHeadDim) += P B: P (16 kMTiles, kK) from fp32 accumulators, B a (kK, kHeadDim) tile
+// at sB (lane_kn added), its column pairs by ldmatrix.trans; each B fragment feeds kMTiles x 2 mma
+template <int kHeadDim, int kMTiles, int kK>
+__device__ __forceinline__ void flash5_acc(float (&acc)[kMTiles][kHeadDim / 8][4], const float (&p)[kMTiles][kK / 8][4],
+                                           uint32_t sB) {
+    constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX);
+    #pragma unroll
+    for (int kk = 0; kk < kK / 16; kk++) {
+        uint32_t a[kMTiles][4];
+        #pragma unroll
+        for (int i = 0; i < kMTiles; i++) { frag_a_from_acc<kK / 8>(a[i], p[i], kk); }
+        #pragma unroll
+        for (int dj = 0; dj < kHeadDim / 8; dj += 2) {
+            uint32_t bf[4];
+            ldmatrix_x4_trans(bf, sB + kk * 16 * kRowBytes + dj * 16);
+            #pragma unroll
+            for (int i = 0; i < kMTiles; i++) {
+                mma_16816(acc[i][dj], a[i], bf);
+                mma_16816(acc[i][dj + 1], a[i], bf + 2);
+            }
+        }
+    }
+}
+
+// dK, dV, version 5. Grid (B * Hkv, ceil(T / 128)), FLASH5_BWD_THREADS(hd) threads, dynamic smem
+// flash5_dkdv_smem_bytes. A CTA owns 128 keys of one kv head (K and V resident) and walks the g query
+// heads of its group and their query tiles (BLOCK_M rows) from the diagonal on, one step per (head,
+// query tile), the tiles of step s + 2 streaming in during step s. Each warp owns WARP_KEYS keys and
+// works transposed (keys as rows). Arguments and outputs as flash_attention_backward_dkdv_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH5_BWD_THREADS(kHeadDim), kHeadDim == 64 ? 2 : 1)
+flash5_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                      const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
+                                      float scale, float scale_log2) {
+    constexpr int kThreads = FLASH5_BWD_THREADS(kHeadDim), kWarpKeys = FLASH5_BWD_WARP_KEYS(kHeadDim);
+    constexpr int kKeyTiles = kWarpKeys / 16, kBlockM = FLASH5_BWD_BLOCK_M(kHeadDim), kStages = FLASH5_BWD_STAGES;
+    constexpr int kTilesM = kBlockM / 8, kTilesD = kHeadDim / 8;
+    constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX);
+    constexpr uint32_t kKeyTileBytes = FLASH5_BWD_BLOCK_N * kRowBytes, kQueryTileBytes = kBlockM * kRowBytes;
+    static_assert(kThreads >= kBlockM, "lse and D: one row per thread");
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // K, V; stage s's Q at sQdO + 2s query tiles, its dO one tile after; then the floats: stage s's
+    // lse (base 2) at s_stats + 2s * BLOCK_M, its D BLOCK_M floats after
+    const uint32_t sK = smem_u32(flash_smem);
+    const bool kv_same = k.ptr == v.ptr;
+    const uint32_t sV = kv_same ? sK : sK + kKeyTileBytes;
+    const uint32_t sQdO = sK + 2 * kKeyTileBytes;
+    float* s_stats = reinterpret_cast<float*>(flash_smem + 2 * kKeyTileBytes + 2 * kStages * kQueryTileBytes);
+    const int b = blockIdx.x / Hkv, kvh = blockIdx.x % Hkv, g = H / Hkv;
+    const int n_block = blockIdx.y; // key tile 0 has the most steps: the grid's first row starts them all
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const int warp_key0 = n_block * FLASH5_BWD_BLOCK_N + warp * kWarpKeys; // keys warp_key0 + 16 i + group (+ 8)
+    const int m_first = n_block * FLASH5_BWD_BLOCK_N / kBlockM;             // the diagonal query tile
+    const int per_head = (T + kBlockM - 1) / kBlockM - m_first;
+    const int steps = g * per_head;
+    // ldmatrix lane offsets, as version 3's forward
+    const int lm_row = lane % 8, lm_mat = lane / 8;
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const uint32_t sKw = sK + warp * kWarpKeys * kRowBytes + lane_kn, sVw = sV + warp * kWarpKeys * kRowBytes + lane_kn;
+
+    // step -> (query head h = kvh * g + step / per_head, query tile m_first + step % per_head)
+    auto load_step = [&](int step, int stage) { // the step's Q and dO tiles, one cp.async group
+        const int h = kvh * g + step / per_head, m_block = m_first + step % per_head;
+        const uint32_t sQ = sQdO + 2 * stage * kQueryTileBytes;
+        flash_cp_async_tile<kBlockM, kHeadDim, kThreads>(
+            sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim, q.stride, m_block * kBlockM, T);
+        flash_cp_async_tile<kBlockM, kHeadDim, kThreads>(
+            sQ + kQueryTileBytes, dout + (size_t)b * T * C + (size_t)h * kHeadDim, C, m_block * kBlockM, T);
+        cp_async_commit();
+    };
+    // the step's lse (base 2) and D, row threadIdx.x: loaded into registers when the step's tiles are
+    // issued and stored to its stage at the end of the step that issued them (the next step's barrier
+    // publishes them), so that no thread waits on these loads before computing
+    float row_lse = 0.0f, row_delta = 0.0f;
+    auto load_stats = [&](int step) {
+        const int h = kvh * g + step / per_head, t = (m_first + step % per_head) * kBlockM + threadIdx.x;
+        if (threadIdx.x < kBlockM && t < T) {
+            row_lse = lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E;
+            row_delta = delta[((size_t)b * H + h) * T + t];
+        } else {
+            row_lse = row_delta = 0.0f;
+        }
+    };
+    auto store_stats = [&](int stage) {
+        if (threadIdx.x < kBlockM) {
+            s_stats[2 * stage * kBlockM + threadIdx.x] = row_lse;
+            s_stats[(2 * stage + 1) * kBlockM + threadIdx.x] = row_delta;
+        }
+    };
+    // prologue: K, V and step 0 (one group), step 1 (the next); both steps' stats stored now
+    flash_cp_async_tile<FLASH5_BWD_BLOCK_N, kHeadDim, kThreads>(
+        sK, k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim, k.stride, n_block * FLASH5_BWD_BLOCK_N, T);
+    if (!kv_same) {
+        flash_cp_async_tile<FLASH5_BWD_BLOCK_N, kHeadDim, kThreads>(
+            sV, v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim, v.stride, n_block * FLASH5_BWD_BLOCK_N, T);
+    }
+    for (int step = 0; step < 2 && step < steps; step++) {
+        load_step(step, step);
+        load_stats(step);
+        store_stats(step);
+    }
+
+    float acc_dk[kKeyTiles][kTilesD][4], acc_dv[kKeyTiles][kTilesD][4]; // (WARP_KEYS, kHeadDim) per warp each
+    #pragma unroll
+    for (int i = 0; i < kKeyTiles; i++) {
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) {
+            #pragma unroll
+            for (int e = 0; e < 4; e++) { acc_dk[i][dj][e] = 0.0f; acc_dv[i][dj][e] = 0.0f; }
+        }
+    }
+
+    for (int step = 0; step < steps; step++) {
+        const int stage = step % kStages;
+        if (step + 1 < steps) { cp_async_wait<1>(); } else { cp_async_wait<0>(); } // step + 1's may be in flight
+        // this step's tiles and stats are complete and visible, and every warp is done with step - 1,
+        // whose stage the copies of step + 2 refill
+        __syncthreads();
+        const bool prefetch = step + 2 < steps;
+        if (prefetch) {
+            load_step(step + 2, (step + 2) % kStages);
+            load_stats(step + 2);
+        }
+        const int query0 = (m_first + step % per_head) * kBlockM;
+        if (query0 + kBlockM - 1 >= warp_key0) { // else every query of the step precedes the warp's keys: P^T = 0
+            const uint32_t sQ = sQdO + 2 * stage * kQueryTileBytes, sdO = sQ + kQueryTileBytes;
+            const float* s_lse = s_stats + 2 * stage * kBlockM;
+            const float* s_delta = s_lse + kBlockM;
+            // S^T = K_w Q^T
+            float pt[kKeyTiles][kTilesM][4]; // (WARP_KEYS, BLOCK_M) per warp: S^T, then P^T
+            flash5_scores<kHeadDim, kKeyTiles, kBlockM>(pt, sKw, sQ + lane_nk);
+            // P^T = 2^(S^T * scale_log2 - lse), one FFMA into exp2; 0 where query < key or query >= T, in the
+            // steps that cross the warp's diagonal or reach past T
+            const bool masked = query0 < warp_key0 + kWarpKeys - 1 || query0 + kBlockM > T;
+            #pragma unroll
+            for (int i = 0; i < kKeyTiles; i++) {
+                #pragma unroll
+                for (int j = 0; j < kTilesM; j++) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int col = j * 8 + 2 * quad + (e & 1), query = query0 + col;
+                        const int key = warp_key0 + 16 * i + group + (e >= 2 ? 8 : 0);
+                        pt[i][j][e] = (masked && (query < key || query >= T)) ? 0.0f
+                                                                              : exp2f(fmaf(pt[i][j][e], scale_log2, -s_lse[col]));
+                    }
+                }
+            }
+            // acc_dv += P^T dO
+            flash5_acc<kHeadDim, kKeyTiles, kBlockM>(acc_dv, pt, sdO + lane_kn);
+            // dP^T = V_w dO^T, then dS^T = P^T * (dP^T - D)
+            float dst[kKeyTiles][kTilesM][4]; // (WARP_KEYS, BLOCK_M) per warp: dP^T, then dS^T
+            flash5_scores<kHeadDim, kKeyTiles, kBlockM>(dst, sVw, sdO + lane_nk);
+            #pragma unroll
+            for (int i = 0; i < kKeyTiles; i++) {
+                #pragma unroll
+                for (int j = 0; j < kTilesM; j++) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) { dst[i][j][e] = pt[i][j][e] * (dst[i][j][e] - s_delta[j * 8 + 2 * quad + (e & 1)]); }
+                }
+            }
+            // acc_dk += dS^T Q (the scale is applied once, in the epilogue)
+            flash5_acc<kHeadDim, kKeyTiles, kBlockM>(acc_dk, dst, sQ + lane_kn);
+        }
+        // step + 2's lse and D into its stage (step - 1's, read by no one since this step's barrier)
+        if (prefetch) { store_stats((step + 2) % kStages); }
+    }
+
+    // epilogue, as version 2: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
+    #pragma unroll
+    for (int i = 0; i < kKeyTiles; i++) {
+        flash_store_dkdv<kHeadDim>(dk, dv, acc_dk[i], acc_dv[i], b, kvh, T, warp_key0 + 16 * i + group, quad, scale, kv_same);
+    }
+}
+
+// dQ, version 5. Grid (B * H, ceil(T / 128)), FLASH5_THREADS threads, dynamic smem flash5_dq_smem_bytes.
+// A CTA owns 128 query rows of one head (Q and dO resident), 32 per warp, and walks the key tiles up
+// to its diagonal, the next K/V tile streaming into the other stage; it recomputes P and dS as version
+// 4 and adds dQ = scale * dS K to what the dK/dV kernel wrote where q shares k's storage
+// (dq.accumulate). Arguments and outputs as flash_attention_backward_dq_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH5_THREADS, 2)
+flash5_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const float* lse, const float* delta,
+                                    AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv, float scale,
+                                    float scale_log2) {
+    constexpr int kBlockN = FLASH5_DQ_BLOCK_N(kHeadDim), kSubN = FLASH5_DQ_SUB_N(kHeadDim);
+    constexpr int kTilesN = kSubN / 8, kTilesD = kHeadDim / 8;
+    constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX), kTileBytes = kBlockN * kRowBytes;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    // Q, dO (128 rows each), then stage s's K at sKV + 2s tiles, its V one tile after
+    const uint32_t sQ = smem_u32(flash_smem);
+    const uint32_t sdO = sQ + FLASH5_BLOCK_M * kRowBytes;
+    const uint32_t sKV = sdO + FLASH5_BLOCK_M * kRowBytes;
+    const bool kv_same = k.ptr == v.ptr;
+    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
+    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = lane / 4, quad = lane % 4;
+    const int C = H * kHeadDim;
+    const floatX* gK = k.ptr + (size_t)b * T * k.stride + (size_t)kvh * kHeadDim;
+    const floatX* gV = v.ptr + (size_t)b * T * v.stride + (size_t)kvh * kHeadDim;
+    const int warp_row0 = m_block * FLASH5_BLOCK_M + warp * 32; // rows warp_row0 + 16 i + group (+ 8)
+    const int n_last = (min(m_block * FLASH5_BLOCK_M + FLASH5_BLOCK_M, T) - 1) / kBlockN;
+    const int lm_row = lane % 8, lm_mat = lane / 8; // ldmatrix lane offsets, as version 3's forward
+    const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
+    const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
+    const uint32_t sQw = sQ + warp * 32 * kRowBytes + lane_kn, sdOw = sdO + warp * 32 * kRowBytes + lane_kn;
+    float lse_r[2][2], delta_r[2][2]; // rows warp_row0 + 16 i + group + 8 r (lse in base 2)
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int t = warp_row0 + 16 * i + group + 8 * r;
+            lse_r[i][r] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
+            delta_r[i][r] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
+        }
+    }
+
+    auto load_kv = [&](int n_block, int stage) {
+        const uint32_t sK = sKV + 2 * stage * kTileBytes;
+        flash_cp_async_tile<kBlockN, kHeadDim, FLASH5_THREADS>(sK, gK, k.stride, n_block * kBlockN, T);
+        if (!kv_same) { flash_cp_async_tile<kBlockN, kHeadDim, FLASH5_THREADS>(sK + kTileBytes, gV, v.stride, n_block * kBlockN, T); }
+        cp_async_commit();
+    };
+    flash_cp_async_tile<FLASH5_BLOCK_M, kHeadDim, FLASH5_THREADS>(
+        sQ, q.ptr + (size_t)b * T * q.stride + (size_t)h * kHeadDim, q.stride, m_block * FLASH5_BLOCK_M, T);
+    flash_cp_async_tile<FLASH5_BLOCK_M, kHeadDim, FLASH5_THREADS>(
+        sdO, dout + (size_t)b * T * C + (size_t)h * kHeadDim, C, m_block * FLASH5_BLOCK_M, T);
+    cp_async_commit();
+    load_kv(0, 0);
+
+    float acc_dq[2][kTilesD][4]; // (32, kHeadDim) per warp
+    #pragma unroll
+    for (int i = 0; i < 2; i++) {
+        #pragma unroll
+        for (int dj = 0; dj < kTilesD; dj++) { acc_dq[i][dj][0] = acc_dq[i][dj][1] = acc_dq[i][dj][2] = acc_dq[i][dj][3] = 0.0f; }
+    }
+
+    for (int n_block = 0; n_block <= n_last; n_block++) {
+        const int stage = n_block & 1;
+        if (n_block < n_last) { // the next tile streams in while this one is computed
+            load_kv(n_block + 1, stage ^ 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); // tile n_block (and, the first time, Q and dO) has landed: every thread's copies
+        const uint32_t sKt = sKV + 2 * stage * kTileBytes;
+        const uint32_t sVt = kv_same ? sKt : sKt + kTileBytes;
+        // the tile in parts of SUB_N keys; a part whose keys all come after the warp's rows is skipped,
+        // and so are the parts after it
+        #pragma unroll 1
+        for (int part = 0; part < kBlockN / kSubN; part++) {
+            const int key0 = n_block * kBlockN + part * kSubN;
+            if (key0 > warp_row0 + 31) { break; }
+            const uint32_t sK = sKt + part * kSubN * kRowBytes, sV = sVt + part * kSubN * kRowBytes;
+            // S = Q_w K^T, both m16 tiles: each K fragment feeds two mma
+            float p[2][kTilesN][4]; // (32, SUB_N) per warp: S, then P
+            flash5_scores<kHeadDim, 2, kSubN>(p, sQw, sK + lane_nk);
+            // P = 2^(S * scale_log2 - lse), one FFMA into exp2; 0 where key > query (then also key >= T
+            // for every row < T), in the parts that reach past the warp's first row or T
+            const bool masked = key0 + kSubN - 1 > warp_row0 || key0 + kSubN > T;
+            #pragma unroll
+            for (int i = 0; i < 2; i++) {
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j++) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int key = key0 + j * 8 + 2 * quad + (e & 1);
+                        const int r = e >= 2 ? 1 : 0, query = warp_row0 + 16 * i + group + 8 * r;
+                        p[i][j][e] = (masked && (key > query || key >= T)) ? 0.0f : exp2f(fmaf(p[i][j][e], scale_log2, -lse_r[i][r]));
+                    }
+                }
+            }
+            // dP = dO_w V^T, then dS = P * (dP - D)
+            float ds[2][kTilesN][4]; // (32, SUB_N) per warp: dP, then dS
+            flash5_scores<kHeadDim, 2, kSubN>(ds, sdOw, sV + lane_nk);
+            #pragma unroll
+            for (int i = 0; i < 2; i++) {
+                #pragma unroll
+                for (int j = 0; j < kTilesN; j++) {
+                    #pragma unroll
+                    for (int e = 0; e < 4; e++) { ds[i][j][e] = p[i][j][e] * (ds[i][j][e] - delta_r[i][e >= 2 ? 1 : 0]); }
+                }
+            }
+            // acc_dq += dS K: each K fragment (ldmatrix.trans) feeds two mma
+            flash5_acc<kHeadDim, 2, kSubN>(acc_dq, ds, sK + lane_kn);
+        }
+        __syncthreads(); // every warp is done with this K/V stage before the next tile's copies refill it
+    }
+
+    #pragma unroll
+    for (int i = 0; i < 2; i++) { flash_store_dq<kHeadDim>(dq, acc_dq[i], b, h, T, warp_row0 + 16 * i + group, quad, scale); }
+}
+
+// version 5's backward after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write where
+// q shares k's storage)
+template <int kHeadDim>
+static void flash5_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
+                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
+                                         int B, int T, int H, int Hkv, float scale) {
+    const size_t smem_dkdv = flash5_dkdv_smem_bytes(kHeadDim), smem_dq = flash5_dq_smem_bytes(kHeadDim);
+    static bool dkdv_opted_in = false, dq_opted_in = false;
+    flash_smem_opt_in(flash5_attention_backward_dkdv_kernel<kHeadDim>, smem_dkdv, &dkdv_opted_in);
+    flash_smem_opt_in(flash5_attention_backward_dq_kernel<kHeadDim>, smem_dq, &dq_opted_in);
+    const int key_tiles = (T + FLASH5_BWD_BLOCK_N - 1) / FLASH5_BWD_BLOCK_N;
+    flash5_attention_backward_dkdv_kernel<kHeadDim><<<dim3(B * Hkv, key_tiles), FLASH5_BWD_THREADS(kHeadDim), smem_dkdv>>>(
+        dk, dv, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DKDV);
+    const int query_tiles = (T + FLASH5_BLOCK_M - 1) / FLASH5_BLOCK_M;
+    flash5_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, query_tiles), FLASH5_THREADS, smem_dq>>>(
+        dq, dout, lse, delta, q, k, v, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DQ);
+}
+
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
@@ -1044,6 +1437,14 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
         profile_mark(PROF_ATTN_BWD_DELTA);
         if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        return;
+    }
+    if (version == 5 && (s->hd == 64 || s->hd == 128)) { // the trainer's delta kernel, then version 5's two
+        flash_check_backward(dq, dk, dv, dout, q, k, v, s);
+        flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
+        profile_mark(PROF_ATTN_BWD_DELTA);
+        if (s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         return;
     }
 #endif

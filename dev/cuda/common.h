@@ -745,6 +745,7 @@ static const LabVersion lab_attn_forward_versions[] = {
 static const LabVersion lab_attn_backward_versions[] = {
     LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
     {4, "fused flash v4 (v3's forward): v2's two kernels, tiles by cp.async, operands by ldmatrix", 1, 4},
+    {5, "fused flash v5 (v5's forward): 128-key dK/dV CTAs, 32 keys or query rows per warp, 3-stage dK/dV steps", 1, 5},
 };
 // one lab's table: the forward's or the backward's
 static const LabVersion* lab_attn_versions(int backward) { return backward ? lab_attn_backward_versions : lab_attn_forward_versions; }
@@ -1044,7 +1045,8 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int flash_version, in
     static const char* const perm_names[3] = {"perm[0]", "perm[1]", "perm[2]"};
     static const char* const dperm_names[3] = {"dperm[0]", "dperm[1]", "dperm[2]"};
     a->s = *s;
-    // backward version 4 runs after version 3's forward; forward version 5 has no backward of its own
+    // backward version 4 runs after version 3's forward (the trainer's pair), version 5 after forward
+    // version 5 (the pair issue 58 would move into the trainer together)
     a->flash_fwd = flash_version == 2 || flash_version == 5 ? flash_version : 3;
     a->flash_bwd = flash_version;
     const size_t B = (size_t)s->B, T = (size_t)s->T, H = (size_t)s->H, hd = (size_t)s->hd, X = sizeof(floatX);
