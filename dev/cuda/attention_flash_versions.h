@@ -1037,9 +1037,11 @@ static size_t flash5_dkdv_smem_bytes(int hd) {
     return (2 * FLASH5_BWD_BLOCK_N + 2 * FLASH5_BWD_STAGES * block_m) * (hd + FLASH_SMEM_PAD) * sizeof(floatX) +
            2 * FLASH5_BWD_STAGES * block_m * sizeof(float);
 }
-// dynamic shared memory of the version 5 dQ kernel: Q and dO (128 rows each), two stages of K and V
+// dynamic shared memory of the version 5 dQ kernel: Q and dO (128 rows each), two stages of K and V,
+// the rows' lse and D
 static size_t flash5_dq_smem_bytes(int hd) {
-    return (size_t)(2 * FLASH5_BLOCK_M + 4 * FLASH5_DQ_BLOCK_N(hd)) * (hd + FLASH_SMEM_PAD) * sizeof(floatX);
+    return (size_t)(2 * FLASH5_BLOCK_M + 4 * FLASH5_DQ_BLOCK_N(hd)) * (hd + FLASH_SMEM_PAD) * sizeof(floatX) +
+           2 * FLASH5_BLOCK_M * sizeof(float);
 }
 
 // c (16 kMTiles, kN) = A B^T for a warp's kMTiles m16 tiles: A's rows at sA, B a (kN, kHeadDim) tile at
@@ -1053,7 +1055,9 @@ __device__ __forceinline__ void flash5_scores(float (&c)[kMTiles][kN / 8][4], ui
         #pragma unroll
         for (int j = 0; j < kN / 8; j++) { c[i][j][0] = c[i][j][1] = c[i][j][2] = c[i][j][3] = 0.0f; }
     }
-    #pragma unroll
+    // two 16-wide steps of the head per iteration, not all of them: unrolled whole, ptxas hoists the
+    // next steps' ldmatrix into registers the accumulators need and spills 4-24 bytes (sm_80, sm_90)
+    #pragma unroll 2
     for (int kk = 0; kk < kHeadDim / 16; kk++) {
         uint32_t a[kMTiles][4];
         #pragma unroll
@@ -1184,15 +1188,15 @@ flash5_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
         }
     }
 
-    for (int step = 0; step < steps; step++) {
-        const int stage = step % kStages;
+    for (int step = 0, stage = 0; step < steps; step++, stage = stage == kStages - 1 ? 0 : stage + 1) {
+        const int stage_ahead = stage == 0 ? kStages - 1 : stage - 1; // step + 2's: (step + 2) % kStages
         if (step + 1 < steps) { cp_async_wait<1>(); } else { cp_async_wait<0>(); } // step + 1's may be in flight
         // this step's tiles and stats are complete and visible, and every warp is done with step - 1,
         // whose stage the copies of step + 2 refill
         __syncthreads();
         const bool prefetch = step + 2 < steps;
         if (prefetch) {
-            load_step(step + 2, (step + 2) % kStages);
+            load_step(step + 2, stage_ahead);
             load_stats(step + 2);
         }
         const int query0 = (m_first + step % per_head) * kBlockM;
@@ -1236,7 +1240,7 @@ flash5_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
             flash5_acc<kHeadDim, kKeyTiles, kBlockM>(acc_dk, dst, sQ + lane_kn);
         }
         // step + 2's lse and D into its stage (step - 1's, read by no one since this step's barrier)
-        if (prefetch) { store_stats((step + 2) % kStages); }
+        if (prefetch) { store_stats(stage_ahead); }
     }
 
     // epilogue, as version 2: dK = scale * acc_dk; a shared k = v tensor gets dK + dV in one write
@@ -1277,16 +1281,16 @@ flash5_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
     const uint32_t lane_nk = (lm_row + 8 * (lm_mat >> 1)) * kRowBytes + 8 * (lm_mat & 1) * sizeof(floatX);
     const uint32_t lane_kn = (lm_row + 8 * (lm_mat & 1)) * kRowBytes + 8 * (lm_mat >> 1) * sizeof(floatX);
     const uint32_t sQw = sQ + warp * 32 * kRowBytes + lane_kn, sdOw = sdO + warp * 32 * kRowBytes + lane_kn;
-    float lse_r[2][2], delta_r[2][2]; // rows warp_row0 + 16 i + group + 8 r (lse in base 2)
-    #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int t = warp_row0 + 16 * i + group + 8 * r;
-            lse_r[i][r] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
-            delta_r[i][r] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
-        }
+    // the CTA's rows' lse (base 2) and D in shared memory, row threadIdx.x (the first barrier publishes
+    // them): 8 registers a thread fewer than holding each thread's four rows, which spilled
+    float* s_lse = reinterpret_cast<float*>(flash_smem + (2 * FLASH5_BLOCK_M + 4 * kBlockN) * kRowBytes);
+    float* s_delta = s_lse + FLASH5_BLOCK_M;
+    {
+        const int t = m_block * FLASH5_BLOCK_M + threadIdx.x;
+        s_lse[threadIdx.x] = t < T ? lse[((size_t)b * H + h) * T + t] * FLASH_LOG2E : 0.0f;
+        s_delta[threadIdx.x] = t < T ? delta[((size_t)b * H + h) * T + t] : 0.0f;
     }
+    static_assert(FLASH5_THREADS == FLASH5_BLOCK_M, "lse and D: one row per thread");
 
     auto load_kv = [&](int n_block, int stage) {
         const uint32_t sK = sKV + 2 * stage * kTileBytes;
@@ -1339,8 +1343,8 @@ flash5_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
                     #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const int key = key0 + j * 8 + 2 * quad + (e & 1);
-                        const int r = e >= 2 ? 1 : 0, query = warp_row0 + 16 * i + group + 8 * r;
-                        p[i][j][e] = (masked && (key > query || key >= T)) ? 0.0f : exp2f(fmaf(p[i][j][e], scale_log2, -lse_r[i][r]));
+                        const int row = warp * 32 + 16 * i + group + (e >= 2 ? 8 : 0), query = m_block * FLASH5_BLOCK_M + row;
+                        p[i][j][e] = (masked && (key > query || key >= T)) ? 0.0f : exp2f(fmaf(p[i][j][e], scale_log2, -s_lse[row]));
                     }
                 }
             }
@@ -1352,7 +1356,7 @@ flash5_attention_backward_dq_kernel(AttnGradDest dq, const floatX* dout, const f
                 #pragma unroll
                 for (int j = 0; j < kTilesN; j++) {
                     #pragma unroll
-                    for (int e = 0; e < 4; e++) { ds[i][j][e] = p[i][j][e] * (ds[i][j][e] - delta_r[i][e >= 2 ? 1 : 0]); }
+                    for (int e = 0; e < 4; e++) { ds[i][j][e] = p[i][j][e] * (ds[i][j][e] - s_delta[warp * 32 + 16 * i + group + (e >= 2 ? 8 : 0)]); }
                 }
             }
             // acc_dq += dS K: each K fragment (ldmatrix.trans) feeds two mma

@@ -1436,7 +1436,7 @@ static int lab_large_forward(const LabArgs* a, const LabVersion* ver, LabLarge* 
     return lab_large_verdict(a, ver->version, big, L->in.seed, &v);
 }
 
-// the backward of flash version `version` (2 or 4: a delta kernel, a dK/dV kernel, a dQ kernel) on the
+// the backward of flash version `version` (2, 4 or 5: a delta kernel, a dK/dV kernel, a dQ kernel) on the
 // large shape, from the twin's atty and lse: dq of the last head, dk and dv of the last kv head, and
 // the delta kernel's last block (the rest of the row's delta is the host's, as the other two read it)
 static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge* L) {
@@ -1486,6 +1486,9 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
     if (ver->version == 4) {
         lab_far_ctas("flash4_attention_backward_dkdv_kernel", 'y');
         lab_far_ctas("flash4_attention_backward_dq_kernel", 'x');
+    } else if (ver->version == 5) {
+        lab_far_ctas("flash5_attention_backward_dkdv_kernel", 'x');
+        lab_far_ctas("flash5_attention_backward_dq_kernel", 'x');
     } else {
         lab_far_ctas("flash_attention_backward_dkdv_kernel", 'y');
         lab_far_ctas("flash_attention_backward_dq_kernel", 'y');
