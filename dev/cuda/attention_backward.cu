@@ -21,7 +21,7 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
          compute-bound at every T (backward 319 FLOP/byte at T = 1024, the ridge is 263)
   (version 1 is held to neither: full T x T matmuls, (B, H, T, T) probabilities and their gradient)
 
-Versions (1 and 4 the trainer's own code, included below; 2 and 3 in attention_flash_versions.h;
+Versions (1 and 4 the trainer's own code, included below; 2, 3 and 5 in attention_flash_versions.h;
 `make labs` builds build/lab_attention_backward):
   1  unfused, ./build/lab_attention_backward 1: permute dO to (B, H, T, hd); cuBLASLt strided-batched
      dP = dO v^T and dv = P^T dO over B*Hkv batches (the g query heads of a kv head summed through the
@@ -131,6 +131,64 @@ Versions (1 and 4 the trainer's own code, included below; 2 and 3 in attention_f
   speed); PyTorch SDPA 0.252 / 0.535 / 1.588. In the trainer (d12, B 64, T 1024) version 4's dK/dV
   and dQ kernels took 14.19 and 9.29 ms a micro-step against version 2's 17.52 and 12.27.
 
+  5  flash version 5, ./build/lab_attention_backward 5 (issue 58; in attention_flash_versions.h, not in
+     the trainer until a GPU measures it faster than version 4; runs after forward version 5): the
+     trainer's delta kernel, then two kernels in version 4's order of sums (deterministic, no atomics).
+     flash5_attention_backward_dkdv_kernel<hd>, grid (B*Hkv, ceil(T/128)): CTAs of 128 keys, and
+     linear dispatch starts key tile 0 of every (b, kv head), the CTAs with the most steps, in the
+     first wave (version 4's grid (key tiles, B*Hkv) started them last). hd 64: 4 warps x 32 keys (two
+     m16 tiles: each Q and dO fragment from ldmatrix feeds two mma), steps of 32 queries (dK and dV
+     hold 128 registers a thread; S^T and dP^T 32 each); hd 128: 8 warps x 16 keys, steps of 64 (32
+     keys a warp would need 256 registers for dK and dV alone). Q, dO, lse and D in three stages: step
+     s + 2's copies are issued after step s's barrier into the stage step s - 1 used, so one barrier a
+     step (version 4: two). A warp skips the steps whose queries all precede its keys and masks only
+     the steps that cross its diagonal or T. flash5_attention_backward_dq_kernel<hd>, grid (B*H,
+     ceil(T/128)), forward version 5's shape: 4 warps x 32 query rows, Q and dO resident, lse and D in
+     shared memory, K and V double-buffered in tiles of 128 keys at hd 64 (two parts of 64, each an S,
+     dP and dQ round) and 32 at hd 128 (Q and dO take 68 KiB there: 32-key stages keep two CTAs per SM).
+     The score loops are unrolled two 16-wide steps at a time: unrolled whole, ptxas hoisted the next
+     steps' ldmatrix into the accumulators' registers and spilled 4-24 bytes in every kernel.
+     ptxas (nvcc 13.0, this lab's flags; registers at sm_80 / sm_90, 0 bytes spilled in each):
+       flash5_attention_backward_dkdv_kernel<64>:  248 / 248, 63.8 KiB smem, 2 CTAs = 8 warps per SM
+       flash5_attention_backward_dkdv_kernel<128>: 250 / 248, 171.5 KiB, 1 CTA = 8 warps
+       flash5_attention_backward_dq_kernel<64>:    255 / 254, 109.0 KiB, 2 CTAs = 8 warps
+       flash5_attention_backward_dq_kernel<128>:   254 / 245, 103.0 KiB, 2 CTAs = 8 warps
+     FLOPs executed (T 1024, with the diagonal's masked work): dK/dV 26.6 GFLOP, dQ 20.5 GFLOP, 47.1 in
+     all for the 32.2 of the two numbers above (7 products for 5, as version 4); bytes as above (the
+     streamed tiles come from L2: each Q and dO tile serves 128 keys where version 4's served 64).
+     Predicted (not measured), B 8, H 12, hd 64, by the sum of the three units' times (shared memory
+     at 29.6 TB/s, mma.sync at 527 TFLOP/s, exp2 at 3.7e12/s), the model that came within 1.06x of
+     version 4's measured time at T 1024 (0.241 ms against 0.255) and above it at longer T (0.925
+     against 0.820, 3.62 against 2.92: warps overlap more when the CTAs are long):
+       per 1024 scores of a warp, shared reads 24 KiB in the dK/dV kernel (K_w, V_w 4 each; Q, dO 4
+       each as S^T's and dP^T's B; dO, Q 4 each, .trans, as dV's and dK's B) against version 4's 36,
+       and 16 KiB in the dQ kernel (Q_w, dO_w 2 each; K, V 4 each; K 4 as dQ's B) against 28;
+       T 1024: dK/dV 0.042 + 0.050 + 0.014 = 0.107 ms, dQ 0.029 + 0.039 + 0.015 = 0.082 ms, delta
+         0.005 ms: 0.194 ms (version 4 by the same sum: 0.241);
+       T 2048: 0.750 ms (version 4: 0.925); T 4096: 2.95 ms (version 4: 3.62).
+     Scaled by version 4's measured / sum at each T (1.06, 0.89, 0.81): 0.206 / 0.666 / 2.38 ms, 1.24x
+     version 4 at every T; against SDPA on the H200 (0.252 / 0.535 / 1.588 ms) 1.22x / 0.80x / 0.67x.
+     The issue's bar is 1.0x at T 1024 and 0.8x at 2048 and 4096: predicted met at 1024 and 2048, not
+     at 4096, where mma.sync on 7 products (1.39 ms of the 2.95 sum) is the largest unit.
+     Why version 4 missed its prediction (in the trainer, d12: dK/dV 1.7x, dQ 3.3x): its model took
+     the largest unit's time as if shared memory, mma and exp2 overlapped, but a warp runs S^T, the
+     exp2, dV, dP^T, dS^T and dK one after another between two barriers a step, with 12 (dK/dV) or
+     16 (dQ) warps per SM to hide it; the sum of the units comes within 1.06x. The dQ kernel missed
+     most: its 16-row warps read 28 KiB per 1024 scores, it spilled at the 128-register cap of two
+     256-thread CTAs, and its prediction left out the exp2. What version 5 changes: 24 and 16 KiB per
+     1024 scores, one barrier a step in dK/dV, no spills, the longest dK/dV CTAs first. What it does
+     not: the 7 products, and the softmax between a warp's matmuls (issue 59's ping-pong).
+     dQ, the choice: (a) in the dK/dV pass with a fixed-order fp32 accumulation, as version 3: 5
+     products, but dS^T through shared memory to a per-step dQ product (+56 KiB of shared reads and 16
+     KiB of L2 read-add-write per 128-key step) and waits on the order: about 0.18 ms by the same sum
+     at T 1024, 8% under two kernels, and version 3 measured 4.9x its own prediction on those waits
+     and fences; (b) a dQ kernel that reads dS from the dK/dV kernel instead of recomputing S and dP:
+     4 bytes of HBM per score (written, read) to save 4 hd = 256 FLOPs, 64 FLOPs a byte against the
+     H200's ridge of 165 (790 TFLOP/s over 4.8 TB/s), and B H T^2 / 2 bf16 of memory (0.8 GB a layer at
+     d12); (c) a dQ kernel that recomputes S and dP and reads what it can (Q, dO, K, V, lse, D):
+     chosen, version 4's decomposition. The GPU decides between version 5 and version 4.
+     Deterministic: bit-identical runs (the check's second backward).
+
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
@@ -146,7 +204,7 @@ second backward bit-identical to the first. One PASS/FAIL line per (version, sch
 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 With version 2 selected, --check also runs version 2's delta kernel and the one it replaced against
 double sums (check_delta), and --bench times both (bench_delta: the bench shapes and B 64, T 1024).
---large (BF16 builds; common.h's lab_attn_large): versions 2 and 4 at the largest shape the trainer
+--large (BF16 builds; common.h's lab_attn_large): versions 2, 4 and 5 at the largest shape the trainer
 admits, as the forward lab's --large: from the twin's atty and lse in batch row B - 1, the delta
 kernel's last block, the dK/dV CTAs of the last kv head and the dQ CTAs of the last head (only those on
 the CPU runtime), their rows against the twin's gradients and D. Version 3's one-pass kernel cannot run

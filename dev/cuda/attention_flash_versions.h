@@ -10,9 +10,13 @@ The versions that lost live here, included by both attention labs after the trai
   backward version 2  the delta kernel, then a dK/dV kernel and a dQ kernel, as version 4 but with
                       version 2's loads (lab_attention_backward 2)
   backward version 3  one pass, dQ summed in a fixed order across CTAs (lab_attention_backward 3)
-and the one not yet measured, born here (it enters the trainer if a GPU times it faster than version 3):
+and the two not yet measured, born here (each enters the trainer if a GPU times it faster than the
+trainer's version of its direction):
   forward version 5   4 warps x 32 query rows, 128-key tiles at hd 64, one FFMA into exp2, O through
                       shared memory (lab_attention_forward 5; issue 58)
+  backward version 5  version 4's two kernels in FlashAttention-2's shapes: 128-key dK/dV CTAs (32 keys
+                      a warp at hd 64), three stages, one barrier a step; dQ in forward version 5's
+                      shape (lab_attention_backward 5; issue 58)
 Their measurements and predictions are in the two labs' headers; the version dispatch is
 lab_flash_forward / lab_flash_backward at the end of this file (common.h's lab_attention_forward and
 lab_attention_backward call them).
@@ -1394,7 +1398,7 @@ static void flash5_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
-// the labs' version dispatch: versions 2 and 3 of a direction run here; the trainer's own version
+// the labs' version dispatch: versions 2, 3 and 5 of a direction run here; the trainer's own version
 // (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path run through the trainer's
 // launchers (common.h's lab_attention_forward and lab_attention_backward choose)
 

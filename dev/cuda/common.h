@@ -734,7 +734,8 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 // The versions of each lab: the `fused` argument of attn_shape_make and LabAttn.flash_fwd/flash_bwd
 // (LabVersion.variant: 0 unfused, else the flash version). Versions 1 to 3 are in both labs (version 3:
 // forward 128-row tiles, the trainer's; backward one pass); version 4 is the backward lab's alone (the
-// trainer's backward, run after version 3's forward), version 5 the forward lab's alone (issue 58).
+// trainer's backward, run after version 3's forward); version 5 is in both, the lab's own (issue 58: the
+// backward runs after the forward's version 5).
 #define LAB_ATTN_V1 {1, "unfused: permute + cuBLASLt strided-batched matmuls + softmax kernels", 0, 0}
 #define LAB_ATTN_V2 {2, "fused flash: mma.sync bf16 tensor cores, 64x64 tiles", 1, 2}
 #define LAB_ATTN_V3 {3, "fused flash v3: ldmatrix, cp.async; forward 128-row tiles, backward one pass (ordered dQ sum)", 1, 3}

@@ -16,7 +16,7 @@
 #        (--fixtures-only) to fit CI
 #   the attention labs (dev/cuda/attention_{forward,backward}.cu), BF16, version 3 --check on the
 #        standard layout (version 1 its baseline; T up to 1024) and --quick for every scheme, version 2
-#        --quick, the backward's versions 2 and 4 and the forward's version 5 as version 3,
+#        --quick, the backward's versions 2, 4 and 5 and the forward's version 5 as version 3,
 #        against their CPU twin; the other labs (layernorm, classifier, encoder_backward, optimizer, matmul_gelu)
 #        with --quick: the trainer's kernels at its widths (C to 2048, V 50257, two sweeps of the norm);
 #        the attention labs' --large: each flash kernel's far end at the largest shape the trainer admits;
@@ -83,9 +83,11 @@ for l in attention_backward attention_forward; do
 done
 runs+=("lab_attention_backward - 2,--check,--scheme,standard")
 runs+=("lab_attention_backward - 4,--check,--scheme,standard" "lab_attention_backward - 4,--quick")
-# the forward's version 5 (issue 58, the lab's until a GPU measures it) likewise: every standard shape
-# (T 1024 among them) and --quick's for every scheme (its full --check of every scheme takes ~6 min here)
+# the forward's and the backward's version 5 (issue 58, the labs' until a GPU measures them) likewise:
+# every standard shape (T 1024 among them) and --quick's for every scheme (the forward's full --check of
+# every scheme takes ~6 min here, the backward's ~20)
 runs+=("lab_attention_forward - 5,--check,--scheme,standard" "lab_attention_forward - 5,--quick")
+runs+=("lab_attention_backward - 5,--check,--scheme,standard" "lab_attention_backward - 5,--quick")
 # --large: every flash kernel's index arithmetic at the largest shape the trainer admits (B 16383, T 512,
 # C 256: B*T*C just under 2^31, the projection past 2^32), every scheme, hd 64 and 128, Hkv H and 1; only
 # the CTAs of the last head of the last batch row run (the runtime's run_only), against the twin of that
