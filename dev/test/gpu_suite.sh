@@ -45,7 +45,8 @@
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
 #   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
-#                     the hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP
+#                     the hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP;
+#                     the attention labs' SASS (dev/tools/sass_facts.py): HMMA, no LDL/STL in the flash5 kernels
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
 #                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
@@ -851,6 +852,20 @@ stage_lab_check() {
     else
       row "$name --check" FAIL "exit $rc, $n_pass pass, $n_fail fail: $(grep -m1 '^FAIL \|^error' "$log" | cut -c1-100)"
     fi
+  done
+  # the flash kernels' machine code (cuobjdump is on this machine, not on the development one): each
+  # kernel's HMMA and LDL/STL counts noted; the versions not yet measured (flash5) must hold HMMA and
+  # no local memory (the older ones' known spills are in the labs' headers)
+  local l sass
+  for l in attention_forward attention_backward; do
+    sass="$LOG/lab/lab_${l}_sass.txt"
+    x cuobjdump -sass build/lab_"$l" >"$sass" 2>&1
+    x python3 dev/tools/sass_facts.py "$sass" --match 'flash\w*_attention_(forward|backward)' --strict flash5 >"$sass.facts" 2>&1
+    rc=$?
+    [ $DRY -eq 1 ] && continue
+    note <"$sass.facts"
+    if [ $rc -eq 0 ]; then row "lab_$l SASS (flash5)" PASS "$(tail -n 1 "$sass.facts" | cut -c1-110)"
+    else row "lab_$l SASS (flash5)" FAIL "exit $rc: $(tail -n 1 "$sass.facts" | cut -c1-110)"; fi
   done
 }
 stage_lab_bench() {

@@ -5,6 +5,7 @@
 #     kept in the summary), --time-limit (a stage that no longer fits is not started), a bad stage;
 #   --plan: every stage in exactly one call, each call <= 540 s of stages, the first fits 900 s;
 #     --record-times makes the plan's times "measured";
+#   dev/tools/sass_facts.py on a synthetic cuobjdump -sass dump (dev/test/samples/sass_flash.txt);
 #   dev/tools/ncu_table.py on a synthetic ncu CSV (dev/test/samples/ncu_step.csv: quoted long
 #     format, ==PROF== lines, thousands separators, scaled units) and its wide form;
 #   dev/test/initcheck_filter.py on a synthetic initcheck log (dev/test/samples/initcheck.log,
@@ -128,8 +129,27 @@ else
   fail "record_times: $(grep -m2 '^    build\|^    fixtures' "$tmp/plan_rec.txt" | tr '\n' '|') $(head -c 200 "$tmp/rec.txt")"
 fi
 
-# ---------------------------------------------------------------- ncu_table.py
 samples=dev/test/samples
+# ---------------------------------------------------------------- sass_facts.py
+# a synthetic cuobjdump -sass dump (dev/test/samples/sass_flash.txt): the delta kernel (no mma) not
+# matched; flash4's dQ kernel with a spill (STL, a predicated LDL) reported; the flash5 kernels checked
+flash_re='flash\w*_attention_(forward|backward)'
+python3 dev/tools/sass_facts.py $samples/sass_flash.txt --match "$flash_re" --strict flash5 >"$tmp/sass_ok.txt" 2>&1
+rc_ok=$?
+python3 dev/tools/sass_facts.py $samples/sass_flash.txt --match "$flash_re" >"$tmp/sass_bad.txt" 2>&1
+rc_bad=$?
+python3 dev/tools/sass_facts.py $samples/sass_flash.txt --match no_such_kernel >"$tmp/sass_none.txt" 2>&1
+rc_none=$?
+if [ $rc_ok -eq 0 ] && grep -q '^flash5_attention_forward_kernel<64> *HMMA 3 HGMMA 0 LDL 0 STL 0  ok$' "$tmp/sass_ok.txt" &&
+   grep -q '^flash4_attention_backward_dq_kernel<64> *HMMA 2 HGMMA 0 LDL 1 STL 1$' "$tmp/sass_ok.txt" &&
+   ! grep -q delta "$tmp/sass_ok.txt" && [ $rc_bad -eq 1 ] && grep -q 'local memory: flash4_attention_backward_dq_kernel<64>$' "$tmp/sass_bad.txt" &&
+   [ $rc_none -eq 2 ] && grep -q 'HINT' "$tmp/sass_none.txt"; then
+  pass "sass_facts: HMMA and LDL/STL counted per kernel (predicated too), the --strict kernels judged (exit 0, 1), no match an error (2)"
+else
+  fail "sass_facts: exits $rc_ok/$rc_bad/$rc_none: $(cat "$tmp/sass_ok.txt" "$tmp/sass_bad.txt" "$tmp/sass_none.txt" | head -c 700 | tr '\n' '|')"
+fi
+
+# ---------------------------------------------------------------- ncu_table.py
 python3 dev/tools/ncu_table.py $samples/ncu_step.csv --predicted $samples/params_profile.csv --source train_gpt2.cu \
   --format tsv >"$tmp/ncu.tsv" 2>&1
 rc=$?
