@@ -138,8 +138,9 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3 and 5 in attentio
      linear dispatch starts key tile 0 of every (b, kv head), the CTAs with the most steps, in the
      first wave (version 4's grid (key tiles, B*Hkv) started them last). hd 64: 4 warps x 32 keys (two
      m16 tiles: each Q and dO fragment from ldmatrix feeds two mma), steps of 32 queries (dK and dV
-     hold 128 registers a thread; S^T and dP^T 32 each); hd 128: 8 warps x 16 keys, steps of 64 (32
-     keys a warp would need 256 registers for dK and dV alone). Q, dO, lse and D in three stages: step
+     hold 128 registers a thread; S^T and dP^T 32 each); hd 128: 8 warps x 16 keys (32 keys a warp
+     would need 256 registers for dK and dV alone), steps of 32 too (64 fit the registers, but three
+     stages of them take 171.5 KiB, past the A100's 163 KiB a block). Q, dO, lse and D in three stages: step
      s + 2's copies are issued after step s's barrier into the stage step s - 1 used, so one barrier a
      step (version 4: two). A warp skips the steps whose queries all precede its keys and masks only
      the steps that cross its diagonal or T. flash5_attention_backward_dq_kernel<hd>, grid (B*H,
@@ -150,7 +151,7 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3 and 5 in attentio
      steps' ldmatrix into the accumulators' registers and spilled 4-24 bytes in every kernel.
      ptxas (nvcc 13.0, this lab's flags; registers at sm_80 / sm_90, 0 bytes spilled in each):
        flash5_attention_backward_dkdv_kernel<64>:  248 / 248, 63.8 KiB smem, 2 CTAs = 8 warps per SM
-       flash5_attention_backward_dkdv_kernel<128>: 250 / 248, 171.5 KiB, 1 CTA = 8 warps
+       flash5_attention_backward_dkdv_kernel<128>: 220 / 230, 119.8 KiB, 1 CTA = 8 warps
        flash5_attention_backward_dq_kernel<64>:    255 / 254, 109.0 KiB, 2 CTAs = 8 warps
        flash5_attention_backward_dq_kernel<128>:   254 / 245, 103.0 KiB, 2 CTAs = 8 warps
      FLOPs executed (T 1024, with the diagonal's masked work): dK/dV 26.6 GFLOP, dQ 20.5 GFLOP, 47.1 in

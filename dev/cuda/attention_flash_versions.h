@@ -1010,7 +1010,8 @@ static void flash5_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 //     brings feeds two mma: 24 KiB of shared reads per 1024 scores where version 4 reads 36. dK and
 //     dV then take 128 registers a thread, so a step is 32 queries (S^T and dP^T 32 registers each).
 //     At head size 128, 32 keys would need 256 registers for dK and dV alone: 8 warps of 16 keys,
-//     64-query steps, version 4's per-warp shape in a 128-key CTA.
+//     steps of 32 queries too (64, version 4's, fit the registers, but three stages of them take
+//     171.5 KiB of shared memory, past the A100's 163 KiB a block).
 //   - three stages of Q, dO, lse and D: the copies for step s + 2 are issued right after step s's
 //     barrier, into the stage step s - 1 used, so one barrier per step instead of two.
 //   - the grid is (B * Hkv, key tiles): linear dispatch starts every (b, kv head)'s key tile 0, the
@@ -1029,7 +1030,7 @@ static void flash5_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 #define FLASH5_BWD_BLOCK_N 128                                  // keys per dK/dV CTA
 #define FLASH5_BWD_WARP_KEYS(head_dim) ((head_dim) == 64 ? 32 : 16) // keys per dK/dV warp
 #define FLASH5_BWD_THREADS(head_dim) (FLASH5_BWD_BLOCK_N / FLASH5_BWD_WARP_KEYS(head_dim) * 32)
-#define FLASH5_BWD_BLOCK_M(head_dim) ((head_dim) == 64 ? 32 : 64)   // query rows per dK/dV step
+#define FLASH5_BWD_BLOCK_M 32                                   // query rows per dK/dV step
 #define FLASH5_BWD_STAGES 3                                     // Q, dO, lse, D buffers (dK/dV kernel)
 #define FLASH5_DQ_BLOCK_N(head_dim) ((head_dim) == 64 ? 128 : 32)   // keys per dQ tile (per barrier pair)
 #define FLASH5_DQ_SUB_N(head_dim) ((head_dim) == 64 ? 64 : 32)      // keys per S, dP and dQ round
@@ -1037,7 +1038,7 @@ static void flash5_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 // dynamic shared memory of the version 5 dK/dV kernel: K and V (128 rows), three stages of Q and dO
 // (BLOCK_M rows each), and three of lse and D (BLOCK_M floats each)
 static size_t flash5_dkdv_smem_bytes(int hd) {
-    const size_t block_m = (size_t)FLASH5_BWD_BLOCK_M(hd);
+    const size_t block_m = (size_t)FLASH5_BWD_BLOCK_M;
     return (2 * FLASH5_BWD_BLOCK_N + 2 * FLASH5_BWD_STAGES * block_m) * (hd + FLASH_SMEM_PAD) * sizeof(floatX) +
            2 * FLASH5_BWD_STAGES * block_m * sizeof(float);
 }
@@ -1113,7 +1114,7 @@ flash5_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
                                       const float* delta, AttnRows q, AttnRows k, AttnRows v, int T, int H, int Hkv,
                                       float scale, float scale_log2) {
     constexpr int kThreads = FLASH5_BWD_THREADS(kHeadDim), kWarpKeys = FLASH5_BWD_WARP_KEYS(kHeadDim);
-    constexpr int kKeyTiles = kWarpKeys / 16, kBlockM = FLASH5_BWD_BLOCK_M(kHeadDim), kStages = FLASH5_BWD_STAGES;
+    constexpr int kKeyTiles = kWarpKeys / 16, kBlockM = FLASH5_BWD_BLOCK_M, kStages = FLASH5_BWD_STAGES;
     constexpr int kTilesM = kBlockM / 8, kTilesD = kHeadDim / 8;
     constexpr uint32_t kRowBytes = (kHeadDim + FLASH_SMEM_PAD) * sizeof(floatX);
     constexpr uint32_t kKeyTileBytes = FLASH5_BWD_BLOCK_N * kRowBytes, kQueryTileBytes = kBlockM * kRowBytes;
