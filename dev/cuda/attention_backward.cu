@@ -214,7 +214,8 @@ one block whose grid-stride loop reaches the last pair (B T C / 2 pairs, 8 per t
 grid), and the pairs it owns in the last batch row must hold old + scale * dq_accum (mutant m61: one
 pair per thread, issue 58's bug, fails there).
 --bench: backward alone (after one forward) and forward + backward, ms (median of 25, L2 flushed
-before each), TFLOP/s and GB/s from the two numbers above. PyTorch: python3 dev/cuda/sdpa_bench.py.
+before each), TFLOP/s and GB/s from the two numbers above, at B 8 (T 1024, 2048, 4096) and at d12's
+micro-step (B 64, T 1024: see the forward lab's --bench). PyTorch: python3 dev/cuda/sdpa_bench.py.
 */
 #define TESTING
 #include "../../train_gpt2.cu"
@@ -503,16 +504,16 @@ static int check(const LabArgs* a) {
 static void bench(const LabArgs* a) {
     LabTimer timer;
     lab_timer_init(&timer);
-    printf("bench: B=%d H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv (B, T, 3C)), %s, median of %d runs, "
-           "L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD, PRECISION_NAME, LAB_BENCH_REPS,
-           timer.flush_bytes / 2 >> 20);
-    for (int ti = 0; ti < 3; ti++) {
-        const LabShape sh = lab_bench_shape(lab_bench_T[ti]);
+    printf("bench: B=%d (then 64 at T 1024: d12's micro-step) H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv "
+           "(B, T, 3C)), %s, median of %d runs, L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD,
+           PRECISION_NAME, LAB_BENCH_REPS, timer.flush_bytes / 2 >> 20);
+    for (const LabBenchBT& bt : lab_bench_shapes) {
+        const LabShape sh = lab_bench_shape(bt);
         const double f_fwd = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd), f_bwd = lab_flops_backward(sh.B, sh.T, sh.H, sh.hd);
         const double b_fwd = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
         const double b_bwd = lab_bytes_backward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
-        lab_attn_bench_predicted("backward", f_bwd, b_bwd, sh.T);
-        lab_attn_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, sh.T);
+        lab_attn_bench_predicted("backward", f_bwd, b_bwd, &sh);
+        lab_attn_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, &sh);
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 1);
         const size_t BT = (size_t)sh.B * sh.T;
@@ -531,9 +532,9 @@ static void bench(const LabArgs* a) {
             auto backward = [&]() { lab_attention_backward(&at, dsrc, lab_in(&in.datty), d_atty, src); };
             forward();
             const double ms_bwd = lab_time_median_ms(&timer, LAB_BENCH_REPS, backward);
-            lab_attn_bench_line(ver->version, "backward", sh.T, ms_bwd, f_bwd, b_bwd);
+            lab_attn_bench_line(ver->version, "backward", &sh, ms_bwd, f_bwd, b_bwd);
             const double ms_both = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() { forward(); backward(); });
-            lab_attn_bench_line(ver->version, "forward+backward", sh.T, ms_both, f_fwd + f_bwd, b_fwd + b_bwd);
+            lab_attn_bench_line(ver->version, "forward+backward", &sh, ms_both, f_fwd + f_bwd, b_fwd + b_bwd);
             lab_buf_free(&dqkv);
             lab_buf_free(&atty);
             lab_attn_free(&at);
@@ -549,7 +550,7 @@ static void bench(const LabArgs* a) {
 int main(int argc, char** argv) {
     const LabSpec spec = lab_attn_spec("lab_attention_backward", "causal attention backward of train_gpt2.cu",
                                        "time every version's backward, and forward + backward, at T = 1024, 2048, 4096\n"
-                                       "                (B 8, H 12, hd 64, standard layout)", 1);
+                                       "                (B 8, H 12, hd 64, standard layout) and at d12's micro-step (B 64, T 1024)", 1);
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);

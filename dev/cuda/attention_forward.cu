@@ -125,7 +125,10 @@ projection (B, T, 3C) is past 2^32. Only batch row B - 1 holds inputs (a fresh B
 printed); the CTAs of the last head of that row run (on the CPU runtime only those: run_only; on a GPU
 every CTA), and that head's atty and lse are compared with the twin of the B = 1 trial, the rest of the
 row still poison. An index computed in 32 bits shows there (mutants m62 and m63).
---bench: ms (median of 25, L2 flushed before each), TFLOP/s and GB/s from the two numbers above.
+--bench: ms (median of 25, L2 flushed before each), TFLOP/s and GB/s from the two numbers above, at
+B 8 (T 1024, 2048, 4096), then at d12's micro-step, B 64 and T 1024: 12 x that forward and the
+backward lab's is the flash rows of a d12 training step (gpu_suite.sh's targets compare it with the
+33.2 ms the trainer measured at c32bccf).
 PyTorch's SDPA on the same shapes: python3 dev/cuda/sdpa_bench.py.
 */
 #define TESTING
@@ -225,14 +228,14 @@ static int check(const LabArgs* a) {
 static void bench(const LabArgs* a) {
     LabTimer timer;
     lab_timer_init(&timer);
-    printf("bench: B=%d H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv (B, T, 3C)), %s, median of %d runs, "
-           "L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD, PRECISION_NAME, LAB_BENCH_REPS,
-           timer.flush_bytes / 2 >> 20);
-    for (int ti = 0; ti < 3; ti++) {
-        const LabShape sh = lab_bench_shape(lab_bench_T[ti]);
+    printf("bench: B=%d (then 64 at T 1024: d12's micro-step) H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv "
+           "(B, T, 3C)), %s, median of %d runs, L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD,
+           PRECISION_NAME, LAB_BENCH_REPS, timer.flush_bytes / 2 >> 20);
+    for (const LabBenchBT& bt : lab_bench_shapes) {
+        const LabShape sh = lab_bench_shape(bt);
         const double flops = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd);
         const double bytes = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
-        lab_attn_bench_predicted("forward", flops, bytes, sh.T);
+        lab_attn_bench_predicted("forward", flops, bytes, &sh);
         LabInputs in;
         lab_inputs_make(&in, &sh, a->seed, 0);
         for (int k = 0; k < lab_attn_num_versions(0); k++) {
@@ -245,7 +248,7 @@ static void bench(const LabArgs* a) {
             const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
                 lab_attention_forward(&at, (floatX*)atty.ptr, lab_sources(&in));
             });
-            lab_attn_bench_line(ver->version, "forward", sh.T, ms, flops, bytes);
+            lab_attn_bench_line(ver->version, "forward", &sh, ms, flops, bytes);
             lab_buf_free(&atty);
             lab_attn_free(&at);
         }
@@ -256,7 +259,8 @@ static void bench(const LabArgs* a) {
 
 int main(int argc, char** argv) {
     const LabSpec spec = lab_attn_spec("lab_attention_forward", "causal attention forward of train_gpt2.cu",
-                                       "time every version at T = 1024, 2048, 4096 (B 8, H 12, hd 64, standard layout)",
+                                       "time every version at T = 1024, 2048, 4096 (B 8, H 12, hd 64, standard layout)\n"
+                                       "                and at d12's micro-step (B 64, T 1024)",
                                        0);
     LabArgs a;
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }

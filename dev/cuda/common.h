@@ -1181,12 +1181,16 @@ static int lab_attn_verdict(const LabArgs* a, int version, const LabInputs* in, 
 }
 
 // ----------------------------------------------------------------------------
-// benchmark: the d12 model's heads (H = 12, hd = 64), B = 8 at every T, standard layout
+// benchmark: the d12 model's heads (H = 12, hd = 64), standard layout; B 8 at T 1024, 2048, 4096 (the
+// shapes dev/cuda/sdpa_bench.py times too), then d12's micro-step, B 64 at T 1024: 12 times that is the
+// flash rows of a d12 training step (`--profile`), so a lab version's effect on the step is read before
+// it enters the trainer
 
 #define LAB_BENCH_B 8
 #define LAB_BENCH_H 12
 #define LAB_BENCH_HD 64
-static const int lab_bench_T[3] = {1024, 2048, 4096};
+typedef struct { int B, T; } LabBenchBT;
+static const LabBenchBT lab_bench_shapes[4] = {{LAB_BENCH_B, 1024}, {LAB_BENCH_B, 2048}, {LAB_BENCH_B, 4096}, {64, 1024}};
 
 // FLOPs: causal, QK^T and PV over half of the T x T square: 2 matmuls x 2 B H T^2 hd / 2
 static double lab_flops_forward(int B, int T, int H, int hd) { return 2.0 * B * H * (double)T * T * hd; }
@@ -1200,27 +1204,27 @@ static double lab_bytes_backward(int B, int T, int H, int Hkv, int hd) {
     return lab_bytes_forward(B, T, H, Hkv, hd) + (double)sizeof(floatX) * B * T * hd * (2.0 * H + 2.0 * Hkv);
 }
 
-// "predicted <pass> T=..: ..." (lab_bench_predicted)
-static void lab_attn_bench_predicted(const char* pass, double flops, double bytes, int T) {
+// "predicted <pass> T=.. B=..: ..." (lab_bench_predicted)
+static void lab_attn_bench_predicted(const char* pass, double flops, double bytes, const LabShape* sh) {
     char what[64];
-    snprintf(what, sizeof(what), "%s T=%d", pass, T);
+    snprintf(what, sizeof(what), "%s T=%d B=%d", pass, sh->T, sh->B);
     lab_bench_predicted(what, flops, bytes);
 }
 
 // "bench vN <pass> T=.. B=.. H=.. hd=.. ms=.. TFLOP/s=.. GB/s=..": dev/cuda/sdpa_bench.py prints the
 // same, and dev/test/gpu_suite.sh compares the two
-static void lab_attn_bench_line(int version, const char* pass, int T, double ms, double flops, double bytes) {
-    printf("bench v%d %-16s T=%d B=%d H=%d hd=%d ms=%.4f TFLOP/s=%.1f GB/s=%.1f\n", version, pass, T, LAB_BENCH_B,
-           LAB_BENCH_H, LAB_BENCH_HD, ms, flops / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e9);
+static void lab_attn_bench_line(int version, const char* pass, const LabShape* sh, double ms, double flops, double bytes) {
+    printf("bench v%d %-16s T=%d B=%d H=%d hd=%d ms=%.4f TFLOP/s=%.1f GB/s=%.1f\n", version, pass, sh->T, sh->B, sh->H,
+           sh->hd, ms, flops / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e9);
     fflush(stdout);
 }
 
 // the bench's inputs: standard layout, the same allocation as the check
-static LabShape lab_bench_shape(int T) {
+static LabShape lab_bench_shape(LabBenchBT bt) {
     LabShape sh;
     sh.scheme = QKV_STANDARD;
-    sh.B = LAB_BENCH_B;
-    sh.T = T;
+    sh.B = bt.B;
+    sh.T = bt.T;
     sh.H = LAB_BENCH_H;
     sh.Hkv = LAB_BENCH_H;
     sh.hd = LAB_BENCH_HD;

@@ -6,7 +6,7 @@ PyTorch's fused attention on the attention labs' benchmark shapes, in the labs' 
 
 torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) in bf16, with q, k, v the
 head views of one (B, T, 3C) projection output (nanoGPT's layout, the labs' standard layout), at
-B = 8, H = 12, hd = 64, T = 1024, 2048, 4096. Timed: forward; backward alone (autograd.grad of the
+H = 12, hd = 64: B = 8 at T = 1024, 2048, 4096, then B = 64 at T = 1024 (d12's micro-step). Timed: forward; backward alone (autograd.grad of the
 forward's output into the (B, T, 3C) tensor, the forward's graph kept); forward + backward. Each the
 median of N runs (default 25) after two warm-ups, the L2 cache flushed (a memset of twice its size)
 before each run, CUDA events around the run only: the labs' method. Backends: PyTorch's own choice
@@ -23,20 +23,20 @@ Without PyTorch or a CUDA device: one SKIP line, exit 0. Needs no network.
 import argparse
 import sys
 
-B, H, HD = 8, 12, 64
-TS = (1024, 2048, 4096)
+H, HD = 12, 64
+SHAPES = ((8, 1024), (8, 2048), (8, 4096), (64, 1024))  # (B, T): the labs' lab_bench_shapes
 
 
-def flops_forward(T):
+def flops_forward(B, T):
     return 2.0 * B * H * T * T * HD
 
 
-def bytes_forward(T):
+def bytes_forward(B, T):
     return 2.0 * B * T * HD * (2 * H + 2 * H) + 4.0 * B * H * T
 
 
-def bytes_backward(T):
-    return bytes_forward(T) + 2.0 * B * T * HD * (2 * H + 2 * H)
+def bytes_backward(B, T):
+    return bytes_forward(B, T) + 2.0 * B * T * HD * (2 * H + 2 * H)
 
 
 def main():
@@ -78,7 +78,7 @@ def main():
         n = len(ms)
         return ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
 
-    def line(name, what, T, ms, flops, nbytes):
+    def line(name, what, B, T, ms, flops, nbytes):
         print(f"bench {name} {what:<16} T={T} B={B} H={H} hd={HD} ms={ms:.4f} "
               f"TFLOP/s={flops / (ms * 1e-3) / 1e12:.1f} GB/s={nbytes / (ms * 1e-3) / 1e9:.1f}", flush=True)
 
@@ -92,10 +92,10 @@ def main():
     except Exception:
         sdpa_kernel = None
 
-    print(f"sdpa_bench: torch {torch.__version__} on {props.name}; B={B} H={H} hd={HD}, bf16, q, k, v head views of "
+    print(f"sdpa_bench: torch {torch.__version__} on {props.name}; (B, T) {SHAPES}, H={H} hd={HD}, bf16, q, k, v head views of "
           f"qkv (B, T, 3C), is_causal=True, median of {args.reps} runs, L2 ({l2 >> 20} MiB) flushed before each")
     C = H * HD
-    for T in TS:
+    for B, T in SHAPES:
         gen = torch.Generator(device=dev).manual_seed(1337 + T)
         qkv = torch.randn(B, T, 3 * C, device=dev, dtype=torch.bfloat16, generator=gen).requires_grad_(True)
         dout = torch.randn(B, H, T, HD, device=dev, dtype=torch.bfloat16, generator=gen)
@@ -107,9 +107,9 @@ def main():
             v = v.view(B, T, H, HD).transpose(1, 2)
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-        f_fwd = flops_forward(T)
+        f_fwd = flops_forward(B, T)
         f_bwd = 2.5 * f_fwd
-        b_fwd, b_bwd = bytes_forward(T), bytes_backward(T)
+        b_fwd, b_bwd = bytes_forward(B, T), bytes_backward(B, T)
         for name, backend in backends:
             ctx = sdpa_kernel(backend) if backend is not None else None
             try:
@@ -117,15 +117,15 @@ def main():
                     ctx.__enter__()
                 with torch.no_grad():
                     ms = median_ms(attend, args.reps)
-                line(name, "forward", T, ms, f_fwd, b_fwd)
+                line(name, "forward", B, T, ms, f_fwd, b_fwd)
                 out = attend()
                 ms = median_ms(lambda: torch.autograd.grad(out, (qkv,), dout, retain_graph=True), args.reps)
-                line(name, "backward", T, ms, f_bwd, b_bwd)
+                line(name, "backward", B, T, ms, f_bwd, b_bwd)
                 out = None  # frees the kept graph before the next measurement
                 ms = median_ms(lambda: torch.autograd.grad(attend(), (qkv,), dout), args.reps)
-                line(name, "forward+backward", T, ms, f_fwd + f_bwd, b_fwd + b_bwd)
+                line(name, "forward+backward", B, T, ms, f_fwd + f_bwd, b_fwd + b_bwd)
             except Exception as e:  # a forced backend this GPU or build does not have
-                print(f"bench {name} T={T}: not available ({type(e).__name__}: {str(e).splitlines()[0][:120]})", flush=True)
+                print(f"bench {name} T={T} B={B}: not available ({type(e).__name__}: {str(e).splitlines()[0][:120]})", flush=True)
             finally:
                 if ctx is not None:
                     ctx.__exit__(None, None, None)

@@ -12,6 +12,8 @@
 #     .regions): it drops exactly the 4 reads inside cuBLASLt's outputs and keeps the 4 others;
 #   dev/test/initcheck_lt_regions.c (the LD_PRELOAD shim) built and called through cuBLASLt's own
 #     descriptors, where the CUDA headers and libcublasLt are (no GPU needed);
+#   the targets stage on fake lab bench logs: the flash versions against SDPA (B 8) and the d12 step's
+#     flash rows from the B 64 lines;
 #   ABLATE_RUNS of dev/ablate/ablate.sh and BENCH_*_ONLY of dev/bench/bench.sh (shared_projections in parts);
 #   the racecheck stage run for real on a fake GPU (fake nvidia-smi, binaries, fixtures and
 #     compute-sanitizer): a run killed beside others is tried again alone; the next call keeps the
@@ -503,6 +505,33 @@ if [ -z "$miss" ]; then
 else
   fail "inputs: missing or wrong:$miss"
 fi
+# the targets stage reads the lab bench: the fastest version per T against SDPA at B 8 only, and issue
+# 58's bar for the d12 step, 12 x (fastest forward + fastest backward at B 64, T 1024) <= 19.92 ms
+mkdir -p "$tmp/tgt/lab"
+printf 'PASS\t10\t2026-11-30 10:00 UTC\tFake GPU\n' >"$tmp/tgt/lab_bench.status"
+for T in 1024 2048 4096; do
+  for pass in forward backward; do
+    for v in "v3 0.30" "v5 0.20" "sdpa 0.25"; do # ms; B 64 lines faster than SDPA must not count for B 8
+      f="$tmp/tgt/lab/lab_attention_${pass}_bench.log"; [ "${v% *}" = sdpa ] && f="$tmp/tgt/lab/sdpa_bench.log"
+      printf 'bench %s %-16s T=%d B=8 H=12 hd=64 ms=%s TFLOP/s=1.0 GB/s=1.0\n' "${v% *}" $pass $T "${v#* }" >>"$f"
+    done
+  done
+done
+printf 'bench v3 forward          T=1024 B=64 H=12 hd=64 ms=0.7000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_forward_bench.log"
+printf 'bench v5 forward          T=1024 B=64 H=12 hd=64 ms=0.5000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_forward_bench.log"
+printf 'bench v4 backward         T=1024 B=64 H=12 hd=64 ms=1.9000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_backward_bench.log"
+printf 'bench v5 forward+backward T=1024 B=64 H=12 hd=64 ms=0.1000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_backward_bench.log"
+printf 'bench v5 backward         T=1024 B=64 H=12 hd=64 ms=1.1000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_backward_bench.log"
+printf 'bench sdpa backward         T=1024 B=64 H=12 hd=64 ms=0.0100 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/sdpa_bench.log"
+out=$(fake_call tgt fixtures) # targets ends every call
+if grep -q '^targets *flash forward >= PyTorch SDPA (B 8, H 12, hd 64) *PASS .*T=1024 0.20 vs 0.25 ms (1.25x)' <<<"$out" &&
+   grep -q '^targets *flash backward >= PyTorch SDPA (B 8, H 12, hd 64) *PASS' <<<"$out" &&
+   grep -q '^targets *flash rows of a d12 step <= 60% (19.92 ms) *PASS *12 x (forward v5 0.5000 + backward v5 1.1000 ms) = 19.20 ms, 58% of 33.2' <<<"$out"; then
+  pass "targets_flash: the fastest version per T against SDPA at B 8 (B 64 lines apart), the d12 step's flash rows from B 64 (19.20 ms, 58%)"
+else
+  fail "targets_flash: $(grep 'flash' <<<"$out" | tr '\n' '|' | cut -c1-600)"
+fi
+
 # --record-times keeps the finished ablation runs' small files (not their models) for the next session
 mkdir -p "$tmp/rec_ab/ablate_toy/standard/seed_1" "$tmp/rec_ab/ablate_toy/kv_shared/seed_1"
 for f in DONE main.log stdout.log cmd.txt heads.csv; do echo "$f" >"$tmp/rec_ab/ablate_toy/standard/seed_1/$f"; done
