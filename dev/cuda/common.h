@@ -746,7 +746,7 @@ static const LabVersion lab_attn_forward_versions[] = {
 static const LabVersion lab_attn_backward_versions[] = {
     LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
     {4, "fused flash v4 (v3's forward): v2's two kernels, tiles by cp.async, operands by ldmatrix", 1, 4},
-    {5, "fused flash v5 (v5's forward): 128-key dK/dV CTAs, 32 keys or query rows per warp, 3-stage dK/dV steps", 1, 5},
+    {5, "fused flash v5 (v5's forward): 128-key dK/dV CTAs (32 keys a warp at hd 64), 3 stages; 32-row dQ warps", 1, 5},
 };
 // one lab's table: the forward's or the backward's
 static const LabVersion* lab_attn_versions(int backward) { return backward ? lab_attn_backward_versions : lab_attn_forward_versions; }
