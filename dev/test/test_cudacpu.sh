@@ -91,7 +91,7 @@ runs+=("lab_attention_backward - 5,--check,--scheme,standard" "lab_attention_bac
 # --large: every flash kernel's index arithmetic at the largest shape the trainer admits (B 16383, T 512,
 # C 256: B*T*C just under 2^31, the projection past 2^32), every scheme, hd 64 and 128, Hkv H and 1; only
 # the CTAs of the last head of the last batch row run (the runtime's run_only), against the twin of that
-# row; version 3's dQ store the block whose stride loop reaches the last pair (~25 s for both)
+# row; version 3's dQ store the block whose stride loop reaches the last pair (~45 s for both)
 runs+=("lab_attention_forward - --large" "lab_attention_backward - --large")
 runs+=("standard_fp32 $(fixtures_of standard fp32) full")
 for s in $SCHEMES; do
