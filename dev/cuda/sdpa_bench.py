@@ -6,8 +6,9 @@ PyTorch's fused attention on the attention labs' benchmark shapes, in the labs' 
 
 torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) in bf16, with q, k, v the
 head views of one (B, T, 3C) projection output (nanoGPT's layout, the labs' standard layout), at
-H = 12, hd = 64: B = 8 at T = 1024, 2048, 4096, then B = 64 at T = 1024 (d12's micro-step). Timed: forward; backward alone (autograd.grad of the
-forward's output into the (B, T, 3C) tensor, the forward's graph kept); forward + backward. Each the
+H = 12, hd = 64: B = 8 at T = 1024, 2048, 4096, then B = 64 at T = 1024 (d12's micro-step). Timed:
+forward; backward alone (autograd.grad of the forward's output into the (B, T, 3C) tensor, the
+forward's graph kept); forward + backward. Each the
 median of N runs (default 25) after two warm-ups, the L2 cache flushed (a memset of twice its size)
 before each run, CUDA events around the run only: the labs' method. Backends: PyTorch's own choice
 ("sdpa"), then each of flash and cuDNN forced where this PyTorch has it ("sdpa_flash", "sdpa_cudnn").

@@ -73,7 +73,7 @@
 # memory available and the most GPU memory used while they ran (sampled every 5 s). The targets are checked,
 # not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
 # PyTorch compile in tokens/s (bench_peers), flash forward and backward at least as fast as PyTorch
-# SDPA at every lab shape (lab_bench), the flash rows of a d12 step (12 x the labs' fastest forward and
+# SDPA at every lab shape of B 8 (lab_bench), the flash rows of a d12 step (12 x the labs' fastest forward and
 # backward at B 64, T 1024) at most 60% of the 33.2 ms measured at c32bccf (lab_bench; issue 58),
 # the profiled run's peak memory within 5% of `build/params
 # memory d12 1024 64` (profile). A miss is a FAIL row; a target not yet measured a SKIP row. A FAIL
