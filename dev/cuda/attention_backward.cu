@@ -150,8 +150,8 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3 and 5 in attentio
      The score loops are unrolled two 16-wide steps at a time: unrolled whole, ptxas hoisted the next
      steps' ldmatrix into the accumulators' registers and spilled 4-24 bytes in every kernel.
      ptxas (nvcc 13.0, this lab's flags; registers at sm_80 / sm_90, 0 bytes spilled in each):
-       flash5_attention_backward_dkdv_kernel<64>:  248 / 248, 63.8 KiB smem, 2 CTAs = 8 warps per SM
-       flash5_attention_backward_dkdv_kernel<128>: 220 / 230, 119.8 KiB, 1 CTA = 8 warps
+       flash5_attention_backward_dkdv_kernel<64>:  246 / 249, 63.8 KiB smem, 2 CTAs = 8 warps per SM
+       flash5_attention_backward_dkdv_kernel<128>: 217 / 230, 119.8 KiB, 1 CTA = 8 warps
        flash5_attention_backward_dq_kernel<64>:    255 / 254, 109.0 KiB, 2 CTAs = 8 warps
        flash5_attention_backward_dq_kernel<128>:   254 / 245, 103.0 KiB, 2 CTAs = 8 warps
      FLOPs executed (T 1024, with the diagonal's masked work): dK/dV 26.6 GFLOP, dQ 20.5 GFLOP, 47.1 in

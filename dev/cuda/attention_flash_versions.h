@@ -1193,8 +1193,8 @@ flash5_attention_backward_dkdv_kernel(AttnGradDest dk, AttnGradDest dv, const fl
         }
     }
 
-    for (int step = 0, stage = 0; step < steps; step++, stage = stage == kStages - 1 ? 0 : stage + 1) {
-        const int stage_ahead = stage == 0 ? kStages - 1 : stage - 1; // step + 2's: (step + 2) % kStages
+    for (int step = 0; step < steps; step++) {
+        const int stage = step % kStages, stage_ahead = (step + 2) % kStages; // this step's, step + 2's
         if (step + 1 < steps) { cp_async_wait<1>(); } else { cp_async_wait<0>(); } // step + 1's may be in flight
         // this step's tiles and stats are complete and visible, and every warp is done with step - 1,
         // whose stage the copies of step + 2 refill
@@ -1429,7 +1429,7 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
                                float* dq_accum, unsigned int* sync, const floatX* dout, const floatX* out,
                                const float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
-    if ((version == 2 || version == 3) && (s->hd == 64 || s->hd == 128)) {
+    if ((version == 2 || version == 3 || version == 5) && (s->hd == 64 || s->hd == 128)) {
         flash_check_backward(dq, dk, dv, dout, q, k, v, s);
         if (version == 3) { // one kernel, D folded in
             if (s->hd == 64) {
@@ -1442,17 +1442,12 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
             profile_mark(PROF_ATTN_BWD);
             return;
         }
+        // versions 2 and 5: the delta kernel, then their dK/dV and dQ kernels
         flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
         profile_mark(PROF_ATTN_BWD_DELTA);
-        if (s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        return;
-    }
-    if (version == 5 && (s->hd == 64 || s->hd == 128)) { // the trainer's delta kernel, then version 5's two
-        flash_check_backward(dq, dk, dv, dout, q, k, v, s);
-        flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
-        profile_mark(PROF_ATTN_BWD_DELTA);
-        if (s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        if (version == 2 && s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 2) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         return;
     }
