@@ -69,7 +69,7 @@ def main():
         print("error: %s: no kernel matches '%s' among %d functions (HINT: the file should be the output of "
               "cuobjdump -sass on a binary holding them)" % (a.sass, a.match, len(kernels)))
         return 2
-    bad = []
+    bad, checked = [], 0
     for k in names:
         ops = kernels[k]
         tensor = sum(ops.get(o, 0) for o in TENSOR)
@@ -77,12 +77,12 @@ def main():
         required = strict is None or strict.search(k)
         verdict = ""
         if required:
+            checked += 1
             verdict = "ok" if tensor > 0 and local == 0 else "BAD"
             if verdict == "BAD":
                 bad.append(k)
         counts = " ".join("%s %d" % (o, ops.get(o, 0)) for o in TENSOR + LOCAL)
         print("%-52s %s%s" % (k, counts, ("  " + verdict) if verdict else ""))
-    checked = sum(1 for k in names if strict is None or strict.search(k))
     if bad:
         print("sass_facts: %d of %d checked kernels lack a tensor-core instruction or touch local memory: %s"
               % (len(bad), checked, ", ".join(bad)))
