@@ -43,9 +43,11 @@ README.
 #define CUDACPU_CUDA_CPU_H
 
 #include <cuda_runtime.h>
+#include <cuda.h> // CUtensorMap and its enums (hopper.h, runtime_api.h)
 #include <cuda_profiler_api.h>
 #include <cublasLt.h>
 #include <cuda_bf16.h>
+#include <ctype.h>
 #include <math.h>
 #include <signal.h>
 #include <time.h>
@@ -75,6 +77,7 @@ README.
 #undef __shared__
 #undef __constant__
 #undef __launch_bounds__
+#undef __grid_constant__
 #define __global__ inline
 #define __device__
 #define __host__
@@ -83,6 +86,7 @@ README.
 #define __shared__ __shared___not_rewritten_by_dev_cudacpu_rewrite_py
 #define __constant__ static
 #define __launch_bounds__(...)
+#define __grid_constant__
 
 #include "simt.h"
 
@@ -597,18 +601,25 @@ struct FaultHandlerInstaller {
 inline FaultHandlerInstaller fault_handler_installer;
 
 // ---------------------------------------------------------------------------------------------
-// PTX: the inline PTX the trainer uses, read from the asm statement's own text (rewrite.py passes the
+// PTX: the inline PTX the kernels use, read from the asm statement's own text (rewrite.py passes the
 // template and the operands): mma.sync m16n8k16 bf16 (simt.h), ldmatrix m8n8 .x1/.x2/.x4 [.trans]
-// b16, cp.async.{ca,cg}.shared.global with its commit_group / wait_group / wait_all. Anything else
+// b16, cp.async.{ca,cg}.shared.global with its commit_group / wait_group / wait_all, and Hopper's
+// (hopper.h): mbarrier, cp.async.bulk[.tensor], fence.proxy.async, wgmma, setmaxnreg. A template may
+// be a block, `{ .reg .pred p; setp.ne.b32 p, %4, 0; ...; selp.u32 %0, 1, 0, p; }`: its statements run
+// in order, with predicate registers (setp, selp, a predicate operand, @p / @!p guards). Anything else
 // stops the kernel with a message.
 struct PtxOperand {
     char constraint; // 'f', 'r', 'l', 'n', ...
     bool output;
     void* ptr;       // an output's location
     uint64_t bits;   // an input's value (a pointer's address for "l")
+    int width;       // an output's bytes
 };
-static inline PtxOperand ptx_out(const char* c, float* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0}; }
-static inline PtxOperand ptx_out(const char* c, uint32_t* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0}; }
+static inline PtxOperand ptx_out(const char* c, float* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0, 4}; }
+static inline PtxOperand ptx_out(const char* c, uint32_t* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0, 4}; }
+static inline PtxOperand ptx_out(const char* c, int32_t* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0, 4}; }
+static inline PtxOperand ptx_out(const char* c, unsigned long* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0, 8}; }
+static inline PtxOperand ptx_out(const char* c, unsigned long long* p) { return PtxOperand{c[strlen(c) - 1], true, p, 0, 8}; }
 template <class T>
 static inline PtxOperand ptx_in(const char* c, T v) {
     uint64_t b = 0;
@@ -622,25 +633,40 @@ static inline PtxOperand ptx_in(const char* c, T v) {
         static_assert(std::is_integral<T>::value, "PTX input of an unsupported type");
         b = (uint64_t)v;
     }
-    return PtxOperand{c[strlen(c) - 1], false, nullptr, b};
+    return PtxOperand{c[strlen(c) - 1], false, nullptr, b, 0};
 }
 
-// one operand of an instruction: {%a, %b, ...}, [%n] or [%n+imm], %n, or an integer literal
+// one operand of an instruction: {%a, %b, ...}, [%n], [%n+imm] or [%n, {%c, ...}] (a tensor map and
+// its coordinates), %n, an integer literal, a predicate register, or the sink `_`
 struct PtxArg {
-    enum Kind { GROUP, ADDRESS, REG, IMM } kind;
-    std::vector<int> regs; // GROUP: the operand numbers; ADDRESS, REG: regs[0]
-    long long imm = 0;     // IMM: the value; ADDRESS: the offset
+    enum Kind { GROUP, ADDRESS, REG, IMM, PRED, SINK } kind;
+    std::vector<int> regs;   // GROUP: the operand numbers; ADDRESS, REG: regs[0]
+    std::vector<int> coords; // ADDRESS: the coordinates' operand numbers
+    long long imm = 0;       // IMM: the value; ADDRESS: the offset; PRED: the register's index
 };
 
-// an asm statement's template, read once per call site (the template is a string literal: its
-// address names the site)
-enum PtxOp { PTX_UNKNOWN, PTX_MMA, PTX_LDMATRIX, PTX_CP_ASYNC, PTX_CP_COMMIT, PTX_CP_WAIT, PTX_CP_WAIT_ALL };
-struct PtxParsed {
+enum PtxOp { PTX_UNKNOWN, PTX_MMA, PTX_LDMATRIX, PTX_CP_ASYNC, PTX_CP_COMMIT, PTX_CP_WAIT, PTX_CP_WAIT_ALL, PTX_SETP, PTX_SELP,
+             PTX_MBAR_INIT, PTX_MBAR_ARRIVE, PTX_MBAR_ARRIVE_TX, PTX_MBAR_EXPECT_TX, PTX_MBAR_TRY_WAIT, PTX_MBAR_INVAL, PTX_NOP,
+             PTX_FENCE_PROXY_ASYNC, PTX_BULK_TENSOR_LOAD, PTX_BULK_TENSOR_STORE, PTX_BULK_LOAD, PTX_BULK_COMMIT, PTX_BULK_WAIT,
+             PTX_WGMMA_FENCE, PTX_WGMMA_COMMIT, PTX_WGMMA_WAIT, PTX_WGMMA, PTX_SETMAXNREG };
+struct PtxStmt {
     PtxOp op = PTX_UNKNOWN;
     std::string mnemonic;
     std::vector<PtxArg> args;
+    int guard = -1;         // @p: the predicate's index
+    bool guard_neg = false; // @!p
     int nmat = 0, trans = 0; // ldmatrix
     int cp_bytes = 0;        // cp.async's copy size (its third operand)
+    int setp_eq = 0;         // setp.eq (else .ne)
+    int dims = 0;            // cp.async.bulk.tensor.<dims>d
+    int wgmma_n = 0;         // wgmma's N
+    int inc = 0;             // setmaxnreg.inc
+};
+// an asm statement's template, as read
+struct PtxParsed {
+    std::vector<PtxStmt> stmts;
+    std::vector<std::string> preds; // the block's predicate registers
+    std::string error;
 };
 
 static bool ptx_mnemonic_has(const std::string& m, const char* part) {
@@ -648,12 +674,23 @@ static bool ptx_mnemonic_has(const std::string& m, const char* part) {
     const size_t i = m.find(p);
     return i != std::string::npos && (i + p.size() == m.size() || m[i + p.size()] == '.');
 }
+static bool ptx_starts(const std::string& m, const char* prefix) { return m.rfind(prefix, 0) == 0; }
 
-static std::vector<PtxArg> ptx_args(const std::string& s) {
+static std::string ptx_trim(const std::string& s) {
+    const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+static std::vector<PtxArg> ptx_args(const std::string& s, const std::vector<std::string>& preds, std::string* error) {
     std::vector<PtxArg> out;
     size_t i = 0;
+    auto operand_numbers = [](const std::string& in, std::vector<int>* v) {
+        for (size_t k = 0; k < in.size(); k++) {
+            if (in[k] == '%') { v->push_back(atoi(in.c_str() + k + 1)); }
+        }
+    };
     while (i < s.size()) {
-        while (i < s.size() && (s[i] == ' ' || s[i] == ',' || s[i] == ';')) { i++; }
+        while (i < s.size() && (s[i] == ' ' || s[i] == ',' || s[i] == '\t')) { i++; }
         if (i >= s.size()) { break; }
         PtxArg a;
         if (s[i] == '{' || s[i] == '[') {
@@ -661,43 +698,50 @@ static std::vector<PtxArg> ptx_args(const std::string& s) {
             const size_t e = s.find(close, i);
             const std::string in = s.substr(i + 1, (e == std::string::npos ? s.size() : e) - i - 1);
             a.kind = s[i] == '{' ? PtxArg::GROUP : PtxArg::ADDRESS;
-            for (size_t k = 0; k < in.size(); k++) {
-                if (in[k] == '%') { a.regs.push_back(atoi(in.c_str() + k + 1)); }
+            const size_t brace = in.find('{');
+            if (a.kind == PtxArg::ADDRESS && brace != std::string::npos) { // [%map, {%c0, %c1}]
+                operand_numbers(in.substr(0, brace), &a.regs);
+                operand_numbers(in.substr(brace), &a.coords);
+            } else {
+                operand_numbers(in, &a.regs);
             }
             const size_t plus = in.find('+');
-            if (a.kind == PtxArg::ADDRESS && plus != std::string::npos) { a.imm = atoll(in.c_str() + plus + 1); }
+            if (a.kind == PtxArg::ADDRESS && plus != std::string::npos) { a.imm = strtoll(in.c_str() + plus + 1, nullptr, 0); }
             i = e == std::string::npos ? s.size() : e + 1;
-        } else if (s[i] == '%') {
-            a.kind = PtxArg::REG;
-            a.regs.push_back(atoi(s.c_str() + i + 1));
-            while (i < s.size() && s[i] != ',' && s[i] != ';') { i++; }
         } else {
-            a.kind = PtxArg::IMM;
-            a.imm = atoll(s.c_str() + i);
-            while (i < s.size() && s[i] != ',' && s[i] != ';') { i++; }
+            size_t e = i;
+            while (e < s.size() && s[e] != ',') { e++; }
+            const std::string tok = ptx_trim(s.substr(i, e - i));
+            i = e;
+            if (tok[0] == '%') {
+                a.kind = PtxArg::REG;
+                a.regs.push_back(atoi(tok.c_str() + 1));
+            } else if (tok == "_") {
+                a.kind = PtxArg::SINK;
+            } else if (isalpha((unsigned char)tok[0]) || tok[0] == '_') {
+                a.kind = PtxArg::PRED;
+                const auto it = std::find(preds.begin(), preds.end(), tok);
+                if (it == preds.end()) { *error = "'" + tok + "' is not a predicate register declared in the block"; }
+                a.imm = it - preds.begin();
+            } else {
+                a.kind = PtxArg::IMM;
+                a.imm = strtoll(tok.c_str(), nullptr, 0);
+            }
         }
         out.push_back(a);
     }
     return out;
 }
 
-static const PtxParsed& ptx_parse(const char* tmpl) {
-    static std::unordered_map<const char*, PtxParsed> parsed;
-    auto it = parsed.find(tmpl);
-    if (it != parsed.end()) { return it->second; }
-    PtxParsed p;
-    const std::string s(tmpl);
-    const size_t sp = s.find_first_of(" \t;");
-    p.mnemonic = s.substr(0, sp);
-    if (sp != std::string::npos) { p.args = ptx_args(s.substr(sp)); }
+static void ptx_classify(PtxStmt& p) {
     const std::string& mn = p.mnemonic;
     if (mn == "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") {
         p.op = PTX_MMA;
-    } else if (mn.rfind("ldmatrix.sync.aligned.m8n8.", 0) == 0 && ptx_mnemonic_has(mn, "shared") && ptx_mnemonic_has(mn, "b16")) {
+    } else if (ptx_starts(mn, "ldmatrix.sync.aligned.m8n8.") && ptx_mnemonic_has(mn, "shared") && ptx_mnemonic_has(mn, "b16")) {
         p.nmat = ptx_mnemonic_has(mn, "x1") ? 1 : ptx_mnemonic_has(mn, "x2") ? 2 : ptx_mnemonic_has(mn, "x4") ? 4 : 0;
         p.trans = ptx_mnemonic_has(mn, "trans") ? 1 : 0;
         if (p.nmat > 0) { p.op = PTX_LDMATRIX; }
-    } else if ((mn.rfind("cp.async.ca.shared.global", 0) == 0 || mn.rfind("cp.async.cg.shared.global", 0) == 0)) {
+    } else if (ptx_starts(mn, "cp.async.ca.shared.global") || ptx_starts(mn, "cp.async.cg.shared.global")) {
         p.op = PTX_CP_ASYNC;
         if (p.args.size() >= 3 && p.args[2].kind == PtxArg::IMM) { p.cp_bytes = (int)p.args[2].imm; }
     } else if (mn == "cp.async.commit_group") {
@@ -706,79 +750,310 @@ static const PtxParsed& ptx_parse(const char* tmpl) {
         p.op = PTX_CP_WAIT;
     } else if (mn == "cp.async.wait_all") {
         p.op = PTX_CP_WAIT_ALL;
+    } else if (mn == "setp.ne.b32" || mn == "setp.ne.u32" || mn == "setp.ne.s32" || mn == "setp.eq.b32" || mn == "setp.eq.u32" ||
+               mn == "setp.eq.s32") {
+        p.op = PTX_SETP;
+        p.setp_eq = ptx_mnemonic_has(mn, "eq");
+    } else if (mn == "selp.b32" || mn == "selp.u32" || mn == "selp.s32") {
+        p.op = PTX_SELP;
+    } else if (ptx_starts(mn, "mbarrier.")) {
+        if (!ptx_mnemonic_has(mn, "b64") || (!ptx_mnemonic_has(mn, "shared::cta") && !ptx_mnemonic_has(mn, "shared"))) { return; }
+        p.op = ptx_starts(mn, "mbarrier.init.") ? PTX_MBAR_INIT
+             : ptx_starts(mn, "mbarrier.arrive.expect_tx.") ? PTX_MBAR_ARRIVE_TX
+             : ptx_starts(mn, "mbarrier.arrive.") ? PTX_MBAR_ARRIVE
+             : ptx_starts(mn, "mbarrier.expect_tx.") ? PTX_MBAR_EXPECT_TX
+             : ptx_starts(mn, "mbarrier.try_wait.parity.") ? PTX_MBAR_TRY_WAIT
+             : ptx_starts(mn, "mbarrier.inval.") ? PTX_MBAR_INVAL : PTX_UNKNOWN;
+    } else if (ptx_starts(mn, "fence.mbarrier_init.") || ptx_starts(mn, "prefetch.tensormap")) {
+        p.op = PTX_NOP; // a CTA's own barriers need nothing more; a prefetch only warms a cache
+    } else if (mn == "fence.proxy.async" || mn == "fence.proxy.async.shared::cta") {
+        p.op = PTX_FENCE_PROXY_ASYNC;
+    } else if (ptx_starts(mn, "cp.async.bulk.tensor.") && mn.size() > 22 && mn[22] == 'd' && mn[21] >= '1' && mn[21] <= '5') {
+        if (ptx_mnemonic_has(mn, "multicast::cluster") || ptx_mnemonic_has(mn, "L2::cache_hint") || ptx_mnemonic_has(mn, "im2col")) { return; }
+        p.dims = mn[21] - '0';
+        const std::string rest = mn.substr(23);
+        if ((ptx_starts(rest, ".shared::cluster.global") || ptx_starts(rest, ".shared::cta.global")) &&
+            ptx_mnemonic_has(mn, "mbarrier::complete_tx::bytes")) {
+            p.op = PTX_BULK_TENSOR_LOAD;
+        } else if (ptx_starts(rest, ".global.shared::cta") && ptx_mnemonic_has(mn, "bulk_group")) {
+            p.op = PTX_BULK_TENSOR_STORE;
+        }
+    } else if (mn == "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" ||
+               mn == "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes") {
+        p.op = PTX_BULK_LOAD;
+    } else if (mn == "cp.async.bulk.commit_group") {
+        p.op = PTX_BULK_COMMIT;
+    } else if (mn == "cp.async.bulk.wait_group" || mn == "cp.async.bulk.wait_group.read") {
+        p.op = PTX_BULK_WAIT;
+    } else if (mn == "wgmma.fence.sync.aligned") {
+        p.op = PTX_WGMMA_FENCE;
+    } else if (mn == "wgmma.commit_group.sync.aligned") {
+        p.op = PTX_WGMMA_COMMIT;
+    } else if (mn == "wgmma.wait_group.sync.aligned") {
+        p.op = PTX_WGMMA_WAIT;
+    } else if (ptx_starts(mn, "wgmma.mma_async.sync.aligned.m64n") && mn.size() > 34) {
+        const size_t k = mn.find("k16.f32.bf16.bf16", 33);
+        if (k != std::string::npos && k + 17 == mn.size()) {
+            p.wgmma_n = atoi(mn.c_str() + 33);
+            p.op = PTX_WGMMA;
+        }
+    } else if (mn == "setmaxnreg.inc.sync.aligned.u32" || mn == "setmaxnreg.dec.sync.aligned.u32") {
+        p.op = PTX_SETMAXNREG;
+        p.inc = ptx_mnemonic_has(mn, "inc");
     }
-    return parsed.emplace(tmpl, std::move(p)).first->second;
 }
 
-static void ptx(int line, const char* tmpl, std::initializer_list<PtxOperand> outs, std::initializer_list<PtxOperand> ins) {
-    PtxOperand ops[32]; // GCC's numbering: outputs, then inputs ("+" operands once)
-    int n = 0;
-    for (const PtxOperand& o : outs) { if (n < 32) { ops[n++] = o; } }
-    for (const PtxOperand& o : ins) { if (n < 32) { ops[n++] = o; } }
-    const PtxParsed& p = ptx_parse(tmpl);
-    auto value = [&](int i) -> uint64_t {
+// an asm statement's slot (rewrite.py gives each its own __COUNTER__): the template as read, once
+template <int N>
+static inline const PtxParsed*& ptx_site() {
+    static const PtxParsed* parsed = nullptr;
+    return parsed;
+}
+
+static const PtxParsed* ptx_parse(const char* tmpl) {
+    PtxParsed p;
+    std::string s = ptx_trim(tmpl);
+    if (!s.empty() && s[0] == '{' && s.back() == '}') { s = s.substr(1, s.size() - 2); } // a block
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t end = s.find(';', start);
+        if (end == std::string::npos) { end = s.size(); }
+        std::string st = ptx_trim(s.substr(start, end - start));
+        start = end + 1;
+        if (st.empty()) { continue; }
+        if (ptx_starts(st, ".reg")) { // .reg .pred a, b
+            std::string names = ptx_trim(st.substr(4));
+            if (!ptx_starts(names, ".pred")) { p.error = "a .reg declaration other than .pred"; break; }
+            names = names.substr(5);
+            size_t q = 0;
+            while (q < names.size()) {
+                size_t e = names.find(',', q);
+                if (e == std::string::npos) { e = names.size(); }
+                const std::string n = ptx_trim(names.substr(q, e - q));
+                if (!n.empty()) { p.preds.push_back(n); }
+                q = e + 1;
+            }
+            continue;
+        }
+        PtxStmt stmt;
+        if (st[0] == '@') { // a guard
+            const size_t sp = st.find_first_of(" \t");
+            std::string g = st.substr(1, sp == std::string::npos ? std::string::npos : sp - 1);
+            if (!g.empty() && g[0] == '!') { stmt.guard_neg = true; g = g.substr(1); }
+            const auto pi = std::find(p.preds.begin(), p.preds.end(), g);
+            if (pi == p.preds.end()) { p.error = "the guard @" + g + " names no declared predicate"; break; }
+            stmt.guard = (int)(pi - p.preds.begin());
+            st = ptx_trim(sp == std::string::npos ? "" : st.substr(sp));
+        }
+        const size_t sp = st.find_first_of(" \t");
+        stmt.mnemonic = st.substr(0, sp);
+        if (sp != std::string::npos) { stmt.args = ptx_args(st.substr(sp), p.preds, &p.error); }
+        ptx_classify(stmt);
+        p.stmts.push_back(std::move(stmt));
+    }
+    return new PtxParsed(std::move(p)); // kept for the process's life, as its site is
+}
+
+static void ptx(const PtxParsed*& site, int line, const char* tmpl, std::initializer_list<PtxOperand> outs,
+                std::initializer_list<PtxOperand> ins) {
+    // GCC's numbering: outputs, then inputs ("+" operands once)
+    const PtxOperand* const out_ops = outs.begin();
+    const PtxOperand* const in_ops = ins.begin();
+    const int nout = (int)outs.size(), n = nout + (int)ins.size();
+    if (site == nullptr) { site = ptx_parse(tmpl); }
+    const PtxParsed& parsed = *site;
+    if (!parsed.error.empty()) { fail("inline PTX at " + line_str(line) + ": " + parsed.error); }
+    bool pred[8] = {false, false, false, false, false, false, false, false};
+    if (parsed.preds.size() > 8) { fail("inline PTX at " + line_str(line) + ": more than 8 predicate registers"); }
+    auto operand = [&](int i) -> const PtxOperand& {
         if (i < 0 || i >= n) { fail("PTX operand %" + std::to_string(i) + " out of range at " + line_str(line)); }
-        if (ops[i].output) { uint32_t b; memcpy(&b, ops[i].ptr, 4); return b; } // a "+" operand's input
-        return ops[i].bits;
+        return i < nout ? out_ops[i] : in_ops[i - nout];
     };
-    auto malformed = [&]() { fail("malformed " + p.mnemonic + " operands at " + line_str(line)); };
-    // an operand that is a register (%n) or a literal
-    auto scalar = [&](const PtxArg& a) -> uint64_t { return a.kind == PtxArg::IMM ? (uint64_t)a.imm : value(a.regs[0]); };
-    auto address = [&](const PtxArg& a) -> uint64_t {
-        if (a.kind != PtxArg::ADDRESS || a.regs.size() != 1) { malformed(); }
-        return value(a.regs[0]) + (uint64_t)a.imm;
+    auto value = [&](int i) -> uint64_t {
+        const PtxOperand& o = operand(i);
+        if (o.output) { // a "+" operand's input
+            if (o.width == 8) { uint64_t b; memcpy(&b, o.ptr, 8); return b; }
+            uint32_t b; memcpy(&b, o.ptr, 4); return b;
+        }
+        return o.bits;
     };
-    switch (p.op) {
-    case PTX_MMA: {
-        if (p.args.size() != 4) { malformed(); }
-        const std::vector<int>& d = p.args[0].regs;
-        const std::vector<int>& a = p.args[1].regs;
-        const std::vector<int>& b = p.args[2].regs;
-        const std::vector<int>& c = p.args[3].regs;
-        if (d.size() != 4 || a.size() != 4 || b.size() != 2 || c.size() != 4) { malformed(); }
-        uint32_t ar[4], br[2];
-        float cr[4], dr[4];
-        for (int i = 0; i < 4; i++) { ar[i] = (uint32_t)value(a[i]); uint32_t cb = (uint32_t)value(c[i]); memcpy(&cr[i], &cb, 4); }
-        for (int i = 0; i < 2; i++) { br[i] = (uint32_t)value(b[i]); }
-        mma_16816(dr, ar, br, cr, line);
-        for (int i = 0; i < 4; i++) {
-            const int di = d[i];
-            if (di < 0 || di >= n || !ops[di].output || ops[di].constraint != 'f') {
-                fail("mma.sync's D operand is not an fp32 output at " + line_str(line));
+    for (const PtxStmt& p : parsed.stmts) {
+        if (p.guard >= 0 && pred[p.guard] == p.guard_neg) { continue; }
+        auto malformed = [&]() { fail("malformed " + p.mnemonic + " operands at " + line_str(line)); };
+        // an operand that is a register (%n) or a literal
+        auto scalar = [&](const PtxArg& a) -> uint64_t {
+            if (a.kind == PtxArg::IMM) { return (uint64_t)a.imm; }
+            if (a.kind != PtxArg::REG) { malformed(); }
+            return value(a.regs[0]);
+        };
+        // ... or a predicate register (a predicate's value, 0 or 1)
+        auto scalar_or_pred = [&](const PtxArg& a) -> uint64_t { return a.kind == PtxArg::PRED ? (uint64_t)pred[a.imm] : scalar(a); };
+        auto address = [&](const PtxArg& a) -> uint64_t {
+            if (a.kind != PtxArg::ADDRESS || a.regs.size() != 1 || !a.coords.empty()) { malformed(); }
+            return value(a.regs[0]) + (uint64_t)a.imm;
+        };
+        auto write = [&](const PtxArg& a, uint64_t v, const char* what) { // a register output or the sink
+            if (a.kind == PtxArg::SINK) { return; }
+            if (a.kind != PtxArg::REG) { malformed(); }
+            const PtxOperand& o = operand(a.regs[0]);
+            if (!o.output) { fail(std::string(what) + "'s destination is not an output at " + line_str(line)); }
+            if (o.width == 8) { memcpy(o.ptr, &v, 8); } else { const uint32_t w = (uint32_t)v; memcpy(o.ptr, &w, 4); }
+        };
+        auto set_pred = [&](const PtxArg& a, bool v) {
+            if (a.kind != PtxArg::PRED) { fail(p.mnemonic + "'s destination is not a predicate register at " + line_str(line)); }
+            pred[a.imm] = v;
+        };
+        switch (p.op) {
+        case PTX_MMA: {
+            if (p.args.size() != 4) { malformed(); }
+            const std::vector<int>& d = p.args[0].regs;
+            const std::vector<int>& a = p.args[1].regs;
+            const std::vector<int>& b = p.args[2].regs;
+            const std::vector<int>& c = p.args[3].regs;
+            if (d.size() != 4 || a.size() != 4 || b.size() != 2 || c.size() != 4) { malformed(); }
+            uint32_t ar[4], br[2];
+            float cr[4], dr[4];
+            for (int i = 0; i < 4; i++) { ar[i] = (uint32_t)value(a[i]); uint32_t cb = (uint32_t)value(c[i]); memcpy(&cr[i], &cb, 4); }
+            for (int i = 0; i < 2; i++) { br[i] = (uint32_t)value(b[i]); }
+            mma_16816(dr, ar, br, cr, line);
+            for (int i = 0; i < 4; i++) {
+                const PtxOperand& o = operand(d[i]);
+                if (!o.output || o.constraint != 'f') { fail("mma.sync's D operand is not an fp32 output at " + line_str(line)); }
+                memcpy(o.ptr, &dr[i], 4);
             }
-            memcpy(ops[di].ptr, &dr[i], 4);
+            break;
         }
-        return;
-    }
-    case PTX_LDMATRIX: {
-        if (p.args.size() != 2 || p.args[0].kind != PtxArg::GROUP || (int)p.args[0].regs.size() != p.nmat) { malformed(); }
-        uint32_t r[4];
-        ldmatrix(r, p.nmat, p.trans, address(p.args[1]), line);
-        for (int j = 0; j < p.nmat; j++) {
-            const int di = p.args[0].regs[j];
-            if (di < 0 || di >= n || !ops[di].output || ops[di].constraint != 'r') {
-                fail("ldmatrix's destination is not a 32-bit register output at " + line_str(line));
+        case PTX_LDMATRIX: {
+            if (p.args.size() != 2 || p.args[0].kind != PtxArg::GROUP || (int)p.args[0].regs.size() != p.nmat) { malformed(); }
+            uint32_t r[4];
+            ldmatrix(r, p.nmat, p.trans, address(p.args[1]), line);
+            for (int j = 0; j < p.nmat; j++) {
+                const PtxOperand& o = operand(p.args[0].regs[j]);
+                if (!o.output || o.constraint != 'r') { fail("ldmatrix's destination is not a 32-bit register output at " + line_str(line)); }
+                memcpy(o.ptr, &r[j], 4);
             }
-            memcpy(ops[di].ptr, &r[j], 4);
+            break;
         }
-        return;
+        case PTX_CP_ASYNC: {
+            if (p.args.size() != 3 && p.args.size() != 4) { malformed(); }
+            const int src_bytes = p.args.size() == 4 ? (int)scalar(p.args[3]) : p.cp_bytes;
+            if (ptx_starts(p.mnemonic, "cp.async.cg") && p.cp_bytes != 16) { fail("cp.async.cg copies 16 bytes only (" + line_str(line) + ")"); }
+            cp_async(address(p.args[0]), (const void*)(uintptr_t)address(p.args[1]), p.cp_bytes, src_bytes, line);
+            break;
+        }
+        case PTX_CP_COMMIT: cp_async_commit(); break;
+        case PTX_CP_WAIT:
+            if (p.args.size() != 1) { malformed(); }
+            cp_async_wait((long)scalar(p.args[0]), line);
+            break;
+        case PTX_CP_WAIT_ALL: cp_async_commit(); cp_async_wait(0, line); break;
+        case PTX_SETP: {
+            if (p.args.size() != 3) { malformed(); }
+            const uint32_t a = (uint32_t)scalar(p.args[1]), b = (uint32_t)scalar(p.args[2]);
+            set_pred(p.args[0], p.setp_eq ? a == b : a != b);
+            break;
+        }
+        case PTX_SELP: {
+            if (p.args.size() != 4 || p.args[3].kind != PtxArg::PRED) { malformed(); }
+            write(p.args[0], pred[p.args[3].imm] ? scalar(p.args[1]) : scalar(p.args[2]), "selp");
+            break;
+        }
+        case PTX_MBAR_INIT:
+            if (p.args.size() != 2) { malformed(); }
+            mbar_init(address(p.args[0]), (long)scalar(p.args[1]), line);
+            break;
+        case PTX_MBAR_ARRIVE:
+            if (p.args.size() != 2) { malformed(); }
+            write(p.args[0], mbar_arrive(address(p.args[1]), line), "mbarrier.arrive");
+            break;
+        case PTX_MBAR_ARRIVE_TX: {
+            if (p.args.size() != 3) { malformed(); }
+            const uint64_t a = address(p.args[1]);
+            mbar_expect_tx(a, (long long)scalar(p.args[2]), line);
+            write(p.args[0], mbar_arrive(a, line), "mbarrier.arrive.expect_tx");
+            break;
+        }
+        case PTX_MBAR_EXPECT_TX:
+            if (p.args.size() != 2) { malformed(); }
+            mbar_expect_tx(address(p.args[0]), (long long)scalar(p.args[1]), line);
+            break;
+        case PTX_MBAR_TRY_WAIT:
+            if (p.args.size() != 3) { malformed(); }
+            set_pred(p.args[0], mbar_try_wait_parity(address(p.args[1]), (int)scalar(p.args[2]), line));
+            break;
+        case PTX_MBAR_INVAL:
+            if (p.args.size() != 1) { malformed(); }
+            mbar_inval(address(p.args[0]), line);
+            break;
+        case PTX_NOP: break;
+        case PTX_FENCE_PROXY_ASYNC: fence_proxy_async(line); break;
+        case PTX_BULK_TENSOR_LOAD:
+        case PTX_BULK_TENSOR_STORE: {
+            const bool load = p.op == PTX_BULK_TENSOR_LOAD;
+            if (p.args.size() != (load ? 3u : 2u)) { malformed(); }
+            const PtxArg& map = p.args[load ? 1 : 0];
+            if (map.kind != PtxArg::ADDRESS || map.regs.size() != 1 || (int)map.coords.size() != p.dims) { malformed(); }
+            int coord[5];
+            for (int d = 0; d < p.dims; d++) { coord[d] = (int)(uint32_t)value(map.coords[d]); }
+            if (load) {
+                bulk_tensor_load(address(p.args[0]), value(map.regs[0]), coord, p.dims, address(p.args[2]), line);
+            } else {
+                bulk_tensor_store(value(map.regs[0]), coord, p.dims, address(p.args[1]), line);
+            }
+            break;
+        }
+        case PTX_BULK_LOAD:
+            if (p.args.size() != 4) { malformed(); }
+            bulk_load(address(p.args[0]), (const void*)(uintptr_t)address(p.args[1]), (long long)scalar(p.args[2]), address(p.args[3]), line);
+            break;
+        case PTX_BULK_COMMIT: bulk_commit(); break;
+        case PTX_BULK_WAIT:
+            if (p.args.size() != 1) { malformed(); }
+            bulk_wait((long)scalar(p.args[0]), line);
+            break;
+        case PTX_WGMMA_FENCE: wgmma_fence(); break;
+        case PTX_WGMMA_COMMIT: wgmma_commit(); break;
+        case PTX_WGMMA_WAIT:
+            if (p.args.size() != 1) { malformed(); }
+            wgmma_wait((long)scalar(p.args[0]), line);
+            break;
+        case PTX_WGMMA: {
+            // SS: d, a-desc, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+            // RS: d, {a0, a1, a2, a3}, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b
+            const bool rs = p.args.size() == 7 && p.args[1].kind == PtxArg::GROUP;
+            if ((!rs && p.args.size() != 8) || p.args[0].kind != PtxArg::GROUP || (int)p.args[0].regs.size() != p.wgmma_n / 2) { malformed(); }
+            float* regs[kWgmmaMaxN / 2];
+            for (int i = 0; i < p.wgmma_n / 2; i++) {
+                const PtxOperand& o = operand(p.args[0].regs[i]);
+                if (!o.output || o.constraint != 'f') { fail("wgmma's accumulator is not an fp32 \"+f\" operand at " + line_str(line)); }
+                regs[i] = (float*)o.ptr;
+            }
+            uint32_t a_regs[4];
+            uint64_t desc_a = 0;
+            if (rs) {
+                if (p.args[1].regs.size() != 4) { malformed(); }
+                for (int i = 0; i < 4; i++) { a_regs[i] = (uint32_t)value(p.args[1].regs[i]); }
+            } else {
+                desc_a = scalar(p.args[1]);
+            }
+            auto sign = [&](const PtxArg& a) -> int {
+                const long long v = (long long)scalar(a);
+                if (v != 1 && v != -1) { fail("wgmma's imm-scale is 1 or -1 at " + line_str(line)); }
+                return (int)v;
+            };
+            const int tnsp_a = rs ? 0 : (int)scalar(p.args[6]), tnsp_b = (int)scalar(p.args[rs ? 6 : 7]);
+            wgmma_mma(regs, p.wgmma_n, desc_a, rs ? a_regs : nullptr, scalar(p.args[2]), (int)(scalar_or_pred(p.args[3]) != 0),
+                      sign(p.args[4]), sign(p.args[5]), tnsp_a, tnsp_b, line);
+            break;
+        }
+        case PTX_SETMAXNREG:
+            if (p.args.size() != 1) { malformed(); }
+            setmaxnreg(p.inc, (long)scalar(p.args[0]), line);
+            break;
+        case PTX_UNKNOWN:
+            fail("inline PTX '" + p.mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");
+        }
     }
-    case PTX_CP_ASYNC: {
-        if (p.args.size() != 3 && p.args.size() != 4) { malformed(); }
-        const int src_bytes = p.args.size() == 4 ? (int)scalar(p.args[3]) : p.cp_bytes;
-        if (p.mnemonic.rfind("cp.async.cg", 0) == 0 && p.cp_bytes != 16) { fail("cp.async.cg copies 16 bytes only (" + line_str(line) + ")"); }
-        cp_async(address(p.args[0]), (const void*)(uintptr_t)address(p.args[1]), p.cp_bytes, src_bytes, line);
-        return;
-    }
-    case PTX_CP_COMMIT: cp_async_commit(); return;
-    case PTX_CP_WAIT:
-        if (p.args.size() != 1) { malformed(); }
-        cp_async_wait((long)scalar(p.args[0]), line);
-        return;
-    case PTX_CP_WAIT_ALL: cp_async_commit(); cp_async_wait(0, line); return;
-    case PTX_UNKNOWN: break;
-    }
-    fail("inline PTX '" + p.mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");
 }
 
 } // namespace cudacpu

@@ -5,8 +5,10 @@ runtime of dev/cudacpu (cuda_cpu.h). It changes only what C++ cannot spell, and 
   1. a launch   name<<<grid, block[, smem[, stream]]>>>(args...)
      becomes    cudacpu::Launch("name", __LINE__, grid, block[, smem[, stream]])(name, args...)
   2. inline PTX asm volatile("template" : outputs : inputs);
-     becomes    cudacpu::ptx(__LINE__, "template", {cudacpu::ptx_out("+f", &(x)), ...}, {cudacpu::ptx_in("r", (y)), ...});
-     (the runtime reads the instruction from the template, as ptxas would)
+     becomes    cudacpu::ptx(cudacpu::ptx_site<__COUNTER__>(), __LINE__, "template", {cudacpu::ptx_out("+f", &(x)), ...},
+                             {cudacpu::ptx_in("r", (y)), ...});
+     (the runtime reads the instruction from the template once per statement, as ptxas would, and keeps
+     what it read in the statement's own slot, ptx_site)
   3. dynamic shared memory  extern __shared__ [__align__(n)] T name[];
      becomes    T* const name = (T*)cudacpu::dynamic_smem();
   4. static shared memory   __shared__ [__align__(n)] T a[N], b;
@@ -117,7 +119,8 @@ def rewrite_asm(path, line_no, stmt):
     rest = stmt[close + 1:].strip()
     if not rest.startswith(';'):
         fail(path, line_no, "asm statement does not end with ';'")
-    return (stmt[:m.start()] + f'cudacpu::ptx(__LINE__, "{template}", {{{", ".join(outs)}}}, {{{", ".join(ins)}}})' + rest)
+    return (stmt[:m.start()] + f'cudacpu::ptx(cudacpu::ptx_site<__COUNTER__>(), __LINE__, "{template}", {{{", ".join(outs)}}}, '
+            f'{{{", ".join(ins)}}})' + rest)
 
 
 def main():
@@ -139,7 +142,7 @@ def main():
             j, stmt = i, line
             while matching_paren(stmt, ASM.search(stmt).end() - 1) < 0 or not stmt[matching_paren(stmt, ASM.search(stmt).end() - 1) + 1:].strip().startswith(';'):
                 j += 1
-                if j >= len(lines) or j - i > 40:
+                if j >= len(lines) or j - i > 80:
                     fail(src, no, "asm statement without its end")
                 stmt += '\n' + lines[j]
             out.append(rewrite_asm(src, no, stmt.replace('\n', ' ')))

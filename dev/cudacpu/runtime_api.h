@@ -339,6 +339,80 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks, const
     return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(num_blocks, func, block_size, dynamic_smem, 0);
 }
 
+// Tensor maps (cuTensorMapEncodeTiled, tile mode) for the bulk tensor copies of hopper.h: every rule
+// of cuda.h's documentation that a tile map of these types must meet, checked as the driver does
+// (CUDA_ERROR_INVALID_VALUE), with a line on stderr naming the rule; interleaved layouts and the
+// packed types are not modelled (refused the same way).
+CUresult cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank, void* addr, const cuuint64_t* dim,
+                                const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estrides,
+                                CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                CUtensorMapFloatOOBfill oob) {
+    (void)l2;
+    auto refuse = [](const char* why) {
+        fprintf(stderr, "cuda-cpu: cuTensorMapEncodeTiled: %s\n", why);
+        return CUDA_ERROR_INVALID_VALUE;
+    };
+    int elem = 0;
+    switch (type) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT8: elem = 1; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16: case CU_TENSOR_MAP_DATA_TYPE_FLOAT16: case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: elem = 2; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT32: case CU_TENSOR_MAP_DATA_TYPE_INT32: case CU_TENSOR_MAP_DATA_TYPE_FLOAT32: elem = 4; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT64: case CU_TENSOR_MAP_DATA_TYPE_INT64: case CU_TENSOR_MAP_DATA_TYPE_FLOAT64: elem = 8; break;
+    default: return refuse("data type not modelled (integer and float types of 1 to 8 bytes are)");
+    }
+    if (map == nullptr || (uintptr_t)map % 64 != 0) { return refuse("the tensor map's address must be 64-byte aligned"); }
+    if (rank < 1 || rank > 5) { return refuse("rank must be 1 to 5"); }
+    if (interleave != CU_TENSOR_MAP_INTERLEAVE_NONE) { return refuse("interleaved layouts are not modelled"); }
+    if (addr == nullptr || (uintptr_t)addr % 16 != 0) { return refuse("globalAddress must be 16-byte aligned"); }
+    if (oob == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA && type != CU_TENSOR_MAP_DATA_TYPE_FLOAT16 &&
+        type != CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 && type != CU_TENSOR_MAP_DATA_TYPE_FLOAT32 && type != CU_TENSOR_MAP_DATA_TYPE_FLOAT64) {
+        return refuse("the NaN fill needs a floating-point type");
+    }
+    cudacpu::TensorMapPacked t;
+    memset(&t, 0, sizeof t);
+    t.magic = cudacpu::kTensorMapMagic;
+    t.addr = (uint64_t)(uintptr_t)addr;
+    t.dtype = (uint8_t)type;
+    t.rank = (uint8_t)rank;
+    t.elem = (uint8_t)elem;
+    t.interleave = (uint8_t)interleave;
+    t.swizzle = (uint8_t)swizzle;
+    t.oob = (uint8_t)oob;
+    for (cuuint32_t d = 0; d < rank; d++) {
+        if (dim[d] == 0 || dim[d] > (1ull << 32)) { return refuse("globalDim must be 1 to 2^32"); }
+        if (box[d] == 0 || box[d] > 256) { return refuse("boxDim must be 1 to 256"); }
+        if (estrides[d] == 0 || estrides[d] > 8) { return refuse("elementStrides must be 1 to 8"); }
+        if (d > 0 && estrides[d] != 1) { return refuse("elementStrides other than 1 are not modelled"); }
+        t.dim[d] = dim[d];
+        t.box_m1[d] = (uint8_t)(box[d] - 1);
+        t.estride[d] = (uint8_t)estrides[d];
+        if (d + 1 < rank) {
+            if (strides[d] % 16 != 0 || strides[d] >= (1ull << 40)) { return refuse("globalStrides must be multiples of 16 below 2^40"); }
+            t.stride[d] = strides[d];
+        }
+    }
+    if (box[0] * (cuuint32_t)elem % 16 != 0) { return refuse("boxDim[0] * the element size must be a multiple of 16 bytes"); }
+    const cuuint32_t span = swizzle == CU_TENSOR_MAP_SWIZZLE_32B ? 32 : swizzle == CU_TENSOR_MAP_SWIZZLE_64B ? 64 : swizzle == CU_TENSOR_MAP_SWIZZLE_NONE ? 0 : 128;
+    if (span && box[0] * (cuuint32_t)elem > span) { return refuse("the box's inner dimension in bytes must not exceed the swizzle span"); }
+    memset(map, 0, sizeof *map);
+    memcpy(map, &t, sizeof t);
+    return CUDA_SUCCESS;
+}
+
+// how a program reaches the driver's cuTensorMapEncodeTiled without linking libcuda
+cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int version, unsigned long long flags,
+                                             cudaDriverEntryPointQueryResult* status) {
+    (void)version; (void)flags;
+    if (symbol != nullptr && strcmp(symbol, "cuTensorMapEncodeTiled") == 0) {
+        *fn = (void*)&cuTensorMapEncodeTiled;
+        if (status) { *status = cudaDriverEntryPointSuccess; }
+        return cudaSuccess;
+    }
+    *fn = nullptr;
+    if (status) { *status = cudaDriverEntryPointSymbolNotFound; }
+    return cudaSuccess;
+}
+
 } // extern "C"
 
 // CUDA's C++ overload for a kernel (a template instance included), which nvcc's headers give only to nvcc

@@ -75,7 +75,9 @@ asm(".text\n"
     "    ret\n"
     ".size cudacpu_ctx_switch,.-cudacpu_ctx_switch\n");
 
-enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, WAIT_FENCE, DONE };
+// WAIT_QUIET: until no other thread of the CTA can run (wgmma.wait_group, fence.proxy.async: hopper.h);
+// WAIT_MBAR: until the phase of an mbarrier it waits for completes (hopper.h)
+enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, WAIT_FENCE, WAIT_QUIET, WAIT_MBAR, DONE };
 enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_SHFL_IDX = 5, OP_SYNCWARP = 6,
               OP_BALLOT = 7, OP_LDMATRIX = 8 };
 enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
@@ -108,8 +110,12 @@ struct Fiber {
     unsigned char* stack_hi = nullptr; // where the stack starts, staggered (fibers_alloc)
     int state = DONE;
     int line = 0; // where it waits
+    uint64_t wait_addr = 0; // WAIT_MBAR: the barrier's shared address
+    int wait_parity = 0;    // WAIT_MBAR: the phase parity it waits for; WAIT_QUIET: what completes then (hopper.h)
     uint3 tidx{0, 0, 0}; // its threadIdx (cta_start), so that a switch needs no division
 };
+
+struct HopperCta; // hopper.h: the CTA's mbarriers, bulk copies, wgmma in flight, async-proxy view
 
 // one live CTA: its threads, barrier state and shared memory
 struct Cta {
@@ -134,6 +140,7 @@ struct Cta {
     unsigned char* static_smem = nullptr; // kStaticSmemBytes, filled with 0xFF at the CTA's start
     size_t static_used = 0;
     std::vector<long> static_offset; // by declaration key; -1: not declared yet in this CTA
+    HopperCta* hopper = nullptr;     // made on the CTA slot's first Hopper instruction (hopper.h)
 };
 static const size_t kStaticSmemBytes = 48 * 1024; // CUDA's limit for static shared memory
 
@@ -255,24 +262,27 @@ static inline float bf16_bits_to_float(uint32_t bits16) {
     return f;
 }
 
-// D = A B + C for one warp; the products summed in double, then rounded once to fp32. Not inlined:
-// its 2 KiB of fragments would otherwise sit in warp_collective's frame, on every waiting lane's stack
+// D = A B + C for one warp; the products summed in double, then rounded once to fp32. A and B are
+// unpacked into doubles (B transposed, so that each output's 16 products read two contiguous rows),
+// the sum in k order as before: the same bits. Not inlined: its fragments would otherwise sit in
+// warp_collective's frame, on every waiting lane's stack
 __attribute__((noinline)) static void mma_compute(Cta& c, int warp0) {
-    float A[16][16], B[16][8], C[16][8];
+    double A[16][16], Bt[8][16];
+    float C[16][8];
     for (int lane = 0; lane < 32; lane++) {
         const LaneOp& op = c.ops[warp0 + lane];
         for (int reg = 0; reg < 4; reg++) {
             for (int half = 0; half < 2; half++) {
                 int r, cl;
                 frag_a_coord(lane, reg, half, &r, &cl);
-                A[r][cl] = bf16_bits_to_float((op.a[reg] >> (16 * half)) & 0xFFFFu);
+                A[r][cl] = (double)bf16_bits_to_float((op.a[reg] >> (16 * half)) & 0xFFFFu);
             }
         }
         for (int reg = 0; reg < 2; reg++) {
             for (int half = 0; half < 2; half++) {
                 int k, n;
                 frag_b_coord(lane, reg, half, &k, &n);
-                B[k][n] = bf16_bits_to_float((op.b[reg] >> (16 * half)) & 0xFFFFu);
+                Bt[n][k] = (double)bf16_bits_to_float((op.b[reg] >> (16 * half)) & 0xFFFFu);
             }
         }
         for (int e = 0; e < 4; e++) {
@@ -282,12 +292,15 @@ __attribute__((noinline)) static void mma_compute(Cta& c, int warp0) {
         }
     }
     for (int lane = 0; lane < 32; lane++) {
+        float* d = &c.res_d[(size_t)(warp0 + lane) * 4];
         for (int e = 0; e < 4; e++) {
             int r, cl;
             frag_c_coord(lane, e, &r, &cl);
+            const double* a = A[r];
+            const double* b = Bt[cl];
             double acc = C[r][cl];
-            for (int k = 0; k < 16; k++) { acc += (double)A[r][k] * (double)B[k][cl]; }
-            c.res_d[(size_t)(warp0 + lane) * 4 + e] = (float)acc;
+            for (int k = 0; k < 16; k++) { acc += a[k] * b[k]; }
+            d[e] = (float)acc;
         }
     }
 }
@@ -545,6 +558,8 @@ static T& shared_var(int key, size_t align) {
     return *reinterpret_cast<T*>(c.static_smem + c.static_offset[(size_t)key]);
 }
 
+#include "hopper.h"
+
 static void fiber_main() {
     (*m.body)();
     Cta& c = cta();
@@ -560,6 +575,7 @@ static void fiber_main() {
         fail("exited while other threads wait at __syncthreads (" + line_str(c.block_line) + ")");
     }
     if (c.warp_arrived[tid / 32] > 0) { fail("exited while its warp waits at a collective"); }
+    hopper_thread_exit(c, tid);
     if (!c.async_copies[tid].empty()) {
         fail("exited with " + std::to_string(c.async_copies[tid].size()) +
              " cp.async copies in flight (a missing cp.async.wait_group: they never land)");
@@ -626,6 +642,7 @@ static void cta_start(int slot, uint3 idx, size_t smem) {
     c.block_arrived = 0;
     c.done_count = 0;
     c.fence_waiting = 0;
+    hopper_cta_start(c);
     for (int t = 0; t < n; t++) {
         fiber_reset(c.fibers[t]);
         // CUDA's linear thread id: x fastest, then y, then z
@@ -724,6 +741,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         }
         Cta& c = m.ctas[m.cur_cta];
         const int tid = pick_fiber(c);
+        if (tid < 0 && c.done_count < n && c.fence_waiting == 0 && hopper_quiesce(c)) { continue; } // copies land, waits end
         if (tid < 0 && c.fence_waiting > 0) { // no thread but those at a fence can run
             weak::enter(m.cur_cta); // (its segment is open already: a thread of it just waited)
             fences_complete(c);
@@ -731,6 +749,15 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
         }
         if (tid < 0) {
             if (c.done_count == n) { // finished: the next CTA of the grid takes the slot
+                const std::string left = hopper_cta_exit(c);
+                if (!left.empty()) {
+                    char where[256];
+                    snprintf(where, sizeof where, "%s (launched at %s) block (%u,%u,%u): ", name, line_str(launch_line).c_str(),
+                             c.idx.x, c.idx.y, c.idx.z);
+                    m.error = std::string(where) + left;
+                    ok = false;
+                    break;
+                }
                 weak::cta_exit(m.cur_cta);
                 c.live = false;
                 if (next < ctas) { cta_start(m.cur_cta, cta_coord(seq[next++], grid), smem); }
@@ -738,7 +765,9 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
             }
             std::string who;
             for (int t = 0; t < n && who.size() < 300; t++) {
-                if (c.fibers[t].state == WAIT_WARP || c.fibers[t].state == WAIT_BLOCK) {
+                if (c.fibers[t].state == WAIT_MBAR || c.fibers[t].state == WAIT_QUIET) {
+                    who += " t" + std::to_string(t) + hopper_wait_str(c, t);
+                } else if (c.fibers[t].state == WAIT_WARP || c.fibers[t].state == WAIT_BLOCK) {
                     who += " t" + std::to_string(t) + (c.fibers[t].state == WAIT_WARP ? "@warp:" : "@block:") +
                            std::to_string(c.fibers[t].line);
                 }

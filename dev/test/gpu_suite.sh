@@ -44,8 +44,9 @@
 #                     standard at the bench's B 128),
 #                     a CSV per scheme; `build/params profile d12 1024 64` (the predicted rows)
 #   bench_schemes     [540] dev/bench/bench.sh part 2: every scheme at d12, standard at d24
-#   lab_check         [540] build/test_ptx (the CPU runtime's model of ldmatrix, cp.async and mma.sync, on
-#                     the hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP;
+#   lab_check         [540] build/test_ptx and build/test_hopper (the CPU runtime's model of ldmatrix, cp.async
+#                     and mma.sync, and of Hopper's mbarrier, bulk tensor copies, wgmma and setmaxnreg, on the
+#                     hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP;
 #                     the attention labs' SASS (dev/tools/sass_facts.py): HMMA, no LDL/STL in the flash5 kernels
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
@@ -503,7 +504,7 @@ build_outputs_ok() {
   done; done
   for l in $LABS; do [ -x "build/lab_$l" ] && [ -x "build/lab_${l}_fp32" ] || return 1; done
   for l in $LABS_BF16; do [ -x "build/lab_$l" ] || return 1; done
-  [ -x build/params ] && [ -x build/test_ptx ]
+  [ -x build/params ] && [ -x build/test_ptx ] && [ -x build/test_hopper ]
 }
 fixtures_ok() {
   [ -f dev/fixtures/manifest.tsv ] || return 1
@@ -597,7 +598,7 @@ kind_deps() { # trainer|test|lab|params|ptx -> the files every binary of that ki
       lab) for l in $LABS; do echo "build/lab_$l"; echo "build/lab_${l}_fp32"; done
            for l in $LABS_BF16; do echo "build/lab_$l"; done ;;
       params) echo build/params ;;
-      ptx) echo build/test_ptx ;;
+      ptx) echo build/test_ptx; echo build/test_hopper ;;
     esac
   } >"$dir/units"
   # nvcc -MM takes about a second each: $JOBS at once (on a fresh machine; the cache answers after)
@@ -681,6 +682,7 @@ stage_build() {
   for l in $LABS_BF16; do echo "lab build/lab_$l" >>"$jobs"; done
   echo "params build/params" >>"$jobs"
   echo "ptx build/test_ptx" >>"$jobs"
+  echo "ptx build/test_hopper" >>"$jobs"
   pool "$JOBS" "$jobs" build_job
   [ $DRY -eq 1 ] && return
   n=$(grep -c . "$jobs")
@@ -832,9 +834,11 @@ stage_profile_ncu() {
 # ---------------------------------------------------------------------------------------------
 # kernel labs
 
-lab_bins() { # the runtime's PTX check (the CPU runtime's model of ldmatrix, cp.async, mma.sync), then the labs, attention first
+lab_bins() { # the runtime's PTX checks (the CPU runtime's model of ldmatrix, cp.async, mma.sync; of Hopper's
+  # instructions: sm_90a, a SKIP elsewhere), then the labs, attention first
   local l
   echo build/test_ptx
+  echo build/test_hopper
   for l in $LABS; do echo "build/lab_$l"; echo "build/lab_${l}_fp32"; done
   for l in $LABS_BF16; do echo "build/lab_$l"; done
 }

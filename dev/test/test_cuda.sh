@@ -125,6 +125,9 @@ if [ "$WITH_LABS" = 1 ]; then
   [ $has_bf16 -eq 1 ] && for l in $LABS_BF16; do lab_bins+=("$lab_dir/lab_${l}"); done
 fi
 targets+=("${lab_bins[@]}")
+# the CPU runtime's check of Hopper's instructions (dev/cudacpu/test_hopper.cu), built for sm_90a: ptxas
+# reads its wgmma, bulk tensor copies, mbarriers and setmaxnreg as a GPU will (gpu_suite.sh runs it there)
+[ $has_gpu -eq 0 ] && targets+=(build/test_hopper)
 build_start=$SECONDS
 build_out="$log_dir/builds.txt"
 : >"$build_out"
@@ -300,6 +303,13 @@ done
 # without a GPU a lab cannot run: one SKIP line and exit 0 is what it must do, and that is reported
 # as a SKIP (counted apart by run_all.sh), not a pass; anything else is a FAIL
 if [ $has_gpu -eq 0 ]; then
+  out=$(./build/test_hopper 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && [ "$out" = "SKIP test_hopper: no GPU" ]; then
+    skip "nogpu build/test_hopper: cannot run without a GPU (its one line: $out)"
+  else
+    fail "nogpu build/test_hopper without a GPU: expected exit 0 and the one line 'SKIP test_hopper: no GPU', got exit $rc: $(printf '%s' "$out" | head -c 300 | tr '\n' '|')"
+  fi
   for bin in "${lab_bins[@]}"; do
     [ -x "$bin" ] || { fail "nogpu $bin: not built"; continue; }
     out=$(./"$bin" --check 2>&1)

@@ -23,6 +23,9 @@
 #        attention_decode --quick: the batched decode attention against float64, every cache layout
 #   the runtime's inline PTX (dev/cudacpu/test_ptx.cu): ldmatrix x1/x2/x4 (.trans) into mma.sync against
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
+#   the runtime's Hopper instructions (dev/cudacpu/test_hopper.cu): bulk tensor loads and a store through
+#        tensor maps (swizzle, out of bounds) on mbarriers, wgmma in every operand layout, setmaxnreg, and
+#        nine planted mistakes each of which must fail with its message (a deadlock naming the barrier, ...)
 #   the runtime's streams and events (dev/cudacpu/test_streams.cu): event waits, the legacy stream's
 #        implicit order with blocking streams, event and stream syncs that run only what they wait for;
 #        a missing wait (and a non-blocking stream read by the legacy stream) must show its stale values;
@@ -124,6 +127,9 @@ runs+=("lab_layernorm - 3,--quick" "lab_layernorm - 4,--quick" "lab_classifier -
        "lab_optimizer - --quick" "lab_matmul_gelu - --quick" "lab_attention_decode - --quick")
 # the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)
 runs+=("test_ptx - full")
+# ... and of Hopper's instructions (dev/cudacpu/test_hopper.cu): mbarrier, bulk tensor copies (swizzle, out
+# of bounds), the async proxy's fence, wgmma in every operand layout, setmaxnreg, and nine planted mistakes
+runs+=("test_hopper - full")
 # ... and of streams and events (dev/cudacpu/test_streams.cu): what CUDA orders holds; what it leaves
 # unordered runs in the order that breaks a program relying on it, the later stream first and (again)
 # the legacy stream first (CUDA_CPU_STREAMS=earlier)
@@ -164,7 +170,7 @@ build_one() { # target
     echo "FAIL cpu-run compile $1: compiler warning: $(grep -m1 -i 'warning' "$log")"
   fi
 }
-binary_of() { case $1 in lab_* | test_ptx | test_streams) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
+binary_of() { case $1 in lab_* | test_ptx | test_hopper | test_streams) echo "build/cudacpu/$1" ;; *) echo "build/cudacpu/test_gpt2cu_$1" ;; esac; }
 targets=(build/cudacpu/train_gpt2cu_standard_fp32 build/cudacpu/train_gpt2cu_standard)
 for r in "${runs[@]}"; do # each binary once (two makes of one target at a time would race)
   t=$(binary_of "${r%% *}")

@@ -416,7 +416,7 @@ for sch in $fake_schemes; do
   done
 done
 for l in $fake_labs params test_ptx; do cp "$fake_bin/ok" "$fake_repo/build/lab_$l"; cp "$fake_bin/ok" "$fake_repo/build/lab_${l}_fp32"; done
-cp "$fake_bin/ok" "$fake_repo/build/params"; cp "$fake_bin/ok" "$fake_repo/build/test_ptx"
+cp "$fake_bin/ok" "$fake_repo/build/params"; cp "$fake_bin/ok" "$fake_repo/build/test_ptx"; cp "$fake_bin/ok" "$fake_repo/build/test_hopper"
 fake_suite() { # FAKE_KILLS log -> the suite's output; its exit status
   (cd "$fake_repo" && PATH="$fake_bin:$PATH" SANITIZER="$fake_bin/compute-sanitizer" NCU="$fake_bin/ok" FAKE_KILLS=$1 \
      FAKE_KILLS_FILE="$tmp/fake_kills_$2" PYTHON="$fake_bin/ok" bash dev/test/gpu_suite.sh "$tmp/$2" sanitize_racecheck 2>&1)
