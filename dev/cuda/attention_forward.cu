@@ -109,6 +109,50 @@ builds build/lab_attention_forward):
      warp (FlashAttention-3's ping-pong, issue 59, overlaps them), and 8 warps per SM hide less
      latency than version 3's 16 at hd 64.
 
+  6  (planned, issue 59 part 2; not written yet: the prediction comes first) flash version 6 for
+     sm_90a, FlashAttention-3's design: grid (B*H, ceil(T/128)), 384 threads = 3 warpgroups.
+     Warpgroup 0 is the producer: setmaxnreg.dec to 24 registers, one thread issues the bulk tensor
+     copies (cp.async.bulk.tensor.4d through a tensor map per role, (hd, heads, T, B), 128-byte
+     swizzle, zero fill past T) of Q once and of K and V into a ring of 2 stages (hd 128: 32 KiB a
+     tile, Q 32 KiB + 4 tiles = 160 KiB) or 3 (hd 64: 16 KiB a tile, 112 KiB), each stage a "full"
+     mbarrier (the copies' bytes) and an "empty" one (the consumers' 256 arrivals); a K=V scheme's
+     tile is copied once and read as both. Warpgroups 1 and 2 are the consumers, 64 query rows each,
+     setmaxnreg.inc to 240: S = Q K^T by wgmma m64n128k16 from shared memory (Q and K K-major,
+     128-byte swizzle; hd / 16 instructions), the online softmax on S's 64 registers a thread, P
+     packed to bf16 in registers as wgmma's A fragments (the accumulator layout is the A layout, no
+     shuffle), O += P V by wgmma m64n{hd}k16 with A from registers and V MN-major (128-byte swizzle,
+     so V's row-major tile needs no transpose). Registers a consumer thread: S 64, O 32 (hd 64) or 64
+     (hd 128), P 32, the next tile's S 64 when the S of tile j + 1 is issued before the softmax of
+     tile j (the intra-warpgroup overlap): 192 or 224 of 240. Then the two consumers take turns by
+     named barriers (bar.sync / bar.arrive, to be modelled in the CPU runtime first), so one's
+     softmax runs under the other's wgmma (the ping-pong). The first cut has neither overlap.
+     Predicted (not measured), B 8, H 12, T 1024 to 16384. Executed FLOPs count the diagonal tiles
+     whole (128 x 128 tiles: nt (nt + 1) / 2 per head, nt = T / 128); scores exponentiated the same.
+     Units on an H100 or H200: wgmma at the measured dense 790 TFLOP/s; MUFU exp2 16 a clock an SM
+     (3.7e12/s); the softmax's FP32 work about 5 operations a score (scale and subtract in one FFMA,
+     max, sum, the bf16 pack, the diagonal's mask) at 128 a clock an SM (29.6e12/s); HBM 4.8 TB/s
+     (Q, K, V read once and O written once: 0.011 ms at T 1024, never the largest unit). The two
+     models, as versions 3-5 taught: "sum" (each consumer's matmuls and softmax in series, no
+     overlap: the first cut) and "overlap" (the ping-pong hides the smaller of the two units: the
+     larger, times 1.10 for the fill, the epilogue and the wave tail of 768 to 12288 CTAs over 132 SMs).
+       hd 64   T     exec GFLOP  wgmma ms  softmax ms  sum ms   overlap ms  SDPA (H100, measured)
+               1024      14.5    0.018     0.025       0.043    0.027       0.083
+               2048      54.8    0.069     0.094       0.163    0.103       0.157
+               4096     212.6    0.269     0.365       0.634    0.401       0.503
+               8192     837.5    1.060     1.437       2.497    1.581       not measured
+              16384    3324.3    4.208     5.703       9.911    6.273       not measured
+       hd 128  1024      29.0    0.037     0.025       0.062    0.040       not measured
+               4096     425.2    0.538     0.365       0.903    0.592       not measured
+              16384    6648.6    8.416     5.703      14.119    9.258       not measured
+     At hd 64 the softmax, not the matmul, is the larger unit (exp2 alone is 0.83x wgmma's time): the
+     first cut is predicted to beat SDPA's measured forward up to T 2048 (1.9x, 0.96x) and to lose at
+     4096 (0.79x); the ping-pong is what the issue's 1.0x at every T needs (predicted 1.25x at 4096).
+     At hd 128 wgmma is the larger unit. SASS facts that prove the fast path (read on the GPU run,
+     dev/tools/sass_facts.py): HGMMA.64x128x16 and HGMMA.64x64x16 (or 64x128x16 at hd 128) present,
+     no HMMA, no LDL/STL; UTMALDG (the bulk copies), SYNCS (mbarrier) and USETMAXREG present; and
+     ptxas reports no "warpgroup.arrive is injected" (C7519) or "warpgroup.wait is injected" (C7517)
+     for the kernel, each of which serializes the wgmma it names.
+
   ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
