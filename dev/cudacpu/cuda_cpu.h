@@ -604,7 +604,8 @@ inline FaultHandlerInstaller fault_handler_installer;
 // PTX: the inline PTX the kernels use, read from the asm statement's own text (rewrite.py passes the
 // template and the operands): mma.sync m16n8k16 bf16 (simt.h), ldmatrix m8n8 .x1/.x2/.x4 [.trans]
 // b16, cp.async.{ca,cg}.shared.global with its commit_group / wait_group / wait_all, and Hopper's
-// (hopper.h): mbarrier, cp.async.bulk[.tensor], fence.proxy.async, wgmma, setmaxnreg. A template may
+// (hopper.h): mbarrier, cp.async.bulk[.tensor], fence.proxy.async, wgmma, setmaxnreg, named barriers
+// (bar.sync / bar.arrive id, n). A template may
 // be a block, `{ .reg .pred p; setp.ne.b32 p, %4, 0; ...; selp.u32 %0, 1, 0, p; }`: its statements run
 // in order, with predicate registers (setp, selp, a predicate operand, @p / @!p guards). Anything else
 // stops the kernel with a message.
@@ -648,7 +649,7 @@ struct PtxArg {
 enum PtxOp { PTX_UNKNOWN, PTX_MMA, PTX_LDMATRIX, PTX_CP_ASYNC, PTX_CP_COMMIT, PTX_CP_WAIT, PTX_CP_WAIT_ALL, PTX_SETP, PTX_SELP,
              PTX_MBAR_INIT, PTX_MBAR_ARRIVE, PTX_MBAR_ARRIVE_TX, PTX_MBAR_EXPECT_TX, PTX_MBAR_TRY_WAIT, PTX_MBAR_INVAL, PTX_NOP,
              PTX_FENCE_PROXY_ASYNC, PTX_BULK_TENSOR_LOAD, PTX_BULK_TENSOR_STORE, PTX_BULK_LOAD, PTX_BULK_COMMIT, PTX_BULK_WAIT,
-             PTX_WGMMA_FENCE, PTX_WGMMA_COMMIT, PTX_WGMMA_WAIT, PTX_WGMMA, PTX_SETMAXNREG };
+             PTX_WGMMA_FENCE, PTX_WGMMA_COMMIT, PTX_WGMMA_WAIT, PTX_WGMMA, PTX_SETMAXNREG, PTX_BAR_SYNC, PTX_BAR_ARRIVE };
 struct PtxStmt {
     PtxOp op = PTX_UNKNOWN;
     std::string mnemonic;
@@ -797,6 +798,10 @@ static void ptx_classify(PtxStmt& p) {
             p.wgmma_n = atoi(mn.c_str() + 33);
             p.op = PTX_WGMMA;
         }
+    } else if (mn == "bar.sync" || mn == "barrier.sync" || mn == "barrier.sync.aligned") {
+        p.op = PTX_BAR_SYNC;
+    } else if (mn == "bar.arrive" || mn == "barrier.arrive" || mn == "barrier.arrive.aligned") {
+        p.op = PTX_BAR_ARRIVE;
     } else if (mn == "setmaxnreg.inc.sync.aligned.u32" || mn == "setmaxnreg.dec.sync.aligned.u32") {
         p.op = PTX_SETMAXNREG;
         p.inc = ptx_mnemonic_has(mn, "inc");
@@ -1049,6 +1054,11 @@ static void ptx(const PtxParsed*& site, int line, const char* tmpl, std::initial
         case PTX_SETMAXNREG:
             if (p.args.size() != 1) { malformed(); }
             setmaxnreg(p.inc, (long)scalar(p.args[0]), line);
+            break;
+        case PTX_BAR_SYNC:
+        case PTX_BAR_ARRIVE:
+            if (p.args.size() != 1 && p.args.size() != 2) { malformed(); }
+            named_barrier((long)scalar(p.args[0]), p.args.size() == 2 ? (long)scalar(p.args[1]) : m.nthreads, p.op == PTX_BAR_SYNC, line);
             break;
         case PTX_UNKNOWN:
             fail("inline PTX '" + p.mnemonic + "' is not modelled by dev/cudacpu (" + line_str(line) + ")");

@@ -33,6 +33,12 @@ calls it.
                   all stop the kernel.
   setmaxnreg      inc/dec: warpgroup-uniform (a collective), 24 to 256 in steps of 8, never past the
                   SM's 64K registers for the CTA's warpgroups, an inc never lowers and a dec never raises.
+  named barriers  bar.sync / bar.arrive id, n (ids 1-15; 0 is __syncthreads'): a round completes when n
+                  threads (a multiple of 32) have arrived, the waiting ones among them go on; every
+                  arrival of a round must give the same n. A round that can never complete is the CTA's
+                  deadlock, reported with the barrier's id, the line of its round's first arrival, and
+                  the arrivals it has. (sm_70 PTX, here because warp-specialized kernels schedule their
+                  warpgroups with it.)
 */
 #ifndef CUDACPU_HOPPER_H
 #define CUDACPU_HOPPER_H
@@ -105,7 +111,13 @@ struct WgLane {
 enum { WG_WGMMA = 1, WG_SETMAXNREG = 2 };
 enum { QUIET_WGMMA = 1, QUIET_PROXY = 2 }; // what a WAIT_QUIET thread waits for (Fiber::wait_parity)
 
+// a named barrier's current round
+struct NamedBarrier {
+    int arrived = 0, count = 0, line = 0;
+};
+
 struct HopperCta {
+    NamedBarrier named[16];
     std::vector<MBarrier> mbar;
     std::vector<BulkLoad> loads;
     std::vector<std::vector<BulkStore>> stores; // per thread
@@ -140,6 +152,7 @@ static HopperCta& hop() {
         h.wg_arrived.assign((n + 127) / 128, 0);
         h.maxnreg.assign((n + 127) / 128, 0);
         h.view_ready = false;
+        for (NamedBarrier& b : h.named) { b = NamedBarrier(); }
     }
     return h;
 }
@@ -730,6 +743,45 @@ static void fence_proxy_async(int line) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// named barriers: bar.sync (arrive and wait) and bar.arrive (arrive only) id, n
+
+static void named_barrier(long id, long n, bool wait, int line) {
+    Cta& c = cta();
+    HopperCta& h = hop();
+    const char* what = wait ? "bar.sync" : "bar.arrive";
+    if (id < 1 || id > 15) { fail(std::string(what) + " at " + line_str(line) + ": barrier " + std::to_string(id) + " (1 to 15 here; 0 is __syncthreads')"); }
+    if (n <= 0 || n % 32 != 0 || n > m.nthreads) {
+        fail(std::string(what) + " at " + line_str(line) + ": " + std::to_string(n) + " threads (a multiple of 32, at most the block's " +
+             std::to_string(m.nthreads) + ")");
+    }
+    NamedBarrier& b = h.named[id];
+    if (b.arrived > 0 && b.count != n) {
+        fail(std::string(what) + " at " + line_str(line) + " counts " + std::to_string(n) + " threads on barrier " + std::to_string(id) +
+             ", whose round begun at " + line_str(b.line) + " counts " + std::to_string(b.count));
+    }
+    if (b.arrived == 0) { b.line = line; }
+    b.count = (int)n;
+    if (++b.arrived == n) { // the round completes: its waiters go on
+        b.arrived = 0;
+        for (int t = 0; t < m.nthreads; t++) {
+            Fiber& f = c.fibers[t];
+            if (f.state == WAIT_NAMED && f.wait_addr == (uint64_t)id) {
+                f.state = RUNNABLE;
+                set_ready(c, t);
+            }
+        }
+        return;
+    }
+    if (!wait) { return; }
+    Fiber& f = c.fibers[m.cur];
+    f.state = WAIT_NAMED;
+    f.line = line;
+    f.wait_addr = (uint64_t)id;
+    clear_ready(c, m.cur);
+    wait_and_run_next();
+}
+
+// ---------------------------------------------------------------------------------------------
 // the scheduler's hooks (simt.h)
 
 // no thread of the CTA can run: copies in flight land; else the quiet waits end. False: nothing to do
@@ -783,6 +835,11 @@ static std::string hopper_cta_exit(Cta& c) {
 static std::string hopper_wait_str(Cta& c, int t) {
     const Fiber& f = c.fibers[t];
     if (f.state == WAIT_QUIET) { return "@quiet:" + std::to_string(f.line); }
+    if (f.state == WAIT_NAMED) {
+        const NamedBarrier& b = c.hopper->named[f.wait_addr];
+        return "@bar:" + std::to_string(f.line) + " (named barrier " + std::to_string(f.wait_addr) + ": " + std::to_string(b.arrived) +
+               " of " + std::to_string(b.count) + " threads arrived, the round begun at " + line_str(b.line) + ")";
+    }
     std::string s = "@mbarrier:" + std::to_string(f.line);
     if (c.hopper) {
         for (const MBarrier& b : c.hopper->mbar) {

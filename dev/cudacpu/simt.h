@@ -76,8 +76,9 @@ asm(".text\n"
     ".size cudacpu_ctx_switch,.-cudacpu_ctx_switch\n");
 
 // WAIT_QUIET: until no other thread of the CTA can run (wgmma.wait_group, fence.proxy.async: hopper.h);
-// WAIT_MBAR: until the phase of an mbarrier it waits for completes (hopper.h)
-enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, WAIT_FENCE, WAIT_QUIET, WAIT_MBAR, DONE };
+// WAIT_MBAR: until the phase of an mbarrier it waits for completes; WAIT_NAMED: at a named barrier
+// (bar.sync id, n: hopper.h)
+enum FiberState { RUNNABLE, WAIT_WARP, WAIT_BLOCK, WAIT_FENCE, WAIT_QUIET, WAIT_MBAR, WAIT_NAMED, DONE };
 enum OpKind { OP_SHFL_XOR = 1, OP_MMA = 2, OP_SHFL_DOWN = 3, OP_SHFL_UP = 4, OP_SHFL_IDX = 5, OP_SYNCWARP = 6,
               OP_BALLOT = 7, OP_LDMATRIX = 8 };
 enum Schedule { SCHED_ASC = 0, SCHED_DESC = 1, SCHED_RANDOM = 2 };
@@ -110,7 +111,7 @@ struct Fiber {
     unsigned char* stack_hi = nullptr; // where the stack starts, staggered (fibers_alloc)
     int state = DONE;
     int line = 0; // where it waits
-    uint64_t wait_addr = 0; // WAIT_MBAR: the barrier's shared address
+    uint64_t wait_addr = 0; // WAIT_MBAR: the barrier's shared address; WAIT_NAMED: the barrier's id
     int wait_parity = 0;    // WAIT_MBAR: the phase parity it waits for; WAIT_QUIET: what completes then (hopper.h)
     uint3 tidx{0, 0, 0}; // its threadIdx (cta_start), so that a switch needs no division
 };
@@ -765,7 +766,7 @@ static bool run_grid(const char* name, int launch_line, dim3 grid, dim3 block, s
             }
             std::string who;
             for (int t = 0; t < n && who.size() < 300; t++) {
-                if (c.fibers[t].state == WAIT_MBAR || c.fibers[t].state == WAIT_QUIET) {
+                if (c.fibers[t].state == WAIT_MBAR || c.fibers[t].state == WAIT_QUIET || c.fibers[t].state == WAIT_NAMED) {
                     who += " t" + std::to_string(t) + hopper_wait_str(c, t);
                 } else if (c.fibers[t].state == WAIT_WARP || c.fibers[t].state == WAIT_BLOCK) {
                     who += " t" + std::to_string(t) + (c.fibers[t].state == WAIT_WARP ? "@warp:" : "@block:") +

@@ -16,13 +16,14 @@ the model itself.
             128-byte swizzle, the second instruction's descriptors advanced along K; D against A B (exact:
             small integers)
   setmaxnreg three warpgroups: one gives registers (dec 40), two take them (inc 232)
+  bar       named barriers: two warpgroups take turns over a shared buffer (bar.arrive, bar.sync)
 and, on the CPU runtime only, each mistake the model must catch (a planted bug: the same kernel with one
 step left out or wrong, run in a child process, whose run must fail with the message named):
   an accumulator read before wgmma.wait_group (poison), no wgmma.fence, a store into a wgmma operand in
   flight, no fence.proxy.async before wgmma or before a bulk store (the async view's stale bytes), an
   mbarrier's missing arrive (a deadlock naming the barrier), a wait on the wrong parity (the tile read
   before it lands), the CTA exiting with a bulk copy in flight, setmaxnreg past the SM's registers or
-  different in one warp of a warpgroup.
+  different in one warp of a warpgroup, a named barrier's missing arrival (a deadlock naming it).
 
 ./test_hopper prints one PASS/FAIL line per check and exits 1 on any FAIL; without an sm_90 GPU, SKIP.
 */
@@ -44,7 +45,7 @@ step left out or wrong, run in a child process, whose run must fail with the mes
     fprintf(stderr, "test_hopper: %s failed: %s\n", #call, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 enum Plant { PLANT_NONE, PLANT_READ_EARLY, PLANT_NO_WGMMA_FENCE, PLANT_STORE_IN_FLIGHT, PLANT_NO_PROXY_FENCE, PLANT_MISSING_ARRIVE,
-             PLANT_WRONG_PARITY, PLANT_EXIT_IN_FLIGHT, PLANT_TOO_MANY_REGS, PLANT_REGS_DIVERGE };
+             PLANT_WRONG_PARITY, PLANT_EXIT_IN_FLIGHT, PLANT_TOO_MANY_REGS, PLANT_REGS_DIVERGE, PLANT_MISSING_BAR_ARRIVE };
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -272,6 +273,28 @@ __global__ void __launch_bounds__(384, 1) setmaxnreg_kernel(int* out, int plant)
     out[threadIdx.x] = wg + 1;
 }
 
+// named barriers: two warpgroups hand a buffer back and forth four times, as FlashAttention-3's
+// consumers take turns: warpgroup 0 writes a round's values and arrives at barrier 1; warpgroup 1 waits
+// there, doubles them, arrives at barrier 2, where warpgroup 0 waits to read them back
+__global__ void pingpong_kernel(int* out, int plant) {
+    __shared__ int buf[128];
+    const int wg = threadIdx.x / 128, i = threadIdx.x % 128;
+    int acc = 0;
+    for (int r = 0; r < 4; r++) {
+        if (wg == 0) {
+            buf[i] = r * 1000 + i + acc;
+            if (plant != PLANT_MISSING_BAR_ARRIVE || r != 2) { asm volatile("bar.arrive 1, 256;" ::: "memory"); }
+            asm volatile("bar.sync 2, 256;" ::: "memory");
+            acc = buf[i];
+        } else {
+            asm volatile("bar.sync 1, 256;" ::: "memory");
+            buf[i] = 2 * buf[i];
+            asm volatile("bar.arrive 2, 256;" ::: "memory");
+        }
+    }
+    if (wg == 0) { out[i] = acc; }
+}
+
 // ----------------------------------------------------------------------------
 // host
 
@@ -435,6 +458,24 @@ static int setmaxnreg_case(int plant, std::string* why) {
     return bad;
 }
 
+static int pingpong_case(int plant, std::string* why) {
+    int* dout;
+    CHECK(cudaMalloc(&dout, 128 * sizeof(int)));
+    pingpong_kernel<<<1, 256>>>(dout, plant);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) { *why = std::string("the kernel failed: ") + cudaGetErrorString(e); return 1; }
+    int out[128], bad = 0;
+    CHECK(cudaMemcpy(out, dout, sizeof out, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 128; i++) {
+        int acc = 0;
+        for (int r = 0; r < 4; r++) { acc = 2 * (r * 1000 + i + acc); }
+        bad += out[i] != acc;
+    }
+    CHECK(cudaFree(dout));
+    if (bad) { *why = std::to_string(bad) + " of 128 values differ"; }
+    return bad;
+}
+
 #ifdef CUDACPU_CUDA_CPU_H
 // a planted bug, in a child process (a kernel's error is sticky): its run must fail, and the runtime's
 // message or the check's must contain `expect`
@@ -511,6 +552,10 @@ int main(void) {
     why.clear();
     bad = setmaxnreg_case(PLANT_NONE, &why);
     verdict(("setmaxnreg: dec 40 in warpgroup 0, inc 232 in 1 and 2" + (bad ? ": " + why : "")).c_str(), bad);
+    why.clear();
+    bad = pingpong_case(PLANT_NONE, &why);
+    verdict(("named barriers: two warpgroups take turns four times (bar.arrive, bar.sync 1 and 2, 256 threads)" +
+             (bad ? ": " + why : "")).c_str(), bad);
 #ifdef CUDACPU_CUDA_CPU_H
     planted("an accumulator read before wgmma.wait_group", "of 4096 elements of D differ",
             [](std::string* w) { return wgmma_case(3, 0, 3, 0, 0, PLANT_READ_EARLY, w); });
@@ -532,6 +577,8 @@ int main(void) {
             [](std::string* w) { return setmaxnreg_case(PLANT_TOO_MANY_REGS, w); });
     planted("setmaxnreg with another count in one warp of a warpgroup", "divergent warpgroup instruction",
             [](std::string* w) { return setmaxnreg_case(PLANT_REGS_DIVERGE, w); });
+    planted("a named barrier's arrival missing", "of 256 threads arrived, the round begun at",
+            [](std::string* w) { return pingpong_case(PLANT_MISSING_BAR_ARRIVE, w); });
 #endif
     return g_fail;
 }

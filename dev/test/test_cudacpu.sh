@@ -25,7 +25,7 @@
 #        a host matmul, cp.async groups, zero-fill and the poison before the wait
 #   the runtime's Hopper instructions (dev/cudacpu/test_hopper.cu): bulk tensor loads and a store through
 #        tensor maps (swizzle, out of bounds) on mbarriers, wgmma in every operand layout, setmaxnreg, and
-#        nine planted mistakes each of which must fail with its message (a deadlock naming the barrier, ...)
+#        named barriers, eleven planted mistakes each of which must fail with its message (a deadlock naming the barrier, ...)
 #   the runtime's streams and events (dev/cudacpu/test_streams.cu): event waits, the legacy stream's
 #        implicit order with blocking streams, event and stream syncs that run only what they wait for;
 #        a missing wait (and a non-blocking stream read by the legacy stream) must show its stale values;
@@ -128,7 +128,7 @@ runs+=("lab_layernorm - 3,--quick" "lab_layernorm - 4,--quick" "lab_classifier -
 # the runtime's model of ldmatrix and cp.async (and mma.sync) against host arithmetic (dev/cudacpu/test_ptx.cu)
 runs+=("test_ptx - full")
 # ... and of Hopper's instructions (dev/cudacpu/test_hopper.cu): mbarrier, bulk tensor copies (swizzle, out
-# of bounds), the async proxy's fence, wgmma in every operand layout, setmaxnreg, and nine planted mistakes
+# of bounds), the async proxy's fence, wgmma in every operand layout, setmaxnreg, named barriers, and eleven planted mistakes
 runs+=("test_hopper - full")
 # ... and of streams and events (dev/cudacpu/test_streams.cu): what CUDA orders holds; what it leaves
 # unordered runs in the order that breaks a program relying on it, the later stream first and (again)
