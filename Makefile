@@ -186,8 +186,11 @@ LABS_BF16 := layernorm encoder_backward classifier matmul_gelu optimizer attenti
 # dev/cuda/common.h, the flash versions the trainer does not hold, and the CPU references the labs include
 LAB_HEADERS := dev/cuda/common.h dev/cuda/attention_flash_versions.h dev/cpu/attention_tiled_cpu.h dev/cpu/kernels_cpu.h
 LAB_SM ?= $(if $(LOCAL_SM),$(LOCAL_SM),90)
-LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_SM)$(CUDA_COMMA)code=sm_$(LAB_SM) \
-                 -Xcompiler $(OPENMP)
+# sm_90 builds for sm_90a, the target of wgmma and setmaxnreg (attention forward version 6), and says so
+# to the host code (LAB_SM90A): its machine code runs on Hopper alone, as sm_90's does
+LAB_ARCH = $(if $(filter 90,$(LAB_SM)),90a,$(LAB_SM))
+LAB_NVCC_FLAGS = $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_$(LAB_ARCH)$(CUDA_COMMA)code=sm_$(LAB_ARCH) \
+                 $(if $(filter 90,$(LAB_SM)),-DLAB_SM90A) -Xcompiler $(OPENMP)
 LAB_DEPS := $(LAB_HEADERS) train_gpt2.cu $(MODEL_HEADERS)
 .PHONY: labs labs-list
 labs: $(addprefix $(BUILD)/lab_,$(addsuffix $(call PRECISION_SUFFIX,$(PRECISION)),$(LABS))) \
@@ -203,9 +206,10 @@ $(BUILD)/lab_%: dev/cuda/%.cu $(LAB_DEPS) | $(BUILD)
 	$(NVCC) $(LAB_NVCC_FLAGS) $(call PRECISION_DEFINE,BF16) $< $(NVCC_LDFLAGS) -lgomp -o $@
 
 # The labs' compile check without ptxas (dev/test/test_cuda.sh where there is no GPU):
-# build/ptx/lab_<op>[_fp32], PTX for compute_90 only, as build/ptx/train_gpt2cu_<scheme>: a lab's
-# device code is the trainer's (standard's full build runs ptxas on it) and its reference versions.
-LAB_PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90,code=compute_90 -Xcompiler $(OPENMP)
+# build/ptx/lab_<op>[_fp32], PTX for compute_90a only, as build/ptx/train_gpt2cu_<scheme>: a lab's
+# device code is the trainer's (standard's full build runs ptxas on it) and its reference versions
+# (compute_90a: the sm_90a ones too).
+LAB_PTX_NVCC = $(NVCC) $(filter-out -gencode arch=%,$(NVCC_FLAGS)) -gencode arch=compute_90a,code=compute_90a -Xcompiler $(OPENMP)
 $(BUILD)/ptx/lab_%_fp32: dev/cuda/%.cu $(LAB_DEPS)
 	@mkdir -p $(dir $@)
 	$(LAB_PTX_NVCC) $(call PRECISION_DEFINE,FP32) $< $(NVCC_LDFLAGS) -lgomp -o $@

@@ -555,6 +555,7 @@ int main(int argc, char** argv) {
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);
     if (!lab_device_or_skip(&a)) { return 0; }
+    if (!lab_attn_drop_unavailable(&a)) { return 0; }
     int failed = 0;
     if (a.check) { failed = check(&a); }
     if (a.bench) { bench(&a); }

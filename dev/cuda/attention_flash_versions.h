@@ -17,12 +17,18 @@ trainer's version of its direction):
   backward version 5  version 4's two kernels in FlashAttention-2's shapes: 128-key dK/dV CTAs (32 keys
                       a warp at hd 64), three stages, one barrier a step; dQ in forward version 5's
                       shape (lab_attention_backward 5; issue 58)
+  forward version 6   sm_90a, FlashAttention-3's design, its first cut: a producer warpgroup's bulk tensor
+                      copies on mbarriers, two consumer warpgroups' wgmma (lab_attention_forward 6;
+                      issue 59; a SKIP where the build is not sm_90a or the GPU not compute capability 9.0)
 Their measurements and predictions are in the two labs' headers; the version dispatch is
 lab_flash_forward / lab_flash_backward at the end of this file (common.h's lab_attention_forward and
 lab_attention_backward call them).
 */
 #ifndef DEV_CUDA_ATTENTION_FLASH_VERSIONS_H
 #define DEV_CUDA_ATTENTION_FLASH_VERSIONS_H
+
+#include <cuda.h>          // CUtensorMap (forward version 6)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled, reached through cudaGetDriverEntryPointByVersion
 
 // the flash version 3 backward's query rows per step: the registers decide (per warp, dK and dV hold
 // 16 keys x hd in fp32 each)
@@ -1396,10 +1402,322 @@ static void flash5_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
     profile_mark(PROF_ATTN_BWD_DQ);
 }
 
+// ----------------------------------------------------------------------------
+// forward version 6 (issue 59): sm_90a, FlashAttention-3's design, the first cut. Its prediction and
+// design are in dev/cuda/attention_forward.cu's header. 384 threads: warpgroup 0 the producer (one
+// thread issues the bulk tensor copies), warpgroups 1 and 2 the consumers (64 query rows each, wgmma);
+// Q once and K, V in a ring of 2 stages, each tile 128 rows in 64-column panels of 128-byte rows,
+// 128-byte swizzled (the copy engine writes the swizzle, wgmma's descriptors read it). Not in this
+// first cut: the S of tile j + 1 issued before the softmax of tile j, and the consumers' ping-pong.
+
+#define FLASH6_BLOCK_M 128  // query rows per CTA: 2 consumer warpgroups x 64
+#define FLASH6_BLOCK_N 128  // keys per tile
+#define FLASH6_THREADS 384  // producer + 2 consumers
+#define FLASH6_STAGES 2
+#define FLASH6_PANEL_BYTES (128 * 128) // 128 rows x 64 bf16
+
+// whether version 6 can run here: an sm_90a build (wgmma, setmaxnreg) on a compute capability 9.0 GPU
+// (the CPU runtime is one)
+static int flash6_available() {
+#if defined(CUDACPU_CUDA_CPU_H) || defined(LAB_SM90A)
+    int major = 0;
+    cudaCheck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+    return major == 9;
+#else
+    return 0;
+#endif
+}
+
+// a role's rows as the copy engine reads them: 3-d (columns of its heads, T, B), row stride in bytes,
+// boxes of 64 columns x 128 rows, 128-byte swizzle, zeros past T
+static void flash6_tensor_map(CUtensorMap* map, AttnRows rows, int B, int T, int columns) {
+    static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+    if (encode == nullptr) {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult found;
+        cudaCheck(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+        if (fn == nullptr || found != cudaDriverEntryPointSuccess) {
+            fprintf(stderr, "error: flash version 6: the driver has no cuTensorMapEncodeTiled (HINT: a CUDA 12 driver or newer)\n");
+            exit(EXIT_FAILURE);
+        }
+        encode = (PFN_cuTensorMapEncodeTiled_v12000)fn;
+    }
+    const cuuint64_t dims[3] = {(cuuint64_t)columns, (cuuint64_t)T, (cuuint64_t)B};
+    const cuuint64_t strides[2] = {(cuuint64_t)rows.stride * sizeof(floatX), (cuuint64_t)T * rows.stride * sizeof(floatX)};
+    const cuuint32_t box[3] = {64, 128, 1}, element_strides[3] = {1, 1, 1};
+    const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void*)rows.ptr, dims, strides, box, element_strides,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "error: flash version 6: cuTensorMapEncodeTiled refused a role's rows (error %d; rows 16-byte aligned, "
+                "strides a multiple of 16 bytes)\n", (int)r);
+        exit(EXIT_FAILURE);
+    }
+}
+
+// a wgmma descriptor of a 128-byte swizzled operand at shared address addr (lbo, sbo in bytes)
+__device__ __forceinline__ uint64_t flash6_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+    return (uint64_t)((addr >> 4) & 0x3FFF) | (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)((sbo >> 4) & 0x3FFF) << 32 | 1ull << 62;
+}
+
+__device__ __forceinline__ void flash6_mbar_init(uint32_t bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void flash6_mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ void flash6_mbar_expect(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void flash6_mbar_wait(uint32_t bar, int parity) {
+    uint32_t done = 0;
+    while (!done) {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    }
+}
+// one 64-column panel of 128 rows, (column c0, row t0, batch b), completing on bar
+__device__ __forceinline__ void flash6_copy_panel(uint32_t dst, const CUtensorMap* map, int c0, int t0, int b, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(t0), "r"(b), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void flash6_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void flash6_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void flash6_wgmma_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); }
+
+// wgmma m64n128k16 with A and B from shared memory, both K-major (S = Q K^T over 128 keys); d: the
+// thread's 64 accumulators; scale_d 0 overwrites them
+__device__ __forceinline__ void flash6_wgmma_qk(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0; "
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "%64, %65, p, 1, 1, 0, 0; }"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// wgmma m64n{64,128}k16 with A from registers (P, in mma.sync's A fragment layout) and B from shared
+// memory MN-major (V's row-major tile): O += P V; d: the thread's kHeadDim / 2 accumulators
+template <int kHeadDim>
+__device__ __forceinline__ void flash6_wgmma_pv(float* d, const uint32_t* a, uint64_t desc_b) {
+    const int scale_d = 1;
+    if constexpr (kHeadDim == 64) {
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %37, 0; "
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                     "{%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+    } else {
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %69, 0; "
+                     "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                     "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                     "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                     "{%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                       "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                       "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                       "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                       "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                       "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                       "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                       "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+    }
+}
+
+// dynamic shared memory of version 6: 1024 bytes to align, Q (128 rows), then each stage's K and V
+static size_t flash6_forward_smem_bytes(int hd) {
+    return 1024 + (size_t)(1 + 2 * FLASH6_STAGES) * FLASH6_BLOCK_M * hd * sizeof(floatX);
+}
+
+// Forward, version 6. Grid (B * H, ceil(T / 128)), 384 threads, dynamic smem flash6_forward_smem_bytes.
+// tq, tk, tv: the roles' tensor maps (flash6_tensor_map); kv_same: K and V are one tensor (one copy a
+// tile). out (B, T, H * hd), lse (B, H, T) as flash_attention_forward_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH6_THREADS, 1)
+flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                                const __grid_constant__ CUtensorMap tv, int kv_same, floatX* out, float* lse, int T, int H,
+                                int Hkv, float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // not an sm_90a build: flash6_available() keeps the launcher from coming here
+#else
+    constexpr int kPanels = kHeadDim / 64;
+    constexpr uint32_t kTileBytes = kPanels * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    __shared__ __align__(8) uint64_t bar_q, bar_full[FLASH6_STAGES], bar_empty[FLASH6_STAGES];
+    const uint32_t raw = smem_u32(flash_smem);
+    const uint32_t sQ = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
+    auto sK = [&](int stage) { return sQ + kTileBytes * (1 + 2 * stage); };
+    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
+    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
+    const int n_last = (min(m_block * FLASH6_BLOCK_M + FLASH6_BLOCK_M, T) - 1) / FLASH6_BLOCK_N; // the diagonal tile
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        flash6_mbar_init(smem_u32(&bar_q), 1);
+        for (int s = 0; s < FLASH6_STAGES; s++) {
+            flash6_mbar_init(smem_u32(&bar_full[s]), 1);
+            flash6_mbar_init(smem_u32(&bar_empty[s]), 256); // every consumer thread, when done with the stage
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) { // the producer: one thread issues every copy; the others leave
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (threadIdx.x == 0) {
+            flash6_mbar_expect(smem_u32(&bar_q), kTileBytes);
+            for (int p = 0; p < kPanels; p++) {
+                flash6_copy_panel(sQ + p * FLASH6_PANEL_BYTES, &tq, h * kHeadDim + 64 * p, m_block * FLASH6_BLOCK_M, b, smem_u32(&bar_q));
+            }
+            for (int n = 0; n <= n_last; n++) {
+                const int stage = n % FLASH6_STAGES;
+                // the stage's previous tile (n - 2) released by all 256 consumer threads
+                if (n >= FLASH6_STAGES) { flash6_mbar_wait(smem_u32(&bar_empty[stage]), (n / FLASH6_STAGES - 1) & 1); }
+                const uint32_t full = smem_u32(&bar_full[stage]);
+                flash6_mbar_expect(full, kv_same ? kTileBytes : 2 * kTileBytes);
+                for (int p = 0; p < kPanels; p++) {
+                    flash6_copy_panel(sK(stage) + p * FLASH6_PANEL_BYTES, &tk, kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, b, full);
+                    if (!kv_same) {
+                        flash6_copy_panel(sK(stage) + kTileBytes + p * FLASH6_PANEL_BYTES, &tv, kvh * kHeadDim + 64 * p,
+                                          n * FLASH6_BLOCK_N, b, full);
+                    }
+                }
+            }
+        }
+    } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
+        const int row0 = m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + g;
+        const uint32_t sQc = sQ + 64 * c * 128; // this consumer's 64 rows of each Q panel
+        float o[kHeadDim / 2];
+        #pragma unroll
+        for (int i = 0; i < kHeadDim / 2; i++) { o[i] = 0.0f; }
+        // accumulator i of an m64nN tile: row g + 8 ((i % 4) / 2) of the warp's 16, column 8 (i / 4) + 2 t + (i % 2)
+        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
+        flash6_mbar_wait(smem_u32(&bar_q), 0);
+        for (int n = 0; n <= n_last; n++) {
+            const int stage = n % FLASH6_STAGES;
+            flash6_mbar_wait(smem_u32(&bar_full[stage]), (n / FLASH6_STAGES) & 1);
+            const uint32_t sKs = sK(stage), sVs = kv_same ? sKs : sKs + kTileBytes;
+            // S (64 x 128) = Q K^T: hd / 16 wgmma, each a 16-wide slice of both (32 bytes into a panel's rows)
+            float s[64];
+            #pragma unroll
+            for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
+            flash6_wgmma_fence();
+            #pragma unroll
+            for (int kk = 0; kk < kHeadDim / 16; kk++) {
+                const uint32_t at = (kk / 4) * FLASH6_PANEL_BYTES + (kk % 4) * 32;
+                flash6_wgmma_qk(s, flash6_desc(sQc + at, 16, 1024), flash6_desc(sKs + at, 16, 1024), kk > 0);
+            }
+            flash6_wgmma_commit();
+            flash6_wgmma_wait0();
+            // -inf where key > query or key >= T: only the last tile reaches past the diagonal or T
+            if (n == n_last) {
+                #pragma unroll
+                for (int i = 0; i < 64; i++) {
+                    const int key = n * FLASH6_BLOCK_N + 8 * (i / 4) + 2 * t + (i % 2), query = row0 + 8 * ((i % 4) / 2);
+                    if (key > query || key >= T) { s[i] = -INFINITY; }
+                }
+            }
+            // online softmax of the thread's two rows (the quad holds a row's 128 columns)
+            #pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float m_new = row_max[r];
+                #pragma unroll
+                for (int i = 2 * r; i < 64; i += 4) { m_new = fmaxf(m_new, fmaxf(s[i], s[i + 1])); }
+                m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1));
+                m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
+                const float m_scaled = m_new == -INFINITY ? 0.0f : m_new * scale_log2; // a row with no key yet stays 0
+                const float corr = exp2f(row_max[r] * scale_log2 - m_scaled);
+                row_max[r] = m_new;
+                float sum = 0.0f;
+                #pragma unroll
+                for (int i = 2 * r; i < 64; i += 4) {
+                    s[i] = exp2f(fmaf(s[i], scale_log2, -m_scaled));
+                    s[i + 1] = exp2f(fmaf(s[i + 1], scale_log2, -m_scaled));
+                    sum += s[i] + s[i + 1];
+                }
+                row_sum[r] = row_sum[r] * corr + sum;
+                #pragma unroll
+                for (int i = 2 * r; i < kHeadDim / 2; i += 4) { o[i] *= corr; o[i + 1] *= corr; }
+            }
+            // P in bf16 as wgmma's A fragments: the 16 keys of slice j are accumulators 8 j .. 8 j + 7
+            uint32_t p[8][4];
+            #pragma unroll
+            for (int j = 0; j < 8; j++) {
+                #pragma unroll
+                for (int q = 0; q < 4; q++) {
+                    __nv_bfloat162 v2 = __floats2bfloat162_rn(s[8 * j + 2 * q], s[8 * j + 2 * q + 1]);
+                    p[j][q] = *reinterpret_cast<uint32_t*>(&v2);
+                }
+            }
+            // O += P V: V's 16-key slice j is 16 rows of 128 bytes into each panel (MN-major: panels
+            // FLASH6_PANEL_BYTES apart along hd, 8-row groups 1024 bytes apart along the keys)
+            flash6_wgmma_fence();
+            #pragma unroll
+            for (int j = 0; j < 8; j++) { flash6_wgmma_pv<kHeadDim>(o, p[j], flash6_desc(sVs + j * 16 * 128, FLASH6_PANEL_BYTES, 1024)); }
+            flash6_wgmma_commit();
+            flash6_wgmma_wait0();
+            flash6_mbar_arrive(smem_u32(&bar_empty[stage])); // this thread is done with the stage
+        }
+        // epilogue: O / row_sum as bf16 pairs, lse by the quad's lane 0
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float sum = row_sum[r];
+            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+            const float inv = 1.0f / sum;
+            const int query = row0 + 8 * r;
+            if (query < T) {
+                floatX* orow = out + ((size_t)b * T + query) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim;
+                #pragma unroll
+                for (int i = 2 * r; i < kHeadDim / 2; i += 4) {
+                    *reinterpret_cast<__nv_bfloat162*>(orow + 8 * (i / 4) + 2 * t) = __floats2bfloat162_rn(o[i] * inv, o[i + 1] * inv);
+                }
+                if (t == 0) { lse[((size_t)b * H + h) * T + query] = (row_max[r] * scale_log2 + log2f(sum)) * FLASH_LN2; }
+            }
+        }
+    }
+#endif
+}
+
+template <int kHeadDim>
+static void flash6_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                        int H, int Hkv, float scale) {
+    alignas(64) CUtensorMap tq, tk, tv;
+    flash6_tensor_map(&tq, q, B, T, H * kHeadDim);
+    flash6_tensor_map(&tk, k, B, T, Hkv * kHeadDim);
+    flash6_tensor_map(&tv, v, B, T, Hkv * kHeadDim);
+    const size_t smem = flash6_forward_smem_bytes(kHeadDim);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash6_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
+    dim3 grid(B * H, (T + FLASH6_BLOCK_M - 1) / FLASH6_BLOCK_M);
+    flash6_attention_forward_kernel<kHeadDim><<<grid, FLASH6_THREADS, smem>>>(tq, tk, tv, k.ptr == v.ptr, out, lse, T, H, Hkv,
+                                                                              scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
-// the labs' version dispatch: versions 2, 3 and 5 of a direction run here; the trainer's own version
+// the labs' version dispatch: versions 2, 3, 5 and 6 of a direction run here; the trainer's own version
 // (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path run through the trainer's
 // launchers (common.h's lab_attention_forward and lab_attention_backward choose)
 
@@ -1415,6 +1733,11 @@ static void lab_flash_forward(int version, floatX* out, float* lse, AttnRows q, 
         flash_check_forward(q, k, v, s);
         if (s->hd == 64) { flash5_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
         if (s->hd == 128) { flash5_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    }
+    if (version == 6 && flash6_available()) {
+        flash_check_forward(q, k, v, s);
+        if (s->hd == 64) { flash6_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash6_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     }
 #endif
     // the trainer's own version never comes here (common.h's lab_attention_forward runs it)

@@ -16,7 +16,7 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
            T = 4096: 0.2610 ms compute vs 0.0676 ms memory: compute-bound
   (version 1 is held to neither: it computes the full T x T scores and writes and reads (B, H, T, T) twice)
 
-Versions (1 and 3 the trainer's own code, included below; 2 and 5 in attention_flash_versions.h; `make labs`
+Versions (1 and 3 the trainer's own code, included below; 2, 5 and 6 in attention_flash_versions.h; `make labs`
 builds build/lab_attention_forward):
   1  unfused, ./build/lab_attention_forward 1: permute_heads_kernel q, k, v to (B, H|Hkv, T, hd) (grid-stride,
      256 threads), cuBLASLt strided-batched S = scale q k^T over B*Hkv batches (full T x T, bf16 out),
@@ -109,7 +109,8 @@ builds build/lab_attention_forward):
      warp (FlashAttention-3's ping-pong, issue 59, overlaps them), and 8 warps per SM hide less
      latency than version 3's 16 at hd 64.
 
-  6  (planned, issue 59 part 2; not written yet: the prediction comes first) flash version 6 for
+  6  flash version 6, ./build/lab_attention_forward 6 (issue 59 part 2; in attention_flash_versions.h,
+     its first cut; predicted below before it was written): flash6_attention_forward_kernel<hd> for
      sm_90a, FlashAttention-3's design: grid (B*H, ceil(T/128)), 384 threads = 3 warpgroups.
      Warpgroup 0 is the producer: setmaxnreg.dec to 24 registers, one thread issues the bulk tensor
      copies (cp.async.bulk.tensor.4d through a tensor map per role, (hd, heads, T, B), 128-byte
@@ -124,8 +125,17 @@ builds build/lab_attention_forward):
      so V's row-major tile needs no transpose). Registers a consumer thread: S 64, O 32 (hd 64) or 64
      (hd 128), P 32, the next tile's S 64 when the S of tile j + 1 is issued before the softmax of
      tile j (the intra-warpgroup overlap): 192 or 224 of 240. Then the two consumers take turns by
-     named barriers (bar.sync / bar.arrive, to be modelled in the CPU runtime first), so one's
-     softmax runs under the other's wgmma (the ping-pong). The first cut has neither overlap.
+     named barriers (bar.sync / bar.arrive, modelled in the CPU runtime with this version), so one's
+     softmax runs under the other's wgmma (the ping-pong). The first cut has neither overlap: each
+     consumer issues S, waits, runs the softmax, issues P V, waits, and releases the stage.
+     ptxas (nvcc 13.0, sm_90a, --use_fast_math, -Xptxas -v): flash6_attention_forward_kernel<64> and
+     <128>: 168 registers at entry (the cap of 384 threads, 65536 / 384, that setmaxnreg needs), 0 bytes
+     stack frame, 0 spills, 48 bytes of static shared memory (the mbarriers); no C7508 (setmaxnreg
+     honoured), no C7517 / C7519 (no wgmma serialized by an injected wait). Dynamic shared memory 81 KiB
+     at hd 64 and 161 KiB at hd 128, with 1 KiB to align the swizzle. Checked on the CPU runtime (its
+     model of wgmma, the bulk copies and mbarriers: dev/cudacpu/test_hopper.cu): `--check` on every
+     shape of every scheme (Hkv H, H/2, 1; T 1 to 1024; hd 64 and 128), `--large`. Not yet on a GPU:
+     where the build is not sm_90a or the GPU not compute capability 9.0 the lab says SKIP for it.
      Predicted (not measured), B 8, H 12, T 1024 to 16384. Executed FLOPs count the diagonal tiles
      whole (128 x 128 tiles: nt (nt + 1) / 2 per head, nt = T / 128); scores exponentiated the same.
      Units on an H100 or H200: wgmma at the measured dense 790 TFLOP/s; MUFU exp2 16 a clock an SM
@@ -159,7 +169,7 @@ builds build/lab_attention_forward):
 where allowed x T in {1, 63, 64, 65, 200, 1024} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs per trial (seed printed), atty and every buffer of the path poisoned with 0xFF before each
 run (guards around every buffer too), then atty against the CPU twin (dev/cpu/attention_tiled_cpu.h),
-lse against the twin (versions 2, 3 and 5), atty of version >= 2 against version 1, no element left unwritten,
+lse against the twin (versions 2, 3, 5 and 6), atty of version >= 2 against version 1, no element left unwritten,
 guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
 shape); exit 1 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 --large (BF16 builds; common.h's lab_attn_large): each flash version at the largest shape the trainer
@@ -310,6 +320,7 @@ int main(int argc, char** argv) {
     if (!lab_parse_args(&a, argc, argv, &spec)) { return 0; }
     lab_attn_apply_args(&a);
     if (!lab_device_or_skip(&a)) { return 0; }
+    if (!lab_attn_drop_unavailable(&a)) { return 0; }
     int failed = 0;
     if (a.check) { failed = check(&a); }
     if (a.bench) { bench(&a); }

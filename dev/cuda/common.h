@@ -742,6 +742,7 @@ static int lab_lt_lookup(int m, int n, int k, int transA, int transB, cudaDataTy
 static const LabVersion lab_attn_forward_versions[] = {
     LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
     {5, "fused flash v5: 32 query rows per warp, 128-key tiles at hd 64, one-FFMA exp2, O through shared memory", 1, 5},
+    {6, "fused flash v6 (sm_90a): a producer warpgroup's bulk tensor copies on mbarriers, two consumers' wgmma", 1, 6},
 };
 static const LabVersion lab_attn_backward_versions[] = {
     LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
@@ -770,6 +771,19 @@ static LabSpec lab_attn_spec(const char* name, const char* what, const char* ben
               "                under 2^31, the projection past 2^32): each kernel's CTAs of the last head of the last\n"
               "                batch row (only those on the CPU runtime) against the CPU twin of that row";
     return s;
+}
+
+// forward version 6 needs an sm_90a build on a compute capability 9.0 GPU (flash6_available): elsewhere
+// one SKIP line says so and the other versions run; 0 when it was the only one asked for (exit 0)
+static int lab_attn_drop_unavailable(LabArgs* a) {
+#if PRECISION_IS_BF16
+    if (!lab_version_selected(a, 6) || flash6_available()) { return 1; }
+    printf("SKIP %s v6: needs an sm_90a build (make labs on an H100 or H200) and a compute capability 9.0 GPU\n", a->name);
+    a->versions.erase(std::remove(a->versions.begin(), a->versions.end(), 6), a->versions.end());
+    return !a->versions.empty();
+#else
+    return 1;
+#endif
 }
 
 // the attention labs' own use of --quick: no guard bytes
@@ -1048,7 +1062,7 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int flash_version, in
     a->s = *s;
     // backward version 4 runs after version 3's forward (the trainer's pair), version 5 after forward
     // version 5 (the pair issue 58 would move into the trainer together)
-    a->flash_fwd = flash_version == 2 || flash_version == 5 ? flash_version : 3;
+    a->flash_fwd = flash_version == 2 || flash_version == 5 || flash_version == 6 ? flash_version : 3;
     a->flash_bwd = flash_version;
     const size_t B = (size_t)s->B, T = (size_t)s->T, H = (size_t)s->H, hd = (size_t)s->hd, X = sizeof(floatX);
     const size_t nheads[3] = {H, (size_t)s->Hkv, (size_t)s->Hkv};
@@ -1423,6 +1437,7 @@ static int lab_large_forward(const LabArgs* a, const LabVersion* ver, LabLarge* 
     LabBuf atty = lab_buf_alloc((size_t)B * T * C * sizeof(floatX), "atty");
     if (at.flash_fwd == 3) { lab_far_ctas("flash3_attention_forward_kernel", 'x'); }
     else if (at.flash_fwd == 5) { lab_far_ctas("flash5_attention_forward_kernel", 'x'); }
+    else if (at.flash_fwd == 6) { lab_far_ctas("flash6_attention_forward_kernel", 'x'); }
     else { lab_far_ctas("flash_attention_forward_kernel", 'y'); }
     lab_attention_forward(&at, (floatX*)atty.ptr, lab_large_sources(L));
     const cudaError_t err = cudaDeviceSynchronize();
