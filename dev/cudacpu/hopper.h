@@ -14,7 +14,8 @@ calls it.
                   runtime's cuTensorMapEncodeTiled: out-of-bounds fill, 32/64/128-byte swizzle) and the
                   plain cp.async.bulk, each completing bytes on an mbarrier: the source is read at issue,
                   the destination holds 0xFF from the issue until the copy lands, and it lands as late as
-                  it can: when no thread of the CTA can run. The reverse, shared -> global (bulk_group),
+                  it can: when no thread of the CTA can run, one copy at a time in issue order (the threads
+                  a landing wakes run before the next lands). The reverse, shared -> global (bulk_group),
                   reads shared memory through the async proxy when the issuing thread's
                   cp.async.bulk.wait_group retires it.
   async proxy     the bulk copies' and wgmma's reads of shared memory see a second view of it, which
@@ -415,19 +416,18 @@ static void bulk_load(uint64_t dst, const void* src, long long bytes, uint64_t m
     h.loads.push_back(std::move(L));
 }
 
-// every copy in flight lands (scheduler context: no thread runs)
-static void bulk_land_all(Cta& c, HopperCta& h) {
-    std::vector<BulkLoad> loads;
-    loads.swap(h.loads);
-    for (const BulkLoad& L : loads) {
-        for (uint64_t o = 0; o < L.data.size(); o += 16) {
-            const uint64_t a = swizzle_addr(L.dst + o, L.swizzle_bits);
-            memcpy(shared_window_ptr(a, 16, 16, "a bulk copy landing", L.line), &L.data[o], 16);
-            memcpy(view_ptr(h, a, 16, 16, "a bulk copy landing", L.line), &L.data[o], 16);
-        }
-        mbar_complete_tx(L.mbar, (long long)L.data.size());
+// the oldest copy in flight lands (scheduler context: no thread runs). One at a time, so that the
+// threads a landing wakes run before the next copy lands: a phase that completes early (too few bytes
+// expected) lets its waiters read the copies still in flight
+static void bulk_land_oldest(HopperCta& h) {
+    BulkLoad L = std::move(h.loads.front());
+    h.loads.erase(h.loads.begin());
+    for (uint64_t o = 0; o < L.data.size(); o += 16) {
+        const uint64_t a = swizzle_addr(L.dst + o, L.swizzle_bits);
+        memcpy(shared_window_ptr(a, 16, 16, "a bulk copy landing", L.line), &L.data[o], 16);
+        memcpy(view_ptr(h, a, 16, 16, "a bulk copy landing", L.line), &L.data[o], 16);
     }
-    (void)c;
+    mbar_complete_tx(L.mbar, (long long)L.data.size());
 }
 
 static void bulk_tensor_store(uint64_t map_addr, const int* coord, int dims, uint64_t src, int line) {
@@ -789,7 +789,7 @@ static bool hopper_quiesce(Cta& c) {
     HopperCta* h = c.hopper;
     if (h == nullptr || !h->used) { return false; }
     if (!h->loads.empty()) {
-        bulk_land_all(c, *h);
+        bulk_land_oldest(*h);
         return true;
     }
     bool any = false, proxy = false;

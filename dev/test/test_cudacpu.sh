@@ -70,27 +70,19 @@ fixtures_of() { # scheme fp32|bf16 -> comma-separated fixture names
   awk -F'\t' -v s="$1" -v p="$2" '$2 == s && (($1 ~ /_hd(64|128)/) == (p == "bf16")) { printf "%s%s", n++ ? "," : "", $1 }' "$manifest"
 }
 runs=("standard $(fixtures_of standard bf16) full")
-# the attention labs' --check against their CPU twin (dev/cuda/README.md) on this runtime: version 3
-# on every shape for the standard layout (with version 1 as its baseline; Hkv H, H/2, 1 and T 1 to
-# 1024) and on --quick's shapes for every scheme (what differs between schemes: shared tiles, dq added
-# after dK/dV, identity roles); version 2 on --quick's shapes, and its backward (with the delta kernel
-# that version 4 shares) on every standard shape too; the backward's version 4, the trainer's since
-# the H200 timed it (2026-11-27), likewise. The backward's full standard lists take 130-180 s each
-# (T 1024's six shapes ~85% of it: the runtime's mma.sync), the forward's ~50 s. The trainer's flash
-# kernels (forward 3, backward 4) also run in every scheme's fixtures above; versions 2 and 3 of the
-# backward and 2 and 5 of the forward are the labs' alone (attention_flash_versions.h). (Every scheme
-# in full: ~20 min a backward version here.) Their FP32 builds have version 1 only, the unfused path
-# the 25 FP32 fixtures run: not here.
-for l in attention_backward attention_forward; do
-  runs+=("lab_$l - 3,--check,--scheme,standard" "lab_$l - 3,--quick" "lab_$l - 2,--quick")
-done
-runs+=("lab_attention_backward - 2,--check,--scheme,standard")
-runs+=("lab_attention_backward - 4,--check,--scheme,standard" "lab_attention_backward - 4,--quick")
-# the forward's and the backward's version 5 (issue 58, the labs' until a GPU measures them) likewise:
-# every standard shape (T 1024 among them) and --quick's for every scheme (the forward's full --check of
-# every scheme takes ~6 min here, the backward's ~20)
-runs+=("lab_attention_forward - 5,--check,--scheme,standard" "lab_attention_forward - 5,--quick")
-runs+=("lab_attention_backward - 5,--check,--scheme,standard" "lab_attention_backward - 5,--quick")
+# the attention labs' --check against their CPU twin (dev/cuda/README.md) on this runtime, every version
+# of each lab in one run: on every shape of the standard layout (Hkv H, H/2, 1; T 1 to 1024; hd 16 for
+# version 1, 64 and 128), each version against the twin and against version 1, and on --quick's shapes
+# for every scheme (what differs between schemes: shared tiles, dq added after dK/dV, identity roles).
+# One run per lab, not one per version: the twin and version 1, the baseline of every later version,
+# are computed once per shape instead of once per version (the backward's four flash versions took
+# 653 s as four runs, 2026-11-30; about 470 s as one, with version 1's own check added). The versions:
+# forward 1, 2, 3 (the trainer's), 5, 6 (sm_90a: issue 59); backward 1, 2, 3, 4 (the trainer's), 5
+# (attention_flash_versions.h holds the ones the trainer does not). T 1024's six shapes are ~85% of the
+# backward's time (the runtime's mma.sync). (Every scheme in full: ~5 min a forward version here, ~20
+# a backward one.) Their FP32 builds have version 1 only, the unfused path the 25 FP32 fixtures run: not here.
+runs=("lab_attention_backward - --check,--scheme,standard" "${runs[@]}") # the longest run first
+runs+=("lab_attention_forward - --check,--scheme,standard" "lab_attention_backward - --quick" "lab_attention_forward - --quick")
 # --large: every flash kernel's index arithmetic at the largest shape the trainer admits (B 16383, T 512,
 # C 256: B*T*C just under 2^31, the projection past 2^32), every scheme, hd 64 and 128, Hkv H and 1; only
 # the CTAs of the last head of the last batch row run (the runtime's run_only), against the twin of that
