@@ -446,11 +446,7 @@ static void bulk_tensor_store(uint64_t map_addr, const int* coord, int dims, uin
     h.stores[m.cur].push_back(S);
 }
 
-static void bulk_commit() {
-    HopperCta& h = hop();
-    const long g = ++h.store_groups[m.cur];
-    for (BulkStore& s : h.stores[m.cur]) { if (s.group == 0) { s.group = g; } }
-}
+static void bulk_commit() { commit_group(hop().stores[m.cur], hop().store_groups[m.cur]); }
 
 // cp.async.bulk.wait_group[.read] n: the stores of every committed group but the newest n read shared
 // memory (the async view) now and write global memory
@@ -683,11 +679,7 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
 
 static void wgmma_fence() { hop().wgmma_fenced[m.cur] = 1; }
 
-static void wgmma_commit() {
-    HopperCta& h = hop();
-    const long g = ++h.wgmma_groups[m.cur];
-    for (WgmmaPending& p : h.wgmma[m.cur]) { if (p.group == 0) { p.group = g; } }
-}
+static void wgmma_commit() { commit_group(hop().wgmma[m.cur], hop().wgmma_groups[m.cur]); }
 
 // a thread waits until no other thread of its CTA can run (hopper_quiesce ends the wait)
 static void quiet_wait(int what, int line) {

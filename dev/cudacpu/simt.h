@@ -459,12 +459,16 @@ static void cp_async(uint64_t dst_addr, const void* src, int bytes, int src_byte
     cta().async_copies[m.cur].push_back(cp);
 }
 
-// cp.async.commit_group: the copies issued since the last commit form the next group (maybe empty)
-static void cp_async_commit() {
-    Cta& c = cta();
-    const long g = ++c.async_groups[m.cur];
-    for (AsyncCopy& cp : c.async_copies[m.cur]) { if (cp.group == 0) { cp.group = g; } }
+// a thread's commit of asynchronous work (cp.async, hopper.h's bulk stores and wgmma): what it issued
+// since its last commit (group 0) forms its next group, maybe empty
+template <class Queue>
+static void commit_group(Queue& issued, long& groups) {
+    const long g = ++groups;
+    for (auto& e : issued) { if (e.group == 0) { e.group = g; } }
 }
+
+// cp.async.commit_group
+static void cp_async_commit() { commit_group(cta().async_copies[m.cur], cta().async_groups[m.cur]); }
 
 // cp.async.wait_group n: every committed group but the newest n has landed (uncommitted copies wait)
 static void cp_async_wait(long n, int line) {
