@@ -88,24 +88,30 @@ struct BulkStore {
     int line = 0;
 };
 
+// what one wgmma.mma_async reads from shared memory: B (N x 16) and, unless A is in registers, A (64 x 16)
+struct WgmmaOperands {
+    uint64_t desc_a = 0, desc_b = 0;
+    int N = 0, tnsp_a = 0, tnsp_b = 0, a_in_smem = 0, line = 0;
+};
+
 // a thread's part of one wgmma in flight: its accumulator registers and their values
 struct WgmmaPending {
     long group = 0;
     int n = 0; // registers
     float* reg[kWgmmaMaxN / 2];
     float val[kWgmmaMaxN / 2];
-    // the warpgroup's first thread only: what the operands read, to find a store into them
+    // the warpgroup's first thread only: its operands and their bytes' hash, to find a store into them
     bool check = false;
-    uint64_t hash = 0, desc_a = 0, desc_b = 0;
-    int N = 0, tnsp_a = 0, tnsp_b = 0, a_in_smem = 0, line = 0;
+    uint64_t hash = 0;
+    WgmmaOperands ops;
 };
 
 // one thread's operands at a warpgroup collective (wgmma.mma_async, setmaxnreg)
 struct WgLane {
     int kind = 0, line = 0, arg = 0;
-    uint64_t desc_a = 0, desc_b = 0;
+    WgmmaOperands ops;
     uint32_t a[4];
-    int scale_d = 0, scale_a = 1, scale_b = 1, tnsp_a = 0, tnsp_b = 0, a_in_smem = 0, N = 0;
+    int scale_d = 0, scale_a = 1, scale_b = 1;
     float c[kWgmmaMaxN / 2];
     float d[kWgmmaMaxN / 2];
 };
@@ -569,7 +575,7 @@ static uint64_t wgmma_gather(HopperCta& h, uint64_t desc, int rows, int tnsp, bo
     return hash;
 }
 
-static uint64_t wgmma_operands_hash(HopperCta& h, const WgmmaPending& p) {
+static uint64_t wgmma_operands_hash(HopperCta& h, const WgmmaOperands& p) {
     uint64_t hash = wgmma_gather(h, p.desc_b, p.N, p.tnsp_b, false, nullptr, p.line);
     if (p.a_in_smem) { hash ^= wgmma_gather(h, p.desc_a, 64, p.tnsp_a, false, nullptr, p.line) * 31; }
     return hash;
@@ -578,19 +584,20 @@ static uint64_t wgmma_operands_hash(HopperCta& h, const WgmmaPending& p) {
 // D (64 x N) = A (64 x 16) B (16 x N) [+ D], over the warpgroup whose first thread is wg0
 __attribute__((noinline)) static void wgmma_compute(HopperCta& h, int wg0) {
     const WgLane& l0 = h.lanes[wg0];
-    const int N = l0.N, line = l0.line;
+    const WgmmaOperands& op = l0.ops;
+    const int N = op.N, line = op.line;
     for (int l = 1; l < 128; l++) {
         const WgLane& o = h.lanes[wg0 + l];
-        if (o.N != N || o.desc_b != l0.desc_b || o.scale_d != l0.scale_d || o.tnsp_b != l0.tnsp_b ||
-            (l0.a_in_smem && (o.desc_a != l0.desc_a || o.tnsp_a != l0.tnsp_a))) {
+        if (o.ops.N != N || o.ops.desc_b != op.desc_b || o.scale_d != l0.scale_d || o.ops.tnsp_b != op.tnsp_b ||
+            (op.a_in_smem && (o.ops.desc_a != op.desc_a || o.ops.tnsp_a != op.tnsp_a))) {
             fail("wgmma.mma_async at " + line_str(line) + ": the warpgroup's threads give different descriptors or scale-d (thread " +
                  std::to_string(wg0 + l) + ")");
         }
     }
     static double A[64][16], B[kWgmmaMaxN][16];
-    wgmma_gather(h, l0.desc_b, N, l0.tnsp_b, true, B, line);
-    if (l0.a_in_smem) {
-        wgmma_gather(h, l0.desc_a, 64, l0.tnsp_a, true, A, line);
+    wgmma_gather(h, op.desc_b, N, op.tnsp_b, true, B, line);
+    if (op.a_in_smem) {
+        wgmma_gather(h, op.desc_a, 64, op.tnsp_a, true, A, line);
     } else {
         for (int l = 0; l < 128; l++) { // each warp's 16 rows in mma.sync's A fragment layout
             const WgLane& o = h.lanes[wg0 + l];
@@ -631,16 +638,17 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
     me.kind = WG_WGMMA;
     me.line = line;
     me.arg = N;
-    me.N = N;
-    me.desc_a = desc_a;
-    me.desc_b = desc_b;
-    me.a_in_smem = a_regs == nullptr;
+    me.ops.desc_a = desc_a;
+    me.ops.desc_b = desc_b;
+    me.ops.N = N;
+    me.ops.tnsp_a = tnsp_a;
+    me.ops.tnsp_b = tnsp_b;
+    me.ops.a_in_smem = a_regs == nullptr;
+    me.ops.line = line;
     for (int i = 0; i < 4; i++) { me.a[i] = a_regs ? a_regs[i] : 0u; }
     me.scale_d = scale_d;
     me.scale_a = scale_a;
     me.scale_b = scale_b;
-    me.tnsp_a = tnsp_a;
-    me.tnsp_b = tnsp_b;
     // the accumulator's input: an earlier wgmma of this thread still in flight on the same register
     // hands its result on (the hardware chains them), else the register
     std::vector<WgmmaPending>& q = h.wgmma[tid];
@@ -654,7 +662,7 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
         }
         if (!found) { me.c[i] = *regs[i]; }
     }
-    bool first_lane = tid % 128 == 0;
+    const bool first_lane = tid % 128 == 0;
     warpgroup_collective([&](int wg0) { wgmma_compute(h, wg0); });
     WgmmaPending p;
     p.n = N / 2;
@@ -665,14 +673,8 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
     }
     if (first_lane) {
         p.check = true;
-        p.desc_a = desc_a;
-        p.desc_b = desc_b;
-        p.N = N;
-        p.tnsp_a = tnsp_a;
-        p.tnsp_b = tnsp_b;
-        p.a_in_smem = a_regs == nullptr;
-        p.line = line;
-        p.hash = wgmma_operands_hash(h, p);
+        p.ops = h.lanes[tid].ops;
+        p.hash = wgmma_operands_hash(h, p.ops);
     }
     q.push_back(p);
 }
@@ -705,8 +707,8 @@ static void wgmma_wait(long n, int line) {
     while (first_kept < q.size() && q[first_kept].group != 0 && q[first_kept].group <= done) { first_kept++; }
     for (size_t i = 0; i < first_kept; i++) {
         const WgmmaPending& p = q[i];
-        if (p.check && wgmma_operands_hash(h, p) != p.hash) {
-            fail("wgmma.mma_async issued at " + line_str(p.line) + ": its shared-memory operands changed before the wgmma.wait_group at " +
+        if (p.check && wgmma_operands_hash(h, p.ops) != p.hash) {
+            fail("wgmma.mma_async issued at " + line_str(p.ops.line) + ": its shared-memory operands changed before the wgmma.wait_group at " +
                  line_str(line) + " (a store or copy into a tile still being read)");
         }
         for (int r = 0; r < p.n; r++) {
@@ -718,7 +720,7 @@ static void wgmma_wait(long n, int line) {
             uint32_t bits;
             memcpy(&bits, p.reg[r], 4);
             if (bits != kAccPoison) {
-                fail("wgmma.wait_group at " + line_str(line) + ": an accumulator register of the wgmma issued at " + line_str(p.line) +
+                fail("wgmma.wait_group at " + line_str(line) + ": an accumulator register of the wgmma issued at " + line_str(p.ops.line) +
                      " was written while the wgmma was in flight");
             }
             if (!later) { memcpy(p.reg[r], &p.val[r], 4); }
