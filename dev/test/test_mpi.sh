@@ -138,24 +138,44 @@ fi
 # SIGTERM and SIGHUP to mpirun itself (a job scheduler, a closed terminal): it passes SIGTERM to every
 # rank, and they stop together at one step with a checkpoint; SIGKILL to mpirun: its ranks end with it
 # (Open MPI's daemon is gone; no checkpoint, and nothing left running). Each time no rank is left.
-for sig in TERM HUP KILL; do
-  rm -rf "$tmp/mpirun_$sig"
-  "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" -o "$tmp/mpirun_$sig" >"$tmp/mpirun_$sig.log" 2>&1 &
-  job=$!
-  for _ in $(seq 100); do grep -q '^step 2/' "$tmp/mpirun_$sig.log" && break; sleep 0.1; done
-  kill -$sig $job
+# Open MPI 4.1's mpirun is not reliable here, and the check allows for what is its doing, not the
+# trainer's (each seen on this 2-core machine, in about 1 run in 8 together):
+#   - now and then it ends the ranks without passing them the signal (no handler ran, nothing logged),
+#     so a TERM or HUP case takes up to 3 runs and passes when one stops with its checkpoint (a trainer
+#     that ignores the signal fails all 3);
+#   - it may exit before it forwards the ranks' last lines, or crash in its own teardown
+#     (PMIx_server_finalize, exit 139) after they stopped: the stop step is read from rank 0's
+#     main.log, not from mpirun's output;
+#   - once it hung with no rank left: 30 s after the signal it is killed and the run counts as failed.
+mpirun_signal_run() { # $1: the signal, $2: the output folder; sets rc, left, at
+  rm -rf "$2"
+  "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" -o "$2" >"$2.log" 2>&1 &
+  local job=$!
+  for _ in $(seq 100); do grep -q '^step 2/' "$2.log" && break; sleep 0.1; done
+  kill -"$1" $job
+  for _ in $(seq 300); do kill -0 $job 2>/dev/null || break; sleep 0.1; done
+  kill -0 $job 2>/dev/null && { kill -9 $job; echo "mpirun hung 30 s after SIG$1: killed" >>"$2.log"; }
   wait $job
   rc=$?
   for _ in $(seq 100); do [ -z "$(rank_pid 0)$(rank_pid 1)" ] && break; sleep 0.1; done
   left=$(rank_pid 0)$(rank_pid 1)
-  at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' "$tmp/mpirun_$sig.log")
-  if [ $rc -ne 0 ] && [ -z "$left" ] &&
-     { [ $sig = KILL ] || { [ -n "$at" ] && [ -f "$tmp/mpirun_$sig/state_$(printf %08d "$at").bin" ]; }; }; then
-    pass "mpirun_sig${sig,,}: SIG$sig to mpirun mid-run: exit $rc, no rank left$([ -n "$at" ] && echo ", the ranks stopped together at step $at with a checkpoint")"
-  else
-    fail "mpirun_sig${sig,,}: SIG$sig to mpirun: exit $rc, ranks left '${left}', stop checkpoint at step '${at}': $(grep -m1 'error\|stopped' "$tmp/mpirun_$sig.log")"
-  fi
   [ -n "$left" ] && kill -9 $left 2>/dev/null
+  at=$(sed -n 's/^stopped by SIGTERM at step \([0-9]*\): checkpoint .*/\1/p' "$2/main.log" 2>/dev/null)
+}
+for sig in TERM HUP KILL; do
+  tries=0
+  while :; do
+    tries=$((tries + 1))
+    mpirun_signal_run $sig "$tmp/mpirun_$sig"
+    stopped=0
+    [ -n "$at" ] && [ -f "$tmp/mpirun_$sig/state_$(printf %08d "$at").bin" ] && stopped=1
+    { [ $sig = KILL ] || [ $stopped = 1 ] || [ $tries = 3 ] || [ -n "$left" ]; } && break
+  done
+  if [ $rc -ne 0 ] && [ -z "$left" ] && { [ $sig = KILL ] || [ $stopped = 1 ]; }; then
+    pass "mpirun_sig${sig,,}: SIG$sig to mpirun mid-run: exit $rc, no rank left$([ $stopped = 1 ] && echo ", the ranks stopped together at step $at with a checkpoint (run $tries of at most 3)")"
+  else
+    fail "mpirun_sig${sig,,}: SIG$sig to mpirun, $tries runs: the last exited $rc, ranks left '${left}', stop checkpoint at step '${at}': $(grep -hm1 'error\|stopped\|hung' "$tmp/mpirun_$sig.log" "$tmp/mpirun_$sig/main.log" 2>/dev/null)"
+  fi
 done
 for how in KILL STOP; do
   t0=$SECONDS
