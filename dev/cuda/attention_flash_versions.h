@@ -1542,9 +1542,132 @@ __device__ __forceinline__ void flash6_wgmma_pv(float* d, const uint32_t* a, uin
     }
 }
 
-// dynamic shared memory of version 6: 1024 bytes to align, Q (128 rows), then each stage's K and V
-static size_t flash6_forward_smem_bytes(int hd) {
-    return 1024 + (size_t)(1 + 2 * FLASH6_STAGES) * FLASH6_BLOCK_M * hd * sizeof(floatX);
+// the pieces of versions 6 and 7's warpgroups
+
+// the producer's one thread: Q's 128 rows once (on bar_q), then the K and V tiles 0 .. n_last through a
+// ring of kStages at sQ + tile (1 + 2 stage), V after K (one copy a tile when kv_same), each stage
+// filled on bar_full[stage] once all 256 consumer threads released its previous tile on bar_empty[stage]
+template <int kHeadDim, int kStages>
+__device__ __forceinline__ void flash6_produce(const CUtensorMap* tq, const CUtensorMap* tk, const CUtensorMap* tv, int kv_same,
+                                               uint32_t sQ, uint64_t* bar_q, uint64_t* bar_full, uint64_t* bar_empty,
+                                               int b, int h, int kvh, int m_block, int n_last) {
+    constexpr int kPanels = kHeadDim / 64;
+    constexpr uint32_t kTileBytes = kPanels * FLASH6_PANEL_BYTES;
+    flash6_mbar_expect(smem_u32(bar_q), kTileBytes);
+    for (int p = 0; p < kPanels; p++) {
+        flash6_copy_panel(sQ + p * FLASH6_PANEL_BYTES, tq, h * kHeadDim + 64 * p, m_block * FLASH6_BLOCK_M, b, smem_u32(bar_q));
+    }
+    for (int n = 0; n <= n_last; n++) {
+        const int stage = n % kStages;
+        const uint32_t sK = sQ + kTileBytes * (1 + 2 * stage), full = smem_u32(&bar_full[stage]);
+        if (n >= kStages) { flash6_mbar_wait(smem_u32(&bar_empty[stage]), (n / kStages - 1) & 1); } // tile n - kStages released
+        flash6_mbar_expect(full, kv_same ? kTileBytes : 2 * kTileBytes);
+        for (int p = 0; p < kPanels; p++) {
+            flash6_copy_panel(sK + p * FLASH6_PANEL_BYTES, tk, kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, b, full);
+            if (!kv_same) {
+                flash6_copy_panel(sK + kTileBytes + p * FLASH6_PANEL_BYTES, tv, kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, b, full);
+            }
+        }
+    }
+}
+
+// issues S (64 x 128) = Q K^T for a consumer's 64 rows of Q at sQc and the tile's K at sK: hd / 16
+// wgmma, each a 16-wide slice of both (32 bytes into a panel's rows); s's 64 registers are overwritten
+template <int kHeadDim>
+__device__ __forceinline__ void flash6_issue_qk(float* s, uint32_t sQc, uint32_t sK) {
+    #pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; kk++) {
+        const uint32_t at = (kk / 4) * FLASH6_PANEL_BYTES + (kk % 4) * 32;
+        flash6_wgmma_qk(s, flash6_desc(sQc + at, 16, 1024), flash6_desc(sK + at, 16, 1024), kk > 0);
+    }
+}
+
+// issues O += P V: V's 16-key slice j is 16 rows of 128 bytes into each panel (MN-major: panels
+// FLASH6_PANEL_BYTES apart along hd, 8-row groups 1024 bytes apart along the keys)
+template <int kHeadDim>
+__device__ __forceinline__ void flash6_issue_pv(float* o, const uint32_t (*p)[4], uint32_t sV) {
+    #pragma unroll
+    for (int j = 0; j < 8; j++) { flash6_wgmma_pv<kHeadDim>(o, p[j], flash6_desc(sV + j * 16 * 128, FLASH6_PANEL_BYTES, 1024)); }
+}
+
+// accumulator i of an m64nN tile: row g + 8 ((i % 4) / 2) of the warp's 16, column 8 (i / 4) + 2 t + (i % 2)
+// -inf where key > query or key >= T (only the diagonal tile n_last reaches past either)
+__device__ __forceinline__ void flash6_mask(float* s, int n, int row0, int t, int T) {
+    #pragma unroll
+    for (int i = 0; i < 64; i++) {
+        const int key = n * FLASH6_BLOCK_N + 8 * (i / 4) + 2 * t + (i % 2), query = row0 + 8 * ((i % 4) / 2);
+        if (key > query || key >= T) { s[i] = -INFINITY; }
+    }
+}
+
+// the online softmax of the thread's two rows over one tile (the quad holds a row's 128 columns): s
+// becomes the unnormalized probabilities, row_max (raw score units) and row_sum move on, and corr[r]
+// is the factor the row's O must be scaled by before this tile's P V is added
+__device__ __forceinline__ void flash6_softmax(float* s, float* row_max, float* row_sum, float* corr, float scale_log2) {
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float m_new = row_max[r];
+        #pragma unroll
+        for (int i = 2 * r; i < 64; i += 4) { m_new = fmaxf(m_new, fmaxf(s[i], s[i + 1])); }
+        m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1));
+        m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
+        const float m_scaled = m_new == -INFINITY ? 0.0f : m_new * scale_log2; // a row with no key yet stays 0
+        corr[r] = exp2f(row_max[r] * scale_log2 - m_scaled);
+        row_max[r] = m_new;
+        float sum = 0.0f;
+        #pragma unroll
+        for (int i = 2 * r; i < 64; i += 4) {
+            s[i] = exp2f(fmaf(s[i], scale_log2, -m_scaled));
+            s[i + 1] = exp2f(fmaf(s[i + 1], scale_log2, -m_scaled));
+            sum += s[i] + s[i + 1];
+        }
+        row_sum[r] = row_sum[r] * corr[r] + sum;
+    }
+}
+
+template <int kHeadDim>
+__device__ __forceinline__ void flash6_rescale(float* o, const float* corr) {
+    #pragma unroll
+    for (int i = 0; i < kHeadDim / 2; i++) { o[i] *= corr[(i % 4) / 2]; }
+}
+
+// P in bf16 as wgmma's A fragments: the 16 keys of slice j are accumulators 8 j .. 8 j + 7
+__device__ __forceinline__ void flash6_pack_p(uint32_t (*p)[4], const float* s) {
+    #pragma unroll
+    for (int j = 0; j < 8; j++) {
+        #pragma unroll
+        for (int q = 0; q < 4; q++) {
+            __nv_bfloat162 v2 = __floats2bfloat162_rn(s[8 * j + 2 * q], s[8 * j + 2 * q + 1]);
+            p[j][q] = *reinterpret_cast<uint32_t*>(&v2);
+        }
+    }
+}
+
+// the epilogue: O / row_sum as bf16 pairs into out's rows row0 and row0 + 8, lse by the quad's lane 0
+template <int kHeadDim>
+__device__ __forceinline__ void flash6_store(const float* o, const float* row_max, const float* row_sum, floatX* out, float* lse,
+                                             int b, int h, int H, int T, int row0, int t, float scale_log2) {
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float sum = row_sum[r];
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
+        sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
+        const float inv = 1.0f / sum;
+        const int query = row0 + 8 * r;
+        if (query < T) {
+            floatX* orow = out + ((size_t)b * T + query) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim;
+            #pragma unroll
+            for (int i = 2 * r; i < kHeadDim / 2; i += 4) {
+                *reinterpret_cast<__nv_bfloat162*>(orow + 8 * (i / 4) + 2 * t) = __floats2bfloat162_rn(o[i] * inv, o[i + 1] * inv);
+            }
+            if (t == 0) { lse[((size_t)b * H + h) * T + query] = (row_max[r] * scale_log2 + log2f(sum)) * FLASH_LN2; }
+        }
+    }
+}
+
+// dynamic shared memory of versions 6 and 7: 1024 bytes to align, Q (128 rows), then each stage's K and V
+static size_t flash6_forward_smem_bytes(int hd, int stages) {
+    return 1024 + (size_t)(1 + 2 * stages) * FLASH6_BLOCK_M * hd * sizeof(floatX);
 }
 
 // Forward, version 6. Grid (B * H, ceil(T / 128)), 384 threads, dynamic smem flash6_forward_smem_bytes.
@@ -1558,8 +1681,7 @@ flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
     // not an sm_90a build: flash6_available() keeps the launcher from coming here
 #else
-    constexpr int kPanels = kHeadDim / 64;
-    constexpr uint32_t kTileBytes = kPanels * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
+    constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
     extern __shared__ __align__(16) unsigned char flash_smem[];
     __shared__ __align__(8) uint64_t bar_q, bar_full[FLASH6_STAGES], bar_empty[FLASH6_STAGES];
     const uint32_t raw = smem_u32(flash_smem);
@@ -1582,118 +1704,42 @@ flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
     if (wg == 0) { // the producer: one thread issues every copy; the others leave
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
         if (threadIdx.x == 0) {
-            flash6_mbar_expect(smem_u32(&bar_q), kTileBytes);
-            for (int p = 0; p < kPanels; p++) {
-                flash6_copy_panel(sQ + p * FLASH6_PANEL_BYTES, &tq, h * kHeadDim + 64 * p, m_block * FLASH6_BLOCK_M, b, smem_u32(&bar_q));
-            }
-            for (int n = 0; n <= n_last; n++) {
-                const int stage = n % FLASH6_STAGES;
-                // the stage's previous tile (n - 2) released by all 256 consumer threads
-                if (n >= FLASH6_STAGES) { flash6_mbar_wait(smem_u32(&bar_empty[stage]), (n / FLASH6_STAGES - 1) & 1); }
-                const uint32_t full = smem_u32(&bar_full[stage]);
-                flash6_mbar_expect(full, kv_same ? kTileBytes : 2 * kTileBytes);
-                for (int p = 0; p < kPanels; p++) {
-                    flash6_copy_panel(sK(stage) + p * FLASH6_PANEL_BYTES, &tk, kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, b, full);
-                    if (!kv_same) {
-                        flash6_copy_panel(sK(stage) + kTileBytes + p * FLASH6_PANEL_BYTES, &tv, kvh * kHeadDim + 64 * p,
-                                          n * FLASH6_BLOCK_N, b, full);
-                    }
-                }
-            }
+            flash6_produce<kHeadDim, FLASH6_STAGES>(&tq, &tk, &tv, kv_same, sQ, &bar_q, bar_full, bar_empty, b, h, kvh, m_block, n_last);
         }
     } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, g = lane / 4, t = lane % 4;
-        const int row0 = m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + g;
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
+        const int row0 = m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
         const uint32_t sQc = sQ + 64 * c * 128; // this consumer's 64 rows of each Q panel
         float o[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { o[i] = 0.0f; }
-        // accumulator i of an m64nN tile: row g + 8 ((i % 4) / 2) of the warp's 16, column 8 (i / 4) + 2 t + (i % 2)
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
         flash6_mbar_wait(smem_u32(&bar_q), 0);
         for (int n = 0; n <= n_last; n++) {
             const int stage = n % FLASH6_STAGES;
             flash6_mbar_wait(smem_u32(&bar_full[stage]), (n / FLASH6_STAGES) & 1);
             const uint32_t sKs = sK(stage), sVs = kv_same ? sKs : sKs + kTileBytes;
-            // S (64 x 128) = Q K^T: hd / 16 wgmma, each a 16-wide slice of both (32 bytes into a panel's rows)
             float s[64];
             #pragma unroll
             for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
             flash6_wgmma_fence();
-            #pragma unroll
-            for (int kk = 0; kk < kHeadDim / 16; kk++) {
-                const uint32_t at = (kk / 4) * FLASH6_PANEL_BYTES + (kk % 4) * 32;
-                flash6_wgmma_qk(s, flash6_desc(sQc + at, 16, 1024), flash6_desc(sKs + at, 16, 1024), kk > 0);
-            }
+            flash6_issue_qk<kHeadDim>(s, sQc, sKs);
             flash6_wgmma_commit();
             flash6_wgmma_wait0();
-            // -inf where key > query or key >= T: only the last tile reaches past the diagonal or T
-            if (n == n_last) {
-                #pragma unroll
-                for (int i = 0; i < 64; i++) {
-                    const int key = n * FLASH6_BLOCK_N + 8 * (i / 4) + 2 * t + (i % 2), query = row0 + 8 * ((i % 4) / 2);
-                    if (key > query || key >= T) { s[i] = -INFINITY; }
-                }
-            }
-            // online softmax of the thread's two rows (the quad holds a row's 128 columns)
-            #pragma unroll
-            for (int r = 0; r < 2; r++) {
-                float m_new = row_max[r];
-                #pragma unroll
-                for (int i = 2 * r; i < 64; i += 4) { m_new = fmaxf(m_new, fmaxf(s[i], s[i + 1])); }
-                m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 1));
-                m_new = fmaxf(m_new, __shfl_xor_sync(0xFFFFFFFFu, m_new, 2));
-                const float m_scaled = m_new == -INFINITY ? 0.0f : m_new * scale_log2; // a row with no key yet stays 0
-                const float corr = exp2f(row_max[r] * scale_log2 - m_scaled);
-                row_max[r] = m_new;
-                float sum = 0.0f;
-                #pragma unroll
-                for (int i = 2 * r; i < 64; i += 4) {
-                    s[i] = exp2f(fmaf(s[i], scale_log2, -m_scaled));
-                    s[i + 1] = exp2f(fmaf(s[i + 1], scale_log2, -m_scaled));
-                    sum += s[i] + s[i + 1];
-                }
-                row_sum[r] = row_sum[r] * corr + sum;
-                #pragma unroll
-                for (int i = 2 * r; i < kHeadDim / 2; i += 4) { o[i] *= corr; o[i + 1] *= corr; }
-            }
-            // P in bf16 as wgmma's A fragments: the 16 keys of slice j are accumulators 8 j .. 8 j + 7
+            if (n == n_last) { flash6_mask(s, n, row0, t, T); }
+            float corr[2];
+            flash6_softmax(s, row_max, row_sum, corr, scale_log2);
+            flash6_rescale<kHeadDim>(o, corr);
             uint32_t p[8][4];
-            #pragma unroll
-            for (int j = 0; j < 8; j++) {
-                #pragma unroll
-                for (int q = 0; q < 4; q++) {
-                    __nv_bfloat162 v2 = __floats2bfloat162_rn(s[8 * j + 2 * q], s[8 * j + 2 * q + 1]);
-                    p[j][q] = *reinterpret_cast<uint32_t*>(&v2);
-                }
-            }
-            // O += P V: V's 16-key slice j is 16 rows of 128 bytes into each panel (MN-major: panels
-            // FLASH6_PANEL_BYTES apart along hd, 8-row groups 1024 bytes apart along the keys)
+            flash6_pack_p(p, s);
             flash6_wgmma_fence();
-            #pragma unroll
-            for (int j = 0; j < 8; j++) { flash6_wgmma_pv<kHeadDim>(o, p[j], flash6_desc(sVs + j * 16 * 128, FLASH6_PANEL_BYTES, 1024)); }
+            flash6_issue_pv<kHeadDim>(o, p, sVs);
             flash6_wgmma_commit();
             flash6_wgmma_wait0();
             flash6_mbar_arrive(smem_u32(&bar_empty[stage])); // this thread is done with the stage
         }
-        // epilogue: O / row_sum as bf16 pairs, lse by the quad's lane 0
-        #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            float sum = row_sum[r];
-            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 1);
-            sum += __shfl_xor_sync(0xFFFFFFFFu, sum, 2);
-            const float inv = 1.0f / sum;
-            const int query = row0 + 8 * r;
-            if (query < T) {
-                floatX* orow = out + ((size_t)b * T + query) * ((size_t)H * kHeadDim) + (size_t)h * kHeadDim;
-                #pragma unroll
-                for (int i = 2 * r; i < kHeadDim / 2; i += 4) {
-                    *reinterpret_cast<__nv_bfloat162*>(orow + 8 * (i / 4) + 2 * t) = __floats2bfloat162_rn(o[i] * inv, o[i + 1] * inv);
-                }
-                if (t == 0) { lse[((size_t)b * H + h) * T + query] = (row_max[r] * scale_log2 + log2f(sum)) * FLASH_LN2; }
-            }
-        }
+        flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, b, h, H, T, row0, t, scale_log2);
     }
 #endif
 }
@@ -1705,7 +1751,7 @@ static void flash6_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
     flash6_tensor_map(&tq, q, B, T, H * kHeadDim);
     flash6_tensor_map(&tk, k, B, T, Hkv * kHeadDim);
     flash6_tensor_map(&tv, v, B, T, Hkv * kHeadDim);
-    const size_t smem = flash6_forward_smem_bytes(kHeadDim);
+    const size_t smem = flash6_forward_smem_bytes(kHeadDim, FLASH6_STAGES);
     static bool smem_opted_in = false;
     flash_smem_opt_in(flash6_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
     dim3 grid(B * H, (T + FLASH6_BLOCK_M - 1) / FLASH6_BLOCK_M);
@@ -1714,10 +1760,151 @@ static void flash6_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
     launchCheck();
 }
 
+// ----------------------------------------------------------------------------
+// forward version 7 (issue 59): version 6 with FlashAttention-3's two overlaps (its prediction is in
+// dev/cuda/attention_forward.cu's header). Inside a consumer, tile n's S is issued together with tile
+// n - 1's P V, and tile n's softmax runs while P V is in flight (wgmma.wait_group 1); between the two
+// consumers, named barriers 1 and 2 hand the turn to issue wgmma back and forth, so one's softmax runs
+// under the other's matmuls. The ring has 3 stages at hd 64.
+
+template <int kHeadDim>
+struct Flash7Config {
+    static constexpr int kStages = kHeadDim == 64 ? 3 : 2; // 113 KiB or 161 KiB of shared memory
+};
+
+// named barrier kId counted over both consumers' 256 threads: wait for the round (bar.sync) or only
+// arrive (bar.arrive); the id a constant, so ptxas knows which of the 16 barriers the kernel uses
+template <int kId>
+__device__ __forceinline__ void flash7_bar_sync() { asm volatile("bar.sync %0, 256;" :: "n"(kId) : "memory"); }
+template <int kId>
+__device__ __forceinline__ void flash7_bar_arrive() { asm volatile("bar.arrive %0, 256;" :: "n"(kId) : "memory"); }
+__device__ __forceinline__ void flash7_wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
+
+// Forward, version 7. Grid, threads, arguments and outputs as version 6's; dynamic smem
+// flash6_forward_smem_bytes(hd, Flash7Config<hd>::kStages).
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH6_THREADS, 1)
+flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                                const __grid_constant__ CUtensorMap tv, int kv_same, floatX* out, float* lse, int T, int H,
+                                int Hkv, float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // not an sm_90a build: flash6_available() keeps the launcher from coming here
+#else
+    constexpr int kStages = Flash7Config<kHeadDim>::kStages;
+    constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    __shared__ __align__(8) uint64_t bar_q, bar_full[kStages], bar_empty[kStages];
+    const uint32_t raw = smem_u32(flash_smem);
+    const uint32_t sQ = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
+    auto sK = [&](int n) { return sQ + kTileBytes * (1 + 2 * (n % kStages)); };               // tile n's K
+    auto sV = [&](int n) { return kv_same ? sK(n) : sK(n) + kTileBytes; };                   // and its V
+    auto release = [&](int n) { flash6_mbar_arrive(smem_u32(&bar_empty[n % kStages])); };  // tile n's stage
+    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
+    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
+    const int n_last = (min(m_block * FLASH6_BLOCK_M + FLASH6_BLOCK_M, T) - 1) / FLASH6_BLOCK_N; // the diagonal tile
+    const int wg = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+        flash6_mbar_init(smem_u32(&bar_q), 1);
+        for (int s = 0; s < kStages; s++) {
+            flash6_mbar_init(smem_u32(&bar_full[s]), 1);
+            flash6_mbar_init(smem_u32(&bar_empty[s]), 256); // every consumer thread, when done with the stage
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) { // the producer: one thread issues every copy; the others leave
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (threadIdx.x == 0) {
+            flash6_produce<kHeadDim, kStages>(&tq, &tk, &tv, kv_same, sQ, &bar_q, bar_full, bar_empty, b, h, kvh, m_block, n_last);
+        }
+    } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
+        const int row0 = m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
+        const uint32_t sQc = sQ + 64 * c * 128; // this consumer's 64 rows of each Q panel
+        // the turns: consumer c issues its wgmma after bar.sync on barrier 1 + c and hands the turn on
+        // by bar.arrive on the other's; consumer 1 gives consumer 0 the first turn and, so that every
+        // round completes, skips the hand-on after its last
+        auto take_turn = [&]() { c == 0 ? flash7_bar_sync<1>() : flash7_bar_sync<2>(); };
+        auto hand_on = [&](bool last) {
+            if (c == 0) { flash7_bar_arrive<2>(); }
+            else if (!last) { flash7_bar_arrive<1>(); }
+        };
+        if (c == 1) { flash7_bar_arrive<1>(); }
+        float o[kHeadDim / 2];
+        #pragma unroll
+        for (int i = 0; i < kHeadDim / 2; i++) { o[i] = 0.0f; }
+        float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
+        float s[64], corr[2];
+        uint32_t p[8][4]; // P of the tile whose P V is issued next
+        flash6_mbar_wait(smem_u32(&bar_q), 0);
+        // tile 0: its S alone (O is still zero: no rescale). Peeled rather than a branch around the
+        // P V issue inside the loop: the branch would make the compiler copy O's registers where the
+        // two paths meet, reads of accumulators in flight that ptxas answers by serializing the wgmma
+        flash6_mbar_wait(smem_u32(&bar_full[0]), 0);
+        #pragma unroll
+        for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
+        take_turn();
+        flash6_wgmma_fence();
+        flash6_issue_qk<kHeadDim>(s, sQc, sK(0));
+        flash6_wgmma_commit();
+        hand_on(false);
+        flash6_wgmma_wait0();
+        if (n_last == 0) { flash6_mask(s, 0, row0, t, T); }
+        flash6_softmax(s, row_max, row_sum, corr, scale_log2);
+        flash6_pack_p(p, s);
+        for (int n = 1; n <= n_last; n++) {
+            flash6_mbar_wait(smem_u32(&bar_full[n % kStages]), (n / kStages) & 1);
+            #pragma unroll
+            for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
+            take_turn();
+            flash6_wgmma_fence();
+            flash6_issue_qk<kHeadDim>(s, sQc, sK(n));
+            flash6_wgmma_commit();
+            flash6_issue_pv<kHeadDim>(o, p, sV(n - 1)); // tile n - 1's P V, behind tile n's S
+            flash6_wgmma_commit();
+            hand_on(false);
+            flash7_wgmma_wait1(); // S is in; P V may still run: nothing below touches O or P until wait0
+            if (n == n_last) { flash6_mask(s, n, row0, t, T); }
+            flash6_softmax(s, row_max, row_sum, corr, scale_log2);
+            flash6_wgmma_wait0();
+            release(n - 1);
+            flash6_rescale<kHeadDim>(o, corr);
+            flash6_pack_p(p, s);
+        }
+        take_turn(); // the last tile's P V
+        flash6_wgmma_fence();
+        flash6_issue_pv<kHeadDim>(o, p, sV(n_last));
+        flash6_wgmma_commit();
+        hand_on(true);
+        flash6_wgmma_wait0();
+        release(n_last);
+        flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, b, h, H, T, row0, t, scale_log2);
+    }
+#endif
+}
+
+template <int kHeadDim>
+static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
+                                        int H, int Hkv, float scale) {
+    alignas(64) CUtensorMap tq, tk, tv;
+    flash6_tensor_map(&tq, q, B, T, H * kHeadDim);
+    flash6_tensor_map(&tk, k, B, T, Hkv * kHeadDim);
+    flash6_tensor_map(&tv, v, B, T, Hkv * kHeadDim);
+    const size_t smem = flash6_forward_smem_bytes(kHeadDim, Flash7Config<kHeadDim>::kStages);
+    static bool smem_opted_in = false;
+    flash_smem_opt_in(flash7_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
+    dim3 grid(B * H, (T + FLASH6_BLOCK_M - 1) / FLASH6_BLOCK_M);
+    flash7_attention_forward_kernel<kHeadDim><<<grid, FLASH6_THREADS, smem>>>(tq, tk, tv, k.ptr == v.ptr, out, lse, T, H, Hkv,
+                                                                              scale * FLASH_LOG2E);
+    launchCheck();
+}
+
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
-// the labs' version dispatch: versions 2, 3, 5 and 6 of a direction run here; the trainer's own version
+// the labs' version dispatch: versions 2, 3, 5, 6 and 7 of a direction run here; the trainer's own version
 // (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path run through the trainer's
 // launchers (common.h's lab_attention_forward and lab_attention_backward choose)
 
@@ -1738,6 +1925,11 @@ static void lab_flash_forward(int version, floatX* out, float* lse, AttnRows q, 
         flash_check_forward(q, k, v, s);
         if (s->hd == 64) { flash6_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
         if (s->hd == 128) { flash6_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+    }
+    if (version == 7 && flash6_available()) {
+        flash_check_forward(q, k, v, s);
+        if (s->hd == 64) { flash7_attention_forward_hd<64>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
+        if (s->hd == 128) { flash7_attention_forward_hd<128>(out, lse, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); return; }
     }
 #endif
     // the trainer's own version never comes here (common.h's lab_attention_forward runs it)

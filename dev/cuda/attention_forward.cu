@@ -16,7 +16,7 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
            T = 4096: 0.2610 ms compute vs 0.0676 ms memory: compute-bound
   (version 1 is held to neither: it computes the full T x T scores and writes and reads (B, H, T, T) twice)
 
-Versions (1 and 3 the trainer's own code, included below; 2, 5 and 6 in attention_flash_versions.h; `make labs`
+Versions (1 and 3 the trainer's own code, included below; 2, 5, 6 and 7 in attention_flash_versions.h; `make labs`
 builds build/lab_attention_forward):
   1  unfused, ./build/lab_attention_forward 1: permute_heads_kernel q, k, v to (B, H|Hkv, T, hd) (grid-stride,
      256 threads), cuBLASLt strided-batched S = scale q k^T over B*Hkv batches (full T x T, bf16 out),
@@ -113,10 +113,11 @@ builds build/lab_attention_forward):
      its first cut; predicted below before it was written): flash6_attention_forward_kernel<hd> for
      sm_90a, FlashAttention-3's design: grid (B*H, ceil(T/128)), 384 threads = 3 warpgroups.
      Warpgroup 0 is the producer: setmaxnreg.dec to 24 registers, one thread issues the bulk tensor
-     copies (cp.async.bulk.tensor.4d through a tensor map per role, (hd, heads, T, B), 128-byte
-     swizzle, zero fill past T) of Q once and of K and V into a ring of 2 stages (hd 128: 32 KiB a
-     tile, Q 32 KiB + 4 tiles = 160 KiB) or 3 (hd 64: 16 KiB a tile, 112 KiB), each stage a "full"
-     mbarrier (the copies' bytes) and an "empty" one (the consumers' 256 arrivals); a K=V scheme's
+     copies (cp.async.bulk.tensor.3d through a tensor map per role, (the role's columns, T, B),
+     boxes of 64 columns x 128 rows, 128-byte swizzle, zero fill past T) of Q once and of K and V
+     into a ring of 2 stages (hd 128: 32 KiB a tile, Q 32 KiB + 4 tiles = 160 KiB; hd 64: 16 KiB a
+     tile, 80 KiB; version 7 takes 3 at hd 64, 112 KiB), each stage a "full" mbarrier (the copies'
+     bytes) and an "empty" one (the consumers' 256 arrivals); a K=V scheme's
      tile is copied once and read as both. Warpgroups 1 and 2 are the consumers, 64 query rows each,
      setmaxnreg.inc to 240: S = Q K^T by wgmma m64n128k16 from shared memory (Q and K K-major,
      128-byte swizzle; hd / 16 instructions), the online softmax on S's 64 registers a thread, P
@@ -163,13 +164,42 @@ builds build/lab_attention_forward):
      ptxas reports no "warpgroup.arrive is injected" (C7519) or "warpgroup.wait is injected" (C7517)
      for the kernel, each of which serializes the wgmma it names.
 
+  7  flash version 7, ./build/lab_attention_forward 7 (issue 59 part 2b; in attention_flash_versions.h;
+     predicted here before it was written, not measured): version 6 with the two overlaps its first
+     cut left out, and the ring FlashAttention-3 sizes by head size:
+     - the intra-warpgroup overlap: a consumer issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as two
+       wgmma groups, waits for the first only (wgmma.wait_group 1), and runs tile j's softmax (max,
+       exp2, row sums; nothing that touches O) while P V still runs; then waits for it, releases
+       tile j - 1's stage, rescales O by tile j's correction and packs P_j. O_j = c_j (O_{j-1} +
+       P_{j-1} V_{j-1}) is version 6's arithmetic in version 6's order, only issued earlier.
+     - the ping-pong: the two consumers take turns to issue their wgmma by two named barriers
+       (bar.sync on its own, bar.arrive on the other's; 256 threads each), so one consumer's softmax
+       runs while the tensor cores work on the other's matmuls. Consumer 1 arrives once up front
+       (consumer 0 goes first) and not after its last turn, so every barrier round completes.
+     - the ring: 3 stages at hd 64 (16 KiB a tile of K and V each: Q + 6 tiles = 113 KiB of dynamic
+       shared memory) and 2 at hd 128 (161 KiB, as version 6).
+     Registers a consumer thread: S 64, O 32 or 64, P 32 (P_{j-1} in flight as wgmma's A while S_j's
+     exponentials wait for the rescale): 128 or 160 plus addresses, of the 240 setmaxnreg gives.
+     Predicted: the "overlap" column above (hd 64: 0.027, 0.103, 0.401, 1.581, 6.273 ms at T 1024,
+     2048, 4096, 8192, 16384; hd 128: 0.040, 0.592, 9.258 ms at 1024, 4096, 16384): 1.25x SDPA's
+     measured forward at hd 64 T 4096, against version 6's predicted 0.79x. The SASS facts are
+     version 6's, plus BAR.SYNC and BAR.ARV with barriers 1 and 2, and no C7517 / C7519 for the
+     kernel: an injected wgmma wait would put the softmax back in series with P V.
+     ptxas (nvcc 13.0, sm_90a, --use_fast_math, -Xptxas -v): flash7_attention_forward_kernel<64> and
+     <128>: 168 registers at entry, 0 bytes stack frame, 0 spills, 3 barriers (0 and the two turns),
+     64 and 48 bytes of static shared memory; no C7514, C7517 or C7519. The first draft issued tile
+     0's S in the loop with the P V issue under `if (n > 0)`: ptxas reported C7519 ("warpgroup.arrive
+     is injected") and C7514 ("wgmma.mma_async instructions are serialized due to non wgmma
+     instructions reading accumulator registers"), the register copies of O where the branch's two
+     paths meet; tile 0 is peeled out of the loop for that.
+
   ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200, 1024} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
 inputs per trial (seed printed), atty and every buffer of the path poisoned with 0xFF before each
 run (guards around every buffer too), then atty against the CPU twin (dev/cpu/attention_tiled_cpu.h),
-lse against the twin (versions 2, 3, 5 and 6), atty of version >= 2 against version 1, no element left unwritten,
+lse against the twin (versions 2, 3, 5, 6 and 7), atty of version >= 2 against version 1, no element left unwritten,
 guards and inputs unchanged, a second run bit-identical. One PASS/FAIL line per (version, scheme,
 shape); exit 1 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 --large (BF16 builds; common.h's lab_attn_large): each flash version at the largest shape the trainer

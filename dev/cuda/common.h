@@ -743,6 +743,7 @@ static const LabVersion lab_attn_forward_versions[] = {
     LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
     {5, "fused flash v5: 32 query rows per warp, 128-key tiles at hd 64, one-FFMA exp2, O through shared memory", 1, 5},
     {6, "fused flash v6 (sm_90a): a producer warpgroup's bulk tensor copies on mbarriers, two consumers' wgmma", 1, 6},
+    {7, "fused flash v7 (sm_90a): v6 with S issued under the last P V, the consumers' ping-pong, 3 stages at hd 64", 1, 7},
 };
 static const LabVersion lab_attn_backward_versions[] = {
     LAB_ATTN_V1, LAB_ATTN_V2, LAB_ATTN_V3,
@@ -773,13 +774,16 @@ static LabSpec lab_attn_spec(const char* name, const char* what, const char* ben
     return s;
 }
 
-// forward version 6 needs an sm_90a build on a compute capability 9.0 GPU (flash6_available): elsewhere
-// one SKIP line says so and the other versions run; 0 when it was the only one asked for (exit 0)
+// forward versions 6 and 7 need an sm_90a build on a compute capability 9.0 GPU (flash6_available):
+// elsewhere one SKIP line each says so and the other versions run; 0 when they were all that was asked for
 static int lab_attn_drop_unavailable(LabArgs* a) {
 #if PRECISION_IS_BF16
-    if (!lab_version_selected(a, 6) || flash6_available()) { return 1; }
-    printf("SKIP %s v6: needs an sm_90a build (make labs on an H100 or H200) and a compute capability 9.0 GPU\n", a->name);
-    a->versions.erase(std::remove(a->versions.begin(), a->versions.end(), 6), a->versions.end());
+    if (flash6_available()) { return 1; }
+    for (int v : {6, 7}) {
+        if (!lab_version_selected(a, v)) { continue; }
+        printf("SKIP %s v%d: needs an sm_90a build (make labs on an H100 or H200) and a compute capability 9.0 GPU\n", a->name, v);
+        a->versions.erase(std::remove(a->versions.begin(), a->versions.end(), v), a->versions.end());
+    }
     return !a->versions.empty();
 #else
     return 1;

@@ -48,7 +48,7 @@
 #                     and mma.sync, and of Hopper's mbarrier, bulk tensor copies, wgmma and setmaxnreg, on the
 #                     hardware), then `--check` of every kernel lab (BF16, FP32); one that cannot run is a SKIP;
 #                     the attention labs' SASS (dev/tools/sass_facts.py): tensor-core instructions (HMMA; HGMMA
-#                     in version 6, sm_90a) and no LDL/STL in the flash5 and flash6 kernels
+#                     in versions 6 and 7, sm_90a) and no LDL/STL in the flash5, flash6 and flash7 kernels
 #   sanitize_memcheck [540] compute-sanitizer memcheck: the trainer (BF16) on the head-size-64
 #                     fixtures of every scheme and the GQA/MQA ones (the flash path), on the tiny
 #                     fixtures (BF16; FP32 also GQA/MQA: the unfused path), a test binary on
@@ -861,11 +861,11 @@ stage_lab_check() {
     fi
   done
   # the flash kernels' machine code (cuobjdump is on this machine, not on the development one): each
-  # kernel's HMMA and LDL/STL counts noted; the versions not yet measured (flash5, flash6) must hold HMMA (HGMMA) and
-  # no local memory (the older ones' known spills are in the labs' headers)
-  # (flash6's body is sm_90a's alone: built for another GPU it is empty)
+  # kernel's HMMA and LDL/STL counts noted; the versions not yet measured (flash5, flash6, flash7) must hold HMMA
+  # (HGMMA) and no local memory (the older ones' known spills are in the labs' headers)
+  # (flash6's and flash7's bodies are sm_90a's alone: built for another GPU they are empty)
   local l sass strict=flash5
-  [ "$SM" = 90 ] && strict='flash[56]'
+  [ "$SM" = 90 ] && strict='flash[567]'
   for l in attention_forward attention_backward; do
     sass="$LOG/lab/lab_${l}_sass.txt"
     x cuobjdump -sass build/lab_"$l" >"$sass" 2>&1
