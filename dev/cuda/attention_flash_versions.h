@@ -1542,33 +1542,77 @@ __device__ __forceinline__ void flash6_wgmma_pv(float* d, const uint32_t* a, uin
     }
 }
 
-// the pieces of versions 6 and 7's warpgroups
+// the pieces of versions 6 and 7
 
-// the producer's one thread: Q's 128 rows once (on bar_q), then the K and V tiles 0 .. n_last through a
+// a CTA's work: its block of 128 query rows (the longest rows, with the most key tiles, first), batch
+// row, query head, kv head, and its last key tile (the diagonal one)
+struct Flash6Block {
+    int m_block, b, h, kvh, n_last;
+};
+__device__ __forceinline__ Flash6Block flash6_block(int T, int H, int Hkv) {
+    Flash6Block w;
+    w.m_block = gridDim.y - 1 - blockIdx.y;
+    w.b = blockIdx.x / H;
+    w.h = blockIdx.x % H;
+    w.kvh = w.h / (H / Hkv);
+    w.n_last = (min(w.m_block * FLASH6_BLOCK_M + FLASH6_BLOCK_M, T) - 1) / FLASH6_BLOCK_N;
+    return w;
+}
+
+// the mbarriers of a ring of kStages: Q's, and each stage's "full" (the copies' bytes) and "empty"
+// (every consumer thread, when done with the stage)
+template <int kStages>
+struct Flash6Barriers {
+    uint64_t q, full[kStages], empty[kStages];
+};
+// thread 0 initializes them; every thread goes on once it has
+template <int kStages>
+__device__ __forceinline__ void flash6_init_barriers(Flash6Barriers<kStages>* bar) {
+    if (threadIdx.x == 0) {
+        flash6_mbar_init(smem_u32(&bar->q), 1);
+        for (int s = 0; s < kStages; s++) {
+            flash6_mbar_init(smem_u32(&bar->full[s]), 1);
+            flash6_mbar_init(smem_u32(&bar->empty[s]), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// the producer's one thread: Q's 128 rows once (on bar->q), then the K and V tiles 0 .. n_last through a
 // ring of kStages at sQ + tile (1 + 2 stage), V after K (one copy a tile when kv_same), each stage
-// filled on bar_full[stage] once all 256 consumer threads released its previous tile on bar_empty[stage]
+// filled on bar->full[stage] once all 256 consumer threads released its previous tile on bar->empty[stage]
 template <int kHeadDim, int kStages>
 __device__ __forceinline__ void flash6_produce(const CUtensorMap* tq, const CUtensorMap* tk, const CUtensorMap* tv, int kv_same,
-                                               uint32_t sQ, uint64_t* bar_q, uint64_t* bar_full, uint64_t* bar_empty,
-                                               int b, int h, int kvh, int m_block, int n_last) {
+                                               uint32_t sQ, Flash6Barriers<kStages>* bar, const Flash6Block& w) {
     constexpr int kPanels = kHeadDim / 64;
     constexpr uint32_t kTileBytes = kPanels * FLASH6_PANEL_BYTES;
-    flash6_mbar_expect(smem_u32(bar_q), kTileBytes);
+    const uint32_t full_q = smem_u32(&bar->q);
+    flash6_mbar_expect(full_q, kTileBytes);
     for (int p = 0; p < kPanels; p++) {
-        flash6_copy_panel(sQ + p * FLASH6_PANEL_BYTES, tq, h * kHeadDim + 64 * p, m_block * FLASH6_BLOCK_M, b, smem_u32(bar_q));
+        flash6_copy_panel(sQ + p * FLASH6_PANEL_BYTES, tq, w.h * kHeadDim + 64 * p, w.m_block * FLASH6_BLOCK_M, w.b, full_q);
     }
-    for (int n = 0; n <= n_last; n++) {
+    for (int n = 0; n <= w.n_last; n++) {
         const int stage = n % kStages;
-        const uint32_t sK = sQ + kTileBytes * (1 + 2 * stage), full = smem_u32(&bar_full[stage]);
-        if (n >= kStages) { flash6_mbar_wait(smem_u32(&bar_empty[stage]), (n / kStages - 1) & 1); } // tile n - kStages released
+        const uint32_t sK = sQ + kTileBytes * (1 + 2 * stage), full = smem_u32(&bar->full[stage]);
+        if (n >= kStages) { flash6_mbar_wait(smem_u32(&bar->empty[stage]), (n / kStages - 1) & 1); } // tile n - kStages released
         flash6_mbar_expect(full, kv_same ? kTileBytes : 2 * kTileBytes);
         for (int p = 0; p < kPanels; p++) {
-            flash6_copy_panel(sK + p * FLASH6_PANEL_BYTES, tk, kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, b, full);
+            flash6_copy_panel(sK + p * FLASH6_PANEL_BYTES, tk, w.kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, w.b, full);
             if (!kv_same) {
-                flash6_copy_panel(sK + kTileBytes + p * FLASH6_PANEL_BYTES, tv, kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, b, full);
+                flash6_copy_panel(sK + kTileBytes + p * FLASH6_PANEL_BYTES, tv, w.kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, w.b, full);
             }
         }
     }
+}
+
+// warpgroup 0, the producer: it gives its registers to the consumers, and its thread 0 issues every
+// copy while the others leave
+template <int kHeadDim, int kStages>
+__device__ __forceinline__ void flash6_producer(const CUtensorMap* tq, const CUtensorMap* tk, const CUtensorMap* tv, int kv_same,
+                                                uint32_t sQ, Flash6Barriers<kStages>* bar, const Flash6Block& w) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x == 0) { flash6_produce<kHeadDim, kStages>(tq, tk, tv, kv_same, sQ, bar, w); }
 }
 
 // issues S (64 x 128) = Q K^T for a consumer's 64 rows of Q at sQc and the tile's K at sK: hd / 16
@@ -1683,42 +1727,28 @@ flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
 #else
     constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
     extern __shared__ __align__(16) unsigned char flash_smem[];
-    __shared__ __align__(8) uint64_t bar_q, bar_full[FLASH6_STAGES], bar_empty[FLASH6_STAGES];
+    __shared__ __align__(8) Flash6Barriers<FLASH6_STAGES> bar;
     const uint32_t raw = smem_u32(flash_smem);
     const uint32_t sQ = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
     auto sK = [&](int stage) { return sQ + kTileBytes * (1 + 2 * stage); };
-    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
-    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
-    const int n_last = (min(m_block * FLASH6_BLOCK_M + FLASH6_BLOCK_M, T) - 1) / FLASH6_BLOCK_N; // the diagonal tile
-    const int wg = threadIdx.x / 128;
-    if (threadIdx.x == 0) {
-        flash6_mbar_init(smem_u32(&bar_q), 1);
-        for (int s = 0; s < FLASH6_STAGES; s++) {
-            flash6_mbar_init(smem_u32(&bar_full[s]), 1);
-            flash6_mbar_init(smem_u32(&bar_empty[s]), 256); // every consumer thread, when done with the stage
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-
-    if (wg == 0) { // the producer: one thread issues every copy; the others leave
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-        if (threadIdx.x == 0) {
-            flash6_produce<kHeadDim, FLASH6_STAGES>(&tq, &tk, &tv, kv_same, sQ, &bar_q, bar_full, bar_empty, b, h, kvh, m_block, n_last);
-        }
+    const Flash6Block w = flash6_block(T, H, Hkv);
+    const int n_last = w.n_last, wg = threadIdx.x / 128;
+    flash6_init_barriers(&bar);
+    if (wg == 0) {
+        flash6_producer<kHeadDim, FLASH6_STAGES>(&tq, &tk, &tv, kv_same, sQ, &bar, w);
     } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
-        const int row0 = m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
+        const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
         const uint32_t sQc = sQ + 64 * c * 128; // this consumer's 64 rows of each Q panel
         float o[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { o[i] = 0.0f; }
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
-        flash6_mbar_wait(smem_u32(&bar_q), 0);
+        flash6_mbar_wait(smem_u32(&bar.q), 0);
         for (int n = 0; n <= n_last; n++) {
             const int stage = n % FLASH6_STAGES;
-            flash6_mbar_wait(smem_u32(&bar_full[stage]), (n / FLASH6_STAGES) & 1);
+            flash6_mbar_wait(smem_u32(&bar.full[stage]), (n / FLASH6_STAGES) & 1);
             const uint32_t sKs = sK(stage), sVs = kv_same ? sKs : sKs + kTileBytes;
             float s[64];
             #pragma unroll
@@ -1737,26 +1767,34 @@ flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
             flash6_issue_pv<kHeadDim>(o, p, sVs);
             flash6_wgmma_commit();
             flash6_wgmma_wait0();
-            flash6_mbar_arrive(smem_u32(&bar_empty[stage])); // this thread is done with the stage
+            flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
         }
-        flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, b, h, H, T, row0, t, scale_log2);
+        flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, w.b, w.h, H, T, row0, t, scale_log2);
     }
 #endif
+}
+
+// versions 6 and 7's tensor maps, one a role (a K=V scheme's K and V are one tensor: kv_same)
+struct Flash6Maps {
+    CUtensorMap q, k, v; // the type carries the alignment the driver needs
+};
+static void flash6_maps(Flash6Maps* m, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, int hd) {
+    flash6_tensor_map(&m->q, q, B, T, H * hd);
+    flash6_tensor_map(&m->k, k, B, T, Hkv * hd);
+    flash6_tensor_map(&m->v, v, B, T, Hkv * hd);
 }
 
 template <int kHeadDim>
 static void flash6_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
                                         int H, int Hkv, float scale) {
-    alignas(64) CUtensorMap tq, tk, tv;
-    flash6_tensor_map(&tq, q, B, T, H * kHeadDim);
-    flash6_tensor_map(&tk, k, B, T, Hkv * kHeadDim);
-    flash6_tensor_map(&tv, v, B, T, Hkv * kHeadDim);
+    Flash6Maps maps;
+    flash6_maps(&maps, q, k, v, B, T, H, Hkv, kHeadDim);
     const size_t smem = flash6_forward_smem_bytes(kHeadDim, FLASH6_STAGES);
     static bool smem_opted_in = false;
     flash_smem_opt_in(flash6_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
     dim3 grid(B * H, (T + FLASH6_BLOCK_M - 1) / FLASH6_BLOCK_M);
-    flash6_attention_forward_kernel<kHeadDim><<<grid, FLASH6_THREADS, smem>>>(tq, tk, tv, k.ptr == v.ptr, out, lse, T, H, Hkv,
-                                                                              scale * FLASH_LOG2E);
+    flash6_attention_forward_kernel<kHeadDim><<<grid, FLASH6_THREADS, smem>>>(maps.q, maps.k, maps.v, k.ptr == v.ptr, out, lse, T, H,
+                                                                              Hkv, scale * FLASH_LOG2E);
     launchCheck();
 }
 
@@ -1793,35 +1831,21 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
     constexpr int kStages = Flash7Config<kHeadDim>::kStages;
     constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
     extern __shared__ __align__(16) unsigned char flash_smem[];
-    __shared__ __align__(8) uint64_t bar_q, bar_full[kStages], bar_empty[kStages];
+    __shared__ __align__(8) Flash6Barriers<kStages> bar;
     const uint32_t raw = smem_u32(flash_smem);
     const uint32_t sQ = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
-    auto sK = [&](int n) { return sQ + kTileBytes * (1 + 2 * (n % kStages)); };               // tile n's K
-    auto sV = [&](int n) { return kv_same ? sK(n) : sK(n) + kTileBytes; };                   // and its V
-    auto release = [&](int n) { flash6_mbar_arrive(smem_u32(&bar_empty[n % kStages])); };  // tile n's stage
-    const int m_block = gridDim.y - 1 - blockIdx.y; // the longest rows (most key tiles) start first
-    const int b = blockIdx.x / H, h = blockIdx.x % H, kvh = h / (H / Hkv);
-    const int n_last = (min(m_block * FLASH6_BLOCK_M + FLASH6_BLOCK_M, T) - 1) / FLASH6_BLOCK_N; // the diagonal tile
-    const int wg = threadIdx.x / 128;
-    if (threadIdx.x == 0) {
-        flash6_mbar_init(smem_u32(&bar_q), 1);
-        for (int s = 0; s < kStages; s++) {
-            flash6_mbar_init(smem_u32(&bar_full[s]), 1);
-            flash6_mbar_init(smem_u32(&bar_empty[s]), 256); // every consumer thread, when done with the stage
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-
-    if (wg == 0) { // the producer: one thread issues every copy; the others leave
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-        if (threadIdx.x == 0) {
-            flash6_produce<kHeadDim, kStages>(&tq, &tk, &tv, kv_same, sQ, &bar_q, bar_full, bar_empty, b, h, kvh, m_block, n_last);
-        }
+    auto sK = [&](int n) { return sQ + kTileBytes * (1 + 2 * (n % kStages)); };              // tile n's K
+    auto sV = [&](int n) { return kv_same ? sK(n) : sK(n) + kTileBytes; };                  // and its V
+    auto release = [&](int n) { flash6_mbar_arrive(smem_u32(&bar.empty[n % kStages])); }; // tile n's stage
+    const Flash6Block w = flash6_block(T, H, Hkv);
+    const int n_last = w.n_last, wg = threadIdx.x / 128;
+    flash6_init_barriers(&bar);
+    if (wg == 0) {
+        flash6_producer<kHeadDim, kStages>(&tq, &tk, &tv, kv_same, sQ, &bar, w);
     } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
-        const int row0 = m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
+        const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
         const uint32_t sQc = sQ + 64 * c * 128; // this consumer's 64 rows of each Q panel
         // the turns: consumer c issues its wgmma after bar.sync on barrier 1 + c and hands the turn on
         // by bar.arrive on the other's; consumer 1 gives consumer 0 the first turn and, so that every
@@ -1838,11 +1862,11 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
         float s[64], corr[2];
         uint32_t p[8][4]; // P of the tile whose P V is issued next
-        flash6_mbar_wait(smem_u32(&bar_q), 0);
+        flash6_mbar_wait(smem_u32(&bar.q), 0);
         // tile 0: its S alone (O is still zero: no rescale). Peeled rather than a branch around the
         // P V issue inside the loop: the branch would make the compiler copy O's registers where the
         // two paths meet, reads of accumulators in flight that ptxas answers by serializing the wgmma
-        flash6_mbar_wait(smem_u32(&bar_full[0]), 0);
+        flash6_mbar_wait(smem_u32(&bar.full[0]), 0);
         #pragma unroll
         for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
         take_turn();
@@ -1855,7 +1879,7 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         flash6_softmax(s, row_max, row_sum, corr, scale_log2);
         flash6_pack_p(p, s);
         for (int n = 1; n <= n_last; n++) {
-            flash6_mbar_wait(smem_u32(&bar_full[n % kStages]), (n / kStages) & 1);
+            flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1);
             #pragma unroll
             for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
             take_turn();
@@ -1880,7 +1904,7 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         hand_on(true);
         flash6_wgmma_wait0();
         release(n_last);
-        flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, b, h, H, T, row0, t, scale_log2);
+        flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, w.b, w.h, H, T, row0, t, scale_log2);
     }
 #endif
 }
@@ -1888,16 +1912,14 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
 template <int kHeadDim>
 static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, AttnRows k, AttnRows v, int B, int T,
                                         int H, int Hkv, float scale) {
-    alignas(64) CUtensorMap tq, tk, tv;
-    flash6_tensor_map(&tq, q, B, T, H * kHeadDim);
-    flash6_tensor_map(&tk, k, B, T, Hkv * kHeadDim);
-    flash6_tensor_map(&tv, v, B, T, Hkv * kHeadDim);
+    Flash6Maps maps;
+    flash6_maps(&maps, q, k, v, B, T, H, Hkv, kHeadDim);
     const size_t smem = flash6_forward_smem_bytes(kHeadDim, Flash7Config<kHeadDim>::kStages);
     static bool smem_opted_in = false;
     flash_smem_opt_in(flash7_attention_forward_kernel<kHeadDim>, smem, &smem_opted_in);
     dim3 grid(B * H, (T + FLASH6_BLOCK_M - 1) / FLASH6_BLOCK_M);
-    flash7_attention_forward_kernel<kHeadDim><<<grid, FLASH6_THREADS, smem>>>(tq, tk, tv, k.ptr == v.ptr, out, lse, T, H, Hkv,
-                                                                              scale * FLASH_LOG2E);
+    flash7_attention_forward_kernel<kHeadDim><<<grid, FLASH6_THREADS, smem>>>(maps.q, maps.k, maps.v, k.ptr == v.ptr, out, lse, T, H,
+                                                                              Hkv, scale * FLASH_LOG2E);
     launchCheck();
 }
 

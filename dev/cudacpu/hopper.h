@@ -666,6 +666,7 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
     warpgroup_collective([&](int wg0) { wgmma_compute(h, wg0); });
     WgmmaPending p;
     p.n = N / 2;
+    p.ops.line = line; // every thread's record names its issue (the first lane's also keeps the operands)
     for (int i = 0; i < N / 2; i++) {
         p.reg[i] = regs[i];
         p.val[i] = h.lanes[tid].d[i];
