@@ -191,7 +191,10 @@ builds build/lab_attention_forward):
      0's S in the loop with the P V issue under `if (n > 0)`: ptxas reported C7519 ("warpgroup.arrive
      is injected") and C7514 ("wgmma.mma_async instructions are serialized due to non wgmma
      instructions reading accumulator registers"), the register copies of O where the branch's two
-     paths meet; tile 0 is peeled out of the loop for that.
+     paths meet; tile 0 is peeled out of the loop for that. Checked on the CPU runtime: `--check` on
+     every shape of every scheme, `--large`; its planted bugs m77 (O rescaled while its P V is in
+     flight: the poison the runtime leaves in the accumulators is read) and m78 (consumer 0 never given
+     its first turn: a deadlock naming named barrier 1) are caught.
 
   ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
