@@ -146,7 +146,7 @@ fi
 #   - it may exit before it forwards the ranks' last lines, or crash in its own teardown
 #     (PMIx_server_finalize, exit 139) after they stopped: the stop step is read from rank 0's
 #     main.log, not from mpirun's output;
-#   - once it hung with no rank left: 30 s after the signal it is killed and the run counts as failed.
+#   - it has hung with no rank left (twice here): 30 s after the signal it is killed and the run counts as failed.
 mpirun_signal_run() { # $1: the signal, $2: the output folder; sets rc, left, at
   rm -rf "$2"
   "${MPIRUN[@]}" -np 2 "$bin" "${long[@]}" -o "$2" >"$2.log" 2>&1 &
