@@ -1429,8 +1429,9 @@ static int flash6_available() {
 }
 
 // a role's rows as the copy engine reads them: 3-d (columns of its heads, T, B), row stride in bytes,
-// boxes of 64 columns x 128 rows, 128-byte swizzle, zeros past T
-static void flash6_tensor_map(CUtensorMap* map, AttnRows rows, int B, int T, int columns) {
+// boxes of 64 columns x box_rows rows (128, or 64 for the backward's query tiles), 128-byte swizzle,
+// zeros past T
+static void flash6_tensor_map(CUtensorMap* map, AttnRows rows, int B, int T, int columns, int box_rows) {
     static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
     if (encode == nullptr) {
         void* fn = nullptr;
@@ -1444,7 +1445,7 @@ static void flash6_tensor_map(CUtensorMap* map, AttnRows rows, int B, int T, int
     }
     const cuuint64_t dims[3] = {(cuuint64_t)columns, (cuuint64_t)T, (cuuint64_t)B};
     const cuuint64_t strides[2] = {(cuuint64_t)rows.stride * sizeof(floatX), (cuuint64_t)T * rows.stride * sizeof(floatX)};
-    const cuuint32_t box[3] = {64, 128, 1}, element_strides[3] = {1, 1, 1};
+    const cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1}, element_strides[3] = {1, 1, 1};
     const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void*)rows.ptr, dims, strides, box, element_strides,
                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
@@ -1559,17 +1560,18 @@ __device__ __forceinline__ Flash6Block flash6_block(int T, int H, int Hkv) {
     return w;
 }
 
-// the mbarriers of a ring of kStages: Q's, and each stage's "full" (the copies' bytes) and "empty"
-// (every consumer thread, when done with the stage)
+// the mbarriers of a ring of kStages: the resident tiles' (copied once: the forward's Q; the backward's
+// K and V, or Q and dO), and each stage's "full" (the copies' bytes) and "empty" (every consumer
+// thread, when done with the stage)
 template <int kStages>
 struct Flash6Barriers {
-    uint64_t q, full[kStages], empty[kStages];
+    uint64_t resident, full[kStages], empty[kStages];
 };
 // thread 0 initializes them; every thread goes on once it has
 template <int kStages>
 __device__ __forceinline__ void flash6_init_barriers(Flash6Barriers<kStages>* bar) {
     if (threadIdx.x == 0) {
-        flash6_mbar_init(smem_u32(&bar->q), 1);
+        flash6_mbar_init(smem_u32(&bar->resident), 1);
         for (int s = 0; s < kStages; s++) {
             flash6_mbar_init(smem_u32(&bar->full[s]), 1);
             flash6_mbar_init(smem_u32(&bar->empty[s]), 256);
@@ -1579,40 +1581,46 @@ __device__ __forceinline__ void flash6_init_barriers(Flash6Barriers<kStages>* ba
     __syncthreads();
 }
 
-// the producer's one thread: Q's 128 rows once (on bar->q), then the K and V tiles 0 .. n_last through a
-// ring of kStages at sQ + tile (1 + 2 stage), V after K (one copy a tile when kv_same), each stage
+// a tile of kRows rows (128, or the backward's 64-query tiles) x kHeadDim columns from column col0, row
+// row0 of batch row b: kHeadDim / 64 panels of kRows rows of 128 bytes, completing on bar
+template <int kHeadDim, int kRows>
+__device__ __forceinline__ void flash6_copy_tile(uint32_t dst, const CUtensorMap* map, int col0, int row0, int b, uint32_t bar) {
+    #pragma unroll
+    for (int p = 0; p < kHeadDim / 64; p++) { flash6_copy_panel(dst + p * kRows * 128, map, col0 + 64 * p, row0, b, bar); }
+}
+
+// the producer's one thread: the block's 128 rows of Q (and of dO, the backward's dQ kernel, when tdo
+// is not null) once on bar->resident, then the K and V tiles 0 .. n_last through a ring of kStages after
+// them (stage s at sQ + tile (resident + 2 s)), V after K (one copy a tile when kv_same), each stage
 // filled on bar->full[stage] once all 256 consumer threads released its previous tile on bar->empty[stage]
 template <int kHeadDim, int kStages>
-__device__ __forceinline__ void flash6_produce(const CUtensorMap* tq, const CUtensorMap* tk, const CUtensorMap* tv, int kv_same,
-                                               uint32_t sQ, Flash6Barriers<kStages>* bar, const Flash6Block& w) {
-    constexpr int kPanels = kHeadDim / 64;
-    constexpr uint32_t kTileBytes = kPanels * FLASH6_PANEL_BYTES;
-    const uint32_t full_q = smem_u32(&bar->q);
-    flash6_mbar_expect(full_q, kTileBytes);
-    for (int p = 0; p < kPanels; p++) {
-        flash6_copy_panel(sQ + p * FLASH6_PANEL_BYTES, tq, w.h * kHeadDim + 64 * p, w.m_block * FLASH6_BLOCK_M, w.b, full_q);
-    }
+__device__ __forceinline__ void flash6_produce(const CUtensorMap* tq, const CUtensorMap* tdo, const CUtensorMap* tk,
+                                               const CUtensorMap* tv, int kv_same, uint32_t sQ, Flash6Barriers<kStages>* bar,
+                                               const Flash6Block& w) {
+    constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES;
+    const int resident = tdo != nullptr ? 2 : 1;
+    const uint32_t full_resident = smem_u32(&bar->resident);
+    flash6_mbar_expect(full_resident, resident * kTileBytes);
+    flash6_copy_tile<kHeadDim, 128>(sQ, tq, w.h * kHeadDim, w.m_block * FLASH6_BLOCK_M, w.b, full_resident);
+    if (tdo != nullptr) { flash6_copy_tile<kHeadDim, 128>(sQ + kTileBytes, tdo, w.h * kHeadDim, w.m_block * FLASH6_BLOCK_M, w.b, full_resident); }
     for (int n = 0; n <= w.n_last; n++) {
         const int stage = n % kStages;
-        const uint32_t sK = sQ + kTileBytes * (1 + 2 * stage), full = smem_u32(&bar->full[stage]);
+        const uint32_t sK = sQ + kTileBytes * (resident + 2 * stage), full = smem_u32(&bar->full[stage]);
         if (n >= kStages) { flash6_mbar_wait(smem_u32(&bar->empty[stage]), (n / kStages - 1) & 1); } // tile n - kStages released
         flash6_mbar_expect(full, kv_same ? kTileBytes : 2 * kTileBytes);
-        for (int p = 0; p < kPanels; p++) {
-            flash6_copy_panel(sK + p * FLASH6_PANEL_BYTES, tk, w.kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, w.b, full);
-            if (!kv_same) {
-                flash6_copy_panel(sK + kTileBytes + p * FLASH6_PANEL_BYTES, tv, w.kvh * kHeadDim + 64 * p, n * FLASH6_BLOCK_N, w.b, full);
-            }
-        }
+        flash6_copy_tile<kHeadDim, 128>(sK, tk, w.kvh * kHeadDim, n * FLASH6_BLOCK_N, w.b, full);
+        if (!kv_same) { flash6_copy_tile<kHeadDim, 128>(sK + kTileBytes, tv, w.kvh * kHeadDim, n * FLASH6_BLOCK_N, w.b, full); }
     }
 }
 
 // warpgroup 0, the producer: it gives its registers to the consumers, and its thread 0 issues every
 // copy while the others leave
 template <int kHeadDim, int kStages>
-__device__ __forceinline__ void flash6_producer(const CUtensorMap* tq, const CUtensorMap* tk, const CUtensorMap* tv, int kv_same,
-                                                uint32_t sQ, Flash6Barriers<kStages>* bar, const Flash6Block& w) {
+__device__ __forceinline__ void flash6_producer(const CUtensorMap* tq, const CUtensorMap* tdo, const CUtensorMap* tk,
+                                                const CUtensorMap* tv, int kv_same, uint32_t sQ, Flash6Barriers<kStages>* bar,
+                                                const Flash6Block& w) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-    if (threadIdx.x == 0) { flash6_produce<kHeadDim, kStages>(tq, tk, tv, kv_same, sQ, bar, w); }
+    if (threadIdx.x == 0) { flash6_produce<kHeadDim, kStages>(tq, tdo, tk, tv, kv_same, sQ, bar, w); }
 }
 
 // issues S (64 x 128) = Q K^T for a consumer's 64 rows of Q at sQc and the tile's K at sK: hd / 16
@@ -1626,12 +1634,13 @@ __device__ __forceinline__ void flash6_issue_qk(float* s, uint32_t sQc, uint32_t
     }
 }
 
-// issues O += P V: V's 16-key slice j is 16 rows of 128 bytes into each panel (MN-major: panels
-// FLASH6_PANEL_BYTES apart along hd, 8-row groups 1024 bytes apart along the keys)
-template <int kHeadDim>
+// issues O += P V for a tile of kRows keys: V's 16-key slice j is 16 rows of 128 bytes into each panel
+// (MN-major: panels kRows x 128 bytes apart along hd, 8-row groups 1024 bytes apart along the keys).
+// The backward's dV += P^T dO, dK += dS^T Q (64-query tiles) and dQ += dS K are the same product
+template <int kHeadDim, int kRows = 128>
 __device__ __forceinline__ void flash6_issue_pv(float* o, const uint32_t (*p)[4], uint32_t sV) {
     #pragma unroll
-    for (int j = 0; j < 8; j++) { flash6_wgmma_pv<kHeadDim>(o, p[j], flash6_desc(sV + j * 16 * 128, FLASH6_PANEL_BYTES, 1024)); }
+    for (int j = 0; j < kRows / 16; j++) { flash6_wgmma_pv<kHeadDim>(o, p[j], flash6_desc(sV + j * 16 * 128, kRows * 128, 1024)); }
 }
 
 // accumulator i of an m64nN tile: row g + 8 ((i % 4) / 2) of the warp's 16, column 8 (i / 4) + 2 t + (i % 2)
@@ -1675,10 +1684,12 @@ __device__ __forceinline__ void flash6_rescale(float* o, const float* corr) {
     for (int i = 0; i < kHeadDim / 2; i++) { o[i] *= corr[(i % 4) / 2]; }
 }
 
-// P in bf16 as wgmma's A fragments: the 16 keys of slice j are accumulators 8 j .. 8 j + 7
+// P in bf16 as wgmma's A fragments: the 16 keys of slice j are accumulators 8 j .. 8 j + 7 (kSlices:
+// 8 for 128 columns, 4 for the backward's 64)
+template <int kSlices = 8>
 __device__ __forceinline__ void flash6_pack_p(uint32_t (*p)[4], const float* s) {
     #pragma unroll
-    for (int j = 0; j < 8; j++) {
+    for (int j = 0; j < kSlices; j++) {
         #pragma unroll
         for (int q = 0; q < 4; q++) {
             __nv_bfloat162 v2 = __floats2bfloat162_rn(s[8 * j + 2 * q], s[8 * j + 2 * q + 1]);
@@ -1735,7 +1746,7 @@ flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
     const int n_last = w.n_last, wg = threadIdx.x / 128;
     flash6_init_barriers(&bar);
     if (wg == 0) {
-        flash6_producer<kHeadDim, FLASH6_STAGES>(&tq, &tk, &tv, kv_same, sQ, &bar, w);
+        flash6_producer<kHeadDim, FLASH6_STAGES>(&tq, nullptr, &tk, &tv, kv_same, sQ, &bar, w);
     } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
@@ -1745,7 +1756,7 @@ flash6_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { o[i] = 0.0f; }
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
-        flash6_mbar_wait(smem_u32(&bar.q), 0);
+        flash6_mbar_wait(smem_u32(&bar.resident), 0);
         for (int n = 0; n <= n_last; n++) {
             const int stage = n % FLASH6_STAGES;
             flash6_mbar_wait(smem_u32(&bar.full[stage]), (n / FLASH6_STAGES) & 1);
@@ -1779,9 +1790,9 @@ struct Flash6Maps {
     CUtensorMap q, k, v; // the type carries the alignment the driver needs
 };
 static void flash6_maps(Flash6Maps* m, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv, int hd) {
-    flash6_tensor_map(&m->q, q, B, T, H * hd);
-    flash6_tensor_map(&m->k, k, B, T, Hkv * hd);
-    flash6_tensor_map(&m->v, v, B, T, Hkv * hd);
+    flash6_tensor_map(&m->q, q, B, T, H * hd, 128);
+    flash6_tensor_map(&m->k, k, B, T, Hkv * hd, 128);
+    flash6_tensor_map(&m->v, v, B, T, Hkv * hd, 128);
 }
 
 template <int kHeadDim>
@@ -1841,7 +1852,7 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
     const int n_last = w.n_last, wg = threadIdx.x / 128;
     flash6_init_barriers(&bar);
     if (wg == 0) {
-        flash6_producer<kHeadDim, kStages>(&tq, &tk, &tv, kv_same, sQ, &bar, w);
+        flash6_producer<kHeadDim, kStages>(&tq, nullptr, &tk, &tv, kv_same, sQ, &bar, w);
     } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
         asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
@@ -1862,7 +1873,7 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f}; // raw score units, this thread's columns
         float s[64], corr[2];
         uint32_t p[8][4]; // P of the tile whose P V is issued next
-        flash6_mbar_wait(smem_u32(&bar.q), 0);
+        flash6_mbar_wait(smem_u32(&bar.resident), 0);
         // tile 0: its S alone (O is still zero: no rescale). Peeled rather than a branch around the
         // P V issue inside the loop: the branch would make the compiler copy O's registers where the
         // two paths meet, reads of accumulators in flight that ptxas answers by serializing the wgmma
@@ -1923,6 +1934,298 @@ static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
     launchCheck();
 }
 
+// ----------------------------------------------------------------------------
+// backward version 6 (issue 59): sm_90a, the first cut (dev/cuda/attention_backward.cu's header has its
+// prediction). Version 5's decomposition, deterministic the same way (every sum in a fixed order, no
+// atomics): the delta kernel, then a dK/dV kernel and a dQ kernel, each in forward version 6's shape:
+// 384 threads, a producer warpgroup whose one thread issues the bulk tensor copies into a ring of 2
+// stages on mbarriers, two consumer warpgroups computing with wgmma from shared memory.
+//   dK/dV: a CTA owns 128 keys of one kv head (K and V resident), a consumer 64 of them; the steps
+//     walk the g query heads of the group and their 64-row query tiles from the diagonal on (Q and dO
+//     streamed). Per step and consumer: S^T = K_c Q^T and dP^T = V_c dO^T (m64n64, both operands
+//     K-major), P^T and dS^T in registers, dV += P^T dO and dK += dS^T Q (m64n{hd}, A from registers,
+//     dO and Q MN-major: their row-major tiles need no transpose).
+//   dQ: a CTA owns 128 query rows of one head (Q and dO resident), a consumer 64; the key tiles of 128
+//     stream as in the forward. Per tile: S = Q K^T and dP = dO V^T (m64n128), P and dS in registers,
+//     dQ += dS K (K MN-major).
+// Not in this first cut: the consumers' ping-pong and the intra-warpgroup overlap (forward version 7's).
+
+#define FLASH6_BWD_BLOCK_M 64 // query rows per step of the dK/dV kernel: S^T and dP^T 32 registers each
+
+// wgmma m64n64k16 with A and B from shared memory, both K-major (S^T = K Q^T over a 64-query tile); d:
+// the thread's 32 accumulators; scale_d 0 overwrites them
+__device__ __forceinline__ void flash6_wgmma_ss_n64(float* d, uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0; "
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "%32, %33, p, 1, 1, 0, 0; }"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// issues d (64 x 64) = A B^T: A a consumer's 64 rows of a 128-row tile at sA (panels FLASH6_PANEL_BYTES
+// apart), B a 64-row tile at sB (panels half that apart); hd / 16 wgmma, each a 16-wide slice of both
+template <int kHeadDim>
+__device__ __forceinline__ void flash6_issue_ss_n64(float* d, uint32_t sA, uint32_t sB) {
+    #pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; kk++) {
+        const uint32_t at = (kk % 4) * 32;
+        flash6_wgmma_ss_n64(d, flash6_desc(sA + (kk / 4) * FLASH6_PANEL_BYTES + at, 16, 1024),
+                            flash6_desc(sB + (kk / 4) * (FLASH6_PANEL_BYTES / 2) + at, 16, 1024), kk > 0);
+    }
+}
+
+// the m64nN accumulators of a thread seen as the mma.sync fragments the trainer's epilogues take
+// (accumulator i is fragment [i / 4][i % 4]: the same row and column)
+template <int kHeadDim>
+__device__ __forceinline__ const float (&flash6_as_frags(const float* acc))[kHeadDim / 8][4] {
+    return *reinterpret_cast<const float(*)[kHeadDim / 8][4]>(acc);
+}
+
+// a dK/dV CTA's work: batch row, kv head, its 128 keys (block n), and its steps: step s is query head
+// kvh g + s / per_head, query tile m_first + s % per_head (64 rows), from the diagonal tile on
+struct Flash6BwdBlock {
+    int b, kvh, g, n_block, m_first, per_head, steps;
+    __device__ __forceinline__ int head(int step) const { return kvh * g + step / per_head; }
+    __device__ __forceinline__ int query0(int step) const { return (m_first + step % per_head) * FLASH6_BWD_BLOCK_M; }
+};
+__device__ __forceinline__ Flash6BwdBlock flash6_bwd_block(int T, int H, int Hkv) {
+    Flash6BwdBlock w;
+    w.b = blockIdx.x / Hkv;
+    w.kvh = blockIdx.x % Hkv;
+    w.g = H / Hkv;
+    w.n_block = blockIdx.y; // key tile 0 has the most steps: the grid's first row starts them all
+    w.m_first = w.n_block * FLASH6_BLOCK_N / FLASH6_BWD_BLOCK_M;
+    w.per_head = (T + FLASH6_BWD_BLOCK_M - 1) / FLASH6_BWD_BLOCK_M - w.m_first;
+    w.steps = w.g * w.per_head;
+    return w;
+}
+
+// the dK/dV producer's one thread: K and V (128 rows; one copy when kv_same) once on bar->resident, then
+// each step's Q and dO tiles (64 rows each) into stage s of the ring at sQdO + s (2 query tiles)
+template <int kHeadDim, int kStages>
+__device__ __forceinline__ void flash6_produce_dkdv(const CUtensorMap* tq, const CUtensorMap* tdo, const CUtensorMap* tk,
+                                                    const CUtensorMap* tv, int kv_same, uint32_t sK, uint32_t sQdO,
+                                                    Flash6Barriers<kStages>* bar, const Flash6BwdBlock& w) {
+    constexpr uint32_t kKeyTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES, kQueryTileBytes = kKeyTileBytes / 2;
+    const uint32_t full_resident = smem_u32(&bar->resident);
+    flash6_mbar_expect(full_resident, kv_same ? kKeyTileBytes : 2 * kKeyTileBytes);
+    flash6_copy_tile<kHeadDim, 128>(sK, tk, w.kvh * kHeadDim, w.n_block * FLASH6_BLOCK_N, w.b, full_resident);
+    if (!kv_same) { flash6_copy_tile<kHeadDim, 128>(sK + kKeyTileBytes, tv, w.kvh * kHeadDim, w.n_block * FLASH6_BLOCK_N, w.b, full_resident); }
+    for (int step = 0; step < w.steps; step++) {
+        const int stage = step % kStages;
+        const uint32_t sQ = sQdO + 2 * stage * kQueryTileBytes, full = smem_u32(&bar->full[stage]);
+        if (step >= kStages) { flash6_mbar_wait(smem_u32(&bar->empty[stage]), (step / kStages - 1) & 1); } // step - kStages released
+        flash6_mbar_expect(full, 2 * kQueryTileBytes);
+        flash6_copy_tile<kHeadDim, FLASH6_BWD_BLOCK_M>(sQ, tq, w.head(step) * kHeadDim, w.query0(step), w.b, full);
+        flash6_copy_tile<kHeadDim, FLASH6_BWD_BLOCK_M>(sQ + kQueryTileBytes, tdo, w.head(step) * kHeadDim, w.query0(step), w.b, full);
+    }
+}
+
+// dynamic shared memory of the dK/dV kernel: 1024 bytes to align, K and V (128 rows), each stage's Q
+// and dO (64 rows); of the dQ kernel: 1024, Q and dO (128 rows), each stage's K and V (128 rows)
+static size_t flash6_bwd_dkdv_smem_bytes(int hd) {
+    return 1024 + (size_t)(2 * FLASH6_BLOCK_N + 2 * FLASH6_STAGES * FLASH6_BWD_BLOCK_M) * hd * sizeof(floatX);
+}
+static size_t flash6_bwd_dq_smem_bytes(int hd) {
+    return 1024 + (size_t)(2 + 2 * FLASH6_STAGES) * FLASH6_BLOCK_M * hd * sizeof(floatX);
+}
+
+// dK, dV, version 6. Grid (B * Hkv, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dkdv_smem_bytes.
+// tq, tdo: Q's and dO's tensor maps in boxes of 64 rows; tk, tv: K's and V's in boxes of 128 (kv_same:
+// one tensor). dk, dv, lse, delta as flash_attention_backward_dkdv_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH6_THREADS, 1)
+flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+                                      const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
+                                      AttnGradDest dk, AttnGradDest dv, const float* lse, const float* delta, int T, int H,
+                                      int Hkv, float scale, float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // not an sm_90a build: flash6_available() keeps the launcher from coming here
+#else
+    constexpr uint32_t kKeyTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES, kQueryTileBytes = kKeyTileBytes / 2;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    __shared__ __align__(8) Flash6Barriers<FLASH6_STAGES> bar;
+    const uint32_t raw = smem_u32(flash_smem);
+    const uint32_t sK = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
+    const uint32_t sV = kv_same ? sK : sK + kKeyTileBytes, sQdO = sK + 2 * kKeyTileBytes;
+    auto sQ = [&](int step) { return sQdO + 2 * (step % FLASH6_STAGES) * kQueryTileBytes; }; // step's Q, dO after it
+    const Flash6BwdBlock w = flash6_bwd_block(T, H, Hkv);
+    const int wg = threadIdx.x / 128;
+    flash6_init_barriers(&bar);
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (threadIdx.x == 0) { flash6_produce_dkdv<kHeadDim, FLASH6_STAGES>(&tq, &tdo, &tk, &tv, kv_same, sK, sQdO, &bar, w); }
+    } else { // a consumer: 64 keys, each warp 16 (keys key0 and key0 + 8 of this thread), the queries as columns
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
+        const int key_c0 = w.n_block * FLASH6_BLOCK_N + 64 * c, key0 = key_c0 + 16 * warp + lane / 4;
+        const uint32_t sKc = sK + 64 * c * 128, sVc = sV + 64 * c * 128; // this consumer's 64 rows of each panel
+        float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
+        #pragma unroll
+        for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
+        flash6_mbar_wait(smem_u32(&bar.resident), 0);
+        for (int step = 0; step < w.steps; step++) {
+            const int stage = step % FLASH6_STAGES;
+            // every step's stage is waited for and released, computed or not: the 256 arrivals of a phase
+            // must all be for the same step
+            flash6_mbar_wait(smem_u32(&bar.full[stage]), (step / FLASH6_STAGES) & 1);
+            const int query0 = w.query0(step);
+            if (query0 + FLASH6_BWD_BLOCK_M - 1 >= key_c0) { // else every query precedes the consumer's keys: P^T = 0
+                const uint32_t sQs = sQ(step), sdOs = sQs + kQueryTileBytes;
+                float pt[32], dst[32]; // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
+                #pragma unroll
+                for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+                flash6_wgmma_fence();
+                flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQs);
+                flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdOs);
+                flash6_wgmma_commit();
+                flash6_wgmma_wait0();
+                // P^T = 2^(S^T scale_log2 - lse) and dS^T = P^T (dP^T - D), the query's lse (base 2) and D
+                // per column; P^T 0 where query < key or query >= T, in the steps that cross the
+                // consumer's diagonal or reach past T
+                const bool masked = query0 < key_c0 + 63 || query0 + FLASH6_BWD_BLOCK_M > T;
+                const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
+                #pragma unroll
+                for (int j = 0; j < 8; j++) {
+                    #pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int query = query0 + 8 * j + 2 * t + e;
+                        const float lse2 = query < T ? lse[stat_row + query] * FLASH_LOG2E : 0.0f;
+                        const float d = query < T ? delta[stat_row + query] : 0.0f;
+                        #pragma unroll
+                        for (int r = 0; r < 2; r++) {
+                            const int i = 4 * j + 2 * r + e, key = key0 + 8 * r;
+                            const float p = masked && (query < key || query >= T) ? 0.0f : exp2f(fmaf(pt[i], scale_log2, -lse2));
+                            pt[i] = p;
+                            dst[i] = p * (dst[i] - d);
+                        }
+                    }
+                }
+                uint32_t p_frag[4][4], ds_frag[4][4];
+                flash6_pack_p<4>(p_frag, pt);
+                flash6_pack_p<4>(ds_frag, dst);
+                flash6_wgmma_fence();
+                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdOs);
+                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQs);
+                flash6_wgmma_commit();
+                flash6_wgmma_wait0();
+            }
+            flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
+        }
+        flash_store_dkdv<kHeadDim>(dk, dv, flash6_as_frags<kHeadDim>(acc_dk), flash6_as_frags<kHeadDim>(acc_dv), w.b, w.kvh, T,
+                                   key0, t, scale, kv_same);
+    }
+#endif
+}
+
+// dQ, version 6. Grid (B * H, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dq_smem_bytes. tq,
+// tdo, tk, tv: the tensor maps in boxes of 128 rows; it adds dQ = scale * dS K to what the dK/dV kernel
+// wrote where q shares k's storage (dq.accumulate). lse, delta as flash_attention_backward_dq_kernel.
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH6_THREADS, 1)
+flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+                                    const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
+                                    AttnGradDest dq, const float* lse, const float* delta, int T, int H, int Hkv, float scale,
+                                    float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // not an sm_90a build: flash6_available() keeps the launcher from coming here
+#else
+    constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    __shared__ __align__(8) Flash6Barriers<FLASH6_STAGES> bar;
+    const uint32_t raw = smem_u32(flash_smem);
+    const uint32_t sQ = raw + (1024 - raw % 1024) % 1024, sdO = sQ + kTileBytes; // the swizzle repeats every 1024 bytes
+    auto sK = [&](int n) { return sQ + kTileBytes * (2 + 2 * (n % FLASH6_STAGES)); }; // tile n's K
+    auto sV = [&](int n) { return kv_same ? sK(n) : sK(n) + kTileBytes; };             // and its V
+    const Flash6Block w = flash6_block(T, H, Hkv);
+    const int wg = threadIdx.x / 128;
+    flash6_init_barriers(&bar);
+    if (wg == 0) {
+        flash6_producer<kHeadDim, FLASH6_STAGES>(&tq, &tdo, &tk, &tv, kv_same, sQ, &bar, w);
+    } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
+        const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
+        const uint32_t sQc = sQ + 64 * c * 128, sdOc = sdO + 64 * c * 128; // this consumer's 64 rows of each panel
+        float lse2[2], d[2]; // this thread's rows' lse (base 2) and D
+        #pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int query = row0 + 8 * r;
+            const size_t at = ((size_t)w.b * H + w.h) * T + query;
+            lse2[r] = query < T ? lse[at] * FLASH_LOG2E : 0.0f;
+            d[r] = query < T ? delta[at] : 0.0f;
+        }
+        float acc_dq[kHeadDim / 2];
+        #pragma unroll
+        for (int i = 0; i < kHeadDim / 2; i++) { acc_dq[i] = 0.0f; }
+        flash6_mbar_wait(smem_u32(&bar.resident), 0);
+        for (int n = 0; n <= w.n_last; n++) {
+            const int stage = n % FLASH6_STAGES;
+            flash6_mbar_wait(smem_u32(&bar.full[stage]), (n / FLASH6_STAGES) & 1);
+            float p[64], ds[64]; // (64 rows, 128 keys): S then P; dP then dS
+            #pragma unroll
+            for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
+            flash6_wgmma_fence();
+            flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
+            flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
+            flash6_wgmma_commit();
+            flash6_wgmma_wait0();
+            if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
+            #pragma unroll
+            for (int i = 0; i < 64; i++) {
+                const int r = (i % 4) / 2;
+                p[i] = exp2f(fmaf(p[i], scale_log2, -lse2[r]));
+                ds[i] = p[i] * (ds[i] - d[r]);
+            }
+            uint32_t ds_frag[8][4];
+            flash6_pack_p(ds_frag, ds);
+            flash6_wgmma_fence();
+            flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n));
+            flash6_wgmma_commit();
+            flash6_wgmma_wait0();
+            flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
+        }
+        flash_store_dq<kHeadDim>(dq, flash6_as_frags<kHeadDim>(acc_dq), w.b, w.h, T, row0, t, scale);
+    }
+#endif
+}
+
+// version 6's backward after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write where
+// q shares k's storage)
+template <int kHeadDim>
+static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
+                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
+                                         int B, int T, int H, int Hkv, float scale) {
+    Flash6Maps maps; // boxes of 128 rows: K and V of both kernels, Q of the dQ kernel
+    flash6_maps(&maps, q, k, v, B, T, H, Hkv, kHeadDim);
+    AttnRows drows;
+    drows.ptr = dout;
+    drows.stride = H * kHeadDim;
+    CUtensorMap tdo, tq64, tdo64;
+    flash6_tensor_map(&tdo, drows, B, T, H * kHeadDim, 128);
+    flash6_tensor_map(&tq64, q, B, T, H * kHeadDim, FLASH6_BWD_BLOCK_M);
+    flash6_tensor_map(&tdo64, drows, B, T, H * kHeadDim, FLASH6_BWD_BLOCK_M);
+    const int kv_same = k.ptr == v.ptr;
+    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(kHeadDim), smem_dq = flash6_bwd_dq_smem_bytes(kHeadDim);
+    static bool dkdv_opted_in = false, dq_opted_in = false;
+    flash_smem_opt_in(flash6_attention_backward_dkdv_kernel<kHeadDim>, smem_dkdv, &dkdv_opted_in);
+    flash_smem_opt_in(flash6_attention_backward_dq_kernel<kHeadDim>, smem_dq, &dq_opted_in);
+    const int tiles = (T + FLASH6_BLOCK_N - 1) / FLASH6_BLOCK_N; // 128 keys or 128 query rows each
+    flash6_attention_backward_dkdv_kernel<kHeadDim><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
+        tq64, tdo64, maps.k, maps.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DKDV);
+    flash6_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
+        maps.q, tdo, maps.k, maps.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DQ);
+}
+
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
@@ -1966,7 +2269,7 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
                                float* dq_accum, unsigned int* sync, const floatX* dout, const floatX* out,
                                const float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
-    if ((version == 2 || version == 3 || version == 5) && (s->hd == 64 || s->hd == 128)) {
+    if ((version == 2 || version == 3 || version == 5 || (version == 6 && flash6_available())) && (s->hd == 64 || s->hd == 128)) {
         flash_check_backward(dq, dk, dv, dout, q, k, v, s);
         if (version == 3) { // one kernel, D folded in
             if (s->hd == 64) {
@@ -1979,13 +2282,15 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
             profile_mark(PROF_ATTN_BWD);
             return;
         }
-        // versions 2 and 5: the delta kernel, then their dK/dV and dQ kernels
+        // versions 2, 5 and 6: the delta kernel, then their dK/dV and dQ kernels
         flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
         profile_mark(PROF_ATTN_BWD_DELTA);
         if (version == 2 && s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 2) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 5 && s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 5) { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (s->hd == 64) { flash6_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else { flash6_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         return;
     }
 #endif
