@@ -21,7 +21,7 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
          compute-bound at every T (backward 319 FLOP/byte at T = 1024, the ridge is 263)
   (version 1 is held to neither: full T x T matmuls, (B, H, T, T) probabilities and their gradient)
 
-Versions (1 and 4 the trainer's own code, included below; 2, 3 and 5 in attention_flash_versions.h;
+Versions (1 and 4 the trainer's own code, included below; 2, 3, 5 and 6 in attention_flash_versions.h;
 `make labs` builds build/lab_attention_backward):
   1  unfused, ./build/lab_attention_backward 1: permute dO to (B, H, T, hd); cuBLASLt strided-batched
      dP = dO v^T and dv = P^T dO over B*Hkv batches (the g query heads of a kv head summed through the
@@ -190,6 +190,62 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3 and 5 in attentio
      chosen, version 4's decomposition. The GPU decides between version 5 and version 4.
      Deterministic: bit-identical runs (the check's second backward).
 
+  6  flash version 6, ./build/lab_attention_backward 6 (issue 59 part 2c; in attention_flash_versions.h,
+     its first cut, for sm_90a; runs after forward version 6; predicted below before it was written,
+     not measured): version 5's decomposition (the delta kernel, a dK/dV kernel, a dQ kernel that
+     recomputes S and dP; every sum in a fixed order, no atomics: deterministic) in forward version 6's
+     shape. Both kernels: 384 threads = 3 warpgroups; warpgroup 0 the producer (setmaxnreg.dec to 24,
+     one thread issues cp.async.bulk.tensor copies through tensor maps, 128-byte swizzle, zeros past
+     T), warpgroups 1 and 2 the consumers (setmaxnreg.inc to 240, wgmma from shared memory), a ring of
+     2 stages on "full" and "empty" mbarriers.
+     flash6_attention_backward_dkdv_kernel<hd>, grid (B*Hkv, ceil(T/128)): K and V of 128 keys
+     resident (one copy when k = v), a consumer 64 keys; steps of 64-row query tiles of the g query
+     heads from the diagonal on, Q and dO streamed (boxes of 64 rows). Per step and consumer: S^T =
+     K_c Q^T and dP^T = V_c dO^T by wgmma m64n64k16 (both operands K-major, issued as one group),
+     P^T = 2^(S^T scale_log2 - lse) and dS^T = P^T (dP^T - D) in registers (each thread's 16 query
+     columns' lse and D read from global memory, L2-resident: 128 floats a step), then dV += P^T dO
+     and dK += dS^T Q by wgmma m64n{hd}k16 with A from registers (the accumulator layout is the A
+     layout) and dO, Q MN-major (their row-major tiles need no transpose). A consumer whose 64 keys
+     all follow the step's queries waits for the stage and releases it without computing.
+     flash6_attention_backward_dq_kernel<hd>, grid (B*H, ceil(T/128)): Q and dO of 128 rows resident
+     (forward version 6's producer with dO as a second resident tile), a consumer 64 rows; K and V
+     tiles of 128 keys streamed up to the diagonal. Per tile: S = Q K^T and dP = dO V^T (m64n128k16),
+     P and dS in registers (the thread's two rows' lse and D held from the start), dQ += dS K (K
+     MN-major).
+     Registers a consumer thread (live, of 240): dK/dV kernel dK and dV 32 each at hd 64 (64 at hd
+     128), S^T/P^T 32, dP^T/dS^T 32, the P^T and dS^T fragments 16 each: 160 / 224; dQ kernel dQ 32
+     (64), S/P 64, dP/dS 64, dS's fragments 32: 192 / 224. Dynamic shared memory (1 KiB to align the
+     swizzle): dK/dV 65 KiB at hd 64, 129 KiB at hd 128; dQ 97 / 193 KiB. One CTA per SM (384 threads
+     x 168 registers at entry).
+     ptxas (nvcc 13.0, sm_90a, --use_fast_math, -Xptxas -v): both kernels at both head sizes 168
+     registers at entry, 0 bytes stack frame, 0 spills, 1 barrier, 48 bytes of static shared memory
+     (the mbarriers); no C7508, C7514, C7517 or C7519.
+     Predicted (not measured), B 8, H 12, by forward version 6's "sum" model (each consumer's matmuls
+     and elementwise work in series, no overlap: the first cut): wgmma at 790 TFLOP/s on the executed
+     FLOPs (diagonal tiles whole: 64 x 64 blocks in dK/dV, 4 products; 64 x 128 in dQ, 3 products), exp2
+     at 3.7e12/s (every score twice, once a kernel), ~6 FP32 operations a score (FFMA, mask, dP - D, the
+     product, two packs) at 29.6e12/s, the delta kernel at 4.8 TB/s; times 1.10 (fill, epilogue, tail):
+       hd 64   T      dK/dV+dQ GFLOP  wgmma ms  exp2 ms  fp32 ms  delta ms  predicted ms  SDPA H200 (measured)
+               1024     27.4 + 21.7     0.062    0.030    0.022    0.005      0.131        0.252
+               2048    106.3 + 82.1     0.239    0.114    0.085    0.010      0.493        0.535
+               4096    418.8 + 318.9    0.934    0.446    0.334    0.021      1.908        1.588
+               8192   1662 + 1256       3.694    1.762    1.321    0.042      7.50         not measured
+              16384   6623 + 4987      14.70     7.01     5.25     0.084     29.74         not measured
+       hd 128  1024     54.8 + 43.5     0.124    0.030    0.022    0.010      0.206        not measured
+               4096    837.5 + 637.8    1.867    0.446    0.334    0.042      2.958        not measured
+              16384  13246 + 9973      29.39     7.01     5.25     0.168     46.00         not measured
+     Against SDPA's measured backward on the H200 (hd 64): 1.9x, 1.09x and 0.83x at T 1024, 2048 and
+     4096. The issue's 1.0x at every T needs the overlap the first cut leaves out: with the elementwise
+     work under the other consumer's wgmma (forward version 7's ping-pong), 0.062 + 0.005 = 0.07 ms at
+     T 1024 and 1.05 ms at 4096 (1.5x SDPA) if wgmma stays the larger unit. Version 5's model missed
+     version 4's GPU time by 1.06x at T 1024; forward versions 3-5 missed theirs by 1.7-3.3x, so the
+     first GPU run decides. SASS facts that prove the fast path (dev/tools/sass_facts.py on the GPU
+     run): HGMMA.64x64x16 (S^T, dP^T; dV, dK, dQ at hd 64) and HGMMA.64x128x16 (S, dP; hd 128's
+     products), no HMMA, no LDL/STL; UTMALDG, SYNCS and USETMAXREG present.
+     Checked on the CPU runtime (its model of wgmma, the bulk copies and mbarriers): `--check` on every
+     shape of every scheme (Hkv H, H/2, 1; T 1 to 1024; hd 64 and 128), `--large`; the second run
+     bit-identical. Where the build is not sm_90a or the GPU not compute capability 9.0 the lab says SKIP.
+
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
@@ -205,7 +261,7 @@ second backward bit-identical to the first. One PASS/FAIL line per (version, sch
 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 With version 2 selected, --check also runs version 2's delta kernel and the one it replaced against
 double sums (check_delta), and --bench times both (bench_delta: the bench shapes and B 64, T 1024).
---large (BF16 builds; common.h's lab_attn_large): versions 2, 4 and 5 at the largest shape the trainer
+--large (BF16 builds; common.h's lab_attn_large): versions 2, 4, 5 and 6 at the largest shape the trainer
 admits, as the forward lab's --large: from the twin's atty and lse in batch row B - 1, the delta
 kernel's last block, the dK/dV CTAs of the last kv head and the dQ CTAs of the last head (only those on
 the CPU runtime), their rows against the twin's gradients and D. Version 3's one-pass kernel cannot run
