@@ -1829,6 +1829,21 @@ template <int kId>
 __device__ __forceinline__ void flash7_bar_arrive() { asm volatile("bar.arrive %0, 256;" :: "n"(kId) : "memory"); }
 __device__ __forceinline__ void flash7_wgmma_wait1() { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); }
 
+// the consumers' turns to issue wgmma (forward version 7, backward version 7): consumer c issues after
+// bar.sync on barrier 1 + c and hands the turn on by bar.arrive on the other's; consumer 1 gives
+// consumer 0 the first turn (begin) and, so that every round completes, skips the hand-on after its last
+struct Flash7Turns {
+    int c;
+    __device__ __forceinline__ void begin() const {
+        if (c == 1) { flash7_bar_arrive<1>(); }
+    }
+    __device__ __forceinline__ void take() const { c == 0 ? flash7_bar_sync<1>() : flash7_bar_sync<2>(); }
+    __device__ __forceinline__ void hand_on(bool last) const {
+        if (c == 0) { flash7_bar_arrive<2>(); }
+        else if (!last) { flash7_bar_arrive<1>(); }
+    }
+};
+
 // Forward, version 7. Grid, threads, arguments and outputs as version 6's; dynamic smem
 // flash6_forward_smem_bytes(hd, Flash7Config<hd>::kStages).
 template <int kHeadDim>
@@ -1858,15 +1873,8 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
         const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
         const uint32_t sQc = sQ + 64 * c * 128; // this consumer's 64 rows of each Q panel
-        // the turns: consumer c issues its wgmma after bar.sync on barrier 1 + c and hands the turn on
-        // by bar.arrive on the other's; consumer 1 gives consumer 0 the first turn and, so that every
-        // round completes, skips the hand-on after its last
-        auto take_turn = [&]() { c == 0 ? flash7_bar_sync<1>() : flash7_bar_sync<2>(); };
-        auto hand_on = [&](bool last) {
-            if (c == 0) { flash7_bar_arrive<2>(); }
-            else if (!last) { flash7_bar_arrive<1>(); }
-        };
-        if (c == 1) { flash7_bar_arrive<1>(); }
+        const Flash7Turns turns{c};
+        turns.begin();
         float o[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { o[i] = 0.0f; }
@@ -1880,11 +1888,11 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
         flash6_mbar_wait(smem_u32(&bar.full[0]), 0);
         #pragma unroll
         for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
-        take_turn();
+        turns.take();
         flash6_wgmma_fence();
         flash6_issue_qk<kHeadDim>(s, sQc, sK(0));
         flash6_wgmma_commit();
-        hand_on(false);
+        turns.hand_on(false);
         flash6_wgmma_wait0();
         if (n_last == 0) { flash6_mask(s, 0, row0, t, T); }
         flash6_softmax(s, row_max, row_sum, corr, scale_log2);
@@ -1893,13 +1901,13 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
             flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1);
             #pragma unroll
             for (int i = 0; i < 64; i++) { s[i] = 0.0f; }
-            take_turn();
+            turns.take();
             flash6_wgmma_fence();
             flash6_issue_qk<kHeadDim>(s, sQc, sK(n));
             flash6_wgmma_commit();
             flash6_issue_pv<kHeadDim>(o, p, sV(n - 1)); // tile n - 1's P V, behind tile n's S
             flash6_wgmma_commit();
-            hand_on(false);
+            turns.hand_on(false);
             flash7_wgmma_wait1(); // S is in; P V may still run: nothing below touches O or P until wait0
             if (n == n_last) { flash6_mask(s, n, row0, t, T); }
             flash6_softmax(s, row_max, row_sum, corr, scale_log2);
@@ -1908,11 +1916,11 @@ flash7_attention_forward_kernel(const __grid_constant__ CUtensorMap tq, const __
             flash6_rescale<kHeadDim>(o, corr);
             flash6_pack_p(p, s);
         }
-        take_turn(); // the last tile's P V
+        turns.take(); // the last tile's P V
         flash6_wgmma_fence();
         flash6_issue_pv<kHeadDim>(o, p, sV(n_last));
         flash6_wgmma_commit();
-        hand_on(true);
+        turns.hand_on(true);
         flash6_wgmma_wait0();
         release(n_last);
         flash6_store<kHeadDim>(o, row_max, row_sum, out, lse, w.b, w.h, H, T, row0, t, scale_log2);
@@ -1935,8 +1943,8 @@ static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 }
 
 // ----------------------------------------------------------------------------
-// backward version 6 (issue 59): sm_90a, the first cut (dev/cuda/attention_backward.cu's header has its
-// prediction). Version 5's decomposition, deterministic the same way (every sum in a fixed order, no
+// backward versions 6 and 7 (issue 59): sm_90a (dev/cuda/attention_backward.cu's header has their
+// predictions). Version 5's decomposition, deterministic the same way (every sum in a fixed order, no
 // atomics): the delta kernel, then a dK/dV kernel and a dQ kernel, each in forward version 6's shape:
 // 384 threads, a producer warpgroup whose one thread issues the bulk tensor copies into a ring of 2
 // stages on mbarriers, two consumer warpgroups computing with wgmma from shared memory.
@@ -1948,7 +1956,10 @@ static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 //   dQ: a CTA owns 128 query rows of one head (Q and dO resident), a consumer 64; the key tiles of 128
 //     stream as in the forward. Per tile: S = Q K^T and dP = dO V^T (m64n128), P and dS in registers,
 //     dQ += dS K (K MN-major).
-// Not in this first cut: the consumers' ping-pong and the intra-warpgroup overlap (forward version 7's).
+// Version 7 (kTurns) adds forward version 7's ping-pong: the consumers take turns by named barriers
+// 1 and 2 to issue each group of wgmma (two turns a step: S^T and dP^T, then dV and dK; S and dP, then
+// dQ), so one consumer's exponentials and products run under the other's matmuls. Not in either: the
+// intra-warpgroup overlap (the next step's S issued under this step's dV and dK).
 
 #define FLASH6_BWD_BLOCK_M 64 // query rows per step of the dK/dV kernel: S^T and dP^T 32 registers each
 
@@ -2038,7 +2049,7 @@ static size_t flash6_bwd_dq_smem_bytes(int hd) {
 // dK, dV, version 6. Grid (B * Hkv, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dkdv_smem_bytes.
 // tq, tdo: Q's and dO's tensor maps in boxes of 64 rows; tk, tv: K's and V's in boxes of 128 (kv_same:
 // one tensor). dk, dv, lse, delta as flash_attention_backward_dkdv_kernel.
-template <int kHeadDim>
+template <int kHeadDim, bool kTurns>
 __global__ void __launch_bounds__(FLASH6_THREADS, 1)
 flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
                                       const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
@@ -2065,12 +2076,15 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
         const int key_c0 = w.n_block * FLASH6_BLOCK_N + 64 * c, key0 = key_c0 + 16 * warp + lane / 4;
         const uint32_t sKc = sK + 64 * c * 128, sVc = sV + 64 * c * 128; // this consumer's 64 rows of each panel
+        const Flash7Turns turns{c}; // version 7: two turns a step, around each group of wgmma
+        if constexpr (kTurns) { turns.begin(); }
         float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
         for (int step = 0; step < w.steps; step++) {
             const int stage = step % FLASH6_STAGES;
+            const bool last = step == w.steps - 1;
             // every step's stage is waited for and released, computed or not: the 256 arrivals of a phase
             // must all be for the same step
             flash6_mbar_wait(smem_u32(&bar.full[stage]), (step / FLASH6_STAGES) & 1);
@@ -2080,10 +2094,12 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
                 float pt[32], dst[32]; // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
                 #pragma unroll
                 for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+                if constexpr (kTurns) { turns.take(); }
                 flash6_wgmma_fence();
                 flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQs);
                 flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdOs);
                 flash6_wgmma_commit();
+                if constexpr (kTurns) { turns.hand_on(false); }
                 flash6_wgmma_wait0();
                 // P^T = 2^(S^T scale_log2 - lse) and dS^T = P^T (dP^T - D), the query's lse (base 2) and D
                 // per column; P^T 0 where query < key or query >= T, in the steps that cross the
@@ -2109,11 +2125,18 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
                 uint32_t p_frag[4][4], ds_frag[4][4];
                 flash6_pack_p<4>(p_frag, pt);
                 flash6_pack_p<4>(ds_frag, dst);
+                if constexpr (kTurns) { turns.take(); }
                 flash6_wgmma_fence();
                 flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdOs);
                 flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQs);
                 flash6_wgmma_commit();
+                if constexpr (kTurns) { turns.hand_on(last); }
                 flash6_wgmma_wait0();
+            } else if constexpr (kTurns) { // both turns, with nothing to issue: the rounds stay paired
+                turns.take();
+                turns.hand_on(false);
+                turns.take();
+                turns.hand_on(last);
             }
             flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
         }
@@ -2126,7 +2149,7 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
 // dQ, version 6. Grid (B * H, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dq_smem_bytes. tq,
 // tdo, tk, tv: the tensor maps in boxes of 128 rows; it adds dQ = scale * dS K to what the dK/dV kernel
 // wrote where q shares k's storage (dq.accumulate). lse, delta as flash_attention_backward_dq_kernel.
-template <int kHeadDim>
+template <int kHeadDim, bool kTurns>
 __global__ void __launch_bounds__(FLASH6_THREADS, 1)
 flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
                                     const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
@@ -2160,6 +2183,8 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
             lse2[r] = query < T ? lse[at] * FLASH_LOG2E : 0.0f;
             d[r] = query < T ? delta[at] : 0.0f;
         }
+        const Flash7Turns turns{c}; // version 7: two turns a tile, around each group of wgmma
+        if constexpr (kTurns) { turns.begin(); }
         float acc_dq[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dq[i] = 0.0f; }
@@ -2170,10 +2195,12 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
             float p[64], ds[64]; // (64 rows, 128 keys): S then P; dP then dS
             #pragma unroll
             for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
+            if constexpr (kTurns) { turns.take(); }
             flash6_wgmma_fence();
             flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
             flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
             flash6_wgmma_commit();
+            if constexpr (kTurns) { turns.hand_on(false); }
             flash6_wgmma_wait0();
             if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
             #pragma unroll
@@ -2184,9 +2211,11 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
             }
             uint32_t ds_frag[8][4];
             flash6_pack_p(ds_frag, ds);
+            if constexpr (kTurns) { turns.take(); }
             flash6_wgmma_fence();
             flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n));
             flash6_wgmma_commit();
+            if constexpr (kTurns) { turns.hand_on(n == w.n_last); }
             flash6_wgmma_wait0();
             flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
         }
@@ -2195,9 +2224,9 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
 #endif
 }
 
-// version 6's backward after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write where
-// q shares k's storage)
-template <int kHeadDim>
+// versions 6 and 7 (kTurns) of the backward after the delta kernel: dK/dV first, then dQ (which adds to
+// dK/dV's write where q shares k's storage)
+template <int kHeadDim, bool kTurns>
 static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
                                          const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
                                          int B, int T, int H, int Hkv, float scale) {
@@ -2213,14 +2242,14 @@ static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
     const int kv_same = k.ptr == v.ptr;
     const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(kHeadDim), smem_dq = flash6_bwd_dq_smem_bytes(kHeadDim);
     static bool dkdv_opted_in = false, dq_opted_in = false;
-    flash_smem_opt_in(flash6_attention_backward_dkdv_kernel<kHeadDim>, smem_dkdv, &dkdv_opted_in);
-    flash_smem_opt_in(flash6_attention_backward_dq_kernel<kHeadDim>, smem_dq, &dq_opted_in);
+    flash_smem_opt_in(flash6_attention_backward_dkdv_kernel<kHeadDim, kTurns>, smem_dkdv, &dkdv_opted_in);
+    flash_smem_opt_in(flash6_attention_backward_dq_kernel<kHeadDim, kTurns>, smem_dq, &dq_opted_in);
     const int tiles = (T + FLASH6_BLOCK_N - 1) / FLASH6_BLOCK_N; // 128 keys or 128 query rows each
-    flash6_attention_backward_dkdv_kernel<kHeadDim><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
+    flash6_attention_backward_dkdv_kernel<kHeadDim, kTurns><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
         tq64, tdo64, maps.k, maps.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
     profile_mark(PROF_ATTN_BWD_DKDV);
-    flash6_attention_backward_dq_kernel<kHeadDim><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
+    flash6_attention_backward_dq_kernel<kHeadDim, kTurns><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
         maps.q, tdo, maps.k, maps.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
     profile_mark(PROF_ATTN_BWD_DQ);
@@ -2269,7 +2298,8 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
                                float* dq_accum, unsigned int* sync, const floatX* dout, const floatX* out,
                                const float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
-    if ((version == 2 || version == 3 || version == 5 || (version == 6 && flash6_available())) && (s->hd == 64 || s->hd == 128)) {
+    if ((version == 2 || version == 3 || version == 5 || ((version == 6 || version == 7) && flash6_available())) &&
+        (s->hd == 64 || s->hd == 128)) {
         flash_check_backward(dq, dk, dv, dout, q, k, v, s);
         if (version == 3) { // one kernel, D folded in
             if (s->hd == 64) {
@@ -2282,15 +2312,17 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
             profile_mark(PROF_ATTN_BWD);
             return;
         }
-        // versions 2, 5 and 6: the delta kernel, then their dK/dV and dQ kernels
+        // versions 2, 5, 6 and 7: the delta kernel, then their dK/dV and dQ kernels
         flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
         profile_mark(PROF_ATTN_BWD_DELTA);
         if (version == 2 && s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 2) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 5 && s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 5) { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (s->hd == 64) { flash6_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else { flash6_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 6 && s->hd == 64) { flash6_attention_backward_hd<64, false>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 6) { flash6_attention_backward_hd<128, false>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (s->hd == 64) { flash6_attention_backward_hd<64, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else { flash6_attention_backward_hd<128, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         return;
     }
 #endif

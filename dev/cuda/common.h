@@ -750,6 +750,7 @@ static const LabVersion lab_attn_backward_versions[] = {
     {4, "fused flash v4 (v3's forward): v2's two kernels, tiles by cp.async, operands by ldmatrix", 1, 4},
     {5, "fused flash v5 (v5's forward): 128-key dK/dV CTAs (32 keys a warp at hd 64), 3 stages; 32-row dQ warps", 1, 5},
     {6, "fused flash v6 (sm_90a, v6's forward): v5's two kernels as a producer warpgroup's bulk copies and two consumers' wgmma", 1, 6},
+    {7, "fused flash v7 (sm_90a, v7's forward): v6 with the consumers' ping-pong, two turns a step", 1, 7},
 };
 // one lab's table: the forward's or the backward's
 static const LabVersion* lab_attn_versions(int backward) { return backward ? lab_attn_backward_versions : lab_attn_forward_versions; }
@@ -775,7 +776,7 @@ static LabSpec lab_attn_spec(const char* name, const char* what, const char* ben
     return s;
 }
 
-// forward versions 6 and 7 and backward version 6 need an sm_90a build on a compute capability 9.0 GPU (flash6_available):
+// versions 6 and 7 of both labs need an sm_90a build on a compute capability 9.0 GPU (flash6_available):
 // elsewhere one SKIP line each says so and the other versions run; 0 when they were all that was asked for
 static int lab_attn_drop_unavailable(LabArgs* a) {
 #if PRECISION_IS_BF16
@@ -1517,7 +1518,7 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
     } else if (ver->version == 5) {
         lab_far_ctas("flash5_attention_backward_dkdv_kernel", 'x');
         lab_far_ctas("flash5_attention_backward_dq_kernel", 'x');
-    } else if (ver->version == 6) {
+    } else if (ver->version == 6 || ver->version == 7) { // one kernel of each, version 7 its kTurns instance
         lab_far_ctas("flash6_attention_backward_dkdv_kernel", 'x');
         lab_far_ctas("flash6_attention_backward_dq_kernel", 'x');
     } else {
