@@ -21,7 +21,7 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
          compute-bound at every T (backward 319 FLOP/byte at T = 1024, the ridge is 263)
   (version 1 is held to neither: full T x T matmuls, (B, H, T, T) probabilities and their gradient)
 
-Versions (1 and 4 the trainer's own code, included below; 2, 3, 5 and 6 in attention_flash_versions.h;
+Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6 and 7 in attention_flash_versions.h;
 `make labs` builds build/lab_attention_backward):
   1  unfused, ./build/lab_attention_backward 1: permute dO to (B, H, T, hd); cuBLASLt strided-batched
      dP = dO v^T and dv = P^T dO over B*Hkv batches (the g query heads of a kv head summed through the
@@ -246,6 +246,29 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5 and 6 in atten
      shape of every scheme (Hkv H, H/2, 1; T 1 to 1024; hd 64 and 128), `--large`; the second run
      bit-identical. Where the build is not sm_90a or the GPU not compute capability 9.0 the lab says SKIP.
 
+  7  flash version 7, ./build/lab_attention_backward 7 (issue 59 part 2c; in attention_flash_versions.h,
+     the same kernel templates as version 6 with kTurns; runs after forward version 7; predicted here,
+     not measured): version 6 with forward version 7's ping-pong. The two consumers take turns by
+     named barriers 1 and 2 (Flash7Turns, forward version 7's protocol) to issue each group of wgmma:
+     two turns a step, S^T and dP^T, then dV and dK (dQ kernel: S and dP, then dQ), so one consumer's
+     exponentials and products run while the tensor cores work on the other's matmuls. A dK/dV
+     consumer with nothing to compute in a step still takes both turns, so the rounds stay paired.
+     Not here: the intra-warpgroup overlap (a step's S^T issued under the last step's dV and dK), and
+     a third stage. Registers, shared memory and the ring as version 6's; ptxas (nvcc 13.0, sm_90a):
+     168 registers at entry, 0 spills, 3 barriers (0 and the two turns), no C7508/C7514/C7517/C7519.
+     Predicted (not measured), by the "overlap" model (the larger of wgmma and the elementwise work,
+     times 1.10, plus the delta kernel), with the bubbles of two turns a step: a consumer's group
+     waits for its own elementwise work and for the other's group before it, so the tensor pipe idles
+     where the elementwise work of a score (about 0.11 SM-clocks: exp2 1/16, 6 FP32 operations / 128)
+     outlasts the other consumer's group (two products at hd 64: 0.075 clocks a score at 3410 FLOPs a
+     clock an SM). Per round of four groups: dK/dV 3 G1 + E against 4 G1 (1.12x the ideal) and dQ
+     1.32x at hd 64; at hd 128 dK/dV none, dQ 1.08x:
+       hd 64   T 1024: 0.088 ms   2048: 0.327   4096: 1.260   8192: 4.94   16384: 19.6
+       hd 128  T 1024: 0.152 ms   4096: 2.167   16384: 33.6
+     Against SDPA's measured backward on the H200 (hd 64, 0.252 / 0.535 / 1.588 ms): 2.9x, 1.6x and
+     1.26x at T 1024, 2048 and 4096; version 6's "sum" prediction 1.49x, 1.51x and 1.51x version 7's
+     times. The SASS facts are version 6's, plus BAR.SYNC and BAR.ARV with barriers 1 and 2.
+
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
@@ -261,7 +284,7 @@ second backward bit-identical to the first. One PASS/FAIL line per (version, sch
 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 With version 2 selected, --check also runs version 2's delta kernel and the one it replaced against
 double sums (check_delta), and --bench times both (bench_delta: the bench shapes and B 64, T 1024).
---large (BF16 builds; common.h's lab_attn_large): versions 2, 4, 5 and 6 at the largest shape the trainer
+--large (BF16 builds; common.h's lab_attn_large): versions 2, 4, 5, 6 and 7 at the largest shape the trainer
 admits, as the forward lab's --large: from the twin's atty and lse in batch row B - 1, the delta
 kernel's last block, the dK/dV CTAs of the last kv head and the dQ CTAs of the last head (only those on
 the CPU runtime), their rows against the twin's gradients and D. Version 3's one-pass kernel cannot run
