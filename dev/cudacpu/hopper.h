@@ -99,6 +99,7 @@ struct WgmmaPending {
     long group = 0;
     int n = 0; // registers
     float* reg[kWgmmaMaxN / 2];
+    float *lo = nullptr, *hi = nullptr; // the lowest and highest of them (a register outside is not one)
     float val[kWgmmaMaxN / 2];
     // the warpgroup's first thread only: its operands and their bytes' hash, to find a store into them
     bool check = false;
@@ -559,17 +560,21 @@ static inline uint64_t wgmma_elem_addr(uint64_t desc, int mn, int k, int tnsp) {
 }
 
 // an operand's rows x 16 elements from shared memory: through the async view (values), or the generic
-// one (the hash that finds a store into it while in flight)
+// one (the hash that finds a store into it while in flight). In every layout 8 elements along the
+// contiguous dimension (k when K-major, mn when MN-major) from a multiple of 8 fill one 16-byte chunk
+// (the swizzle moves whole chunks), so the operand is read a chunk at a time
 static uint64_t wgmma_gather(HopperCta& h, uint64_t desc, int rows, int tnsp, bool view, double (*out)[16], int line) {
     if (((desc >> 49) & 7) != 0) { fail("wgmma at " + line_str(line) + ": a descriptor with a matrix base offset is not modelled"); }
     uint64_t hash = 1469598103934665603ull;
-    for (int r = 0; r < rows; r++) {
-        for (int k = 0; k < 16; k++) {
-            const uint64_t a = wgmma_elem_addr(desc, r, k, tnsp);
-            uint16_t bits;
-            memcpy(&bits, view ? view_ptr(h, a, 2, 2, "wgmma.mma_async", line) : shared_window_ptr(a, 2, 2, "wgmma.mma_async", line), 2);
-            if (out) { out[r][k] = (double)bf16_bits_to_float(bits); }
-            hash = (hash ^ bits ^ (a << 16)) * 1099511628211ull;
+    for (int r0 = 0; r0 < rows; r0 += tnsp ? 8 : 1) {
+        for (int k0 = 0; k0 < 16; k0 += tnsp ? 1 : 8) {
+            const uint64_t a = wgmma_elem_addr(desc, r0, k0, tnsp);
+            uint16_t chunk[8];
+            memcpy(chunk, view ? view_ptr(h, a, 16, 16, "wgmma.mma_async", line) : shared_window_ptr(a, 16, 16, "wgmma.mma_async", line), 16);
+            for (int e = 0; e < 8; e++) {
+                if (out) { (tnsp ? out[r0 + e][k0] : out[r0][k0 + e]) = (double)bf16_bits_to_float(chunk[e]); }
+                hash = (hash ^ chunk[e] ^ ((a + 2 * e) << 16)) * 1099511628211ull;
+            }
         }
     }
     return hash;
@@ -611,14 +616,14 @@ __attribute__((noinline)) static void wgmma_compute(HopperCta& h, int wg0) {
             }
         }
     }
-    const double sa = l0.scale_a, sb = l0.scale_b;
+    const double sab = (double)l0.scale_a * l0.scale_b; // +-1: the products' signs, exact
     for (int l = 0; l < 128; l++) {
         WgLane& o = h.lanes[wg0 + l];
         const int w = l / 32, g = (l % 32) / 4, t = l % 4;
         for (int i = 0; i < N / 2; i++) {
             const int row = 16 * w + g + 8 * ((i % 4) / 2), col = 8 * (i / 4) + 2 * t + (i % 2);
             double acc = l0.scale_d ? (double)o.c[i] : 0.0;
-            for (int k = 0; k < 16; k++) { acc += sa * A[row][k] * sb * B[col][k]; }
+            for (int k = 0; k < 16; k++) { acc += sab * (A[row][k] * B[col][k]); }
             o.d[i] = (float)acc;
         }
     }
@@ -650,11 +655,12 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
     me.scale_a = scale_a;
     me.scale_b = scale_b;
     // the accumulator's input: an earlier wgmma of this thread still in flight on the same register
-    // hands its result on (the hardware chains them), else the register
+    // hands its result on (the hardware chains them), else the register; none with scale-d 0 (D = A B)
     std::vector<WgmmaPending>& q = h.wgmma[tid];
-    for (int i = 0; i < N / 2; i++) {
+    for (int i = 0; i < N / 2 && scale_d; i++) {
         bool found = false;
         for (size_t p = q.size(); p-- > 0 && !found;) {
+            if (regs[i] < q[p].lo || regs[i] > q[p].hi) { continue; }
             if (i < q[p].n && q[p].reg[i] == regs[i]) { me.c[i] = q[p].val[i]; found = true; }
             for (int j = 0; j < q[p].n && !found; j++) {
                 if (q[p].reg[j] == regs[i]) { me.c[i] = q[p].val[j]; found = true; }
@@ -667,8 +673,11 @@ static void wgmma_mma(float* const* regs, int N, uint64_t desc_a, const uint32_t
     WgmmaPending p;
     p.n = N / 2;
     p.ops.line = line; // every thread's record names its issue (the first lane's also keeps the operands)
+    p.lo = p.hi = regs[0];
     for (int i = 0; i < N / 2; i++) {
         p.reg[i] = regs[i];
+        p.lo = std::min(p.lo, regs[i]);
+        p.hi = std::max(p.hi, regs[i]);
         p.val[i] = h.lanes[tid].d[i];
         memcpy(regs[i], &kAccPoison, 4);
     }
@@ -716,7 +725,10 @@ static void wgmma_wait(long n, int line) {
             // a later wgmma still in flight on this register keeps it poisoned; one retiring now writes it next
             bool later = false;
             for (size_t j = i + 1; j < q.size() && !later; j++) {
-                for (int s = 0; s < q[j].n && !later; s++) { later = q[j].reg[s] == p.reg[r]; }
+                const WgmmaPending& o = q[j];
+                if (p.reg[r] < o.lo || p.reg[r] > o.hi) { continue; }
+                later = r < o.n && o.reg[r] == p.reg[r]; // a chain of wgmma on the same registers
+                for (int s = 0; s < o.n && !later; s++) { later = o.reg[s] == p.reg[r]; }
             }
             uint32_t bits;
             memcpy(&bits, p.reg[r], 4);
