@@ -269,7 +269,7 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6 and 7 in at
      1.26x at T 1024, 2048 and 4096; version 6's "sum" prediction 1.49x, 1.51x and 1.51x version 7's
      times. The SASS facts are version 6's, plus BAR.SYNC and BAR.ARV with barriers 1 and 2.
 
-  ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
+  ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large] [--long]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200, 1024} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
@@ -295,6 +295,7 @@ pair per thread, issue 58's bug, fails there).
 --bench: backward alone (after one forward) and forward + backward, ms (median of 25, L2 flushed
 before each), TFLOP/s and GB/s from the two numbers above, at B 8 (T 1024, 2048, 4096) and at d12's
 micro-step (B 64, T 1024: see the forward lab's --bench). PyTorch: python3 dev/cuda/sdpa_bench.py.
+--long: backward and forward + backward on issue 59's grid, as the forward lab's --long.
 */
 #define TESTING
 #include "../../train_gpt2.cu"
@@ -583,10 +584,8 @@ static int check(const LabArgs* a) {
 static void bench(const LabArgs* a) {
     LabTimer timer;
     lab_timer_init(&timer);
-    printf("bench: B=%d (then 64 at T 1024: d12's micro-step) H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv "
-           "(B, T, 3C)), %s, median of %d runs, L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD,
-           PRECISION_NAME, LAB_BENCH_REPS, timer.flush_bytes / 2 >> 20);
-    for (const LabBenchBT& bt : lab_bench_shapes) {
+    lab_attn_bench_header(a, &timer);
+    for (const LabBenchBT& bt : lab_bench_list(a)) {
         const LabShape sh = lab_bench_shape(bt);
         const double f_fwd = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd), f_bwd = lab_flops_backward(sh.B, sh.T, sh.H, sh.hd);
         const double b_fwd = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
@@ -594,12 +593,12 @@ static void bench(const LabArgs* a) {
         lab_attn_bench_predicted("backward", f_bwd, b_bwd, &sh);
         lab_attn_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, &sh);
         LabInputs in;
-        lab_inputs_make(&in, &sh, a->seed, 1);
+        lab_bench_inputs_make(&in, &sh, a->seed);
         const size_t BT = (size_t)sh.B * sh.T;
         for (int k = 0; k < lab_attn_num_versions(1); k++) {
             const LabVersion* ver = &lab_attn_versions(1)[k];
             AttnShape s;
-            if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
+            if (!lab_bench_runs(a, ver) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
             lab_attn_alloc(&at, &s, ver->variant, 1);
             LabBuf atty = lab_buf_alloc(BT * in.C * sizeof(floatX), "atty");
@@ -610,9 +609,9 @@ static void bench(const LabArgs* a) {
             auto forward = [&]() { lab_attention_forward(&at, d_atty, src); };
             auto backward = [&]() { lab_attention_backward(&at, dsrc, lab_in(&in.datty), d_atty, src); };
             forward();
-            const double ms_bwd = lab_time_median_ms(&timer, LAB_BENCH_REPS, backward);
+            const double ms_bwd = lab_time_median_ms(&timer, lab_bench_reps(a), backward);
             lab_attn_bench_line(ver->version, "backward", &sh, ms_bwd, f_bwd, b_bwd);
-            const double ms_both = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() { forward(); backward(); });
+            const double ms_both = lab_time_median_ms(&timer, lab_bench_reps(a), [&]() { forward(); backward(); });
             lab_attn_bench_line(ver->version, "forward+backward", &sh, ms_both, f_fwd + f_bwd, b_fwd + b_bwd);
             lab_buf_free(&dqkv);
             lab_buf_free(&atty);
@@ -621,7 +620,7 @@ static void bench(const LabArgs* a) {
         lab_inputs_free(&in);
     }
 #if PRECISION_IS_BF16
-    if (lab_version_selected(a, 2)) { bench_delta(&timer, a); }
+    if (lab_version_selected(a, 2) && !a->long_bench) { bench_delta(&timer, a); }
 #endif
     lab_timer_free(&timer);
 }

@@ -196,7 +196,7 @@ builds build/lab_attention_forward):
      flight: the poison the runtime leaves in the accumulators is read) and m78 (consumer 0 never given
      its first turn: a deadlock naming named barrier 1) are caught.
 
-  ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large]
+  ./build/lab_attention_forward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large] [--long]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
 where allowed x T in {1, 63, 64, 65, 200, 1024} x hd in {16 (version 1), 64, 128}; B 2, H 4): fresh N(0, 1)
@@ -217,6 +217,10 @@ B 8 (T 1024, 2048, 4096), then at d12's micro-step, B 64 and T 1024: 12 x that f
 backward lab's is the flash rows of a d12 training step (gpu_suite.sh's targets compare it with the
 33.2 ms the trainer measured at c32bccf).
 PyTorch's SDPA on the same shapes: python3 dev/cuda/sdpa_bench.py.
+--long (with or instead of --bench): issue 59's grid, where its bar is 1.0x SDPA: B 8, H 12, T 1024,
+2048, 4096, 8192, 16384, hd 64 then 128, the flash versions (version 1's (B, H, T, T) buffers take 13
+GB at T 8192), median of 10 runs; the inputs are drawn on the device. python3 dev/cuda/sdpa_bench.py
+--long times SDPA on the same grid; gpu_suite.sh's stage lab_bench_long runs both.
 */
 #define TESTING
 #include "../../train_gpt2.cu"
@@ -315,24 +319,22 @@ static int check(const LabArgs* a) {
 static void bench(const LabArgs* a) {
     LabTimer timer;
     lab_timer_init(&timer);
-    printf("bench: B=%d (then 64 at T 1024: d12's micro-step) H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv "
-           "(B, T, 3C)), %s, median of %d runs, L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD,
-           PRECISION_NAME, LAB_BENCH_REPS, timer.flush_bytes / 2 >> 20);
-    for (const LabBenchBT& bt : lab_bench_shapes) {
+    lab_attn_bench_header(a, &timer);
+    for (const LabBenchBT& bt : lab_bench_list(a)) {
         const LabShape sh = lab_bench_shape(bt);
         const double flops = lab_flops_forward(sh.B, sh.T, sh.H, sh.hd);
         const double bytes = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
         lab_attn_bench_predicted("forward", flops, bytes, &sh);
         LabInputs in;
-        lab_inputs_make(&in, &sh, a->seed, 0);
+        lab_bench_inputs_make(&in, &sh, a->seed);
         for (int k = 0; k < lab_attn_num_versions(0); k++) {
             const LabVersion* ver = &lab_attn_versions(0)[k];
             AttnShape s;
-            if (!lab_version_selected(a, ver->version) || !lab_version_shape(ver, &in, &s)) { continue; }
+            if (!lab_bench_runs(a, ver) || !lab_version_shape(ver, &in, &s)) { continue; }
             LabAttn at;
             lab_attn_alloc(&at, &s, ver->variant, 0);
             LabBuf atty = lab_buf_alloc((size_t)sh.B * sh.T * in.C * sizeof(floatX), "atty");
-            const double ms = lab_time_median_ms(&timer, LAB_BENCH_REPS, [&]() {
+            const double ms = lab_time_median_ms(&timer, lab_bench_reps(a), [&]() {
                 lab_attention_forward(&at, (floatX*)atty.ptr, lab_sources(&in));
             });
             lab_attn_bench_line(ver->version, "forward", &sh, ms, flops, bytes);

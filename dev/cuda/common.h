@@ -65,6 +65,7 @@ typedef struct {
     const char* bench;
     const char* quick;
     const char* large;           // what --large runs (the attention labs); NULL: no --large
+    const char* long_bench;      // what --long runs (the attention labs); NULL: no --long
 } LabSpec;
 
 typedef struct {
@@ -77,6 +78,7 @@ typedef struct {
     int check, bench;
     int quick;                   // --check on the lab's short list of shapes (implies --check)
     int large;                   // --large (LabSpec.large): the far end of the largest shape, instead of --check
+    int long_bench;              // --long (LabSpec.long_bench): --bench on the long list of shapes (implies --bench)
 } LabArgs;
 
 #define LAB_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0]))) // the rows of a static table
@@ -106,8 +108,8 @@ static std::string lab_version_list(const LabSpec* spec) {
 
 static void lab_usage(const LabArgs* a) {
     const LabSpec* spec = a->spec;
-    printf("Usage: %s [version]%s [--seed n] [--check] [--bench] [--quick]%s\n", a->name, spec->schemes ? " [--scheme s]" : "",
-           spec->large ? " [--large]" : "");
+    printf("Usage: %s [version]%s [--seed n] [--check] [--bench] [--quick]%s%s\n", a->name, spec->schemes ? " [--scheme s]" : "",
+           spec->large ? " [--large]" : "", spec->long_bench ? " [--long]" : "");
     printf("  %s (%s build)\n", spec->what, PRECISION_NAME);
     printf("  version       one of:%s (default: all of them)\n", lab_version_list(spec).c_str());
     for (int i = 0; i < spec->num_versions; i++) {
@@ -126,6 +128,7 @@ static void lab_usage(const LabArgs* a) {
            : "--check on a short list of shapes that still reaches every code path at the trainer's widths\n"
              "                (for dev/cudacpu, the CPU runtime; implies --check)");
     if (spec->large) { printf("  --large       %s\n", spec->large); }
+    if (spec->long_bench) { printf("  --long        %s\n", spec->long_bench); }
     printf("With neither --check nor --bench: both. Without a CUDA device: one SKIP line, exit 0.\n");
 }
 
@@ -148,7 +151,7 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
     a->version = 0;
     a->scheme = -1;
     a->seed = 1337;
-    a->check = a->bench = a->quick = a->large = 0;
+    a->check = a->bench = a->quick = a->large = a->long_bench = 0;
     int have_version = 0;
     for (int i = 1; i < argc; i++) {
         const char* arg = argv[i];
@@ -157,6 +160,7 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
         if (strcmp(arg, "--bench") == 0) { a->bench = 1; continue; }
         if (strcmp(arg, "--quick") == 0) { a->quick = a->check = 1; continue; }
         if (spec->large && strcmp(arg, "--large") == 0) { a->large = 1; continue; }
+        if (spec->long_bench && strcmp(arg, "--long") == 0) { a->long_bench = a->bench = 1; continue; }
         const int is_seed = strcmp(arg, "--seed") == 0, is_scheme = spec->schemes && strcmp(arg, "--scheme") == 0;
         if (is_seed || is_scheme) {
             if (i + 1 >= argc) {
@@ -182,8 +186,8 @@ static int lab_parse_args(LabArgs* a, int argc, char** argv, const LabSpec* spec
             continue;
         }
         if (arg[0] == '-') {
-            lab_arg_error(a, "unknown flag '%s' (expected [version]%s --seed n --check --bench --quick%s, or -h)", arg,
-                          spec->schemes ? " --scheme s" : "", spec->large ? " --large" : "");
+            lab_arg_error(a, "unknown flag '%s' (expected [version]%s --seed n --check --bench --quick%s%s, or -h)", arg,
+                          spec->schemes ? " --scheme s" : "", spec->large ? " --large" : "", spec->long_bench ? " --long" : "");
         }
         // the version, a positional number
         char* end = NULL;
@@ -773,6 +777,8 @@ static LabSpec lab_attn_spec(const char* name, const char* what, const char* ben
     s.large = "the flash versions' index arithmetic at the largest shape the trainer admits (B*T*C just\n"
               "                under 2^31, the projection past 2^32): each kernel's CTAs of the last head of the last\n"
               "                batch row (only those on the CPU runtime) against the CPU twin of that row";
+    s.long_bench = "--bench on issue 59's grid instead: B 8, H 12, T 1024 to 16384, hd 64 and 128, the flash\n"
+                   "                versions (not version 1: its (B, H, T, T) buffers), median of 10 runs; sdpa_bench.py --long";
     return s;
 }
 
@@ -1211,8 +1217,24 @@ static int lab_attn_verdict(const LabArgs* a, int version, const LabInputs* in, 
 #define LAB_BENCH_B 8
 #define LAB_BENCH_H 12
 #define LAB_BENCH_HD 64
-typedef struct { int B, T; } LabBenchBT;
-static const LabBenchBT lab_bench_shapes[4] = {{LAB_BENCH_B, 1024}, {LAB_BENCH_B, 2048}, {LAB_BENCH_B, 4096}, {64, 1024}};
+#define LAB_BENCH_LONG_REPS 10 // --long: its largest shapes take ~50 ms a backward
+typedef struct { int B, T, hd; } LabBenchBT;
+static const LabBenchBT lab_bench_shapes[4] = {
+    {LAB_BENCH_B, 1024, LAB_BENCH_HD}, {LAB_BENCH_B, 2048, LAB_BENCH_HD}, {LAB_BENCH_B, 4096, LAB_BENCH_HD}, {64, 1024, LAB_BENCH_HD}};
+// --long: issue 59's grid, where its bar is 1.0x PyTorch SDPA at every T from 1024 to 16384, hd 64 and 128
+// (dev/cuda/sdpa_bench.py --long times the same)
+static const LabBenchBT lab_bench_long_shapes[10] = {
+    {LAB_BENCH_B, 1024, 64},  {LAB_BENCH_B, 2048, 64},  {LAB_BENCH_B, 4096, 64},  {LAB_BENCH_B, 8192, 64},  {LAB_BENCH_B, 16384, 64},
+    {LAB_BENCH_B, 1024, 128}, {LAB_BENCH_B, 2048, 128}, {LAB_BENCH_B, 4096, 128}, {LAB_BENCH_B, 8192, 128}, {LAB_BENCH_B, 16384, 128}};
+static std::vector<LabBenchBT> lab_bench_list(const LabArgs* a) {
+    return a->long_bench ? std::vector<LabBenchBT>(lab_bench_long_shapes, lab_bench_long_shapes + LAB_COUNT(lab_bench_long_shapes))
+                         : std::vector<LabBenchBT>(lab_bench_shapes, lab_bench_shapes + LAB_COUNT(lab_bench_shapes));
+}
+static int lab_bench_reps(const LabArgs* a) { return a->long_bench ? LAB_BENCH_LONG_REPS : LAB_BENCH_REPS; }
+// whether the bench times version v: selected, and in --long a flash version
+static int lab_bench_runs(const LabArgs* a, const LabVersion* v) {
+    return lab_version_selected(a, v->version) && (!a->long_bench || v->variant != 0);
+}
 
 // FLOPs: causal, QK^T and PV over half of the T x T square: 2 matmuls x 2 B H T^2 hd / 2
 static double lab_flops_forward(int B, int T, int H, int hd) { return 2.0 * B * H * (double)T * T * hd; }
@@ -1229,7 +1251,7 @@ static double lab_bytes_backward(int B, int T, int H, int Hkv, int hd) {
 // "predicted <pass> T=.. B=..: ..." (lab_bench_predicted)
 static void lab_attn_bench_predicted(const char* pass, double flops, double bytes, const LabShape* sh) {
     char what[64];
-    snprintf(what, sizeof(what), "%s T=%d B=%d", pass, sh->T, sh->B);
+    snprintf(what, sizeof(what), "%s T=%d B=%d hd=%d", pass, sh->T, sh->B, sh->hd);
     lab_bench_predicted(what, flops, bytes);
 }
 
@@ -1249,8 +1271,46 @@ static LabShape lab_bench_shape(LabBenchBT bt) {
     sh.T = bt.T;
     sh.H = LAB_BENCH_H;
     sh.Hkv = LAB_BENCH_H;
-    sh.hd = LAB_BENCH_HD;
+    sh.hd = bt.hd;
     return sh;
+}
+
+// the bench's first line: the shapes, the runs, the flush
+static void lab_attn_bench_header(const LabArgs* a, const LabTimer* timer) {
+    if (a->long_bench) {
+        printf("bench --long: B=%d H=Hkv=%d, T 1024 to 16384, hd 64 then 128, standard layout, %s, the flash versions, median of "
+               "%d runs, L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, PRECISION_NAME, lab_bench_reps(a),
+               timer->flush_bytes / 2 >> 20);
+    } else {
+        printf("bench: B=%d (then 64 at T 1024: d12's micro-step) H=Hkv=%d hd=%d, standard layout (q, k, v columns of qkv "
+               "(B, T, 3C)), %s, median of %d runs, L2 (%zu MiB) flushed before each\n", LAB_BENCH_B, LAB_BENCH_H, LAB_BENCH_HD,
+               PRECISION_NAME, lab_bench_reps(a), timer->flush_bytes / 2 >> 20);
+    }
+}
+
+// the bench's inputs, x, qkv and datty N(0, 1), drawn on the device by the trainer's init kernel (the
+// host's draws of --long's largest projection, 0.6 G elements, would take tens of seconds of GPU time)
+static void lab_bench_inputs_make(LabInputs* in, const LabShape* sh, unsigned long long base_seed) {
+    in->sh = *sh;
+    in->cfg = lab_config(sh);
+    in->seed = lab_trial_seed(base_seed, {sh->scheme, sh->B, sh->T, sh->H, sh->Hkv, sh->hd});
+    in->C = sh->H * sh->hd;
+    in->W = qkv_layout(&in->cfg).width;
+    in->has_qres = 0; // the standard layout
+    const size_t BT = (size_t)sh->B * sh->T;
+    LabTensor* const tensors[3] = {&in->x, &in->qkv, &in->datty};
+    const size_t counts[3] = {BT * in->C, BT * in->W, BT * in->C};
+    const char* const names[3] = {"x", "qkv", "datty"};
+    for (int i = 0; i < 3; i++) {
+        tensors[i]->f.clear();
+        tensors[i]->x.clear();
+        tensors[i]->d = lab_buf_alloc(counts[i] * sizeof(floatX), names[i]);
+        init_normal_kernel<<<grid_for(counts[i], 256), 256>>>((floatX*)tensors[i]->d.ptr, NULL, 0, 0, counts[i], 1.0f, in->seed, i + 1);
+        launchCheck();
+    }
+    in->qres.f.clear();
+    in->qres.x.clear();
+    in->qres.d = lab_buf_none("qres");
 }
 
 // ----------------------------------------------------------------------------

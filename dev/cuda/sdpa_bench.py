@@ -2,14 +2,15 @@
 PyTorch's fused attention on the attention labs' benchmark shapes, in the labs' units: the peer of
 `build/lab_attention_forward --bench` and `build/lab_attention_backward --bench`.
 
-  python3 dev/cuda/sdpa_bench.py [--reps N]
+  python3 dev/cuda/sdpa_bench.py [--reps N] [--long]
 
 torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) in bf16, with q, k, v the
 head views of one (B, T, 3C) projection output (nanoGPT's layout, the labs' standard layout), at
-H = 12, hd = 64: B = 8 at T = 1024, 2048, 4096, then B = 64 at T = 1024 (d12's micro-step). Timed:
+H = 12, hd = 64: B = 8 at T = 1024, 2048, 4096, then B = 64 at T = 1024 (d12's micro-step); with --long,
+the labs' --long grid instead (issue 59's bar): B = 8, T = 1024 to 16384, hd = 64 and 128. Timed:
 forward; backward alone (autograd.grad of the forward's output into the (B, T, 3C) tensor, the
 forward's graph kept); forward + backward. Each the
-median of N runs (default 25) after two warm-ups, the L2 cache flushed (a memset of twice its size)
+median of N runs (default 25, 10 with --long) after two warm-ups, the L2 cache flushed (a memset of twice its size)
 before each run, CUDA events around the run only: the labs' method. Backends: PyTorch's own choice
 ("sdpa"), then each of flash and cuDNN forced where this PyTorch has it ("sdpa_flash", "sdpa_cudnn").
 
@@ -24,26 +25,30 @@ Without PyTorch or a CUDA device: one SKIP line, exit 0. Needs no network.
 import argparse
 import sys
 
-H, HD = 12, 64
-SHAPES = ((8, 1024), (8, 2048), (8, 4096), (64, 1024))  # (B, T): the labs' lab_bench_shapes
+H = 12
+SHAPES = ((8, 1024, 64), (8, 2048, 64), (8, 4096, 64), (64, 1024, 64))  # (B, T, hd): the labs' lab_bench_shapes
+LONG_SHAPES = tuple((8, T, hd) for hd in (64, 128) for T in (1024, 2048, 4096, 8192, 16384))  # lab_bench_long_shapes
 
 
-def flops_forward(B, T):
-    return 2.0 * B * H * T * T * HD
+def flops_forward(B, T, hd):
+    return 2.0 * B * H * T * T * hd
 
 
-def bytes_forward(B, T):
-    return 2.0 * B * T * HD * (2 * H + 2 * H) + 4.0 * B * H * T
+def bytes_forward(B, T, hd):
+    return 2.0 * B * T * hd * (2 * H + 2 * H) + 4.0 * B * H * T
 
 
-def bytes_backward(B, T):
-    return bytes_forward(B, T) + 2.0 * B * T * HD * (2 * H + 2 * H)
+def bytes_backward(B, T, hd):
+    return bytes_forward(B, T, hd) + 2.0 * B * T * hd * (2 * H + 2 * H)
 
 
 def main():
     ap = argparse.ArgumentParser(description="PyTorch SDPA on the attention labs' benchmark shapes")
-    ap.add_argument("--reps", type=int, default=25, help="timed runs per measurement, the median is printed (default 25)")
+    ap.add_argument("--reps", type=int, default=None, help="timed runs per measurement, the median is printed (default 25, 10 with --long)")
+    ap.add_argument("--long", action="store_true", help="the labs' --long grid: B 8, T 1024 to 16384, hd 64 and 128")
     args = ap.parse_args()
+    if args.reps is None:
+        args.reps = 10 if args.long else 25
     if args.reps < 1:
         print(f"error: sdpa_bench: --reps {args.reps}: expected an integer >= 1", file=sys.stderr)
         return 1
@@ -79,7 +84,7 @@ def main():
         n = len(ms)
         return ms[n // 2] if n % 2 else 0.5 * (ms[n // 2 - 1] + ms[n // 2])
 
-    def line(name, what, B, T, ms, flops, nbytes):
+    def line(name, what, B, T, HD, ms, flops, nbytes):
         print(f"bench {name} {what:<16} T={T} B={B} H={H} hd={HD} ms={ms:.4f} "
               f"TFLOP/s={flops / (ms * 1e-3) / 1e12:.1f} GB/s={nbytes / (ms * 1e-3) / 1e9:.1f}", flush=True)
 
@@ -93,10 +98,11 @@ def main():
     except Exception:
         sdpa_kernel = None
 
-    print(f"sdpa_bench: torch {torch.__version__} on {props.name}; (B, T) {SHAPES}, H={H} hd={HD}, bf16, q, k, v head views of "
+    shapes = LONG_SHAPES if args.long else SHAPES
+    print(f"sdpa_bench: torch {torch.__version__} on {props.name}; (B, T, hd) {shapes}, H={H}, bf16, q, k, v head views of "
           f"qkv (B, T, 3C), is_causal=True, median of {args.reps} runs, L2 ({l2 >> 20} MiB) flushed before each")
-    C = H * HD
-    for B, T in SHAPES:
+    for B, T, HD in shapes:
+        C = H * HD
         gen = torch.Generator(device=dev).manual_seed(1337 + T)
         qkv = torch.randn(B, T, 3 * C, device=dev, dtype=torch.bfloat16, generator=gen).requires_grad_(True)
         dout = torch.randn(B, H, T, HD, device=dev, dtype=torch.bfloat16, generator=gen)
@@ -108,9 +114,9 @@ def main():
             v = v.view(B, T, H, HD).transpose(1, 2)
             return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
-        f_fwd = flops_forward(B, T)
+        f_fwd = flops_forward(B, T, HD)
         f_bwd = 2.5 * f_fwd
-        b_fwd, b_bwd = bytes_forward(B, T), bytes_backward(B, T)
+        b_fwd, b_bwd = bytes_forward(B, T, HD), bytes_backward(B, T, HD)
         for name, backend in backends:
             ctx = sdpa_kernel(backend) if backend is not None else None
             try:
@@ -118,15 +124,15 @@ def main():
                     ctx.__enter__()
                 with torch.no_grad():
                     ms = median_ms(attend, args.reps)
-                line(name, "forward", B, T, ms, f_fwd, b_fwd)
+                line(name, "forward", B, T, HD, ms, f_fwd, b_fwd)
                 out = attend()
                 ms = median_ms(lambda: torch.autograd.grad(out, (qkv,), dout, retain_graph=True), args.reps)
-                line(name, "backward", B, T, ms, f_bwd, b_bwd)
+                line(name, "backward", B, T, HD, ms, f_bwd, b_bwd)
                 out = None  # frees the kept graph before the next measurement
                 ms = median_ms(lambda: torch.autograd.grad(attend(), (qkv,), dout), args.reps)
-                line(name, "forward+backward", B, T, ms, f_fwd + f_bwd, b_fwd + b_bwd)
+                line(name, "forward+backward", B, T, HD, ms, f_fwd + f_bwd, b_fwd + b_bwd)
             except Exception as e:  # a forced backend this GPU or build does not have
-                print(f"bench {name} T={T} B={B}: not available ({type(e).__name__}: {str(e).splitlines()[0][:120]})", flush=True)
+                print(f"bench {name} T={T} B={B} hd={HD}: not available ({type(e).__name__}: {str(e).splitlines()[0][:120]})", flush=True)
             finally:
                 if ctx is not None:
                     ctx.__exit__(None, None, None)

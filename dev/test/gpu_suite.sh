@@ -61,6 +61,8 @@
 #                     q_residual, through dev/test/initcheck_filter.py (reads of what only cuBLASLt
 #                     wrote dropped, everything else kept; why: dev/results/README.md)
 #   lab_bench         [400] `--bench` of the BF16 labs, dev/cuda/sdpa_bench.py (PyTorch SDPA, same shapes)
+#   lab_bench_long    [200] the attention labs' `--long` and `sdpa_bench.py --long`: issue 59's grid (B 8, H 12,
+#                     T 1024 to 16384, hd 64 and 128), the flash versions beside PyTorch SDPA
 #   profile_ncu       [540] ncu over one training step of the standard scheme (CSV), then
 #                     dev/tools/ncu_table.py: the top 15 kernels against the predicted rows
 #   ablate_shared_projections, ablate_wq_identity, ablate_residual_query [540 each] `make ablate
@@ -75,7 +77,7 @@
 # memory available and the most GPU memory used while they ran (sampled every 5 s). The targets are checked,
 # not printed, in a last step of every call (`targets`, no GPU, seconds): ours >= llm.c and ours >=
 # PyTorch compile in tokens/s (bench_peers), flash forward and backward at least as fast as PyTorch
-# SDPA at every lab shape of B 8 (lab_bench), the flash rows of a d12 step (12 x the labs' fastest forward and
+# SDPA at every lab shape of B 8 (lab_bench) and at every T and head size of issue 59's grid (lab_bench_long), the flash rows of a d12 step (12 x the labs' fastest forward and
 # backward at B 64, T 1024) at most 60% of the 33.2 ms measured at c32bccf (lab_bench; issue 58),
 # the profiled run's peak memory within 5% of `build/params
 # memory d12 1024 64` (profile). A miss is a FAIL row; a target not yet measured a SKIP row. A FAIL
@@ -94,11 +96,11 @@ source dev/test/torch_python.sh
 end_tree_with_me # the background builds (llm.c's among them) and every stage's processes end with the suite
 
 STAGES_ALL="build fixtures tests_fp32 tests_bf16 bench_peers train nccl profile bench_schemes lab_check sanitize_memcheck
-sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench profile_ncu ablate_shared_projections ablate_wq_identity
+sanitize_racecheck sanitize_synccheck sanitize_initcheck lab_bench lab_bench_long profile_ncu ablate_shared_projections ablate_wq_identity
 ablate_residual_query gen_bench"
 STAGES_ALL=$(echo $STAGES_ALL)
 declare -A CAP=([build]=300 [fixtures]=240 [tests_fp32]=400 [tests_bf16]=400 [bench_peers]=540 [bench_schemes]=540
-  [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [sanitize_memcheck]=540 [sanitize_racecheck]=540
+  [profile]=300 [profile_ncu]=540 [lab_check]=540 [lab_bench]=400 [lab_bench_long]=200 [sanitize_memcheck]=540 [sanitize_racecheck]=540
   [sanitize_synccheck]=540 [sanitize_initcheck]=540 [train]=300 [nccl]=300 [ablate_shared_projections]=540 [ablate_wq_identity]=540
   [ablate_residual_query]=540 [gen_bench]=300)
 # what each stage needs carried to the device machine (the plan's carry lists)
@@ -107,7 +109,7 @@ declare -A CARRY=([bench_peers]="dev/bench/peers" [profile]="dev/data/austen" [p
   [ablate_wq_identity]="dev/data/mix dev/data/gpt2" [ablate_residual_query]="dev/data/mix dev/data/gpt2")
 # the stages that need build's binaries, and fixtures' files, on this machine (a fresh machine has
 # neither: they are made again first, whatever LOG_DIR says)
-NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench sanitize_memcheck
+NEEDS_BUILD=" tests_fp32 tests_bf16 bench_peers bench_schemes profile profile_ncu lab_check lab_bench lab_bench_long sanitize_memcheck
  sanitize_racecheck sanitize_synccheck sanitize_initcheck train nccl gen_bench "
 NEEDS_FIXTURES=" tests_fp32 tests_bf16 nccl sanitize_memcheck sanitize_racecheck sanitize_synccheck sanitize_initcheck "
 # stages that keep what they finished when stopped (run by run): started with 120 s left, whatever
@@ -877,26 +879,37 @@ stage_lab_check() {
     else row "lab_$l SASS ($strict)" FAIL "exit $rc: $(tail -n 1 "$sass.facts" | cut -c1-110)"; fi
   done
 }
-stage_lab_bench() {
-  local l log rc
-  mkdir -p "$LOG/lab"
-  for l in $LABS $LABS_BF16; do
-    log="$LOG/lab/lab_${l}_bench.log"
-    x timeout "$(tlimit 200)" ./build/lab_"$l" --bench >"$log" 2>&1
-    rc=$?
-    [ $DRY -eq 1 ] && continue
-    grep '^bench v' "$log" | note
-    if [ $rc -eq 0 ] && grep -q '^bench v' "$log"; then row "lab_$l --bench" PASS "$(grep -c '^bench v' "$log") lines (lab/lab_${l}_bench.log)"
-    elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "lab_$l --bench" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
-    else row "lab_$l --bench" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP' "$log" | cut -c1-110)"; fi
-  done
-  x timeout "$(tlimit 200)" "$PYTHON" dev/cuda/sdpa_bench.py >"$LOG/lab/sdpa_bench.log" 2>&1
+lab_bench_run() { # lab flag log-suffix: one lab's bench into LOG/lab/lab_<lab>_<suffix>.log, its row
+  local l=$1 flag=$2 log="$LOG/lab/lab_$1_$3.log" rc
+  x timeout "$(tlimit 200)" ./build/lab_"$l" "$flag" >"$log" 2>&1
   rc=$?
   [ $DRY -eq 1 ] && return
-  grep '^bench sdpa' "$LOG/lab/sdpa_bench.log" | note
-  if [ $rc -eq 0 ] && grep -q '^bench sdpa ' "$LOG/lab/sdpa_bench.log"; then row "sdpa_bench.py (PyTorch SDPA)" PASS "$(head -n 1 "$LOG/lab/sdpa_bench.log" | cut -c1-100)"
-  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$LOG/lab/sdpa_bench.log"; then row "sdpa_bench.py (PyTorch SDPA)" SKIP "$(grep -m1 '^SKIP' "$LOG/lab/sdpa_bench.log" | cut -c1-110)"
-  else row "sdpa_bench.py (PyTorch SDPA)" FAIL "exit $rc: $(grep -m1 'SKIP\|Error\|error' "$LOG/lab/sdpa_bench.log" | cut -c1-110)"; fi
+  grep '^bench v' "$log" | note
+  if [ $rc -eq 0 ] && grep -q '^bench v' "$log"; then row "lab_$l $flag" PASS "$(grep -c '^bench v' "$log") lines (lab/lab_${l}_$3.log)"
+  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "lab_$l $flag" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
+  else row "lab_$l $flag" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP' "$log" | cut -c1-110)"; fi
+}
+sdpa_bench_run() { # log-name [flag]: dev/cuda/sdpa_bench.py into LOG/lab/<log-name>.log, its row
+  local log="$LOG/lab/$1.log" rc
+  x timeout "$(tlimit 200)" "$PYTHON" dev/cuda/sdpa_bench.py ${2:-} >"$log" 2>&1
+  rc=$?
+  [ $DRY -eq 1 ] && return
+  grep '^bench sdpa' "$log" | note
+  if [ $rc -eq 0 ] && grep -q '^bench sdpa ' "$log"; then row "sdpa_bench.py ${2:-}(PyTorch SDPA)" PASS "$(head -n 1 "$log" | cut -c1-100)"
+  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "sdpa_bench.py ${2:-}(PyTorch SDPA)" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
+  else row "sdpa_bench.py ${2:-}(PyTorch SDPA)" FAIL "exit $rc: $(grep -m1 'SKIP\|Error\|error' "$log" | cut -c1-110)"; fi
+}
+stage_lab_bench() {
+  local l
+  mkdir -p "$LOG/lab"
+  for l in $LABS $LABS_BF16; do lab_bench_run "$l" --bench bench; done
+  sdpa_bench_run sdpa_bench
+}
+stage_lab_bench_long() {
+  local l
+  mkdir -p "$LOG/lab"
+  for l in attention_forward attention_backward; do lab_bench_run "$l" --long bench_long; done
+  sdpa_bench_run sdpa_bench_long "--long "
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -1251,6 +1264,27 @@ target_ratio() { # what ours theirs unit source: PASS when ours >= theirs (highe
   if awk -v a="$2" -v b="$3" 'BEGIN { exit !(a >= b) }'; then row "$1" PASS "${r}x: ours $2, peer $3 $4"
   else row "$1" FAIL "${r}x: ours $2, peer $3 $4"; fi
 }
+# stage log-suffix sdpa-log label "T:hd ..." -> a target row per pass: the fastest of the attention lab's
+# versions (the trainer runs version 3's forward and version 4's backward by default) against PyTorch SDPA
+# at each shape (B 8, H 12), ms, lower is better
+flash_vs_sdpa() {
+  local st=$1 suffix=$2 sdpa="$LOG/lab/$3.log" label=$4 pass lab shape T hd a b detail ok
+  for pass in forward backward; do
+    lab="$LOG/lab/lab_attention_${pass}_$suffix.log"
+    if [ ! -f "$LOG/$st.status" ]; then row "flash $pass >= PyTorch SDPA ($label)" SKIP "not yet measured (stage $st)"; continue; fi
+    detail="" ok=1
+    for shape in $5; do
+      T=${shape%:*} hd=${shape#*:}
+      a=$(sed -n "s/^bench v[0-9] $pass  *T=$T B=8 H=12 hd=$hd ms=\([0-9.]*\) .*/\1/p" "$lab" 2>/dev/null | sort -g | head -n 1)
+      b=$(sed -n "s/^bench sdpa $pass  *T=$T B=8 H=12 hd=$hd ms=\([0-9.]*\) .*/\1/p" "$sdpa" 2>/dev/null | head -n 1)
+      if [ -z "$a" ] || [ -z "$b" ]; then ok=0; detail="$detail; T=$T hd=$hd not measured (flash '$a', sdpa '$b')"; continue; fi
+      awk -v a="$a" -v b="$b" 'BEGIN { exit !(a <= b) }' || ok=0
+      detail="$detail; T=$T hd=$hd $a vs $b ms ($(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", b / a }'))"
+    done
+    if [ $ok -eq 1 ]; then row "flash $pass >= PyTorch SDPA ($label)" PASS "best version vs sdpa:${detail#;}"
+    else row "flash $pass >= PyTorch SDPA ($label)" FAIL "best version vs sdpa:${detail#;}"; fi
+  done
+}
 targets() {
   CUR_STAGE=targets ROWS_FILE="$LOG/targets.rows.tmp"
   : >"$ROWS_FILE"
@@ -1267,22 +1301,11 @@ targets() {
     target_ratio "ours >= PyTorch compile (tok/s, d12)" "$ours" "$torch" "tok/s" "bench_peers"
   fi
   # 2. flash attention vs PyTorch SDPA (its own backend choice), every lab bench shape: ms, lower is better
-  local pass lab T a b detail ok
-  for pass in forward backward; do
-    lab="$LOG/lab/lab_attention_${pass}_bench.log"
-    if [ ! -f "$LOG/lab_bench.status" ]; then row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" SKIP "not yet measured (stage lab_bench)"; continue; fi
-    detail="" ok=1
-    for T in 1024 2048 4096; do
-      # the fastest of the lab's versions (the trainer runs version 3's forward and version 4's backward by default)
-      a=$(sed -n "s/^bench v[0-9] $pass  *T=$T B=8 .* ms=\([0-9.]*\) .*/\1/p" "$lab" 2>/dev/null | sort -g | head -n 1)
-      b=$(sed -n "s/^bench sdpa $pass  *T=$T B=8 .* ms=\([0-9.]*\) .*/\1/p" "$LOG/lab/sdpa_bench.log" 2>/dev/null | head -n 1)
-      if [ -z "$a" ] || [ -z "$b" ]; then ok=0; detail="$detail; T=$T not measured (flash '$a', sdpa '$b')"; continue; fi
-      awk -v a="$a" -v b="$b" 'BEGIN { exit !(a <= b) }' || ok=0
-      detail="$detail; T=$T $a vs $b ms ($(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2fx", b / a }'))"
-    done
-    if [ $ok -eq 1 ]; then row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" PASS "best version vs sdpa:${detail#;}"
-    else row "flash $pass >= PyTorch SDPA (B 8, H 12, hd 64)" FAIL "best version vs sdpa:${detail#;}"; fi
-  done
+  local a b detail
+  flash_vs_sdpa lab_bench bench sdpa_bench "B 8, H 12, hd 64" "1024:64 2048:64 4096:64"
+  # issue 59's bar: at every T from 1024 to 16384, head sizes 64 and 128
+  flash_vs_sdpa lab_bench_long bench_long sdpa_bench_long "issue 59: T 1024-16384, hd 64 and 128" \
+    "1024:64 2048:64 4096:64 8192:64 16384:64 1024:128 2048:128 4096:128 8192:128 16384:128"
   # issue 58's bar for the training step: the fastest forward and backward (delta kernel included) at
   # d12's micro-step (B 64, T 1024), times 12 layers, at most 60% of the flash rows the H200 measured in
   # the trainer at c32bccf (33.2 ms of a 121.95 ms micro-step): 19.92 ms

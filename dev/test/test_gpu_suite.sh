@@ -523,13 +523,28 @@ printf 'bench v4 backward         T=1024 B=64 H=12 hd=64 ms=1.9000 TFLOP/s=1.0 G
 printf 'bench v5 forward+backward T=1024 B=64 H=12 hd=64 ms=0.1000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_backward_bench.log"
 printf 'bench v5 backward         T=1024 B=64 H=12 hd=64 ms=1.1000 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/lab_attention_backward_bench.log"
 printf 'bench sdpa backward         T=1024 B=64 H=12 hd=64 ms=0.0100 TFLOP/s=1.0 GB/s=1.0\n' >>"$tmp/tgt/lab/sdpa_bench.log"
+# ... and the long bench (issue 59's grid): faster than SDPA everywhere but the backward at T 16384, hd 128
+printf 'PASS\t10\t2026-11-30 10:00 UTC\tFake GPU\n' >"$tmp/tgt/lab_bench_long.status"
+for hd in 64 128; do
+  for T in 1024 2048 4096 8192 16384; do
+    for pass in forward backward; do
+      slow=$([ $pass = backward ] && [ $T = 16384 ] && [ $hd = 128 ] && echo 0.40 || echo 0.20)
+      for v in "v6 0.30" "v7 $slow" "sdpa 0.25"; do
+        f="$tmp/tgt/lab/lab_attention_${pass}_bench_long.log"; [ "${v% *}" = sdpa ] && f="$tmp/tgt/lab/sdpa_bench_long.log"
+        printf 'bench %s %-16s T=%d B=8 H=12 hd=%d ms=%s TFLOP/s=1.0 GB/s=1.0\n' "${v% *}" $pass $T $hd "${v#* }" >>"$f"
+      done
+    done
+  done
+done
 out=$(fake_call tgt fixtures) # targets ends every call
-if grep -q '^targets *flash forward >= PyTorch SDPA (B 8, H 12, hd 64) *PASS .*T=1024 0.20 vs 0.25 ms (1.25x)' <<<"$out" &&
+if grep -q '^targets *flash forward >= PyTorch SDPA (B 8, H 12, hd 64) *PASS .*T=1024 hd=64 0.20 vs 0.25 ms (1.25x)' <<<"$out" &&
    grep -q '^targets *flash backward >= PyTorch SDPA (B 8, H 12, hd 64) *PASS' <<<"$out" &&
+   grep -q '^targets *flash forward >= PyTorch SDPA (issue 59: T 1024-16384, hd 64 and 128) *PASS .*T=16384 hd=128 0.20 vs 0.25 ms' <<<"$out" &&
+   grep -q '^targets *flash backward >= PyTorch SDPA (issue 59: T 1024-16384, hd 64 and 128) *FAIL .*T=16384 hd=128 0.30 vs 0.25 ms (0.83x)' <<<"$out" &&
    grep -q '^targets *flash rows of a d12 step <= 60% (19.92 ms) *PASS *12 x (forward v5 0.5000 + backward v5 1.1000 ms) = 19.20 ms, 58% of 33.2' <<<"$out"; then
-  pass "targets_flash: the fastest version per T against SDPA at B 8 (B 64 lines apart), the d12 step's flash rows from B 64 (19.20 ms, 58%)"
+  pass "targets_flash: the fastest version per shape against SDPA at B 8 (B 64 lines apart), issue 59's grid (a backward at T 16384, hd 128 slower: FAIL), the d12 step's flash rows from B 64 (19.20 ms, 58%)"
 else
-  fail "targets_flash: $(grep 'flash' <<<"$out" | tr '\n' '|' | cut -c1-600)"
+  fail "targets_flash: $(grep 'flash' <<<"$out" | tr '\n' '|' | cut -c1-900)"
 fi
 
 # --record-times keeps the finished ablation runs' small files (not their models) for the next session
