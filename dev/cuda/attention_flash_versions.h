@@ -1997,6 +1997,54 @@ __device__ __forceinline__ const float (&flash6_as_frags(const float* acc))[kHea
     return *reinterpret_cast<const float(*)[kHeadDim / 8][4]>(acc);
 }
 
+// a dK/dV consumer's P^T = 2^(S^T scale_log2 - lse) and dS^T = P^T (dP^T - D) in place of S^T and dP^T
+// (64 keys from key_c0, this thread's keys key0 and key0 + 8; 64 queries from query0 as columns), each
+// query's lse (base 2) and D read from its head's row of lse and delta (L2-resident: 128 floats a step);
+// P^T 0 where query < key or query >= T, in the steps that cross the consumer's diagonal or reach past T
+__device__ __forceinline__ void flash6_bwd_probs_t(float* pt, float* dst, const float* lse_row, const float* delta_row, int query0,
+                                                   int key_c0, int key0, int t, int T, float scale_log2) {
+    const bool masked = query0 < key_c0 + 63 || query0 + FLASH6_BWD_BLOCK_M > T;
+    #pragma unroll
+    for (int j = 0; j < 8; j++) {
+        #pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int query = query0 + 8 * j + 2 * t + e;
+            const float lse2 = query < T ? lse_row[query] * FLASH_LOG2E : 0.0f;
+            const float d = query < T ? delta_row[query] : 0.0f;
+            #pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int i = 4 * j + 2 * r + e, key = key0 + 8 * r;
+                const float p = masked && (query < key || query >= T) ? 0.0f : exp2f(fmaf(pt[i], scale_log2, -lse2));
+                pt[i] = p;
+                dst[i] = p * (dst[i] - d);
+            }
+        }
+    }
+}
+
+// a dQ consumer's P = 2^(S scale_log2 - lse) and dS = P (dP - D) in place of S and dP (its thread's two
+// rows' lse2 and d; S already -inf where masked)
+__device__ __forceinline__ void flash6_bwd_probs(float* p, float* ds, const float* lse2, const float* d, float scale_log2) {
+    #pragma unroll
+    for (int i = 0; i < 64; i++) {
+        const int r = (i % 4) / 2;
+        p[i] = exp2f(fmaf(p[i], scale_log2, -lse2[r]));
+        ds[i] = p[i] * (ds[i] - d[r]);
+    }
+}
+
+// a dQ consumer thread's rows row0 and row0 + 8: their lse (base 2) and D, 0 past T
+__device__ __forceinline__ void flash6_bwd_row_stats(float* lse2, float* d, const float* lse, const float* delta,
+                                                     const Flash6Block& w, int H, int T, int row0) {
+    #pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int query = row0 + 8 * r;
+        const size_t at = ((size_t)w.b * H + w.h) * T + query;
+        lse2[r] = query < T ? lse[at] * FLASH_LOG2E : 0.0f;
+        d[r] = query < T ? delta[at] : 0.0f;
+    }
+}
+
 // a dK/dV CTA's work: batch row, kv head, its 128 keys (block n), and its steps: step s is query head
 // kvh g + s / per_head, query tile m_first + s % per_head (64 rows), from the diagonal tile on
 struct Flash6BwdBlock {
@@ -2039,11 +2087,11 @@ __device__ __forceinline__ void flash6_produce_dkdv(const CUtensorMap* tq, const
 
 // dynamic shared memory of the dK/dV kernel: 1024 bytes to align, K and V (128 rows), each stage's Q
 // and dO (64 rows); of the dQ kernel: 1024, Q and dO (128 rows), each stage's K and V (128 rows)
-static size_t flash6_bwd_dkdv_smem_bytes(int hd) {
-    return 1024 + (size_t)(2 * FLASH6_BLOCK_N + 2 * FLASH6_STAGES * FLASH6_BWD_BLOCK_M) * hd * sizeof(floatX);
+static size_t flash6_bwd_dkdv_smem_bytes(int hd, int stages) {
+    return 1024 + (size_t)(2 * FLASH6_BLOCK_N + 2 * stages * FLASH6_BWD_BLOCK_M) * hd * sizeof(floatX);
 }
-static size_t flash6_bwd_dq_smem_bytes(int hd) {
-    return 1024 + (size_t)(2 + 2 * FLASH6_STAGES) * FLASH6_BLOCK_M * hd * sizeof(floatX);
+static size_t flash6_bwd_dq_smem_bytes(int hd, int stages) {
+    return 1024 + (size_t)(2 + 2 * stages) * FLASH6_BLOCK_M * hd * sizeof(floatX);
 }
 
 // dK, dV, version 6. Grid (B * Hkv, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dkdv_smem_bytes.
@@ -2101,27 +2149,8 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
                 flash6_wgmma_commit();
                 if constexpr (kTurns) { turns.hand_on(false); }
                 flash6_wgmma_wait0();
-                // P^T = 2^(S^T scale_log2 - lse) and dS^T = P^T (dP^T - D), the query's lse (base 2) and D
-                // per column; P^T 0 where query < key or query >= T, in the steps that cross the
-                // consumer's diagonal or reach past T
-                const bool masked = query0 < key_c0 + 63 || query0 + FLASH6_BWD_BLOCK_M > T;
                 const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
-                #pragma unroll
-                for (int j = 0; j < 8; j++) {
-                    #pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int query = query0 + 8 * j + 2 * t + e;
-                        const float lse2 = query < T ? lse[stat_row + query] * FLASH_LOG2E : 0.0f;
-                        const float d = query < T ? delta[stat_row + query] : 0.0f;
-                        #pragma unroll
-                        for (int r = 0; r < 2; r++) {
-                            const int i = 4 * j + 2 * r + e, key = key0 + 8 * r;
-                            const float p = masked && (query < key || query >= T) ? 0.0f : exp2f(fmaf(pt[i], scale_log2, -lse2));
-                            pt[i] = p;
-                            dst[i] = p * (dst[i] - d);
-                        }
-                    }
-                }
+                flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, query0, key_c0, key0, t, T, scale_log2);
                 uint32_t p_frag[4][4], ds_frag[4][4];
                 flash6_pack_p<4>(p_frag, pt);
                 flash6_pack_p<4>(ds_frag, dst);
@@ -2176,13 +2205,7 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
         const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
         const uint32_t sQc = sQ + 64 * c * 128, sdOc = sdO + 64 * c * 128; // this consumer's 64 rows of each panel
         float lse2[2], d[2]; // this thread's rows' lse (base 2) and D
-        #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int query = row0 + 8 * r;
-            const size_t at = ((size_t)w.b * H + w.h) * T + query;
-            lse2[r] = query < T ? lse[at] * FLASH_LOG2E : 0.0f;
-            d[r] = query < T ? delta[at] : 0.0f;
-        }
+        flash6_bwd_row_stats(lse2, d, lse, delta, w, H, T, row0);
         const Flash7Turns turns{c}; // version 7: two turns a tile, around each group of wgmma
         if constexpr (kTurns) { turns.begin(); }
         float acc_dq[kHeadDim / 2];
@@ -2203,12 +2226,7 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
             if constexpr (kTurns) { turns.hand_on(false); }
             flash6_wgmma_wait0();
             if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
-            #pragma unroll
-            for (int i = 0; i < 64; i++) {
-                const int r = (i % 4) / 2;
-                p[i] = exp2f(fmaf(p[i], scale_log2, -lse2[r]));
-                ds[i] = p[i] * (ds[i] - d[r]);
-            }
+            flash6_bwd_probs(p, ds, lse2, d, scale_log2);
             uint32_t ds_frag[8][4];
             flash6_pack_p(ds_frag, ds);
             if constexpr (kTurns) { turns.take(); }
@@ -2224,33 +2242,261 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
 #endif
 }
 
+// the backward's tensor maps: forward version 6's (boxes of 128 rows: K and V of both kernels, Q of the
+// dQ kernel), dO's in boxes of 128 (the dQ kernel) and Q's and dO's in boxes of 64 (the dK/dV kernel)
+struct Flash6BwdMaps {
+    Flash6Maps m;
+    CUtensorMap dout, q64, dout64;
+};
+static void flash6_bwd_maps(Flash6BwdMaps* maps, const floatX* dout, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                            int Hkv, int hd) {
+    flash6_maps(&maps->m, q, k, v, B, T, H, Hkv, hd);
+    AttnRows drows;
+    drows.ptr = dout;
+    drows.stride = H * hd;
+    flash6_tensor_map(&maps->dout, drows, B, T, H * hd, 128);
+    flash6_tensor_map(&maps->q64, q, B, T, H * hd, FLASH6_BWD_BLOCK_M);
+    flash6_tensor_map(&maps->dout64, drows, B, T, H * hd, FLASH6_BWD_BLOCK_M);
+}
+
 // versions 6 and 7 (kTurns) of the backward after the delta kernel: dK/dV first, then dQ (which adds to
 // dK/dV's write where q shares k's storage)
 template <int kHeadDim, bool kTurns>
 static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
                                          const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
                                          int B, int T, int H, int Hkv, float scale) {
-    Flash6Maps maps; // boxes of 128 rows: K and V of both kernels, Q of the dQ kernel
-    flash6_maps(&maps, q, k, v, B, T, H, Hkv, kHeadDim);
-    AttnRows drows;
-    drows.ptr = dout;
-    drows.stride = H * kHeadDim;
-    CUtensorMap tdo, tq64, tdo64;
-    flash6_tensor_map(&tdo, drows, B, T, H * kHeadDim, 128);
-    flash6_tensor_map(&tq64, q, B, T, H * kHeadDim, FLASH6_BWD_BLOCK_M);
-    flash6_tensor_map(&tdo64, drows, B, T, H * kHeadDim, FLASH6_BWD_BLOCK_M);
+    Flash6BwdMaps maps;
+    flash6_bwd_maps(&maps, dout, q, k, v, B, T, H, Hkv, kHeadDim);
     const int kv_same = k.ptr == v.ptr;
-    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(kHeadDim), smem_dq = flash6_bwd_dq_smem_bytes(kHeadDim);
+    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(kHeadDim, FLASH6_STAGES), smem_dq = flash6_bwd_dq_smem_bytes(kHeadDim, FLASH6_STAGES);
     static bool dkdv_opted_in = false, dq_opted_in = false;
     flash_smem_opt_in(flash6_attention_backward_dkdv_kernel<kHeadDim, kTurns>, smem_dkdv, &dkdv_opted_in);
     flash_smem_opt_in(flash6_attention_backward_dq_kernel<kHeadDim, kTurns>, smem_dq, &dq_opted_in);
     const int tiles = (T + FLASH6_BLOCK_N - 1) / FLASH6_BLOCK_N; // 128 keys or 128 query rows each
     flash6_attention_backward_dkdv_kernel<kHeadDim, kTurns><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
-        tq64, tdo64, maps.k, maps.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
+        maps.q64, maps.dout64, maps.m.k, maps.m.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
     profile_mark(PROF_ATTN_BWD_DKDV);
     flash6_attention_backward_dq_kernel<kHeadDim, kTurns><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
-        maps.q, tdo, maps.k, maps.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
+        maps.m.q, maps.dout, maps.m.k, maps.m.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DQ);
+}
+
+// ----------------------------------------------------------------------------
+// backward version 8 (issue 59): version 7 with FlashAttention-3's intra-warpgroup overlap (its
+// prediction is in dev/cuda/attention_backward.cu's header). In each turn a consumer issues this
+// step's scores (S^T and dP^T; the dQ kernel's S and dP) as one wgmma group and the last step's
+// gradients (dV and dK; dQ) as a second, waits for the first only (wgmma.wait_group 1), and computes
+// this step's P and dS while the second still runs: version 7's arithmetic in version 7's order, only
+// issued earlier. Step 0's scores go alone and the last step's gradients after the loop (peeled, as in
+// forward version 7: no branch around an issue). So that a step's operands stay while the next one's
+// scores are issued, the rings hold 3 stages; and every dK/dV consumer computes every step (version 6's
+// skip of a step whose queries all precede its keys would put a branch around the issues: P^T is 0
+// there, 1.5% more dK/dV work at T 4096). Head size 64 only: at 128 two steps' registers (dK, dV 128,
+// S^T and dP^T 64, the in-flight fragments 32, addresses) pass the 240 a consumer has, and ptxas
+// spilled 216 bytes and serialized the wgmma (C7512); version 8 at hd 128 runs version 7.
+
+#define FLASH8_STAGES 3 // dK/dV 81 KiB of shared memory, dQ 129 KiB (hd 64)
+
+// dK, dV, version 8 (hd 64). Grid, threads and arguments as version 6's; dynamic smem
+// flash6_bwd_dkdv_smem_bytes(64, FLASH8_STAGES).
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH6_THREADS, 1)
+flash8_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+                                      const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
+                                      AttnGradDest dk, AttnGradDest dv, const float* lse, const float* delta, int T, int H,
+                                      int Hkv, float scale, float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // not an sm_90a build: flash6_available() keeps the launcher from coming here
+#else
+    static_assert(kHeadDim == 64, "version 8 at hd 128 is version 7 (the registers)");
+    constexpr int kStages = FLASH8_STAGES;
+    constexpr uint32_t kKeyTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES, kQueryTileBytes = kKeyTileBytes / 2;
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    __shared__ __align__(8) Flash6Barriers<kStages> bar;
+    const uint32_t raw = smem_u32(flash_smem);
+    const uint32_t sK = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
+    const uint32_t sV = kv_same ? sK : sK + kKeyTileBytes, sQdO = sK + 2 * kKeyTileBytes;
+    auto sQ = [&](int step) { return sQdO + 2 * (step % kStages) * kQueryTileBytes; };         // step's Q
+    auto sdO = [&](int step) { return sQ(step) + kQueryTileBytes; };                           // and its dO
+    auto release = [&](int step) { flash6_mbar_arrive(smem_u32(&bar.empty[step % kStages])); }; // step's stage
+    const Flash6BwdBlock w = flash6_bwd_block(T, H, Hkv);
+    const int wg = threadIdx.x / 128;
+    flash6_init_barriers(&bar);
+    if (wg == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+        if (threadIdx.x == 0) { flash6_produce_dkdv<kHeadDim, kStages>(&tq, &tdo, &tk, &tv, kv_same, sK, sQdO, &bar, w); }
+    } else { // a consumer: 64 keys, each warp 16 (keys key0 and key0 + 8 of this thread), the queries as columns
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
+        const int key_c0 = w.n_block * FLASH6_BLOCK_N + 64 * c, key0 = key_c0 + 16 * warp + lane / 4;
+        const uint32_t sKc = sK + 64 * c * 128, sVc = sV + 64 * c * 128; // this consumer's 64 rows of each panel
+        const Flash7Turns turns{c};
+        turns.begin();
+        float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
+        #pragma unroll
+        for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
+        float pt[32], dst[32];                 // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
+        uint32_t p_frag[4][4], ds_frag[4][4];  // the step whose gradients are issued next
+        auto probs = [&](int step) {
+            const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
+            flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, w.query0(step), key_c0, key0, t, T, scale_log2);
+        };
+        flash6_mbar_wait(smem_u32(&bar.resident), 0);
+        // step 0: its scores alone
+        flash6_mbar_wait(smem_u32(&bar.full[0]), 0);
+        #pragma unroll
+        for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+        turns.take();
+        flash6_wgmma_fence();
+        flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(0));
+        flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(0));
+        flash6_wgmma_commit();
+        turns.hand_on(false);
+        flash6_wgmma_wait0();
+        probs(0);
+        flash6_pack_p<4>(p_frag, pt);
+        flash6_pack_p<4>(ds_frag, dst);
+        for (int step = 1; step < w.steps; step++) {
+            flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1);
+            #pragma unroll
+            for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+            turns.take();
+            flash6_wgmma_fence();
+            flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
+            flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
+            flash6_wgmma_commit();
+            flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step - 1)); // step - 1's gradients,
+            flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step - 1)); // behind step's scores
+            flash6_wgmma_commit();
+            turns.hand_on(false);
+            flash7_wgmma_wait1(); // the scores are in; nothing below touches dK, dV or the fragments until wait0
+            probs(step);
+            flash6_wgmma_wait0();
+            release(step - 1);
+            flash6_pack_p<4>(p_frag, pt);
+            flash6_pack_p<4>(ds_frag, dst);
+        }
+        turns.take(); // the last step's gradients
+        flash6_wgmma_fence();
+        flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(w.steps - 1));
+        flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(w.steps - 1));
+        flash6_wgmma_commit();
+        turns.hand_on(true);
+        flash6_wgmma_wait0();
+        release(w.steps - 1);
+        flash_store_dkdv<kHeadDim>(dk, dv, flash6_as_frags<kHeadDim>(acc_dk), flash6_as_frags<kHeadDim>(acc_dv), w.b, w.kvh, T,
+                                   key0, t, scale, kv_same);
+    }
+#endif
+}
+
+// dQ, version 8 (hd 64). Grid, threads and arguments as version 6's; dynamic smem
+// flash6_bwd_dq_smem_bytes(64, FLASH8_STAGES).
+template <int kHeadDim>
+__global__ void __launch_bounds__(FLASH6_THREADS, 1)
+flash8_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+                                    const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
+                                    AttnGradDest dq, const float* lse, const float* delta, int T, int H, int Hkv, float scale,
+                                    float scale_log2) {
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    // not an sm_90a build: flash6_available() keeps the launcher from coming here
+#else
+    static_assert(kHeadDim == 64, "version 8 at hd 128 is version 7 (the registers)");
+    constexpr int kStages = FLASH8_STAGES;
+    constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
+    extern __shared__ __align__(16) unsigned char flash_smem[];
+    __shared__ __align__(8) Flash6Barriers<kStages> bar;
+    const uint32_t raw = smem_u32(flash_smem);
+    const uint32_t sQ = raw + (1024 - raw % 1024) % 1024, sdO = sQ + kTileBytes; // the swizzle repeats every 1024 bytes
+    auto sK = [&](int n) { return sQ + kTileBytes * (2 + 2 * (n % kStages)); };           // tile n's K
+    auto sV = [&](int n) { return kv_same ? sK(n) : sK(n) + kTileBytes; };               // and its V
+    auto release = [&](int n) { flash6_mbar_arrive(smem_u32(&bar.empty[n % kStages])); }; // tile n's stage
+    const Flash6Block w = flash6_block(T, H, Hkv);
+    const int wg = threadIdx.x / 128;
+    flash6_init_barriers(&bar);
+    if (wg == 0) {
+        flash6_producer<kHeadDim, kStages>(&tq, &tdo, &tk, &tv, kv_same, sQ, &bar, w);
+    } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
+        const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
+        const uint32_t sQc = sQ + 64 * c * 128, sdOc = sdO + 64 * c * 128; // this consumer's 64 rows of each panel
+        const Flash7Turns turns{c};
+        turns.begin();
+        float lse2[2], d[2]; // this thread's rows' lse (base 2) and D
+        flash6_bwd_row_stats(lse2, d, lse, delta, w, H, T, row0);
+        float acc_dq[kHeadDim / 2];
+        #pragma unroll
+        for (int i = 0; i < kHeadDim / 2; i++) { acc_dq[i] = 0.0f; }
+        float p[64], ds[64];   // (64 rows, 128 keys): S then P; dP then dS
+        uint32_t ds_frag[8][4]; // dS of the tile whose dQ product is issued next
+        flash6_mbar_wait(smem_u32(&bar.resident), 0);
+        // tile 0: its S and dP alone
+        flash6_mbar_wait(smem_u32(&bar.full[0]), 0);
+        #pragma unroll
+        for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
+        turns.take();
+        flash6_wgmma_fence();
+        flash6_issue_qk<kHeadDim>(p, sQc, sK(0));
+        flash6_issue_qk<kHeadDim>(ds, sdOc, sV(0));
+        flash6_wgmma_commit();
+        turns.hand_on(false);
+        flash6_wgmma_wait0();
+        if (w.n_last == 0) { flash6_mask(p, 0, row0, t, T); }
+        flash6_bwd_probs(p, ds, lse2, d, scale_log2);
+        flash6_pack_p(ds_frag, ds);
+        for (int n = 1; n <= w.n_last; n++) {
+            flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1);
+            #pragma unroll
+            for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
+            turns.take();
+            flash6_wgmma_fence();
+            flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
+            flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
+            flash6_wgmma_commit();
+            flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n - 1)); // tile n - 1's dQ product, behind tile n's S and dP
+            flash6_wgmma_commit();
+            turns.hand_on(false);
+            flash7_wgmma_wait1(); // S and dP are in; nothing below touches dQ or the fragments until wait0
+            if (n == w.n_last) { flash6_mask(p, n, row0, t, T); }
+            flash6_bwd_probs(p, ds, lse2, d, scale_log2);
+            flash6_wgmma_wait0();
+            release(n - 1);
+            flash6_pack_p(ds_frag, ds);
+        }
+        turns.take(); // the last tile's dQ product
+        flash6_wgmma_fence();
+        flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(w.n_last));
+        flash6_wgmma_commit();
+        turns.hand_on(true);
+        flash6_wgmma_wait0();
+        release(w.n_last);
+        flash_store_dq<kHeadDim>(dq, flash6_as_frags<kHeadDim>(acc_dq), w.b, w.h, T, row0, t, scale);
+    }
+#endif
+}
+
+// version 8's backward (hd 64) after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write
+// where q shares k's storage)
+static void flash8_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
+                                      const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv,
+                                      float scale) {
+    Flash6BwdMaps maps;
+    flash6_bwd_maps(&maps, dout, q, k, v, B, T, H, Hkv, 64);
+    const int kv_same = k.ptr == v.ptr;
+    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(64, FLASH8_STAGES), smem_dq = flash6_bwd_dq_smem_bytes(64, FLASH8_STAGES);
+    static bool dkdv_opted_in = false, dq_opted_in = false;
+    flash_smem_opt_in(flash8_attention_backward_dkdv_kernel<64>, smem_dkdv, &dkdv_opted_in);
+    flash_smem_opt_in(flash8_attention_backward_dq_kernel<64>, smem_dq, &dq_opted_in);
+    const int tiles = (T + FLASH6_BLOCK_N - 1) / FLASH6_BLOCK_N; // 128 keys or 128 query rows each
+    flash8_attention_backward_dkdv_kernel<64><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
+        maps.q64, maps.dout64, maps.m.k, maps.m.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
+    launchCheck();
+    profile_mark(PROF_ATTN_BWD_DKDV);
+    flash8_attention_backward_dq_kernel<64><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
+        maps.m.q, maps.dout, maps.m.k, maps.m.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
     profile_mark(PROF_ATTN_BWD_DQ);
 }
@@ -2258,7 +2504,7 @@ static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 #endif // PRECISION_IS_BF16
 
 // ----------------------------------------------------------------------------
-// the labs' version dispatch: versions 2, 3, 5, 6 and 7 of a direction run here; the trainer's own version
+// the labs' version dispatch: versions 2, 3, 5, 6, 7 (and the backward's 8) of a direction run here; the trainer's own version
 // (FLASH_FORWARD_VERSION, FLASH_BACKWARD_VERSION) and the unfused path run through the trainer's
 // launchers (common.h's lab_attention_forward and lab_attention_backward choose)
 
@@ -2298,7 +2544,7 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
                                float* dq_accum, unsigned int* sync, const floatX* dout, const floatX* out,
                                const float* lse, AttnRows q, AttnRows k, AttnRows v, const AttnShape* s) {
 #if PRECISION_IS_BF16
-    if ((version == 2 || version == 3 || version == 5 || ((version == 6 || version == 7) && flash6_available())) &&
+    if ((version == 2 || version == 3 || version == 5 || (version >= 6 && version <= 8 && flash6_available())) &&
         (s->hd == 64 || s->hd == 128)) {
         flash_check_backward(dq, dk, dv, dout, q, k, v, s);
         if (version == 3) { // one kernel, D folded in
@@ -2312,7 +2558,7 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
             profile_mark(PROF_ATTN_BWD);
             return;
         }
-        // versions 2, 5, 6 and 7: the delta kernel, then their dK/dV and dQ kernels
+        // versions 2, 5, 6, 7 and 8: the delta kernel, then their dK/dV and dQ kernels
         flash_attention_delta(delta, dout, out, s->B, s->T, s->H, s->hd);
         profile_mark(PROF_ATTN_BWD_DELTA);
         if (version == 2 && s->hd == 64) { flash_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
@@ -2321,8 +2567,9 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
         else if (version == 5) { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 6 && s->hd == 64) { flash6_attention_backward_hd<64, false>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 6) { flash6_attention_backward_hd<128, false>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (s->hd == 64) { flash6_attention_backward_hd<64, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else { flash6_attention_backward_hd<128, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 7 && s->hd == 64) { flash6_attention_backward_hd<64, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (s->hd == 64) { flash8_attention_backward(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else { flash6_attention_backward_hd<128, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); } // 7, and 8 at hd 128
         return;
     }
 #endif

@@ -755,6 +755,7 @@ static const LabVersion lab_attn_backward_versions[] = {
     {5, "fused flash v5 (v5's forward): 128-key dK/dV CTAs (32 keys a warp at hd 64), 3 stages; 32-row dQ warps", 1, 5},
     {6, "fused flash v6 (sm_90a, v6's forward): v5's two kernels as a producer warpgroup's bulk copies and two consumers' wgmma", 1, 6},
     {7, "fused flash v7 (sm_90a, v7's forward): v6 with the consumers' ping-pong, two turns a step", 1, 7},
+    {8, "fused flash v8 (sm_90a, v7's forward): v7 with each step's P and dS under the last step's gradient wgmma, 3 stages", 1, 8},
 };
 // one lab's table: the forward's or the backward's
 static const LabVersion* lab_attn_versions(int backward) { return backward ? lab_attn_backward_versions : lab_attn_forward_versions; }
@@ -782,12 +783,12 @@ static LabSpec lab_attn_spec(const char* name, const char* what, const char* ben
     return s;
 }
 
-// versions 6 and 7 of both labs need an sm_90a build on a compute capability 9.0 GPU (flash6_available):
+// versions 6 and 7 of both labs (and the backward's 8) need an sm_90a build on a compute capability 9.0 GPU (flash6_available):
 // elsewhere one SKIP line each says so and the other versions run; 0 when they were all that was asked for
 static int lab_attn_drop_unavailable(LabArgs* a) {
 #if PRECISION_IS_BF16
     if (flash6_available()) { return 1; }
-    for (int v : {6, 7}) {
+    for (int v : {6, 7, 8}) {
         if (!lab_version_selected(a, v)) { continue; }
         printf("SKIP %s v%d: needs an sm_90a build (make labs on an H100 or H200) and a compute capability 9.0 GPU\n", a->name, v);
         a->versions.erase(std::remove(a->versions.begin(), a->versions.end(), v), a->versions.end());
@@ -1072,11 +1073,12 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int flash_version, in
     static const char* const perm_names[3] = {"perm[0]", "perm[1]", "perm[2]"};
     static const char* const dperm_names[3] = {"dperm[0]", "dperm[1]", "dperm[2]"};
     a->s = *s;
-    // every flash version runs its own forward but backward version 4, which runs after version 3's
+    // every flash version runs its own forward but backward versions 4, which runs after version 3's
     // (the trainer's pair; version 5's backward after forward version 5, the pair issue 58 would move
-    // into the trainer together). No list of versions here: a new forward version left off one ran
-    // version 3 in its place, and its checks passed (mutants m77 and m78 showed it)
-    a->flash_fwd = flash_version == 4 || flash_version == 0 ? 3 : flash_version;
+    // into the trainer together), and 8, after version 7's (the forward's overlaps are version 7's). No
+    // list of versions here: a new forward version left off one ran version 3 in its place, and its
+    // checks passed (mutants m77 and m78 showed it)
+    a->flash_fwd = flash_version == 4 || flash_version == 0 ? 3 : flash_version == 8 ? 7 : flash_version;
     a->flash_bwd = flash_version;
     const size_t B = (size_t)s->B, T = (size_t)s->T, H = (size_t)s->H, hd = (size_t)s->hd, X = sizeof(floatX);
     const size_t nheads[3] = {H, (size_t)s->Hkv, (size_t)s->Hkv};
@@ -1581,6 +1583,9 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
     } else if (ver->version == 6 || ver->version == 7) { // one kernel of each, version 7 its kTurns instance
         lab_far_ctas("flash6_attention_backward_dkdv_kernel", 'x');
         lab_far_ctas("flash6_attention_backward_dq_kernel", 'x');
+    } else if (ver->version == 8) {
+        lab_far_ctas("flash8_attention_backward_dkdv_kernel", 'x');
+        lab_far_ctas("flash8_attention_backward_dq_kernel", 'x');
     } else {
         lab_far_ctas("flash_attention_backward_dkdv_kernel", 'y');
         lab_far_ctas("flash_attention_backward_dq_kernel", 'y');
