@@ -668,6 +668,10 @@ struct PtxParsed {
     std::vector<PtxStmt> stmts;
     std::vector<std::string> preds; // the block's predicate registers
     std::string error;
+    // an asm statement that is one mma.sync alone (the flash kernels' hottest): its operand numbers,
+    // D 4, A 4, B 2, C 4, and the largest, so that ptx() runs it without the interpreter's detours
+    bool mma_alone = false;
+    int mma_ops[14] = {}, mma_max_op = 0;
 };
 
 static bool ptx_mnemonic_has(const std::string& m, const char* part) {
@@ -856,6 +860,19 @@ static const PtxParsed* ptx_parse(const char* tmpl) {
         ptx_classify(stmt);
         p.stmts.push_back(std::move(stmt));
     }
+    if (p.error.empty() && p.stmts.size() == 1 && p.stmts[0].op == PTX_MMA && p.stmts[0].guard < 0 && p.stmts[0].args.size() == 4) {
+        const std::vector<PtxArg>& a = p.stmts[0].args;
+        const size_t want[4] = {4, 4, 2, 4};
+        bool shaped = true;
+        for (int g = 0; g < 4; g++) { shaped = shaped && a[g].kind == PtxArg::GROUP && a[g].regs.size() == want[g]; }
+        if (shaped) {
+            int k = 0;
+            for (int g = 0; g < 4; g++) {
+                for (int r : a[g].regs) { p.mma_ops[k++] = r; p.mma_max_op = std::max(p.mma_max_op, r); }
+            }
+            p.mma_alone = true;
+        }
+    }
     return new PtxParsed(std::move(p)); // kept for the process's life, as its site is
 }
 
@@ -867,6 +884,31 @@ static void ptx(const PtxParsed*& site, int line, const char* tmpl, std::initial
     const int nout = (int)outs.size(), n = nout + (int)ins.size();
     if (site == nullptr) { site = ptx_parse(tmpl); }
     const PtxParsed& parsed = *site;
+    if (parsed.mma_alone && parsed.mma_max_op < n) { // the same checks and arithmetic as PTX_MMA below, direct
+        auto bits = [&](int i) -> uint32_t {
+            const PtxOperand& o = i < nout ? out_ops[i] : in_ops[i - nout];
+            uint32_t b = (uint32_t)o.bits;
+            if (o.output) { memcpy(&b, o.ptr, 4); } // a "+" operand's input
+            return b;
+        };
+        uint32_t ar[4], br[2];
+        float cr[4], dr[4];
+        for (int i = 0; i < 4; i++) {
+            ar[i] = bits(parsed.mma_ops[4 + i]);
+            const uint32_t cb = bits(parsed.mma_ops[10 + i]);
+            memcpy(&cr[i], &cb, 4);
+        }
+        br[0] = bits(parsed.mma_ops[8]);
+        br[1] = bits(parsed.mma_ops[9]);
+        mma_16816(dr, ar, br, cr, line);
+        for (int i = 0; i < 4; i++) {
+            const int d = parsed.mma_ops[i];
+            const PtxOperand& o = d < nout ? out_ops[d] : in_ops[d - nout];
+            if (!o.output || o.constraint != 'f') { fail("mma.sync's D operand is not an fp32 output at " + line_str(line)); }
+            memcpy(o.ptr, &dr[i], 4);
+        }
+        return;
+    }
     if (!parsed.error.empty()) { fail("inline PTX at " + line_str(line) + ": " + parsed.error); }
     bool pred[8] = {false, false, false, false, false, false, false, false};
     if (parsed.preds.size() > 8) { fail("inline PTX at " + line_str(line) + ": more than 8 predicate registers"); }
