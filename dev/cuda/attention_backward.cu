@@ -21,7 +21,7 @@ The two numbers (benchmark shape: B = 8, H = Hkv = 12, hd = 64, the d12 model's 
          compute-bound at every T (backward 319 FLOP/byte at T = 1024, the ridge is 263)
   (version 1 is held to neither: full T x T matmuls, (B, H, T, T) probabilities and their gradient)
 
-Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6 and 7 in attention_flash_versions.h;
+Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6, 7 and 8 in attention_flash_versions.h;
 `make labs` builds build/lab_attention_backward):
   1  unfused, ./build/lab_attention_backward 1: permute dO to (B, H, T, hd); cuBLASLt strided-batched
      dP = dO v^T and dv = P^T dO over B*Hkv batches (the g query heads of a kv head summed through the
@@ -269,6 +269,35 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6 and 7 in at
      1.26x at T 1024, 2048 and 4096; version 6's "sum" prediction 1.49x, 1.51x and 1.51x version 7's
      times. The SASS facts are version 6's, plus BAR.SYNC and BAR.ARV with barriers 1 and 2.
 
+  8  flash version 8, ./build/lab_attention_backward 8 (issue 59 part 2c; in attention_flash_versions.h;
+     runs after forward version 7; predicted, not measured): version 7 with
+     FlashAttention-3's intra-warpgroup overlap. In each turn a consumer issues this step's scores
+     (S^T and dP^T; dQ kernel: S and dP) and the last step's gradients (dV and dK; dQ) as two wgmma
+     groups, waits for the first (wgmma.wait_group 1), and computes this step's P and dS while the
+     gradients still run; then waits for them, releases the last step's stage and packs this step's
+     fragments. Step 0's scores and the last gradients are peeled out of the loop (no branch around an
+     issue, as forward version 7). One turn a step instead of version 7's two. The rings hold 3 stages
+     (a step's operands stay while the next step's land): dK/dV 81 KiB, dQ 129 KiB of shared memory.
+     Every dK/dV consumer computes every step, P^T 0 where its keys follow all of the step's queries
+     (a skipped step would put a branch around the issues): T / 128 more 64 x 64 blocks a head, +6% of
+     the dK/dV work at T 1024, +1.5% at 4096. Head size 64 only: at 128 a consumer's two steps (dK and
+     dV 128 registers, S^T and dP^T 64, the in-flight fragments 32, addresses) pass its 240; ptxas
+     spilled 216 bytes (dK/dV) and 192 (dQ) and serialized the wgmma (C7512), so version 8 at hd 128
+     runs version 7's kernels. ptxas at hd 64 (nvcc 13.0, sm_90a): both kernels 168 registers at entry,
+     0 spills, 3 barriers, 64 bytes of static shared memory, no C7508/C7512/C7514/C7517/C7519.
+     Predicted (not measured), hd 64, B 8, H 12, by the "overlap" model (wgmma the larger unit at hd
+     64, the elementwise work under the other groups: with one turn a step a consumer's next issue
+     waits for its P and dS, 0.11 clocks a score, which end before the other consumer's group of four
+     products, 0.15, does; so no bubble), times 1.10, plus the delta kernel:
+       T 1024: 0.076 ms   2048: 0.277   4096: 1.057   8192: 4.12   16384: 16.3
+     Against SDPA's measured backward on the H200 (0.252 / 0.535 / 1.588 ms): 3.3x, 1.93x and 1.50x at
+     T 1024, 2048 and 4096; version 7's prediction 1.16x, 1.18x and 1.19x version 8's times. A register
+     operand of a wgmma in flight written before its wait (the fragments packed before wait_group 0)
+     is what the CPU runtime cannot see (it reads register operands at the issue): ptxas serializes
+     such a wgmma with a C75xx warning, which the lab's ptxas check reads (dev/TESTING.md).
+     Checked on the CPU runtime: `--check` on every shape of every scheme, `--large`; planted bug m83
+     (a stage released before the wait that retires its last reader) caught.
+
   ./build/lab_attention_backward [version] [--scheme s] [--seed n] [--check] [--bench] [--quick] [--large] [--long]
 
 --check, for each version and each shape of lab_check_shapes (every scheme x Hkv in {H, H/2, 1}
@@ -284,7 +313,7 @@ second backward bit-identical to the first. One PASS/FAIL line per (version, sch
 on any FAIL. Tolerances: common.h. Without a GPU: one SKIP line, exit 0.
 With version 2 selected, --check also runs version 2's delta kernel and the one it replaced against
 double sums (check_delta), and --bench times both (bench_delta: the bench shapes and B 64, T 1024).
---large (BF16 builds; common.h's lab_attn_large): versions 2, 4, 5, 6 and 7 at the largest shape the trainer
+--large (BF16 builds; common.h's lab_attn_large): versions 2, 4, 5, 6, 7 and 8 at the largest shape the trainer
 admits, as the forward lab's --large: from the twin's atty and lse in batch row B - 1, the delta
 kernel's last block, the dK/dV CTAs of the last kv head and the dQ CTAs of the last head (only those on
 the CPU runtime), their rows against the twin's gradients and D. Version 3's one-pass kernel cannot run

@@ -78,7 +78,7 @@ runs=("standard $(fixtures_of standard bf16) full")
 # are computed once per shape instead of once per version (the backward's four flash versions took
 # 653 s as four runs, 2026-11-30; about 470 s as one, with version 1's own check added). The versions:
 # forward 1, 2, 3 (the trainer's), 5, 6 and 7 (sm_90a: issue 59); backward 1, 2, 3, 4 (the trainer's),
-# 5, 6 and 7 (sm_90a) (attention_flash_versions.h holds the ones the trainer does not). T 1024's six shapes are ~85% of the
+# 5, 6, 7 and 8 (sm_90a) (attention_flash_versions.h holds the ones the trainer does not). T 1024's six shapes are ~85% of the
 # backward's time (the runtime's mma.sync). (Every scheme in full: ~5 min a forward version here, ~20
 # a backward one.) Their FP32 builds have version 1 only, the unfused path the 25 FP32 fixtures run: not here.
 runs=("lab_attention_backward - --check,--scheme,standard" "${runs[@]}") # the longest run first
