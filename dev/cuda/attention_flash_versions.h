@@ -2299,6 +2299,50 @@ static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnG
 
 #define FLASH8_STAGES 3 // dK/dV 81 KiB of shared memory, dQ 129 KiB (hd 64)
 
+// a version 8 consumer's steps 0 .. last: step s's scores issued together with step s - 1's gradients,
+// step s's P and dS computed while those still run, step 0's scores alone and the last step's
+// gradients after the loop. The kernel gives the pieces: wait_full(s) (the step's stage has landed),
+// zero() (the score registers, overwritten by the first wgmma), issue_scores(s), issue_grads(s),
+// compute(s) (P and dS from the scores), pack() (the fragments of the next gradients) and release(s)
+template <class WaitFull, class Zero, class IssueScores, class IssueGrads, class Compute, class Pack, class Release>
+__device__ __forceinline__ void flash8_steps(int last, const Flash7Turns& turns, WaitFull wait_full, Zero zero,
+                                             IssueScores issue_scores, IssueGrads issue_grads, Compute compute, Pack pack,
+                                             Release release) {
+    wait_full(0);
+    zero();
+    turns.take();
+    flash6_wgmma_fence();
+    issue_scores(0);
+    flash6_wgmma_commit();
+    turns.hand_on(false);
+    flash6_wgmma_wait0();
+    compute(0);
+    pack();
+    for (int s = 1; s <= last; s++) {
+        wait_full(s);
+        zero();
+        turns.take();
+        flash6_wgmma_fence();
+        issue_scores(s);
+        flash6_wgmma_commit();
+        issue_grads(s - 1); // behind step s's scores
+        flash6_wgmma_commit();
+        turns.hand_on(false);
+        flash7_wgmma_wait1(); // the scores are in; compute touches neither the gradients' accumulators nor their fragments
+        compute(s);
+        flash6_wgmma_wait0();
+        release(s - 1);
+        pack();
+    }
+    turns.take();
+    flash6_wgmma_fence();
+    issue_grads(last);
+    flash6_wgmma_commit();
+    turns.hand_on(true);
+    flash6_wgmma_wait0();
+    release(last);
+}
+
 // dK, dV, version 8 (hd 64). Grid, threads and arguments as version 6's; dynamic smem
 // flash6_bwd_dkdv_smem_bytes(64, FLASH8_STAGES).
 template <int kHeadDim>
@@ -2339,53 +2383,30 @@ flash8_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
         float pt[32], dst[32];                 // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
         uint32_t p_frag[4][4], ds_frag[4][4];  // the step whose gradients are issued next
-        auto probs = [&](int step) {
-            const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
-            flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, w.query0(step), key_c0, key0, t, T, scale_log2);
-        };
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
-        // step 0: its scores alone
-        flash6_mbar_wait(smem_u32(&bar.full[0]), 0);
-        #pragma unroll
-        for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
-        turns.take();
-        flash6_wgmma_fence();
-        flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(0));
-        flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(0));
-        flash6_wgmma_commit();
-        turns.hand_on(false);
-        flash6_wgmma_wait0();
-        probs(0);
-        flash6_pack_p<4>(p_frag, pt);
-        flash6_pack_p<4>(ds_frag, dst);
-        for (int step = 1; step < w.steps; step++) {
-            flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1);
-            #pragma unroll
-            for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
-            turns.take();
-            flash6_wgmma_fence();
-            flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
-            flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
-            flash6_wgmma_commit();
-            flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step - 1)); // step - 1's gradients,
-            flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step - 1)); // behind step's scores
-            flash6_wgmma_commit();
-            turns.hand_on(false);
-            flash7_wgmma_wait1(); // the scores are in; nothing below touches dK, dV or the fragments until wait0
-            probs(step);
-            flash6_wgmma_wait0();
-            release(step - 1);
-            flash6_pack_p<4>(p_frag, pt);
-            flash6_pack_p<4>(ds_frag, dst);
-        }
-        turns.take(); // the last step's gradients
-        flash6_wgmma_fence();
-        flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(w.steps - 1));
-        flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(w.steps - 1));
-        flash6_wgmma_commit();
-        turns.hand_on(true);
-        flash6_wgmma_wait0();
-        release(w.steps - 1);
+        flash8_steps(
+            w.steps - 1, turns, [&](int step) { flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1); },
+            [&]() {
+                #pragma unroll
+                for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+            },
+            [&](int step) {
+                flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
+                flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
+            },
+            [&](int step) {
+                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
+                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
+            },
+            [&](int step) {
+                const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
+                flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, w.query0(step), key_c0, key0, t, T, scale_log2);
+            },
+            [&]() {
+                flash6_pack_p<4>(p_frag, pt);
+                flash6_pack_p<4>(ds_frag, dst);
+            },
+            release);
         flash_store_dkdv<kHeadDim>(dk, dv, flash6_as_frags<kHeadDim>(acc_dk), flash6_as_frags<kHeadDim>(acc_dv), w.b, w.kvh, T,
                                    key0, t, scale, kv_same);
     }
@@ -2433,46 +2454,22 @@ flash8_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
         float p[64], ds[64];   // (64 rows, 128 keys): S then P; dP then dS
         uint32_t ds_frag[8][4]; // dS of the tile whose dQ product is issued next
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
-        // tile 0: its S and dP alone
-        flash6_mbar_wait(smem_u32(&bar.full[0]), 0);
-        #pragma unroll
-        for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
-        turns.take();
-        flash6_wgmma_fence();
-        flash6_issue_qk<kHeadDim>(p, sQc, sK(0));
-        flash6_issue_qk<kHeadDim>(ds, sdOc, sV(0));
-        flash6_wgmma_commit();
-        turns.hand_on(false);
-        flash6_wgmma_wait0();
-        if (w.n_last == 0) { flash6_mask(p, 0, row0, t, T); }
-        flash6_bwd_probs(p, ds, lse2, d, scale_log2);
-        flash6_pack_p(ds_frag, ds);
-        for (int n = 1; n <= w.n_last; n++) {
-            flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1);
-            #pragma unroll
-            for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
-            turns.take();
-            flash6_wgmma_fence();
-            flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
-            flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
-            flash6_wgmma_commit();
-            flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n - 1)); // tile n - 1's dQ product, behind tile n's S and dP
-            flash6_wgmma_commit();
-            turns.hand_on(false);
-            flash7_wgmma_wait1(); // S and dP are in; nothing below touches dQ or the fragments until wait0
-            if (n == w.n_last) { flash6_mask(p, n, row0, t, T); }
-            flash6_bwd_probs(p, ds, lse2, d, scale_log2);
-            flash6_wgmma_wait0();
-            release(n - 1);
-            flash6_pack_p(ds_frag, ds);
-        }
-        turns.take(); // the last tile's dQ product
-        flash6_wgmma_fence();
-        flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(w.n_last));
-        flash6_wgmma_commit();
-        turns.hand_on(true);
-        flash6_wgmma_wait0();
-        release(w.n_last);
+        flash8_steps(
+            w.n_last, turns, [&](int n) { flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1); },
+            [&]() {
+                #pragma unroll
+                for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
+            },
+            [&](int n) {
+                flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
+                flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
+            },
+            [&](int n) { flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n)); },
+            [&](int n) {
+                if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
+                flash6_bwd_probs(p, ds, lse2, d, scale_log2);
+            },
+            [&]() { flash6_pack_p(ds_frag, ds); }, release);
         flash_store_dq<kHeadDim>(dq, flash6_as_frags<kHeadDim>(acc_dq), w.b, w.h, T, row0, t, scale);
     }
 #endif
