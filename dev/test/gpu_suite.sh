@@ -879,37 +879,28 @@ stage_lab_check() {
     else row "lab_$l SASS ($strict)" FAIL "exit $rc: $(tail -n 1 "$sass.facts" | cut -c1-110)"; fi
   done
 }
-lab_bench_run() { # lab flag log-suffix: one lab's bench into LOG/lab/lab_<lab>_<suffix>.log, its row
-  local l=$1 flag=$2 log="$LOG/lab/lab_$1_$3.log" rc
-  x timeout "$(tlimit 200)" ./build/lab_"$l" "$flag" >"$log" 2>&1
+bench_run() { # label log pattern command...: the command into LOG/lab/<log>.log, its lines matching pattern noted, a row
+  local label=$1 log="$LOG/lab/$2.log" pattern=$3 rc
+  shift 3
+  x timeout "$(tlimit 200)" "$@" >"$log" 2>&1
   rc=$?
   [ $DRY -eq 1 ] && return
-  grep '^bench v' "$log" | note
-  if [ $rc -eq 0 ] && grep -q '^bench v' "$log"; then row "lab_$l $flag" PASS "$(grep -c '^bench v' "$log") lines (lab/lab_${l}_$3.log)"
-  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "lab_$l $flag" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
-  else row "lab_$l $flag" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP' "$log" | cut -c1-110)"; fi
-}
-sdpa_bench_run() { # log-name [flag]: dev/cuda/sdpa_bench.py into LOG/lab/<log-name>.log, its row
-  local log="$LOG/lab/$1.log" rc
-  x timeout "$(tlimit 200)" "$PYTHON" dev/cuda/sdpa_bench.py ${2:-} >"$log" 2>&1
-  rc=$?
-  [ $DRY -eq 1 ] && return
-  grep '^bench sdpa' "$log" | note
-  if [ $rc -eq 0 ] && grep -q '^bench sdpa ' "$log"; then row "sdpa_bench.py ${2:-}(PyTorch SDPA)" PASS "$(head -n 1 "$log" | cut -c1-100)"
-  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "sdpa_bench.py ${2:-}(PyTorch SDPA)" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
-  else row "sdpa_bench.py ${2:-}(PyTorch SDPA)" FAIL "exit $rc: $(grep -m1 'SKIP\|Error\|error' "$log" | cut -c1-110)"; fi
+  grep "$pattern" "$log" | note
+  if [ $rc -eq 0 ] && grep -q "$pattern" "$log"; then row "$label" PASS "$(grep -c "$pattern" "$log") lines (lab/$2.log): $(head -n 1 "$log" | cut -c1-80)"
+  elif [ $rc -eq 0 ] && grep -q '^SKIP' "$log"; then row "$label" SKIP "$(grep -m1 '^SKIP' "$log" | cut -c1-110)"
+  else row "$label" FAIL "exit $rc: $(grep -m1 '^error\|^SKIP\|Error' "$log" | cut -c1-110)"; fi
 }
 stage_lab_bench() {
   local l
   mkdir -p "$LOG/lab"
-  for l in $LABS $LABS_BF16; do lab_bench_run "$l" --bench bench; done
-  sdpa_bench_run sdpa_bench
+  for l in $LABS $LABS_BF16; do bench_run "lab_$l --bench" "lab_${l}_bench" '^bench v' ./build/lab_"$l" --bench; done
+  bench_run "sdpa_bench.py (PyTorch SDPA)" sdpa_bench '^bench sdpa ' "$PYTHON" dev/cuda/sdpa_bench.py
 }
 stage_lab_bench_long() {
   local l
   mkdir -p "$LOG/lab"
-  for l in attention_forward attention_backward; do lab_bench_run "$l" --long bench_long; done
-  sdpa_bench_run sdpa_bench_long "--long "
+  for l in attention_forward attention_backward; do bench_run "lab_$l --long" "lab_${l}_bench_long" '^bench v' ./build/lab_"$l" --long; done
+  bench_run "sdpa_bench.py --long (PyTorch SDPA)" sdpa_bench_long '^bench sdpa ' "$PYTHON" dev/cuda/sdpa_bench.py --long
 }
 
 # ---------------------------------------------------------------------------------------------
