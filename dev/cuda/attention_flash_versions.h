@@ -1943,11 +1943,11 @@ static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 }
 
 // ----------------------------------------------------------------------------
-// backward versions 6 and 7 (issue 59): sm_90a (dev/cuda/attention_backward.cu's header has their
+// backward versions 6, 7 and 8 (issue 59): sm_90a (dev/cuda/attention_backward.cu's header has their
 // predictions). Version 5's decomposition, deterministic the same way (every sum in a fixed order, no
 // atomics): the delta kernel, then a dK/dV kernel and a dQ kernel, each in forward version 6's shape:
 // 384 threads, a producer warpgroup whose one thread issues the bulk tensor copies into a ring of 2
-// stages on mbarriers, two consumer warpgroups computing with wgmma from shared memory.
+// stages (3 in version 8) on mbarriers, two consumer warpgroups computing with wgmma from shared memory.
 //   dK/dV: a CTA owns 128 keys of one kv head (K and V resident), a consumer 64 of them; the steps
 //     walk the g query heads of the group and their 64-row query tiles from the diagonal on (Q and dO
 //     streamed). Per step and consumer: S^T = K_c Q^T and dP^T = V_c dO^T (m64n64, both operands
@@ -1956,10 +1956,10 @@ static void flash7_attention_forward_hd(floatX* out, float* lse, AttnRows q, Att
 //   dQ: a CTA owns 128 query rows of one head (Q and dO resident), a consumer 64; the key tiles of 128
 //     stream as in the forward. Per tile: S = Q K^T and dP = dO V^T (m64n128), P and dS in registers,
 //     dQ += dS K (K MN-major).
-// Version 7 (kTurns) adds forward version 7's ping-pong: the consumers take turns by named barriers
+// Version 7 adds forward version 7's ping-pong: the consumers take turns by named barriers
 // 1 and 2 to issue each group of wgmma (two turns a step: S^T and dP^T, then dV and dK; S and dP, then
-// dQ), so one consumer's exponentials and products run under the other's matmuls. Not in either: the
-// intra-warpgroup overlap (the next step's S issued under this step's dV and dK).
+// dQ), so one consumer's exponentials and products run under the other's matmuls; version 8 the
+// intra-warpgroup overlap (below). One kernel template of each, kVersion 6, 7 or 8.
 
 #define FLASH6_BWD_BLOCK_M 64 // query rows per step of the dK/dV kernel: S^T and dP^T 32 registers each
 
@@ -2094,210 +2094,25 @@ static size_t flash6_bwd_dq_smem_bytes(int hd, int stages) {
     return 1024 + (size_t)(2 + 2 * stages) * FLASH6_BLOCK_M * hd * sizeof(floatX);
 }
 
-// dK, dV, version 6. Grid (B * Hkv, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dkdv_smem_bytes.
-// tq, tdo: Q's and dO's tensor maps in boxes of 64 rows; tk, tv: K's and V's in boxes of 128 (kv_same:
-// one tensor). dk, dv, lse, delta as flash_attention_backward_dkdv_kernel.
-template <int kHeadDim, bool kTurns>
-__global__ void __launch_bounds__(FLASH6_THREADS, 1)
-flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
-                                      const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
-                                      AttnGradDest dk, AttnGradDest dv, const float* lse, const float* delta, int T, int H,
-                                      int Hkv, float scale, float scale_log2) {
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // not an sm_90a build: flash6_available() keeps the launcher from coming here
-#else
-    constexpr uint32_t kKeyTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES, kQueryTileBytes = kKeyTileBytes / 2;
-    extern __shared__ __align__(16) unsigned char flash_smem[];
-    __shared__ __align__(8) Flash6Barriers<FLASH6_STAGES> bar;
-    const uint32_t raw = smem_u32(flash_smem);
-    const uint32_t sK = raw + (1024 - raw % 1024) % 1024; // the swizzle repeats every 1024 bytes
-    const uint32_t sV = kv_same ? sK : sK + kKeyTileBytes, sQdO = sK + 2 * kKeyTileBytes;
-    auto sQ = [&](int step) { return sQdO + 2 * (step % FLASH6_STAGES) * kQueryTileBytes; }; // step's Q, dO after it
-    const Flash6BwdBlock w = flash6_bwd_block(T, H, Hkv);
-    const int wg = threadIdx.x / 128;
-    flash6_init_barriers(&bar);
-    if (wg == 0) {
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-        if (threadIdx.x == 0) { flash6_produce_dkdv<kHeadDim, FLASH6_STAGES>(&tq, &tdo, &tk, &tv, kv_same, sK, sQdO, &bar, w); }
-    } else { // a consumer: 64 keys, each warp 16 (keys key0 and key0 + 8 of this thread), the queries as columns
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
-        const int key_c0 = w.n_block * FLASH6_BLOCK_N + 64 * c, key0 = key_c0 + 16 * warp + lane / 4;
-        const uint32_t sKc = sK + 64 * c * 128, sVc = sV + 64 * c * 128; // this consumer's 64 rows of each panel
-        const Flash7Turns turns{c}; // version 7: two turns a step, around each group of wgmma
-        if constexpr (kTurns) { turns.begin(); }
-        float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
-        #pragma unroll
-        for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
-        flash6_mbar_wait(smem_u32(&bar.resident), 0);
-        for (int step = 0; step < w.steps; step++) {
-            const int stage = step % FLASH6_STAGES;
-            const bool last = step == w.steps - 1;
-            // every step's stage is waited for and released, computed or not: the 256 arrivals of a phase
-            // must all be for the same step
-            flash6_mbar_wait(smem_u32(&bar.full[stage]), (step / FLASH6_STAGES) & 1);
-            const int query0 = w.query0(step);
-            if (query0 + FLASH6_BWD_BLOCK_M - 1 >= key_c0) { // else every query precedes the consumer's keys: P^T = 0
-                const uint32_t sQs = sQ(step), sdOs = sQs + kQueryTileBytes;
-                float pt[32], dst[32]; // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
-                #pragma unroll
-                for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
-                if constexpr (kTurns) { turns.take(); }
-                flash6_wgmma_fence();
-                flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQs);
-                flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdOs);
-                flash6_wgmma_commit();
-                if constexpr (kTurns) { turns.hand_on(false); }
-                flash6_wgmma_wait0();
-                const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
-                flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, query0, key_c0, key0, t, T, scale_log2);
-                uint32_t p_frag[4][4], ds_frag[4][4];
-                flash6_pack_p<4>(p_frag, pt);
-                flash6_pack_p<4>(ds_frag, dst);
-                if constexpr (kTurns) { turns.take(); }
-                flash6_wgmma_fence();
-                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdOs);
-                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQs);
-                flash6_wgmma_commit();
-                if constexpr (kTurns) { turns.hand_on(last); }
-                flash6_wgmma_wait0();
-            } else if constexpr (kTurns) { // both turns, with nothing to issue: the rounds stay paired
-                turns.take();
-                turns.hand_on(false);
-                turns.take();
-                turns.hand_on(last);
-            }
-            flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
-        }
-        flash_store_dkdv<kHeadDim>(dk, dv, flash6_as_frags<kHeadDim>(acc_dk), flash6_as_frags<kHeadDim>(acc_dv), w.b, w.kvh, T,
-                                   key0, t, scale, kv_same);
-    }
-#endif
-}
-
-// dQ, version 6. Grid (B * H, ceil(T / 128)), 384 threads, dynamic smem flash6_bwd_dq_smem_bytes. tq,
-// tdo, tk, tv: the tensor maps in boxes of 128 rows; it adds dQ = scale * dS K to what the dK/dV kernel
-// wrote where q shares k's storage (dq.accumulate). lse, delta as flash_attention_backward_dq_kernel.
-template <int kHeadDim, bool kTurns>
-__global__ void __launch_bounds__(FLASH6_THREADS, 1)
-flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
-                                    const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
-                                    AttnGradDest dq, const float* lse, const float* delta, int T, int H, int Hkv, float scale,
-                                    float scale_log2) {
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    // not an sm_90a build: flash6_available() keeps the launcher from coming here
-#else
-    constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
-    extern __shared__ __align__(16) unsigned char flash_smem[];
-    __shared__ __align__(8) Flash6Barriers<FLASH6_STAGES> bar;
-    const uint32_t raw = smem_u32(flash_smem);
-    const uint32_t sQ = raw + (1024 - raw % 1024) % 1024, sdO = sQ + kTileBytes; // the swizzle repeats every 1024 bytes
-    auto sK = [&](int n) { return sQ + kTileBytes * (2 + 2 * (n % FLASH6_STAGES)); }; // tile n's K
-    auto sV = [&](int n) { return kv_same ? sK(n) : sK(n) + kTileBytes; };             // and its V
-    const Flash6Block w = flash6_block(T, H, Hkv);
-    const int wg = threadIdx.x / 128;
-    flash6_init_barriers(&bar);
-    if (wg == 0) {
-        flash6_producer<kHeadDim, FLASH6_STAGES>(&tq, &tdo, &tk, &tv, kv_same, sQ, &bar, w);
-    } else { // a consumer: 64 query rows, each warp 16 (rows row0 and row0 + 8 of this thread)
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-        const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
-        const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
-        const uint32_t sQc = sQ + 64 * c * 128, sdOc = sdO + 64 * c * 128; // this consumer's 64 rows of each panel
-        float lse2[2], d[2]; // this thread's rows' lse (base 2) and D
-        flash6_bwd_row_stats(lse2, d, lse, delta, w, H, T, row0);
-        const Flash7Turns turns{c}; // version 7: two turns a tile, around each group of wgmma
-        if constexpr (kTurns) { turns.begin(); }
-        float acc_dq[kHeadDim / 2];
-        #pragma unroll
-        for (int i = 0; i < kHeadDim / 2; i++) { acc_dq[i] = 0.0f; }
-        flash6_mbar_wait(smem_u32(&bar.resident), 0);
-        for (int n = 0; n <= w.n_last; n++) {
-            const int stage = n % FLASH6_STAGES;
-            flash6_mbar_wait(smem_u32(&bar.full[stage]), (n / FLASH6_STAGES) & 1);
-            float p[64], ds[64]; // (64 rows, 128 keys): S then P; dP then dS
-            #pragma unroll
-            for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
-            if constexpr (kTurns) { turns.take(); }
-            flash6_wgmma_fence();
-            flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
-            flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
-            flash6_wgmma_commit();
-            if constexpr (kTurns) { turns.hand_on(false); }
-            flash6_wgmma_wait0();
-            if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
-            flash6_bwd_probs(p, ds, lse2, d, scale_log2);
-            uint32_t ds_frag[8][4];
-            flash6_pack_p(ds_frag, ds);
-            if constexpr (kTurns) { turns.take(); }
-            flash6_wgmma_fence();
-            flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n));
-            flash6_wgmma_commit();
-            if constexpr (kTurns) { turns.hand_on(n == w.n_last); }
-            flash6_wgmma_wait0();
-            flash6_mbar_arrive(smem_u32(&bar.empty[stage])); // this thread is done with the stage
-        }
-        flash_store_dq<kHeadDim>(dq, flash6_as_frags<kHeadDim>(acc_dq), w.b, w.h, T, row0, t, scale);
-    }
-#endif
-}
-
-// the backward's tensor maps: forward version 6's (boxes of 128 rows: K and V of both kernels, Q of the
-// dQ kernel), dO's in boxes of 128 (the dQ kernel) and Q's and dO's in boxes of 64 (the dK/dV kernel)
-struct Flash6BwdMaps {
-    Flash6Maps m;
-    CUtensorMap dout, q64, dout64;
+// Version 8's rings hold 3 stages, so that a step's operands stay while the next step's scores are
+// issued (dK/dV 81 KiB of shared memory, dQ 129 KiB at hd 64); versions 6 and 7 hold 2
+#define FLASH8_STAGES 3
+template <int kVersion>
+struct Flash6BwdConfig {
+    static constexpr int kStages = kVersion == 8 ? FLASH8_STAGES : FLASH6_STAGES;
 };
-static void flash6_bwd_maps(Flash6BwdMaps* maps, const floatX* dout, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
-                            int Hkv, int hd) {
-    flash6_maps(&maps->m, q, k, v, B, T, H, Hkv, hd);
-    AttnRows drows;
-    drows.ptr = dout;
-    drows.stride = H * hd;
-    flash6_tensor_map(&maps->dout, drows, B, T, H * hd, 128);
-    flash6_tensor_map(&maps->q64, q, B, T, H * hd, FLASH6_BWD_BLOCK_M);
-    flash6_tensor_map(&maps->dout64, drows, B, T, H * hd, FLASH6_BWD_BLOCK_M);
-}
 
-// versions 6 and 7 (kTurns) of the backward after the delta kernel: dK/dV first, then dQ (which adds to
-// dK/dV's write where q shares k's storage)
-template <int kHeadDim, bool kTurns>
-static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
-                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
-                                         int B, int T, int H, int Hkv, float scale) {
-    Flash6BwdMaps maps;
-    flash6_bwd_maps(&maps, dout, q, k, v, B, T, H, Hkv, kHeadDim);
-    const int kv_same = k.ptr == v.ptr;
-    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(kHeadDim, FLASH6_STAGES), smem_dq = flash6_bwd_dq_smem_bytes(kHeadDim, FLASH6_STAGES);
-    static bool dkdv_opted_in = false, dq_opted_in = false;
-    flash_smem_opt_in(flash6_attention_backward_dkdv_kernel<kHeadDim, kTurns>, smem_dkdv, &dkdv_opted_in);
-    flash_smem_opt_in(flash6_attention_backward_dq_kernel<kHeadDim, kTurns>, smem_dq, &dq_opted_in);
-    const int tiles = (T + FLASH6_BLOCK_N - 1) / FLASH6_BLOCK_N; // 128 keys or 128 query rows each
-    flash6_attention_backward_dkdv_kernel<kHeadDim, kTurns><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
-        maps.q64, maps.dout64, maps.m.k, maps.m.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
-    profile_mark(PROF_ATTN_BWD_DKDV);
-    flash6_attention_backward_dq_kernel<kHeadDim, kTurns><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
-        maps.m.q, maps.dout, maps.m.k, maps.m.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
-    launchCheck();
-    profile_mark(PROF_ATTN_BWD_DQ);
-}
-
-// ----------------------------------------------------------------------------
-// backward version 8 (issue 59): version 7 with FlashAttention-3's intra-warpgroup overlap (its
-// prediction is in dev/cuda/attention_backward.cu's header). In each turn a consumer issues this
-// step's scores (S^T and dP^T; the dQ kernel's S and dP) as one wgmma group and the last step's
-// gradients (dV and dK; dQ) as a second, waits for the first only (wgmma.wait_group 1), and computes
-// this step's P and dS while the second still runs: version 7's arithmetic in version 7's order, only
-// issued earlier. Step 0's scores go alone and the last step's gradients after the loop (peeled, as in
-// forward version 7: no branch around an issue). So that a step's operands stay while the next one's
-// scores are issued, the rings hold 3 stages; and every dK/dV consumer computes every step (version 6's
-// skip of a step whose queries all precede its keys would put a branch around the issues: P^T is 0
-// there, 1.5% more dK/dV work at T 4096). Head size 64 only: at 128 two steps' registers (dK, dV 128,
-// S^T and dP^T 64, the in-flight fragments 32, addresses) pass the 240 a consumer has, and ptxas
-// spilled 216 bytes and serialized the wgmma (C7512); version 8 at hd 128 runs version 7.
-
-#define FLASH8_STAGES 3 // dK/dV 81 KiB of shared memory, dQ 129 KiB (hd 64)
+// Version 8 adds FlashAttention-3's intra-warpgroup overlap to version 7 (its prediction is in
+// dev/cuda/attention_backward.cu's header). In each turn a consumer issues this step's scores (S^T and
+// dP^T; the dQ kernel's S and dP) as one wgmma group and the last step's gradients (dV and dK; dQ) as a
+// second, waits for the first only (wgmma.wait_group 1), and computes this step's P and dS while the
+// second still runs: version 7's arithmetic in version 7's order, only issued earlier. Step 0's scores
+// go alone and the last step's gradients after the loop (peeled, as in forward version 7: no branch
+// around an issue); every dK/dV consumer computes every step (version 6's skip of a step whose queries
+// all precede its keys would put a branch around the issues: P^T is 0 there, 1.5% more dK/dV work at T
+// 4096). Head size 64 only: at 128 two steps' registers (dK, dV 128, S^T and dP^T 64, the in-flight
+// fragments 32, addresses) pass the 240 a consumer has, and ptxas spilled 216 bytes and serialized the
+// wgmma (C7512); version 8 at hd 128 runs version 7.
 
 // a version 8 consumer's steps 0 .. last: step s's scores issued together with step s - 1's gradients,
 // step s's P and dS computed while those still run, step 0's scores alone and the last step's
@@ -2343,19 +2158,22 @@ __device__ __forceinline__ void flash8_steps(int last, const Flash7Turns& turns,
     release(last);
 }
 
-// dK, dV, version 8 (hd 64). Grid, threads and arguments as version 6's; dynamic smem
-// flash6_bwd_dkdv_smem_bytes(64, FLASH8_STAGES).
-template <int kHeadDim>
+// dK, dV, versions 6, 7 and 8 (kVersion). Grid (B * Hkv, ceil(T / 128)), 384 threads, dynamic smem
+// flash6_bwd_dkdv_smem_bytes(hd, Flash6BwdConfig<kVersion>::kStages). tq, tdo: Q's and dO's tensor maps in
+// boxes of 64 rows; tk, tv: K's and V's in boxes of 128 (kv_same: one tensor). dk, dv, lse, delta as
+// flash_attention_backward_dkdv_kernel.
+template <int kHeadDim, int kVersion>
 __global__ void __launch_bounds__(FLASH6_THREADS, 1)
-flash8_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
                                       const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
                                       AttnGradDest dk, AttnGradDest dv, const float* lse, const float* delta, int T, int H,
                                       int Hkv, float scale, float scale_log2) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
     // not an sm_90a build: flash6_available() keeps the launcher from coming here
 #else
-    static_assert(kHeadDim == 64, "version 8 at hd 128 is version 7 (the registers)");
-    constexpr int kStages = FLASH8_STAGES;
+    static_assert(kVersion != 8 || kHeadDim == 64, "version 8 at hd 128 is version 7 (the registers)");
+    constexpr int kStages = Flash6BwdConfig<kVersion>::kStages;
+    constexpr bool kTurns = kVersion >= 7;
     constexpr uint32_t kKeyTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES, kQueryTileBytes = kKeyTileBytes / 2;
     extern __shared__ __align__(16) unsigned char flash_smem[];
     __shared__ __align__(8) Flash6Barriers<kStages> bar;
@@ -2376,56 +2194,97 @@ flash8_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
         const int key_c0 = w.n_block * FLASH6_BLOCK_N + 64 * c, key0 = key_c0 + 16 * warp + lane / 4;
         const uint32_t sKc = sK + 64 * c * 128, sVc = sV + 64 * c * 128; // this consumer's 64 rows of each panel
-        const Flash7Turns turns{c};
-        turns.begin();
+        const Flash7Turns turns{c}; // version 7: two turns a step, around each group of wgmma; version 8: one
+        if constexpr (kTurns) { turns.begin(); }
         float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
-        float pt[32], dst[32];                 // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
-        uint32_t p_frag[4][4], ds_frag[4][4];  // the step whose gradients are issued next
+        float pt[32], dst[32]; // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
+        auto probs = [&](int step) {
+            const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
+            flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, w.query0(step), key_c0, key0, t, T, scale_log2);
+        };
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
-        flash8_steps(
-            w.steps - 1, turns, [&](int step) { flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1); },
-            [&]() {
-                #pragma unroll
-                for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
-            },
-            [&](int step) {
-                flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
-                flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
-            },
-            [&](int step) {
-                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
-                flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
-            },
-            [&](int step) {
-                const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
-                flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, w.query0(step), key_c0, key0, t, T, scale_log2);
-            },
-            [&]() {
-                flash6_pack_p<4>(p_frag, pt);
-                flash6_pack_p<4>(ds_frag, dst);
-            },
-            release);
+        if constexpr (kVersion == 8) {
+            uint32_t p_frag[4][4], ds_frag[4][4]; // the step whose gradients are issued next
+            flash8_steps(
+                w.steps - 1, turns, [&](int step) { flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1); },
+                [&]() {
+                    #pragma unroll
+                    for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+                },
+                [&](int step) {
+                    flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
+                    flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
+                },
+                [&](int step) {
+                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
+                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
+                },
+                probs,
+                [&]() {
+                    flash6_pack_p<4>(p_frag, pt);
+                    flash6_pack_p<4>(ds_frag, dst);
+                },
+                release);
+        } else {
+            for (int step = 0; step < w.steps; step++) {
+                const bool last = step == w.steps - 1;
+                // every step's stage is waited for and released, computed or not: the 256 arrivals of a
+                // phase must all be for the same step
+                flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1);
+                if (w.query0(step) + FLASH6_BWD_BLOCK_M - 1 >= key_c0) { // else every query precedes the consumer's keys: P^T = 0
+                    #pragma unroll
+                    for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+                    if constexpr (kTurns) { turns.take(); }
+                    flash6_wgmma_fence();
+                    flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
+                    flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
+                    flash6_wgmma_commit();
+                    if constexpr (kTurns) { turns.hand_on(false); }
+                    flash6_wgmma_wait0();
+                    probs(step);
+                    uint32_t p_frag[4][4], ds_frag[4][4];
+                    flash6_pack_p<4>(p_frag, pt);
+                    flash6_pack_p<4>(ds_frag, dst);
+                    if constexpr (kTurns) { turns.take(); }
+                    flash6_wgmma_fence();
+                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
+                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
+                    flash6_wgmma_commit();
+                    if constexpr (kTurns) { turns.hand_on(last); }
+                    flash6_wgmma_wait0();
+                } else if constexpr (kTurns) { // both turns, with nothing to issue: the rounds stay paired
+                    turns.take();
+                    turns.hand_on(false);
+                    turns.take();
+                    turns.hand_on(last);
+                }
+                release(step); // this thread is done with the stage
+            }
+        }
         flash_store_dkdv<kHeadDim>(dk, dv, flash6_as_frags<kHeadDim>(acc_dk), flash6_as_frags<kHeadDim>(acc_dv), w.b, w.kvh, T,
                                    key0, t, scale, kv_same);
     }
 #endif
 }
 
-// dQ, version 8 (hd 64). Grid, threads and arguments as version 6's; dynamic smem
-// flash6_bwd_dq_smem_bytes(64, FLASH8_STAGES).
-template <int kHeadDim>
+// dQ, versions 6, 7 and 8 (kVersion). Grid (B * H, ceil(T / 128)), 384 threads, dynamic smem
+// flash6_bwd_dq_smem_bytes(hd, Flash6BwdConfig<kVersion>::kStages). tq, tdo, tk, tv: the tensor maps in
+// boxes of 128 rows; it adds dQ = scale * dS K to what the dK/dV kernel wrote where q shares k's storage
+// (dq.accumulate). lse, delta as flash_attention_backward_dq_kernel.
+template <int kHeadDim, int kVersion>
 __global__ void __launch_bounds__(FLASH6_THREADS, 1)
-flash8_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
                                     const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv, int kv_same,
                                     AttnGradDest dq, const float* lse, const float* delta, int T, int H, int Hkv, float scale,
                                     float scale_log2) {
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
     // not an sm_90a build: flash6_available() keeps the launcher from coming here
 #else
-    static_assert(kHeadDim == 64, "version 8 at hd 128 is version 7 (the registers)");
-    constexpr int kStages = FLASH8_STAGES;
+    static_assert(kVersion != 8 || kHeadDim == 64, "version 8 at hd 128 is version 7 (the registers)");
+    constexpr int kStages = Flash6BwdConfig<kVersion>::kStages;
+    constexpr bool kTurns = kVersion >= 7;
     constexpr uint32_t kTileBytes = (kHeadDim / 64) * FLASH6_PANEL_BYTES; // 128 rows x kHeadDim
     extern __shared__ __align__(16) unsigned char flash_smem[];
     __shared__ __align__(8) Flash6Barriers<kStages> bar;
@@ -2444,55 +2303,96 @@ flash8_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
         const int c = wg - 1, lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32, t = lane % 4;
         const int row0 = w.m_block * FLASH6_BLOCK_M + 64 * c + 16 * warp + lane / 4;
         const uint32_t sQc = sQ + 64 * c * 128, sdOc = sdO + 64 * c * 128; // this consumer's 64 rows of each panel
-        const Flash7Turns turns{c};
-        turns.begin();
+        const Flash7Turns turns{c}; // version 7: two turns a tile, around each group of wgmma; version 8: one
+        if constexpr (kTurns) { turns.begin(); }
         float lse2[2], d[2]; // this thread's rows' lse (base 2) and D
         flash6_bwd_row_stats(lse2, d, lse, delta, w, H, T, row0);
         float acc_dq[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dq[i] = 0.0f; }
-        float p[64], ds[64];   // (64 rows, 128 keys): S then P; dP then dS
+        float p[64], ds[64];    // (64 rows, 128 keys): S then P; dP then dS
         uint32_t ds_frag[8][4]; // dS of the tile whose dQ product is issued next
+        auto zero = [&]() {
+            #pragma unroll
+            for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
+        };
+        auto issue_scores = [&](int n) {
+            flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
+            flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
+        };
+        auto probs = [&](int n) {
+            if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
+            flash6_bwd_probs(p, ds, lse2, d, scale_log2);
+        };
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
-        flash8_steps(
-            w.n_last, turns, [&](int n) { flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1); },
-            [&]() {
-                #pragma unroll
-                for (int i = 0; i < 64; i++) { p[i] = 0.0f; ds[i] = 0.0f; }
-            },
-            [&](int n) {
-                flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
-                flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
-            },
-            [&](int n) { flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n)); },
-            [&](int n) {
-                if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
-                flash6_bwd_probs(p, ds, lse2, d, scale_log2);
-            },
-            [&]() { flash6_pack_p(ds_frag, ds); }, release);
+        if constexpr (kVersion == 8) {
+            flash8_steps(
+                w.n_last, turns, [&](int n) { flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1); }, zero,
+                issue_scores, [&](int n) { flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n)); }, probs,
+                [&]() { flash6_pack_p(ds_frag, ds); }, release);
+        } else {
+            for (int n = 0; n <= w.n_last; n++) {
+                flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1);
+                zero();
+                if constexpr (kTurns) { turns.take(); }
+                flash6_wgmma_fence();
+                issue_scores(n);
+                flash6_wgmma_commit();
+                if constexpr (kTurns) { turns.hand_on(false); }
+                flash6_wgmma_wait0();
+                probs(n);
+                flash6_pack_p(ds_frag, ds);
+                if constexpr (kTurns) { turns.take(); }
+                flash6_wgmma_fence();
+                flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n));
+                flash6_wgmma_commit();
+                if constexpr (kTurns) { turns.hand_on(n == w.n_last); }
+                flash6_wgmma_wait0();
+                release(n); // this thread is done with the stage
+            }
+        }
         flash_store_dq<kHeadDim>(dq, flash6_as_frags<kHeadDim>(acc_dq), w.b, w.h, T, row0, t, scale);
     }
 #endif
 }
 
-// version 8's backward (hd 64) after the delta kernel: dK/dV first, then dQ (which adds to dK/dV's write
-// where q shares k's storage)
-static void flash8_attention_backward(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout, const float* lse,
-                                      const float* delta, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H, int Hkv,
-                                      float scale) {
+// the backward's tensor maps: forward version 6's (boxes of 128 rows: K and V of both kernels, Q of the
+// dQ kernel), dO's in boxes of 128 (the dQ kernel) and Q's and dO's in boxes of 64 (the dK/dV kernel)
+struct Flash6BwdMaps {
+    Flash6Maps m;
+    CUtensorMap dout, q64, dout64;
+};
+static void flash6_bwd_maps(Flash6BwdMaps* maps, const floatX* dout, AttnRows q, AttnRows k, AttnRows v, int B, int T, int H,
+                            int Hkv, int hd) {
+    flash6_maps(&maps->m, q, k, v, B, T, H, Hkv, hd);
+    AttnRows drows;
+    drows.ptr = dout;
+    drows.stride = H * hd;
+    flash6_tensor_map(&maps->dout, drows, B, T, H * hd, 128);
+    flash6_tensor_map(&maps->q64, q, B, T, H * hd, FLASH6_BWD_BLOCK_M);
+    flash6_tensor_map(&maps->dout64, drows, B, T, H * hd, FLASH6_BWD_BLOCK_M);
+}
+
+// versions 6, 7 and 8 (kVersion) of the backward after the delta kernel: dK/dV first, then dQ (which
+// adds to dK/dV's write where q shares k's storage)
+template <int kHeadDim, int kVersion>
+static void flash6_attention_backward_hd(AttnGradDest dq, AttnGradDest dk, AttnGradDest dv, const floatX* dout,
+                                         const float* lse, const float* delta, AttnRows q, AttnRows k, AttnRows v,
+                                         int B, int T, int H, int Hkv, float scale) {
     Flash6BwdMaps maps;
-    flash6_bwd_maps(&maps, dout, q, k, v, B, T, H, Hkv, 64);
+    flash6_bwd_maps(&maps, dout, q, k, v, B, T, H, Hkv, kHeadDim);
     const int kv_same = k.ptr == v.ptr;
-    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(64, FLASH8_STAGES), smem_dq = flash6_bwd_dq_smem_bytes(64, FLASH8_STAGES);
+    constexpr int kStages = Flash6BwdConfig<kVersion>::kStages;
+    const size_t smem_dkdv = flash6_bwd_dkdv_smem_bytes(kHeadDim, kStages), smem_dq = flash6_bwd_dq_smem_bytes(kHeadDim, kStages);
     static bool dkdv_opted_in = false, dq_opted_in = false;
-    flash_smem_opt_in(flash8_attention_backward_dkdv_kernel<64>, smem_dkdv, &dkdv_opted_in);
-    flash_smem_opt_in(flash8_attention_backward_dq_kernel<64>, smem_dq, &dq_opted_in);
+    flash_smem_opt_in(flash6_attention_backward_dkdv_kernel<kHeadDim, kVersion>, smem_dkdv, &dkdv_opted_in);
+    flash_smem_opt_in(flash6_attention_backward_dq_kernel<kHeadDim, kVersion>, smem_dq, &dq_opted_in);
     const int tiles = (T + FLASH6_BLOCK_N - 1) / FLASH6_BLOCK_N; // 128 keys or 128 query rows each
-    flash8_attention_backward_dkdv_kernel<64><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
+    flash6_attention_backward_dkdv_kernel<kHeadDim, kVersion><<<dim3(B * Hkv, tiles), FLASH6_THREADS, smem_dkdv>>>(
         maps.q64, maps.dout64, maps.m.k, maps.m.v, kv_same, dk, dv, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
     profile_mark(PROF_ATTN_BWD_DKDV);
-    flash8_attention_backward_dq_kernel<64><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
+    flash6_attention_backward_dq_kernel<kHeadDim, kVersion><<<dim3(B * H, tiles), FLASH6_THREADS, smem_dq>>>(
         maps.m.q, maps.dout, maps.m.k, maps.m.v, kv_same, dq, lse, delta, T, H, Hkv, scale, scale * FLASH_LOG2E);
     launchCheck();
     profile_mark(PROF_ATTN_BWD_DQ);
@@ -2562,11 +2462,11 @@ static void lab_flash_backward(int version, AttnGradDest dq, AttnGradDest dk, At
         else if (version == 2) { flash_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 5 && s->hd == 64) { flash5_attention_backward_hd<64>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
         else if (version == 5) { flash5_attention_backward_hd<128>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (version == 6 && s->hd == 64) { flash6_attention_backward_hd<64, false>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (version == 6) { flash6_attention_backward_hd<128, false>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (version == 7 && s->hd == 64) { flash6_attention_backward_hd<64, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else if (s->hd == 64) { flash8_attention_backward(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
-        else { flash6_attention_backward_hd<128, true>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); } // 7, and 8 at hd 128
+        else if (version == 6 && s->hd == 64) { flash6_attention_backward_hd<64, 6>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 6) { flash6_attention_backward_hd<128, 6>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (version == 7 && s->hd == 64) { flash6_attention_backward_hd<64, 7>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else if (s->hd == 64) { flash6_attention_backward_hd<64, 8>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); }
+        else { flash6_attention_backward_hd<128, 7>(dq, dk, dv, dout, lse, delta, q, k, v, s->B, s->T, s->H, s->Hkv, s->scale); } // 7, and 8 at hd 128
         return;
     }
 #endif

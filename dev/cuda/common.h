@@ -1580,11 +1580,9 @@ static int lab_large_backward(const LabArgs* a, const LabVersion* ver, LabLarge*
     } else if (ver->version == 5) {
         lab_far_ctas("flash5_attention_backward_dkdv_kernel", 'x');
         lab_far_ctas("flash5_attention_backward_dq_kernel", 'x');
-    } else if (ver->version >= 6) { // 6 and 7 one kernel of each (7 its kTurns instance); 8 its own at hd 64, 7's at 128
-        for (const char* kernel : {"flash6_attention_backward_dkdv_kernel", "flash6_attention_backward_dq_kernel",
-                                   "flash8_attention_backward_dkdv_kernel", "flash8_attention_backward_dq_kernel"}) {
-            lab_far_ctas(kernel, 'x');
-        }
+    } else if (ver->version >= 6) { // one kernel template of each, kVersion 6, 7 or 8
+        lab_far_ctas("flash6_attention_backward_dkdv_kernel", 'x');
+        lab_far_ctas("flash6_attention_backward_dq_kernel", 'x');
     } else {
         lab_far_ctas("flash_attention_backward_dkdv_kernel", 'y');
         lab_far_ctas("flash_attention_backward_dq_kernel", 'y');
