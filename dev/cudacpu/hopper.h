@@ -14,8 +14,9 @@ calls it.
                   runtime's cuTensorMapEncodeTiled: out-of-bounds fill, 32/64/128-byte swizzle) and the
                   plain cp.async.bulk, each completing bytes on an mbarrier: the source is read at issue,
                   the destination holds 0xFF from the issue until the copy lands, and it lands as late as
-                  it can: when no thread of the CTA can run, one copy at a time in issue order (the threads
-                  a landing wakes run before the next lands). The reverse, shared -> global (bulk_group),
+                  it can: when no thread of the CTA can run, not even one whose wgmma.wait_group or fence
+                  could end (those end first), one copy at a time in issue order (the threads a landing
+                  wakes run before the next lands). The reverse, shared -> global (bulk_group),
                   reads shared memory through the async proxy when the issuing thread's
                   cp.async.bulk.wait_group retires it.
   async proxy     the bulk copies' and wgmma's reads of shared memory see a second view of it, which
@@ -791,14 +792,12 @@ static void named_barrier(long id, long n, bool wait, int line) {
 // ---------------------------------------------------------------------------------------------
 // the scheduler's hooks (simt.h)
 
-// no thread of the CTA can run: copies in flight land; else the quiet waits end. False: nothing to do
+// no thread of the CTA can run: the quiet waits end; with none, the oldest copy in flight lands (a
+// copy lands as late as it can: a thread whose wgmma.wait_group or fence can end runs first, so a tile
+// read after such a wait without its own mbarrier's phase is still in flight). False: nothing to do
 static bool hopper_quiesce(Cta& c) {
     HopperCta* h = c.hopper;
     if (h == nullptr || !h->used) { return false; }
-    if (!h->loads.empty()) {
-        bulk_land_oldest(*h);
-        return true;
-    }
     bool any = false, proxy = false;
     for (int t = 0; t < m.nthreads; t++) {
         if (c.fibers[t].state == WAIT_QUIET) {
@@ -806,7 +805,11 @@ static bool hopper_quiesce(Cta& c) {
             proxy = proxy || c.fibers[t].wait_parity == QUIET_PROXY;
         }
     }
-    if (!any) { return false; }
+    if (!any) {
+        if (h->loads.empty()) { return false; }
+        bulk_land_oldest(*h);
+        return true;
+    }
     if (proxy) { view_publish(*h); }
     for (int t = 0; t < m.nthreads; t++) {
         if (c.fibers[t].state == WAIT_QUIET) {
