@@ -198,7 +198,8 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6, 7 and 8 in
      one thread issues cp.async.bulk.tensor copies through tensor maps, 128-byte swizzle, zeros past
      T), warpgroups 1 and 2 the consumers (setmaxnreg.inc to 240, wgmma from shared memory), a ring of
      2 stages on "full" and "empty" mbarriers.
-     flash6_attention_backward_dkdv_kernel<hd>, grid (B*Hkv, ceil(T/128)): K and V of 128 keys
+     flash6_attention_backward_dkdv_kernel<hd, 6> (one template for versions 6, 7 and 8: kVersion),
+     grid (B*Hkv, ceil(T/128)): K and V of 128 keys
      resident (one copy when k = v), a consumer 64 keys; steps of 64-row query tiles of the g query
      heads from the diagonal on, Q and dO streamed (boxes of 64 rows). Per step and consumer: S^T =
      K_c Q^T and dP^T = V_c dO^T by wgmma m64n64k16 (both operands K-major, issued as one group),
@@ -207,7 +208,7 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6, 7 and 8 in
      and dK += dS^T Q by wgmma m64n{hd}k16 with A from registers (the accumulator layout is the A
      layout) and dO, Q MN-major (their row-major tiles need no transpose). A consumer whose 64 keys
      all follow the step's queries waits for the stage and releases it without computing.
-     flash6_attention_backward_dq_kernel<hd>, grid (B*H, ceil(T/128)): Q and dO of 128 rows resident
+     flash6_attention_backward_dq_kernel<hd, 6>, grid (B*H, ceil(T/128)): Q and dO of 128 rows resident
      (forward version 6's producer with dO as a second resident tile), a consumer 64 rows; K and V
      tiles of 128 keys streamed up to the diagonal. Per tile: S = Q K^T and dP = dO V^T (m64n128k16),
      P and dS in registers (the thread's two rows' lse and D held from the start), dQ += dS K (K
@@ -247,8 +248,8 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6, 7 and 8 in
      bit-identical. Where the build is not sm_90a or the GPU not compute capability 9.0 the lab says SKIP.
 
   7  flash version 7, ./build/lab_attention_backward 7 (issue 59 part 2c; in attention_flash_versions.h,
-     the same kernel templates as version 6 with kTurns; runs after forward version 7; predicted here,
-     not measured): version 6 with forward version 7's ping-pong. The two consumers take turns by
+     version 6's kernel templates with kVersion 7; runs after forward version 7; predicted here, not
+     measured): version 6 with forward version 7's ping-pong. The two consumers take turns by
      named barriers 1 and 2 (Flash7Turns, forward version 7's protocol) to issue each group of wgmma:
      two turns a step, S^T and dP^T, then dV and dK (dQ kernel: S and dP, then dQ), so one consumer's
      exponentials and products run while the tensor cores work on the other's matmuls. A dK/dV
@@ -270,8 +271,8 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6, 7 and 8 in
      times. The SASS facts are version 6's, plus BAR.SYNC and BAR.ARV with barriers 1 and 2.
 
   8  flash version 8, ./build/lab_attention_backward 8 (issue 59 part 2c; in attention_flash_versions.h;
-     runs after forward version 7; predicted, not measured): version 7 with
-     FlashAttention-3's intra-warpgroup overlap. In each turn a consumer issues this step's scores
+     version 6's kernel templates with kVersion 8; runs after forward version 7; predicted, not
+     measured): version 7 with FlashAttention-3's intra-warpgroup overlap. In each turn a consumer issues this step's scores
      (S^T and dP^T; dQ kernel: S and dP) and the last step's gradients (dV and dK; dQ) as two wgmma
      groups, waits for the first (wgmma.wait_group 1), and computes this step's P and dS while the
      gradients still run; then waits for them, releases the last step's stage and packs this step's
@@ -293,8 +294,8 @@ Versions (1 and 4 the trainer's own code, included below; 2, 3, 5, 6, 7 and 8 in
      Against SDPA's measured backward on the H200 (0.252 / 0.535 / 1.588 ms): 3.3x, 1.93x and 1.50x at
      T 1024, 2048 and 4096; version 7's prediction 1.16x, 1.18x and 1.19x version 8's times. A register
      operand of a wgmma in flight written before its wait (the fragments packed before wait_group 0)
-     is what the CPU runtime cannot see (it reads register operands at the issue): ptxas serializes
-     such a wgmma with a C75xx warning, which the lab's ptxas check reads (dev/TESTING.md).
+     is what the CPU runtime cannot see (it reads register operands at the issue): ptxas would
+     serialize such a wgmma and say so (a C75xx note), and the report above has none (dev/TESTING.md).
      Checked on the CPU runtime: `--check` on every shape of every scheme, `--large`; planted bug m83
      (a stage released before the wait that retires its last reader) caught.
 
