@@ -1073,10 +1073,10 @@ static void lab_attn_alloc(LabAttn* a, const AttnShape* s, int flash_version, in
     static const char* const perm_names[3] = {"perm[0]", "perm[1]", "perm[2]"};
     static const char* const dperm_names[3] = {"dperm[0]", "dperm[1]", "dperm[2]"};
     a->s = *s;
-    // every flash version runs its own forward but backward versions 4, which runs after version 3's
-    // (the trainer's pair; version 5's backward after forward version 5, the pair issue 58 would move
-    // into the trainer together), and 8, after version 7's (the forward's overlaps are version 7's). No
-    // list of versions here: a new forward version left off one ran version 3 in its place, and its
+    // every flash version runs its own forward but two backward ones: 4 after version 3's (the trainer's
+    // pair; version 5's backward after forward version 5, the pair issue 58 would move into the trainer
+    // together) and 8 after version 7's (there is no forward 8: the forward's overlaps are version 7's).
+    // No list of versions here: a new forward version left off one ran version 3 in its place, and its
     // checks passed (mutants m77 and m78 showed it)
     a->flash_fwd = flash_version == 4 || flash_version == 0 ? 3 : flash_version == 8 ? 7 : flash_version;
     a->flash_bwd = flash_version;
