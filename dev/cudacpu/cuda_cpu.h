@@ -661,6 +661,8 @@ struct PtxStmt {
     int setp_eq = 0;         // setp.eq (else .ne)
     int dims = 0;            // cp.async.bulk.tensor.<dims>d
     int wgmma_n = 0;         // wgmma's N
+    bool mma_shaped = false; // mma.sync with {D 4}, {A 4}, {B 2}, {C 4}: their operand numbers, in that order
+    int mma_ops[14] = {};
     int inc = 0;             // setmaxnreg.inc
 };
 // an asm statement's template, as read
@@ -668,10 +670,9 @@ struct PtxParsed {
     std::vector<PtxStmt> stmts;
     std::vector<std::string> preds; // the block's predicate registers
     std::string error;
-    // an asm statement that is one mma.sync alone (the flash kernels' hottest): its operand numbers,
-    // D 4, A 4, B 2, C 4, and the largest, so that ptx() runs it without the interpreter's detours
+    // an asm statement that is one well-formed mma.sync alone (the flash kernels' hottest): ptx() runs
+    // it without the interpreter's setup
     bool mma_alone = false;
-    int mma_ops[14] = {}, mma_max_op = 0;
 };
 
 static bool ptx_mnemonic_has(const std::string& m, const char* part) {
@@ -858,22 +859,50 @@ static const PtxParsed* ptx_parse(const char* tmpl) {
         stmt.mnemonic = st.substr(0, sp);
         if (sp != std::string::npos) { stmt.args = ptx_args(st.substr(sp), p.preds, &p.error); }
         ptx_classify(stmt);
+        if (stmt.op == PTX_MMA && stmt.args.size() == 4) { // its operand numbers, read once
+            const size_t want[4] = {4, 4, 2, 4};
+            bool shaped = true;
+            for (int g = 0; g < 4; g++) { shaped = shaped && stmt.args[g].kind == PtxArg::GROUP && stmt.args[g].regs.size() == want[g]; }
+            int k = 0;
+            for (int g = 0; g < 4 && shaped; g++) {
+                for (int r : stmt.args[g].regs) { stmt.mma_ops[k++] = r; }
+            }
+            stmt.mma_shaped = shaped;
+        }
         p.stmts.push_back(std::move(stmt));
     }
-    if (p.error.empty() && p.stmts.size() == 1 && p.stmts[0].op == PTX_MMA && p.stmts[0].guard < 0 && p.stmts[0].args.size() == 4) {
-        const std::vector<PtxArg>& a = p.stmts[0].args;
-        const size_t want[4] = {4, 4, 2, 4};
-        bool shaped = true;
-        for (int g = 0; g < 4; g++) { shaped = shaped && a[g].kind == PtxArg::GROUP && a[g].regs.size() == want[g]; }
-        if (shaped) {
-            int k = 0;
-            for (int g = 0; g < 4; g++) {
-                for (int r : a[g].regs) { p.mma_ops[k++] = r; p.mma_max_op = std::max(p.mma_max_op, r); }
-            }
-            p.mma_alone = true;
-        }
-    }
+    p.mma_alone = p.error.empty() && p.stmts.size() == 1 && p.stmts[0].mma_shaped && p.stmts[0].guard < 0;
     return new PtxParsed(std::move(p)); // kept for the process's life, as its site is
+}
+
+// mma.sync m16n8k16 with the operand numbers ops (D 4, A 4, B 2, C 4) among an asm statement's n
+// operands (GCC's numbering: the nout outputs, then the inputs; a "+" operand's input is its output's value)
+static void ptx_mma(const int* ops, const PtxOperand* out_ops, int nout, const PtxOperand* in_ops, int n, int line) {
+    auto operand = [&](int i) -> const PtxOperand& {
+        if (i < 0 || i >= n) { fail("PTX operand %" + std::to_string(i) + " out of range at " + line_str(line)); }
+        return i < nout ? out_ops[i] : in_ops[i - nout];
+    };
+    auto bits = [&](int i) -> uint32_t {
+        const PtxOperand& o = operand(i);
+        uint32_t b = (uint32_t)o.bits;
+        if (o.output) { memcpy(&b, o.ptr, 4); }
+        return b;
+    };
+    uint32_t ar[4], br[2];
+    float cr[4], dr[4];
+    for (int i = 0; i < 4; i++) {
+        ar[i] = bits(ops[4 + i]);
+        const uint32_t cb = bits(ops[10 + i]);
+        memcpy(&cr[i], &cb, 4);
+    }
+    br[0] = bits(ops[8]);
+    br[1] = bits(ops[9]);
+    mma_16816(dr, ar, br, cr, line);
+    for (int i = 0; i < 4; i++) {
+        const PtxOperand& o = operand(ops[i]);
+        if (!o.output || o.constraint != 'f') { fail("mma.sync's D operand is not an fp32 output at " + line_str(line)); }
+        memcpy(o.ptr, &dr[i], 4);
+    }
 }
 
 static void ptx(const PtxParsed*& site, int line, const char* tmpl, std::initializer_list<PtxOperand> outs,
@@ -884,29 +913,8 @@ static void ptx(const PtxParsed*& site, int line, const char* tmpl, std::initial
     const int nout = (int)outs.size(), n = nout + (int)ins.size();
     if (site == nullptr) { site = ptx_parse(tmpl); }
     const PtxParsed& parsed = *site;
-    if (parsed.mma_alone && parsed.mma_max_op < n) { // the same checks and arithmetic as PTX_MMA below, direct
-        auto bits = [&](int i) -> uint32_t {
-            const PtxOperand& o = i < nout ? out_ops[i] : in_ops[i - nout];
-            uint32_t b = (uint32_t)o.bits;
-            if (o.output) { memcpy(&b, o.ptr, 4); } // a "+" operand's input
-            return b;
-        };
-        uint32_t ar[4], br[2];
-        float cr[4], dr[4];
-        for (int i = 0; i < 4; i++) {
-            ar[i] = bits(parsed.mma_ops[4 + i]);
-            const uint32_t cb = bits(parsed.mma_ops[10 + i]);
-            memcpy(&cr[i], &cb, 4);
-        }
-        br[0] = bits(parsed.mma_ops[8]);
-        br[1] = bits(parsed.mma_ops[9]);
-        mma_16816(dr, ar, br, cr, line);
-        for (int i = 0; i < 4; i++) {
-            const int d = parsed.mma_ops[i];
-            const PtxOperand& o = d < nout ? out_ops[d] : in_ops[d - nout];
-            if (!o.output || o.constraint != 'f') { fail("mma.sync's D operand is not an fp32 output at " + line_str(line)); }
-            memcpy(o.ptr, &dr[i], 4);
-        }
+    if (parsed.mma_alone) {
+        ptx_mma(parsed.stmts[0].mma_ops, out_ops, nout, in_ops, n, line);
         return;
     }
     if (!parsed.error.empty()) { fail("inline PTX at " + line_str(line) + ": " + parsed.error); }
@@ -951,25 +959,10 @@ static void ptx(const PtxParsed*& site, int line, const char* tmpl, std::initial
             pred[a.imm] = v;
         };
         switch (p.op) {
-        case PTX_MMA: {
-            if (p.args.size() != 4) { malformed(); }
-            const std::vector<int>& d = p.args[0].regs;
-            const std::vector<int>& a = p.args[1].regs;
-            const std::vector<int>& b = p.args[2].regs;
-            const std::vector<int>& c = p.args[3].regs;
-            if (d.size() != 4 || a.size() != 4 || b.size() != 2 || c.size() != 4) { malformed(); }
-            uint32_t ar[4], br[2];
-            float cr[4], dr[4];
-            for (int i = 0; i < 4; i++) { ar[i] = (uint32_t)value(a[i]); uint32_t cb = (uint32_t)value(c[i]); memcpy(&cr[i], &cb, 4); }
-            for (int i = 0; i < 2; i++) { br[i] = (uint32_t)value(b[i]); }
-            mma_16816(dr, ar, br, cr, line);
-            for (int i = 0; i < 4; i++) {
-                const PtxOperand& o = operand(d[i]);
-                if (!o.output || o.constraint != 'f') { fail("mma.sync's D operand is not an fp32 output at " + line_str(line)); }
-                memcpy(o.ptr, &dr[i], 4);
-            }
+        case PTX_MMA:
+            if (!p.mma_shaped) { malformed(); }
+            ptx_mma(p.mma_ops, out_ops, nout, in_ops, n, line);
             break;
-        }
         case PTX_LDMATRIX: {
             if (p.args.size() != 2 || p.args[0].kind != PtxArg::GROUP || (int)p.args[0].regs.size() != p.nmat) { malformed(); }
             uint32_t r[4];
