@@ -2199,58 +2199,52 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
         float acc_dk[kHeadDim / 2], acc_dv[kHeadDim / 2];
         #pragma unroll
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
-        float pt[32], dst[32]; // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
+        float pt[32], dst[32];                // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
+        uint32_t p_frag[4][4], ds_frag[4][4]; // the step whose gradients are issued next
+        // a step's pieces, as flash8_steps takes them
+        auto wait_full = [&](int step) { flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1); };
+        auto zero = [&]() {
+            #pragma unroll
+            for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+        };
+        auto issue_scores = [&](int step) {
+            flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
+            flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
+        };
+        auto issue_grads = [&](int step) {
+            flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
+            flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
+        };
         auto probs = [&](int step) {
             const size_t stat_row = ((size_t)w.b * H + w.head(step)) * T;
             flash6_bwd_probs_t(pt, dst, lse + stat_row, delta + stat_row, w.query0(step), key_c0, key0, t, T, scale_log2);
         };
+        auto pack = [&]() {
+            flash6_pack_p<4>(p_frag, pt);
+            flash6_pack_p<4>(ds_frag, dst);
+        };
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
         if constexpr (kVersion == 8) {
-            uint32_t p_frag[4][4], ds_frag[4][4]; // the step whose gradients are issued next
-            flash8_steps(
-                w.steps - 1, turns, [&](int step) { flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1); },
-                [&]() {
-                    #pragma unroll
-                    for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
-                },
-                [&](int step) {
-                    flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
-                    flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
-                },
-                [&](int step) {
-                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
-                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
-                },
-                probs,
-                [&]() {
-                    flash6_pack_p<4>(p_frag, pt);
-                    flash6_pack_p<4>(ds_frag, dst);
-                },
-                release);
+            flash8_steps(w.steps - 1, turns, wait_full, zero, issue_scores, issue_grads, probs, pack, release);
         } else {
             for (int step = 0; step < w.steps; step++) {
                 const bool last = step == w.steps - 1;
                 // every step's stage is waited for and released, computed or not: the 256 arrivals of a
                 // phase must all be for the same step
-                flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1);
+                wait_full(step);
                 if (w.query0(step) + FLASH6_BWD_BLOCK_M - 1 >= key_c0) { // else every query precedes the consumer's keys: P^T = 0
-                    #pragma unroll
-                    for (int i = 0; i < 32; i++) { pt[i] = 0.0f; dst[i] = 0.0f; }
+                    zero();
                     if constexpr (kTurns) { turns.take(); }
                     flash6_wgmma_fence();
-                    flash6_issue_ss_n64<kHeadDim>(pt, sKc, sQ(step));
-                    flash6_issue_ss_n64<kHeadDim>(dst, sVc, sdO(step));
+                    issue_scores(step);
                     flash6_wgmma_commit();
                     if constexpr (kTurns) { turns.hand_on(false); }
                     flash6_wgmma_wait0();
                     probs(step);
-                    uint32_t p_frag[4][4], ds_frag[4][4];
-                    flash6_pack_p<4>(p_frag, pt);
-                    flash6_pack_p<4>(ds_frag, dst);
+                    pack();
                     if constexpr (kTurns) { turns.take(); }
                     flash6_wgmma_fence();
-                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dv, p_frag, sdO(step));
-                    flash6_issue_pv<kHeadDim, FLASH6_BWD_BLOCK_M>(acc_dk, ds_frag, sQ(step));
+                    issue_grads(step);
                     flash6_wgmma_commit();
                     if constexpr (kTurns) { turns.hand_on(last); }
                     flash6_wgmma_wait0();
@@ -2320,19 +2314,19 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
             flash6_issue_qk<kHeadDim>(p, sQc, sK(n));
             flash6_issue_qk<kHeadDim>(ds, sdOc, sV(n));
         };
+        auto issue_grads = [&](int n) { flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n)); };
         auto probs = [&](int n) {
             if (n == w.n_last) { flash6_mask(p, n, row0, t, T); } // -inf: P 0 where key > query or key >= T
             flash6_bwd_probs(p, ds, lse2, d, scale_log2);
         };
+        auto pack = [&]() { flash6_pack_p(ds_frag, ds); };
+        auto wait_full = [&](int n) { flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1); };
         flash6_mbar_wait(smem_u32(&bar.resident), 0);
         if constexpr (kVersion == 8) {
-            flash8_steps(
-                w.n_last, turns, [&](int n) { flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1); }, zero,
-                issue_scores, [&](int n) { flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n)); }, probs,
-                [&]() { flash6_pack_p(ds_frag, ds); }, release);
+            flash8_steps(w.n_last, turns, wait_full, zero, issue_scores, issue_grads, probs, pack, release);
         } else {
             for (int n = 0; n <= w.n_last; n++) {
-                flash6_mbar_wait(smem_u32(&bar.full[n % kStages]), (n / kStages) & 1);
+                wait_full(n);
                 zero();
                 if constexpr (kTurns) { turns.take(); }
                 flash6_wgmma_fence();
@@ -2341,10 +2335,10 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
                 if constexpr (kTurns) { turns.hand_on(false); }
                 flash6_wgmma_wait0();
                 probs(n);
-                flash6_pack_p(ds_frag, ds);
+                pack();
                 if constexpr (kTurns) { turns.take(); }
                 flash6_wgmma_fence();
-                flash6_issue_pv<kHeadDim>(acc_dq, ds_frag, sK(n));
+                issue_grads(n);
                 flash6_wgmma_commit();
                 if constexpr (kTurns) { turns.hand_on(n == w.n_last); }
                 flash6_wgmma_wait0();
