@@ -623,7 +623,7 @@ static void bench(const LabArgs* a) {
         lab_attn_bench_predicted("backward", f_bwd, b_bwd, &sh);
         lab_attn_bench_predicted("forward+backward", f_fwd + f_bwd, b_fwd + b_bwd, &sh);
         LabInputs in;
-        lab_bench_inputs_make(&in, &sh, a->seed);
+        lab_bench_inputs_make(&in, &sh, a->seed, 1);
         const size_t BT = (size_t)sh.B * sh.T;
         for (int k = 0; k < lab_attn_num_versions(1); k++) {
             const LabVersion* ver = &lab_attn_versions(1)[k];

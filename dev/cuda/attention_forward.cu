@@ -326,7 +326,7 @@ static void bench(const LabArgs* a) {
         const double bytes = lab_bytes_forward(sh.B, sh.T, sh.H, sh.Hkv, sh.hd);
         lab_attn_bench_predicted("forward", flops, bytes, &sh);
         LabInputs in;
-        lab_bench_inputs_make(&in, &sh, a->seed);
+        lab_bench_inputs_make(&in, &sh, a->seed, 0);
         for (int k = 0; k < lab_attn_num_versions(0); k++) {
             const LabVersion* ver = &lab_attn_versions(0)[k];
             AttnShape s;

@@ -1290,9 +1290,9 @@ static void lab_attn_bench_header(const LabArgs* a, const LabTimer* timer) {
     }
 }
 
-// the bench's inputs, x, qkv and datty N(0, 1), drawn on the device by the trainer's init kernel (the
+// the bench's inputs, x, qkv and (with_grad) datty N(0, 1), drawn on the device by the trainer's init kernel (the
 // host's draws of --long's largest projection, 0.6 G elements, would take tens of seconds of GPU time)
-static void lab_bench_inputs_make(LabInputs* in, const LabShape* sh, unsigned long long base_seed) {
+static void lab_bench_inputs_make(LabInputs* in, const LabShape* sh, unsigned long long base_seed, int with_grad) {
     in->sh = *sh;
     in->cfg = lab_config(sh);
     in->seed = lab_trial_seed(base_seed, {sh->scheme, sh->B, sh->T, sh->H, sh->Hkv, sh->hd});
@@ -1306,6 +1306,10 @@ static void lab_bench_inputs_make(LabInputs* in, const LabShape* sh, unsigned lo
     for (int i = 0; i < 3; i++) {
         tensors[i]->f.clear();
         tensors[i]->x.clear();
+        if (i == 2 && !with_grad) { // the forward's bench: no datty
+            tensors[i]->d = lab_buf_none(names[i]);
+            continue;
+        }
         tensors[i]->d = lab_buf_alloc(counts[i] * sizeof(floatX), names[i]);
         init_normal_kernel<<<grid_for(counts[i], 256), 256>>>((floatX*)tensors[i]->d.ptr, NULL, 0, 0, counts[i], 1.0f, in->seed, i + 1);
         launchCheck();
