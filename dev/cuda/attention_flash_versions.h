@@ -2158,6 +2158,31 @@ __device__ __forceinline__ void flash8_steps(int last, const Flash7Turns& turns,
     release(last);
 }
 
+// a version 6 or 7 consumer's step s in series: the scores, then P and dS, then the gradients, each
+// wgmma group waited for before the next piece; version 7 (kTurns) issues each group on its turn, and
+// its hand-on after the gradients of step `last` is Flash7Turns' last one. The pieces are flash8_steps'
+// (the stage's wait and release stay in the kernel's loop: a dK/dV consumer also skips steps)
+template <bool kTurns, class Zero, class IssueScores, class IssueGrads, class Compute, class Pack>
+__device__ __forceinline__ void flash7_serial_step(int s, int last, const Flash7Turns& turns, Zero zero,
+                                                   IssueScores issue_scores, IssueGrads issue_grads, Compute compute,
+                                                   Pack pack) {
+    zero();
+    if constexpr (kTurns) { turns.take(); }
+    flash6_wgmma_fence();
+    issue_scores(s);
+    flash6_wgmma_commit();
+    if constexpr (kTurns) { turns.hand_on(false); }
+    flash6_wgmma_wait0();
+    compute(s);
+    pack();
+    if constexpr (kTurns) { turns.take(); }
+    flash6_wgmma_fence();
+    issue_grads(s);
+    flash6_wgmma_commit();
+    if constexpr (kTurns) { turns.hand_on(s == last); }
+    flash6_wgmma_wait0();
+}
+
 // dK, dV, versions 6, 7 and 8 (kVersion). Grid (B * Hkv, ceil(T / 128)), 384 threads, dynamic smem
 // flash6_bwd_dkdv_smem_bytes(hd, Flash6BwdConfig<kVersion>::kStages). tq, tdo: Q's and dO's tensor maps in
 // boxes of 64 rows; tk, tv: K's and V's in boxes of 128 (kv_same: one tensor). dk, dv, lse, delta as
@@ -2201,7 +2226,7 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
         for (int i = 0; i < kHeadDim / 2; i++) { acc_dk[i] = 0.0f; acc_dv[i] = 0.0f; }
         float pt[32], dst[32];                // (64 keys, 64 queries): S^T then P^T; dP^T then dS^T
         uint32_t p_frag[4][4], ds_frag[4][4]; // the step whose gradients are issued next
-        // a step's pieces, as flash8_steps takes them
+        // a step's pieces, as flash8_steps and flash7_serial_step take them
         auto wait_full = [&](int step) { flash6_mbar_wait(smem_u32(&bar.full[step % kStages]), (step / kStages) & 1); };
         auto zero = [&]() {
             #pragma unroll
@@ -2233,21 +2258,7 @@ flash6_attention_backward_dkdv_kernel(const __grid_constant__ CUtensorMap tq, co
                 // phase must all be for the same step
                 wait_full(step);
                 if (w.query0(step) + FLASH6_BWD_BLOCK_M - 1 >= key_c0) { // else every query precedes the consumer's keys: P^T = 0
-                    zero();
-                    if constexpr (kTurns) { turns.take(); }
-                    flash6_wgmma_fence();
-                    issue_scores(step);
-                    flash6_wgmma_commit();
-                    if constexpr (kTurns) { turns.hand_on(false); }
-                    flash6_wgmma_wait0();
-                    probs(step);
-                    pack();
-                    if constexpr (kTurns) { turns.take(); }
-                    flash6_wgmma_fence();
-                    issue_grads(step);
-                    flash6_wgmma_commit();
-                    if constexpr (kTurns) { turns.hand_on(last); }
-                    flash6_wgmma_wait0();
+                    flash7_serial_step<kTurns>(step, w.steps - 1, turns, zero, issue_scores, issue_grads, probs, pack);
                 } else if constexpr (kTurns) { // both turns, with nothing to issue: the rounds stay paired
                     turns.take();
                     turns.hand_on(false);
@@ -2327,21 +2338,7 @@ flash6_attention_backward_dq_kernel(const __grid_constant__ CUtensorMap tq, cons
         } else {
             for (int n = 0; n <= w.n_last; n++) {
                 wait_full(n);
-                zero();
-                if constexpr (kTurns) { turns.take(); }
-                flash6_wgmma_fence();
-                issue_scores(n);
-                flash6_wgmma_commit();
-                if constexpr (kTurns) { turns.hand_on(false); }
-                flash6_wgmma_wait0();
-                probs(n);
-                pack();
-                if constexpr (kTurns) { turns.take(); }
-                flash6_wgmma_fence();
-                issue_grads(n);
-                flash6_wgmma_commit();
-                if constexpr (kTurns) { turns.hand_on(n == w.n_last); }
-                flash6_wgmma_wait0();
+                flash7_serial_step<kTurns>(n, w.n_last, turns, zero, issue_scores, issue_grads, probs, pack);
                 release(n); // this thread is done with the stage
             }
         }
